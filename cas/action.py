@@ -1,0 +1,96 @@
+"""The action: one command of the build graph, and the key that names its result.
+
+An action is argv (never a shell string), a fixed environment, declared inputs, declared tools
+and declared outputs, all as paths relative to the *execroot* (the directory every action runs
+under) except tools, which are absolute paths of binaries outside the project. Keeping the
+project's paths relative is what lets a copy of the checkout in another directory hit the same
+cache entries: no absolute path of the checkout or of `$MCPP_HOME` enters a key.
+
+`action_key` is the single place that decides what a cache key covers. `KEY_FIELDS` and
+`EXCLUDED_FIELDS` classify every field of `Action`; a unit test fails when a new field is in
+neither set, so adding a field forces a decision about caching.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import blake3
+
+from .digest import Digest
+
+# Bump when the encoding below changes so old entries can never be mistaken for new ones.
+KEY_VERSION = "mcpp-action-v1"
+
+
+@dataclass(frozen=True, slots=True)
+class Platform:
+    """What the action's outputs depend on beyond its inputs: the toolchain and the host."""
+
+    toolchain: str  # e.g. "gcc 12.2.0 x86_64-linux-gnu" (+ compiler digest, see engine.toolchain)
+    host: str  # host triple
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    id: str  # stable, human-readable identity, e.g. "compile hello:src/main.cpp"
+    argv: tuple[str, ...]
+    outputs: tuple[str, ...]
+    inputs: tuple[str, ...] = ()  # always read; their digests enter the key
+    may_read: tuple[str, ...] = ()  # may be read (headers); only those the depfile names are keyed
+    tools: tuple[str, ...] = ()  # absolute paths of binaries the action executes
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str = "."  # relative to the execroot
+    depfile: str | None = None  # a make-style depfile the action writes: discovered inputs
+    kind: str = "action"  # display: "compile", "link", "archive", "test", ...
+    description: str = ""  # display: the line shown to the user
+    timeout: float | None = None  # seconds; does not change what the action produces
+    order: int = field(default=0, compare=False)  # display ordering only
+
+
+# Every field of Action is in exactly one of these sets (enforced by tests/unit/test_action_key.py).
+KEY_FIELDS = frozenset({"argv", "outputs", "inputs", "tools", "env", "cwd", "depfile"})
+EXCLUDED_FIELDS = {
+    "id": "a name for humans and for `mcpp explain`; two actions with one command are one result",
+    "may_read": "only the subset the depfile reports is keyed (passed as `discovered`)",
+    "kind": "display only",
+    "description": "display only",
+    "timeout": "a limit on running, not a property of the result",
+    "order": "display only",
+}
+
+
+def action_key(
+    action: Action,
+    platform: Platform,
+    digest_of: Callable[[str], Digest],
+    tool_digest_of: Callable[[str], Digest],
+    discovered: Iterable[str] = (),
+) -> str:
+    """blake3 over a canonical, length-prefixed encoding of everything the result depends on.
+
+    `digest_of(path)` answers an execroot-relative input's digest; `tool_digest_of(path)` an
+    absolute tool's. `discovered` are inputs reported by the action's previous depfile.
+    """
+    h = blake3.blake3()
+
+    def put(tag: str, *values: str) -> None:
+        for v in (tag, *values):
+            b = v.encode()
+            h.update(len(b).to_bytes(8, "little"))
+            h.update(b)
+
+    put("version", KEY_VERSION)
+    put("platform", platform.toolchain, platform.host)
+    put("cwd", action.cwd)
+    put("argv", str(len(action.argv)), *action.argv)
+    for k, v in sorted(action.env):
+        put("env", k, v)
+    for path in sorted(set(action.inputs) | set(discovered)):
+        put("input", path, str(digest_of(path)))
+    for tool in sorted(action.tools):
+        put("tool", tool, str(tool_digest_of(tool)))
+    for out in sorted(action.outputs):
+        put("output", out)
+    put("depfile", action.depfile or "")
+    return h.hexdigest()

@@ -1,0 +1,192 @@
+"""The `mcpp` command line (click). Parses flags, calls the engine, renders errors.
+
+Nothing below this module prints an error or exits: they raise `McppError`, and `main` turns it
+into `error: ...` and the exit code of DESIGN §2. A Python traceback reaching a user is a bug.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+import click
+
+from .build import BuildOptions, build
+from .errors import EXIT_USER_ERROR, McppError
+from .graph import Selection, find_manifest
+from .report import Reporter
+
+
+class _Ctx:
+    def __init__(self, verbose: int, quiet: bool, color: str, jobs: int, manifest_path: str | None,
+                 argv: list[str]):
+        self.argv = argv
+        self.verbose = verbose
+        self.quiet = quiet
+        self.color = color
+        self.jobs = jobs
+        self.manifest_path = manifest_path
+
+    def reporter(self, message_format: str = "human") -> Reporter:
+        return Reporter(verbose=self.verbose, quiet=self.quiet, json_mode=message_format == "json",
+                        color=self.color)
+
+
+def _split_features(values: tuple[str, ...]) -> tuple[str, ...]:
+    out: list[str] = []
+    for v in values:
+        out += [f for f in v.replace(",", " ").split() if f]
+    return tuple(out)
+
+
+def build_flags(fn):
+    """The flags `build`, `run` and `test` share (DESIGN §2)."""
+    options = [
+        click.option("--release", is_flag=True, help="Build with the release profile."),
+        click.option("--profile", "profile", metavar="NAME", help="Build with the named profile."),
+        click.option("--features", "features", multiple=True, metavar="LIST",
+                     help="Comma- or space-separated features to activate."),
+        click.option("--all-features", is_flag=True, help="Activate every feature."),
+        click.option("--no-default-features", is_flag=True, help="Do not activate the `default` feature."),
+        click.option("-p", "--package", "packages", multiple=True, metavar="NAME", help="Package(s) to build."),
+        click.option("--toolchain", metavar="NAME", help="gcc (default), clang or clang-19."),
+        click.option("--keep-going", is_flag=True, help="Build as much as possible after a failure."),
+        click.option("--message-format", type=click.Choice(["human", "json"]), default="human",
+                     help="json: one JSON object per build event on stdout."),
+        click.option("-j", "--jobs", "jobs_local", type=int, default=None, metavar="N",
+                     help="Parallel actions (default: number of CPUs)."),
+    ]
+    for opt in reversed(options):
+        fn = opt(fn)
+    return fn
+
+
+def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
+    if kw["release"] and kw["profile"] and kw["profile"] != "release":
+        raise click.UsageError("--release conflicts with --profile " + kw["profile"])
+    profile = kw["profile"] or ("release" if kw["release"] else "dev")
+    jobs = kw["jobs_local"] if kw["jobs_local"] is not None else ctx.jobs
+    if jobs is not None and jobs < 0:
+        raise click.UsageError("-j must be at least 1")
+    return BuildOptions(
+        cwd=os.getcwd(), manifest_path=ctx.manifest_path, profile=profile,
+        selection=Selection(packages=kw["packages"], features=_split_features(kw["features"]),
+                            all_features=kw["all_features"], no_default_features=kw["no_default_features"],
+                            with_dev_deps=with_dev),
+        jobs=jobs or 0, keep_going=kw["keep_going"], toolchain=kw["toolchain"])
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", count=True, help="Print commands as they run.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only errors and warnings.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto")
+@click.option("-j", "--jobs", type=int, default=None, metavar="N", help="Parallel actions.")
+@click.option("--manifest-path", type=click.Path(), default=None, help="Path to mcpp.toml.")
+@click.version_option(package_name="mcpp", prog_name="mcpp")
+@click.pass_context
+def cli(ctx, verbose, quiet, color, jobs, manifest_path):
+    """mcpp: a hermetic build engine for C and C++."""
+    ctx.obj = _Ctx(verbose, quiet, color, jobs, manifest_path, _RAW_ARGV)
+
+
+@cli.command("build")
+@build_flags
+@click.pass_obj
+def build_cmd(ctx: _Ctx, **kw):
+    """Build the package (or workspace)."""
+    build(_options(ctx, kw), ctx.reporter(kw["message_format"]))
+
+
+@cli.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@build_flags
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_obj
+def run_cmd(ctx: _Ctx, args, **kw):
+    """Build, then run a binary: mcpp run [BIN] [-- ARGS]."""
+    from .run import run_binary
+
+    # click drops a leading `--` but keeps a later one; the raw command line tells them apart.
+    args = list(args)
+    if "--" in args:
+        cut = args.index("--")
+        before, args = args[:cut], args[cut + 1:]
+    elif "--" in ctx.argv:
+        before = []
+    else:
+        before, args = args, []
+    if len(before) > 1:
+        raise click.UsageError(f"unexpected arguments {' '.join(before[1:])!r}; pass program arguments after `--`")
+    name = before[0] if before else None
+    reporter = ctx.reporter(kw["message_format"])
+    outcome = build(_options(ctx, kw), reporter)
+    sys.exit(run_binary(outcome, name, args, reporter))
+
+
+@cli.command("test")
+@build_flags
+@click.argument("pattern", required=False)
+@click.pass_obj
+def test_cmd(ctx: _Ctx, pattern, **kw):
+    """Build and run tests/*.cpp, one binary each."""
+    from .testing import run_tests
+
+    reporter = ctx.reporter(kw["message_format"])
+    outcome = build(_options(ctx, kw, with_dev=True), reporter, with_tests=True)
+    sys.exit(run_tests(outcome, pattern, reporter, json_mode=kw["message_format"] == "json"))
+
+
+@cli.command("clean")
+@click.pass_obj
+def clean_cmd(ctx: _Ctx):
+    """Remove target/."""
+    from .graph import load_graph
+
+    graph = load_graph(os.getcwd(), ctx.manifest_path, Selection())
+    target = graph.target_dir
+    if os.path.isdir(target):
+        shutil.rmtree(target)
+    ctx.reporter().status("Removed", _shown(target))
+
+
+@cli.command("new")
+@click.argument("name")
+@click.option("--lib", is_flag=True, help="Create a library package with a module interface.")
+@click.pass_obj
+def new_cmd(ctx: _Ctx, name, lib):
+    """Create a new package in directory NAME."""
+    from .scaffold import new_package
+
+    path = new_package(os.getcwd(), name, lib)
+    ctx.reporter().status("Created", f"{'library' if lib else 'binary (application)'} `{os.path.basename(path)}` package")
+
+
+def _shown(path: str) -> str:
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+_RAW_ARGV: list[str] = []
+
+
+def main(argv: list[str] | None = None) -> None:
+    _RAW_ARGV[:] = sys.argv[1:] if argv is None else argv
+    try:
+        cli.main(args=argv, prog_name="mcpp", standalone_mode=False)
+    except McppError as e:
+        Reporter().error(e.render())
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        sys.stderr.write("error: interrupted\n")
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(EXIT_USER_ERROR)
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(1)
+    sys.exit(0)
+
+
+__all__ = ["cli", "main", "find_manifest"]

@@ -1,0 +1,260 @@
+"""The package graph of one build: which manifest is the root, which packages take part, in
+which order, and with which features active.
+
+The root is found by searching upward from the working directory (or `--manifest-path`); a
+manifest inside a workspace builds just that member, from the workspace's `target/` (as Cargo
+does). Dependencies are path dependencies, loaded recursively; a cycle is reported with the whole
+cycle named. Features are unified per package across every edge that requests them.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from .errors import ManifestError, McppError, Position
+from .manifest.load import MANIFEST_NAME, display_path, read_manifest
+from .manifest.model import DependencySpec, Manifest
+
+
+@dataclass(eq=False)
+class Package:
+    manifest: Manifest
+    deps: list["Package"] = field(default_factory=list)  # library deps, manifest order
+    dev_deps: list["Package"] = field(default_factory=list)
+    features: set[str] = field(default_factory=set)  # active, implies expanded
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def version(self) -> str:
+        return self.manifest.version
+
+    @property
+    def root(self) -> str:
+        return self.manifest.root
+
+
+@dataclass
+class Selection:
+    """What the command line asks for."""
+
+    packages: tuple[str, ...] = ()  # -p; empty: the default members
+    features: tuple[str, ...] = ()
+    all_features: bool = False
+    no_default_features: bool = False
+    with_dev_deps: bool = False  # only `mcpp test` resolves [dev-dependencies]
+
+
+@dataclass
+class PackageGraph:
+    root_manifest: Manifest
+    workspace_root: str  # where target/ lives
+    members: list[Package]  # the packages this command builds
+    order: list[Package]  # every package, dependencies first
+
+    @property
+    def target_dir(self) -> str:
+        return os.path.join(self.workspace_root, "target")
+
+
+def find_manifest(cwd: str, manifest_path: str | None) -> str:
+    if manifest_path:
+        path = os.path.abspath(manifest_path)
+        if os.path.isdir(path):
+            path = os.path.join(path, MANIFEST_NAME)
+        if not os.path.isfile(path):
+            raise McppError(f"manifest path `{manifest_path}` does not exist")
+        return path
+    d = os.path.abspath(cwd)
+    while True:
+        candidate = os.path.join(d, MANIFEST_NAME)
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(d)
+        if parent == d:
+            raise McppError(f"could not find `{MANIFEST_NAME}` in `{os.path.abspath(cwd)}` or any parent directory",
+                            notes=["help: run `mcpp new NAME` to create a package"])
+        d = parent
+
+
+def _enclosing_workspace(manifest: Manifest) -> Manifest | None:
+    """The workspace manifest above `manifest` that lists it as a member, if any."""
+    d = os.path.dirname(manifest.root)
+    while True:
+        candidate = os.path.join(d, MANIFEST_NAME)
+        if os.path.isfile(candidate):
+            ws = read_manifest(candidate)
+            if ws.workspace_members is not None:
+                members = {os.path.normpath(os.path.join(ws.root, m)) for m in ws.workspace_members}
+                return ws if manifest.root in members else None
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+class _Loader:
+    def __init__(self):
+        self.by_root: dict[str, Package] = {}
+        self.by_name: dict[str, Package] = {}
+
+    def manifest(self, root: str) -> Manifest:
+        pkg = self.by_root.get(root)
+        return pkg.manifest if pkg else read_manifest(os.path.join(root, MANIFEST_NAME))
+
+    def load(self, manifest: Manifest, stack: list[tuple[Package, DependencySpec | None]], dev: bool) -> Package:
+        if manifest.root in self.by_root:
+            return self.by_root[manifest.root]
+        other = self.by_name.get(manifest.name)
+        if other is not None:
+            raise ManifestError(
+                f"two packages are named `{manifest.name}`: `{display_path(other.root)}` and "
+                f"`{display_path(manifest.root)}` (one build holds one package of each name)",
+                manifest.position("package", "name"))
+        pkg = Package(manifest)
+        self.by_root[manifest.root] = pkg
+        self.by_name[manifest.name] = pkg
+        stack.append((pkg, None))
+        for spec in manifest.dependencies:
+            pkg.deps.append(self.edge(pkg, spec, stack))
+        if dev:
+            for spec in manifest.dev_dependencies:
+                pkg.dev_deps.append(self.edge(pkg, spec, stack))
+        stack.pop()
+        return pkg
+
+    def edge(self, pkg: Package, spec: DependencySpec, stack) -> Package:
+        stack[-1] = (pkg, spec)
+        in_progress = [p.root for p, _ in stack]
+        if spec.path in in_progress:
+            start = in_progress.index(spec.path)
+            names = [p.name for p, _ in stack[start:]] + [stack[start][0].name]
+            raise ManifestError(f"dependency cycle: {' -> '.join(names)}", spec.pos)
+        dep_manifest = self.manifest(spec.path)
+        if dep_manifest.is_virtual:
+            raise ManifestError(f"dependency `{spec.key}` points at a virtual workspace, not a package", spec.path_pos)
+        if dep_manifest.name != spec.key:
+            raise ManifestError(
+                f"dependency `{spec.display}` points at package `{dep_manifest.name}` "
+                f"(its [package].name); the key must match the package name",
+                spec.pos, [f"note: `{display_path(dep_manifest.path)}` declares name = \"{dep_manifest.name}\""])
+        if spec.namespace is not None and dep_manifest.namespace != spec.namespace:
+            raise ManifestError(
+                f"dependency `{spec.display}` points at package `{dep_manifest.name}` in namespace "
+                f"`{dep_manifest.namespace or '(none)'}`", spec.pos)
+        return self.load(dep_manifest, stack, dev=False)
+
+
+def load_graph(cwd: str, manifest_path: str | None, selection: Selection) -> PackageGraph:
+    manifest = read_manifest(find_manifest(cwd, manifest_path))
+    workspace = manifest if manifest.workspace_members is not None else _enclosing_workspace(manifest)
+    loader = _Loader()
+    if workspace is manifest:
+        member_roots = [os.path.normpath(os.path.join(manifest.root, m)) for m in manifest.workspace_members]
+        if not manifest.is_virtual:
+            member_roots.insert(0, manifest.root)
+    else:
+        member_roots = [manifest.root]
+    workspace_root = (workspace or manifest).root
+
+    members = []
+    for root in member_roots:
+        m = manifest if root == manifest.root else loader.manifest(root)
+        members.append(loader.load(m, [], dev=selection.with_dev_deps))
+    if selection.packages:
+        by_name = {p.name: p for p in loader.by_root.values()}
+        chosen = []
+        for name in selection.packages:
+            if name not in by_name:
+                raise McppError(f"package `{name}` is not part of this build; packages: {', '.join(sorted(by_name))}")
+            chosen.append(by_name[name])
+        members = chosen
+        if selection.with_dev_deps:
+            for p in members:
+                if not p.dev_deps and p.manifest.dev_dependencies:
+                    p.dev_deps = [loader.edge(p, s, [(p, None)]) for s in p.manifest.dev_dependencies]
+
+    order = _topological(members)
+    _resolve_features(members, order, selection)
+    return PackageGraph(root_manifest=workspace or manifest, workspace_root=workspace_root,
+                        members=members, order=order)
+
+
+def _topological(members: list[Package]) -> list[Package]:
+    order: list[Package] = []
+    seen: set[int] = set()
+
+    def visit(p: Package) -> None:
+        if id(p) in seen:
+            return
+        seen.add(id(p))
+        for d in p.deps + p.dev_deps:
+            visit(d)
+        order.append(p)
+
+    for m in members:
+        visit(m)
+    return order
+
+
+def _resolve_features(members: list[Package], order: list[Package], sel: Selection) -> None:
+    requested: dict[int, set[str]] = {id(p): set() for p in order}
+    wants_default: dict[int, bool] = {id(p): False for p in order}
+    for m in members:
+        if sel.all_features:
+            requested[id(m)] |= set(m.manifest.features)
+        for f in sel.features:
+            if f not in m.manifest.features:
+                raise McppError(f"package `{m.name}` has no feature `{f}`"
+                                + (f"; declared features: {', '.join(sorted(m.manifest.features))}"
+                                   if m.manifest.features else "; it declares no features"))
+            requested[id(m)].add(f)
+        wants_default[id(m)] |= not sel.no_default_features
+    # Parents come after their dependencies in `order`; walk it backwards to push requests down.
+    for p in reversed(order):
+        active = _expand(p, requested[id(p)] | (set(p.manifest.default_features) if wants_default[id(p)] else set()))
+        p.features = active
+        for spec, dep in _edges(p):
+            for i, f in enumerate(spec.features):
+                if f not in dep.manifest.features:
+                    raise ManifestError(
+                        f"dependency `{spec.display}` has no feature `{f}`"
+                        + (f"; declared features: {', '.join(sorted(dep.manifest.features))}"
+                           if dep.manifest.features else "; it declares no features"),
+                        p.manifest.position(*_dep_keypath(p.manifest, spec), "features", i))
+            requested[id(dep)] |= set(spec.features)
+            wants_default[id(dep)] |= spec.default_features
+
+
+def _edges(p: Package):
+    by_root = {d.root: d for d in p.deps + p.dev_deps}
+    for spec in p.manifest.dependencies + (p.manifest.dev_dependencies if p.dev_deps else ()):
+        if spec.path in by_root:
+            yield spec, by_root[spec.path]
+
+
+def _dep_keypath(m: Manifest, spec: DependencySpec) -> tuple[str, ...]:
+    section = "dependencies" if spec in m.dependencies else "dev-dependencies"
+    return (section, spec.namespace, spec.key) if spec.namespace else (section, spec.key)
+
+
+def _expand(p: Package, features: set[str]) -> set[str]:
+    out: set[str] = set()
+    todo = list(features)
+    while todo:
+        f = todo.pop()
+        if f in out:
+            continue
+        out.add(f)
+        todo.extend(p.manifest.features[f].implies)
+    return out
+
+
+def feature_define(name: str) -> str:
+    return "MCPP_FEATURE_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+
+
+__all__ = ["Package", "PackageGraph", "Selection", "load_graph", "find_manifest", "feature_define", "Position"]

@@ -1,0 +1,75 @@
+"""The command lines of compile, archive and link actions for one toolchain family.
+
+Every path in a command is relative to the execroot, so the same project in another directory
+produces the same commands (and the same cache keys).
+"""
+from __future__ import annotations
+
+from ..profiles import Profile
+from ..toolchain import Toolchain
+
+
+def std_flag(standard: str, is_c: bool) -> list[str]:
+    if is_c:
+        return []  # the compiler's default C dialect; [build] cflags can set one
+    return [f"-std={standard}"]
+
+
+def module_flags(tc: Toolchain, mapper: str | None, bmi_out: str | None, imports: list[tuple[str, str]]) -> list[str]:
+    """Flags that make a compile see the BMIs of `imports` [(module, bmi path)] and write `bmi_out`."""
+    if tc.family == "gcc":
+        return ["-fmodules-ts", f"-fmodule-mapper={mapper}"] if mapper else []
+    flags = [f"-fmodule-file={name}={bmi}" for name, bmi in imports]
+    if bmi_out:
+        flags.append(f"-fmodule-output={bmi_out}")
+    return flags
+
+
+def gcc_mapper_text(entries: list[tuple[str, str]]) -> bytes:
+    """gcc's `-fmodule-mapper=FILE` format: one `module-name cmi-path` per line."""
+    return "".join(f"{name} {path}\n" for name, path in sorted(entries)).encode()
+
+
+def compile_argv(
+    tc: Toolchain,
+    profile: Profile,
+    *,
+    source: str,
+    obj: str,
+    depfile: str,
+    role: str,
+    standard: str,
+    user_flags: list[str],
+    defines: list[str],
+    include_dirs: list[str],
+    module: list[str],
+    pic: bool,
+) -> list[str]:
+    is_c = role == "c"
+    compiler = tc.cc.path if is_c else tc.cxx.path
+    argv = [compiler, *std_flag(standard, is_c), *profile.compile_flags()]
+    argv += list(profile.cflags if is_c else profile.cxxflags)
+    argv += user_flags
+    if pic:
+        argv.append("-fPIC")
+    argv += [f"-D{d}" for d in defines]
+    argv += [f"-I{d}" for d in include_dirs]
+    argv += module
+    if role == "module":
+        argv += ["-x", "c++-module" if tc.family == "clang" else "c++"]
+    argv += ["-c", source, "-o", obj, "-MD", "-MF", depfile]
+    return argv
+
+
+def archive_argv(tc: Toolchain, archive: str, objects: list[str]) -> list[str]:
+    # D: deterministic (zero timestamps and uids), so archives are byte-identical across builds.
+    return [tc.ar, "rcsD", archive, *objects]
+
+
+def link_argv(tc: Toolchain, profile: Profile, out: str, objects: list[str], archives: list[str],
+              ldflags: list[str], shared: bool, extra: list[str]) -> list[str]:
+    argv = [tc.cxx.path]
+    if shared:
+        argv.append("-shared")
+    argv += ["-o", out, *objects, *archives, *profile.ldflags, *ldflags, *extra]
+    return argv

@@ -1,0 +1,329 @@
+"""From a package graph to a graph of actions: compile every source, order module interfaces,
+archive libraries, link binaries (and test binaries for `mcpp test`).
+
+The planner decides *what* runs; it never runs anything. Its output is a `Plan`: actions with
+execroot-relative paths, the prerequisites of each, the small files the engine must write before
+an action runs (gcc module mappers), and the artifacts users care about.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+from cas.action import Action
+
+from ..errors import McppError, Position, ScanError
+from ..graph import Package, PackageGraph, feature_define
+from ..manifest.model import TargetSpec
+from ..modules.scanner import ModuleUnit
+from ..profiles import Profile
+from ..toolchain import Toolchain
+from . import compile_flags as cf
+from .sources import Source, include_dirs, package_sources
+
+# A fixed environment for every action: the result must not depend on the user's shell.
+ACTION_ENV = (("LC_ALL", "C"), ("PATH", "/usr/local/bin:/usr/bin:/bin"))
+
+
+@dataclass
+class Artifact:
+    package: str
+    name: str
+    kind: str  # bin, lib, shared, test
+    path: str  # execroot-relative
+
+
+@dataclass
+class Plan:
+    execroot: str
+    actions: list[Action] = field(default_factory=list)
+    prereqs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # action id -> action ids
+    package_of: dict[str, str] = field(default_factory=dict)  # action id -> package name
+    generated: dict[str, bytes] = field(default_factory=dict)  # execroot path -> bytes to write
+    artifacts: list[Artifact] = field(default_factory=list)
+    compile_commands: list[dict] = field(default_factory=list)
+
+    def add(self, action: Action, package: str, prereqs: list[str]) -> None:
+        self.actions.append(action)
+        self.prereqs[action.id] = tuple(dict.fromkeys(prereqs))
+        self.package_of[action.id] = package
+
+
+@dataclass
+class _Unit:
+    pkg: Package
+    source: Source
+    info: ModuleUnit
+    obj: str
+    action_id: str
+    bmi: str | None = None
+
+
+def common_root(paths: list[str]) -> str:
+    return os.path.commonpath(paths)
+
+
+class Planner:
+    def __init__(self, graph: PackageGraph, toolchain: Toolchain, profile: Profile, *,
+                 scan: Callable[[str], ModuleUnit], with_tests: bool = False):
+        self.graph = graph
+        self.tc = toolchain
+        self.profile = profile
+        self.scan = scan  # absolute path -> ModuleUnit (cached by the caller)
+        self.with_tests = with_tests
+        roots = [p.root for p in graph.order] + [graph.workspace_root]
+        self.execroot = common_root(roots)
+        self.out = self.rel(os.path.join(graph.target_dir, profile.name))
+        self.plan = Plan(self.execroot)
+
+    def rel(self, path: str) -> str:
+        return os.path.relpath(path, self.execroot)
+
+    # -- entry point ---------------------------------------------------------------------------
+    def build(self) -> Plan:
+        units_by_pkg: dict[int, list[_Unit]] = {}
+        for pkg in self.graph.order:
+            units_by_pkg[id(pkg)] = self._units(pkg, package_sources(pkg), "obj")
+        test_units: dict[int, list[_Unit]] = {}
+        if self.with_tests:
+            for pkg in self.graph.members:
+                test_units[id(pkg)] = self._units(pkg, self._test_sources(pkg), "test-obj")
+        all_units = [u for us in units_by_pkg.values() for u in us] + [u for us in test_units.values() for u in us]
+        modules = self._module_table(all_units)
+        for u in all_units:
+            self._compile(u, modules)
+        archives: dict[int, str] = {}
+        for pkg in self.graph.order:
+            self._package_artifacts(pkg, units_by_pkg[id(pkg)], archives)
+        for pkg in self.graph.members:
+            for u in test_units.get(id(pkg), []):
+                self._test_binary(pkg, u, units_by_pkg[id(pkg)], archives)
+        return self.plan
+
+    # -- sources and module scanning ---------------------------------------------------------------
+    def _test_sources(self, pkg: Package) -> list[Source]:
+        tests_dir = os.path.join(pkg.root, "tests")
+        if not os.path.isdir(tests_dir):
+            return []
+        names = sorted(n for n in os.listdir(tests_dir) if n.endswith((".cpp", ".cc", ".cxx")))
+        return [Source(f"tests/{n}", "cxx") for n in names]
+
+    def _units(self, pkg: Package, sources: list[Source], kind: str) -> list[_Unit]:
+        units = []
+        for src in sources:
+            abs_path = os.path.join(pkg.root, src.path)
+            info = self.scan(abs_path) if src.role != "c" else ModuleUnit(None, False, (), False, ())
+            obj = f"{self.out}/{kind}/{pkg.name}/{src.path}.o"
+            units.append(_Unit(pkg, src, info, obj, f"compile {pkg.name}:{src.path}"))
+        return units
+
+    def _module_table(self, units: list[_Unit]) -> dict[str, _Unit]:
+        table: dict[str, _Unit] = {}
+        ext = ".gcm" if self.tc.family == "gcc" else ".pcm"
+        for u in units:
+            if u.info.module and u.info.exported:
+                other = table.get(u.info.module)
+                if other is not None:
+                    raise McppError(
+                        f"module `{u.info.module}` is declared by two sources: "
+                        f"`{self._shown(other)}` and `{self._shown(u)}`")
+                u.bmi = f"{self.out}/bmi/{u.info.module.replace(':', '-')}{ext}"
+                table[u.info.module] = u
+        self._check_imports(units, table)
+        return table
+
+    def _shown(self, u: _Unit) -> str:
+        return os.path.relpath(os.path.join(u.pkg.root, u.source.path))
+
+    def _imports_of(self, u: _Unit) -> list[str]:
+        imports = list(u.info.imports)
+        if u.info.module and not u.info.exported and ":" not in u.info.module:
+            imports.insert(0, u.info.module)  # an implementation unit implicitly imports its interface
+        return imports
+
+    def _check_imports(self, units: list[_Unit], table: dict[str, _Unit]) -> None:
+        for u in units:
+            for i, name in enumerate(self._imports_of(u)):
+                if name in table or name in ("std", "std.compat"):
+                    continue
+                line = u.info.import_lines[i - (len(self._imports_of(u)) - len(u.info.imports))] \
+                    if name in u.info.imports else None
+                raise ScanError(f"module `{name}` is imported but no source of `{u.pkg.name}` or its dependencies exports it",
+                                Position(self._shown(u), line))
+            if any(n in ("std", "std.compat") for n in u.info.imports) and self.tc.family != "clang":
+                raise ScanError("`import std;` needs clang-19 with libc++ (set `[toolchain] default = \"clang-19\"` "
+                                "or pass `--toolchain clang-19`); gcc 12 has no standard library module",
+                                Position(self._shown(u), u.info.import_lines[u.info.imports.index(
+                                    next(n for n in u.info.imports if n in ("std", "std.compat")))]))
+        # A cycle among module interfaces can never be compiled: name it.
+        state: dict[str, int] = {}
+        stack: list[str] = []
+
+        def visit(name: str) -> None:
+            state[name] = 1
+            stack.append(name)
+            for dep in self._imports_of(table[name]):
+                if dep not in table or dep == name:
+                    continue
+                if state.get(dep) == 1:
+                    cycle = stack[stack.index(dep):] + [dep]
+                    raise McppError(f"module cycle: {' -> '.join(cycle)}")
+                if dep not in state:
+                    visit(dep)
+            stack.pop()
+            state[name] = 2
+
+        for name in sorted(table):
+            if name not in state:
+                visit(name)
+
+    def _closure(self, u: _Unit, table: dict[str, _Unit]) -> list[_Unit]:
+        """Every module unit `u` needs a BMI of, transitively, in a stable order."""
+        seen: dict[str, _Unit] = {}
+        todo = [n for n in self._imports_of(u) if n in table and n != u.info.module]
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen[name] = table[name]
+            todo.extend(n for n in self._imports_of(table[name]) if n in table)
+        return [seen[n] for n in sorted(seen)]
+
+    # -- compile actions -----------------------------------------------------------------------
+    def _flags_for(self, pkg: Package, role: str, dev: bool) -> tuple[list[str], list[str], list[str]]:
+        m = pkg.manifest
+        user = list(m.build.cflags if role == "c" else m.build.cxxflags)
+        defines = [feature_define(f) for f in sorted(pkg.features)]
+        for fname in sorted(pkg.features):
+            defines += list(m.features[fname].defines)
+        defines += list(m.build.defines)
+        incs: list[str] = []
+        for p in [pkg] + self._transitive_deps(pkg, dev):
+            incs += [self.rel(d) for d in include_dirs(p)]
+        return user, defines, list(dict.fromkeys(incs))
+
+    def _transitive_deps(self, pkg: Package, dev: bool) -> list[Package]:
+        out: dict[int, Package] = {}
+        todo = list(pkg.deps) + (list(pkg.dev_deps) if dev else [])
+        while todo:
+            p = todo.pop(0)
+            if id(p) not in out:
+                out[id(p)] = p
+                todo.extend(p.deps)
+        return list(out.values())
+
+    def _compile(self, u: _Unit, table: dict[str, _Unit]) -> None:
+        pkg = u.pkg
+        src = self.rel(os.path.join(pkg.root, u.source.path))
+        is_test = u.source.path.startswith("tests/") and u.obj.startswith(f"{self.out}/test-obj/")
+        user, defines, incs = self._flags_for(pkg, u.source.role, dev=is_test)
+        needed = self._closure(u, table)
+        uses_modules = bool(needed or u.info.module or u.info.imports)
+        inputs = [src] + [n.bmi for n in needed]
+        outputs = [u.obj]
+        mapper = None
+        if uses_modules and self.tc.family == "gcc":
+            mapper = u.obj[:-2] + ".map"
+            entries = [(n.info.module, n.bmi) for n in needed]
+            if u.bmi:
+                entries.append((u.info.module, u.bmi))
+            self.plan.generated[mapper] = cf.gcc_mapper_text(entries)
+            inputs.append(mapper)
+        if u.bmi:
+            outputs.append(u.bmi)
+        module = cf.module_flags(self.tc, mapper, u.bmi if uses_modules else None,
+                                 [(n.info.module, n.bmi) for n in needed]) if uses_modules else []
+        pic = any(t.kind == "shared" for t in self.targets_of(pkg))
+        depfile = u.obj[:-2] + ".d"
+        argv = cf.compile_argv(self.tc, self.profile, source=src, obj=u.obj, depfile=depfile,
+                               role=u.source.role, standard=pkg.manifest.standard, user_flags=user,
+                               defines=defines, include_dirs=incs, module=module, pic=pic)
+        compiler = argv[0]
+        action = Action(
+            id=u.action_id, argv=tuple(argv), outputs=tuple(outputs + [depfile]), inputs=tuple(inputs),
+            tools=(compiler,), env=ACTION_ENV, depfile=depfile, kind="compile",
+            description=f"{pkg.name}: {u.source.path}")
+        self.plan.add(action, pkg.name, [n.action_id for n in needed])
+        self.plan.compile_commands.append({
+            "directory": self.execroot, "file": os.path.join(pkg.root, u.source.path),
+            "arguments": argv, "output": os.path.join(self.execroot, u.obj)})
+
+    # -- libraries and binaries ------------------------------------------------------------------
+    def targets_of(self, pkg: Package) -> list[TargetSpec]:
+        m = pkg.manifest
+        if m.explicit_targets:
+            return list(m.targets)
+        targets = []
+        if os.path.isfile(os.path.join(m.root, "src", "main.cpp")):
+            targets.append(TargetSpec(m.name, "bin", "src/main.cpp"))
+        return targets
+
+    def _package_artifacts(self, pkg: Package, units: list[_Unit], archives: dict[int, str]) -> None:
+        targets = self.targets_of(pkg)
+        mains = {t.main for t in targets if t.kind == "bin"}
+        lib_units = [u for u in units if u.source.path not in mains]
+        lib_objs = [u.obj for u in lib_units]
+        lib_ids = [u.action_id for u in lib_units]
+        # Dependents link a package through its archive: one exists whenever it has library code.
+        if lib_objs:
+            archive = f"{self.out}/lib/lib{pkg.name}.a"
+            self.plan.add(Action(
+                id=f"archive {pkg.name}", argv=tuple(cf.archive_argv(self.tc, archive, lib_objs)),
+                outputs=(archive,), inputs=tuple(lib_objs), tools=(self.tc.ar,), env=ACTION_ENV,
+                kind="archive", description=f"{pkg.name}: lib{pkg.name}.a"), pkg.name, lib_ids)
+            archives[id(pkg)] = archive
+            if any(t.kind == "lib" for t in targets) or not targets:
+                self.plan.artifacts.append(Artifact(pkg.name, pkg.name, "lib", archive))
+        dep_archives, dep_ids = self._dep_archives(pkg, archives, dev=False)
+        ldflags = self._ldflags(pkg, dev=False)
+        for t in targets:
+            if t.kind == "bin":
+                main_unit = next(u for u in units if u.source.path == t.main)
+                out = f"{self.out}/{t.name}"
+                objs = [main_unit.obj] + lib_objs
+                self._link(pkg, f"link {pkg.name}:{t.name}", out, objs, dep_archives, ldflags, False,
+                           [main_unit.action_id] + lib_ids + dep_ids)
+                self.plan.artifacts.append(Artifact(pkg.name, t.name, "bin", out))
+            elif t.kind == "shared":
+                out = f"{self.out}/lib{t.name}.so"
+                self._link(pkg, f"link {pkg.name}:{t.name}", out, lib_objs, dep_archives, ldflags, True,
+                           lib_ids + dep_ids)
+                self.plan.artifacts.append(Artifact(pkg.name, t.name, "shared", out))
+            elif t.kind == "lib" and t.name != pkg.name and lib_objs:
+                self.plan.artifacts.append(Artifact(pkg.name, t.name, "lib", archives[id(pkg)]))
+
+    def _dep_archives(self, pkg: Package, archives: dict[int, str], dev: bool) -> tuple[list[str], list[str]]:
+        deps = self._transitive_deps(pkg, dev)
+        # Dependents before their dependencies, so a single pass of the linker resolves symbols.
+        order = [p for p in reversed(self.graph.order) if any(p is d for d in deps)]
+        paths = [archives[id(p)] for p in order if id(p) in archives]
+        return paths, [f"archive {p.name}" for p in order if id(p) in archives]
+
+    def _ldflags(self, pkg: Package, dev: bool) -> list[str]:
+        flags = list(pkg.manifest.build.ldflags)
+        for p in self._transitive_deps(pkg, dev):
+            flags += [f for f in p.manifest.build.ldflags if f not in flags]
+        return flags
+
+    def _link(self, pkg: Package, action_id: str, out: str, objs: list[str], archives: list[str],
+              ldflags: list[str], shared: bool, prereqs: list[str], kind: str = "link") -> None:
+        argv = cf.link_argv(self.tc, self.profile, out, objs, archives, ldflags, shared, self._std_link())
+        self.plan.add(Action(
+            id=action_id, argv=tuple(argv), outputs=(out,), inputs=tuple(objs + archives),
+            tools=(self.tc.cxx.path,), env=ACTION_ENV, kind=kind,
+            description=f"{pkg.name}: {os.path.basename(out)}"), pkg.name, prereqs)
+
+    def _std_link(self) -> list[str]:
+        return []
+
+    def _test_binary(self, pkg: Package, u: _Unit, lib_units: list[_Unit], archives: dict[int, str]) -> None:
+        mains = {t.main for t in self.targets_of(pkg) if t.kind == "bin"}
+        objs = [u.obj] + [x.obj for x in lib_units if x.source.path not in mains]
+        ids = [u.action_id] + [x.action_id for x in lib_units if x.source.path not in mains]
+        dep_archives, dep_ids = self._dep_archives(pkg, archives, dev=True)
+        name = os.path.splitext(os.path.basename(u.source.path))[0]
+        out = f"{self.out}/tests/{pkg.name}/{name}"
+        self._link(pkg, f"link-test {pkg.name}:{name}", out, objs, dep_archives, self._ldflags(pkg, True),
+                   False, ids + dep_ids, kind="link")
+        self.plan.artifacts.append(Artifact(pkg.name, name, "test", out))

@@ -1,0 +1,78 @@
+"""Which files a package compiles, and what role each one plays.
+
+The role comes from the extension alone (a C source, a C++ source, a C++ module interface, a
+header). A file named by `[build] sources` whose extension has no role is an error rather than
+silently skipped: a typo in a glob should not drop a file from the build.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ..errors import ManifestError
+from ..graph import Package
+from ..manifest import globs
+
+C_EXTS = (".c",)
+CXX_EXTS = (".cpp", ".cc", ".cxx", ".c++", ".C")
+MODULE_EXTS = (".cppm", ".ixx", ".mpp", ".cxxm", ".ccm", ".c++m")
+HEADER_EXTS = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".tpp", ".inc")
+
+ROLES = {**{e: "c" for e in C_EXTS}, **{e: "cxx" for e in CXX_EXTS},
+         **{e: "module" for e in MODULE_EXTS}, **{e: "header" for e in HEADER_EXTS}}
+
+_COMPILED = C_EXTS + CXX_EXTS + MODULE_EXTS
+DEFAULT_GLOBS = tuple(f"src/**/*{e}" for e in _COMPILED)
+
+
+@dataclass(frozen=True)
+class Source:
+    path: str  # package-relative, `/`-separated
+    role: str  # "c", "cxx" or "module"
+
+
+def role_of(path: str) -> str | None:
+    return ROLES.get(os.path.splitext(path)[1])
+
+
+def package_sources(pkg: Package) -> list[Source]:
+    """The compiled sources of `pkg` with its active features applied, in a stable order."""
+    m = pkg.manifest
+    patterns = list(m.build.sources) if m.build.sources is not None else list(DEFAULT_GLOBS)
+    feature_only: set[str] = set()
+    for f in m.features.values():
+        if f.sources:
+            matched = globs.expand(m.root, f.sources)
+            if f.name in pkg.features:
+                patterns.extend(f.sources)
+            else:
+                feature_only.update(matched)
+    if m.lib_path:
+        patterns.append(m.lib_path)
+    # Files a feature claims are built only with that feature, even when a broad glob names them.
+    active_feature_files = {p for f in m.features.values() if f.name in pkg.features and f.sources
+                            for p in globs.expand(m.root, f.sources)}
+    out = []
+    for path in globs.expand(m.root, patterns):
+        if path in feature_only and path not in active_feature_files:
+            continue
+        role = role_of(path)
+        if role is None:
+            pos = m.build.sources_pos or m.position("build", "sources")
+            raise ManifestError(
+                f"source file `{path}` has no role: extension `{os.path.splitext(path)[1] or '(none)'}` "
+                f"is not a C, C++, module-interface or header extension",
+                pos, [f"note: C++ sources: {' '.join(CXX_EXTS)}; modules: {' '.join(MODULE_EXTS)}; C: .c"])
+        if role != "header":
+            out.append(Source(path, role))
+    return out
+
+
+def include_dirs(pkg: Package) -> list[str]:
+    """Absolute include directories a package exposes to itself and its dependents."""
+    m = pkg.manifest
+    dirs = [os.path.normpath(os.path.join(m.root, d)) for d in m.build.include_dirs]
+    conventional = os.path.join(m.root, "include")
+    if os.path.isdir(conventional) and conventional not in dirs:
+        dirs.append(conventional)
+    return dirs

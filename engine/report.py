@@ -1,0 +1,115 @@
+"""Everything the user sees, in one place: Cargo-shaped status lines, the live progress counter,
+warnings, errors, and `--message-format json` events.
+
+Status goes to stdout, `error:`/`warning:` to stderr (DESIGN §2). In JSON mode stdout carries
+only JSON objects, one per line, and the human status lines move to stderr so that a consumer
+can parse stdout without filtering.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+
+
+class Reporter:
+    def __init__(self, *, verbose: int = 0, quiet: bool = False, json_mode: bool = False,
+                 color: str = "auto", out=None, err=None):
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.verbose = verbose
+        self.quiet = quiet
+        self.json_mode = json_mode
+        self.status_stream = self.err if json_mode else self.out
+        isatty = getattr(self.status_stream, "isatty", lambda: False)()
+        self.live = isatty and not quiet and os.environ.get("TERM") != "dumb"
+        self.color = color == "always" or (color == "auto" and isatty and "NO_COLOR" not in os.environ)
+        self._progress_shown = False
+        self._lock = threading.Lock()
+
+    # -- plain lines ---------------------------------------------------------------------------
+    def _paint(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+    def status(self, verb: str, message: str, important: bool = False) -> None:
+        """`   Compiling hello v0.1.0 (.)`: the verb right-aligned in 12 columns."""
+        if self.quiet and not important:
+            return
+        self._write(self.status_stream, f"{self._paint(verb.rjust(12), '1;32')} {message}")
+
+    def note(self, message: str) -> None:
+        if self.verbose:
+            self._write(self.status_stream, message)
+
+    def warning(self, message: str) -> None:
+        self._write(self.err, f"{self._paint('warning', '1;33')}: {message}")
+
+    def raw_warning(self, line: str) -> None:
+        """A warning already formatted as `path:line:col: warning: ...`."""
+        self._write(self.err, line)
+
+    def error(self, rendered: str) -> None:
+        head, _, rest = rendered.partition("error:")
+        if self.color and _:
+            rendered = f"{head}{self._paint('error', '1;31')}:{rest}"
+        self._write(self.err, rendered)
+
+    def diagnostics(self, text: str) -> None:
+        """Compiler output, verbatim, exactly once."""
+        if text:
+            self._write(self.err, text.rstrip("\n"))
+
+    def event(self, reason: str, **fields) -> None:
+        if self.json_mode:
+            self._write(self.out, json.dumps({"reason": reason, **fields}, sort_keys=False))
+
+    def _write(self, stream, line: str) -> None:
+        with self._lock:
+            self._clear_progress()
+            stream.write(line + "\n")
+            stream.flush()
+
+    # -- the live counter ------------------------------------------------------------------------
+    def progress(self, done: int, total: int, running: list[str]) -> None:
+        if not self.live or total == 0:
+            return
+        width = 25
+        filled = width * done // total
+        bar = "=" * max(filled - 1, 0) + (">" if filled else "") + " " * (width - filled)
+        what = ", ".join(running[:3])
+        line = f"{self._paint('Building'.rjust(12), '1;36')} [{bar}] {done}/{total}: {what}"
+        cols = _terminal_columns()
+        with self._lock:
+            self.status_stream.write("\r\x1b[2K" + line[: cols - 1])
+            self.status_stream.flush()
+            self._progress_shown = True
+
+    def end_progress(self) -> None:
+        with self._lock:
+            self._clear_progress()
+
+    def _clear_progress(self) -> None:
+        if self._progress_shown:
+            self.status_stream.write("\r\x1b[2K")
+            self.status_stream.flush()
+            self._progress_shown = False
+
+
+def _terminal_columns() -> int:
+    try:
+        return os.get_terminal_size().columns
+    except OSError:
+        return 100
+
+
+class Stopwatch:
+    def __init__(self):
+        self.start = time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def __str__(self) -> str:
+        return f"{self.elapsed():.2f}s"

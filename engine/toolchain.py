@@ -1,0 +1,124 @@
+"""The compilers of a build: which binaries, which version and target, and their identity.
+
+Probing a compiler costs a few process starts, so the answer is cached in `$MCPP_HOME` keyed by
+the binary's stat (device, inode, size, mtime): a no-op build reads one small file. The identity
+(version, target triple and the blake3 of the compiler binary) goes into every action key, so an
+upgraded compiler rebuilds everything and two machines with the same compiler share results.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from cas.digest import digest_file
+
+from .errors import McppError
+
+# name -> (C compiler, C++ compiler, family)
+_KNOWN = {
+    "gcc": ("gcc", "g++", "gcc"),
+    "clang": ("clang", "clang++", "clang"),
+    "clang-19": ("clang-19", "clang++-19", "clang"),
+}
+TOOLCHAIN_NAMES = tuple(_KNOWN)
+
+
+@dataclass(frozen=True)
+class Compiler:
+    path: str  # resolved absolute path
+    version: str
+    target: str
+    digest: str  # blake3 of the binary
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    name: str
+    family: str  # "gcc" or "clang"
+    cc: Compiler
+    cxx: Compiler
+    ar: str
+
+    @property
+    def identity(self) -> str:
+        return f"{self.family} {self.cxx.version} {self.cxx.target} cxx={self.cxx.digest} cc={self.cc.digest}"
+
+    @property
+    def tool_dirs(self) -> tuple[str, ...]:
+        return tuple(sorted({os.path.dirname(self.cc.path), os.path.dirname(self.cxx.path), os.path.dirname(self.ar)}))
+
+
+def mcpp_home() -> str:
+    return os.path.abspath(os.environ.get("MCPP_HOME") or os.path.join(os.path.expanduser("~"), ".mcpp"))
+
+
+def resolve_toolchain(name: str | None) -> Toolchain:
+    name = name or "gcc"
+    if name.startswith("path:"):
+        raise McppError(f"unknown toolchain `{name}`; accepted values: {', '.join(TOOLCHAIN_NAMES)}")
+    if name not in _KNOWN:
+        raise McppError(f"unknown toolchain `{name}`; accepted values: {', '.join(TOOLCHAIN_NAMES)}")
+    cc_name, cxx_name, family = _KNOWN[name]
+    cache = _ProbeCache(os.path.join(mcpp_home(), "toolchains.json"))
+    cc = cache.probe(_which(cc_name, name))
+    cxx = cache.probe(_which(cxx_name, name))
+    cache.save()
+    ar = shutil.which("ar") or "/usr/bin/ar"
+    return Toolchain(name=name, family=family, cc=cc, cxx=cxx, ar=os.path.realpath(ar))
+
+
+def _which(binary: str, toolchain: str) -> str:
+    found = shutil.which(binary)
+    if found is None:
+        hint = " (apt-get install clang-19 libc++-19-dev libc++abi-19-dev)" if "clang" in binary else ""
+        raise McppError(f"toolchain `{toolchain}`: `{binary}` was not found on PATH{hint}")
+    return os.path.realpath(found)
+
+
+class _ProbeCache:
+    def __init__(self, path: str):
+        self.path = path
+        self.dirty = False
+        try:
+            with open(path) as f:
+                self.entries = json.load(f)
+        except (OSError, ValueError):
+            self.entries = {}
+
+    def probe(self, path: str) -> Compiler:
+        st = os.stat(path)
+        stamp = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+        hit = self.entries.get(path)
+        if hit and hit.get("stamp") == stamp:
+            return Compiler(path, hit["version"], hit["target"], hit["digest"])
+        version = _run([path, "-dumpversion"])
+        full = _run([path, "-dumpfullversion"], check=False) or version
+        target = _run([path, "-dumpmachine"])
+        compiler = Compiler(path, full, target, digest_file(path).hash)
+        self.entries[path] = {"stamp": stamp, "version": full, "target": target, "digest": compiler.digest}
+        self.dirty = True
+        return compiler
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.entries, f)
+        os.replace(tmp, self.path)
+
+
+def _run(argv: list[str], check: bool = True) -> str:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except OSError as e:
+        raise McppError(f"cannot run `{argv[0]}`: {e.strerror}")
+    if out.returncode != 0:
+        if not check:
+            return ""
+        raise McppError(f"`{' '.join(argv)}` failed: {out.stderr.strip()}")
+    return out.stdout.strip()

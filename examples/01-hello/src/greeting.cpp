@@ -1,0 +1,3 @@
+#include "greeting.hpp"
+
+std::string greeting(const std::string& who) { return "Hello, " + who + "!"; }

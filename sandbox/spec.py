@@ -1,0 +1,56 @@
+"""What a sandbox is asked to run, and what it answers. Knows nothing of manifests or caches.
+
+Paths in a spec are *action-relative*: relative to the action's root, the directory the action
+sees as its execroot (``/execroot`` under bwrap, a private directory under ``dir``, the real
+project directory ``root`` under ``off``). ``@@EXECROOT@@`` in ``argv`` and in ``env`` values is
+replaced by that root's absolute path as the action sees it (see ``sandbox/placeholder.py``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Protocol
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    argv: tuple[str, ...]
+    env: Mapping[str, str]  # exactly the environment the action sees, in every mode
+    # {path relative to the action's root: absolute path of a local file holding its bytes}
+    inputs: Mapping[str, str]
+    tools: tuple[str, ...]  # absolute paths of executables the action runs (read-only)
+    outputs: tuple[str, ...]  # paths relative to the action's root to collect
+    cwd: str = "."  # relative to the action's root
+    timeout: float | None = None
+    network: bool = False
+    label: str = ""  # the action's id, for messages
+    # A make-syntax depfile the action writes (action-relative). bwrap and dir check every
+    # dependency it names against the declared inputs, tools and system roots.
+    depfile: str | None = None
+    # `off` only: the real directory that the action-relative paths are relative to.
+    root: str | None = None
+    # Where the collected outputs are moved (bwrap, dir); default: a private directory under
+    # the sandbox's work root, which the caller removes with `Sandbox.release(result)`.
+    out_dir: str | None = None
+
+
+@dataclass
+class SandboxResult:
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+    # {relative output path: absolute path where the produced file now lies}
+    outputs: dict[str, str] = field(default_factory=dict)
+    timed_out: bool = False
+    duration: float = 0.0
+    # dependencies named by the depfile that were not declared (action-relative when inside the
+    # action's root, absolute otherwise); non-empty implies a non-zero exit_code and no outputs
+    undeclared: list[str] = field(default_factory=list)
+    # the private directory holding `outputs` when the sandbox chose it (None under `off` and
+    # when the spec named `out_dir`); removed by `release(result)` or the pool's `shutdown()`
+    out_dir: str | None = None
+
+
+class Sandbox(Protocol):
+    name: str
+
+    def run(self, spec: SandboxSpec) -> SandboxResult: ...
