@@ -1,0 +1,117 @@
+"""Incrementality from action keys: exactly the affected actions run, nothing on a no-op."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+PROJECT = {
+    "mcpp.toml": """
+        [package]
+        name = "calc"
+        version = "0.1.0"
+
+        [features]
+        loud = { defines = ["LOUD=1"] }
+    """,
+    "src/main.cpp": """
+        #include <cstdio>
+        #include "ops.hpp"
+        int main() {
+        #ifdef LOUD
+            std::puts("LOUD");
+        #endif
+            std::printf("%d %d\\n", add(2, 3), mul(2, 3));
+        }
+    """,
+    "src/add.cpp": '#include "ops.hpp"\nint add(int a, int b) { return a + b; }\n',
+    "src/mul.cpp": '#include "mul_impl.hpp"\nint mul(int a, int b) { return MUL(a, b); }\n',
+    "src/ops.hpp": "#pragma once\nint add(int, int);\nint mul(int, int);\n",
+    "src/mul_impl.hpp": "#pragma once\n#define MUL(a, b) ((a) * (b))\n",
+}
+
+
+@pytest.fixture
+def calc(project, mcpp):
+    root = project(PROJECT)
+    res = mcpp.build_json(cwd=root)
+    assert sorted(res.executed("compile")) == [f"compile calc:src/{n}.cpp" for n in ("add", "main", "mul")]
+    return root
+
+
+def test_noop_build_runs_nothing_and_says_finished_fast(calc, mcpp):
+    res = mcpp.build_json(cwd=calc)
+    assert res.executed() == []
+    human = mcpp("build", cwd=calc)
+    assert re.search(r"Finished dev \[unoptimized \+ debuginfo\] in 0\.0\ds", human.out), human.out
+    assert "Compiling" not in human.out
+
+
+def test_editing_one_source_recompiles_it_and_relinks(calc, mcpp):
+    src = calc / "src" / "add.cpp"
+    src.write_text(src.read_text().replace("a + b", "b + a + 0"))
+    res = mcpp.build_json(cwd=calc)
+    assert res.executed("compile") == ["compile calc:src/add.cpp"]
+    assert res.executed("link") == ["link calc:calc"]
+
+
+def test_touch_without_change_runs_nothing(calc, mcpp):
+    import os
+    os.utime(calc / "src" / "add.cpp")
+    assert mcpp.build_json(cwd=calc).executed() == []
+
+
+def test_editing_a_header_recompiles_exactly_its_dependents(calc, mcpp):
+    hdr = calc / "src" / "mul_impl.hpp"
+    hdr.write_text(hdr.read_text().replace("((a) * (b))", "((b) * (a))"))
+    assert mcpp.build_json(cwd=calc).executed("compile") == ["compile calc:src/mul.cpp"]
+    hdr = calc / "src" / "ops.hpp"
+    hdr.write_text(hdr.read_text() + "// a comment\n")
+    assert sorted(mcpp.build_json(cwd=calc).executed("compile")) == [
+        "compile calc:src/add.cpp", "compile calc:src/main.cpp"]
+
+
+def test_feature_change_rebuilds_what_it_affects_and_the_program_follows(calc, mcpp):
+    res = mcpp.build_json("build", "--features", "loud", cwd=calc)
+    assert len(res.executed("compile")) == 3  # a new define changes every command line
+    out = mcpp("run", "--features", "loud", cwd=calc).out
+    assert "LOUD\n5 6" in out
+    assert "LOUD" not in mcpp("run", cwd=calc).out
+
+
+def test_flag_change_in_manifest_rebuilds(calc, mcpp):
+    manifest = calc / "mcpp.toml"
+    manifest.write_text(manifest.read_text() + '\n[build]\ncxxflags = ["-Wall"]\n')
+    assert len(mcpp.build_json(cwd=calc).executed("compile")) == 3
+    assert mcpp.build_json(cwd=calc).executed() == []
+
+
+def test_release_profile_builds_separately(calc, mcpp):
+    res = mcpp("build", "--release", cwd=calc)
+    assert "Finished release [optimized] in" in res.out
+    assert (calc / "target" / "release" / "calc").is_file()
+    assert mcpp.build_json(cwd=calc).executed() == []  # dev is still up to date
+
+
+def test_deleted_output_is_rebuilt(calc, mcpp):
+    (calc / "target" / "dev" / "calc").unlink()
+    assert mcpp.build_json(cwd=calc).executed() == ["link calc:calc"]
+
+
+def test_compile_error_is_printed_once_and_exit_code_is_1(calc, mcpp):
+    src = calc / "src" / "mul.cpp"
+    src.write_text("int mul(int a, int b) { return a * ; }\n")
+    res = mcpp("build", "-j", "1", cwd=calc)
+    assert res.code == 1
+    assert res.err.count("expected primary-expression") == 1
+    assert "error: build failed" in res.err
+    assert "Traceback" not in res.err
+
+
+def test_keep_going_builds_what_it_can(calc, mcpp):
+    (calc / "src" / "mul.cpp").write_text("int mul(int a, int b) { return a * ; }\n")
+    (calc / "src" / "add.cpp").write_text('#include "ops.hpp"\nint add(int a, int b) { return a - -b; }\n')
+    (calc / "src" / "main.cpp").write_text((calc / "src" / "main.cpp").read_text() + "\n// edited\n")
+    res = mcpp("build", "--keep-going", "-j", "1", "--message-format", "json", cwd=calc)
+    assert res.code == 1
+    assert sorted(res.executed("compile")) == ["compile calc:src/add.cpp", "compile calc:src/main.cpp"]
