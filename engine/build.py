@@ -121,7 +121,7 @@ def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildO
 
     def on_start(action_id: str) -> None:
         name = plan.package_of[action_id]
-        if name not in announced:
+        if name not in announced and name in packages:
             announced.add(name)
             pkg = packages[name]
             reporter.status("Compiling", f"{pkg.name} v{pkg.version} ({_shown_dir(pkg.root)})")

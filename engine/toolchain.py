@@ -28,7 +28,7 @@ TOOLCHAIN_NAMES = tuple(_KNOWN)
 
 @dataclass(frozen=True)
 class Compiler:
-    path: str  # resolved absolute path
+    path: str  # absolute path as found on PATH (a symlink's name selects the driver mode)
     version: str
     target: str
     digest: str  # blake3 of the binary
@@ -75,7 +75,9 @@ def _which(binary: str, toolchain: str) -> str:
     if found is None:
         hint = " (apt-get install clang-19 libc++-19-dev libc++abi-19-dev)" if "clang" in binary else ""
         raise McppError(f"toolchain `{toolchain}`: `{binary}` was not found on PATH{hint}")
-    return os.path.realpath(found)
+    # Not realpath: `clang++` is a symlink to `clang`, and the driver's mode comes from the name
+    # it is invoked by. The digest below is of the file the link points to.
+    return os.path.abspath(found)
 
 
 class _ProbeCache:
@@ -97,7 +99,7 @@ class _ProbeCache:
         version = _run([path, "-dumpversion"])
         full = _run([path, "-dumpfullversion"], check=False) or version
         target = _run([path, "-dumpmachine"])
-        compiler = Compiler(path, full, target, digest_file(path).hash)
+        compiler = Compiler(path, full, target, digest_file(os.path.realpath(path)).hash)
         self.entries[path] = {"stamp": stamp, "version": full, "target": target, "digest": compiler.digest}
         self.dirty = True
         return compiler

@@ -21,6 +21,7 @@ from ..profiles import Profile
 from ..toolchain import Toolchain
 from . import compile_flags as cf
 from .sources import Source, include_dirs, package_sources
+from .std_module import LIBCXX_FLAG, STD_MODULES, libcxx_modules
 
 # A fixed environment for every action: the result must not depend on the user's shell.
 ACTION_ENV = (("LC_ALL", "C"), ("PATH", "/usr/local/bin:/usr/bin:/bin"))
@@ -52,7 +53,7 @@ class Plan:
 
 @dataclass
 class _Unit:
-    pkg: Package
+    pkg: Package | None  # None: a module of the toolchain's standard library
     source: Source
     info: ModuleUnit
     obj: str
@@ -90,9 +91,13 @@ class Planner:
             for pkg in self.graph.members:
                 test_units[id(pkg)] = self._units(pkg, self._test_sources(pkg), "test-obj")
         all_units = [u for us in units_by_pkg.values() for u in us] + [u for us in test_units.values() for u in us]
+        self.libcxx = self.tc.family == "clang" and any(n in STD_MODULES for u in all_units for n in u.info.imports)
         modules = self._module_table(all_units)
         for u in all_units:
             self._compile(u, modules)
+        std_objs = [modules[n] for n in STD_MODULES if n in modules]
+        self.std_objects = [u.obj for u in std_objs]
+        self.std_ids = [u.action_id for u in std_objs]
         archives: dict[int, str] = {}
         for pkg in self.graph.order:
             self._package_artifacts(pkg, units_by_pkg[id(pkg)], archives)
@@ -130,11 +135,29 @@ class Planner:
                         f"`{self._shown(other)}` and `{self._shown(u)}`")
                 u.bmi = f"{self.out}/bmi/{u.info.module.replace(':', '-')}{ext}"
                 table[u.info.module] = u
+        if self.libcxx:
+            self._std_units(units, table)
         self._check_imports(units, table)
         return table
 
+    def _std_units(self, units: list[_Unit], table: dict[str, _Unit]) -> None:
+        """Add the libc++ `std` (and `std.compat`, when imported) module interfaces."""
+        wanted = {n for u in units for n in u.info.imports if n in STD_MODULES}
+        if "std.compat" in wanted:
+            wanted.add("std")
+        sources = libcxx_modules(self.tc.cxx.path)
+        for name in sorted(wanted):
+            if name not in sources:
+                raise McppError(f"libc++ does not provide the `{name}` module")
+            imports = ("std",) if name == "std.compat" else ()
+            u = _Unit(None, Source(sources[name].source, "module"),
+                      ModuleUnit(name, True, imports, True, tuple(0 for _ in imports)),
+                      f"{self.out}/std/{name}.o", f"compile std:{name}", f"{self.out}/bmi/{name}.pcm")
+            table[name] = u
+            self._compile(u, table)
+
     def _shown(self, u: _Unit) -> str:
-        return os.path.relpath(os.path.join(u.pkg.root, u.source.path))
+        return os.path.relpath(os.path.join(u.pkg.root, u.source.path)) if u.pkg else u.source.path
 
     def _imports_of(self, u: _Unit) -> list[str]:
         imports = list(u.info.imports)
@@ -145,17 +168,17 @@ class Planner:
     def _check_imports(self, units: list[_Unit], table: dict[str, _Unit]) -> None:
         for u in units:
             for i, name in enumerate(self._imports_of(u)):
-                if name in table or name in ("std", "std.compat"):
+                if name in table or (name in STD_MODULES and self.tc.family != "clang"):
                     continue
                 line = u.info.import_lines[i - (len(self._imports_of(u)) - len(u.info.imports))] \
                     if name in u.info.imports else None
                 raise ScanError(f"module `{name}` is imported but no source of `{u.pkg.name}` or its dependencies exports it",
                                 Position(self._shown(u), line))
-            if any(n in ("std", "std.compat") for n in u.info.imports) and self.tc.family != "clang":
+            if any(n in STD_MODULES for n in u.info.imports) and self.tc.family != "clang":
                 raise ScanError("`import std;` needs clang-19 with libc++ (set `[toolchain] default = \"clang-19\"` "
                                 "or pass `--toolchain clang-19`); gcc 12 has no standard library module",
                                 Position(self._shown(u), u.info.import_lines[u.info.imports.index(
-                                    next(n for n in u.info.imports if n in ("std", "std.compat")))]))
+                                    next(n for n in u.info.imports if n in STD_MODULES))]))
         # A cycle among module interfaces can never be compiled: name it.
         state: dict[str, int] = {}
         stack: list[str] = []
@@ -181,13 +204,13 @@ class Planner:
     def _closure(self, u: _Unit, table: dict[str, _Unit]) -> list[_Unit]:
         """Every module unit `u` needs a BMI of, transitively, in a stable order."""
         seen: dict[str, _Unit] = {}
-        todo = [n for n in self._imports_of(u) if n in table and n != u.info.module]
+        todo = [n for n in self._imports_of(u) if n in table and table[n] is not u]
         while todo:
             name = todo.pop()
             if name in seen:
                 continue
             seen[name] = table[name]
-            todo.extend(n for n in self._imports_of(table[name]) if n in table)
+            todo.extend(n for n in self._imports_of(table[name]) if n in table and table[n] is not u)
         return [seen[n] for n in sorted(seen)]
 
     # -- compile actions -----------------------------------------------------------------------
@@ -214,6 +237,8 @@ class Planner:
         return list(out.values())
 
     def _compile(self, u: _Unit, table: dict[str, _Unit]) -> None:
+        if u.pkg is None:
+            return self._compile_std(u, table)
         pkg = u.pkg
         src = self.rel(os.path.join(pkg.root, u.source.path))
         is_test = u.source.path.startswith("tests/") and u.obj.startswith(f"{self.out}/test-obj/")
@@ -239,6 +264,8 @@ class Planner:
         argv = cf.compile_argv(self.tc, self.profile, source=src, obj=u.obj, depfile=depfile,
                                role=u.source.role, standard=pkg.manifest.standard, user_flags=user,
                                defines=defines, include_dirs=incs, module=module, pic=pic)
+        if self.libcxx and u.source.role != "c":
+            argv.insert(1, LIBCXX_FLAG)
         compiler = argv[0]
         action = Action(
             id=u.action_id, argv=tuple(argv), outputs=tuple(outputs + [depfile]), inputs=tuple(inputs),
@@ -248,6 +275,23 @@ class Planner:
         self.plan.compile_commands.append({
             "directory": self.execroot, "file": os.path.join(pkg.root, u.source.path),
             "arguments": argv, "output": os.path.join(self.execroot, u.obj)})
+
+    def _compile_std(self, u: _Unit, table: dict[str, _Unit]) -> None:
+        needed = self._closure(u, table)
+        std_src = libcxx_modules(self.tc.cxx.path)[u.info.module]
+        module = cf.module_flags(self.tc, None, u.bmi, [(n.info.module, n.bmi) for n in needed])
+        depfile = u.obj[:-2] + ".d"
+        standard = self.graph.members[0].manifest.standard if self.graph.members else "c++20"
+        argv = cf.compile_argv(self.tc, self.profile, source=std_src.source, obj=u.obj, depfile=depfile,
+                               role="module", standard=standard,
+                               user_flags=[LIBCXX_FLAG, "-Wno-reserved-module-identifier"],
+                               defines=[], include_dirs=[], module=module, pic=False)
+        argv[1:1] = [f"-isystem{d}" for d in std_src.include_dirs]
+        self.plan.add(Action(
+            id=u.action_id, argv=tuple(argv), outputs=(u.obj, u.bmi, depfile),
+            inputs=tuple(n.bmi for n in needed), tools=(argv[0], std_src.source), env=ACTION_ENV,
+            depfile=depfile, kind="compile", description=f"std: {u.info.module}"),
+            "std", [n.action_id for n in needed])
 
     # -- libraries and binaries ------------------------------------------------------------------
     def targets_of(self, pkg: Package) -> list[TargetSpec]:
@@ -308,6 +352,8 @@ class Planner:
 
     def _link(self, pkg: Package, action_id: str, out: str, objs: list[str], archives: list[str],
               ldflags: list[str], shared: bool, prereqs: list[str], kind: str = "link") -> None:
+        objs = objs + self.std_objects
+        prereqs = prereqs + self.std_ids
         argv = cf.link_argv(self.tc, self.profile, out, objs, archives, ldflags, shared, self._std_link())
         self.plan.add(Action(
             id=action_id, argv=tuple(argv), outputs=(out,), inputs=tuple(objs + archives),
@@ -315,7 +361,7 @@ class Planner:
             description=f"{pkg.name}: {os.path.basename(out)}"), pkg.name, prereqs)
 
     def _std_link(self) -> list[str]:
-        return []
+        return [LIBCXX_FLAG] if self.libcxx else []
 
     def _test_binary(self, pkg: Package, u: _Unit, lib_units: list[_Unit], archives: dict[int, str]) -> None:
         mains = {t.main for t in self.targets_of(pkg) if t.kind == "bin"}
