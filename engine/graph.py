@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import ManifestError, McppError, Position
-from .manifest.load import MANIFEST_NAME, display_path, read_manifest
+from .manifest.load import MANIFEST_NAME, check_dependency_path, display_path, read_manifest
 from .manifest.model import DependencySpec, Manifest
 
 
@@ -133,6 +133,7 @@ class _Loader:
             start = in_progress.index(spec.path)
             names = [p.name for p, _ in stack[start:]] + [stack[start][0].name]
             raise ManifestError(f"dependency cycle: {' -> '.join(names)}", spec.pos)
+        check_dependency_path(spec.path, spec.written_path, spec.key, spec.path_pos)
         dep_manifest = self.manifest(spec.path)
         if dep_manifest.is_virtual:
             raise ManifestError(f"dependency `{spec.key}` points at a virtual workspace, not a package", spec.path_pos)

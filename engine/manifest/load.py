@@ -346,11 +346,11 @@ class _Builder:
         if path is None:
             raise r.fail(kp, f"dependency `{key}` needs a `path` (index dependencies are not supported yet)")
         full = os.path.normpath(os.path.join(self.root, path))
-        if not os.path.isfile(os.path.join(full, MANIFEST_NAME)):
-            what = "does not exist" if not os.path.exists(full) else f"has no {MANIFEST_NAME}"
-            raise r.fail(kp + ("path",), f"path dependency `{key}`: `{path}` {what}")
+        # [dev-dependencies] are resolved only by `mcpp test` (engine.graph checks them there).
+        if section == "dependencies":
+            check_dependency_path(full, path, key, r.pos(kp + ("path",)))
         return DependencySpec(
-            key=key, namespace=namespace, path=full,
+            key=key, namespace=namespace, path=full, written_path=path,
             features=r.str_list(spec, "features", kp) or (),
             default_features=r.opt(spec, "default-features", bool, kp, True),
             pos=r.pos(kp, "key"), path_pos=r.pos(kp + ("path",)),
@@ -368,6 +368,12 @@ class _Builder:
             if not os.path.isfile(os.path.join(self.root, member, MANIFEST_NAME)):
                 raise r.fail(("workspace", "members", i), f"workspace member `{member}` has no {MANIFEST_NAME}")
         return members
+
+
+def check_dependency_path(full: str, written: str, key: str, pos: Position) -> None:
+    if not os.path.isfile(os.path.join(full, MANIFEST_NAME)):
+        what = "does not exist" if not os.path.exists(full) else f"has no {MANIFEST_NAME}"
+        raise ManifestError(f"path dependency `{key}`: `{written}` {what}", pos)
 
 
 def _known(features: dict) -> str:

@@ -13,6 +13,7 @@ class DependencySpec:
     key: str  # the name under which the manifest declares it (without namespace)
     namespace: str | None
     path: str  # absolute directory of the dependency's package
+    written_path: str = ""  # as the manifest spells it, for messages
     features: tuple[str, ...] = ()
     default_features: bool = True
     pos: Position | None = None  # position of the entry, for errors about it

@@ -309,8 +309,10 @@ class Planner:
         lib_units = [u for u in units if u.source.path not in mains]
         lib_objs = [u.obj for u in lib_units]
         lib_ids = [u.action_id for u in lib_units]
-        # Dependents link a package through its archive: one exists whenever it has library code.
-        if lib_objs:
+        # Dependents link a package through its archive; a package that is only a binary links
+        # its objects directly (an archive would drop objects with only static initializers).
+        is_lib = any(t.kind == "lib" for t in targets) or not targets or self._is_dependency(pkg)
+        if lib_objs and is_lib:
             archive = f"{self.out}/lib/lib{pkg.name}.a"
             self.plan.add(Action(
                 id=f"archive {pkg.name}", argv=tuple(cf.archive_argv(self.tc, archive, lib_objs)),
@@ -336,6 +338,9 @@ class Planner:
                 self.plan.artifacts.append(Artifact(pkg.name, t.name, "shared", out))
             elif t.kind == "lib" and t.name != pkg.name and lib_objs:
                 self.plan.artifacts.append(Artifact(pkg.name, t.name, "lib", archives[id(pkg)]))
+
+    def _is_dependency(self, pkg: Package) -> bool:
+        return any(pkg is d for p in self.graph.order for d in p.deps + p.dev_deps)
 
     def _dep_archives(self, pkg: Package, archives: dict[int, str], dev: bool) -> tuple[list[str], list[str]]:
         deps = self._transitive_deps(pkg, dev)

@@ -1,0 +1,123 @@
+"""ActionCache: entries round-trip, malformed entries are misses, manifests stay bounded."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cas.action_cache import MANIFEST_SETS, ActionCache, ActionEntry
+from cas.digest import digest_bytes
+
+KEY = "ab" + "0123456789abcdef" * 3 + "0123456789abcd"
+KEY2 = "cd" + "f" * 62
+
+
+def entry() -> ActionEntry:
+    return ActionEntry(
+        outputs={"obj/main.o": (digest_bytes(b"obj"), 0o644), "bin/app": (digest_bytes(b"elf"), 0o755)},
+        exit_code=0,
+        stdout=digest_bytes(b""),
+        stderr=digest_bytes(b"warning: unused"),
+        inputs={"src/main.cpp": digest_bytes(b"int main(){}")},
+        created=1700000000.5,
+    )
+
+
+@pytest.fixture
+def ac(home) -> ActionCache:
+    return ActionCache(home.ac)
+
+
+def test_round_trip(ac, home):
+    e = entry()
+    assert ac.get(KEY) is None
+    ac.put(KEY, e)
+    assert ac.get(KEY) == e
+    assert os.path.isfile(os.path.join(home.ac, KEY[:2], KEY[2:]))
+    assert os.listdir(os.path.join(home.ac, KEY[:2])) == [KEY[2:]]  # no temp left behind
+
+
+def test_entry_without_streams(ac):
+    e = ActionEntry(outputs={}, exit_code=1)
+    ac.put(KEY, e)
+    assert ac.get(KEY) == e
+
+
+def test_blobs_lists_outputs_and_streams(ac):
+    e = entry()
+    assert e.blobs() == {
+        digest_bytes(b"obj"), digest_bytes(b"elf"), digest_bytes(b""), digest_bytes(b"warning: unused")
+    }
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"{not json",
+        b'{"v": 99, "out": {}, "exit": 0, "stdout": null, "stderr": null, "in": {}, "t": 0}',
+        b'{"v": 1, "out": {"a": ["zz/1", 420]}, "exit": 0, "stdout": null, "stderr": null, "in": {}, "t": 0}',
+        b'{"v": 1, "out": {}, "exit": "0", "stdout": null, "stderr": null, "in": {}, "t": 0}',
+        b'[1, 2, 3]',
+        b"\xff\xfe",
+    ],
+)
+def test_malformed_entry_is_a_miss_and_removed(ac, content):
+    path = ac.path_of(KEY)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(content)
+    assert ac.get(KEY) is None
+    assert not os.path.exists(path)
+
+
+def test_keys_must_be_hex(ac):
+    with pytest.raises(ValueError):
+        ac.get("../../etc/passwd")
+
+
+def test_get_bumps_mtime_for_lru(ac):
+    ac.put(KEY, entry())
+    path = ac.path_of(KEY)
+    os.utime(path, (1000, 1000))
+    ActionCache(ac.root).get(KEY)
+    assert os.stat(path).st_mtime > 1000
+
+
+def test_delete(ac):
+    ac.put(KEY, entry())
+    assert ac.delete(KEY) and ac.get(KEY) is None and not ac.delete(KEY)
+
+
+def test_manifest_records_distinct_sets_most_recent_first(ac):
+    assert ac.get_manifest(KEY) == []
+    ac.add_manifest(KEY, ["b.h", "a.h"])
+    ac.add_manifest(KEY, ["a.h", "c.h"])
+    ac.add_manifest(KEY, ["a.h", "b.h", "a.h"])  # seen before: moves to the front
+    assert ac.get_manifest(KEY) == [("a.h", "b.h"), ("a.h", "c.h")]
+    assert ac.get(KEY) is None  # manifests and entries do not collide
+
+
+def test_manifest_is_bounded(ac):
+    for i in range(MANIFEST_SETS + 5):
+        ac.add_manifest(KEY, [f"h{i}.h"])
+    sets = ac.get_manifest(KEY)
+    assert len(sets) == MANIFEST_SETS
+    assert sets[0] == (f"h{MANIFEST_SETS + 4}.h",)
+
+
+def test_malformed_manifest_is_empty(ac):
+    path = ac.path_of(KEY, ".m")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(b"garbage")
+    assert ac.get_manifest(KEY) == []
+    ac.add_manifest(KEY, ["x.h"])
+    assert ac.get_manifest(KEY) == [("x.h",)]
+
+
+def test_iter_files_tells_entries_from_manifests(ac):
+    ac.put(KEY, entry())
+    ac.add_manifest(KEY2, ["x.h"])
+    files = sorted((f.key, f.manifest) for f in ac.iter_files())
+    assert files == [(KEY, False), (KEY2, True)]

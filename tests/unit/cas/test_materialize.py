@@ -1,0 +1,154 @@
+"""Materializer: read-only decompressed files, hard links into place, copy across devices."""
+from __future__ import annotations
+
+import errno
+import os
+
+import pytest
+
+from cas.blobstore import CorruptBlob
+from cas.materialize import Materializer
+from cas_testdata import flip_byte, object_like
+
+
+@pytest.fixture
+def mat(store, home) -> Materializer:
+    return Materializer(store, home.mat)
+
+
+def entries(directory) -> list[str]:
+    return sorted(os.listdir(directory))
+
+
+def test_path_is_a_read_only_decompressed_file(mat, store, home):
+    data = object_like(30_000)
+    d = store.put(data)
+    p = mat.path(d)
+    assert p == os.path.join(home.mat, d.hash[:2], d.hash[2:])
+    assert open(p, "rb").read() == data
+    assert os.stat(p).st_mode & 0o777 == 0o444
+    assert mat.path(d) == p and mat.created == 1  # reused, not rewritten
+
+
+def test_executable_variant_is_a_separate_inode(mat, store):
+    d = store.put(b"\x7fELF...")
+    plain, exe = mat.path(d), mat.path(d, executable=True)
+    assert exe == plain + ".x"
+    assert os.stat(exe).st_mode & 0o777 == 0o555
+    assert os.stat(plain).st_ino != os.stat(exe).st_ino
+
+
+def test_large_blob_is_streamed_into_place(mat, store, tmp_path):
+    data = object_like(9 << 20, seed=7)
+    src = tmp_path / "big"
+    src.write_bytes(data)
+    d = store.put_file(src)
+    assert open(mat.path(d), "rb").read() == data
+
+
+def test_link_into_hard_links_and_replaces_existing_dest(mat, store, tmp_path):
+    d = store.put(b"object bytes")
+    dest = tmp_path / "target" / "obj" / "main.o"
+    dest.parent.mkdir(parents=True)
+    dest.write_bytes(b"stale output of an older build")
+    mat.link_into(d, dest)
+    st = os.stat(dest)
+    assert os.path.samestat(st, os.stat(mat.path(d)))
+    assert st.st_nlink >= 2 and st.st_mode & 0o777 == 0o444
+    assert dest.read_bytes() == b"object bytes"
+    assert entries(dest.parent) == ["main.o"]  # no temp name left beside it
+    assert mat.linked == 1
+
+
+def test_link_into_creates_missing_parent_directories(mat, store, tmp_path):
+    d = store.put(b"x")
+    dest = tmp_path / "a" / "b" / "c.o"
+    mat.link_into(d, dest)
+    assert dest.read_bytes() == b"x"
+
+
+def test_link_into_leaves_an_up_to_date_dest_alone(mat, store, tmp_path):
+    d = store.put(b"same")
+    dest = tmp_path / "out"
+    mat.link_into(d, dest)
+    ino = os.stat(dest).st_ino
+    mat.link_into(d, dest)
+    assert os.stat(dest).st_ino == ino and mat.unchanged == 1 and mat.linked == 1
+
+
+def test_link_into_copies_when_hard_links_cross_devices(mat, store, tmp_path, monkeypatch):
+    d = store.put(b"#!/bin/sh\necho hi\n")
+    src = mat.path(d, executable=True)
+
+    def no_link(a, b, **kw):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", no_link)
+    dest = tmp_path / "bin" / "hi"
+    dest.parent.mkdir()
+    dest.write_bytes(b"old")
+    mat.link_into(d, dest, executable=True)
+    assert dest.read_bytes() == b"#!/bin/sh\necho hi\n"
+    assert os.stat(dest).st_ino != os.stat(src).st_ino
+    assert os.stat(dest).st_mode & 0o777 == 0o555
+    assert entries(dest.parent) == ["hi"] and mat.copied == 1
+
+
+def test_other_link_errors_are_not_swallowed(mat, store, tmp_path, monkeypatch):
+    d = store.put(b"x")
+    mat.path(d)
+
+    def denied(a, b, **kw):
+        raise OSError(errno.EIO, "I/O error")
+
+    monkeypatch.setattr(os, "link", denied)
+    with pytest.raises(OSError, match="I/O error"):
+        mat.link_into(d, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_tampered_file_is_recreated(mat, store):
+    d = store.put(b"pristine contents")
+    p = mat.path(d)
+    os.chmod(p, 0o644)
+    with open(p, "ab") as f:
+        f.write(b" + an edit through some hard link")
+    p2 = mat.path(d)
+    assert p2 == p and open(p).read() == "pristine contents"
+    assert os.stat(p).st_mode & 0o777 == 0o444 and mat.created == 2
+
+
+def test_mode_change_is_recreated(mat, store):
+    d = store.put(b"data")
+    p = mat.path(d)
+    os.chmod(p, 0o644)
+    mat.path(d)
+    assert os.stat(p).st_mode & 0o777 == 0o444
+
+
+def test_corrupt_blob_leaves_nothing_materialized(mat, store, local, home):
+    d = store.put(object_like(50_000))
+    path = local.path_of(d)
+    flip_byte(path, os.path.getsize(path) // 2)
+    with pytest.raises(CorruptBlob):
+        mat.path(d)
+    shard = os.path.join(home.mat, d.hash[:2])
+    assert not os.path.exists(shard) or entries(shard) == []
+    assert store.healed == [d]
+
+
+def test_blob_removed_between_materialize_and_link_is_recreated(mat, store, tmp_path, monkeypatch):
+    d = store.put(b"gc raced us")
+    p = mat.path(d)
+    real_link = os.link
+    calls = []
+
+    def link_after_gc(a, b, **kw):
+        if not calls:
+            calls.append(1)
+            os.unlink(p)  # a concurrent gc removes the materialized file
+        return real_link(a, b, **kw)
+
+    monkeypatch.setattr(os, "link", link_after_gc)
+    mat.link_into(d, tmp_path / "out")
+    assert (tmp_path / "out").read_bytes() == b"gc raced us"

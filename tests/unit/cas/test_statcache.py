@@ -1,0 +1,203 @@
+"""StatCache: hash once, persist compactly, and never trust a racily clean entry."""
+from __future__ import annotations
+
+import os
+import time
+from types import SimpleNamespace
+
+from cas.digest import digest_bytes
+from cas.statcache import StatCache, stat_key
+
+
+def settle(directory, *paths) -> None:
+    """Wait until the file system clock has ticked past the given files' timestamps.
+
+    Tests that expect a *hit* after reloading need their files to be strictly older than the
+    cache's write, exactly as a real edit-then-build sequence is.
+    """
+    newest = max(max(os.stat(p).st_mtime_ns, os.stat(p).st_ctime_ns) for p in paths)
+    probe = os.path.join(directory, ".probe")
+    for _ in range(1000):
+        with open(probe, "wb"):
+            pass
+        if os.stat(probe).st_mtime_ns > newest:
+            os.unlink(probe)
+            return
+        time.sleep(0.001)
+    raise AssertionError("file system clock did not advance")
+
+
+def test_hashes_once_then_hits(tmp_path):
+    f = tmp_path / "a.cpp"
+    f.write_bytes(b"int a;")
+    c = StatCache(tmp_path / "stat")
+    assert c.digest(f) == digest_bytes(b"int a;")
+    assert c.digest(f) == digest_bytes(b"int a;")
+    assert (c.hashed, c.hits) == (1, 1)
+
+
+def test_persisted_cache_answers_without_hashing(tmp_path):
+    files = []
+    for i in range(50):
+        f = tmp_path / f"src{i}.cpp"
+        f.write_bytes(f"int f{i}();".encode())
+        files.append(f)
+    c = StatCache(tmp_path / "stat")
+    expected = [c.digest(f) for f in files]
+    settle(tmp_path, *files)
+    c.save()
+
+    c2 = StatCache(tmp_path / "stat", hash_file=lambda p: (_ for _ in ()).throw(AssertionError(p)))
+    assert [c2.digest(f) for f in files] == expected
+    assert (c2.hashed, c2.hits, c2.racy) == (0, 50, 0)
+
+
+def test_changed_file_is_rehashed(tmp_path):
+    f = tmp_path / "a.h"
+    f.write_bytes(b"#define A 1\n")
+    c = StatCache(tmp_path / "stat")
+    c.digest(f)
+    f.write_bytes(b"#define A 22\n")
+    assert c.digest(f) == digest_bytes(b"#define A 22\n") and c.hashed == 2
+
+
+def test_file_replaced_by_rename_is_rehashed(tmp_path):
+    f = tmp_path / "a.h"
+    f.write_bytes(b"one")
+    c = StatCache(tmp_path / "stat")
+    c.digest(f)
+    st = os.stat(f)
+    new = tmp_path / "a.h.new"
+    new.write_bytes(b"two")
+    os.utime(new, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size, same mtime, new inode
+    os.replace(new, f)
+    assert c.digest(f) == digest_bytes(b"two")
+
+
+def test_entry_stamped_in_the_tick_of_the_write_is_rehashed(tmp_path):
+    """git's racy-timestamp guard, at its boundary: `stamp >= written` is suspect."""
+    f = tmp_path / "racy.cpp"
+    f.write_bytes(b"v1")
+    st = os.stat(f)
+    stamp = max(st.st_mtime_ns, st.st_ctime_ns)
+    cache_file = tmp_path / "stat"
+    c = StatCache(cache_file)
+    c.digest(f)
+    c.save()
+
+    os.utime(cache_file, ns=(stamp, stamp))  # the cache was written in the same tick
+    c2 = StatCache(cache_file)
+    assert c2.racy == 1
+    c2.digest(f)
+    assert (c2.hashed, c2.hits) == (1, 0)
+
+    os.utime(cache_file, ns=(stamp + 1, stamp + 1))  # written strictly later: trusted
+    c3 = StatCache(cache_file)
+    c3.digest(f)
+    assert (c3.hashed, c3.hits, c3.racy) == (0, 1, 0)
+
+
+def fake_stat(mtime_ns: int):
+    """A stat that never changes, as for a file rewritten within one timestamp tick."""
+    return lambda path: SimpleNamespace(
+        st_dev=1, st_ino=2, st_size=2, st_mtime_ns=mtime_ns, st_ctime_ns=mtime_ns
+    )
+
+
+def test_same_tick_modification_is_caught_after_reload(tmp_path):
+    f = tmp_path / "a.cpp"
+    f.write_bytes(b"v1")
+    cache_file = tmp_path / "stat"
+    now_ish = time.time_ns() + 10**12  # stamped no earlier than the cache's write
+    c = StatCache(cache_file, stat=fake_stat(now_ish))
+    assert c.digest(f) == digest_bytes(b"v1")
+    c.save()
+    f.write_bytes(b"v2")  # same size; the (fake) stat cannot tell
+    c2 = StatCache(cache_file, stat=fake_stat(now_ish))
+    assert c2.digest(f) == digest_bytes(b"v2")
+
+
+def test_without_the_guard_an_identical_stat_would_be_trusted(tmp_path):
+    """The control for the test above: an old stamp is trusted, stale bytes and all."""
+    f = tmp_path / "a.cpp"
+    f.write_bytes(b"v1")
+    cache_file = tmp_path / "stat"
+    c = StatCache(cache_file, stat=fake_stat(1))
+    c.digest(f)
+    c.save()
+    f.write_bytes(b"v2")
+    c2 = StatCache(cache_file, stat=fake_stat(1))
+    assert c2.digest(f) == digest_bytes(b"v1") and c2.hits == 1
+
+
+def test_unchanged_cache_is_not_rewritten(tmp_path):
+    f = tmp_path / "a.cpp"
+    f.write_bytes(b"x")
+    cache_file = tmp_path / "stat"
+    c = StatCache(cache_file)
+    c.digest(f)
+    settle(tmp_path, f)
+    c.save()
+    marker = time.time_ns() + 10**15  # later than anything: any rewrite would change it
+    os.utime(cache_file, ns=(marker, marker))
+    c2 = StatCache(cache_file)
+    c2.digest(f)
+    c2.save()
+    assert c2.hits == 1 and os.stat(cache_file).st_mtime_ns == marker
+
+
+def test_unreadable_cache_file_starts_empty(tmp_path):
+    cache_file = tmp_path / "stat"
+    cache_file.write_bytes(b"\x00garbage")
+    f = tmp_path / "a.cpp"
+    f.write_bytes(b"x")
+    c = StatCache(cache_file)
+    assert len(c) == 0 and c.digest(f) == digest_bytes(b"x")
+    c.save()
+    assert len(StatCache(cache_file)) <= 1
+
+
+def test_save_is_atomic(tmp_path):
+    cache_file = tmp_path / "state" / "stat"
+    f = tmp_path / "a.cpp"
+    f.write_bytes(b"x")
+    c = StatCache(cache_file)
+    c.digest(f)
+    c.save()
+    assert os.listdir(cache_file.parent) == ["stat"]
+
+
+def test_stat_key(tmp_path):
+    f = tmp_path / "out.o"
+    assert stat_key(f) is None
+    f.write_bytes(b"abc")
+    k = stat_key(f)
+    assert k.size == 3 and k == stat_key(f)
+    f.write_bytes(b"abcd")
+    assert stat_key(f) != k
+
+
+def test_noop_load_of_1000_files_is_fast(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    files = []
+    for i in range(1000):
+        p = src / f"f{i}.cpp"
+        p.write_bytes(b"int x%d;\n" % i * 20)
+        files.append(str(p))
+    c = StatCache(tmp_path / "stat")
+    for p in files:
+        c.digest(p)
+    settle(tmp_path, *files)
+    c.save()
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        c2 = StatCache(tmp_path / "stat")
+        for p in files:
+            c2.digest(p)
+        c2.save()
+        best = min(best, time.perf_counter() - t0)
+        assert c2.hashed == 0 and c2.hits == 1000
+    assert best < 0.1, f"no-op stat-cache pass over 1,000 files took {best:.3f}s"
+    assert os.path.getsize(tmp_path / "stat") < 250 * 1000  # path + 5 ints + 32-byte hash

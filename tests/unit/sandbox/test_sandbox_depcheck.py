@@ -1,0 +1,33 @@
+"""The rules that decide whether a file a compiler read was declared."""
+from sandbox.depcheck import SYSTEM_ROOTS, find_undeclared, tool_root, tool_roots
+
+
+def check(deps, declared=("src/a.c", "inc/a.h", "gen"), cwd="/x/r", tools=()):
+    return find_undeclared(deps, root="/x/r", cwd=cwd, declared=set(declared),
+                           allowed_roots=SYSTEM_ROOTS + tool_roots(tuple(tools)))
+
+
+def test_declared_relative_and_absolute_paths_pass():
+    assert check(["src/a.c", "/x/r/inc/a.h", "./inc/../inc/a.h", "gen/deep/b.h"]) == []
+
+
+def test_system_headers_pass_and_other_absolute_paths_do_not():
+    assert check(["/usr/include/stdio.h", "/usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h"]) == []
+    assert check(["/home/me/inc/x.h", "/tmp/y.h"]) == ["/home/me/inc/x.h", "/tmp/y.h"]
+
+
+def test_undeclared_files_inside_the_root_are_named_relative():
+    assert check(["inc/b.h", "/x/r/other.h"]) == ["inc/b.h", "other.h"]
+
+
+def test_relative_paths_resolve_against_the_cwd_and_may_escape():
+    assert check(["../inc/a.h"], cwd="/x/r/src") == []
+    assert check(["../../../home/a.h"], cwd="/x/r/src") == ["/home/a.h"]
+
+
+def test_tool_roots_allow_an_installed_compilers_own_headers():
+    assert tool_root("/opt/gcc-13/bin/gcc") == "/opt/gcc-13"
+    assert tool_root("/opt/tool/run") == "/opt/tool"
+    assert tool_roots(("/usr/bin/gcc",)) == ()
+    assert check(["/opt/gcc-13/include/c++/13/vector"], tools=["/opt/gcc-13/bin/g++"]) == []
+    assert check(["/opt/gcc-13/include/c++/13/vector"]) == ["/opt/gcc-13/include/c++/13/vector"]

@@ -1,0 +1,36 @@
+from sandbox.depfile import parse_depfile, parse_rules
+
+
+def test_gcc_depfile_with_continuations_and_phony_rules():
+    text = "obj/a.o: src/a.c /usr/include/stdio.h \\\n  inc/a.h \\\n inc/b.h\n\ninc/a.h:\n\ninc/b.h:\n"
+    assert parse_depfile(text) == ["src/a.c", "/usr/include/stdio.h", "inc/a.h", "inc/b.h"]
+    assert parse_rules(text)[1] == (["inc/a.h"], [])
+
+
+def test_escaped_spaces_hashes_and_dollars():
+    text = "a.o: my\\ dir/a.c x$$y.h q\\#r.h\n"
+    assert parse_depfile(text) == ["my dir/a.c", "x$y.h", "q#r.h"]
+
+
+def test_backslash_counting_follows_make():
+    # 2N+1 backslashes before a space: N backslashes and a space; 2N: literal, end of name
+    assert parse_depfile("a.o: x\\\\\\ y.h\n") == ["x\\ y.h"]
+    assert parse_depfile("a.o: x\\\\ y.h\n") == ["x\\\\", "y.h"]
+    assert parse_depfile("a.o: c\\d.h\n") == ["c\\d.h"]
+
+
+def test_crlf_and_several_targets_and_duplicates():
+    text = "a.o b.o: a.c \\\r\n common.h\r\nc.o: common.h c.c\r\n"
+    assert parse_depfile(text) == ["a.c", "common.h", "c.c"]
+    assert parse_rules(text)[0][0] == ["a.o", "b.o"]
+
+
+def test_colon_inside_a_dependency_is_not_a_separator():
+    assert parse_depfile("a.o: dir:x/y.h z.h\n") == ["dir:x/y.h", "z.h"]
+    assert parse_depfile("a.o:: a.c\n") == ["a.c"]
+
+
+def test_empty_and_target_only():
+    assert parse_depfile("") == []
+    assert parse_depfile("a.o:\n") == []
+    assert parse_depfile("a.o:") == []
