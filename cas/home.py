@@ -1,0 +1,69 @@
+"""Where the stores live: the mcpp home and its fixed subdirectories.
+
+One value type names the layout so that the CLI (`mcpp cache dir|stats|gc|clean`), the engine
+and the maintenance code cannot disagree about a directory name.
+
+```
+$MCPP_HOME/            default ~/.mcpp
+  cas/<2hex>/<62hex>   zstd blobs, named by the blake3 of the uncompressed bytes
+  cas/tmp/             in-flight writes of streamed blobs (same file system as the shards)
+  ac/<2hex>/<62hex>    action-cache entries (compact JSON); `<62hex>.m` = a depfile manifest
+  mat/<2hex>/<62hex>[.x]  decompressed, read-only copies to hard-link from (`.x`: executable)
+  tool/  payloads/     host tools and installed payloads (owned by the engine)
+```
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+# Every temp file the stores create starts with this, so scans skip it and `gc` can sweep it.
+TMP_PREFIX = ".tmp-"
+
+
+@dataclass(frozen=True, slots=True)
+class Home:
+    root: Path
+
+    @classmethod
+    def of(cls, home: "Home | str | os.PathLike[str]") -> "Home":
+        return home if isinstance(home, Home) else cls(Path(home))
+
+    @classmethod
+    def default(cls, environ: Mapping[str, str] | None = None) -> "Home":
+        """`$MCPP_HOME`, else `~/.mcpp`."""
+        env = os.environ if environ is None else environ
+        value = env.get("MCPP_HOME")
+        return cls(Path(value) if value else Path.home() / ".mcpp")
+
+    @property
+    def cas(self) -> Path:
+        return self.root / "cas"
+
+    @property
+    def ac(self) -> Path:
+        return self.root / "ac"
+
+    @property
+    def mat(self) -> Path:
+        return self.root / "mat"
+
+    @property
+    def tool(self) -> Path:
+        return self.root / "tool"
+
+    @property
+    def payloads(self) -> Path:
+        return self.root / "payloads"
+
+
+def shard(root: str | os.PathLike[str], hexname: str, suffix: str = "") -> str:
+    """`<root>/<first 2 hex>/<rest><suffix>`: 256 directories keep each one small."""
+    return os.path.join(root, hexname[:2], hexname[2:] + suffix)
+
+
+def is_hex_key(text: str) -> bool:
+    """A 64-character lowercase hex string (a blake3 hash), safe to use as a file name."""
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)

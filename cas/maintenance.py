@@ -1,0 +1,337 @@
+"""`mcpp cache stats|verify|gc|clean`: whole-store operations on an mcpp home.
+
+gc policy, and why it is safe:
+- Action entries are evicted first: those older than `older_than_s`, then, while the store
+  (`cas/` + `ac/`) is above `max_size`, the least recently used (entries' mtimes are bumped on
+  read). Evicting an entry only costs a re-run.
+- A blob is deleted only when no remaining entry references it (outputs, stdout, stderr): a
+  remaining entry never points at a blob gc removed, so a hit can always be materialized. Blobs no
+  entry references (inputs uploaded for remote execution, leftovers of evicted entries) go on
+  every gc.
+- A blob touched within `grace_s` is kept even when unreferenced: a concurrent build stores its
+  outputs before it writes the entry naming them, and gc must not fall into that gap. The store
+  bumps a blob's mtime at most once per process, so a long-running build can still lose a blob it
+  re-stored long ago; the engine must therefore treat a hit whose blobs are missing
+  (`find_missing`) as a miss. Blobs in the grace window can leave the store above `max_size`.
+- Materialized files (`mat/`) whose blob was deleted are removed too; `target/` and sandboxes keep
+  their own hard links, so nothing in use disappears. `mat/` is not counted in `max_size`: its
+  files are mostly shared with `target/` (hard links), so deleting them would free little.
+- Temp files left by killed writers (in `cas/`, `ac/`, `mat/`) are removed once an hour old.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import stat as stat_mod
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import blake3
+import zstandard
+
+from .action_cache import ActionCache, ActionEntry
+from .digest import Digest
+from .home import TMP_PREFIX, Home, is_hex_key
+from .local_store import LocalZstdStore, content_size
+from .units import format_size, parse_age, parse_size  # noqa: F401  (re-exported for the CLI)
+
+GRACE_S = 600.0
+STALE_TEMP_S = 3600.0
+_CHUNK = 1 << 20
+
+
+def stats(home: Home | str | os.PathLike[str]) -> dict[str, int | str]:
+    """Counts and sizes of each store; reads 18 bytes per blob for its uncompressed size."""
+    home = Home.of(home)
+    store = LocalZstdStore(home.cas)
+    blobs = stored = uncompressed = unknown = 0
+    for b in store.iter_blobs():
+        blobs += 1
+        stored += b.stored_size
+        size = content_size(b.path)
+        if size is None:
+            unknown += 1
+        else:
+            uncompressed += size
+    entries = manifests = ac_bytes = 0
+    for f in ActionCache(home.ac).iter_files():
+        ac_bytes += f.size
+        if f.manifest:
+            manifests += 1
+        else:
+            entries += 1
+    mat_files = mat_bytes = 0
+    for _, st in _iter_mat(home):
+        mat_files += 1
+        mat_bytes += st.st_size
+    return {
+        "home": str(home.root),
+        "blobs": blobs,
+        "stored_bytes": stored,
+        "uncompressed_bytes": uncompressed,
+        "blobs_without_size": unknown,
+        "action_entries": entries,
+        "manifests": manifests,
+        "ac_bytes": ac_bytes,
+        "materialized_files": mat_files,
+        "materialized_bytes": mat_bytes,
+        "temp_files": sum(1 for _ in _temp_files(home, store)),
+    }
+
+
+def verify(
+    home: Home | str | os.PathLike[str], delete: bool = False, jobs: int | None = None
+) -> list[Digest]:
+    """Re-hash every blob; answer the corrupt ones (size -1 where even the header is unreadable).
+
+    Nothing is removed unless `delete` is true (then corrupt blobs and their materialized copies
+    go, and the next build re-runs the actions that produced them).
+    """
+    home = Home.of(home)
+    store = LocalZstdStore(home.cas)
+    blobs = list(store.iter_blobs())
+    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+        verdicts = list(pool.map(lambda b: _check_blob(b.path, b.hash), blobs))
+    bad = sorted(d for d in verdicts if d is not None)
+    if delete:
+        for d in bad:
+            _unlink_quietly(store.path_of(d))
+            _remove_mat(home, d.hash)
+    return bad
+
+
+@dataclass
+class GcReport:
+    entries_removed: int = 0
+    manifests_removed: int = 0
+    malformed_removed: int = 0
+    blobs_removed: int = 0
+    mat_removed: int = 0
+    temp_removed: int = 0
+    bytes_before: int = 0  # cas/ + ac/
+    bytes_after: int = 0
+
+    @property
+    def bytes_freed(self) -> int:
+        return self.bytes_before - self.bytes_after
+
+    def __str__(self) -> str:
+        return (
+            f"removed {self.entries_removed} action entries and {self.blobs_removed} blobs, "
+            f"freed {format_size(self.bytes_freed)} ({format_size(self.bytes_after)} remain)"
+        )
+
+
+def gc(
+    home: Home | str | os.PathLike[str],
+    max_size: int | None = None,
+    older_than_s: float | None = None,
+    *,
+    grace_s: float = GRACE_S,
+    now: float | None = None,
+) -> GcReport:
+    """Evict action entries (by age, then LRU down to `max_size`) and every unreferenced blob."""
+    home = Home.of(home)
+    now = time.time() if now is None else now
+    store = LocalZstdStore(home.cas)
+    ac = ActionCache(home.ac)
+    report = GcReport()
+    recent = now - grace_s
+
+    for path, mtime in _temp_files(home, store):
+        if mtime < now - max(STALE_TEMP_S, grace_s):
+            _unlink_quietly(path)
+            report.temp_removed += 1
+
+    # Entries: drop expired and malformed ones, count references from the rest.
+    refs: dict[str, int] = {}
+    live: list[tuple[float, str, int, bool, tuple[str, ...]]] = []  # mtime, path, size, manifest, blobs
+    for f in ac.iter_files():
+        report.bytes_before += f.size
+        if older_than_s is not None and f.mtime < now - older_than_s:
+            _unlink_quietly(f.path)
+            if f.manifest:
+                report.manifests_removed += 1
+            else:
+                report.entries_removed += 1
+            continue
+        hashes: tuple[str, ...] = ()
+        if not f.manifest:
+            entry = _read_entry(f.path)
+            if entry is None:
+                _unlink_quietly(f.path)
+                report.malformed_removed += 1
+                continue
+            hashes = tuple({d.hash for d in entry.blobs()})
+            for h in hashes:
+                refs[h] = refs.get(h, 0) + 1
+        live.append((f.mtime, f.path, f.size, f.manifest, hashes))
+    total = sum(size for _, _, size, _, _ in live)
+
+    # Blobs: delete every unreferenced one outside the grace window.
+    kept: dict[str, tuple[str, int, float]] = {}
+    deleted: list[str] = []
+    for b in store.iter_blobs():
+        report.bytes_before += b.stored_size
+        if b.hash not in refs and b.mtime < recent:
+            _unlink_quietly(b.path)
+            deleted.append(b.hash)
+        else:
+            kept[b.hash] = (b.path, b.stored_size, b.mtime)
+            total += b.stored_size
+
+    # Size pressure: evict least recently used entries, dropping blobs they alone held.
+    if max_size is not None and total > max_size:
+        live.sort()
+        for mtime, path, size, manifest, hashes in live:
+            if total <= max_size:
+                break
+            _unlink_quietly(path)
+            total -= size
+            if manifest:
+                report.manifests_removed += 1
+            else:
+                report.entries_removed += 1
+            for h in hashes:
+                refs[h] -= 1
+                if refs[h] == 0 and h in kept and kept[h][2] < recent:
+                    bpath, bsize, _ = kept.pop(h)
+                    _unlink_quietly(bpath)
+                    deleted.append(h)
+                    total -= bsize
+
+    report.blobs_removed = len(deleted)
+    for h in deleted:
+        report.mat_removed += _remove_mat(home, h)
+    report.bytes_after = total
+    return report
+
+
+def clean(home: Home | str | os.PathLike[str]) -> None:
+    """Empty `cas/`, `ac/`, `mat/` and `tool/` (the directories themselves stay)."""
+    home = Home.of(home)
+    for directory in (home.cas, home.ac, home.mat, home.tool):
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            continue
+        for name in names:
+            p = os.path.join(directory, name)
+            if os.path.isdir(p) and not os.path.islink(p):
+                _rmtree(p)
+            else:
+                _unlink_quietly(p)
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def _check_blob(path: str, h: str) -> Digest | None:
+    """None when the blob decodes to bytes hashing to `h` (and of the size its header says)."""
+    declared = content_size(path)
+    hasher = blake3.blake3()
+    seen = 0
+    try:
+        with open(path, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as r:
+            while chunk := r.read(_CHUNK):
+                hasher.update(chunk)
+                seen += len(chunk)
+    except FileNotFoundError:
+        return None  # removed by a concurrent gc: not corrupt
+    except zstandard.ZstdError:
+        return Digest(h, -1 if declared is None else declared)
+    if hasher.hexdigest() != h or (declared is not None and declared != seen):
+        return Digest(h, -1 if declared is None else declared)
+    return None
+
+
+def _temp_files(home: Home, store: LocalZstdStore):
+    """(path, mtime) of in-flight or abandoned temp files in cas/, ac/ and mat/."""
+    yield from store.iter_temp_files()
+    for top in (home.ac, home.mat):
+        try:
+            shards = [s for s in os.listdir(top) if len(s) == 2]
+        except FileNotFoundError:
+            continue
+        for s in shards:
+            d = os.path.join(top, s)
+            try:
+                names = os.listdir(d)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for name in names:
+                if name.startswith(TMP_PREFIX):
+                    p = os.path.join(d, name)
+                    try:
+                        yield p, os.stat(p).st_mtime
+                    except FileNotFoundError:
+                        pass
+
+
+def _read_entry(path: str) -> ActionEntry | None:
+    try:
+        with open(path, "rb") as f:
+            return ActionEntry.from_json(f.read())
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        return None
+
+
+def _iter_mat(home: Home):
+    """(path, stat) of every materialized file."""
+    try:
+        shards = os.listdir(home.mat)
+    except FileNotFoundError:
+        return
+    for s in shards:
+        if len(s) != 2:
+            continue
+        d = os.path.join(home.mat, s)
+        try:
+            names = os.listdir(d)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in names:
+            if name.startswith("."):
+                continue
+            p = os.path.join(d, name)
+            try:
+                yield p, os.stat(p, follow_symlinks=False)
+            except FileNotFoundError:
+                pass
+
+
+def _remove_mat(home: Home, h: str) -> int:
+    if not is_hex_key(h):
+        return 0
+    removed = 0
+    for suffix in ("", ".x"):
+        try:
+            os.unlink(os.path.join(home.mat, h[:2], h[2:] + suffix))
+            removed += 1
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _rmtree(path: str) -> None:
+    """`shutil.rmtree` that also removes read-only trees (payloads are often extracted so)."""
+
+    def writable(p: str) -> None:
+        if not os.path.islink(p):
+            os.chmod(p, stat_mod.S_IMODE(os.lstat(p).st_mode) | stat_mod.S_IRWXU)
+
+    writable(path)
+    for root, dirs, _ in os.walk(path):  # top-down: each directory is fixed before it is entered
+        for d in dirs:
+            writable(os.path.join(root, d))
+    shutil.rmtree(path)

@@ -1,0 +1,153 @@
+"""The materialization area: decompressed, read-only copies of blobs to hard-link from.
+
+Sandboxes need an action's inputs as plain files, and `target/` needs outputs as plain files.
+Decompressing a blob for every use would cost a write per use; instead each blob is written out
+once, as `<$MCPP_HOME>/mat/<2hex>/<rest>` (`.x` appended for the executable variant, because
+the mode belongs to the inode and every hard link shares it), and users hard-link to it.
+
+Why hard links and never symlinks: a symlink leaks the cache's absolute path into the action
+(compilers record resolved paths in debug info and depfiles, breaking byte-identical outputs)
+and lets a sandboxed tool follow it out of the sandbox; a hard link is an ordinary file.
+
+Why read-only (0444, 0555 for executables): every hard link shares one inode, so a tool that
+wrote through one link would silently change every build that uses the blob. Read-only makes
+such a write fail loudly; a file that was changed anyway (its size or mode differs) is
+re-created from the store on next use. Content edits that keep the size are not detected here.
+
+Creation is atomic (temp file + `os.replace`) so concurrent builds can materialize the same
+blob. Where a hard link is impossible (another file system: EXDEV; too many links: EMLINK; a file
+system without links: EPERM/ENOTSUP) `link_into` copies instead.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import stat as stat_mod
+import tempfile
+
+from .blobstore import BlobStore
+from .digest import Digest
+from .home import TMP_PREFIX, shard
+
+FILE_MODE = 0o444
+EXEC_MODE = 0o555
+# Blobs up to this size are fetched with one `get`; larger ones are streamed through `open`.
+_SMALL = 1 << 20
+_CHUNK = 1 << 20
+_NO_LINK = {errno.EXDEV, errno.EMLINK, errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP}
+
+
+class Materializer:
+    """Materializes blobs of `store` under `root` (normally `$MCPP_HOME/mat`)."""
+
+    def __init__(self, store: BlobStore, root: str | os.PathLike[str]) -> None:
+        self.store = store
+        self.root = os.fspath(root)
+        # Counters the engine may report (plain ints; racy increments only lose a count).
+        self.created = 0
+        self.linked = 0
+        self.copied = 0
+        self.unchanged = 0
+
+    def path(self, d: Digest, executable: bool = False) -> str:
+        """The materialized file for `d`, created (or re-created if tampered with) on demand.
+
+        Raises `BlobNotFound`/`CorruptBlob` from the store, leaving nothing behind.
+        """
+        return self._ensure(d, executable)[0]
+
+    def link_into(self, d: Digest, dest: str | os.PathLike[str], executable: bool = False) -> None:
+        """Make `dest` a hard link to (or, across devices, a copy of) the materialized blob.
+
+        An existing `dest` is replaced atomically (link under a temp name, then `os.replace`), so
+        a concurrent reader sees either the old file or the new one, never none. A `dest` that is
+        already the materialized inode is left alone (the common case of a no-op build).
+        """
+        dest = os.fspath(dest)
+        src, src_st = self._ensure(d, executable)
+        try:
+            if os.path.samestat(src_st, os.stat(dest, follow_symlinks=False)):
+                self.unchanged += 1
+                return
+        except FileNotFoundError:
+            pass
+        directory = os.path.dirname(dest) or "."
+        tmp = _temp_name(directory, os.path.basename(dest))
+        try:
+            self._link_or_copy(src, tmp, d, executable)
+            os.replace(tmp, dest)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _mat_path(self, d: Digest, executable: bool) -> str:
+        return shard(self.root, d.hash, ".x" if executable else "")
+
+    def _ensure(self, d: Digest, executable: bool) -> tuple[str, os.stat_result]:
+        p = self._mat_path(d, executable)
+        mode = EXEC_MODE if executable else FILE_MODE
+        try:
+            st = os.stat(p)
+            if st.st_size == d.size and stat_mod.S_IMODE(st.st_mode) == mode:
+                return p, st
+        except FileNotFoundError:
+            pass
+        self._create(d, p, mode)
+        return p, os.stat(p)
+
+    def _create(self, d: Digest, p: str, mode: int) -> None:
+        directory = os.path.dirname(p)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
+        except FileNotFoundError:
+            os.makedirs(directory, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
+        try:
+            with open(fd, "wb") as out:
+                if d.size <= _SMALL:
+                    out.write(self.store.get(d))
+                else:
+                    with self.store.open(d) as src:
+                        shutil.copyfileobj(src, out, _CHUNK)
+                os.fchmod(out.fileno(), mode)
+            os.replace(tmp, p)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+        self.created += 1
+
+    def _link_or_copy(self, src: str, tmp: str, d: Digest, executable: bool) -> None:
+        for attempt in range(3):
+            try:
+                os.link(src, tmp)
+                self.linked += 1
+                return
+            except FileNotFoundError:
+                # Either dest's directory is missing or `gc` removed the materialized file
+                # between `_ensure` and here; fix whichever it is and retry.
+                if attempt == 2:
+                    raise
+                os.makedirs(os.path.dirname(tmp) or ".", exist_ok=True)
+                src = self._ensure(d, executable)[0]
+            except OSError as e:
+                if e.errno not in _NO_LINK:
+                    raise
+                shutil.copyfile(src, tmp)
+                os.chmod(tmp, EXEC_MODE if executable else FILE_MODE)
+                self.copied += 1
+                return
+
+
+def _temp_name(directory: str, base: str) -> str:
+    # Not created here (os.link needs a free name); the random part keeps concurrent callers apart.
+    return os.path.join(directory, f".{base}.mcpp-tmp-{os.getpid()}-{os.urandom(4).hex()}")
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

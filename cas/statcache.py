@@ -1,0 +1,159 @@
+"""`StatCache`: source digests without re-hashing files whose stat has not changed.
+
+A no-op build of a 1,000-file project must finish in well under a second, so it cannot read
+every source. Like git's index and ninja's mtimes, we remember each file's
+`(dev, ino, size, mtime_ns, ctime_ns)` beside its digest and hash only when that changes.
+
+The trap is the *racy timestamp* (git's "racy git" problem): file times have a granularity (a
+kernel tick, a second on some file systems), so a file rewritten in the same tick as we hashed it
+keeps an identical stat while its bytes differ. Git's guard, copied here: the cache remembers
+when it was written, as the mtime the file system gave the cache file itself (the same clock and
+granularity that stamps source files; `time.time_ns()` would not do, since the file system's
+coarse clock can lag it). An entry stamped no earlier than that write (`max(mtime, ctime) >=
+written`) could have changed within the tick unseen, so it is dropped on load and re-hashed.
+`ctime` is included because tools that restore an old mtime (`cp -p`, `tar x`) cannot fake it.
+Caveat: the guard assumes the cache file and the sources share a timestamp granularity.
+
+Persistence is one `marshal` blob (loads 1,000 entries in well under a millisecond; digests are
+kept as 32 raw bytes), written atomically and only when something changed. Paths are used as
+given: pass absolute paths (or paths relative to one fixed directory) consistently.
+
+Thread safety: `digest` may be called from worker threads; dict updates are atomic under the
+GIL and the counters are advisory.
+"""
+from __future__ import annotations
+
+import marshal
+import os
+import tempfile
+from typing import Callable, NamedTuple
+
+from .digest import Digest, digest_file
+from .home import TMP_PREFIX
+
+_FORMAT = "mcpp-statcache-1"
+
+# (dev, ino, size, mtime_ns, ctime_ns, raw 32-byte blake3)
+_Entry = tuple[int, int, int, int, int, bytes]
+
+
+class StatKey(NamedTuple):
+    """What must stay equal for a file's bytes to be presumed unchanged."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+
+def stat_key(path: str | os.PathLike[str], stat: Callable[..., os.stat_result] = os.stat) -> StatKey | None:
+    """The file's `StatKey` (following symlinks), or None when it does not exist."""
+    try:
+        st = stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return StatKey(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class StatCache:
+    """Maps path -> (stat key, digest); persisted at `cache_file`.
+
+    `stat` and `hash_file` are injectable so tests can drive the racy-timestamp case
+    deterministically.
+    """
+
+    def __init__(
+        self,
+        cache_file: str | os.PathLike[str],
+        stat: Callable[..., os.stat_result] = os.stat,
+        hash_file: Callable[[str], Digest] = digest_file,
+    ) -> None:
+        self.cache_file = os.fspath(cache_file)
+        self._stat = stat
+        self._hash_file = hash_file
+        self._entries: dict[str, _Entry] = {}
+        self._dirty = False
+        self.hashed = 0  # files read and hashed by this instance
+        self.hits = 0  # digests answered from the cache
+        self.racy = 0  # entries dropped because their stamp was not older than the cache's write
+        self._load()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def digest(self, path: str | os.PathLike[str]) -> Digest:
+        """The file's digest: one `stat`, plus a hash only when the stat key is new."""
+        path = os.fspath(path)
+        st = self._stat(path)
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        e = self._entries.get(path)
+        if e is not None and e[:5] == key:
+            self.hits += 1
+            return Digest(e[5].hex(), e[2])
+        for _ in range(3):
+            d = self._hash_file(path)
+            self.hashed += 1
+            st2 = self._stat(path)
+            key2 = (st2.st_dev, st2.st_ino, st2.st_size, st2.st_mtime_ns, st2.st_ctime_ns)
+            if key2 == key and d.size == st.st_size:
+                self._entries[path] = (*key, bytes.fromhex(d.hash))  # type: ignore[assignment]
+                self._dirty = True
+                return d
+            key = key2  # changed while we read it: hash again
+            st = st2
+        # Still changing: answer what we read, but remember nothing.
+        self._entries.pop(path, None)
+        self._dirty = True
+        return d
+
+    def forget(self, path: str | os.PathLike[str]) -> None:
+        if self._entries.pop(os.fspath(path), None) is not None:
+            self._dirty = True
+
+    def save(self) -> None:
+        """Write the cache atomically if anything changed since load (or the last save)."""
+        if not self._dirty:
+            return
+        directory = os.path.dirname(self.cache_file) or "."
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
+        try:
+            with open(fd, "wb") as f:
+                marshal.dump((_FORMAT, self._entries), f)
+                f.flush()
+                written = os.fstat(f.fileno()).st_mtime_ns
+            os.replace(tmp, self.cache_file)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+        self._dirty = False
+        # Apply the same guard in memory, so a long-lived process behaves like a reload would.
+        self._drop_racy(written)
+
+    def _load(self) -> None:
+        try:
+            with open(self.cache_file, "rb") as f:
+                written = os.fstat(f.fileno()).st_mtime_ns
+                fmt, entries = marshal.load(f)
+        except FileNotFoundError:
+            return
+        except (OSError, EOFError, ValueError, TypeError):
+            self._dirty = True  # unreadable: start empty and overwrite it on save
+            return
+        if fmt != _FORMAT or not isinstance(entries, dict):
+            self._dirty = True
+            return
+        self._entries = entries
+        if self._drop_racy(written):
+            self._dirty = True
+
+    def _drop_racy(self, written_ns: int) -> int:
+        racy = [p for p, e in self._entries.items() if max(e[3], e[4]) >= written_ns]
+        for p in racy:
+            del self._entries[p]
+        self.racy += len(racy)
+        return len(racy)
