@@ -28,8 +28,9 @@ class SandboxSpec:
     depfile: str | None = None
     # `off` only: the real directory that the action-relative paths are relative to.
     root: str | None = None
-    # Where the collected outputs are moved (bwrap, dir); default: a private directory under
-    # the sandbox's work root, which the caller removes with `Sandbox.release(result)`.
+    # Where the collected outputs are moved (bwrap, dir), keeping their relative paths; default:
+    # the pool's results directory under the work root, flat, each file removed by
+    # `release(result)` once the caller has ingested it (or moved it away)
     out_dir: str | None = None
 
 
@@ -45,12 +46,23 @@ class SandboxResult:
     # dependencies named by the depfile that were not declared (action-relative when inside the
     # action's root, absolute otherwise); non-empty implies a non-zero exit_code and no outputs
     undeclared: list[str] = field(default_factory=list)
-    # the private directory holding `outputs` when the sandbox chose it (None under `off` and
-    # when the spec named `out_dir`); removed by `release(result)` or the pool's `shutdown()`
-    out_dir: str | None = None
 
 
 class Sandbox(Protocol):
+    """bwrap, dir and off implement all of it; a test double may implement only ``run``."""
+
     name: str
 
-    def run(self, spec: SandboxSpec) -> SandboxResult: ...
+    def run(self, spec: SandboxSpec) -> SandboxResult:
+        """Run one action; safe to call from several threads at once. A failing action is a
+        result with a non-zero exit code; a malformed spec raises ``SandboxSpecError``; a run
+        interrupted by ``shutdown()`` raises ``SandboxClosed``."""
+        ...
+
+    def release(self, result: SandboxResult) -> None:
+        """Remove ``result``'s collected outputs still held by the sandbox (after ingesting)."""
+        ...
+
+    def shutdown(self) -> None:
+        """Kill every running action's process group and remove every sandbox directory."""
+        ...

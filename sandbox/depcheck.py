@@ -1,0 +1,94 @@
+"""Finding undeclared inputs from what the compiler says it read (its depfile).
+
+Under ``dir`` there are no namespaces, so an ``#include`` through an absolute ``-I`` path (or
+a relative one that climbs out with ``..``) silently reads the real tree and the cache key
+misses it. The compiler's depfile lists every file it opened; each one must be
+
+- inside the action's root and declared (an input, an output, or under a declared directory
+  input), or
+- under a system root (``/usr``, ``/lib*``, ``/bin``, ``/sbin``, ``/etc``), or under the
+  root of a declared tool (``/opt/gcc-13/bin/gcc`` -> ``/opt/gcc-13``).
+
+Under ``bwrap`` the same check runs on the same rules (with ``/execroot`` as the root), though
+an undeclared file there does not exist and the compiler fails first.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import posixpath
+from typing import Collection, Iterable
+
+SYSTEM_ROOTS: tuple[str, ...] = (
+    "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc",
+)
+
+
+def tool_root(tool: str) -> str:
+    """The directory a tool's installation lives in: ``<prefix>`` for ``<prefix>/bin/x``."""
+    d = posixpath.dirname(posixpath.normpath(tool))
+    if posixpath.basename(d) in ("bin", "sbin") and posixpath.dirname(d) != "/":
+        return posixpath.dirname(d)
+    return d
+
+
+@functools.lru_cache(maxsize=256)
+def tool_roots(tools: tuple[str, ...]) -> tuple[str, ...]:
+    """Roots of ``tools`` (and of their symlink targets) outside the system roots."""
+    roots: dict[str, None] = {}
+    for tool in tools:
+        for path in (tool, os.path.realpath(tool)):
+            root = tool_root(path)
+            if root and root != "/" and not _under(root, SYSTEM_ROOTS):
+                roots.setdefault(root, None)
+    return tuple(roots)
+
+
+def _under(path: str, roots: Iterable[str]) -> bool:
+    return any(path == r or path.startswith(r + "/") for r in roots)
+
+
+def _declared(rel: str, declared: Collection[str]) -> bool:
+    while rel:
+        if rel in declared:
+            return True
+        rel = posixpath.dirname(rel)
+    return False
+
+
+def find_undeclared(
+    deps: Iterable[str],
+    *,
+    root: str,
+    cwd: str,
+    declared: Collection[str],
+    allowed_roots: tuple[str, ...],
+) -> list[str]:
+    """Dependencies that are neither declared nor system files.
+
+    ``root`` is the action's root as the compiler saw it, ``cwd`` the compiler's working
+    directory (absolute, as it saw it), ``declared`` the action-relative inputs and outputs.
+    Inside ``root`` a dependency is reported action-relative; outside, absolute.
+    """
+    prefix = root.rstrip("/") + "/"
+    bad: list[str] = []
+    for dep in deps:
+        path = posixpath.normpath(dep if dep.startswith("/") else f"{cwd}/{dep}")
+        if path.startswith(prefix):
+            rel = path[len(prefix):]
+            if not _declared(rel, declared):
+                bad.append(rel)
+        elif path == root.rstrip("/"):
+            continue
+        elif not _under(path, allowed_roots):
+            bad.append(path)
+    return bad
+
+
+def undeclared_message(label: str, paths: Iterable[str]) -> bytes:
+    lines = [f"error: action {label} read undeclared input {p}" for p in paths]
+    lines.append(
+        "note: declare every file the action reads as an input; files under /usr, /lib*, /etc "
+        "and under the installation root of a declared tool need no declaration"
+    )
+    return ("\n".join(lines) + "\n").encode()

@@ -1,0 +1,39 @@
+"""Choosing a sandbox by name (``--sandbox bwrap|dir|off``) or by what this machine can do."""
+from __future__ import annotations
+
+from .bwrap import NOT_FOUND, BwrapSandbox, find_bwrap, probe_bwrap
+from .directory import DirSandbox
+from .errors import SandboxUnavailable
+from .local import LocalSandbox
+from .pool import SandboxPool
+from .spec import Sandbox
+
+NAMES = ("bwrap", "dir", "off")
+
+
+def make_sandbox(name: str | None, work_root: str) -> tuple[Sandbox, str | None]:
+    """The sandbox called ``name``, or the best available one when ``name`` is None.
+
+    Returns ``(sandbox, warning)``; ``warning`` (without a ``warning:`` prefix, for the CLI to
+    render once) says why the default fell back from bwrap to dir. ``--sandbox bwrap`` on a
+    machine where bwrap does not work raises ``SandboxUnavailable`` with the reason; an unknown
+    name raises ``ValueError`` naming the accepted ones. The bwrap probe runs once per process.
+    Creating the sandbox reclaims stale directories of dead engines under ``work_root``.
+    """
+    if name is not None and name not in NAMES:
+        raise ValueError(f"unknown sandbox {name!r}: expected one of {', '.join(NAMES)}")
+    if name == "dir":
+        return DirSandbox(pool=SandboxPool(work_root)), None
+    if name == "off":
+        return LocalSandbox(pool=SandboxPool(work_root)), None
+    bwrap = find_bwrap()
+    reason = NOT_FOUND if bwrap is None else probe_bwrap(bwrap)
+    if reason is None:
+        return BwrapSandbox(bwrap=bwrap, pool=SandboxPool(work_root)), None
+    if name == "bwrap":
+        raise SandboxUnavailable(f"--sandbox bwrap: {reason}; use --sandbox dir instead")
+    warning = (
+        f"{reason}; using the directory sandbox (--sandbox dir): undeclared inputs are found "
+        "from compiler depfiles, the network is not isolated"
+    )
+    return DirSandbox(pool=SandboxPool(work_root)), warning
