@@ -107,6 +107,18 @@ class StatCache:
         self._dirty = True
         return d
 
+    def remember(self, path: str | os.PathLike[str], digest: Digest) -> None:
+        """Record a digest the caller already knows (it just wrote or hashed the file), so the
+        next `digest` of an unchanged file costs only a stat."""
+        path = os.fspath(path)
+        st = self._stat(path)
+        if st.st_size != digest.size:
+            self._entries.pop(path, None)
+            return
+        self._entries[path] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                               bytes.fromhex(digest.hash))
+        self._dirty = True
+
     def forget(self, path: str | os.PathLike[str]) -> None:
         if self._entries.pop(os.fspath(path), None) is not None:
             self._dirty = True

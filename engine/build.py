@@ -11,13 +11,19 @@ import os
 import platform as host_platform
 from dataclasses import dataclass, field
 
-from cas.action import Action, Platform
+from cas.action import Platform
+from cas.action_cache import ActionCache
+from cas.home import Home
+from cas.local_store import LocalZstdStore
+from cas.materialize import Materializer
+from cas.verifying_store import VerifyingStore
 
-from .depfile import discovered_inputs
 from .errors import BuildFailed, McppError
-from .execute import ActionRunner, LocalRunner, RunResult
+from .execute import ActionRunner, LocalRunner
+from .explain import ExplainLog
 from .graph import PackageGraph, Selection, load_graph
 from .incremental import BuildState, KeyComputer
+from .pipeline import ActionPipeline, Counters, write_if_changed
 from .manifest.load import display_path
 from .plan.planner import Plan, Planner
 from .profiles import Profile, resolve_profile
@@ -79,45 +85,66 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
     profile = resolve_profile(graph.root_manifest, opts.profile)
     lock = _BuildLock(graph.target_dir, reporter)
     try:
-        execroot_state_dir = os.path.join(graph.target_dir, profile.name, ".mcpp")
-        planner_state = None
+        state_dir = os.path.join(graph.target_dir, profile.name, ".mcpp")
         # The planner needs module scans, which the state caches by source digest.
-        from .plan.planner import common_root
-
-        execroot = common_root([p.root for p in graph.order] + [graph.workspace_root])
-        planner_state = BuildState(execroot_state_dir, execroot)
-        plan = Planner(graph, toolchain, profile, scan=planner_state.scan, with_tests=with_tests).build()
+        state = BuildState(state_dir, execroot_of(graph))
+        plan = Planner(graph, toolchain, profile, scan=state.scan, with_tests=with_tests).build()
         _write_compile_commands(graph, plan)
-        result = _execute(plan, graph, toolchain, opts, reporter, planner_state,
-                          runner or LocalRunner(plan.execroot))
+        result, counters = _execute(plan, graph, toolchain, opts, reporter, state,
+                                    runner or LocalRunner(plan.execroot), state_dir)
     finally:
         lock.release()
     outcome = BuildOutcome(graph, plan, profile, toolchain, result, clock.elapsed())
-    reporter.event("build-finished", success=result.ok, executed=len(result.succeeded),
-                   fresh=len(result.fresh), failed=len(result.failed), duration=round(outcome.elapsed, 3))
+    record_last_build(counters)
+    for action_id in counters.healed:
+        reporter.warning(f"a cached output of `{action_id}` was missing or corrupt in the store; "
+                         "the action ran again and the cache is healed")
+    reporter.event("build-finished", success=result.ok, executed=counters.executed,
+                   cached=counters.cache_hits, fresh=counters.fresh, failed=len(result.failed),
+                   duration=round(outcome.elapsed, 3))
     if not result.ok:
         names = ", ".join(result.failed[:3]) + (" ..." if len(result.failed) > 3 else "")
         raise BuildFailed(f"build failed: {len(result.failed)} action(s) failed ({names})")
-    reporter.status("Finished", f"{profile.summary} in {outcome.elapsed:.2f}s")
+    cached = f" ({counters.cache_hits} cached)" if counters.cache_hits else ""
+    reporter.status("Finished", f"{profile.summary} in {outcome.elapsed:.2f}s{cached}")
     return outcome
 
 
+def execroot_of(graph: PackageGraph) -> str:
+    """The directory every action runs under: the common ancestor of all package roots."""
+    return os.path.commonpath([p.root for p in graph.order] + [graph.workspace_root])
+
+
+def record_last_build(counters: Counters) -> None:
+    """Remember the hit rate of this build for `mcpp cache stats`."""
+    home = Home.default()
+    path = os.path.join(home.root, "last-build.json")
+    data = {"fresh": counters.fresh, "cache_hits": counters.cache_hits, "executed": counters.executed,
+            "failed": counters.failed}
+    try:
+        os.makedirs(home.root, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildOptions,
-             reporter: Reporter, state: BuildState, runner: ActionRunner) -> ScheduleResult:
+             reporter: Reporter, state: BuildState, runner: ActionRunner,
+             state_dir: str) -> tuple[ScheduleResult, Counters]:
     platform = Platform(toolchain.identity, host_triple())
     keys = KeyComputer(state, platform, plan.generated)
-    by_id: dict[str, Action] = {a.id: a for a in plan.actions}
+    home = Home.default()
+    store = VerifyingStore(LocalZstdStore(home.cas))
+    pipeline = ActionPipeline(plan, state, keys, runner, store, ActionCache(home.ac),
+                              Materializer(store, home.mat), reporter,
+                              ExplainLog(state_dir, f"{platform.toolchain} on {platform.host}"))
     packages = {p.name: p for p in graph.order}
     announced: set[str] = set()
     jobs = opts.jobs or os.cpu_count() or 1
     reporter.event("build-started", actions=len(plan.actions), jobs=jobs)
-
-    def check(action_id: str) -> bool:
-        fresh = keys.fresh(by_id[action_id])
-        if fresh:
-            a = by_id[action_id]
-            reporter.event("action-finished", id=a.id, kind=a.kind, package=plan.package_of[a.id], status="fresh")
-        return fresh
 
     def on_start(action_id: str) -> None:
         name = plan.package_of[action_id]
@@ -125,53 +152,18 @@ def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildO
             announced.add(name)
             pkg = packages[name]
             reporter.status("Compiling", f"{pkg.name} v{pkg.version} ({_shown_dir(pkg.root)})")
-        a = by_id[action_id]
         if reporter.verbose:
-            reporter.status("Running", "`" + " ".join(a.argv) + "`")
-
-    def execute(action_id: str) -> RunResult:
-        a = by_id[action_id]
-        for path in a.inputs:
-            if path in plan.generated:
-                _write_if_changed(os.path.join(plan.execroot, path), plan.generated[path])
-        return runner.run(a)
-
-    def finish(action_id: str, res: RunResult) -> bool:
-        a = by_id[action_id]
-        text = (res.stdout + res.stderr).decode("utf-8", "replace")
-        ok = res.exit_code == 0 and all(os.path.exists(os.path.join(plan.execroot, o)) for o in a.outputs)
-        if text:
-            reporter.diagnostics(text)
-            reporter.event("compiler-message", id=a.id, package=plan.package_of[a.id], message=text)
-        if not ok:
-            state.forget(a.id)
-            if res.exit_code == 0:
-                missing = [o for o in a.outputs if not os.path.exists(os.path.join(plan.execroot, o))]
-                reporter.error(f"error: action `{a.id}` did not produce {', '.join(missing)}")
-            reporter.event("action-finished", id=a.id, kind=a.kind, package=plan.package_of[a.id],
-                           status="failed", exit_code=res.exit_code, duration=round(res.duration, 3))
-            return False
-        discovered: tuple[str, ...] = ()
-        if a.depfile:
-            with open(os.path.join(plan.execroot, a.depfile), encoding="utf-8", errors="replace") as f:
-                discovered = discovered_inputs(f.read(), plan.execroot, set(a.inputs) | set(a.outputs))
-        outputs = {}
-        for out in a.outputs:
-            d = state.digest(out)
-            keys.produced[out] = d
-            outputs[out] = str(d)
-        state.record(a.id, keys.key(a, discovered), discovered, outputs)
-        reporter.event("action-finished", id=a.id, kind=a.kind, package=plan.package_of[a.id],
-                       status="executed", exit_code=0, duration=round(res.duration, 3))
-        return True
+            reporter.status("Running", "`" + " ".join(pipeline.by_id[action_id].argv) + "`")
 
     try:
-        return run_graph([a.id for a in plan.actions], plan.prereqs, jobs=jobs, check=check,
-                         execute=execute, finish=finish, keep_going=opts.keep_going, on_start=on_start,
-                         on_progress=reporter.progress)
+        result = run_graph([a.id for a in plan.actions], plan.prereqs, jobs=jobs, check=pipeline.check,
+                           execute=pipeline.execute, finish=pipeline.finish, keep_going=opts.keep_going,
+                           on_start=on_start, on_progress=reporter.progress)
     finally:
         reporter.end_progress()
         state.save()
+        pipeline.explain.save()
+    return result, pipeline.counters
 
 
 def _shown_dir(path: str) -> str:
@@ -179,24 +171,10 @@ def _shown_dir(path: str) -> str:
     return "." if shown in ("", ".") else shown
 
 
-def _write_if_changed(path: str, data: bytes) -> None:
-    try:
-        with open(path, "rb") as f:
-            if f.read() == data:
-                return
-    except FileNotFoundError:
-        pass
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
 def _write_compile_commands(graph: PackageGraph, plan: Plan) -> None:
     path = os.path.join(graph.workspace_root, "compile_commands.json")
     data = (json.dumps(plan.compile_commands, indent=1) + "\n").encode()
-    _write_if_changed(path, data)
+    write_if_changed(path, data)
 
 
 __all__ = ["BuildOptions", "BuildOutcome", "build", "McppError"]

@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 
 from cas.digest import digest_file
+from cas.home import Home
 
 from .errors import McppError
 
@@ -51,10 +52,6 @@ class Toolchain:
         return tuple(sorted({os.path.dirname(self.cc.path), os.path.dirname(self.cxx.path), os.path.dirname(self.ar)}))
 
 
-def mcpp_home() -> str:
-    return os.path.abspath(os.environ.get("MCPP_HOME") or os.path.join(os.path.expanduser("~"), ".mcpp"))
-
-
 def resolve_toolchain(name: str | None) -> Toolchain:
     name = name or "gcc"
     if name.startswith("path:"):
@@ -62,7 +59,7 @@ def resolve_toolchain(name: str | None) -> Toolchain:
     if name not in _KNOWN:
         raise McppError(f"unknown toolchain `{name}`; accepted values: {', '.join(TOOLCHAIN_NAMES)}")
     cc_name, cxx_name, family = _KNOWN[name]
-    cache = _ProbeCache(os.path.join(mcpp_home(), "toolchains.json"))
+    cache = _ProbeCache(os.path.join(Home.default().root, "toolchains.json"))
     cc = cache.probe(_which(cc_name, name))
     cxx = cache.probe(_which(cxx_name, name))
     cache.save()

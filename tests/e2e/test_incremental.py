@@ -93,9 +93,12 @@ def test_release_profile_builds_separately(calc, mcpp):
     assert mcpp.build_json(cwd=calc).executed() == []  # dev is still up to date
 
 
-def test_deleted_output_is_rebuilt(calc, mcpp):
+def test_deleted_output_is_restored_from_the_cache(calc, mcpp):
     (calc / "target" / "dev" / "calc").unlink()
-    assert mcpp.build_json(cwd=calc).executed() == ["link calc:calc"]
+    res = mcpp.build_json(cwd=calc)
+    assert res.executed() == []
+    assert [e["id"] for e in res.events if e.get("status") == "cached"] == ["link calc:calc"]
+    assert (calc / "target" / "dev" / "calc").is_file()
 
 
 def test_compile_error_is_printed_once_and_exit_code_is_1(calc, mcpp):

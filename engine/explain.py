@@ -1,0 +1,124 @@
+"""`mcpp explain ACTION`: why an action ran.
+
+Every time an action runs or is restored from the cache, the inputs of its key are logged
+(command, environment, input and tool digests, platform); the log keeps the last two records
+per action, so `explain` can show the key of the last run and what changed since the one
+before. The log is only read and written when something ran: a no-op build never touches it.
+"""
+from __future__ import annotations
+
+import marshal
+import os
+import tempfile
+
+from cas.action import Action
+
+from .errors import McppError
+
+_FORMAT = "mcpp-explain-1"
+
+
+class ExplainLog:
+    def __init__(self, state_dir: str, platform: str):
+        self.file = os.path.join(state_dir, "explain")
+        self.platform = platform
+        self._records: dict[str, list[dict]] | None = None
+        self._dirty = False
+
+    def _load(self) -> dict[str, list[dict]]:
+        if self._records is None:
+            self._records = load_records(self.file)
+        return self._records
+
+    def record(self, action: Action, key: str, inputs: dict, keys) -> None:
+        rec = {
+            "key": key,
+            "argv": list(action.argv),
+            "env": dict(action.env),
+            "inputs": {p: str(d) for p, d in inputs.items()},
+            "tools": {t: str(keys.state.tool_digest(t)) for t in action.tools},
+            "platform": self.platform,
+        }
+        history = self._load().setdefault(action.id, [])
+        if history and history[-1]["key"] == key:
+            return
+        history.append(rec)
+        del history[:-2]
+        self._dirty = True
+
+    def save(self) -> None:
+        if not self._dirty:
+            return
+        os.makedirs(os.path.dirname(self.file), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(self.file))
+        with open(fd, "wb") as f:
+            marshal.dump((_FORMAT, self._records), f)
+        os.replace(tmp, self.file)
+        self._dirty = False
+
+
+def load_records(path: str) -> dict[str, list[dict]]:
+    try:
+        with open(path, "rb") as f:
+            fmt, records = marshal.load(f)
+        return records if fmt == _FORMAT else {}
+    except (OSError, EOFError, ValueError, TypeError):
+        return {}
+
+
+def find_action(records: dict[str, list[dict]], query: str) -> str:
+    if query in records:
+        return query
+    matches = sorted(a for a in records if query in a)
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise McppError(f"no action matching `{query}` has run in this target directory",
+                        notes=["help: actions are named like `compile <package>:<source>` and `link <package>:<binary>`"])
+    raise McppError(f"`{query}` matches several actions: {', '.join(matches[:10])}")
+
+
+def explain_lines(action_id: str, history: list[dict]) -> list[str]:
+    last = history[-1]
+    lines = [f"action: {action_id}", f"key: {last['key']}", f"platform: {last['platform']}",
+             "command: " + " ".join(last["argv"])]
+    if last["env"]:
+        lines.append("env: " + " ".join(f"{k}={v}" for k, v in sorted(last["env"].items())))
+    lines.append("inputs:")
+    lines += [f"  {p} {d}" for p, d in sorted(last["inputs"].items())]
+    lines.append("tools:")
+    lines += [f"  {t} {d}" for t, d in sorted(last["tools"].items())]
+    if len(history) < 2:
+        lines.append("changed: nothing to compare with (this is the first recorded run)")
+        return lines
+    lines.append("changed since the run before:")
+    changes = diff_records(history[-2], last)
+    lines += [f"  {c}" for c in changes] or ["  nothing in the key (the outputs were missing or altered)"]
+    return lines
+
+
+def diff_records(old: dict, new: dict) -> list[str]:
+    out: list[str] = []
+    if old["platform"] != new["platform"]:
+        out.append(f"platform: {old['platform']} -> {new['platform']}")
+    if old["argv"] != new["argv"]:
+        removed = [a for a in old["argv"] if a not in new["argv"]]
+        added = [a for a in new["argv"] if a not in old["argv"]]
+        if removed or added:
+            out += [f"flag removed: {a}" for a in removed] + [f"flag added: {a}" for a in added]
+        else:
+            out.append("command: same flags in a different order")
+    for k in sorted(set(old["env"]) | set(new["env"])):
+        if old["env"].get(k) != new["env"].get(k):
+            out.append(f"env {k}: {old['env'].get(k)} -> {new['env'].get(k)}")
+    for kind in ("inputs", "tools"):
+        label = "input" if kind == "inputs" else "tool"
+        before, after = old[kind], new[kind]
+        for p in sorted(set(before) | set(after)):
+            if p not in before:
+                out.append(f"{label} added: {p} {after[p]}")
+            elif p not in after:
+                out.append(f"{label} removed: {p} {before[p]}")
+            elif before[p] != after[p]:
+                out.append(f"{label} changed: {p} {before[p]} -> {after[p]}")
+    return out

@@ -1,0 +1,215 @@
+"""What happens to one action during a build: fresh? cached? run? record.
+
+1. *Fresh*: the state under `target/` says the last run's key still holds and the outputs are
+   intact: nothing to do (the no-op path; stats only, no hashing).
+2. *Cached*: the action cache has an entry for the key: outputs are hard-linked from the
+   store's materialization area into `target/`, and the warnings the action printed are
+   replayed. Compile actions read headers that are known only from their depfile, so their
+   lookup is two-level (as ccache's direct mode): a first-level key without headers names the
+   header sets seen before, and each set gives a full key to look up.
+3. *Run*: through the `ActionRunner` seam; the outputs go into the store and an entry into the
+   action cache, so the next build anywhere on this `$MCPP_HOME` is a hit.
+
+The scheduler calls `check` and `finish` on its own thread and `execute` on worker threads;
+all bookkeeping of keys and state happens on the scheduler's thread.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from cas.action import Action
+from cas.action_cache import ActionCache, ActionEntry
+from cas.blobstore import StoreError
+from cas.digest import Digest
+from cas.materialize import Materializer
+from cas.verifying_store import VerifyingStore
+
+from .depfile import discovered_inputs
+from .execute import ActionRunner, RunResult
+from .explain import ExplainLog
+from .incremental import BuildState, KeyComputer
+from .plan.planner import Plan
+from .report import Reporter
+
+
+@dataclass
+class Outcome:
+    run: RunResult | None = None  # set when the action ran
+    entry: ActionEntry | None = None  # set when restored from the action cache
+    key: str = ""
+    discovered: tuple[str, ...] = ()
+    outputs: dict[str, Digest] = field(default_factory=dict)  # stored outputs of a successful run
+
+
+@dataclass
+class Counters:
+    fresh: int = 0
+    cache_hits: int = 0
+    executed: int = 0
+    failed: int = 0
+    healed: list[str] = field(default_factory=list)  # actions re-run because a blob was corrupt
+
+
+class ActionPipeline:
+    def __init__(self, plan: Plan, state: BuildState, keys: KeyComputer, runner: ActionRunner,
+                 store: VerifyingStore, ac: ActionCache, mat: Materializer, reporter: Reporter,
+                 explain: ExplainLog):
+        self.plan = plan
+        self.state = state
+        self.keys = keys
+        self.runner = runner
+        self.store = store
+        self.ac = ac
+        self.mat = mat
+        self.reporter = reporter
+        self.explain = explain
+        self.by_id: dict[str, Action] = {a.id: a for a in plan.actions}
+        self.candidates: dict[str, tuple[str, list[tuple[str, tuple[str, ...]]]]] = {}
+        self.counters = Counters()
+
+    # -- scheduler thread -------------------------------------------------------------------
+    def check(self, action_id: str) -> bool:
+        a = self.by_id[action_id]
+        if self.keys.fresh(a):
+            self.counters.fresh += 1
+            self._event(a, "fresh")
+            return True
+        key1 = self.keys.key(a, ())
+        sets = self.ac.get_manifest(key1) if a.depfile else [()]
+        self.candidates[action_id] = (key1, [(self.keys.key(a, s) if s else key1, s) for s in sets])
+        return False
+
+    # -- worker threads ---------------------------------------------------------------------
+    def execute(self, action_id: str) -> Outcome:
+        a = self.by_id[action_id]
+        _, candidates = self.candidates[action_id]
+        for key, discovered in candidates:
+            entry = self.ac.get(key)
+            if entry is None or entry.exit_code != 0:
+                continue
+            try:
+                self._restore(a, entry)
+                return Outcome(entry=entry, key=key, discovered=discovered)
+            except StoreError:
+                # A missing or corrupt blob: the verifying store already discarded it. Fall
+                # through and run the action, which stores the outputs again (the heal).
+                self.ac.delete(key)
+                self.counters.healed.append(a.id)
+                break
+        for path in a.inputs:
+            if path in self.plan.generated:
+                write_if_changed(os.path.join(self.plan.execroot, path), self.plan.generated[path])
+        res = self.runner.run(a)
+        outcome = Outcome(run=res)
+        if res.exit_code == 0 and all(os.path.exists(self._abs(o)) for o in a.outputs):
+            outcome.outputs = {o: self.store.put_file(self._abs(o)) for o in a.outputs}
+        return outcome
+
+    def _restore(self, a: Action, entry: ActionEntry) -> None:
+        missing = self.store.find_missing([d for d, _ in entry.outputs.values()])
+        if missing:
+            raise StoreError(f"{len(missing)} blob(s) missing")
+        for out in a.outputs:
+            if out not in entry.outputs:
+                raise StoreError(f"entry lacks {out}")
+            digest, mode = entry.outputs[out]
+            self.mat.link_into(digest, self._abs(out), executable=bool(mode & 0o111))
+
+    # -- scheduler thread -------------------------------------------------------------------
+    def finish(self, action_id: str, outcome: Outcome) -> bool:
+        a = self.by_id[action_id]
+        if outcome.entry is not None:
+            return self._finish_cached(a, outcome)
+        return self._finish_run(a, outcome)
+
+    def _finish_cached(self, a: Action, outcome: Outcome) -> bool:
+        entry = outcome.entry
+        self._replay(a, entry)
+        outputs = {}
+        for out, (digest, _mode) in entry.outputs.items():
+            self.state.stats.remember(self._abs(out), digest)
+            self.keys.produced[out] = digest
+            outputs[out] = str(digest)
+        self.state.record(a.id, outcome.key, outcome.discovered, outputs)
+        self.explain.record(a, outcome.key, self._keyed_inputs(a, outcome.discovered), self.keys)
+        self.counters.cache_hits += 1
+        self._event(a, "cached")
+        return True
+
+    def _finish_run(self, a: Action, outcome: Outcome) -> bool:
+        res = outcome.run
+        text = (res.stdout + res.stderr).decode("utf-8", "replace")
+        if text:
+            self.reporter.diagnostics(text)
+            self.reporter.event("compiler-message", id=a.id, package=self.plan.package_of[a.id], message=text)
+        if not outcome.outputs:
+            self.state.forget(a.id)
+            if res.exit_code == 0:
+                missing = [o for o in a.outputs if not os.path.exists(self._abs(o))]
+                self.reporter.error(f"error: action `{a.id}` did not produce {', '.join(missing)}")
+            self.counters.failed += 1
+            self._event(a, "failed", exit_code=res.exit_code, duration=round(res.duration, 3))
+            return False
+        discovered: tuple[str, ...] = ()
+        if a.depfile:
+            with open(self._abs(a.depfile), encoding="utf-8", errors="replace") as f:
+                discovered = discovered_inputs(f.read(), self.plan.execroot, set(a.inputs) | set(a.outputs))
+        for out, digest in outcome.outputs.items():
+            self.state.stats.remember(self._abs(out), digest)
+            self.keys.produced[out] = digest
+        key = self.keys.key(a, discovered)
+        inputs = self._keyed_inputs(a, discovered)
+        entry = ActionEntry(
+            outputs={o: (d, os.stat(self._abs(o)).st_mode & 0o777) for o, d in outcome.outputs.items()},
+            exit_code=0,
+            stdout=self.store.put(res.stdout) if res.stdout else None,
+            stderr=self.store.put(res.stderr) if res.stderr else None,
+            inputs=inputs)
+        self.ac.put(key, entry)
+        if a.depfile:
+            self.ac.add_manifest(self.candidates[a.id][0], discovered)
+        self.state.record(a.id, key, discovered, {o: str(d) for o, d in outcome.outputs.items()})
+        self.explain.record(a, key, inputs, self.keys)
+        self.counters.executed += 1
+        self._event(a, "executed", exit_code=0, duration=round(res.duration, 3))
+        return True
+
+    # -- helpers ----------------------------------------------------------------------------------
+    def _keyed_inputs(self, a: Action, discovered: tuple[str, ...]) -> dict[str, Digest]:
+        return {p: self.keys.digest_of(p) for p in sorted(set(a.inputs) | set(discovered))}
+
+    def _replay(self, a: Action, entry: ActionEntry) -> None:
+        text = b""
+        for d in (entry.stdout, entry.stderr):
+            if d is not None:
+                try:
+                    text += self.store.get(d)
+                except StoreError:
+                    pass
+        if text:
+            decoded = text.decode("utf-8", "replace")
+            self.reporter.diagnostics(decoded)
+            self.reporter.event("compiler-message", id=a.id, package=self.plan.package_of[a.id],
+                                message=decoded, replayed=True)
+
+    def _event(self, a: Action, status: str, **extra) -> None:
+        self.reporter.event("action-finished", id=a.id, kind=a.kind, package=self.plan.package_of[a.id],
+                            status=status, **extra)
+
+    def _abs(self, rel: str) -> str:
+        return os.path.join(self.plan.execroot, rel)
+
+
+def write_if_changed(path: str, data: bytes) -> None:
+    try:
+        with open(path, "rb") as f:
+            if f.read() == data:
+                return
+    except FileNotFoundError:
+        pass
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.{id(data)}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
