@@ -12,6 +12,7 @@ import sys
 import click
 
 from .build import BuildOptions, build
+from .cache_cmd import cache_group
 from .errors import EXIT_USER_ERROR, McppError
 from .graph import Selection, find_manifest
 from .report import Reporter
@@ -158,6 +159,25 @@ def new_cmd(ctx: _Ctx, name, lib):
 
     path = new_package(os.getcwd(), name, lib)
     ctx.reporter().status("Created", f"{'library' if lib else 'binary (application)'} `{os.path.basename(path)}` package")
+
+
+cli.add_command(cache_group)
+
+
+@cli.command("explain")
+@click.argument("action")
+@build_flags
+@click.pass_obj
+def explain_cmd(ctx: _Ctx, action, **kw):
+    """Why ACTION ran: its key inputs and what changed since the run before."""
+    from .explain import explain_lines, find_action, load_records
+    from .graph import load_graph
+
+    opts = _options(ctx, kw)
+    graph = load_graph(opts.cwd, opts.manifest_path, Selection())
+    records = load_records(os.path.join(graph.target_dir, opts.profile, ".mcpp", "explain"))
+    action_id = find_action(records, action)
+    click.echo("\n".join(explain_lines(action_id, records[action_id])))
 
 
 def _shown(path: str) -> str:

@@ -1,0 +1,105 @@
+"""`mcpp cache dir|stats|verify|gc|clean` and `mcpp explain`: looking into the stores."""
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from cas import maintenance
+from cas.home import Home
+from cas.units import format_size, parse_age, parse_size
+
+from .errors import McppError
+
+
+def _home() -> Home:
+    return Home.default()
+
+
+@click.group("cache")
+def cache_group():
+    """Inspect and manage the local stores under $MCPP_HOME."""
+
+
+@cache_group.command("dir")
+def cache_dir():
+    """Print the mcpp home directory."""
+    click.echo(str(_home().root.absolute()))
+
+
+@cache_group.command("stats")
+@click.option("--format", "fmt", type=click.Choice(["human", "json"]), default="human")
+def cache_stats(fmt):
+    """Blob count, stored vs uncompressed bytes, action entries, hit rate of the last build."""
+    home = _home()
+    s = maintenance.stats(home)
+    last = _last_build(home)
+    if fmt == "json":
+        click.echo(json.dumps({**s, "last_build": last}))
+        return
+    ratio = (s["uncompressed_bytes"] / s["stored_bytes"]) if s["stored_bytes"] else 0.0
+    click.echo(f"home:            {s['home']}")
+    click.echo(f"blobs:           {s['blobs']}")
+    click.echo(f"stored:          {format_size(s['stored_bytes'])} "
+               f"({format_size(s['uncompressed_bytes'])} uncompressed, {ratio:.2f}x)")
+    click.echo(f"action entries:  {s['action_entries']} ({s['manifests']} header manifests)")
+    click.echo(f"materialized:    {s['materialized_files']} files, {format_size(s['materialized_bytes'])}")
+    if last:
+        looked_up = last["cache_hits"] + last["executed"] + last["failed"]
+        rate = 100.0 * last["cache_hits"] / looked_up if looked_up else 100.0
+        click.echo(f"last build:      {last['cache_hits']} cache hits, {last['executed']} executed, "
+                   f"{last['fresh']} up to date; hit rate {rate:.0f}%")
+    else:
+        click.echo("last build:      none recorded")
+
+
+@cache_group.command("verify")
+@click.option("--delete", is_flag=True, help="Remove the corrupted blobs (the next build re-creates them).")
+def cache_verify(delete):
+    """Re-hash every blob; name the corrupted ones (exit 1 when there are any)."""
+    bad = maintenance.verify(_home(), delete=delete)
+    if not bad:
+        click.echo("all blobs verified")
+        return
+    for d in bad:
+        click.echo(f"corrupted: {d.hash}", err=True)
+    raise _corrupt(len(bad), delete)
+
+
+def _corrupt(n: int, deleted: bool) -> McppError:
+    err = McppError(f"{n} corrupted blob(s) in the store"
+                    + (" (removed)" if deleted else "; `mcpp cache verify --delete` removes them"))
+    err.exit_code = 1
+    return err
+
+
+@cache_group.command("gc")
+@click.option("--max-size", metavar="SIZE", help="Evict least recently used entries until the store fits (e.g. 500M, 2G).")
+@click.option("--older-than", metavar="AGE", help="Evict entries not used for AGE (e.g. 7d, 12h).")
+def cache_gc(max_size, older_than):
+    """Evict least recently used entries; never a blob a remaining entry needs."""
+    try:
+        size = parse_size(max_size) if max_size else None
+        age = parse_age(older_than) if older_than else None
+    except ValueError as e:
+        raise click.BadParameter(str(e))
+    report = maintenance.gc(_home(), max_size=size, older_than_s=age)
+    click.echo(f"removed {report.entries_removed} action entries and {report.blobs_removed} blobs; "
+               f"freed {format_size(report.bytes_freed)}, {format_size(report.bytes_after)} remain")
+
+
+@cache_group.command("clean")
+def cache_clean():
+    """Empty the stores (blobs, action cache, materialized files, host tools)."""
+    home = _home()
+    maintenance.clean(home)
+    click.echo(f"emptied {home.root}")
+
+
+def _last_build(home: Home) -> dict | None:
+    try:
+        with open(os.path.join(home.root, "last-build.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
