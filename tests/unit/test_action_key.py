@@ -1,0 +1,67 @@
+"""The action key: every field of Action is classified, and each hashed field changes the key."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from cas.action import EXCLUDED_FIELDS, KEY_FIELDS, Action, Platform, action_key
+from cas.digest import Digest, digest_bytes
+
+PLATFORM = Platform("gcc 12.2.0 x86_64-linux-gnu", "x86_64-linux-gnu")
+BASE = Action(id="compile p:src/a.cpp", argv=("g++", "-c", "src/a.cpp", "-o", "a.o"), outputs=("a.o", "a.d"),
+              inputs=("src/a.cpp",), tools=("/usr/bin/g++",), env=(("LC_ALL", "C"),), depfile="a.d")
+
+
+def digests(path: str) -> Digest:
+    return digest_bytes(path.encode())
+
+
+def key(action: Action, platform: Platform = PLATFORM, digest_of=digests, discovered=()) -> str:
+    return action_key(action, platform, digest_of, digests, discovered)
+
+
+def test_every_field_is_hashed_or_explicitly_excluded():
+    names = {f.name for f in dataclasses.fields(Action)}
+    unclassified = names - KEY_FIELDS - set(EXCLUDED_FIELDS)
+    assert not unclassified, f"classify these Action fields in cas/action.py: {sorted(unclassified)}"
+    assert not (KEY_FIELDS & set(EXCLUDED_FIELDS))
+    assert (KEY_FIELDS | set(EXCLUDED_FIELDS)) == names  # no stale names either
+
+
+CHANGES = {
+    "argv": ("g++", "-O2", "-c", "src/a.cpp", "-o", "a.o"),
+    "outputs": ("a.o", "a.d", "a.gcm"),
+    "inputs": ("src/a.cpp", "src/b.cpp"),
+    "tools": ("/usr/bin/clang++",),
+    "env": (("LC_ALL", "C"), ("X", "1")),
+    "cwd": "sub",
+    "depfile": "other.d",
+}
+
+
+@pytest.mark.parametrize("field", sorted(KEY_FIELDS))
+def test_each_hashed_field_changes_the_key(field):
+    assert field in CHANGES, "add an example change for the new hashed field"
+    assert key(dataclasses.replace(BASE, **{field: CHANGES[field]})) != key(BASE)
+
+
+@pytest.mark.parametrize("field", sorted(EXCLUDED_FIELDS))
+def test_excluded_fields_do_not_change_the_key(field):
+    value = {"id": "x", "may_read": ("h.hpp",), "kind": "link", "description": "d", "timeout": 5.0,
+             "order": 3}[field]
+    assert key(dataclasses.replace(BASE, **{field: value})) == key(BASE)
+
+
+def test_input_digest_platform_and_discovered_inputs_change_the_key():
+    assert key(BASE, digest_of=lambda p: digest_bytes(b"changed")) != key(BASE)
+    assert key(BASE, platform=Platform("gcc 13", "x86_64-linux-gnu")) != key(BASE)
+    assert key(BASE, discovered=("src/a.hpp",)) != key(BASE)
+
+
+def test_environment_order_does_not_matter_and_no_field_collides():
+    swapped = dataclasses.replace(BASE, env=(("B", "2"), ("A", "1")))
+    ordered = dataclasses.replace(BASE, env=(("A", "1"), ("B", "2")))
+    assert key(swapped) == key(ordered)
+    # Length-prefixing: moving text between adjacent argv entries is a different command.
+    assert key(dataclasses.replace(BASE, argv=("ab", "c"))) != key(dataclasses.replace(BASE, argv=("a", "bc")))

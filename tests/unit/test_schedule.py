@@ -1,0 +1,58 @@
+"""The scheduler, driven deterministically with fakes (no processes)."""
+from __future__ import annotations
+
+import threading
+import time
+
+from engine.schedule import run_graph
+
+GRAPH = {"a": (), "b": (), "c": ("a", "b"), "d": ("c",), "e": ()}
+
+
+def run(graph=GRAPH, fresh=(), fail=(), jobs=2, keep_going=False, delay=0.0):
+    started, lock = [], threading.Lock()
+    active = {"now": 0, "max": 0}
+
+    def execute(i):
+        with lock:
+            started.append(i)
+            active["now"] += 1
+            active["max"] = max(active["max"], active["now"])
+        time.sleep(delay)
+        with lock:
+            active["now"] -= 1
+        return i not in fail
+
+    result = run_graph(list(graph), graph, jobs=jobs, check=lambda i: i in fresh, execute=execute,
+                       finish=lambda i, ok: ok, keep_going=keep_going)
+    return result, started, active["max"]
+
+
+def test_runs_everything_in_dependency_order():
+    result, started, _ = run()
+    assert result.ok and sorted(result.succeeded) == list("abcde")
+    assert started.index("c") > max(started.index("a"), started.index("b"))
+    assert started.index("d") > started.index("c")
+
+
+def test_fresh_actions_do_not_run():
+    result, started, _ = run(fresh={"a", "b", "c"})
+    assert sorted(started) == ["d", "e"] and sorted(result.fresh) == ["a", "b", "c"]
+
+
+def test_never_more_than_jobs_at_once():
+    _, _, peak = run(graph={str(i): () for i in range(8)}, jobs=3, delay=0.02)
+    assert peak == 3
+
+
+def test_first_failure_stops_new_work_and_skips_dependents():
+    result, started, _ = run(fail={"a"}, jobs=1)
+    assert result.failed == ["a"] and not result.ok
+    assert "c" not in started and "d" not in started
+    assert set(result.skipped) >= {"c", "d"}
+
+
+def test_keep_going_runs_everything_not_downstream_of_a_failure():
+    result, started, _ = run(fail={"a"}, jobs=1, keep_going=True)
+    assert sorted(started) == ["a", "b", "e"]
+    assert sorted(result.skipped) == ["c", "d"]
