@@ -18,8 +18,10 @@ from cas.local_store import LocalZstdStore
 from cas.materialize import Materializer
 from cas.verifying_store import VerifyingStore
 
+from sandbox import SandboxUnavailable, make_sandbox
+
 from .errors import BuildFailed, McppError
-from .execute import ActionRunner, LocalRunner
+from .execute import ActionRunner, SandboxRunner
 from .explain import ExplainLog
 from .graph import PackageGraph, Selection, load_graph
 from .incremental import BuildState, KeyComputer
@@ -41,6 +43,7 @@ class BuildOptions:
     jobs: int = 0  # 0: the number of CPUs
     keep_going: bool = False
     toolchain: str | None = None
+    sandbox: str | None = None  # bwrap | dir | off; None: bwrap when it works, else dir
 
 
 @dataclass
@@ -90,8 +93,7 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
         state = BuildState(state_dir, execroot_of(graph))
         plan = Planner(graph, toolchain, profile, scan=state.scan, with_tests=with_tests).build()
         _write_compile_commands(graph, plan)
-        result, counters = _execute(plan, graph, toolchain, opts, reporter, state,
-                                    runner or LocalRunner(plan.execroot), state_dir)
+        result, counters = _execute(plan, graph, toolchain, opts, reporter, state, runner, state_dir)
     finally:
         lock.release()
     outcome = BuildOutcome(graph, plan, profile, toolchain, result, clock.elapsed())
@@ -132,14 +134,26 @@ def record_last_build(counters: Counters) -> None:
 
 
 def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildOptions,
-             reporter: Reporter, state: BuildState, runner: ActionRunner,
+             reporter: Reporter, state: BuildState, runner: ActionRunner | None,
              state_dir: str) -> tuple[ScheduleResult, Counters]:
     platform = Platform(toolchain.identity, host_triple())
     keys = KeyComputer(state, platform, plan.generated)
     home = Home.default()
-    store = VerifyingStore(LocalZstdStore(home.cas))
-    pipeline = ActionPipeline(plan, state, keys, runner, store, ActionCache(home.ac),
-                              Materializer(store, home.mat), reporter,
+    local = LocalZstdStore(home.cas)
+    store = VerifyingStore(local)
+    mat = Materializer(store, home.mat)
+    sandbox = None
+    if runner is None:
+        sandbox = _make_sandbox(opts.sandbox, str(home.root), reporter)
+
+        def stage(rel: str) -> str:
+            d = keys.digest_of(rel)
+            if not local.has(d):
+                d = store.put_file(os.path.join(plan.execroot, rel))
+            return mat.path(d)
+
+        runner = SandboxRunner(sandbox, plan.execroot, stage)
+    pipeline = ActionPipeline(plan, state, keys, runner, store, ActionCache(home.ac), mat, reporter,
                               ExplainLog(state_dir, f"{platform.toolchain} on {platform.host}"))
     packages = {p.name: p for p in graph.order}
     announced: set[str] = set()
@@ -160,10 +174,29 @@ def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildO
                            execute=pipeline.execute, finish=pipeline.finish, keep_going=opts.keep_going,
                            on_start=on_start, on_progress=reporter.progress)
     finally:
+        if sandbox is not None:
+            sandbox.shutdown()  # also on Ctrl-C: kills running actions, removes their directories
         reporter.end_progress()
         state.save()
         pipeline.explain.save()
     return result, pipeline.counters
+
+
+_SANDBOX_WARNED: set[str] = set()
+
+
+def _make_sandbox(name: str | None, work_root: str, reporter: Reporter):
+    try:
+        sandbox, warning = make_sandbox(name, work_root)
+    except SandboxUnavailable as e:
+        raise McppError(str(e)) from None
+    if warning and warning not in _SANDBOX_WARNED:
+        _SANDBOX_WARNED.add(warning)
+        reporter.warning(warning)
+    if sandbox.name == "off":
+        reporter.warning("--sandbox off: actions run directly in the project directory with no isolation; "
+                         "this build is not hermetic")
+    return sandbox
 
 
 def _shown_dir(path: str) -> str:

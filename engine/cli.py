@@ -52,6 +52,8 @@ def build_flags(fn):
         click.option("-p", "--package", "packages", multiple=True, metavar="NAME", help="Package(s) to build."),
         click.option("--toolchain", metavar="NAME", help="gcc (default), clang or clang-19."),
         click.option("--keep-going", is_flag=True, help="Build as much as possible after a failure."),
+        click.option("--sandbox", type=click.Choice(["bwrap", "dir", "off"]), default=None,
+                     help="How actions are isolated (default: bwrap when it works, else dir)."),
         click.option("--message-format", type=click.Choice(["human", "json"]), default="human",
                      help="json: one JSON object per build event on stdout."),
         click.option("-j", "--jobs", "jobs_local", type=int, default=None, metavar="N",
@@ -74,7 +76,7 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
         selection=Selection(packages=kw["packages"], features=_split_features(kw["features"]),
                             all_features=kw["all_features"], no_default_features=kw["no_default_features"],
                             with_dev_deps=with_dev),
-        jobs=jobs or 0, keep_going=kw["keep_going"], toolchain=kw["toolchain"])
+        jobs=jobs or 0, keep_going=kw["keep_going"], toolchain=kw["toolchain"], sandbox=kw["sandbox"])
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,19 +1,18 @@
 """The seam where one action is run.
 
-Everything above this (planning, freshness, scheduling) decides *whether* an action runs;
-an `ActionRunner` decides *how*. The local runner executes the command directly in the execroot;
-the action cache and the sandbox wrap or replace it behind the same `run(action)` call.
+Everything above this (planning, freshness, caching, scheduling) decides *whether* an action
+runs; an `ActionRunner` decides *how*. `SandboxRunner` runs it through one of the sandboxes
+(`--sandbox bwrap|dir|off`); tests may pass any object with the same `run(action)`.
 """
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 from cas.action import Action
+from sandbox import SandboxSpec, SandboxSpecError
 
 
 @dataclass
@@ -41,31 +40,37 @@ def prepare_outputs(execroot: str, action: Action) -> None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
 
 
-class LocalRunner:
-    """Runs the command in the real execroot: no isolation (what `--sandbox off` means)."""
+class SandboxRunner:
+    """Runs actions through a `sandbox.Sandbox` (bwrap, dir or off).
 
-    def __init__(self, execroot: str):
+    Inputs reach bwrap and dir sandboxes as hard links to the store's materialization area
+    (`stage(rel) -> local file`), never as links into the real tree, so an action can neither
+    see nor write a file it did not declare. Declared outputs are moved into the execroot
+    (`target/...`), where the pipeline stores them.
+    """
+
+    def __init__(self, sandbox, execroot: str, stage: Callable[[str], str]):
+        self.sandbox = sandbox
         self.execroot = execroot
+        self.stage = stage
+        self.staged = sandbox.name != "off"
 
     def run(self, action: Action) -> RunResult:
         prepare_outputs(self.execroot, action)
+        inputs = {}
+        if self.staged:
+            for rel in dict.fromkeys(action.inputs + action.may_read):
+                inputs[rel] = self.stage(rel)
+        spec = SandboxSpec(
+            argv=action.argv, env=dict(action.env), inputs=inputs, tools=action.tools,
+            outputs=action.outputs, cwd=action.cwd, timeout=action.timeout, label=action.id,
+            depfile=action.depfile, root=self.execroot, out_dir=self.execroot if self.staged else None)
         start = time.monotonic()
         try:
-            proc = subprocess.Popen(
-                list(action.argv), cwd=os.path.join(self.execroot, action.cwd), env=dict(action.env),
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                start_new_session=True)
-        except OSError as e:
-            return RunResult(127, b"", f"error: cannot run `{action.argv[0]}`: {e.strerror}\n".encode())
-        try:
-            out, err = proc.communicate(timeout=action.timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            return RunResult(124, out, err + f"error: timed out after {action.timeout}s\n".encode(),
-                             time.monotonic() - start, timed_out=True)
-        except BaseException:
-            os.killpg(proc.pid, signal.SIGKILL)  # Ctrl-C: never leave a compiler behind
-            proc.wait()
-            raise
-        return RunResult(proc.returncode, out, err, time.monotonic() - start)
+            res = self.sandbox.run(spec)
+        except SandboxSpecError as e:
+            return RunResult(2, b"", f"error: action `{action.id}`: {e}\n".encode())
+        stderr = res.stderr
+        if res.timed_out:
+            stderr += f"error: action `{action.id}` timed out after {action.timeout}s\n".encode()
+        return RunResult(res.exit_code, res.stdout, stderr, time.monotonic() - start, res.timed_out)

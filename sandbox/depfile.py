@@ -38,11 +38,19 @@ def parse_rules(text: str) -> list[tuple[list[str], list[str]]]:
 
 
 def parse_depfile(text: str) -> list[str]:
-    """Every dependency named in ``text``, each once, in order of first appearance."""
+    """Every file dependency named in ``text``, each once, in order of first appearance.
+
+    gcc's module dependency output (``-fmodules-ts -MD``) adds rules that name modules rather
+    than files: ``.PHONY: foo.c++m`` and ``obj.o: foo.c++m``, where ``foo.c++m`` stands for
+    "the CMI of module foo" and is never a file; those are left out.
+    """
     seen: dict[str, None] = {}
-    for _, deps in parse_rules(text):
+    for targets, deps in parse_rules(text):
+        if targets == [".PHONY"]:
+            continue
         for dep in deps:
-            seen.setdefault(dep, None)
+            if not dep.endswith(".c++m"):
+                seen.setdefault(dep, None)
     return list(seen)
 
 

@@ -5,6 +5,8 @@ produces the same commands (and the same cache keys).
 """
 from __future__ import annotations
 
+from sandbox import prefix_map_flags
+
 from ..profiles import Profile
 from ..toolchain import Toolchain
 
@@ -47,7 +49,10 @@ def compile_argv(
 ) -> list[str]:
     is_c = role == "c"
     compiler = tc.cc.path if is_c else tc.cxx.path
-    argv = [compiler, *std_flag(standard, is_c), *profile.compile_flags()]
+    # The sandbox's root becomes `.` in debug info and __FILE__, so objects are byte-identical
+    # whichever directory (checkout, /execroot, a private dir) the compile ran in.
+    argv = [compiler, *prefix_map_flags(gcc=tc.family == "gcc"), *std_flag(standard, is_c),
+            *profile.compile_flags()]
     argv += list(profile.cflags if is_c else profile.cxxflags)
     argv += user_flags
     if pic:

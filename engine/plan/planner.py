@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from cas.action import Action
+from sandbox import EXECROOT_PLACEHOLDER
 
 from ..errors import McppError, Position, ScanError
 from ..graph import Package, PackageGraph, feature_define
@@ -20,7 +21,7 @@ from ..modules.scanner import ModuleUnit
 from ..profiles import Profile
 from ..toolchain import Toolchain
 from . import compile_flags as cf
-from .sources import Source, include_dirs, package_sources
+from .sources import Source, header_pool, include_dirs, package_sources
 from .std_module import LIBCXX_FLAG, STD_MODULES, libcxx_modules
 
 # A fixed environment for every action: the result must not depend on the user's shell.
@@ -77,6 +78,7 @@ class Planner:
         self.execroot = common_root(roots)
         self.out = self.rel(os.path.join(graph.target_dir, profile.name))
         self.plan = Plan(self.execroot)
+        self._pools: dict[int, tuple[str, ...]] = {}
 
     def rel(self, path: str) -> str:
         return os.path.relpath(path, self.execroot)
@@ -226,6 +228,15 @@ class Planner:
             incs += [self.rel(d) for d in include_dirs(p)]
         return user, defines, list(dict.fromkeys(incs))
 
+    def _may_read(self, pkg: Package, dev: bool) -> tuple[str, ...]:
+        """Execroot-relative headers of `pkg` and its dependencies (computed once per package)."""
+        out: list[str] = []
+        for p in [pkg] + self._transitive_deps(pkg, dev):
+            if id(p) not in self._pools:
+                self._pools[id(p)] = tuple(self.rel(h) for h in header_pool(p))
+            out.extend(self._pools[id(p)])
+        return tuple(dict.fromkeys(out))
+
     def _transitive_deps(self, pkg: Package, dev: bool) -> list[Package]:
         out: dict[int, Package] = {}
         todo = list(pkg.deps) + (list(pkg.dev_deps) if dev else [])
@@ -269,12 +280,13 @@ class Planner:
         compiler = argv[0]
         action = Action(
             id=u.action_id, argv=tuple(argv), outputs=tuple(outputs + [depfile]), inputs=tuple(inputs),
-            tools=(compiler,), env=ACTION_ENV, depfile=depfile, kind="compile",
+            may_read=self._may_read(pkg, is_test), tools=(compiler,), env=ACTION_ENV, depfile=depfile, kind="compile",
             description=f"{pkg.name}: {u.source.path}")
         self.plan.add(action, pkg.name, [n.action_id for n in needed])
         self.plan.compile_commands.append({
             "directory": self.execroot, "file": os.path.join(pkg.root, u.source.path),
-            "arguments": argv, "output": os.path.join(self.execroot, u.obj)})
+            "arguments": [a.replace(EXECROOT_PLACEHOLDER, self.execroot) for a in argv],
+            "output": os.path.join(self.execroot, u.obj)})
 
     def _compile_std(self, u: _Unit, table: dict[str, _Unit]) -> None:
         needed = self._closure(u, table)

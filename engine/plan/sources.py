@@ -76,3 +76,14 @@ def include_dirs(pkg: Package) -> list[str]:
     if os.path.isdir(conventional) and conventional not in dirs:
         dirs.append(conventional)
     return dirs
+
+
+def header_pool(pkg: Package) -> list[str]:
+    """Absolute paths of the files a compile of `pkg` may `#include` from the package itself:
+    headers beside its sources, and everything under its include directories. The sandbox
+    stages these; the depfile tells which of them were read (and so enter the key)."""
+    m = pkg.manifest
+    out = [os.path.join(m.root, p) for p in globs.expand(m.root, [f"src/**/*{e}" for e in HEADER_EXTS])]
+    for d in include_dirs(pkg):
+        out += [os.path.join(d, p) for p in globs.expand(d, ["**/*"])]
+    return sorted(set(out))
