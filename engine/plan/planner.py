@@ -25,7 +25,8 @@ from .sources import Source, header_pool, include_dirs, package_sources
 from .std_module import LIBCXX_FLAG, STD_MODULES, libcxx_modules
 
 # A fixed environment for every action: the result must not depend on the user's shell.
-ACTION_ENV = (("LC_ALL", "C"), ("PATH", "/usr/local/bin:/usr/bin:/bin"))
+# SOURCE_DATE_EPOCH pins the build time gcc writes into module CMIs (and __DATE__/__TIME__).
+ACTION_ENV = (("LC_ALL", "C"), ("PATH", "/usr/local/bin:/usr/bin:/bin"), ("SOURCE_DATE_EPOCH", "0"))
 
 
 @dataclass
