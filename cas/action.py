@@ -72,13 +72,12 @@ def action_key(
     `digest_of(path)` answers an execroot-relative input's digest; `tool_digest_of(path)` an
     absolute tool's. `discovered` are inputs reported by the action's previous depfile.
     """
-    h = blake3.blake3()
+    parts: list[str] = []
 
     def put(tag: str, *values: str) -> None:
+        # Each value is prefixed by its length, so no two different field lists encode alike.
         for v in (tag, *values):
-            b = v.encode()
-            h.update(len(b).to_bytes(8, "little"))
-            h.update(b)
+            parts.append(f"{len(v)}:{v}")
 
     put("version", KEY_VERSION)
     put("platform", platform.toolchain, platform.host)
@@ -93,4 +92,4 @@ def action_key(
     for out in sorted(action.outputs):
         put("output", out)
     put("depfile", action.depfile or "")
-    return h.hexdigest()
+    return blake3.blake3("".join(parts).encode()).hexdigest()

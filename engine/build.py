@@ -54,6 +54,7 @@ class BuildOutcome:
     toolchain: Toolchain
     result: ScheduleResult
     elapsed: float
+    discovered: dict[str, tuple[str, ...]] = field(default_factory=dict)  # action id -> headers read
 
 
 def host_triple() -> str:
@@ -92,11 +93,12 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
         # The planner needs module scans, which the state caches by source digest.
         state = BuildState(state_dir, execroot_of(graph))
         plan = Planner(graph, toolchain, profile, scan=state.scan, with_tests=with_tests).build()
-        _write_compile_commands(graph, plan)
         result, counters = _execute(plan, graph, toolchain, opts, reporter, state, runner, state_dir)
+        _write_compile_commands(graph, plan, changed=counters.fresh < len(plan.actions))
     finally:
         lock.release()
-    outcome = BuildOutcome(graph, plan, profile, toolchain, result, clock.elapsed())
+    outcome = BuildOutcome(graph, plan, profile, toolchain, result, clock.elapsed(),
+                           {a.id: state.discovered(a.id) for a in plan.actions})
     record_last_build(counters)
     for action_id in counters.healed:
         reporter.warning(f"a cached output of `{action_id}` was missing or corrupt in the store; "
@@ -142,17 +144,15 @@ def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildO
     local = LocalZstdStore(home.cas)
     store = VerifyingStore(local)
     mat = Materializer(store, home.mat)
-    sandbox = None
     if runner is None:
-        sandbox = _make_sandbox(opts.sandbox, str(home.root), reporter)
-
         def stage(rel: str) -> str:
             d = keys.digest_of(rel)
             if not local.has(d):
                 d = store.put_file(os.path.join(plan.execroot, rel))
             return mat.path(d)
 
-        runner = SandboxRunner(sandbox, plan.execroot, stage)
+        runner = SandboxRunner(lambda: _make_sandbox(opts.sandbox, str(home.root), reporter),
+                               plan.execroot, stage)
     pipeline = ActionPipeline(plan, state, keys, runner, store, ActionCache(home.ac), mat, reporter,
                               ExplainLog(state_dir, f"{platform.toolchain} on {platform.host}"))
     packages = {p.name: p for p in graph.order}
@@ -174,8 +174,8 @@ def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildO
                            execute=pipeline.execute, finish=pipeline.finish, keep_going=opts.keep_going,
                            on_start=on_start, on_progress=reporter.progress)
     finally:
-        if sandbox is not None:
-            sandbox.shutdown()  # also on Ctrl-C: kills running actions, removes their directories
+        if isinstance(runner, SandboxRunner):
+            runner.shutdown()  # also on Ctrl-C: kills running actions, removes their directories
         reporter.end_progress()
         state.save()
         pipeline.explain.save()
@@ -204,10 +204,35 @@ def _shown_dir(path: str) -> str:
     return "." if shown in ("", ".") else shown
 
 
-def _write_compile_commands(graph: PackageGraph, plan: Plan) -> None:
+def _write_compile_commands(graph: PackageGraph, plan: Plan, changed: bool) -> None:
+    """For clangd and friends. When every action was up to date the commands are the ones the
+    file already holds, so a no-op build does not serialize them again."""
     path = os.path.join(graph.workspace_root, "compile_commands.json")
+    if not changed and os.path.exists(path):
+        return
     data = (json.dumps(plan.compile_commands, indent=1) + "\n").encode()
     write_if_changed(path, data)
 
 
 __all__ = ["BuildOptions", "BuildOutcome", "build", "McppError"]
+
+
+def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
+    """Let the next identical `mcpp build` answer from stats alone (engine/noop.py)."""
+    from . import noop
+    from .plan.sources import include_dirs
+
+    plan, graph = outcome.plan, outcome.graph
+    files = [graph.root_manifest.path] + [p.manifest.path for p in graph.order] + noop.engine_files()
+    files.append(os.path.join(graph.workspace_root, "compile_commands.json"))
+    for a in plan.actions:
+        files += [os.path.join(plan.execroot, p) for p in a.inputs + a.outputs + outcome.discovered.get(a.id, ())]
+        files += list(a.tools)
+    dirs = noop.ancestors(os.getcwd())
+    for p in graph.order:
+        dirs += noop.walked_dirs(p.root)
+        for d in include_dirs(p):
+            dirs += noop.walked_dirs(d)
+    dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+    line = None if quiet else ("Finished".rjust(12), f"{outcome.profile.summary} in {{elapsed}}")
+    noop.record(argv, line, files, dirs, len(plan.actions))

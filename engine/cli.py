@@ -97,7 +97,14 @@ def cli(ctx, verbose, quiet, color, jobs, manifest_path):
 @click.pass_obj
 def build_cmd(ctx: _Ctx, **kw):
     """Build the package (or workspace)."""
-    build(_options(ctx, kw), ctx.reporter(kw["message_format"]))
+    from . import noop
+    from .build import record_noop
+
+    reporter = ctx.reporter(kw["message_format"])
+    noop.forget(ctx.argv)
+    outcome = build(_options(ctx, kw), reporter)
+    if kw["message_format"] == "human" and not reporter.warned:
+        record_noop(ctx.argv, outcome, ctx.quiet)
 
 
 @cli.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

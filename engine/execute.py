@@ -7,6 +7,7 @@ runs; an `ActionRunner` decides *how*. `SandboxRunner` runs it through one of th
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
@@ -49,25 +50,40 @@ class SandboxRunner:
     (`target/...`), where the pipeline stores them.
     """
 
-    def __init__(self, sandbox, execroot: str, stage: Callable[[str], str]):
-        self.sandbox = sandbox
+    def __init__(self, make_sandbox: Callable[[], object], execroot: str, stage: Callable[[str], str]):
+        self._make = make_sandbox
+        self._sandbox = None
+        self._lock = threading.Lock()
         self.execroot = execroot
         self.stage = stage
-        self.staged = sandbox.name != "off"
+
+    @property
+    def sandbox(self):
+        """Created on first use: a no-op build never probes bwrap."""
+        with self._lock:
+            if self._sandbox is None:
+                self._sandbox = self._make()
+            return self._sandbox
+
+    def shutdown(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.shutdown()
 
     def run(self, action: Action) -> RunResult:
+        sandbox = self.sandbox
+        staged = sandbox.name != "off"
         prepare_outputs(self.execroot, action)
         inputs = {}
-        if self.staged:
+        if staged:
             for rel in dict.fromkeys(action.inputs + action.may_read):
                 inputs[rel] = self.stage(rel)
         spec = SandboxSpec(
             argv=action.argv, env=dict(action.env), inputs=inputs, tools=action.tools,
             outputs=action.outputs, cwd=action.cwd, timeout=action.timeout, label=action.id,
-            depfile=action.depfile, root=self.execroot, out_dir=self.execroot if self.staged else None)
+            depfile=action.depfile, root=self.execroot, out_dir=self.execroot if staged else None)
         start = time.monotonic()
         try:
-            res = self.sandbox.run(spec)
+            res = sandbox.run(spec)
         except SandboxSpecError as e:
             return RunResult(2, b"", f"error: action `{action.id}`: {e}\n".encode())
         stderr = res.stderr

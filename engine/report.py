@@ -28,6 +28,7 @@ class Reporter:
         self.color = color == "always" or (color == "auto" and isatty and "NO_COLOR" not in os.environ)
         self._progress_shown = False
         self._lock = threading.Lock()
+        self.warned = False  # any warning shown (a build that warned is never answered by the no-op fast path)
 
     # -- plain lines ---------------------------------------------------------------------------
     def _paint(self, text: str, code: str) -> str:
@@ -44,10 +45,12 @@ class Reporter:
             self._write(self.status_stream, message)
 
     def warning(self, message: str) -> None:
+        self.warned = True
         self._write(self.err, f"{self._paint('warning', '1;33')}: {message}")
 
     def raw_warning(self, line: str) -> None:
         """A warning already formatted as `path:line:col: warning: ...`."""
+        self.warned = True
         self._write(self.err, line)
 
     def error(self, rendered: str) -> None:
@@ -59,6 +62,7 @@ class Reporter:
     def diagnostics(self, text: str) -> None:
         """Compiler output, verbatim, exactly once."""
         if text:
+            self.warned = True
             self._write(self.err, text.rstrip("\n"))
 
     def event(self, reason: str, **fields) -> None:

@@ -1,0 +1,145 @@
+"""The no-op fast path: answer "nothing to do" without importing the engine.
+
+A full no-op build parses manifests, plans every action and recomputes every key from the stat
+cache: correct, but it spends most of its time importing and planning (about 0.2 s of imports
+alone). After a successful `mcpp build` that printed no warnings, this module records the stat
+of every file that build depended on (manifests, sources, discovered headers, outputs, compiler
+binaries) and the mtime of every directory a glob or a lookup walked (a new file changes its
+directory's mtime). The next identical invocation (same argv, working directory, PATH and
+`$MCPP_HOME`) first checks that record with plain `os.stat` calls; if everything is unchanged
+the previous build's result still holds and it prints the `Finished` line. Anything else, or
+any doubt, falls through to the full build, which is always correct on its own.
+
+Racy timestamps: a file rewritten within the file system's timestamp tick right after the
+record was taken keeps its stat. As in git, an entry stamped no earlier than the record file's
+own mtime is treated as changed.
+
+This module must stay importable with the standard library only: it runs before anything else.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import marshal
+import os
+import sys
+import time
+
+_FORMAT = "mcpp-noop-1"
+
+
+def _home() -> str:
+    return os.environ.get("MCPP_HOME") or os.path.join(os.path.expanduser("~"), ".mcpp")
+
+
+def _record_path(argv: list[str]) -> str:
+    ident = "\0".join([os.getcwd(), os.environ.get("PATH", ""), _home(), *argv])
+    return os.path.join(_home(), "noop", hashlib.sha1(ident.encode()).hexdigest())
+
+
+def _file_stamp(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _dir_stamp(path: str):
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def try_fast_noop(argv: list[str]) -> bool:
+    """True when the recorded build for `argv` still holds (and its line was printed)."""
+    if os.environ.get("MCPP_NO_FAST_PATH"):
+        return False
+    start = time.monotonic()
+    path = _record_path(argv)
+    try:
+        with open(path, "rb") as f:
+            written = os.fstat(f.fileno()).st_mtime_ns
+            fmt, line, files, dirs, counts = marshal.load(f)
+    except (OSError, EOFError, ValueError, TypeError):
+        return False
+    if fmt != _FORMAT:
+        return False
+    for p, stamp in files:
+        now = _file_stamp(p)
+        if now != stamp or (now is not None and max(now[2], now[3]) >= written):
+            return False
+    for p, stamp in dirs:
+        now = _dir_stamp(p)
+        if now != stamp or (now is not None and now >= written):
+            return False
+    if line:
+        verb, message = line
+        if sys.stdout.isatty() and "NO_COLOR" not in os.environ and "--color" not in " ".join(argv):
+            verb = f"\x1b[1;32m{verb}\x1b[0m"
+        sys.stdout.write(f"{verb} {message.replace('{elapsed}', f'{time.monotonic() - start:.2f}s')}\n")
+        sys.stdout.flush()
+    _write_last_build(counts)
+    return True
+
+
+def _write_last_build(counts: dict) -> None:
+    path = os.path.join(_home(), "last-build.json")
+    try:
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(counts, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def record(argv: list[str], line: tuple[str, str] | None, files: list[str], dirs: list[str],
+           actions: int) -> None:
+    """Remember what the successful build of `argv` depended on (see the module docstring)."""
+    stamps = [(p, _file_stamp(p)) for p in dict.fromkeys(files)]
+    dir_stamps = [(d, _dir_stamp(d)) for d in dict.fromkeys(dirs)]
+    counts = {"fresh": actions, "cache_hits": 0, "executed": 0, "failed": 0}
+    path = _record_path(argv)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            marshal.dump((_FORMAT, line, stamps, dir_stamps, counts), f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def forget(argv: list[str]) -> None:
+    try:
+        os.unlink(_record_path(argv))
+    except OSError:
+        pass
+
+
+def engine_files() -> list[str]:
+    """The engine's own sources: an upgraded or edited engine must not trust old records."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [os.path.join(dp, f) for dp, _, fs in os.walk(here) for f in fs if f.endswith(".py")]
+
+
+def walked_dirs(root: str) -> list[str]:
+    """Every directory under `root` a source glob may read (not `target/`, not dot dirs)."""
+    out = [root]
+    for dirpath, dirnames, _ in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and not (dirpath == root and d == "target")]
+        out.extend(os.path.join(dirpath, d) for d in dirnames)
+    return out
+
+
+def ancestors(path: str) -> list[str]:
+    out = []
+    d = os.path.abspath(path)
+    while True:
+        out.append(d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            return out
+        d = parent

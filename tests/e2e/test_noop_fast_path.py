@@ -1,0 +1,69 @@
+"""The no-op fast path answers from stats alone, and steps aside for any change."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from conftest import copy_example
+
+PROBE = ("import sys; sys.argv = ['mcpp', 'build']\n"
+         "import engine.entry\n"
+         "try:\n    engine.entry.main()\n"
+         "except SystemExit:\n    pass\n"
+         "print('ENGINE LOADED' if 'engine.build' in sys.modules else 'FAST PATH', file=sys.stderr)\n")
+
+
+def build_in_process(root, mcpp) -> str:
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home)}
+    p = subprocess.run([sys.executable, "-c", PROBE], cwd=root, env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p.stderr.strip().splitlines()[-1]
+
+
+def settle(mcpp, root):
+    """Two plain builds: the second re-records once every file is older than the record."""
+    mcpp("build", cwd=root, check=True)
+    mcpp("build", cwd=root, check=True)
+
+
+def test_noop_after_a_build_does_not_load_the_engine(tmp_path, mcpp):
+    root = copy_example("01-hello", tmp_path)
+    settle(mcpp, root)
+    assert build_in_process(root, mcpp) == "FAST PATH"
+    res = mcpp("build", cwd=root)
+    assert res.out.startswith("    Finished dev [unoptimized + debuginfo] in 0.0")
+
+
+def test_a_header_edit_takes_the_full_path_and_rebuilds(tmp_path, mcpp):
+    root = copy_example("01-hello", tmp_path)
+    settle(mcpp, root)
+    hdr = root / "src" / "greeting.hpp"
+    hdr.write_text(hdr.read_text() + "// edited\n")
+    assert build_in_process(root, mcpp) == "ENGINE LOADED"
+    assert "Hello" in subprocess.run([root / "target" / "dev" / "hello"], capture_output=True, text=True).stdout
+
+
+def test_a_new_source_file_is_seen(tmp_path, mcpp):
+    root = copy_example("01-hello", tmp_path)
+    settle(mcpp, root)
+    (root / "src" / "extra.cpp").write_text("int extra_function() { return 1; }\n")
+    res = mcpp("build", cwd=root)
+    assert "Compiling hello" in res.out
+    assert (root / "target" / "dev" / "obj" / "hello" / "src" / "extra.cpp.o").is_file()
+
+
+def test_a_deleted_output_is_restored(tmp_path, mcpp):
+    root = copy_example("01-hello", tmp_path)
+    settle(mcpp, root)
+    (root / "target" / "dev" / "hello").unlink()
+    mcpp("build", cwd=root, check=True)
+    assert (root / "target" / "dev" / "hello").is_file()
+
+
+def test_a_build_that_warned_is_not_answered_by_the_fast_path(project, mcpp):
+    root = project({"mcpp.toml": '[package]\nname = "w"\nversion = "0.1.0"\nflavour = 1\n',
+                    "src/main.cpp": "int main() {}\n"})
+    settle(mcpp, root)
+    assert build_in_process(root, mcpp) == "ENGINE LOADED"
+    assert "unknown key `flavour`" in mcpp("build", cwd=root).err  # the warning is shown every time
