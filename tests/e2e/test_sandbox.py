@@ -64,3 +64,67 @@ def test_actions_see_only_their_declared_environment(project, mcpp):
     # CPATH would add an include path and CXXFLAGS-like variables must not reach the compiler.
     res = mcpp("build", cwd=root, env={"CPATH": "/nonexistent", "GCC_EXEC_PREFIX": "/nonexistent/"})
     assert res.code == 0, res.err
+
+
+def _slow_project(project, n=6):
+    files = {"mcpp.toml": '[package]\nname = "slow"\nversion = "0.1.0"\n',
+             "src/main.cpp": "int main() {}\n"}
+    for i in range(n):
+        # Enough template work to keep the compiler busy for a moment.
+        files[f"src/s{i}.cpp"] = ("#include <map>\n#include <string>\n#include <regex>\n"
+                                  f"std::map<std::string, std::regex> table{i}() {{ return {{{{\"a\", std::regex(\"a+\")}}}}; }}\n")
+    return project(files)
+
+
+def _compilers_running_under(path) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "cc1plus" in line and str(path) in line]
+
+
+def test_ctrl_c_ends_running_actions_and_removes_their_sandboxes(project, mcpp):
+    import os
+    import signal
+    import time
+
+    from conftest import mcpp_executable
+
+    root = _slow_project(project)
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home)}
+    proc = subprocess.Popen([mcpp_executable(), "build", "-j", "2", "--sandbox", "dir"], cwd=root, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sandboxes = mcpp.home / "sandbox"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(p.is_dir() and not p.name.endswith(".out")
+                                                  for p in sandboxes.glob("*-*")):
+        time.sleep(0.02)
+    assert proc.poll() is None, "the build ended before an action started"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err
+    time.sleep(0.2)
+    assert _compilers_running_under(mcpp.home) == []
+    assert [p.name for p in sandboxes.glob("*-*") if p.is_dir() and not p.name.endswith(".out")] == []
+
+
+def test_stale_sandbox_directories_of_a_killed_build_are_reclaimed(project, mcpp):
+    import os
+    import signal
+    import time
+
+    from conftest import mcpp_executable
+
+    root = _slow_project(project)
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home)}
+    proc = subprocess.Popen([mcpp_executable(), "build", "-j", "2", "--sandbox", "dir"], cwd=root, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    sandboxes = mcpp.home / "sandbox"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(p.is_dir() for p in sandboxes.glob(f"{proc.pid}-*")):
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)  # the engine and its compilers, with no chance to clean up
+    proc.wait()
+    stale = [p for p in sandboxes.glob(f"{proc.pid}-*")]
+    assert stale, "the killed build left no sandbox directory to reclaim"
+    assert mcpp("build", "--sandbox", "dir", cwd=root).code == 0
+    assert [p for p in sandboxes.glob(f"{proc.pid}-*")] == []
