@@ -89,16 +89,25 @@ class Materializer:
     def _ensure(self, d: Digest, executable: bool) -> tuple[str, os.stat_result]:
         p = self._mat_path(d, executable)
         mode = EXEC_MODE if executable else FILE_MODE
+        tampered = False
         try:
             st = os.stat(p)
             if st.st_size == d.size and stat_mod.S_IMODE(st.st_mode) == mode:
                 return p, st
+            tampered = True
         except FileNotFoundError:
             pass
-        self._create(d, p, mode)
+        self._create(d, p, mode, replace=tampered)
         return p, os.stat(p)
 
-    def _create(self, d: Digest, p: str, mode: int) -> None:
+    def _create(self, d: Digest, p: str, mode: int, replace: bool) -> None:
+        """Write the blob out under a temporary name, then publish it at `p`.
+
+        A new file is published with `link` rather than `rename`: renaming over a file that a
+        concurrent builder is hard-linking from drops the old inode's link count to zero, and
+        Linux then fails that builder's `link(2)` with ENOENT although the name never went
+        away. Only a tampered file (wrong size or mode) is replaced.
+        """
         directory = os.path.dirname(p)
         try:
             fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
@@ -113,7 +122,14 @@ class Materializer:
                     with self.store.open(d) as src:
                         shutil.copyfileobj(src, out, _CHUNK)
                 os.fchmod(out.fileno(), mode)
-            os.replace(tmp, p)
+            if replace:
+                os.replace(tmp, p)
+            else:
+                try:
+                    os.link(tmp, p)
+                except FileExistsError:
+                    pass  # another builder published the same bytes first
+                _unlink_quietly(tmp)
         except BaseException:
             _unlink_quietly(tmp)
             raise

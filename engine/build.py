@@ -105,7 +105,7 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
                          "the action ran again and the cache is healed")
     reporter.event("build-finished", success=result.ok, executed=counters.executed,
                    cached=counters.cache_hits, fresh=counters.fresh, failed=len(result.failed),
-                   duration=round(outcome.elapsed, 3))
+                   files_hashed=state.stats.hashed, duration=round(outcome.elapsed, 3))
     if not result.ok:
         names = ", ".join(result.failed[:3]) + (" ..." if len(result.failed) > 3 else "")
         raise BuildFailed(f"build failed: {len(result.failed)} action(s) failed ({names})")

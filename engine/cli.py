@@ -58,6 +58,9 @@ def build_flags(fn):
                      help="json: one JSON object per build event on stdout."),
         click.option("-j", "--jobs", "jobs_local", type=int, default=None, metavar="N",
                      help="Parallel actions (default: number of CPUs)."),
+        # Accepted after the subcommand too (`mcpp build -q`), as Cargo does.
+        click.option("-q", "--quiet", "quiet_local", is_flag=True, help="Print only errors and warnings."),
+        click.option("-v", "--verbose", "verbose_local", count=True, help="Print commands as they run."),
     ]
     for opt in reversed(options):
         fn = opt(fn)
@@ -65,6 +68,8 @@ def build_flags(fn):
 
 
 def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
+    ctx.quiet = ctx.quiet or kw.pop("quiet_local", False)
+    ctx.verbose = ctx.verbose + kw.pop("verbose_local", 0)
     if kw["release"] and kw["profile"] and kw["profile"] != "release":
         raise click.UsageError("--release conflicts with --profile " + kw["profile"])
     profile = kw["profile"] or ("release" if kw["release"] else "dev")
@@ -100,9 +105,10 @@ def build_cmd(ctx: _Ctx, **kw):
     from . import noop
     from .build import record_noop
 
+    opts = _options(ctx, kw)
     reporter = ctx.reporter(kw["message_format"])
     noop.forget(ctx.argv)
-    outcome = build(_options(ctx, kw), reporter)
+    outcome = build(opts, reporter)
     if kw["message_format"] == "human" and not reporter.warned:
         record_noop(ctx.argv, outcome, ctx.quiet)
 
@@ -127,8 +133,9 @@ def run_cmd(ctx: _Ctx, args, **kw):
     if len(before) > 1:
         raise click.UsageError(f"unexpected arguments {' '.join(before[1:])!r}; pass program arguments after `--`")
     name = before[0] if before else None
+    opts = _options(ctx, kw)
     reporter = ctx.reporter(kw["message_format"])
-    outcome = build(_options(ctx, kw), reporter)
+    outcome = build(opts, reporter)
     sys.exit(run_binary(outcome, name, args, reporter))
 
 
@@ -140,8 +147,9 @@ def test_cmd(ctx: _Ctx, pattern, **kw):
     """Build and run tests/*.cpp, one binary each."""
     from .testing import run_tests
 
+    opts = _options(ctx, kw, with_dev=True)
     reporter = ctx.reporter(kw["message_format"])
-    outcome = build(_options(ctx, kw, with_dev=True), reporter, with_tests=True)
+    outcome = build(opts, reporter, with_tests=True)
     sys.exit(run_tests(outcome, pattern, reporter, json_mode=kw["message_format"] == "json"))
 
 

@@ -42,6 +42,7 @@ def calc(project, mcpp):
 def test_noop_build_runs_nothing_and_says_finished_fast(calc, mcpp):
     res = mcpp.build_json(cwd=calc)
     assert res.executed() == []
+    assert res.events[-1]["files_hashed"] == 0  # a no-op stats each input and hashes nothing
     human = mcpp("build", cwd=calc)
     assert re.search(r"Finished dev \[unoptimized \+ debuginfo\] in 0\.0\ds", human.out), human.out
     assert "Compiling" not in human.out

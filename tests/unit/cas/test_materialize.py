@@ -152,3 +152,40 @@ def test_blob_removed_between_materialize_and_link_is_recreated(mat, store, tmp_
     monkeypatch.setattr(os, "link", link_after_gc)
     mat.link_into(d, tmp_path / "out")
     assert (tmp_path / "out").read_bytes() == b"gc raced us"
+
+
+def test_concurrent_materialize_and_link_never_sees_the_file_missing(tmp_path):
+    """Publishing with rename would race with a concurrent link(2) of the same path (ENOENT
+    while the old inode's link count drops to zero); publishing with link does not."""
+    import threading
+
+    from cas.digest import digest_file
+    from cas.local_store import LocalZstdStore
+    from cas.materialize import Materializer
+    from cas.verifying_store import VerifyingStore
+
+    errors = []
+    for round_ in range(150):
+        root = tmp_path / f"r{round_}"
+        root.mkdir()
+        local = LocalZstdStore(root / "cas")
+        store = VerifyingStore(local)
+        mat = Materializer(store, root / "mat")
+        src = root / "h.hpp"
+        src.write_text("x" * 100 + str(round_))
+
+        def worker(i, src=src, root=root, local=local, store=store, mat=mat):
+            d = digest_file(src)
+            if not local.has(d):
+                d = store.put_file(src)
+            try:
+                os.link(mat.path(d), root / f"linked-{i}")
+            except FileNotFoundError:
+                errors.append((round_, i))
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert errors == []
