@@ -18,23 +18,27 @@ This module must stay importable with the standard library only: it runs before 
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import marshal
 import os
 import sys
 import time
+import zlib
 
-_FORMAT = "mcpp-noop-1"
+_FORMAT = "mcpp-noop-2"
 
 
 def _home() -> str:
     return os.environ.get("MCPP_HOME") or os.path.join(os.path.expanduser("~"), ".mcpp")
 
 
-def _record_path(argv: list[str]) -> str:
-    ident = "\0".join([os.getcwd(), os.environ.get("PATH", ""), _home(), *argv])
-    return os.path.join(_home(), "noop", hashlib.sha1(ident.encode()).hexdigest())
+def _ident(argv: list[str]) -> str:
+    return "\0".join([os.getcwd(), os.environ.get("PATH", ""), _home(), *argv])
+
+
+def _record_path(ident: str) -> str:
+    # crc32 only spreads records over file names; the record holds the full ident and is
+    # used only when it matches exactly. (hashlib costs a few ms of import on this path.)
+    return os.path.join(_home(), "noop", f"{zlib.crc32(ident.encode()):08x}")
 
 
 def _file_stamp(path: str):
@@ -57,14 +61,14 @@ def try_fast_noop(argv: list[str]) -> bool:
     if os.environ.get("MCPP_NO_FAST_PATH"):
         return False
     start = time.monotonic()
-    path = _record_path(argv)
+    ident = _ident(argv)
     try:
-        with open(path, "rb") as f:
+        with open(_record_path(ident), "rb") as f:
             written = os.fstat(f.fileno()).st_mtime_ns
-            fmt, line, files, dirs, counts = marshal.load(f)
+            fmt, recorded_ident, line, files, dirs, counts = marshal.load(f)
     except (OSError, EOFError, ValueError, TypeError):
         return False
-    if fmt != _FORMAT:
+    if fmt != _FORMAT or recorded_ident != ident:
         return False
     for p, stamp in files:
         now = _file_stamp(p)
@@ -85,6 +89,8 @@ def try_fast_noop(argv: list[str]) -> bool:
 
 
 def _write_last_build(counts: dict) -> None:
+    import json
+
     path = os.path.join(_home(), "last-build.json")
     try:
         tmp = f"{path}.{os.getpid()}.tmp"
@@ -101,12 +107,13 @@ def record(argv: list[str], line: tuple[str, str] | None, files: list[str], dirs
     stamps = [(p, _file_stamp(p)) for p in dict.fromkeys(files)]
     dir_stamps = [(d, _dir_stamp(d)) for d in dict.fromkeys(dirs)]
     counts = {"fresh": actions, "cache_hits": 0, "executed": 0, "failed": 0}
-    path = _record_path(argv)
+    ident = _ident(argv)
+    path = _record_path(ident)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "wb") as f:
-            marshal.dump((_FORMAT, line, stamps, dir_stamps, counts), f)
+            marshal.dump((_FORMAT, ident, line, stamps, dir_stamps, counts), f)
         os.replace(tmp, path)
     except OSError:
         pass
@@ -114,7 +121,7 @@ def record(argv: list[str], line: tuple[str, str] | None, files: list[str], dirs
 
 def forget(argv: list[str]) -> None:
     try:
-        os.unlink(_record_path(argv))
+        os.unlink(_record_path(_ident(argv)))
     except OSError:
         pass
 

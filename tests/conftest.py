@@ -1,76 +1,16 @@
-"""Shared fixtures: a real `mcpp` CLI run in a subprocess against projects in temp dirs."""
+"""Shared fixtures: a real `mcpp` CLI and throwaway projects (helpers in tests/e2e/e2e_support.py)."""
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
-import textwrap
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = REPO / "examples"
-
-
-def mcpp_executable() -> str:
-    candidate = Path(sys.executable).parent / "mcpp"
-    return str(candidate) if candidate.exists() else shutil.which("mcpp") or "mcpp"
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def events(self) -> list[dict]:
-        return [json.loads(line) for line in self.out.splitlines() if line.startswith("{")]
-
-    def executed(self, kind: str | None = None) -> list[str]:
-        """Ids of actions that really ran (not fresh, not restored from a cache)."""
-        return [e["id"] for e in self.events if e.get("reason") == "action-finished"
-                and e.get("status") == "executed" and (kind is None or e.get("kind") == kind)]
-
-
-class Mcpp:
-    def __init__(self, home: Path):
-        self.home = home
-        self.exe = mcpp_executable()
-
-    def __call__(self, *args: str, cwd: Path | str, env: dict | None = None, check: bool | None = None,
-                 timeout: float = 300) -> Result:
-        full_env = {**os.environ, "MCPP_HOME": str(self.home), **(env or {})}
-        full_env.pop("TERM", None)
-        p = subprocess.run([self.exe, *args], cwd=cwd, env=full_env, capture_output=True, text=True,
-                           timeout=timeout)
-        res = Result(p.returncode, p.stdout, p.stderr)
-        if check is True and res.code != 0:
-            raise AssertionError(f"mcpp {' '.join(args)} failed ({res.code}):\n{res.out}\n{res.err}")
-        return res
-
-    def build_json(self, *args: str, cwd) -> Result:
-        res = self(*args, "--message-format", "json", cwd=cwd) if args and args[0] in ("build", "test", "run") \
-            else self("build", *args, "--message-format", "json", cwd=cwd)
-        assert res.code == 0, f"{res.out}\n{res.err}"
-        return res
+from tests.e2e.e2e_support import Mcpp, write_tree
 
 
 @pytest.fixture
 def mcpp(tmp_path_factory) -> Mcpp:
     return Mcpp(tmp_path_factory.mktemp("mcpp-home"))
-
-
-def write_tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"))
-    return root
 
 
 @pytest.fixture
@@ -81,9 +21,3 @@ def project(tmp_path):
         return write_tree(tmp_path / name, files)
 
     return make
-
-
-def copy_example(name: str, dest: Path) -> Path:
-    target = dest / name
-    shutil.copytree(EXAMPLES / name, target, ignore=shutil.ignore_patterns("target", "compile_commands.json"))
-    return target

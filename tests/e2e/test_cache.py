@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import copy_example, mcpp_executable
+from e2e_support import copy_example, mcpp_executable
 
 
 def many_sources(project, n=6, name="many"):

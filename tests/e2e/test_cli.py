@@ -6,7 +6,7 @@ import pty
 import re
 import subprocess
 
-from conftest import copy_example, mcpp_executable
+from e2e_support import copy_example, mcpp_executable
 
 
 def test_new_binary_then_run(tmp_path, mcpp):

@@ -1,7 +1,7 @@
 """Every example builds and runs and prints what it should (from a copy, so the tree stays clean)."""
 from __future__ import annotations
 
-from conftest import copy_example
+from e2e_support import copy_example
 
 
 def test_01_hello_runs_and_forwards_args(mcpp, tmp_path):

@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from conftest import copy_example
+from e2e_support import copy_example
 
 PROBE = ("import sys; sys.argv = ['mcpp', 'build']\n"
          "import engine.entry\n"

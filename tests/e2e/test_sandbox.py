@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import Mcpp, copy_example
+from e2e_support import Mcpp, copy_example
 
 
 def undeclared_header_project(project, tmp_path):
@@ -86,7 +86,7 @@ def test_ctrl_c_ends_running_actions_and_removes_their_sandboxes(project, mcpp):
     import signal
     import time
 
-    from conftest import mcpp_executable
+    from e2e_support import mcpp_executable
 
     root = _slow_project(project)
     env = {**os.environ, "MCPP_HOME": str(mcpp.home)}
@@ -112,7 +112,7 @@ def test_stale_sandbox_directories_of_a_killed_build_are_reclaimed(project, mcpp
     import signal
     import time
 
-    from conftest import mcpp_executable
+    from e2e_support import mcpp_executable
 
     root = _slow_project(project)
     env = {**os.environ, "MCPP_HOME": str(mcpp.home)}
