@@ -57,6 +57,27 @@ class Materializer:
         """
         return self._ensure(d, executable)[0]
 
+    def copy_into(self, d: Digest, dest: str | os.PathLike[str], executable: bool = False) -> None:
+        """Make `dest` an independent, writable copy of the blob (atomically replacing it).
+
+        For `target/`: a file there must not share its inode with the area, because every
+        sandbox that stages the blob adds a link, which changes the inode's ctime, which would
+        make the stat cache and the no-op fast path distrust an unchanged output.
+        """
+        dest = os.fspath(dest)
+        src = self._ensure(d, executable)[0]
+        directory = os.path.dirname(dest) or "."
+        os.makedirs(directory, exist_ok=True)
+        tmp = _temp_name(directory, os.path.basename(dest))
+        try:
+            shutil.copyfile(src, tmp)
+            os.chmod(tmp, 0o755 if executable else 0o644)
+            os.replace(tmp, dest)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+        self.copied += 1
+
     def link_into(self, d: Digest, dest: str | os.PathLike[str], executable: bool = False) -> None:
         """Make `dest` a hard link to (or, across devices, a copy of) the materialized blob.
 

@@ -145,11 +145,16 @@ def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildO
     store = VerifyingStore(local)
     mat = Materializer(store, home.mat)
     if runner is None:
+        staged: dict[str, str] = {}  # one file has one content during a build: resolve it once
+
         def stage(rel: str) -> str:
-            d = keys.digest_of(rel)
-            if not local.has(d):
-                d = store.put_file(os.path.join(plan.execroot, rel))
-            return mat.path(d)
+            path = staged.get(rel)
+            if path is None:
+                d = keys.digest_of(rel)
+                if not local.has(d):
+                    d = store.put_file(os.path.join(plan.execroot, rel))
+                path = staged[rel] = mat.path(d)
+            return path
 
         runner = SandboxRunner(lambda: _make_sandbox(opts.sandbox, str(home.root), reporter),
                                plan.execroot, stage)

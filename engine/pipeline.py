@@ -2,9 +2,8 @@
 
 1. *Fresh*: the state under `target/` says the last run's key still holds and the outputs are
    intact: nothing to do (the no-op path; stats only, no hashing).
-2. *Cached*: the action cache has an entry for the key: outputs are hard-linked from the
-   store's materialization area into `target/`, and the warnings the action printed are
-   replayed. Compile actions read headers that are known only from their depfile, so their
+2. *Cached*: the action cache has an entry for the key: outputs are copied from the store's
+   materialization area into `target/`, and the warnings the action printed are replayed (copies, not links: see `Materializer.copy_into`). Compile actions read headers that are known only from their depfile, so their
    lookup is two-level (as ccache's direct mode): a first-level key without headers names the
    header sets seen before, and each set gives a full key to look up.
 3. *Run*: through the `ActionRunner` seam; the outputs go into the store and an entry into the
@@ -114,7 +113,7 @@ class ActionPipeline:
             if out not in entry.outputs:
                 raise StoreError(f"entry lacks {out}")
             digest, mode = entry.outputs[out]
-            self.mat.link_into(digest, self._abs(out), executable=bool(mode & 0o111))
+            self.mat.copy_into(digest, self._abs(out), executable=bool(mode & 0o111))
 
     # -- scheduler thread -------------------------------------------------------------------
     def finish(self, action_id: str, outcome: Outcome) -> bool:
@@ -161,7 +160,8 @@ class ActionPipeline:
         key = self.keys.key(a, discovered)
         inputs = self._keyed_inputs(a, discovered)
         entry = ActionEntry(
-            outputs={o: (d, os.stat(self._abs(o)).st_mode & 0o777) for o, d in outcome.outputs.items()},
+            outputs={o: (d, 0o555 if os.stat(self._abs(o)).st_mode & 0o111 else 0o444)
+                     for o, d in outcome.outputs.items()},
             exit_code=0,
             stdout=self.store.put(res.stdout) if res.stdout else None,
             stderr=self.store.put(res.stderr) if res.stderr else None,
