@@ -4,7 +4,12 @@ which order, and with which features active.
 The root is found by searching upward from the working directory (or `--manifest-path`); a
 manifest inside a workspace builds just that member, from the workspace's `target/` (as Cargo
 does). Dependencies are path dependencies, loaded recursively; a cycle is reported with the whole
-cycle named. Features are unified per package across every edge that requests them.
+cycle named. Features are unified per package across every edge that requests them, and a
+feature's `[feature-deps.<f>]` joins the graph once the feature is active (to a fixed point).
+
+Every manifest is folded here for one build context (target, host, accelerator set; see
+`manifest/context.py`), so `build`, `run`, `test` and `metadata` read the same folded manifests:
+the one funnel of DESIGN §4 step 1.
 """
 from __future__ import annotations
 
@@ -13,7 +18,9 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import ManifestError, McppError, Position
-from .manifest.load import MANIFEST_NAME, check_dependency_path, display_path, read_manifest
+from .manifest.context import BuildContext, resolve_context
+from .manifest.fold import fold
+from .manifest.load import MANIFEST_NAME, ManifestSource, check_dependency_path, display_path, parse_manifest
 from .manifest.model import DependencySpec, Manifest
 
 
@@ -23,6 +30,7 @@ class Package:
     deps: list["Package"] = field(default_factory=list)  # library deps, manifest order
     dev_deps: list["Package"] = field(default_factory=list)
     features: set[str] = field(default_factory=set)  # active, implies expanded
+    edges: list[tuple[DependencySpec, "Package"]] = field(default_factory=list)  # every spec -> package
 
     @property
     def name(self) -> str:
@@ -46,6 +54,11 @@ class Selection:
     all_features: bool = False
     no_default_features: bool = False
     with_dev_deps: bool = False  # only `mcpp test` resolves [dev-dependencies]
+    target: str | None = None  # --target TRIPLE; None: the host
+    accel: str | None = None  # --accel SPEC; None: the root package's [build] accel
+    no_accel: bool = False  # --no-accel: the empty accelerator set
+    strict: bool = False  # --strict: unknown keys are errors
+    cross_ok: bool = False  # True for `mcpp metadata`, which folds for any target without compiling
 
 
 @dataclass
@@ -54,6 +67,7 @@ class PackageGraph:
     workspace_root: str  # where target/ lives
     members: list[Package]  # the packages this command builds
     order: list[Package]  # every package, dependencies first
+    context: BuildContext | None = None  # what every manifest was folded for
 
     @property
     def target_dir(self) -> str:
@@ -80,16 +94,29 @@ def find_manifest(cwd: str, manifest_path: str | None) -> str:
         d = parent
 
 
-def _enclosing_workspace(manifest: Manifest) -> Manifest | None:
+class _Sources:
+    """Each manifest file parsed and validated once per command."""
+
+    def __init__(self, strict: bool):
+        self.strict = strict
+        self.parsed: dict[str, ManifestSource] = {}
+
+    def get(self, path: str) -> ManifestSource:
+        if path not in self.parsed:
+            self.parsed[path] = parse_manifest(path, self.strict)
+        return self.parsed[path]
+
+
+def _enclosing_workspace(manifest: Manifest, sources: _Sources, ctx: BuildContext) -> Manifest | None:
     """The workspace manifest above `manifest` that lists it as a member, if any."""
     d = os.path.dirname(manifest.root)
     while True:
         candidate = os.path.join(d, MANIFEST_NAME)
         if os.path.isfile(candidate):
-            ws = read_manifest(candidate)
+            ws = sources.get(candidate).base
             if ws.workspace_members is not None:
                 members = {os.path.normpath(os.path.join(ws.root, m)) for m in ws.workspace_members}
-                return ws if manifest.root in members else None
+                return fold(sources.get(candidate), ctx) if manifest.root in members else None
         parent = os.path.dirname(d)
         if parent == d:
             return None
@@ -97,13 +124,15 @@ def _enclosing_workspace(manifest: Manifest) -> Manifest | None:
 
 
 class _Loader:
-    def __init__(self):
+    def __init__(self, sources: _Sources, ctx: BuildContext):
+        self.sources = sources
+        self.ctx = ctx
         self.by_root: dict[str, Package] = {}
         self.by_name: dict[str, Package] = {}
 
     def manifest(self, root: str) -> Manifest:
         pkg = self.by_root.get(root)
-        return pkg.manifest if pkg else read_manifest(os.path.join(root, MANIFEST_NAME))
+        return pkg.manifest if pkg else fold(self.sources.get(os.path.join(root, MANIFEST_NAME)), self.ctx)
 
     def load(self, manifest: Manifest, stack: list[tuple[Package, DependencySpec | None]], dev: bool) -> Package:
         if manifest.root in self.by_root:
@@ -146,13 +175,53 @@ class _Loader:
             raise ManifestError(
                 f"dependency `{spec.display}` points at package `{dep_manifest.name}` in namespace "
                 f"`{dep_manifest.namespace or '(none)'}`", spec.pos)
-        return self.load(dep_manifest, stack, dev=False)
+        dep = self.load(dep_manifest, stack, dev=False)
+        pkg.edges.append((spec, dep))
+        return dep
+
+    def feature_edges(self, order: list[Package]) -> bool:
+        """Add the [feature-deps.<f>] of every active feature not yet in the graph; True if any."""
+        added = False
+        for p in order:
+            have = {id(spec) for spec, _ in p.edges}
+            for f in sorted(p.features):
+                for spec in p.manifest.feature_deps.get(f, ()):
+                    if id(spec) not in have:
+                        p.deps.append(self.edge(p, spec, [(p, None)]))
+                        added = True
+        return added
+
+
+def build_context(selection: Selection, root: ManifestSource, sources: _Sources) -> BuildContext:
+    """Target and accelerator set of this command line; the set defaults to the [build] accel of
+    the package the command starts from (for a virtual workspace: its members', which must agree)."""
+    declared = root.base.build.accel
+    if root.base.is_virtual:
+        found = {}
+        for member in root.base.workspace_members or ():
+            accel = sources.get(os.path.join(root.root, member, MANIFEST_NAME)).base.build.accel
+            if accel is not None and accel.entries:
+                found[member] = accel
+        if len({str(a) for a in found.values()}) > 1:
+            listed = "; ".join(f"{m}: {a}" for m, a in found.items())
+            raise McppError(f"the workspace members declare different [build] accel ({listed}); one build has one "
+                            f"accelerator set: pass --accel or --no-accel")
+        declared = next(iter(found.values()), None)
+    ctx = resolve_context(selection.target, selection.accel, selection.no_accel, declared)
+    if ctx.cross and not selection.cross_ok:
+        raise McppError(f"cross-compiling for `{ctx.target.text}` is not supported yet: this engine builds with the "
+                        f"host toolchain (`{ctx.host.text}`)",
+                        notes=[f"help: `mcpp metadata --target {ctx.target.text}` shows the manifests folded for it"])
+    return ctx
 
 
 def load_graph(cwd: str, manifest_path: str | None, selection: Selection) -> PackageGraph:
-    manifest = read_manifest(find_manifest(cwd, manifest_path))
-    workspace = manifest if manifest.workspace_members is not None else _enclosing_workspace(manifest)
-    loader = _Loader()
+    sources = _Sources(selection.strict)
+    root_source = sources.get(find_manifest(cwd, manifest_path))
+    ctx = build_context(selection, root_source, sources)
+    manifest = fold(root_source, ctx)
+    workspace = manifest if manifest.workspace_members is not None else _enclosing_workspace(manifest, sources, ctx)
+    loader = _Loader(sources, ctx)
     if workspace is manifest:
         member_roots = [os.path.normpath(os.path.join(manifest.root, m)) for m in manifest.workspace_members]
         if not manifest.is_virtual:
@@ -178,22 +247,34 @@ def load_graph(cwd: str, manifest_path: str | None, selection: Selection) -> Pac
                 if not p.dev_deps and p.manifest.dev_dependencies:
                     p.dev_deps = [loader.edge(p, s, [(p, None)]) for s in p.manifest.dev_dependencies]
 
-    order = _topological(members)
-    _resolve_features(members, order, selection)
+    while True:
+        order = _topological(members)
+        _resolve_features(members, order, selection)
+        if not loader.feature_edges(order):
+            break
     return PackageGraph(root_manifest=workspace or manifest, workspace_root=workspace_root,
-                        members=members, order=order)
+                        members=members, order=order, context=ctx)
 
 
 def _topological(members: list[Package]) -> list[Package]:
+    """Dependencies first. A cycle closed by a feature edge is found here (the loader's stack
+    only sees the edges it is walking)."""
     order: list[Package] = []
-    seen: set[int] = set()
+    done: set[int] = set()
+    path: list[Package] = []
 
     def visit(p: Package) -> None:
-        if id(p) in seen:
+        if id(p) in done:
             return
-        seen.add(id(p))
-        for d in p.deps + p.dev_deps:
+        path.append(p)
+        for spec, d in p.edges:
+            if any(d is q for q in path):
+                start = next(i for i, q in enumerate(path) if q is d)
+                names = [q.name for q in path[start:]] + [d.name]
+                raise ManifestError(f"dependency cycle: {' -> '.join(names)}", spec.pos)
             visit(d)
+        path.pop()
+        done.add(id(p))
         order.append(p)
 
     for m in members:
@@ -225,21 +306,13 @@ def _resolve_features(members: list[Package], order: list[Package], sel: Selecti
                         f"dependency `{spec.display}` has no feature `{f}`"
                         + (f"; declared features: {', '.join(sorted(dep.manifest.features))}"
                            if dep.manifest.features else "; it declares no features"),
-                        p.manifest.position(*_dep_keypath(p.manifest, spec), "features", i))
+                        p.manifest.source_position(*spec.keypath, "features", i))
             requested[id(dep)] |= set(spec.features)
             wants_default[id(dep)] |= spec.default_features
 
 
 def _edges(p: Package):
-    by_root = {d.root: d for d in p.deps + p.dev_deps}
-    for spec in p.manifest.dependencies + (p.manifest.dev_dependencies if p.dev_deps else ()):
-        if spec.path in by_root:
-            yield spec, by_root[spec.path]
-
-
-def _dep_keypath(m: Manifest, spec: DependencySpec) -> tuple[str, ...]:
-    section = "dependencies" if spec in m.dependencies else "dev-dependencies"
-    return (section, spec.namespace, spec.key) if spec.namespace else (section, spec.key)
+    return iter(p.edges)
 
 
 def _expand(p: Package, features: set[str]) -> set[str]:

@@ -1,4 +1,9 @@
-"""`mcpp run`: pick the binary, run it with the user's arguments, return its exit code."""
+"""`mcpp run`: pick the binary, run it with the user's arguments, return its exit code.
+
+When `[target.<triple>] runner = [...]` applies to this build's target, the binary runs through it
+(an emulator, `valgrind`, a wrapper): the artifact takes the place of a `{}` argument, else it is
+appended, and the user's arguments follow.
+"""
 from __future__ import annotations
 
 import os
@@ -26,10 +31,27 @@ def run_binary(outcome: BuildOutcome, name: str | None, args: list[str], reporte
             raise McppError("`mcpp run` could not determine which binary to run; pass one of: "
                             + ", ".join(sorted(a.name for a in chosen)))
     binary = os.path.join(outcome.plan.execroot, chosen[0].path)
-    reporter.status("Running", f"`{' '.join([display_path(binary), *args])}`")
+    argv = runner_argv(_runner_of(outcome, chosen[0].package), binary, args)
+    reporter.status("Running", f"`{' '.join(display_path(a) if a == binary else a for a in argv)}`")
     try:
-        proc = subprocess.run([binary, *args])
+        proc = subprocess.run(argv)
     except OSError as e:
-        raise McppError(f"cannot run `{display_path(binary)}`: {e.strerror}")
+        raise McppError(f"cannot run `{display_path(argv[0])}`: {e.strerror}")
     code = proc.returncode
     return 128 - code if code < 0 else code
+
+
+def _runner_of(outcome: BuildOutcome, package: str) -> tuple[str, ...] | None:
+    """The runner of the package that owns the binary, else the workspace root's."""
+    for p in outcome.graph.order:
+        if p.name == package and p.manifest.runner is not None:
+            return p.manifest.runner
+    return outcome.graph.root_manifest.runner
+
+
+def runner_argv(runner: tuple[str, ...] | None, binary: str, args: list[str]) -> list[str]:
+    if not runner:
+        return [binary, *args]
+    if "{}" in runner:
+        return [binary if a == "{}" else a for a in runner] + list(args)
+    return [*runner, binary, *args]

@@ -1,8 +1,10 @@
-"""The validated, typed view of one `mcpp.toml`. Plain data; `load.py` builds it."""
+"""The validated, typed view of one `mcpp.toml`, folded for one build context. Plain data;
+`load.py` builds it, `fold.py` decides which conditional entries it contains."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..accel import AccelSet
 from ..errors import Position
 
 TARGET_KINDS = ("bin", "lib", "shared")
@@ -18,10 +20,41 @@ class DependencySpec:
     default_features: bool = True
     pos: Position | None = None  # position of the entry, for errors about it
     path_pos: Position | None = None
+    tools: tuple[str, ...] = ()  # host tools this package provides to the dependent (not acted on yet)
+    host_module: bool = False  # a rule package loaded by build.star (not acted on yet)
+    reexport: bool = False  # (not acted on yet)
+    feature: str | None = None  # set for a [feature-deps.<f>] entry: the gate
+    keypath: tuple = ()  # where the entry is written in the source document
 
     @property
     def display(self) -> str:
         return f"{self.namespace}.{self.key}" if self.namespace else self.key
+
+
+@dataclass(frozen=True)
+class PayloadSpec:
+    """One xlings payload address (`[<ns>:]<name>[@<version>]`) with its version requirement."""
+
+    address: str  # as written
+    namespace: str  # default "xim"
+    name: str
+    version: str  # "" = any version
+    axis: str  # "host" (top-level [xlings]) or "target" ([target.<selector>.xlings...])
+    feature: str | None = None  # set for [feature-xlings.<f>]
+    keypath: tuple = ()
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        """One package, one version (SPEC-004 §4.5): the version is not part of the name."""
+        return self.namespace, self.name
+
+
+@dataclass(frozen=True)
+class XlingsSpec:
+    deps: tuple[PayloadSpec, ...] = ()
+    workspace: tuple[PayloadSpec, ...] = ()
+    envs: tuple[tuple[str, str], ...] = ()
+    subos: str | None = None
 
 
 @dataclass(frozen=True)
@@ -39,6 +72,8 @@ class FeatureSpec:
     defines: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     pos: Position | None = None
+    rule_module: str | None = None  # (not acted on yet: Starlark rule packages)
+    device_extensions: tuple[str, ...] = ()  # (not acted on yet)
 
 
 @dataclass(frozen=True)
@@ -61,6 +96,16 @@ class BuildSpec:
     ldflags: tuple[str, ...] = ()
     defines: tuple[str, ...] = ()
     sources_pos: Position | None = None
+    accel: AccelSet | None = None  # [build] accel as declared (None: not declared)
+
+
+@dataclass(frozen=True)
+class RuntimeArtifact:
+    role: str | None = None
+    path: str | None = None
+    provenance: str | None = None
+    abi: str | None = None
+    accel: AccelSet | None = None
 
 
 @dataclass
@@ -80,16 +125,35 @@ class Manifest:
     default_features: tuple[str, ...] = ()
     dependencies: tuple[DependencySpec, ...] = ()
     dev_dependencies: tuple[DependencySpec, ...] = ()
+    build_dependencies: tuple[DependencySpec, ...] = ()  # (not acted on yet: host modules)
+    feature_deps: dict[str, tuple[DependencySpec, ...]] = field(default_factory=dict)
+    xlings: XlingsSpec = field(default_factory=XlingsSpec)  # (validated, not installed yet)
+    feature_xlings: dict[str, tuple[PayloadSpec, ...]] = field(default_factory=dict)
+    runtime_artifacts: tuple[RuntimeArtifact, ...] = ()
+    runtime_library_dirs: tuple[str, ...] = ()
+    runner: tuple[str, ...] | None = None  # [target.<triple>] runner of this build's target
+    sysroot: str | None = None  # [target.<triple>] sysroot, absolute (checked, not passed on yet)
     workspace_members: tuple[str, ...] | None = None  # None: not a workspace root
     toolchain: str | None = None
     warnings: list[str] = field(default_factory=list)
     smap: object = None  # toml_positions.SourceMap of the file, for later diagnostics
+    provenance: object = None  # reader.Provenance: folded key path -> where it is written
+    document: dict | None = None  # the folded document (what `mcpp metadata` prints)
+    notes: dict = field(default_factory=dict)  # folded key path -> where a folded entry came from
+    context: object = None  # the context.BuildContext this manifest was folded for
 
     @property
     def is_virtual(self) -> bool:
         return self.name is None
 
     def position(self, *path: str | int, prefer: str = "value") -> Position:
-        """Where `path` sits in this manifest (its value, else its nearest known ancestor)."""
+        """Where the folded key `path` is written (its value, else its nearest known ancestor)."""
+        source = self.provenance.source_of(tuple(path)) if self.provenance is not None else tuple(path)
+        return self.source_position(*source, prefer=prefer)
+
+    def source_position(self, *path: str | int, prefer: str = "value") -> Position:
+        """Where the source key `path` sits in this manifest."""
+        from .reader import display_path
+
         line, col = self.smap.nearest(tuple(path), prefer=prefer)
-        return Position(self.path, line, col)
+        return Position(display_path(self.path), line, col)

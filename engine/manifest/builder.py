@@ -1,0 +1,366 @@
+"""From a (folded or unconditional) manifest document to the typed `Manifest`.
+
+One reader per section, each naming the key path it reads so that every failure lands at
+`path:line:col`. The same section readers validate `[target.<selector>.build]` and
+`[target.<selector>.runtime]` bodies (conditions.py), so a conditional entry is held to exactly
+the rules of an unconditional one.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from ..accel import BACKEND_NAME, AccelSet, AccelSyntaxError, parse_accel
+from . import deps, schema, shape, xlings
+from .model import TARGET_KINDS, BuildSpec, FeatureSpec, Manifest, ProfileSpec, RuntimeArtifact, TargetSpec
+from .reader import Reader, header, type_name
+
+STANDARDS = ("c++17", "c++20", "c++23", "c++26", "gnu++17", "gnu++20", "gnu++23", "gnu++26")
+OPT_LEVELS = ("0", "1", "2", "3", "s", "z", "g")
+TOOLCHAINS = ("gcc", "clang", "clang-19")
+BUILTIN_PROFILES = ("dev", "release")
+PLATFORMS = ("linux", "macos", "windows")  # [package] platforms: a declaration, not a gate
+NOT_ACTED_SECTIONS = ("resources", "hooks")
+
+_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+_SEMVER_RE = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$"
+)
+
+
+class Builder:
+    def __init__(self, r: Reader, doc: dict, host_os: str, check_paths: bool = True):
+        self.r = r
+        self.doc = doc
+        self.root = os.path.dirname(r.path)
+        self.host_os = host_os
+        self.check_paths = check_paths
+
+    def build(self) -> Manifest:
+        r, doc = self.r, self.doc
+        self._top_level()
+        members = self._workspace()
+        package = doc.get("package")
+        if package is None:
+            if members is None:
+                raise r.fail_at(r.pos((), "key"), "missing [package] table (a manifest needs [package] or [workspace])")
+            return Manifest(path=r.path, root=self.root, name=None, version=None, workspace_members=members,
+                            warnings=r.warnings, smap=r.smap, provenance=r.provenance)
+        r.expect(package, dict, ("package",))
+        r.check_keys(package, ("package",), schema.PACKAGE.keys, schema.PACKAGE.case)
+        name = self._package_name(package)
+        version = self._package_version(package)
+        namespace = r.opt(package, "namespace", str, ("package",))
+        standard = r.opt(package, "standard", str, ("package",), "c++20")
+        if standard not in STANDARDS:
+            raise r.fail(("package", "standard"),
+                         f"unknown standard `{standard}`; accepted values: {', '.join(STANDARDS)}")
+        self._declarations(package)
+        features, default_features = self._features()
+        m = Manifest(
+            path=r.path, root=self.root, name=name, version=version, namespace=namespace,
+            standard=standard, build=self.read_build(doc["build"], ("build",)) if "build" in doc else BuildSpec(),
+            profiles=self._profiles(), features=features, default_features=default_features,
+            dependencies=self._deps("dependencies"), dev_dependencies=self._deps("dev-dependencies"),
+            build_dependencies=self._deps("build-dependencies"),
+            feature_deps=self._feature_deps(features), feature_xlings=self._feature_xlings(features),
+            workspace_members=members, toolchain=self._toolchain(), warnings=r.warnings, smap=r.smap,
+            provenance=r.provenance,
+        )
+        if "xlings" in doc:
+            m.xlings = xlings.read_xlings(r, doc["xlings"], ("xlings",), None, self.host_os)
+        if "runtime" in doc:
+            m.runtime_artifacts, m.runtime_library_dirs = self.read_runtime(doc["runtime"], ("runtime",))
+        m.targets, m.explicit_targets = self._targets(name)
+        m.lib_path = self._lib()
+        return m
+
+    # -- the top level -------------------------------------------------------------------------
+    def _top_level(self) -> None:
+        r = self.r
+        for key, value in self.doc.items():
+            if shape.is_condition_key(key, value) and key not in schema.TOP.keys:
+                sel = shape.selector_for(key)
+                inner = next(iter(value), "<section>")
+                raise r.fail((key,), f"{header((key, inner))} writes a condition as a leading key; a condition is "
+                                     f"written outside the section: {shape.target_form(sel, (inner,))}", prefer="key")
+        r.check_keys(self.doc, (), schema.TOP.keys, schema.TOP.case, where="[top level]")
+        for section in NOT_ACTED_SECTIONS:
+            if section in self.doc:
+                r.expect(self.doc[section], dict, (section,))
+                r.warn((section,), f"[{section}] is not acted on by this engine yet (ignored)")
+
+    # -- [package] -------------------------------------------------------------------------
+    def _package_name(self, package: dict) -> str:
+        if "name" not in package:
+            raise self.r.fail(("package",), "missing `package.name`", prefer="key")
+        name = self.r.expect(package["name"], str, ("package", "name"))
+        if not _NAME_RE.match(name):
+            raise self.r.fail(("package", "name"),
+                              f"invalid package name `{name}`: use letters, digits, `-` and `_`, starting with a letter")
+        return name
+
+    def _package_version(self, package: dict) -> str:
+        if "version" not in package:
+            raise self.r.fail(("package",), "missing `package.version`", prefer="key")
+        version = self.r.expect(package["version"], str, ("package", "version"))
+        if not _SEMVER_RE.match(version):
+            raise self.r.fail(("package", "version"),
+                              f"invalid version `{version}`: expected a semantic version such as `0.1.0`")
+        return version
+
+    def _declarations(self, package: dict) -> None:
+        """`platforms` and `accelerators`: intent and CI hints, not gates (seed 003)."""
+        r = self.r
+        for i, p in enumerate(r.str_list(package, "platforms", ("package",)) or ()):
+            if p not in PLATFORMS:
+                r.unknown(("package", "platforms", i), f"unknown platform `{p}` in [package] platforms",
+                          PLATFORMS)
+        for i, a in enumerate(r.str_list(package, "accelerators", ("package",)) or ()):
+            if not BACKEND_NAME.match(a):
+                raise r.fail(("package", "accelerators", i),
+                             f"`{a}` is not a backend name (such as `cuda` or `vulkan`); [package] accelerators "
+                             f"lists backends, versions belong in [build] accel")
+
+    # -- [targets], [lib] ----------------------------------------------------------------------
+    def _targets(self, package_name: str) -> tuple[tuple[TargetSpec, ...], bool]:
+        r = self.r
+        table = r.opt(self.doc, "targets", dict, ())
+        if table is None:
+            return (), False
+        out = []
+        for tname, spec in table.items():
+            kp = ("targets", tname)
+            r.expect(spec, dict, kp)
+            r.check_keys(spec, kp, schema.TARGET_SPEC.keys, schema.TARGET_SPEC.case, where=f"[targets.{tname}]")
+            kind = r.opt(spec, "kind", str, kp, "bin")
+            if kind not in TARGET_KINDS:
+                raise r.fail(kp + ("kind",),
+                             f"invalid kind `{kind}` for target `{tname}`; accepted values: {', '.join(TARGET_KINDS)}")
+            main = r.opt(spec, "main", str, kp)
+            if kind == "bin":
+                main = main or "src/main.cpp"
+                if not os.path.isfile(os.path.join(self.root, main)):
+                    raise r.fail(kp + ("main",) if "main" in spec else kp,
+                                 f"target `{tname}`: main source `{main}` does not exist")
+            elif main is not None:
+                raise r.fail(kp + ("main",), f"`main` applies to `bin` targets only (target `{tname}` is `{kind}`)")
+            out.append(TargetSpec(tname, kind, main, r.pos(kp, "key")))
+        return tuple(out), True
+
+    def _lib(self) -> str | None:
+        table = self.r.opt(self.doc, "lib", dict, ())
+        if table is None:
+            return None
+        self.r.check_keys(table, ("lib",), schema.LIB.keys, schema.LIB.case)
+        path = self.r.opt(table, "path", str, ("lib",))
+        if path is not None and not os.path.isfile(os.path.join(self.root, path)):
+            raise self.r.fail(("lib", "path"), f"library source `{path}` does not exist")
+        return path
+
+    # -- [build] (also [target.<selector>.build]) ----------------------------------------------
+    def read_build(self, table: Any, kp: tuple) -> BuildSpec:
+        r = self.r
+        r.expect(table, dict, kp)
+        for key, value in table.items():
+            if shape.is_condition_key(key, value):
+                raise shape.refuse_trailing(r, kp + (key,), kp[2:] if kp[0] == "target" else kp)
+            if shape.is_platform_object(value):
+                raise shape.refuse_platform_object(r, kp + (key,), value, kp[2:] if kp[0] == "target" else kp)
+        r.check_keys(table, kp, schema.BUILD.keys, schema.BUILD.case)
+        accel = None
+        if "accel" in table:
+            accel = self._accel(r.expect(table["accel"], str, kp + ("accel",)), kp + ("accel",))
+        return BuildSpec(
+            sources=self._sources(table, kp),
+            include_dirs=r.str_list(table, "include_dirs", kp) or (),
+            cflags=r.str_list(table, "cflags", kp) or (),
+            cxxflags=r.str_list(table, "cxxflags", kp) or (),
+            ldflags=r.str_list(table, "ldflags", kp) or (),
+            defines=r.str_list(table, "defines", kp) or (),
+            sources_pos=r.pos(kp + ("sources",)) if "sources" in table else None,
+            accel=accel,
+        )
+
+    def _sources(self, table: dict, kp: tuple) -> tuple[str, ...] | None:
+        """Globs, or `{ glob, accel }` entries narrowed by the build's accelerator set (fold.py)."""
+        r = self.r
+        if "sources" not in table:
+            return None
+        items = r.expect(table["sources"], list, kp + ("sources",))
+        out = []
+        for i, item in enumerate(items):
+            ikp = kp + ("sources", i)
+            if type(item) is dict:
+                r.check_keys(item, ikp, schema.SOURCE_ENTRY.keys, schema.SOURCE_ENTRY.case,
+                             where=f"the source entry {header(kp)} sources[{i}]")
+                if "glob" not in item:
+                    raise r.fail(ikp, "a source entry needs a `glob`: { glob = \"src/kernels/*.cu\", accel = \"cuda\" }")
+                out.append(r.expect(item["glob"], str, ikp + ("glob",)))
+                if "accel" in item:
+                    self._accel(r.expect(item["accel"], str, ikp + ("accel",)), ikp + ("accel",))
+            elif type(item) is str:
+                out.append(item)
+            else:
+                raise r.fail(ikp, f"`{header(kp)[1:-1]}.sources.{i}` must be a glob string or a table "
+                                  f"{{ glob, accel }}, found {type_name(item)}")
+        return tuple(out)
+
+    def _accel(self, text: str, kp: tuple) -> AccelSet:
+        try:
+            return parse_accel(text)
+        except AccelSyntaxError as e:
+            raise self.r.fail_at(self.r.pos_inside(kp, e.offset), str(e)) from None
+
+    # -- [profile.*], [toolchain] -------------------------------------------------------------
+    def _profiles(self) -> dict[str, ProfileSpec]:
+        r = self.r
+        table = r.opt(self.doc, "profile", dict, ())
+        out: dict[str, ProfileSpec] = {}
+        for pname, spec in (table or {}).items():
+            kp = ("profile", pname)
+            r.expect(spec, dict, kp)
+            r.check_keys(spec, kp, schema.PROFILE.keys, schema.PROFILE.case, where=f"[profile.{pname}]")
+            inherits = r.opt(spec, "inherits", str, kp)
+            if inherits is not None and inherits not in BUILTIN_PROFILES and inherits not in table:
+                names = ", ".join(sorted(set(BUILTIN_PROFILES) | set(table)))
+                raise r.fail(kp + ("inherits",), f"profile `{pname}` inherits unknown profile `{inherits}`; known: {names}")
+            opt = spec.get("opt")
+            if opt is not None:
+                if type(opt) not in (int, str):
+                    raise r.fail(kp + ("opt",), f"`profile.{pname}.opt` must be an integer or a string, found {type_name(opt)}")
+                opt = str(opt)
+                if opt not in OPT_LEVELS:
+                    raise r.fail(kp + ("opt",), f"invalid opt level `{opt}`; accepted values: {', '.join(OPT_LEVELS)}")
+            out[pname] = ProfileSpec(
+                name=pname, inherits=inherits, opt=opt, debug=r.opt(spec, "debug", bool, kp),
+                cflags=r.str_list(spec, "cflags", kp) or (), cxxflags=r.str_list(spec, "cxxflags", kp) or (),
+                ldflags=r.str_list(spec, "ldflags", kp) or (),
+            )
+        return out
+
+    def _toolchain(self) -> str | None:
+        table = self.r.opt(self.doc, "toolchain", dict, ())
+        if table is None:
+            return None
+        self.r.check_keys(table, ("toolchain",), schema.TOOLCHAIN.keys, schema.TOOLCHAIN.case)
+        value = self.r.opt(table, "default", str, ("toolchain",))
+        if value is not None and value not in TOOLCHAINS:
+            raise self.r.fail(("toolchain", "default"),
+                              f"unknown toolchain `{value}`; accepted values: {', '.join(TOOLCHAINS)}")
+        return value
+
+    # -- gates: [features], [feature-deps.<f>], [feature-xlings.<f>] ------------------------------
+    def _features(self) -> tuple[dict[str, FeatureSpec], tuple[str, ...]]:
+        r = self.r
+        table = r.opt(self.doc, "features", dict, ())
+        if table is None:
+            return {}, ()
+        features: dict[str, FeatureSpec] = {}
+        default: tuple[str, ...] = ()
+        for fname, spec in table.items():
+            kp = ("features", fname)
+            if fname == "default":
+                default = r.str_list(table, "default", ("features",)) or ()
+                continue
+            if type(spec) is list:
+                features[fname] = FeatureSpec(fname, implies=r.str_list(table, fname, ("features",)) or (),
+                                              pos=r.pos(kp, "key"))
+            elif type(spec) is dict:
+                self._feature_table(fname, spec, kp)
+                features[fname] = FeatureSpec(
+                    fname, implies=r.str_list(spec, "implies", kp) or (),
+                    defines=r.str_list(spec, "defines", kp) or (),
+                    sources=r.str_list(spec, "sources", kp) or (), pos=r.pos(kp, "key"),
+                    rule_module=r.opt(spec, "rule_module", str, kp),
+                    device_extensions=r.str_list(spec, "device_extensions", kp) or ())
+            else:
+                raise r.fail(kp, f"feature `{fname}` must be an array of implied features or a table, found {type_name(spec)}")
+        for f in features.values():
+            for i, implied in enumerate(f.implies):
+                if implied not in features:
+                    where = ("features", f.name, i) if type(table[f.name]) is list else ("features", f.name, "implies", i)
+                    raise r.fail(where, f"feature `{f.name}` implies unknown feature `{implied}`" + _known(features))
+        for i, d in enumerate(default):
+            if d not in features:
+                raise r.fail(("features", "default", i), f"default feature `{d}` is not declared" + _known(features))
+        return features, default
+
+    def _feature_table(self, fname: str, spec: dict, kp: tuple) -> None:
+        """SPEC-004 §3.3: a gate is spelled [feature-deps.<f>], never [features.<f>.deps]."""
+        r = self.r
+        for key in spec:
+            gate = schema.GATE_SPELLINGS.get(key)
+            if gate is not None:
+                raise r.fail(kp + (key,), f"[features.{fname}.{key}] is not a gate spelling: TOML cannot extend an "
+                                          f"inline table (`{fname} = {{ sources = [...] }}` would make it a syntax "
+                                          f"error), so what a feature pulls in is written [{gate}.{fname}]",
+                             prefer="key")
+        shape.check_siblings(r, spec, kp, ("features",))
+        r.check_keys(spec, kp, schema.FEATURE.keys, schema.FEATURE.case, where=f"[features.{fname}]")
+
+    def _gate_table(self, section: str, features: dict) -> list[tuple[str, Any, tuple]]:
+        r = self.r
+        table = r.opt(self.doc, section, dict, ())
+        out = []
+        for f, sub in (table or {}).items():
+            kp = (section, f)
+            if f not in features:
+                declared = f"declared features: {', '.join(sorted(features))}" if features else "no features are declared"
+                raise r.fail(kp, f"[{section}.{f}] gates on feature `{f}`, which [features] does not declare; {declared}",
+                             prefer="key")
+            out.append((f, sub, kp))
+        return out
+
+    def _feature_deps(self, features: dict) -> dict:
+        return {f: deps.read_table(self.r, sub, kp, check_paths=False, root=self.root, feature=f)
+                for f, sub, kp in self._gate_table("feature-deps", features)}
+
+    def _feature_xlings(self, features: dict) -> dict:
+        return {f: xlings.read_payload_table(self.r, sub, kp, None, self.host_os, feature=f)
+                for f, sub, kp in self._gate_table("feature-xlings", features)}
+
+    # -- library dependencies -----------------------------------------------------------------
+    def _deps(self, section: str):
+        if section not in self.doc:
+            return ()
+        # [dev-dependencies] are resolved only by `mcpp test` (engine.graph checks them there).
+        return deps.read_table(self.r, self.doc[section], (section,),
+                               check_paths=self.check_paths and section == "dependencies", root=self.root)
+
+    # -- [runtime] (also [target.<selector>.runtime]) -------------------------------------------
+    def read_runtime(self, table: Any, kp: tuple) -> tuple[tuple[RuntimeArtifact, ...], tuple[str, ...]]:
+        r = self.r
+        r.expect(table, dict, kp)
+        for key, value in table.items():
+            if shape.is_condition_key(key, value):
+                raise shape.refuse_trailing(r, kp + (key,), kp[2:] if kp[0] == "target" else kp)
+        r.check_keys(table, kp, schema.RUNTIME.keys, schema.RUNTIME.case)
+        artifacts = []
+        for i, art in enumerate(r.opt(table, "artifacts", list, kp) or ()):
+            akp = kp + ("artifacts", i)
+            r.expect(art, dict, akp)
+            r.check_keys(art, akp, schema.ARTIFACT.keys, schema.ARTIFACT.case, where=f"{header(kp + ('artifacts',))}")
+            values = {k: r.opt(art, k, str, akp) for k in ("role", "path", "provenance", "abi")}
+            accel = self._accel(art["accel"], akp + ("accel",)) if r.opt(art, "accel", str, akp) is not None else None
+            artifacts.append(RuntimeArtifact(accel=accel, **values))
+        return tuple(artifacts), r.str_list(table, "library_dirs", kp) or ()
+
+    # -- [workspace] -----------------------------------------------------------------------------
+    def _workspace(self) -> tuple[str, ...] | None:
+        r = self.r
+        table = r.opt(self.doc, "workspace", dict, ())
+        if table is None:
+            return None
+        r.check_keys(table, ("workspace",), schema.WORKSPACE.keys, schema.WORKSPACE.case)
+        members = r.str_list(table, "members", ("workspace",)) or ()
+        for i, member in enumerate(members):
+            if not os.path.isfile(os.path.join(self.root, member, deps.MANIFEST_NAME)):
+                raise r.fail(("workspace", "members", i), f"workspace member `{member}` has no {deps.MANIFEST_NAME}")
+        return members
+
+
+def _known(features: dict) -> str:
+    return f"; declared features: {', '.join(sorted(features))}" if features else "; no features are declared"

@@ -1,0 +1,99 @@
+"""The library-dependency plane: `[dependencies]`, `[dev-dependencies]`, `[build-dependencies]`
+and the gate `[feature-deps.<f>]`, unconditional or under `[target.<selector>]`.
+
+These tables name mcpp packages and nothing else (SPEC-004 §2): a payload address such as
+`"xim:cmake"` is a tool, refused here with the table where tools go. Entries are keyed by name or
+by `namespace.name` (a dotted key or a `[dependencies.<ns>]` sub-table); `entries()` is the one
+reading of that shape, shared by the loader and by the fold.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..errors import ManifestError, Position
+from . import schema, shape
+from .model import DependencySpec
+from .reader import Reader, header
+
+MANIFEST_NAME = "mcpp.toml"
+DEP_SECTIONS = ("dependencies", "dev-dependencies", "build-dependencies")
+_DEP_KEYS_NORMALIZED = {schema.normalized(k) for k in schema.DEPENDENCY.keys}
+
+
+def is_payload_address(key: str) -> bool:
+    return ":" in key
+
+
+def _is_namespace_table(spec: Any) -> bool:
+    """`ns.name = {...}` / `[dependencies.ns]`: a table of one namespace's packages."""
+    return (type(spec) is dict and bool(spec) and not any(schema.normalized(k) in _DEP_KEYS_NORMALIZED for k in spec)
+            and all(type(v) in (dict, str) for v in spec.values()))
+
+
+def entries(table: dict) -> list[tuple[tuple[str, ...], Any]]:
+    """`[((name,), spec)]` or `[((namespace, name), spec)]`, in source order."""
+    out = []
+    for key, spec in table.items():
+        if _is_namespace_table(spec) and not is_payload_address(key) and not shape.is_condition_key(key, spec):
+            out += [((key, sub), subspec) for sub, subspec in spec.items()]
+        else:
+            out.append(((key,), spec))
+    return out
+
+
+def read_table(r: Reader, table: Any, keypath: tuple, *, check_paths: bool, root: str,
+               feature: str | None = None) -> tuple[DependencySpec, ...]:
+    """Validate one dependency table at `keypath`; `check_paths`: its path deps must exist now."""
+    r.expect(table, dict, keypath)
+    section_path = keypath[2:] if keypath[0] == "target" else keypath
+    out = []
+    for rel, spec in entries(table):
+        kp = keypath + rel
+        key = rel[-1]
+        if is_payload_address(key):
+            raise r.fail(kp, f"`{key}` is a payload (the tools and environment plane), not an mcpp package: "
+                             f"tools are declared in [xlings.workspace] (or [feature-xlings.<f>] behind a feature), "
+                             f"never in {header(section_path)}", prefer="key")
+        if shape.is_condition_key(key, spec):
+            raise shape.refuse_trailing(r, kp, section_path + rel[:-1])
+        out.append(_dep(r, kp, rel, spec, section_path + rel[:-1], check_paths, root, feature))
+    return tuple(out)
+
+
+def _dep(r: Reader, kp: tuple, rel: tuple, spec: Any, section_path: tuple, check_paths: bool, root: str,
+         feature: str | None) -> DependencySpec:
+    key = rel[-1]
+    namespace = rel[0] if len(rel) == 2 else None
+    if type(spec) is str:
+        raise r.fail(kp, f"dependency `{key}`: only path dependencies are supported so far; "
+                         f"write `{key} = {{ path = \"...\" }}`")
+    r.expect(spec, dict, kp)
+    if shape.is_platform_object(spec):
+        raise shape.refuse_platform_object(r, kp, spec, section_path)
+    shape.check_siblings(r, spec, kp, section_path)
+    r.check_keys(spec, kp, schema.DEPENDENCY.keys, schema.DEPENDENCY.case,
+                 where=f"the spec of dependency `{key}`")
+    path = r.opt(spec, "path", str, kp)
+    if path is None:
+        raise r.fail(kp, f"dependency `{key}` needs a `path` (index dependencies are not supported yet)")
+    r.opt(spec, "version", str, kp)
+    full = os.path.normpath(os.path.join(root, path))
+    if check_paths:
+        check_dependency_path(full, path, key, r.pos(kp + ("path",)))
+    return DependencySpec(
+        key=key, namespace=namespace, path=full, written_path=path,
+        features=r.str_list(spec, "features", kp) or (),
+        default_features=r.opt(spec, "default-features", bool, kp, True),
+        tools=r.str_list(spec, "tools", kp) or (),
+        host_module=r.opt(spec, "host-module", bool, kp, False),
+        reexport=r.opt(spec, "reexport", bool, kp, False),
+        feature=feature, keypath=r.source_path(kp),
+        pos=r.pos(kp, "key"), path_pos=r.pos(kp + ("path",)),
+    )
+
+
+def check_dependency_path(full: str, written: str, key: str, pos: Position) -> None:
+    if not os.path.isfile(os.path.join(full, MANIFEST_NAME)):
+        what = "does not exist" if not os.path.exists(full) else f"has no {MANIFEST_NAME}"
+        raise ManifestError(f"path dependency `{key}`: `{written}` {what}", pos)

@@ -1,0 +1,155 @@
+"""Typed, positioned access to one parsed manifest: every failure is a `ManifestError` at the
+offending key or value, every unknown key a positioned warning (an error under `--strict`).
+
+`tomllib` keeps no positions, so `toml_positions.SourceMap` maps key paths to line and column.
+The folded manifest is read through the same reader with a `Provenance`: an entry that came from
+`[target.<selector>.build]` is reported where it is written, not where it was folded to.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from ..errors import ManifestError, Position
+from . import schema
+from .toml_positions import SourceMap
+
+_BARE = re.compile(r"[A-Za-z0-9_-]+$")
+TYPE_NAMES = {str: "a string", bool: "a boolean", int: "an integer", float: "a float",
+              list: "an array", dict: "a table"}
+
+
+def display_path(path: str) -> str:
+    """A path as the user should read it: relative to the cwd when below it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def type_name(value: Any) -> str:
+    for t, name in TYPE_NAMES.items():
+        if type(value) is t:
+            return name
+    return type(value).__name__
+
+
+def toml_key(key: str | int) -> str:
+    """One key path segment as TOML would spell it: bare when it can be, else quoted."""
+    if isinstance(key, int):
+        return str(key)
+    if _BARE.match(key):
+        return key
+    if ('"' in key or key.startswith("cfg(")) and "'" not in key and "\n" not in key:
+        return f"'{key}'"  # a literal string: how selectors are written ([target.'cfg(unix)'])
+    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def header(keypath: tuple) -> str:
+    """`[target.'cfg(unix)'.build]`; the top level is `[top level]`."""
+    return "[" + (".".join(toml_key(k) for k in keypath) or "top level") + "]"
+
+
+def dotted(keypath: tuple) -> str:
+    return ".".join(toml_key(k) for k in keypath)
+
+
+class Provenance:
+    """Where each entry of a folded document is written in the source document."""
+
+    def __init__(self, mapping: dict[tuple, tuple] | None = None):
+        self.mapping = mapping or {}
+
+    def source_of(self, path: tuple) -> tuple:
+        for n in range(len(path), 0, -1):
+            src = self.mapping.get(path[:n])
+            if src is not None:
+                return src + tuple(path[n:])
+        return tuple(path)
+
+
+class Reader:
+    def __init__(self, path: str, text: str, smap: SourceMap, *, strict: bool = False,
+                 provenance: Provenance | None = None, warnings: list[str] | None = None):
+        self.path = path
+        self.shown = display_path(path)
+        self.lines = text.splitlines()
+        self.smap = smap
+        self.strict = strict
+        self.provenance = provenance or Provenance()
+        self.warnings = warnings if warnings is not None else []
+
+    # -- positions ----------------------------------------------------------------------------
+    def source_path(self, keypath: tuple) -> tuple:
+        return self.provenance.source_of(tuple(keypath))
+
+    def pos(self, keypath: tuple, prefer: str = "value") -> Position:
+        line, col = self.smap.nearest(self.source_path(keypath), prefer=prefer)
+        return Position(self.shown, line, col)
+
+    def pos_inside(self, keypath: tuple, offset: int, prefer: str = "value") -> Position:
+        """The position of character `offset` inside the string (key or value) at `keypath`,
+        when the string is written without escapes; else the string's own position."""
+        pos = self.pos(keypath, prefer)
+        line = self.lines[pos.line - 1] if pos.line and pos.line <= len(self.lines) else ""
+        at = pos.col - 1
+        quote = line[at:at + 1]
+        if quote in ("'", '"'):
+            end = line.find(quote, at + 1)
+            if end < 0 or (quote == '"' and "\\" in line[at:end]) or line.startswith(quote * 3, at):
+                return pos
+            return Position(pos.path, pos.line, pos.col + 1 + offset)
+        return Position(pos.path, pos.line, pos.col + offset)
+
+    def fail(self, keypath: tuple, message: str, prefer: str = "value", notes=None) -> ManifestError:
+        return ManifestError(message, self.pos(keypath, prefer), notes)
+
+    def fail_at(self, pos: Position, message: str) -> ManifestError:
+        return ManifestError(message, pos)
+
+    def warn(self, keypath: tuple, message: str, prefer: str = "key") -> None:
+        line = f"{self.pos(keypath, prefer)}: warning: {message}"
+        if line not in self.warnings:
+            self.warnings.append(line)
+
+    # -- keys ---------------------------------------------------------------------------------
+    def check_keys(self, table: dict, keypath: tuple, known: tuple[str, ...], case: str,
+                   where: str | None = None) -> None:
+        """A known key in the wrong case is an error naming the right one; any other unknown
+        key warns (an error under --strict)."""
+        where = where or header(keypath)
+        for key in table:
+            if key in known:
+                continue
+            right = schema.did_you_mean(key, known)
+            if right is not None:
+                raise self.fail(keypath + (key,), f"unknown key `{key}` in {where}; did you mean `{right}`? "
+                                                  f"({schema.CASE_RULE[case]})", prefer="key")
+            self.unknown(keypath + (key,), f"unknown key `{key}` in {where}", known)
+
+    def unknown(self, keypath: tuple, message: str, known: tuple[str, ...]) -> None:
+        if self.strict:
+            raise self.fail(keypath, f"{message} (--strict); known keys: {', '.join(known)}", prefer="key")
+        self.warn(keypath, f"{message} (ignored)")
+
+    # -- typed values -------------------------------------------------------------------------
+    def expect(self, value: Any, kind: type, keypath: tuple) -> Any:
+        if type(value) is not kind:
+            raise self.fail(keypath, f"`{dotted(self.source_path(keypath))}` must be {TYPE_NAMES[kind]}, "
+                                     f"found {type_name(value)}")
+        return value
+
+    def opt(self, table: dict, key: str, kind: type, keypath: tuple, default=None):
+        if key not in table:
+            return default
+        return self.expect(table[key], kind, keypath + (key,))
+
+    def str_list(self, table: dict, key: str, keypath: tuple) -> tuple[str, ...] | None:
+        if key not in table:
+            return None
+        items = self.expect(table[key], list, keypath + (key,))
+        for i, item in enumerate(items):
+            self.expect(item, str, keypath + (key, i))
+        return tuple(items)

@@ -1,0 +1,100 @@
+"""`mcpp metadata`: the folded manifests and the package graph of one build, as the engine sees them.
+
+It loads the graph through the same funnel as `build`, `run` and `test` (`graph.load_graph`:
+target, accelerator set and features applied, `[target.<selector>]` folded), so what it prints is
+what a build with the same flags would read, never a second interpretation. `--target` may name
+any known triple here: nothing is compiled, so a cross target can be inspected before the engine
+can build for it.
+
+Text: one block per package (dependencies first), a `#` header line, then the flat, source-ordered
+table of `manifest/flat.py`. JSON (`--format json`): the context, every package with its folded
+document, active features, sources, payloads, and the dependency edges.
+"""
+from __future__ import annotations
+
+import json
+
+from .graph import Package, PackageGraph, Selection, load_graph
+from .manifest.flat import flat_lines, jsonable
+from .manifest.load import display_path
+from .manifest.model import PayloadSpec
+
+FORMAT_VERSION = 1
+
+
+def collect(cwd: str, manifest_path: str | None, selection: Selection) -> PackageGraph:
+    selection.cross_ok = True
+    return load_graph(cwd, manifest_path, selection)
+
+
+def warnings(graph: PackageGraph) -> list[str]:
+    out: list[str] = []
+    for pkg in graph.order:
+        out += [w for w in pkg.manifest.warnings if w not in out]
+    return out
+
+
+def _context_line(graph: PackageGraph) -> str:
+    ctx = graph.context
+    cross = "" if not ctx.cross else " (cross)"
+    return f"# target {ctx.target.text}{cross}, host {ctx.host.text}, accel {ctx.accel} ({ctx.accel_from})"
+
+
+def render_text(graph: PackageGraph) -> str:
+    lines = [_context_line(graph)]
+    for pkg in graph.order:
+        features = ", ".join(sorted(pkg.features)) or "none"
+        lines.append(f"# package {pkg.name} {pkg.version} ({display_path(pkg.manifest.path)}), features: {features}")
+        lines += flat_lines(pkg.manifest.document, pkg.manifest.notes)
+    return "\n".join(lines) + "\n"
+
+
+def _payload(p: PayloadSpec) -> dict:
+    return {"address": p.address, "namespace": p.namespace, "name": p.name, "version": p.version,
+            "axis": p.axis, "feature": p.feature}
+
+
+def _package(pkg: Package) -> dict:
+    from .plan.sources import package_sources
+
+    m = pkg.manifest
+    active = sorted(pkg.features)
+    return {
+        "id": f"{pkg.name} {pkg.version}",
+        "name": pkg.name,
+        "version": pkg.version,
+        "namespace": m.namespace,
+        "manifest_path": m.path,
+        "root": m.root,
+        "features": active,
+        "dependencies": [{"name": dep.name, "id": f"{dep.name} {dep.version}", "path": spec.path,
+                          "kind": "feature" if spec.feature else "dev" if spec in m.dev_dependencies else "normal",
+                          "feature": spec.feature} for spec, dep in pkg.edges],
+        "sources": [s.path for s in package_sources(pkg)],
+        "runner": list(m.runner) if m.runner is not None else None,
+        "sysroot": m.sysroot,
+        "xlings": {
+            "deps": [_payload(p) for p in m.xlings.deps],
+            "workspace": [_payload(p) for p in m.xlings.workspace],
+            "features": {f: [_payload(p) for p in specs] for f, specs in m.feature_xlings.items() if f in active},
+        },
+        "manifest": jsonable(m.document),
+    }
+
+
+def render_json(graph: PackageGraph) -> str:
+    ctx = graph.context
+    data = {
+        "version": FORMAT_VERSION,
+        "context": {
+            "target": ctx.target.text, "host": ctx.host.text, "cross": ctx.cross,
+            "target_facts": ctx.target.facts(),
+            "accel": [{"name": e.name, "version": e.version, "archs": list(e.archs), "floor": e.floor}
+                      for e in ctx.accel.entries],
+            "accel_from": ctx.accel_from,
+        },
+        "workspace_root": graph.workspace_root,
+        "members": [p.name for p in graph.members],
+        "packages": [_package(p) for p in graph.order],
+    }
+    return json.dumps(data, indent=2) + "\n"
