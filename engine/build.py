@@ -9,6 +9,7 @@ import fcntl
 import json
 import os
 import platform as host_platform
+import threading
 from dataclasses import dataclass, field
 
 from cas.action import Platform
@@ -16,6 +17,7 @@ from cas.action_cache import ActionCache
 from cas.home import Home
 from cas.local_store import LocalZstdStore
 from cas.materialize import Materializer
+from cas.remote.config import RemoteConfigError, RemoteSettings, resolve_settings
 from cas.verifying_store import VerifyingStore
 
 from sandbox import SandboxUnavailable, make_sandbox
@@ -44,6 +46,8 @@ class BuildOptions:
     keep_going: bool = False
     toolchain: str | None = None
     sandbox: str | None = None  # bwrap | dir | off; None: bwrap when it works, else dir
+    remote: str | None = None  # --remote URL; None: MCPP_REMOTE, then [remote] url in config.toml
+    remote_upload: bool | None = None  # --remote-upload/--no-remote-upload; None: env, then config
 
 
 @dataclass
@@ -81,6 +85,7 @@ class _BuildLock:
 def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
           runner: ActionRunner | None = None) -> BuildOutcome:
     clock = Stopwatch()
+    remote = resolve_remote(opts)
     graph = load_graph(opts.cwd, opts.manifest_path, opts.selection)
     for pkg in graph.order:
         for w in pkg.manifest.warnings:
@@ -93,7 +98,7 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
         # The planner needs module scans, which the state caches by source digest.
         state = BuildState(state_dir, execroot_of(graph))
         plan = Planner(graph, toolchain, profile, scan=state.scan, with_tests=with_tests).build()
-        result, counters = _execute(plan, graph, toolchain, opts, reporter, state, runner, state_dir)
+        result, counters = _execute(plan, graph, toolchain, opts, reporter, state, runner, state_dir, remote)
         _write_compile_commands(graph, plan, changed=counters.fresh < len(plan.actions))
     finally:
         lock.release()
@@ -104,14 +109,32 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
         reporter.warning(f"a cached output of `{action_id}` was missing or corrupt in the store; "
                          "the action ran again and the cache is healed")
     reporter.event("build-finished", success=result.ok, executed=counters.executed,
-                   cached=counters.cache_hits, fresh=counters.fresh, failed=len(result.failed),
+                   cached=counters.cache_hits, remote=counters.remote_hits, fresh=counters.fresh,
+                   failed=len(result.failed),
                    files_hashed=state.stats.hashed, duration=round(outcome.elapsed, 3))
     if not result.ok:
         names = ", ".join(result.failed[:3]) + (" ..." if len(result.failed) > 3 else "")
         raise BuildFailed(f"build failed: {len(result.failed)} action(s) failed ({names})")
-    cached = f" ({counters.cache_hits} cached)" if counters.cache_hits else ""
-    reporter.status("Finished", f"{profile.summary} in {outcome.elapsed:.2f}s{cached}")
+    reporter.status("Finished", f"{profile.summary} in {outcome.elapsed:.2f}s{_hits(counters)}")
     return outcome
+
+
+def _hits(counters: Counters) -> str:
+    """` (3 cached, 12 remote hits)`: what the build restored instead of running."""
+    parts = []
+    if counters.cache_hits:
+        parts.append(f"{counters.cache_hits} cached")
+    if counters.remote_hits:
+        parts.append(f"{counters.remote_hits} remote hit{'' if counters.remote_hits == 1 else 's'}")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def resolve_remote(opts: BuildOptions) -> RemoteSettings | None:
+    """`--remote` > `MCPP_REMOTE` > `[remote]` in `$MCPP_HOME/config.toml` (cas/remote/config.py)."""
+    try:
+        return resolve_settings(opts.remote, opts.remote_upload, os.environ, Home.default().root)
+    except RemoteConfigError as e:
+        raise McppError(str(e)) from None
 
 
 def execroot_of(graph: PackageGraph) -> str:
@@ -123,8 +146,8 @@ def record_last_build(counters: Counters) -> None:
     """Remember the hit rate of this build for `mcpp cache stats`."""
     home = Home.default()
     path = os.path.join(home.root, "last-build.json")
-    data = {"fresh": counters.fresh, "cache_hits": counters.cache_hits, "executed": counters.executed,
-            "failed": counters.failed}
+    data = {"fresh": counters.fresh, "cache_hits": counters.cache_hits, "remote_hits": counters.remote_hits,
+            "executed": counters.executed, "failed": counters.failed}
     try:
         os.makedirs(home.root, exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
@@ -137,7 +160,7 @@ def record_last_build(counters: Counters) -> None:
 
 def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildOptions,
              reporter: Reporter, state: BuildState, runner: ActionRunner | None,
-             state_dir: str) -> tuple[ScheduleResult, Counters]:
+             state_dir: str, remote_settings: RemoteSettings | None = None) -> tuple[ScheduleResult, Counters]:
     platform = Platform(toolchain.identity, host_triple())
     keys = KeyComputer(state, platform, plan.generated)
     home = Home.default()
@@ -158,11 +181,17 @@ def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildO
 
         runner = SandboxRunner(lambda: _make_sandbox(opts.sandbox, str(home.root), reporter),
                                plan.execroot, stage)
+    jobs = opts.jobs or os.cpu_count() or 1
+    workers, slots = jobs, None
+    remote = _remote_cache(remote_settings, home, store, plan, reporter) if remote_settings else None
+    if remote is not None:
+        # Remote lookups mostly wait on the server: let several overlap, but run at most -j
+        # local processes (the pipeline takes a slot around each one).
+        workers, slots = max(jobs, min(4 * jobs, 32)), threading.BoundedSemaphore(jobs)
     pipeline = ActionPipeline(plan, state, keys, runner, store, ActionCache(home.ac), mat, reporter,
-                              ExplainLog(state_dir, f"{platform.toolchain} on {platform.host}"))
+                              ExplainLog(state_dir, f"{platform.toolchain} on {platform.host}"), remote, slots)
     packages = {p.name: p for p in graph.order}
     announced: set[str] = set()
-    jobs = opts.jobs or os.cpu_count() or 1
     reporter.event("build-started", actions=len(plan.actions), jobs=jobs)
 
     def on_start(action_id: str) -> None:
@@ -174,17 +203,34 @@ def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildO
         if reporter.verbose:
             reporter.status("Running", "`" + " ".join(pipeline.by_id[action_id].argv) + "`")
 
+    completed = False
     try:
-        result = run_graph([a.id for a in plan.actions], plan.prereqs, jobs=jobs, check=pipeline.check,
+        result = run_graph([a.id for a in plan.actions], plan.prereqs, jobs=workers, check=pipeline.check,
                            execute=pipeline.execute, finish=pipeline.finish, keep_going=opts.keep_going,
                            on_start=on_start, on_progress=reporter.progress)
+        completed = True
     finally:
         if isinstance(runner, SandboxRunner):
             runner.shutdown()  # also on Ctrl-C: kills running actions, removes their directories
         reporter.end_progress()
         state.save()
         pipeline.explain.save()
+        if remote is not None:
+            remote.close(wait=completed)  # uploads still queued finish before `Finished`
     return result, pipeline.counters
+
+
+def _remote_cache(settings: RemoteSettings, home: Home, store: VerifyingStore, plan: Plan, reporter: Reporter):
+    from cas.remote.cache import RemoteCache  # imports gRPC: only builds with a remote pay for it
+
+    def content_of(rel: str) -> bytes:
+        data = plan.generated.get(rel)
+        if data is not None:
+            return data
+        with open(os.path.join(plan.execroot, rel), "rb") as f:
+            return f.read()
+
+    return RemoteCache(settings, home, store, content_of, reporter.warning)
 
 
 _SANDBOX_WARNED: set[str] = set()
@@ -225,19 +271,22 @@ __all__ = ["BuildOptions", "BuildOutcome", "build", "McppError"]
 def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     """Let the next identical `mcpp build` answer from stats alone (engine/noop.py)."""
     from . import noop
-    from .plan.sources import include_dirs
+    from .plan.sources import glob_roots
 
     plan, graph = outcome.plan, outcome.graph
     files = [graph.root_manifest.path] + [p.manifest.path for p in graph.order] + noop.engine_files()
     files.append(os.path.join(graph.workspace_root, "compile_commands.json"))
+    # A manifest appearing above the working directory could make it a workspace member.
+    files += [os.path.join(d, "mcpp.toml") for d in noop.ancestors(os.getcwd())]
     for a in plan.actions:
         files += [os.path.join(plan.execroot, p) for p in a.inputs + a.outputs + outcome.discovered.get(a.id, ())]
         files += list(a.tools)
-    dirs = noop.ancestors(os.getcwd())
+    # Only the directories globs read: other files (editor swaps, another tool's logs) beside
+    # the manifest must not send every no-op down the full path.
+    dirs: list[str] = []
     for p in graph.order:
-        dirs += noop.walked_dirs(p.root)
-        for d in include_dirs(p):
-            dirs += noop.walked_dirs(d)
+        for root in glob_roots(p):
+            dirs += noop.walked_dirs(root)
     dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
     line = None if quiet else ("Finished".rjust(12), f"{outcome.profile.summary} in {{elapsed}}")
     noop.record(argv, line, files, dirs, len(plan.actions))

@@ -40,6 +40,27 @@ def _split_features(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def context_flags() -> list:
+    """What a manifest is folded for (DESIGN §2): shared by build, run, test and metadata."""
+    return [
+        click.option("--target", "target", metavar="TRIPLE", default=None,
+                     help="Target triple (default: the host); selects [target.<triple>] and cfg(...) sections."),
+        click.option("--accel", "accel", metavar="SPEC", default=None,
+                     help="Accelerator set for this build, e.g. 'cuda12.9+{sm_89}, vulkan1.2' "
+                          "(default: [build] accel)."),
+        click.option("--no-accel", "no_accel", is_flag=True, help="Build with the empty accelerator set."),
+        click.option("--strict", is_flag=True, help="Unknown manifest keys are errors, not warnings."),
+    ]
+
+
+def _apply(options):
+    def decorate(fn):
+        for opt in reversed(options()):
+            fn = opt(fn)
+        return fn
+    return decorate
+
+
 def build_flags(fn):
     """The flags `build`, `run` and `test` share (DESIGN §2)."""
     options = [
@@ -49,11 +70,17 @@ def build_flags(fn):
                      help="Comma- or space-separated features to activate."),
         click.option("--all-features", is_flag=True, help="Activate every feature."),
         click.option("--no-default-features", is_flag=True, help="Do not activate the `default` feature."),
+        *context_flags(),
         click.option("-p", "--package", "packages", multiple=True, metavar="NAME", help="Package(s) to build."),
         click.option("--toolchain", metavar="NAME", help="gcc (default), clang or clang-19."),
         click.option("--keep-going", is_flag=True, help="Build as much as possible after a failure."),
         click.option("--sandbox", type=click.Choice(["bwrap", "dir", "off"]), default=None,
                      help="How actions are isolated (default: bwrap when it works, else dir)."),
+        click.option("--remote", "remote", metavar="URL", default=None,
+                     help="Remote cache (REAPI): grpc://HOST:PORT or unix:PATH "
+                          "(else MCPP_REMOTE, else [remote] url in $MCPP_HOME/config.toml)."),
+        click.option("--remote-upload/--no-remote-upload", "remote_upload", default=None,
+                     help="Upload results of actions run here to the remote cache."),
         click.option("--message-format", type=click.Choice(["human", "json"]), default="human",
                      help="json: one JSON object per build event on stdout."),
         click.option("-j", "--jobs", "jobs_local", type=int, default=None, metavar="N",
@@ -80,8 +107,10 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
         cwd=os.getcwd(), manifest_path=ctx.manifest_path, profile=profile,
         selection=Selection(packages=kw["packages"], features=_split_features(kw["features"]),
                             all_features=kw["all_features"], no_default_features=kw["no_default_features"],
-                            with_dev_deps=with_dev),
-        jobs=jobs or 0, keep_going=kw["keep_going"], toolchain=kw["toolchain"], sandbox=kw["sandbox"])
+                            with_dev_deps=with_dev, target=kw["target"], accel=kw["accel"],
+                            no_accel=kw["no_accel"], strict=kw["strict"]),
+        jobs=jobs or 0, keep_going=kw["keep_going"], toolchain=kw["toolchain"], sandbox=kw["sandbox"],
+        remote=kw["remote"], remote_upload=kw["remote_upload"])
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -195,6 +224,30 @@ def explain_cmd(ctx: _Ctx, action, **kw):
     records = load_records(os.path.join(graph.target_dir, opts.profile, ".mcpp", "explain"))
     action_id = find_action(records, action)
     click.echo("\n".join(explain_lines(action_id, records[action_id])))
+
+
+@cli.command("metadata")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              help="text: the flat folded manifest per package; json: with the package graph.")
+@click.option("--features", "features", multiple=True, metavar="LIST",
+              help="Comma- or space-separated features to activate.")
+@click.option("--all-features", is_flag=True, help="Activate every feature.")
+@click.option("--no-default-features", is_flag=True, help="Do not activate the `default` feature.")
+@click.option("-p", "--package", "packages", multiple=True, metavar="NAME", help="Package(s) to show.")
+@_apply(context_flags)
+@click.pass_obj
+def metadata_cmd(ctx: _Ctx, fmt, **kw):
+    """The folded manifest(s) and package graph of this build (target, features, accel applied)."""
+    from . import metadata
+
+    selection = Selection(packages=kw["packages"], features=_split_features(kw["features"]),
+                          all_features=kw["all_features"], no_default_features=kw["no_default_features"],
+                          target=kw["target"], accel=kw["accel"], no_accel=kw["no_accel"], strict=kw["strict"])
+    graph = metadata.collect(os.getcwd(), ctx.manifest_path, selection)
+    reporter = ctx.reporter()
+    for w in metadata.warnings(graph):
+        reporter.raw_warning(w)
+    click.echo(metadata.render_json(graph) if fmt == "json" else metadata.render_text(graph), nl=False)
 
 
 def _shown(path: str) -> str:

@@ -3,11 +3,17 @@
 1. *Fresh*: the state under `target/` says the last run's key still holds and the outputs are
    intact: nothing to do (the no-op path; stats only, no hashing).
 2. *Cached*: the action cache has an entry for the key: outputs are copied from the store's
-   materialization area into `target/`, and the warnings the action printed are replayed (copies, not links: see `Materializer.copy_into`). Compile actions read headers that are known only from their depfile, so their
-   lookup is two-level (as ccache's direct mode): a first-level key without headers names the
-   header sets seen before, and each set gives a full key to look up.
-3. *Run*: through the `ActionRunner` seam; the outputs go into the store and an entry into the
-   action cache, so the next build anywhere on this `$MCPP_HOME` is a hit.
+   materialization area into `target/` (copies, not links: see `Materializer.copy_into`), and
+   the warnings the action printed are replayed. Compile actions read headers that are known
+   only from their depfile, so their lookup is two-level (as ccache's direct mode): a
+   first-level key without headers names the header sets seen before, and each set gives a
+   full key to look up.
+3. *Remote* (with `--remote`): on a local miss the remote cache is asked (`cas.remote`); a hit's
+   outputs are fetched, verified and put into the local store, and a local entry is written, so
+   the next build is a local hit.
+4. *Run*: through the `ActionRunner` seam; the outputs go into the store and an entry into the
+   action cache, so the next build anywhere on this `$MCPP_HOME` is a hit (and, with
+   `--remote-upload`, the result is queued for upload to the remote cache).
 
 The scheduler calls `check` and `finish` on its own thread and `execute` on worker threads;
 all bookkeeping of keys and state happens on the scheduler's thread.
@@ -15,7 +21,10 @@ all bookkeeping of keys and state happens on the scheduler's thread.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+import threading
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from cas.action import Action
 from cas.action_cache import ActionCache, ActionEntry
@@ -31,6 +40,9 @@ from .incremental import BuildState, KeyComputer
 from .plan.planner import Plan
 from .report import Reporter
 
+if TYPE_CHECKING:  # the remote layer imports gRPC: only builds that use it load it
+    from cas.remote.cache import RemoteCache
+
 
 @dataclass
 class Outcome:
@@ -39,12 +51,14 @@ class Outcome:
     key: str = ""
     discovered: tuple[str, ...] = ()
     outputs: dict[str, Digest] = field(default_factory=dict)  # stored outputs of a successful run
+    remote: bool = False  # `entry` came from the remote cache (its local key is computed in finish)
 
 
 @dataclass
 class Counters:
     fresh: int = 0
     cache_hits: int = 0
+    remote_hits: int = 0
     executed: int = 0
     failed: int = 0
     healed: list[str] = field(default_factory=list)  # actions re-run because a blob was corrupt
@@ -53,7 +67,8 @@ class Counters:
 class ActionPipeline:
     def __init__(self, plan: Plan, state: BuildState, keys: KeyComputer, runner: ActionRunner,
                  store: VerifyingStore, ac: ActionCache, mat: Materializer, reporter: Reporter,
-                 explain: ExplainLog):
+                 explain: ExplainLog, remote: "RemoteCache | None" = None,
+                 local_slots: threading.Semaphore | None = None):
         self.plan = plan
         self.state = state
         self.keys = keys
@@ -63,6 +78,12 @@ class ActionPipeline:
         self.mat = mat
         self.reporter = reporter
         self.explain = explain
+        self.remote = remote
+        # With a remote cache the scheduler runs more workers than -j, so that remote lookups
+        # (mostly waiting on the network) overlap; `local_slots` keeps local processes at -j.
+        self.local_slots = local_slots
+        # action id -> (input digests, tool digests) the key used, for the remote cache's workers
+        self.remote_keys: dict[str, tuple[dict[str, Digest], dict[str, Digest]]] = {}
         self.by_id: dict[str, Action] = {a.id: a for a in plan.actions}
         self.candidates: dict[str, tuple[str, list[tuple[str, tuple[str, ...]]]]] = {}
         self.counters = Counters()
@@ -77,6 +98,10 @@ class ActionPipeline:
         key1 = self.keys.key(a, ())
         sets = self.ac.get_manifest(key1) if a.depfile else [()]
         self.candidates[action_id] = (key1, [(self.keys.key(a, s) if s else key1, s) for s in sets])
+        if self.remote is not None:
+            # Digests come from the stat cache, which only this thread may use.
+            self.remote_keys[action_id] = ({p: self.keys.digest_of(p) for p in a.inputs},
+                                           {t: self.keys.state.tool_digest(t) for t in a.tools})
         return False
 
     # -- worker threads ---------------------------------------------------------------------
@@ -96,14 +121,30 @@ class ActionPipeline:
                 self.ac.delete(key)
                 self.counters.healed.append(a.id)
                 break
+        if self.remote is not None:
+            outcome = self._remote_lookup(a)
+            if outcome is not None:
+                return outcome
         for path in a.inputs:
             if path in self.plan.generated:
                 write_if_changed(os.path.join(self.plan.execroot, path), self.plan.generated[path])
-        res = self.runner.run(a)
+        with self.local_slots or nullcontext():
+            res = self.runner.run(a)
         outcome = Outcome(run=res)
         if res.exit_code == 0 and all(os.path.exists(self._abs(o)) for o in a.outputs):
             outcome.outputs = {o: self.store.put_file(self._abs(o)) for o in a.outputs}
         return outcome
+
+    def _remote_lookup(self, a: Action) -> Outcome | None:
+        inputs, tools = self.remote_keys[a.id]
+        hit = self.remote.lookup(a, self.keys.platform, tools, inputs)
+        if hit is None:
+            return None
+        try:
+            self._restore(a, hit.entry)
+        except StoreError:
+            return None  # the blobs were just stored; losing one now means a broken local store
+        return Outcome(entry=hit.entry, discovered=hit.discovered, remote=True)
 
     def _restore(self, a: Action, entry: ActionEntry) -> None:
         missing = self.store.find_missing([d for d, _ in entry.outputs.values()])
@@ -118,11 +159,23 @@ class ActionPipeline:
     # -- scheduler thread -------------------------------------------------------------------
     def finish(self, action_id: str, outcome: Outcome) -> bool:
         a = self.by_id[action_id]
+        if outcome.remote:
+            return self._finish_remote(a, outcome)
         if outcome.entry is not None:
             return self._finish_cached(a, outcome)
         return self._finish_run(a, outcome)
 
-    def _finish_cached(self, a: Action, outcome: Outcome) -> bool:
+    def _finish_remote(self, a: Action, outcome: Outcome) -> bool:
+        """Record a remote hit locally (entry, header manifest), then finish it as a cache hit."""
+        key = self.keys.key(a, outcome.discovered)
+        outcome.entry = replace(outcome.entry, inputs=self._keyed_inputs(a, outcome.discovered))
+        outcome.key = key
+        self.ac.put(key, outcome.entry)
+        if a.depfile:
+            self.ac.add_manifest(self.candidates[a.id][0], outcome.discovered)
+        return self._finish_cached(a, outcome, status="remote")
+
+    def _finish_cached(self, a: Action, outcome: Outcome, status: str = "cached") -> bool:
         entry = outcome.entry
         self._replay(a, entry)
         outputs = {}
@@ -132,8 +185,11 @@ class ActionPipeline:
             outputs[out] = str(digest)
         self.state.record(a.id, outcome.key, outcome.discovered, outputs)
         self.explain.record(a, outcome.key, self._keyed_inputs(a, outcome.discovered), self.keys)
-        self.counters.cache_hits += 1
-        self._event(a, "cached")
+        if status == "remote":
+            self.counters.remote_hits += 1
+        else:
+            self.counters.cache_hits += 1
+        self._event(a, status)
         return True
 
     def _finish_run(self, a: Action, outcome: Outcome) -> bool:
@@ -169,6 +225,8 @@ class ActionPipeline:
         self.ac.put(key, entry)
         if a.depfile:
             self.ac.add_manifest(self.candidates[a.id][0], discovered)
+        if self.remote is not None and self.remote.upload_enabled:
+            self.remote.upload(a, self.keys.platform, self.remote_keys[a.id][1], inputs, discovered, entry)
         self.state.record(a.id, key, discovered, {o: str(d) for o, d in outcome.outputs.items()})
         self.explain.record(a, key, inputs, self.keys)
         self.counters.executed += 1

@@ -87,3 +87,24 @@ def header_pool(pkg: Package) -> list[str]:
     for d in include_dirs(pkg):
         out += [os.path.join(d, p) for p in globs.expand(d, ["**/*"])]
     return sorted(set(out))
+
+
+def glob_roots(pkg: Package) -> list[str]:
+    """Absolute directories whose contents decide what `pkg` compiles: the literal directory
+    prefix of each source pattern (`src/**/*.cpp` -> `src/`), the include directories and the
+    header pool's `src/`. A new file can only join the build inside one of these."""
+    m = pkg.manifest
+    patterns = list(m.build.sources) if m.build.sources is not None else list(DEFAULT_GLOBS)
+    for f in m.features.values():
+        patterns += list(f.sources)
+    patterns.append("src/x")
+    roots = []
+    for pattern in patterns:
+        parts = pattern.lstrip("!").split("/")
+        literal = []
+        for part in parts[:-1]:
+            if any(c in part for c in "*?[{"):
+                break
+            literal.append(part)
+        roots.append(os.path.normpath(os.path.join(m.root, *literal)))
+    return sorted(set(roots) | set(include_dirs(pkg)))

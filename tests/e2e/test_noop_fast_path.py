@@ -67,3 +67,18 @@ def test_a_build_that_warned_is_not_answered_by_the_fast_path(project, mcpp):
     settle(mcpp, root)
     assert build_in_process(root, mcpp) == "ENGINE LOADED"
     assert "unknown key `flavour`" in mcpp("build", cwd=root).err  # the warning is shown every time
+
+
+def test_an_unrelated_file_beside_the_manifest_keeps_the_fast_path(tmp_path, mcpp):
+    root = copy_example("01-hello", tmp_path)
+    settle(mcpp, root)
+    (root / ".ninja_log").write_text("another tool's log\n")
+    (root / "notes.txt").write_text("not a source\n")
+    assert build_in_process(root, mcpp) == "FAST PATH"
+
+
+def test_a_manifest_appearing_above_takes_the_full_path(tmp_path, mcpp):
+    root = copy_example("01-hello", tmp_path / "ws")
+    settle(mcpp, root)
+    (tmp_path / "ws" / "mcpp.toml").write_text('[workspace]\nmembers = ["01-hello"]\n')
+    assert build_in_process(root, mcpp) == "ENGINE LOADED"

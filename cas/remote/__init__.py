@@ -1,0 +1,47 @@
+"""A remote cache over the Remote Execution API v2 (gRPC): one more layer over the local stores.
+
+One concept per module, lowest first:
+
+- `protocol`: the REAPI/ByteStream/Status messages this client uses, declared in Python (no
+  generated code) and the gRPC method paths;
+- `digests`: `RemoteDigest` and the digest functions (BLAKE3 where the server offers it, else
+  SHA-256), with ByteStream resource names;
+- `side_index`: blake3 -> SHA-256 pairs kept in `$MCPP_HOME/remote/`, so nothing is hashed twice;
+- `client`: `RemoteClient`, the gRPC conversation (capabilities, batches under the server's
+  limit, ByteStream in 1 MiB chunks, the action cache);
+- `store`: `RemoteStore`, the server's CAS as a `BlobStore` tied to the local store (fetch and
+  verify, push what is missing);
+- `actions`: an mcpp `Action` as REAPI `Command` + input-root `Directory` + `Action`, and the
+  header manifests of the two-level lookup;
+- `action_cache`: `RemoteActionCache` (blobs before results; manifests);
+- `cache`: `RemoteCache`, the engine's entry point (lazy connection, one warning and local
+  building when the server fails, background uploads);
+- `config`: `--remote` > `MCPP_REMOTE` > `[remote]` in `$MCPP_HOME/config.toml`.
+
+Importing this package (or `config`) does not import gRPC; the names below load on first use.
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "RemoteCache": "cache", "RemoteHit": "cache", "RemoteCounters": "cache",
+    "RemoteClient": "client", "RemoteError": "client", "BlobMissing": "client", "ServerInfo": "client",
+    "RemoteStore": "store", "RemoteCorrupt": "store",
+    "RemoteActionCache": "action_cache",
+    "RemoteAction": "actions", "remote_action": "actions", "manifest_action": "actions",
+    "RemoteDigest": "digests", "DigestFunction": "digests", "SHA256": "digests", "BLAKE3": "digests",
+    "SideIndex": "side_index",
+    "RemoteSettings": "config", "RemoteConfigError": "config", "resolve_settings": "config",
+    "parse_remote_url": "config",
+}
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cas.remote' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+__all__ = sorted(_EXPORTS)

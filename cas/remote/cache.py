@@ -1,0 +1,296 @@
+"""`RemoteCache`: what one build asks of a remote cache, and what happens when it fails.
+
+The engine calls two things: `lookup` on a local miss (worker threads) and `upload` after a
+successful local run (queued to background threads, so a build never waits on the network
+between actions; `close` waits for the queue). Everything else is the policy of this module:
+
+- *Lazy*: the channel opens and `GetCapabilities` is read at the first lookup or upload, so a
+  build with nothing to do never touches the network.
+- *Degrade, do not fail*: the first transport error (server down, timeout, refused request)
+  produces one warning through `warn` and turns the remote off for the rest of the build; the
+  build goes on locally. A cache must never fail a build that could simply run the action.
+- *Verify*: a blob whose bytes do not match its digest is rejected with a warning and the
+  action runs locally (`RemoteStore.fetch`).
+- *Publish only what was built from what was keyed*: inputs are re-hashed for the remote key
+  from the blob the local store holds under the digest the local key used; when a file no
+  longer matches that digest (edited during the build) nothing is uploaded.
+
+A remote hit comes back as a local `ActionEntry` whose blobs are already in the local store, so
+the engine writes it to its local action cache and the next build is a local hit.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from ..action import Action, Platform
+from ..action_cache import ActionEntry
+from ..blobstore import BlobStore, StoreError
+from ..digest import Digest, digest_bytes
+from ..home import Home
+from .action_cache import RemoteActionCache
+from .actions import action_result, remote_action, result_outputs
+from .client import BlobMissing, RemoteClient, RemoteError, ServerInfo
+from .config import RemoteSettings
+from .digests import RemoteDigest
+from .side_index import SideIndex
+from .store import RemoteCorrupt, RemoteStore
+
+SIDE_INDEX = os.path.join("remote", "sha256.idx")
+_UPLOAD_WORKERS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteHit:
+    entry: ActionEntry  # local digests, blobs already in the local store (`inputs` left empty)
+    discovered: tuple[str, ...]  # the header set whose key hit
+
+
+@dataclass
+class RemoteCounters:
+    hits: int = 0
+    misses: int = 0
+    uploaded: int = 0
+    rejected: int = 0  # remote results refused because a blob was corrupt
+
+
+class _InputChanged(Exception):
+    """An input's bytes no longer match the digest its local key was computed from."""
+
+
+class RemoteCache:
+    def __init__(self, settings: RemoteSettings, home: Home, local: BlobStore,
+                 content_of: Callable[[str], bytes], warn: Callable[[str], None]) -> None:
+        """`content_of(path)` answers an execroot-relative input's bytes (generated files too);
+        `warn(text)` shows a warning (called at most once for the server being unavailable)."""
+        self.settings = settings
+        self.local = local
+        self.content_of = content_of
+        self.warn = warn
+        self.index = SideIndex(home.root / SIDE_INDEX)
+        self.counters = RemoteCounters()
+        self.upload_enabled = settings.upload
+        self.info: ServerInfo | None = None
+        self._lock = threading.Lock()
+        self._client: RemoteClient | None = None
+        self._store: RemoteStore | None = None
+        self._ac: RemoteActionCache | None = None
+        self._disabled: str | None = None
+        self._memo: dict[str, RemoteDigest] = {}  # discovered input path -> digest, this build
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: list[Future] = []
+
+    @property
+    def url(self) -> str:
+        return self.settings.url
+
+    @property
+    def disabled(self) -> str | None:
+        """Why the remote was turned off for this build, or None."""
+        return self._disabled
+
+    # --- lookup (worker threads) ----------------------------------------------------------
+
+    def lookup(self, action: Action, platform: Platform, tools: Mapping[str, Digest],
+               inputs: Mapping[str, Digest]) -> RemoteHit | None:
+        """The remote result of `action`, fetched, verified and stored locally; None on a miss.
+
+        `inputs` maps each of `action.inputs` to the blake3 digest the local key used; `tools`
+        each tool to its digest.
+        """
+        if not self._ready():
+            return None
+        store, ac = self._store, self._ac
+        assert store is not None and ac is not None
+        try:
+            try:
+                declared = {p: self._input_digest(p, d) for p, d in inputs.items()}
+                first = remote_action(action, platform, tools, declared, store.fn)
+            except (_InputChanged, OSError, StoreError, ValueError):
+                return self._miss()
+            sets = ac.get_manifest(first) if action.depfile else [()]
+            for headers in sets:
+                candidate = first
+                if headers:
+                    try:
+                        extra = {p: self._discovered_digest(p) for p in headers if p not in declared}
+                        candidate = remote_action(action, platform, tools, {**declared, **extra}, store.fn)
+                    except (OSError, ValueError):
+                        continue  # a header of that set is gone here: this set cannot match
+                result = ac.get(candidate)
+                if result is None or result.exit_code != 0:
+                    continue
+                hit = self._fetch(action, result, headers)
+                if hit is not None:
+                    with self._lock:
+                        self.counters.hits += 1
+                    return hit
+            return self._miss()
+        except RemoteCorrupt as e:
+            with self._lock:
+                self.counters.rejected += 1
+            self.warn(f"remote cache at {self.url} sent a corrupt blob for `{action.id}` ({e.reason}); "
+                      "the action runs locally")
+            return None
+        except BlobMissing:
+            return self._miss()  # the result names a blob the server evicted
+        except RemoteError as e:
+            self._disable(e)
+            return None
+
+    def _fetch(self, action: Action, result, headers: tuple[str, ...]) -> RemoteHit | None:
+        store = self._store
+        assert store is not None
+        outputs = result_outputs(action, result)
+        if outputs is None:
+            return None
+        wanted = [d for d, _ in outputs.values()]
+        streams = {}
+        for name in ("stdout", "stderr"):
+            raw, digest = getattr(result, f"{name}_raw"), getattr(result, f"{name}_digest")
+            d = RemoteDigest.from_proto(digest) if result.HasField(f"{name}_digest") else None
+            if raw:
+                if d is not None and store.fn.mismatch(d, raw):
+                    raise RemoteCorrupt(d, f"inlined {name} does not match its digest")
+                streams[name] = self.local.put(raw)
+            elif d is not None and d.size:
+                wanted.append(d)
+                streams[name] = d
+        local = store.fetch(wanted)
+        for name, value in list(streams.items()):
+            if isinstance(value, RemoteDigest):
+                streams[name] = local[value]
+        entry = ActionEntry(
+            outputs={p: (local[d], 0o555 if executable else 0o444) for p, (d, executable) in outputs.items()},
+            exit_code=0, stdout=streams.get("stdout"), stderr=streams.get("stderr"))
+        return RemoteHit(entry, headers)
+
+    def _miss(self) -> None:
+        with self._lock:
+            self.counters.misses += 1
+        return None
+
+    # --- upload (background threads) ------------------------------------------------------
+
+    def upload(self, action: Action, platform: Platform, tools: Mapping[str, Digest],
+               inputs: Mapping[str, Digest], discovered: tuple[str, ...], entry: ActionEntry) -> None:
+        """Queue the upload of a successful local run: its blobs first, then its result, then its
+        header set. `inputs` covers `action.inputs` and `discovered`, with the local key's digests."""
+        if not self.upload_enabled or self._disabled:
+            return
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(_UPLOAD_WORKERS, thread_name_prefix="mcpp-remote-upload")
+            self._pending.append(self._pool.submit(
+                self._upload, action, platform, dict(tools), dict(inputs), discovered, entry))
+
+    def _upload(self, action: Action, platform: Platform, tools: dict[str, Digest],
+                inputs: dict[str, Digest], discovered: tuple[str, ...], entry: ActionEntry) -> None:
+        if not self._ready() or not self.upload_enabled:
+            return
+        store, ac = self._store, self._ac
+        assert store is not None and ac is not None
+        try:
+            try:
+                names = {p: self._input_digest(p, d) for p, d in inputs.items()}
+                first = remote_action(action, platform, tools, {p: names[p] for p in action.inputs}, store.fn)
+                full = remote_action(action, platform, tools, names, store.fn) if discovered else first
+                outputs = {p: (store.remote_digest(d), bool(mode & 0o111)) for p, (d, mode) in entry.outputs.items()}
+                stdout = store.remote_digest(entry.stdout) if entry.stdout else None
+                stderr = store.remote_digest(entry.stderr) if entry.stderr else None
+            except (_InputChanged, OSError, StoreError, ValueError):
+                return  # an input changed or a blob vanished: publish nothing rather than a guess
+            ac.record(full, action_result(action, outputs, stdout, stderr), entry.blobs(),
+                      headers=(first, discovered) if action.depfile else None)
+            with self._lock:
+                self.counters.uploaded += 1
+        except StoreError:
+            return
+        except RemoteError as e:
+            self._disable(e)
+
+    def close(self, wait: bool = True) -> None:
+        """Finish (or, with `wait=False`, abandon) queued uploads; save the side index."""
+        with self._lock:
+            pool, pending = self._pool, list(self._pending)
+            self._pool = None
+        if pool is not None:
+            if wait:
+                for f in pending:
+                    f.exception()  # errors were handled inside; this only waits
+            pool.shutdown(wait=wait, cancel_futures=not wait)
+        self.index.flush()
+        if self._client is not None:
+            self._client.close()
+
+    # --- digests of inputs ----------------------------------------------------------------
+
+    def _input_digest(self, path: str, d: Digest) -> RemoteDigest:
+        """The remote digest of an input whose local digest is `d`, reading bytes only when the
+        side index does not know it: from the local store if it has the blob, else the file."""
+        store = self._store
+        assert store is not None
+        rd = store.known(d)
+        if rd is not None:
+            return rd
+        if self.local.has(d):
+            try:
+                return store.remote_digest(d)
+            except StoreError:
+                pass
+        data = self.content_of(path)
+        if digest_bytes(data) != d:
+            raise _InputChanged(path)
+        return store.of_bytes(data, d)
+
+    def _discovered_digest(self, path: str) -> RemoteDigest:
+        """A discovered input's remote digest (its local digest is not at hand in a worker)."""
+        with self._lock:
+            rd = self._memo.get(path)
+        if rd is None:
+            assert self._store is not None
+            rd = self._store.of_bytes(self.content_of(path))
+            with self._lock:
+                self._memo[path] = rd
+        return rd
+
+    # --- connection -----------------------------------------------------------------------
+
+    def _ready(self) -> bool:
+        with self._lock:
+            if self._disabled:
+                return False
+            if self._store is not None:
+                return True
+            client = RemoteClient(self.settings.target, self.settings.instance_name, self.settings.timeout)
+            try:
+                info = client.connect()
+            except RemoteError as e:
+                client.close()
+                self._disable_locked(e)
+                return False
+            self.info = info
+            self._client = client
+            self._store = RemoteStore(client, self.local, self.index)
+            self._ac = RemoteActionCache(client, self._store)
+            if self.upload_enabled and not info.update_enabled:
+                self.upload_enabled = False
+                self.warn(f"remote cache at {self.url} does not accept action results "
+                          "(its capabilities say update_enabled = false); nothing is uploaded")
+            return True
+
+    def _disable(self, e: RemoteError) -> None:
+        with self._lock:
+            self._disable_locked(e)
+
+    def _disable_locked(self, e: RemoteError) -> None:
+        if self._disabled:
+            return
+        reason = str(e).splitlines()[0] if str(e) else e.code
+        if len(reason) > 200:
+            reason = reason[:197] + "..."
+        self._disabled = reason
+        self.warn(f"remote cache at {self.url} unavailable ({reason}); building locally")

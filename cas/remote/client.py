@@ -1,0 +1,322 @@
+"""`RemoteClient`: the gRPC conversation with one REAPI server (CAS, ByteStream, action cache).
+
+This layer moves bytes and messages; it knows nothing of the local store or of actions. It
+owns the transport rules every caller would otherwise get wrong:
+
+- *Capabilities first*: `connect` reads `GetCapabilities`, picks the digest function (BLAKE3 where
+  offered, else SHA-256) and the batch limit; every later request carries `digest_function`.
+- *Message limits*: servers refuse gRPC messages over their limit (BuildGrid: 4 MiB). Blobs go in
+  `BatchUpdateBlobs`/`BatchReadBlobs` requests whose payload stays under the server's
+  `max_batch_total_size_bytes` (minus room for the message framing); a blob too large for any
+  batch goes through ByteStream, written in chunks of at most 1 MiB.
+- *Errors*: every gRPC failure becomes `RemoteError` with the status code's name, except the one
+  that is an answer rather than a failure: `NOT_FOUND` from `GetActionResult` (a cache miss).
+
+The stubs are plain `grpc.Channel.unary_unary/unary_stream/stream_unary` callables over the
+message classes of `protocol.py`; there is no generated service code.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from typing import BinaryIO, Callable, Iterable, Iterator, Mapping, Union
+
+# gRPC's C core logs connection events (a server going away) to stderr at INFO; the cache
+# reports what matters itself, once. The variable is read when grpc initializes, and is removed
+# again so that it does not leak into the environment of programs mcpp runs (`mcpp run`).
+_QUIET = "GRPC_VERBOSITY" not in os.environ
+if _QUIET:
+    os.environ["GRPC_VERBOSITY"] = "ERROR"
+import grpc  # noqa: E402
+
+if _QUIET:
+    del os.environ["GRPC_VERBOSITY"]
+
+from . import protocol as pb
+from .digests import DigestFunction, RemoteDigest, choose, function_names
+
+CHUNK = 1 << 20  # ByteStream chunk size (at most 1 MiB per message)
+DEFAULT_BATCH_LIMIT = 4 << 20  # the gRPC default message size: the limit when a server names none
+_FRAMING = 4 << 10  # room left in a batch for the request's own fields
+_PER_BLOB = 160  # per-blob overhead in a batch: digest, status, field tags
+_FIND_MISSING_CHUNK = 4096  # digests per FindMissingBlobs request (~100 bytes each)
+
+# A blob to upload: its bytes, or a function that opens a stream of them (for large blobs).
+BlobSource = Union[bytes, Callable[[], BinaryIO]]
+
+
+class RemoteError(Exception):
+    """The server could not be reached or refused a request; `code` is the gRPC status name."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}" if message else code)
+        self.code = code
+        self.message = message
+
+
+class BlobMissing(RemoteError):
+    """The server's CAS lacks a blob an action result named (it may have been evicted)."""
+
+    def __init__(self, d: RemoteDigest) -> None:
+        super().__init__("NOT_FOUND", f"blob {d} not found")
+        self.digest = d
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """What `GetCapabilities` said that this client uses."""
+
+    digest_functions: tuple[str, ...]
+    max_batch_total_size_bytes: int  # 0: the server sets no limit of its own
+    update_enabled: bool  # the server accepts `UpdateActionResult`
+    api: str  # e.g. "2.0-2.2"
+
+
+class RemoteClient:
+    """One channel to one server. Thread-safe: gRPC channels and callables are."""
+
+    def __init__(self, target: str, instance_name: str = "", timeout: float = 60.0) -> None:
+        self.target = target
+        self.instance = instance_name
+        self.timeout = timeout
+        self.fn: DigestFunction | None = None
+        self.batch_limit = DEFAULT_BATCH_LIMIT - _FRAMING
+        self.info: ServerInfo | None = None
+        self._channel = grpc.insecure_channel(target, options=[
+            ("grpc.max_receive_message_length", 64 << 20),
+            ("grpc.max_send_message_length", 64 << 20),
+            ("grpc.enable_http_proxy", 0),
+        ])
+        ch = self._channel
+        self._caps = ch.unary_unary(pb.CAPABILITIES_GET, request_serializer=_ser,
+                                    response_deserializer=pb.ServerCapabilities.FromString)
+        self._find_missing = ch.unary_unary(pb.CAS_FIND_MISSING, request_serializer=_ser,
+                                            response_deserializer=pb.FindMissingBlobsResponse.FromString)
+        self._batch_update = ch.unary_unary(pb.CAS_BATCH_UPDATE, request_serializer=_ser,
+                                            response_deserializer=pb.BatchUpdateBlobsResponse.FromString)
+        self._batch_read = ch.unary_unary(pb.CAS_BATCH_READ, request_serializer=_ser,
+                                          response_deserializer=pb.BatchReadBlobsResponse.FromString)
+        self._ac_get = ch.unary_unary(pb.AC_GET, request_serializer=_ser,
+                                      response_deserializer=pb.ActionResult.FromString)
+        self._ac_update = ch.unary_unary(pb.AC_UPDATE, request_serializer=_ser,
+                                         response_deserializer=pb.ActionResult.FromString)
+        self._bs_read = ch.unary_stream(pb.BYTESTREAM_READ, request_serializer=_ser,
+                                        response_deserializer=pb.ReadResponse.FromString)
+        self._bs_write = ch.stream_unary(pb.BYTESTREAM_WRITE, request_serializer=_ser,
+                                         response_deserializer=pb.WriteResponse.FromString)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    # --- capabilities ---------------------------------------------------------------------
+
+    def connect(self, timeout: float | None = None) -> ServerInfo:
+        """Read the server's capabilities and settle the digest function and batch limit."""
+        caps = self._call(self._caps, pb.GetCapabilitiesRequest(instance_name=self.instance),
+                          timeout=min(self.timeout, 10.0) if timeout is None else timeout)
+        cache = caps.cache_capabilities
+        offered = list(cache.digest_functions)
+        fn = choose(offered)
+        if fn is None:
+            raise RemoteError("UNIMPLEMENTED", "the server offers no digest function mcpp speaks "
+                              f"(offered: {', '.join(function_names(offered))}; mcpp needs BLAKE3 or SHA256)")
+        self.fn = fn
+        limit = cache.max_batch_total_size_bytes or DEFAULT_BATCH_LIMIT
+        self.batch_limit = min(limit, DEFAULT_BATCH_LIMIT) - _FRAMING
+        low, high = caps.low_api_version, caps.high_api_version
+        self.info = ServerInfo(tuple(function_names(offered)) or ("SHA256",), cache.max_batch_total_size_bytes,
+                               cache.action_cache_update_capabilities.update_enabled,
+                               f"{low.major}.{low.minor}-{high.major}.{high.minor}")
+        return self.info
+
+    @property
+    def digest_function(self) -> DigestFunction:
+        if self.fn is None:
+            raise RuntimeError("RemoteClient.connect() must be called first")
+        return self.fn
+
+    # --- CAS ------------------------------------------------------------------------------
+
+    def find_missing(self, digests: Iterable[RemoteDigest]) -> list[RemoteDigest]:
+        """The digests of `digests` the server lacks (each once)."""
+        unique = list(dict.fromkeys(digests))
+        missing: list[RemoteDigest] = []
+        for i in range(0, len(unique), _FIND_MISSING_CHUNK):
+            chunk = unique[i:i + _FIND_MISSING_CHUNK]
+            resp = self._call(self._find_missing, pb.FindMissingBlobsRequest(
+                instance_name=self.instance, blob_digests=[d.to_proto() for d in chunk],
+                digest_function=self.digest_function.value))
+            missing += [RemoteDigest.from_proto(d) for d in resp.missing_blob_digests]
+        return missing
+
+    def upload(self, blobs: Mapping[RemoteDigest, BlobSource]) -> None:
+        """Store every blob on the server: small ones batched, large ones through ByteStream."""
+        batch: list[tuple[RemoteDigest, bytes]] = []
+        used = 0
+        for d, source in blobs.items():
+            cost = d.size + _PER_BLOB
+            if cost > self.batch_limit:
+                self.write_stream(d, source)
+                continue
+            data = source if isinstance(source, (bytes, bytearray, memoryview)) else _read_all(source)
+            if batch and used + cost > self.batch_limit:
+                self._update_batch(batch)
+                batch, used = [], 0
+            batch.append((d, bytes(data)))
+            used += cost
+        if batch:
+            self._update_batch(batch)
+
+    def download(self, digests: Iterable[RemoteDigest]) -> dict[RemoteDigest, bytes]:
+        """The bytes of every blob (unverified: the caller checks them against their digests).
+
+        Raises `BlobMissing` for a blob the server lacks.
+        """
+        out: dict[RemoteDigest, bytes] = {}
+        batch: list[RemoteDigest] = []
+        used = 0
+        for d in dict.fromkeys(digests):
+            if d.size == 0:
+                out[d] = b""  # REAPI: the empty blob is always present and never needs a request
+                continue
+            cost = d.size + _PER_BLOB
+            if cost > self.batch_limit:
+                out[d] = b"".join(self.read_stream(d))
+                continue
+            if batch and used + cost > self.batch_limit:
+                out.update(self._read_batch(batch))
+                batch, used = [], 0
+            batch.append(d)
+            used += cost
+        if batch:
+            out.update(self._read_batch(batch))
+        return out
+
+    def read_stream(self, d: RemoteDigest) -> Iterator[bytes]:
+        """ByteStream `Read` of one blob, as the chunks the server sends."""
+        request = pb.ReadRequest(resource_name=self.digest_function.read_resource(self.instance, d))
+        seen = 0
+        try:
+            for resp in self._bs_read(request, timeout=self._stream_timeout(d.size)):
+                seen += len(resp.data)
+                if seen > d.size:
+                    raise RemoteError("OUT_OF_RANGE", f"blob {d}: server sent more than {d.size} bytes")
+                yield resp.data
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.NOT_FOUND:
+                raise BlobMissing(d) from None
+            raise _error(e) from None
+
+    def write_stream(self, d: RemoteDigest, source: BlobSource) -> None:
+        """ByteStream `Write` of one blob in chunks of at most `CHUNK` bytes."""
+        resource = self.digest_function.write_resource(self.instance, str(uuid.uuid4()), d)
+
+        def requests() -> Iterator:
+            offset = 0
+            first = True
+            for chunk in _chunks(source):
+                yield pb.WriteRequest(resource_name=resource if first else "", write_offset=offset,
+                                      data=chunk, finish_write=offset + len(chunk) >= d.size)
+                first = False
+                offset += len(chunk)
+            if first or offset < d.size:  # an empty blob, or a source shorter than its digest
+                yield pb.WriteRequest(resource_name=resource if first else "", write_offset=offset,
+                                      finish_write=True)
+
+        resp = self._call(self._bs_write, requests(), timeout=self._stream_timeout(d.size))
+        if resp.committed_size not in (d.size, -1):
+            raise RemoteError("DATA_LOSS", f"blob {d}: server committed {resp.committed_size} bytes")
+
+    # --- action cache ---------------------------------------------------------------------
+
+    def get_action_result(self, action: RemoteDigest, inline_outputs: Iterable[str] = ()):
+        """The cached `ActionResult` for the Action with digest `action`, or None on a miss."""
+        request = pb.GetActionResultRequest(
+            instance_name=self.instance, action_digest=action.to_proto(), inline_stdout=True,
+            inline_stderr=True, inline_output_files=list(inline_outputs),
+            digest_function=self.digest_function.value)
+        try:
+            return self._ac_get(request, timeout=self.timeout)
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.NOT_FOUND:
+                return None
+            raise _error(e) from None
+
+    def update_action_result(self, action: RemoteDigest, result) -> None:
+        """Record `result` for `action`. The caller must have uploaded every blob it names."""
+        self._call(self._ac_update, pb.UpdateActionResultRequest(
+            instance_name=self.instance, action_digest=action.to_proto(), action_result=result,
+            digest_function=self.digest_function.value))
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _update_batch(self, batch: list[tuple[RemoteDigest, bytes]]) -> None:
+        resp = self._call(self._batch_update, pb.BatchUpdateBlobsRequest(
+            instance_name=self.instance, digest_function=self.digest_function.value,
+            requests=[pb.BatchUpdateBlobsRequest.Request(digest=d.to_proto(), data=data) for d, data in batch]))
+        failed = [r for r in resp.responses if r.status.code != 0]
+        if failed:
+            r = failed[0]
+            raise RemoteError(_code_name(r.status.code), f"upload of {RemoteDigest.from_proto(r.digest)} "
+                              f"refused: {r.status.message} ({len(failed)} of {len(batch)} blobs refused)")
+
+    def _read_batch(self, batch: list[RemoteDigest]) -> dict[RemoteDigest, bytes]:
+        resp = self._call(self._batch_read, pb.BatchReadBlobsRequest(
+            instance_name=self.instance, digests=[d.to_proto() for d in batch],
+            digest_function=self.digest_function.value))
+        out: dict[RemoteDigest, bytes] = {}
+        for r in resp.responses:
+            d = RemoteDigest.from_proto(r.digest)
+            if r.status.code == grpc.StatusCode.NOT_FOUND.value[0]:
+                raise BlobMissing(d)
+            if r.status.code != 0:
+                raise RemoteError(_code_name(r.status.code), f"read of {d} failed: {r.status.message}")
+            out[d] = r.data
+        for d in batch:
+            if d not in out:
+                raise BlobMissing(d)
+        return out
+
+    def _call(self, method, request, timeout: float | None = None):
+        try:
+            return method(request, timeout=self.timeout if timeout is None else timeout)
+        except grpc.RpcError as e:
+            raise _error(e) from None
+
+    def _stream_timeout(self, size: int) -> float:
+        # The configured timeout plus a second per MiB: a large blob on a slow link is not a hang.
+        return self.timeout + size / CHUNK
+
+
+def _ser(message) -> bytes:
+    return message.SerializeToString()
+
+
+def _error(e: grpc.RpcError) -> RemoteError:
+    code = e.code() if hasattr(e, "code") else None
+    details = e.details() if hasattr(e, "details") else str(e)
+    return RemoteError(code.name if code is not None else "UNKNOWN", (details or "").strip())
+
+
+def _code_name(code: int) -> str:
+    for c in grpc.StatusCode:
+        if c.value[0] == code:
+            return c.name
+    return str(code)
+
+
+def _chunks(source: BlobSource) -> Iterator[bytes]:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        view = memoryview(source)
+        for i in range(0, len(view), CHUNK):
+            yield bytes(view[i:i + CHUNK])
+        return
+    with source() as f:
+        while chunk := f.read(CHUNK):
+            yield chunk
+
+
+def _read_all(opener: Callable[[], BinaryIO]) -> bytes:
+    with opener() as f:
+        return f.read()
