@@ -97,7 +97,8 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
         state_dir = os.path.join(graph.target_dir, profile.name, ".mcpp")
         # The planner needs module scans, which the state caches by source digest.
         state = BuildState(state_dir, execroot_of(graph))
-        plan = Planner(graph, toolchain, profile, scan=state.scan, with_tests=with_tests).build()
+        plan = Planner(graph, toolchain, profile, scan=state.scan, with_tests=with_tests,
+                       includes=state.includes).build()
         result, counters = _execute(plan, graph, toolchain, opts, reporter, state, runner, state_dir, remote)
         _write_compile_commands(graph, plan, changed=counters.fresh < len(plan.actions))
     finally:

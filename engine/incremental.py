@@ -20,8 +20,9 @@ from cas.digest import Digest, digest_bytes
 from cas.statcache import StatCache
 
 from .modules.scanner import ModuleUnit, scan_source
+from .plan.include_scan import parse_includes
 
-_FORMAT = "mcpp-state-1"
+_FORMAT = "mcpp-state-2"
 _MISSING = Digest("missing", 0)
 
 
@@ -34,12 +35,13 @@ class BuildState:
         # id -> (key, discovered tuple, {output: digest str})
         self.actions: dict[str, tuple[str, tuple[str, ...], dict[str, str]]] = {}
         self.scans: dict[str, tuple] = {}  # source digest -> ModuleUnit fields
+        self.include_scans: dict[str, tuple | None] = {}  # file digest -> include directives
         self._dirty = False
         try:
             with open(self.file, "rb") as f:
-                fmt, actions, scans = marshal.load(f)
+                fmt, actions, scans, include_scans = marshal.load(f)
             if fmt == _FORMAT:
-                self.actions, self.scans = actions, scans
+                self.actions, self.scans, self.include_scans = actions, scans, include_scans
         except (OSError, EOFError, ValueError, TypeError):
             pass
 
@@ -69,6 +71,17 @@ class BuildState:
         self._dirty = True
         return unit
 
+    def includes(self, abs_path: str):
+        """The `#include` directives of a file (engine/plan/include_scan.py), cached by digest."""
+        d = self.stats.digest(abs_path)
+        if d.hash in self.include_scans:
+            return self.include_scans[d.hash]
+        with open(abs_path, "rb") as f:
+            directives = parse_includes(f.read())
+        self.include_scans[d.hash] = directives
+        self._dirty = True
+        return directives
+
     # -- action records ----------------------------------------------------------------------------
     def discovered(self, action_id: str) -> tuple[str, ...]:
         rec = self.actions.get(action_id)
@@ -92,7 +105,7 @@ class BuildState:
         os.makedirs(self.dir, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.dir)
         with open(fd, "wb") as f:
-            marshal.dump((_FORMAT, self.actions, self.scans), f)
+            marshal.dump((_FORMAT, self.actions, self.scans, self.include_scans), f)
         os.replace(tmp, self.file)
         self._dirty = False
 

@@ -22,6 +22,7 @@ from ..profiles import Profile
 from ..toolchain import Toolchain
 from . import compile_flags as cf
 from .sources import Source, header_pool, include_dirs, package_sources
+from .include_scan import reachable
 from .std_module import LIBCXX_FLAG, STD_MODULES, libcxx_modules
 
 # A fixed environment for every action: the result must not depend on the user's shell.
@@ -69,11 +70,13 @@ def common_root(paths: list[str]) -> str:
 
 class Planner:
     def __init__(self, graph: PackageGraph, toolchain: Toolchain, profile: Profile, *,
-                 scan: Callable[[str], ModuleUnit], with_tests: bool = False):
+                 scan: Callable[[str], ModuleUnit], with_tests: bool = False,
+                 includes: Callable[[str], object] | None = None):
         self.graph = graph
         self.tc = toolchain
         self.profile = profile
         self.scan = scan  # absolute path -> ModuleUnit (cached by the caller)
+        self.includes = includes  # absolute path -> include directives or None (cached), or None
         self.with_tests = with_tests
         roots = [p.root for p in graph.order] + [graph.workspace_root]
         self.execroot = common_root(roots)
@@ -238,6 +241,18 @@ class Planner:
             out.extend(self._pools[id(p)])
         return tuple(dict.fromkeys(out))
 
+    def _headers_for(self, src: str, incs: list[str], user: list[str], pkg: Package,
+                     dev: bool) -> tuple[str, ...]:
+        """The pool headers this compile can reach (include_scan.py), else the whole pool."""
+        pool = self._may_read(pkg, dev)
+        if self.includes is None or not pool or any(f.startswith("-include") for f in user):
+            return pool  # a forced include (`-include x.h`) is not in any source: stage everything
+        search = list(incs) + [f[2:] for f in user if f.startswith("-I") and len(f) > 2]
+        index = {os.path.join(self.execroot, h): h for h in pool}
+        found = reachable(os.path.join(self.execroot, src), [os.path.join(self.execroot, d) for d in search],
+                          index, self.includes)
+        return pool if found is None else tuple(sorted(found))
+
     def _transitive_deps(self, pkg: Package, dev: bool) -> list[Package]:
         out: dict[int, Package] = {}
         todo = list(pkg.deps) + (list(pkg.dev_deps) if dev else [])
@@ -281,7 +296,7 @@ class Planner:
         compiler = argv[0]
         action = Action(
             id=u.action_id, argv=tuple(argv), outputs=tuple(outputs + [depfile]), inputs=tuple(inputs),
-            may_read=self._may_read(pkg, is_test), tools=(compiler,), env=ACTION_ENV, depfile=depfile, kind="compile",
+            may_read=self._headers_for(src, incs, user, pkg, is_test), tools=(compiler,), env=ACTION_ENV, depfile=depfile, kind="compile",
             description=f"{pkg.name}: {u.source.path}")
         self.plan.add(action, pkg.name, [n.action_id for n in needed])
         self.plan.compile_commands.append({

@@ -1,0 +1,56 @@
+"""Include scanning: a superset of the headers a compile can open, or None when unprovable."""
+from __future__ import annotations
+
+import os
+
+from engine.plan.include_scan import parse_includes, reachable
+
+
+def test_parse_quoted_angled_and_next():
+    src = b'#include "a.h"\n  #  include <b/c.hpp>\n#include_next <d.h>\n// #include "e.h"\n'
+    # A directive behind `//` is not one (the line does not start with `#`).
+    assert parse_includes(src) == (('"', "a.h"), ("<", "b/c.hpp"), ("<", "d.h"))
+
+
+def test_computed_include_and_has_include_cannot_be_bounded():
+    assert parse_includes(b"#include HEADER\n") is None
+    assert parse_includes(b'#if __has_include("x.h")\n#endif\n') is None
+
+
+def tree(tmp_path, files):
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return {str(tmp_path / rel): rel for rel in files if rel.endswith((".h", ".hpp"))}
+
+
+def directives(path):
+    with open(path, "rb") as f:
+        return parse_includes(f.read())
+
+
+def test_transitive_headers_through_quotes_and_include_dirs(tmp_path):
+    pool = tree(tmp_path, {
+        "src/main.cpp": '#include "local.h"\n#include <lib/api.hpp>\n',
+        "src/local.h": "#pragma once\n",
+        "src/unused.h": "#pragma once\n",
+        "include/lib/api.hpp": '#include "detail.hpp"\n',
+        "include/lib/detail.hpp": "#if 0\n#include <lib/only_in_a_branch.hpp>\n#endif\n",
+        "include/lib/only_in_a_branch.hpp": "",
+        "include/lib/never.hpp": "",
+    })
+    found = reachable(str(tmp_path / "src/main.cpp"), [str(tmp_path / "include")], pool, directives)
+    assert found == {"src/local.h", "include/lib/api.hpp", "include/lib/detail.hpp",
+                     "include/lib/only_in_a_branch.hpp"}
+
+
+def test_a_computed_include_anywhere_on_the_way_gives_up(tmp_path):
+    pool = tree(tmp_path, {"src/main.cpp": '#include "a.h"\n', "src/a.h": "#include CONFIG_HEADER\n"})
+    assert reachable(str(tmp_path / "src/main.cpp"), [], pool, directives) is None
+
+
+def test_cycles_terminate(tmp_path):
+    pool = tree(tmp_path, {"src/main.cpp": '#include "a.h"\n', "src/a.h": '#include "b.h"\n',
+                           "src/b.h": '#include "a.h"\n'})
+    assert reachable(str(tmp_path / "src/main.cpp"), [], pool, directives) == {"src/a.h", "src/b.h"}
