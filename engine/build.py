@@ -175,9 +175,10 @@ def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildO
             path = staged.get(rel)
             if path is None:
                 d = keys.digest_of(rel)
-                if not local.has(d):
-                    d = store.put_file(os.path.join(plan.execroot, rel))
-                path = staged[rel] = mat.path(d)
+                path = mat.publish_file(d, os.path.join(plan.execroot, rel))
+                if path is None:  # changed since it was hashed: take what is there now
+                    path = mat.path(store.put_file(os.path.join(plan.execroot, rel)))
+                staged[rel] = path
             return path
 
         runner = SandboxRunner(lambda: _make_sandbox(opts.sandbox, str(home.root), reporter),

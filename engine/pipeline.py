@@ -132,7 +132,11 @@ class ActionPipeline:
             res = self.runner.run(a)
         outcome = Outcome(run=res)
         if res.exit_code == 0 and all(os.path.exists(self._abs(o)) for o in a.outputs):
-            outcome.outputs = {o: self.store.put_file(self._abs(o)) for o in a.outputs}
+            for o in a.outputs:
+                path = self._abs(o)
+                d = outcome.outputs[o] = self.store.put_file(path)
+                # The next action stages this output from the area: fill it here, in parallel.
+                self.mat.publish_file(d, path, executable=bool(os.stat(path).st_mode & 0o111))
         return outcome
 
     def _remote_lookup(self, a: Action) -> Outcome | None:

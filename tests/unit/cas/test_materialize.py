@@ -189,3 +189,23 @@ def test_concurrent_materialize_and_link_never_sees_the_file_missing(tmp_path):
         for t in threads:
             t.join()
     assert errors == []
+
+
+def test_publish_file_fills_the_area_from_a_local_file_only_when_its_bytes_match(tmp_path):
+    from cas.digest import digest_bytes
+    from cas.local_store import LocalZstdStore
+    from cas.materialize import Materializer
+    from cas.verifying_store import VerifyingStore
+
+    mat = Materializer(VerifyingStore(LocalZstdStore(tmp_path / "cas")), tmp_path / "mat")
+    src = tmp_path / "out.o"
+    src.write_bytes(b"object bytes")
+    d = digest_bytes(b"object bytes")
+    p = mat.publish_file(d, src)
+    assert p is not None and open(p, "rb").read() == b"object bytes"
+    assert oct(os.stat(p).st_mode & 0o777) == oct(0o444)
+    assert not os.path.samestat(os.stat(p), os.stat(src))  # a copy: target/ keeps its own inode
+    src.write_bytes(b"changed since hashed")
+    other = digest_bytes(b"something else")
+    assert mat.publish_file(other, src) is None  # never publishes bytes under the wrong name
+    assert not os.path.exists(mat._mat_path(other, False))
