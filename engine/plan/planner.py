@@ -83,6 +83,8 @@ class Planner:
         self.out = self.rel(os.path.join(graph.target_dir, profile.name))
         self.plan = Plan(self.execroot)
         self._pools: dict[int, tuple[str, ...]] = {}
+        self._pool_index: dict[tuple[str, ...], dict[str, str]] = {}
+        self._directive_memo: dict[str, object] = {}  # a header is scanned once per build
 
     def rel(self, path: str) -> str:
         return os.path.relpath(path, self.execroot)
@@ -248,10 +250,17 @@ class Planner:
         if self.includes is None or not pool or any(f.startswith("-include") for f in user):
             return pool  # a forced include (`-include x.h`) is not in any source: stage everything
         search = list(incs) + [f[2:] for f in user if f.startswith("-I") and len(f) > 2]
-        index = {os.path.join(self.execroot, h): h for h in pool}
+        index = self._pool_index.get(pool)
+        if index is None:
+            index = self._pool_index[pool] = {os.path.join(self.execroot, h): h for h in pool}
         found = reachable(os.path.join(self.execroot, src), [os.path.join(self.execroot, d) for d in search],
-                          index, self.includes)
+                          index, self._directives)
         return pool if found is None else tuple(sorted(found))
+
+    def _directives(self, path: str):
+        if path not in self._directive_memo:
+            self._directive_memo[path] = self.includes(path)
+        return self._directive_memo[path]
 
     def _transitive_deps(self, pkg: Package, dev: bool) -> list[Package]:
         out: dict[int, Package] = {}
