@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, NamedTuple
 
 from .digest import Digest
-from .home import TMP_PREFIX, is_hex_key, shard
+from .home import TMP_PREFIX, is_hex_key, iter_sharded, shard
 
 _VERSION = 1
 MANIFEST_SUFFIX = ".m"
@@ -178,26 +178,11 @@ class ActionCache:
 
     def iter_files(self) -> Iterator[AcFile]:
         """Every entry and manifest under a final name (temp files are skipped)."""
-        try:
-            shards = os.scandir(self.root)
-        except FileNotFoundError:
-            return
-        with shards:
-            for s in shards:
-                if len(s.name) != 2 or not s.is_dir(follow_symlinks=False):
-                    continue
-                with os.scandir(s.path) as files:
-                    for f in files:
-                        name = f.name
-                        manifest = name.endswith(MANIFEST_SUFFIX)
-                        rest = name[: -len(MANIFEST_SUFFIX)] if manifest else name
-                        if len(rest) != 62 or name.startswith("."):
-                            continue
-                        try:
-                            st = f.stat(follow_symlinks=False)
-                        except FileNotFoundError:
-                            continue
-                        yield AcFile(s.name + rest, f.path, st.st_size, st.st_mtime, manifest)
+        for shard_name, f, st in iter_sharded(self.root):
+            manifest = f.name.endswith(MANIFEST_SUFFIX)
+            rest = f.name[: -len(MANIFEST_SUFFIX)] if manifest else f.name
+            if len(rest) == 62:
+                yield AcFile(shard_name + rest, f.path, st.st_size, st.st_mtime, manifest)
 
     # --- internals ------------------------------------------------------------------------
 

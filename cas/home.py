@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
 # Every temp file the stores create starts with this, so scans skip it and `gc` can sweep it.
 TMP_PREFIX = ".tmp-"
@@ -67,3 +67,25 @@ def shard(root: str | os.PathLike[str], hexname: str, suffix: str = "") -> str:
 def is_hex_key(text: str) -> bool:
     """A 64-character lowercase hex string (a blake3 hash), safe to use as a file name."""
     return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
+def iter_sharded(root: str | os.PathLike[str]) -> Iterator[tuple[str, os.DirEntry, os.stat_result]]:
+    """(2-hex shard, entry, stat) for every file in `<root>/<2 hex>/`, skipping temp files and
+    files deleted while we walk (a concurrent gc). The stores' layout in one place."""
+    try:
+        shards = os.scandir(root)
+    except FileNotFoundError:
+        return
+    with shards:
+        for s in shards:
+            if len(s.name) != 2 or not s.is_dir(follow_symlinks=False):
+                continue
+            with os.scandir(s.path) as files:
+                for f in files:
+                    if f.name.startswith("."):
+                        continue
+                    try:
+                        st = f.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    yield s.name, f, st

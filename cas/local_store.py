@@ -33,7 +33,7 @@ import zstandard
 
 from .blobstore import BlobNotFound, CorruptBlob
 from .digest import Digest
-from .home import TMP_PREFIX, shard
+from .home import TMP_PREFIX, iter_sharded, shard
 
 LEVEL = 3
 # Files up to this size are read whole (one read, one compress call); larger ones stream.
@@ -190,23 +190,9 @@ class LocalZstdStore:
 
     def iter_blobs(self) -> Iterator[BlobFile]:
         """Every blob under a final name (temp files and foreign names are skipped)."""
-        try:
-            shards = os.scandir(self.root)
-        except FileNotFoundError:
-            return
-        with shards:
-            for s in shards:
-                if len(s.name) != 2 or not s.is_dir(follow_symlinks=False):
-                    continue
-                with os.scandir(s.path) as files:
-                    for f in files:
-                        if len(f.name) != 62 or f.name.startswith("."):
-                            continue
-                        try:
-                            st = f.stat(follow_symlinks=False)
-                        except FileNotFoundError:
-                            continue  # deleted under us (a concurrent gc)
-                        yield BlobFile(s.name + f.name, f.path, st.st_size, st.st_mtime)
+        for shard_name, f, st in iter_sharded(self.root):
+            if len(f.name) == 62:
+                yield BlobFile(shard_name + f.name, f.path, st.st_size, st.st_mtime)
 
     def iter_temp_files(self) -> Iterator[tuple[str, float]]:
         """(path, mtime) of in-flight or abandoned writes, for `gc` to sweep old ones."""
