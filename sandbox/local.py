@@ -18,21 +18,14 @@ import time
 
 from .errors import SandboxSpecError
 from .placeholder import expand_argv, expand_env
-from .pool import SandboxPool, rmtree
+from .pool import PooledSandbox, rmtree
 from .process import run_group
 from .spec import SandboxResult, SandboxSpec
 from .staging import prepare_dirs, relpath
 
 
-class LocalSandbox:
+class LocalSandbox(PooledSandbox):
     name = "off"
-
-    def __init__(self, work_root: str | None = None, *, pool: SandboxPool | None = None) -> None:
-        if pool is None:
-            if work_root is None:
-                raise TypeError("give a work_root or a pool")
-            pool = SandboxPool(work_root)
-        self.pool = pool
 
     def run(self, spec: SandboxSpec) -> SandboxResult:
         start = time.monotonic()
@@ -83,11 +76,3 @@ class LocalSandbox:
     def release(self, result: SandboxResult) -> None:
         """Nothing to remove: the outputs are the project's own files."""
 
-    def shutdown(self) -> None:
-        self.pool.shutdown()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()

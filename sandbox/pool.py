@@ -266,3 +266,24 @@ def _shutdown_all() -> None:
         pools = list(_pools)
     for pool in pools:
         pool.shutdown()
+
+
+class PooledSandbox:
+    """What every sandbox shares: it owns (or is given) a pool, and shutting it down ends the
+    pool's running actions and removes their directories. Also a context manager."""
+
+    def __init__(self, work_root: str | None = None, *, pool: SandboxPool | None = None) -> None:
+        if pool is None:
+            if work_root is None:
+                raise TypeError("give a work_root or a pool")
+            pool = SandboxPool(work_root)
+        self.pool = pool
+
+    def shutdown(self) -> None:
+        self.pool.shutdown()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()

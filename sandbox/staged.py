@@ -20,21 +20,14 @@ from .depcheck import SYSTEM_ROOTS, find_undeclared, tool_roots, undeclared_mess
 from .depfile import parse_depfile
 from .errors import SandboxClosed
 from .placeholder import expand_argv, expand_env
-from .pool import SandboxPool
+from .pool import PooledSandbox
 from .process import run_group
 from .spec import SandboxResult, SandboxSpec
 from .staging import collect_flat, collect_outputs, prepare_dirs, relpath, stage_inputs
 
 
-class StagedSandbox:
+class StagedSandbox(PooledSandbox):
     name = "staged"
-
-    def __init__(self, work_root: str | None = None, *, pool: SandboxPool | None = None) -> None:
-        if pool is None:
-            if work_root is None:
-                raise TypeError("give a work_root or a pool")
-            pool = SandboxPool(work_root)
-        self.pool = pool
 
     # -- what subclasses define --------------------------------------------------------------
     def root_seen(self, action_dir: str) -> str:
@@ -131,11 +124,3 @@ class StagedSandbox:
         ingested); files the caller moved away, and a caller's ``out_dir``, are left alone."""
         self.pool.discard_results(result.outputs.values())
 
-    def shutdown(self) -> None:
-        self.pool.shutdown()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
