@@ -267,8 +267,6 @@ def _write_compile_commands(graph: PackageGraph, plan: Plan, changed: bool) -> N
     write_if_changed(path, data)
 
 
-__all__ = ["BuildOptions", "BuildOutcome", "build", "McppError"]
-
 
 def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     """Let the next identical `mcpp build` answer from stats alone (engine/noop.py)."""

@@ -14,7 +14,7 @@ import click
 from .build import BuildOptions, build
 from .cache_cmd import cache_group
 from .errors import EXIT_USER_ERROR, McppError
-from .graph import Selection, find_manifest
+from .graph import Selection
 from .report import Reporter
 
 
@@ -278,5 +278,3 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     sys.exit(0)
 
-
-__all__ = ["cli", "main", "find_manifest"]

@@ -17,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from .errors import ManifestError, McppError, Position
+from .errors import ManifestError, McppError
 from .manifest.context import BuildContext, resolve_context
 from .manifest.fold import fold
 from .manifest.load import MANIFEST_NAME, ManifestSource, check_dependency_path, display_path, parse_manifest
@@ -330,5 +330,3 @@ def _expand(p: Package, features: set[str]) -> set[str]:
 def feature_define(name: str) -> str:
     return "MCPP_FEATURE_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
 
-
-__all__ = ["Package", "PackageGraph", "Selection", "load_graph", "find_manifest", "feature_define", "Position"]

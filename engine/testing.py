@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import subprocess
 import time
@@ -55,5 +54,3 @@ def run_tests(outcome: BuildOutcome, pattern: str | None, reporter: Reporter, js
         print(f"\ntest result: {verdict}. {passed} passed; {failed} failed; finished in {total:.2f}s", flush=True)
     return 1 if failed else 0
 
-
-__all__ = ["run_tests", "json"]
