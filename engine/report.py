@@ -40,6 +40,10 @@ class Reporter:
             return
         self._write(self.status_stream, f"{self._paint(verb.rjust(12), '1;32')} {message}")
 
+    def line(self, text: str) -> None:
+        """A plain line of results on stdout (test outcomes), even under --quiet."""
+        self._write(self.out, text)
+
     def note(self, message: str) -> None:
         if self.verbose:
             self._write(self.status_stream, message)

@@ -39,18 +39,18 @@ def run_tests(outcome: BuildOutcome, pattern: str | None, reporter: Reporter, js
                            stderr=proc.stderr.decode("utf-8", "replace"))
             continue
         if ok:
-            print(f"{label} ... ok ({took:.2f}s)", flush=True)
+            reporter.line(f"{label} ... ok ({took:.2f}s)")
         else:
             what = f"signal {-code}" if code < 0 else f"exit {code}"
-            print(f"{label} ... FAIL ({what}, {took:.2f}s)", flush=True)
+            reporter.line(f"{label} ... FAIL ({what}, {took:.2f}s)")
             output = (proc.stdout + proc.stderr).decode("utf-8", "replace").rstrip()
             if output:
-                print("\n".join("    " + line for line in output.splitlines()), flush=True)
+                reporter.line("\n".join("    " + line for line in output.splitlines()))
     total = time.monotonic() - start
     if json_mode:
         reporter.event("test-summary", passed=passed, failed=failed, duration=round(total, 3))
     else:
         verdict = "ok" if not failed else "FAILED"
-        print(f"\ntest result: {verdict}. {passed} passed; {failed} failed; finished in {total:.2f}s", flush=True)
+        reporter.line(f"\ntest result: {verdict}. {passed} passed; {failed} failed; finished in {total:.2f}s")
     return 1 if failed else 0
 
