@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, NamedTuple
 
 from .digest import Digest
-from .home import TMP_PREFIX, is_hex_key, iter_sharded, shard
+from .home import is_hex_key, iter_sharded, shard, temp_file, unlink_quietly
 
 _VERSION = 1
 MANIFEST_SUFFIX = ".m"
@@ -128,7 +127,7 @@ class ActionCache:
         try:
             entry = ActionEntry.from_json(data)
         except ValueError:
-            _unlink_quietly(path)
+            unlink_quietly(path)
             return None
         self._touch(path)
         return entry
@@ -159,7 +158,7 @@ class ActionCache:
                 raise ValueError
             sets = [tuple(_str(p) for p in s) for s in obj["sets"]]
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-            _unlink_quietly(path)
+            unlink_quietly(path)
             return []
         self._touch(path)
         return sets
@@ -219,23 +218,12 @@ def _str(value: object) -> str:
 
 
 def _write_atomic(path: str, data: bytes) -> None:
-    directory = os.path.dirname(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
-    except FileNotFoundError:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
+    fd, tmp = temp_file(os.path.dirname(path))
     try:
         with open(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
     except BaseException:
-        _unlink_quietly(tmp)
+        unlink_quietly(tmp)
         raise
 
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass

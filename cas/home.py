@@ -15,6 +15,7 @@ $MCPP_HOME/            default ~/.mcpp
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -89,3 +90,21 @@ def iter_sharded(root: str | os.PathLike[str]) -> Iterator[tuple[str, os.DirEntr
                     except FileNotFoundError:
                         continue
                     yield s.name, f, st
+
+
+def temp_file(directory: str) -> tuple[int, str]:
+    """(fd, path) of a new temporary file in `directory`, created on demand; every store writes
+    under a `TMP_PREFIX` name there and renames or links it into place."""
+    try:
+        return tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
+    except FileNotFoundError:
+        os.makedirs(directory, exist_ok=True)
+        return tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
+
+
+def unlink_quietly(path: str) -> None:
+    """Remove `path` if it is there (a concurrent gc or writer may have removed it first)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import io
 import os
-import tempfile
 import threading
 from typing import BinaryIO, Iterable, Iterator, NamedTuple
 
@@ -33,7 +32,7 @@ import zstandard
 
 from .blobstore import BlobNotFound, CorruptBlob
 from .digest import Digest
-from .home import TMP_PREFIX, iter_sharded, shard
+from .home import TMP_PREFIX, iter_sharded, shard, temp_file, unlink_quietly
 
 LEVEL = 3
 # Files up to this size are read whole (one read, one compress call); larger ones stream.
@@ -150,7 +149,7 @@ class LocalZstdStore:
             self._touch(d.hash, path)
             return d
         directory = os.path.dirname(path)
-        fd, tmp = self._mkstemp(directory)
+        fd, tmp = temp_file(directory)
         try:
             with open(fd, "wb") as out:
                 if len(data) <= SMALL_BLOB:
@@ -163,7 +162,7 @@ class LocalZstdStore:
                 os.fchmod(out.fileno(), BLOB_MODE)
             os.replace(tmp, path)
         except BaseException:
-            _unlink_quietly(tmp)
+            unlink_quietly(tmp)
             raise
         self._touched.add(d.hash)
         return d
@@ -212,7 +211,7 @@ class LocalZstdStore:
     def _put_stream(self, f: BinaryIO, size: int, name: str) -> Digest:
         """Hash and compress in one pass; the digest (hence the final name) is known at the end."""
         hasher = blake3.blake3()
-        fd, tmp = self._mkstemp(self._tmpdir)
+        fd, tmp = temp_file(self._tmpdir)
         total = 0
         try:
             with open(fd, "wb") as out:
@@ -234,7 +233,7 @@ class LocalZstdStore:
             d = Digest(hasher.hexdigest(), total)
             final = self.path_of(d)
             if os.path.exists(final):
-                _unlink_quietly(tmp)
+                unlink_quietly(tmp)
                 self._touch(d.hash, final)
                 return d
             try:
@@ -243,17 +242,10 @@ class LocalZstdStore:
                 os.makedirs(os.path.dirname(final), exist_ok=True)
                 os.replace(tmp, final)
         except BaseException:
-            _unlink_quietly(tmp)
+            unlink_quietly(tmp)
             raise
         self._touched.add(d.hash)
         return d
-
-    def _mkstemp(self, directory: str) -> tuple[int, str]:
-        try:
-            return tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
-        except FileNotFoundError:
-            os.makedirs(directory, exist_ok=True)
-            return tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
 
     def _touch(self, h: str, path: str) -> None:
         if h in self._touched:
@@ -276,12 +268,6 @@ class LocalZstdStore:
             c = self._local.d = zstandard.ZstdDecompressor()
         return c
 
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def _listdir(path: str) -> list[str]:

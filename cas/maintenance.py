@@ -32,7 +32,7 @@ import zstandard
 
 from .action_cache import ActionCache, ActionEntry
 from .digest import Digest
-from .home import TMP_PREFIX, Home, is_hex_key
+from .home import TMP_PREFIX, Home, is_hex_key, unlink_quietly
 from .local_store import LocalZstdStore, content_size
 from .units import format_size, parse_age, parse_size  # noqa: F401  (re-exported for the CLI)
 
@@ -96,7 +96,7 @@ def verify(
     bad = sorted(d for d in verdicts if d is not None)
     if delete:
         for d in bad:
-            _unlink_quietly(store.path_of(d))
+            unlink_quietly(store.path_of(d))
             _remove_mat(home, d.hash)
     return bad
 
@@ -141,7 +141,7 @@ def gc(
 
     for path, mtime in _temp_files(home, store):
         if mtime < now - max(STALE_TEMP_S, grace_s):
-            _unlink_quietly(path)
+            unlink_quietly(path)
             report.temp_removed += 1
 
     # Entries: drop expired and malformed ones, count references from the rest.
@@ -150,7 +150,7 @@ def gc(
     for f in ac.iter_files():
         report.bytes_before += f.size
         if older_than_s is not None and f.mtime < now - older_than_s:
-            _unlink_quietly(f.path)
+            unlink_quietly(f.path)
             if f.manifest:
                 report.manifests_removed += 1
             else:
@@ -160,7 +160,7 @@ def gc(
         if not f.manifest:
             entry = _read_entry(f.path)
             if entry is None:
-                _unlink_quietly(f.path)
+                unlink_quietly(f.path)
                 report.malformed_removed += 1
                 continue
             hashes = tuple({d.hash for d in entry.blobs()})
@@ -175,7 +175,7 @@ def gc(
     for b in store.iter_blobs():
         report.bytes_before += b.stored_size
         if b.hash not in refs and b.mtime < recent:
-            _unlink_quietly(b.path)
+            unlink_quietly(b.path)
             deleted.append(b.hash)
         else:
             kept[b.hash] = (b.path, b.stored_size, b.mtime)
@@ -187,7 +187,7 @@ def gc(
         for mtime, path, size, manifest, hashes in live:
             if total <= max_size:
                 break
-            _unlink_quietly(path)
+            unlink_quietly(path)
             total -= size
             if manifest:
                 report.manifests_removed += 1
@@ -197,7 +197,7 @@ def gc(
                 refs[h] -= 1
                 if refs[h] == 0 and h in kept and kept[h][2] < recent:
                     bpath, bsize, _ = kept.pop(h)
-                    _unlink_quietly(bpath)
+                    unlink_quietly(bpath)
                     deleted.append(h)
                     total -= bsize
 
@@ -221,7 +221,7 @@ def clean(home: Home | str | os.PathLike[str]) -> None:
             if os.path.isdir(p) and not os.path.islink(p):
                 _rmtree(p)
             else:
-                _unlink_quietly(p)
+                unlink_quietly(p)
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -315,12 +315,6 @@ def _remove_mat(home: Home, h: str) -> int:
             pass
     return removed
 
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def _rmtree(path: str) -> None:

@@ -24,13 +24,12 @@ import errno
 import os
 import shutil
 import stat as stat_mod
-import tempfile
 
 import blake3
 
 from .blobstore import BlobStore
 from .digest import Digest
-from .home import TMP_PREFIX, shard
+from .home import shard, temp_file, unlink_quietly
 
 FILE_MODE = 0o444
 EXEC_MODE = 0o555
@@ -76,9 +75,7 @@ class Materializer:
                 return p
         except FileNotFoundError:
             pass
-        directory = os.path.dirname(p)
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
+        fd, tmp = temp_file(os.path.dirname(p))
         hasher = blake3.blake3()
         size = 0
         try:
@@ -89,15 +86,15 @@ class Materializer:
                     out.write(chunk)
                 os.fchmod(out.fileno(), mode)
             if hasher.hexdigest() != d.hash or size != d.size:
-                _unlink_quietly(tmp)
+                unlink_quietly(tmp)
                 return None
             try:
                 os.link(tmp, p)  # link, not rename: see `_create`
             except FileExistsError:
                 pass
-            _unlink_quietly(tmp)
+            unlink_quietly(tmp)
         except BaseException:
-            _unlink_quietly(tmp)
+            unlink_quietly(tmp)
             raise
         self.created += 1
         return p
@@ -119,7 +116,7 @@ class Materializer:
             os.chmod(tmp, 0o755 if executable else 0o644)
             os.replace(tmp, dest)
         except BaseException:
-            _unlink_quietly(tmp)
+            unlink_quietly(tmp)
             raise
         self.copied += 1
 
@@ -144,7 +141,7 @@ class Materializer:
             self._link_or_copy(src, tmp, d, executable)
             os.replace(tmp, dest)
         except BaseException:
-            _unlink_quietly(tmp)
+            unlink_quietly(tmp)
             raise
 
     # --- internals ------------------------------------------------------------------------
@@ -174,12 +171,7 @@ class Materializer:
         Linux then fails that builder's `link(2)` with ENOENT although the name never went
         away. Only a tampered file (wrong size or mode) is replaced.
         """
-        directory = os.path.dirname(p)
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
-        except FileNotFoundError:
-            os.makedirs(directory, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
+        fd, tmp = temp_file(os.path.dirname(p))
         try:
             with open(fd, "wb") as out:
                 if d.size <= _SMALL:
@@ -195,9 +187,9 @@ class Materializer:
                     os.link(tmp, p)
                 except FileExistsError:
                     pass  # another builder published the same bytes first
-                _unlink_quietly(tmp)
+                unlink_quietly(tmp)
         except BaseException:
-            _unlink_quietly(tmp)
+            unlink_quietly(tmp)
             raise
         self.created += 1
 
@@ -227,9 +219,3 @@ def _temp_name(directory: str, base: str) -> str:
     # Not created here (os.link needs a free name); the random part keeps concurrent callers apart.
     return os.path.join(directory, f".{base}.mcpp-tmp-{os.getpid()}-{os.urandom(4).hex()}")
 
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
