@@ -39,19 +39,19 @@ def package_sources(pkg: Package) -> list[Source]:
     """The compiled sources of `pkg` with its active features applied, in a stable order."""
     m = pkg.manifest
     patterns = list(m.build.sources) if m.build.sources is not None else list(DEFAULT_GLOBS)
+    # Files a feature claims are built only with that feature, even when a broad glob names them.
     feature_only: set[str] = set()
+    active_feature_files: set[str] = set()
     for f in m.features.values():
         if f.sources:
             matched = globs.expand(m.root, f.sources)
             if f.name in pkg.features:
                 patterns.extend(f.sources)
+                active_feature_files.update(matched)
             else:
                 feature_only.update(matched)
     if m.lib_path:
         patterns.append(m.lib_path)
-    # Files a feature claims are built only with that feature, even when a broad glob names them.
-    active_feature_files = {p for f in m.features.values() if f.name in pkg.features and f.sources
-                            for p in globs.expand(m.root, f.sources)}
     out = []
     for path in globs.expand(m.root, patterns):
         if path in feature_only and path not in active_feature_files:
