@@ -48,6 +48,7 @@ class BuildOptions:
     sandbox: str | None = None  # bwrap | dir | off; None: bwrap when it works, else dir
     remote: str | None = None  # --remote URL; None: MCPP_REMOTE, then [remote] url in config.toml
     remote_upload: bool | None = None  # --remote-upload/--no-remote-upload; None: env, then config
+    target_override: str | None = None  # build into this directory instead of <workspace>/target (host tools)
 
 
 @dataclass
@@ -59,6 +60,9 @@ class BuildOutcome:
     result: ScheduleResult
     elapsed: float
     discovered: dict[str, tuple[str, ...]] = field(default_factory=dict)  # action id -> headers read
+    watched_files: list[str] = field(default_factory=list)  # build programs' reads, host tool sources
+    watched_dirs: list[str] = field(default_factory=list)
+    reads_env: bool = False  # a build program read an environment variable: no no-op fast path
 
 
 def host_triple() -> str:
@@ -87,6 +91,7 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
     clock = Stopwatch()
     remote = resolve_remote(opts)
     graph = load_graph(opts.cwd, opts.manifest_path, opts.selection)
+    graph.target_override = opts.target_override
     for pkg in graph.order:
         for w in pkg.manifest.warnings:
             reporter.raw_warning(w)
@@ -97,14 +102,16 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
         state_dir = os.path.join(graph.target_dir, profile.name, ".mcpp")
         # The planner needs module scans, which the state caches by source digest.
         state = BuildState(state_dir, execroot_of(graph))
+        watched = _programs(graph, toolchain, profile, opts, reporter, state_dir)
         plan = Planner(graph, toolchain, profile, scan=state.scan, with_tests=with_tests,
                        includes=state.includes).build()
         result, counters = _execute(plan, graph, toolchain, opts, reporter, state, runner, state_dir, remote)
-        _write_compile_commands(graph, plan, changed=counters.fresh < len(plan.actions))
+        if opts.target_override is None:  # a host tool's build leaves its source tree alone
+            _write_compile_commands(graph, plan, changed=counters.fresh < len(plan.actions))
     finally:
         lock.release()
     outcome = BuildOutcome(graph, plan, profile, toolchain, result, clock.elapsed(),
-                           {a.id: state.discovered(a.id) for a in plan.actions})
+                           {a.id: state.discovered(a.id) for a in plan.actions}, *watched)
     record_last_build(counters)
     for action_id in counters.healed:
         reporter.warning(f"a cached output of `{action_id}` was missing or corrupt in the store; "
@@ -118,6 +125,45 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
         raise BuildFailed(f"build failed: {len(result.failed)} action(s) failed ({names})")
     reporter.status("Finished", f"{profile.summary} in {outcome.elapsed:.2f}s{_hits(counters)}")
     return outcome
+
+
+def _programs(graph: PackageGraph, toolchain: Toolchain, profile: Profile, opts: BuildOptions,
+              reporter: Reporter, state_dir: str) -> tuple[list[str], list[str], bool]:
+    """DESIGN §4 steps 2-3: host tools, then each package's build.star. Returns the files and
+    directories whose change must send the next no-op build down the full path."""
+    from .host_tools import HostTools, ToolBuilder
+    from .program.cache import ProgramCache
+    from .program.driver import ProgramInputs, check_loads, evaluate
+
+    checked = check_loads(graph, lambda m: reporter.status("Rules", f"{m.name} ({m.label})"))
+    tools = HostTools()
+    if any(p.tool_edges for p in graph.order):
+        def build_package(cwd: str, selection: Selection, target_dir: str):
+            sub = BuildOptions(cwd=cwd, profile=profile.name, selection=selection, jobs=opts.jobs,
+                               toolchain=opts.toolchain or graph.root_manifest.toolchain, sandbox=opts.sandbox,
+                               remote=opts.remote, remote_upload=opts.remote_upload, target_override=target_dir)
+            quiet = Reporter(quiet=True, color="always" if reporter.color else "never", out=reporter.err,
+                             err=reporter.err)
+            outcome = build(sub, quiet)
+            return outcome.plan.execroot, {a.name: a.path for a in outcome.plan.artifacts if a.kind == "bin"}
+
+        tools = ToolBuilder(graph, toolchain.identity, host_triple(), profile.name, build_package,
+                            lambda verb, text: reporter.status(verb, text)).resolve()
+    home = Home.default()
+    inputs = ProgramInputs(
+        out_root=os.path.join(graph.target_dir, profile.name), profile=profile.name,
+        target=graph.context.target.text, host=graph.context.host.text,
+        accel=tuple((e.name, e.version, e.archs, e.floor) for e in graph.context.accel.entries),
+        tools_of=tools.visible_to,
+        payload_dir=lambda ns, name, version: _payload_dir(home, ns, name, version))
+    watched, reads_env = evaluate(graph, checked, inputs, ProgramCache(state_dir), reporter.warning)
+    programs = [c.path for c in checked.values() if c.path]
+    return watched + programs + tools.watched_files, tools.watched_dirs + [p.root for p in graph.order], reads_env
+
+
+def _payload_dir(home: Home, namespace: str, name: str, version: str) -> str:
+    path = os.path.join(home.payloads, namespace, f"{name}@{version}" if version else name)
+    return path if os.path.isdir(path) else ""
 
 
 def _hits(counters: Counters) -> str:
@@ -140,7 +186,7 @@ def resolve_remote(opts: BuildOptions) -> RemoteSettings | None:
 
 def execroot_of(graph: PackageGraph) -> str:
     """The directory every action runs under: the common ancestor of all package roots."""
-    return os.path.commonpath([p.root for p in graph.order] + [graph.workspace_root])
+    return os.path.commonpath([p.root for p in graph.order] + [graph.workspace_root, graph.target_dir])
 
 
 def record_last_build(counters: Counters) -> None:
@@ -274,8 +320,11 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     from .plan.sources import glob_roots
 
     plan, graph = outcome.plan, outcome.graph
+    if outcome.reads_env:
+        return
     files = [graph.root_manifest.path] + [p.manifest.path for p in graph.order] + noop.engine_files()
     files.append(os.path.join(graph.workspace_root, "compile_commands.json"))
+    files += outcome.watched_files
     # A manifest appearing above the working directory could make it a workspace member.
     files += [os.path.join(d, "mcpp.toml") for d in noop.ancestors(os.getcwd())]
     for a in plan.actions:
@@ -287,6 +336,10 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     for p in graph.order:
         for root in glob_roots(p):
             dirs += noop.walked_dirs(root)
+    dirs += outcome.watched_dirs  # a build.star appearing, a host tool's new file
+    for p in graph.order:
+        if p.program is not None:  # its globs may walk anywhere in the package
+            dirs += noop.walked_dirs(p.root)
     dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
     line = None if quiet else ("Finished".rjust(12), f"{outcome.profile.summary} in {{elapsed}}")
     noop.record(argv, line, files, dirs, len(plan.actions))

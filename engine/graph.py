@@ -31,6 +31,10 @@ class Package:
     dev_deps: list["Package"] = field(default_factory=list)
     features: set[str] = field(default_factory=set)  # active, implies expanded
     edges: list[tuple[DependencySpec, "Package"]] = field(default_factory=list)  # every spec -> package
+    # Edges with `tools = [...]`: the dependency is built for the build machine as a host tool
+    # (engine/host_tools.py), never linked into this package, so it is not part of `order`.
+    tool_edges: list[DependencySpec] = field(default_factory=list)
+    program: object = None  # the evaluated build.star (program.ProgramResult), set by the build
 
     @property
     def name(self) -> str:
@@ -68,10 +72,11 @@ class PackageGraph:
     members: list[Package]  # the packages this command builds
     order: list[Package]  # every package, dependencies first
     context: BuildContext | None = None  # what every manifest was folded for
+    target_override: str | None = None  # a host tool's build puts its target/ elsewhere
 
     @property
     def target_dir(self) -> str:
-        return os.path.join(self.workspace_root, "target")
+        return self.target_override or os.path.join(self.workspace_root, "target")
 
 
 def find_manifest(cwd: str, manifest_path: str | None) -> str:
@@ -148,22 +153,23 @@ class _Loader:
         self.by_name[manifest.name] = pkg
         stack.append((pkg, None))
         for spec in manifest.dependencies:
-            pkg.deps.append(self.edge(pkg, spec, stack))
+            self.add(pkg.deps, pkg, spec, stack)
         if dev:
             for spec in manifest.dev_dependencies:
-                pkg.dev_deps.append(self.edge(pkg, spec, stack))
+                self.add(pkg.dev_deps, pkg, spec, stack)
         stack.pop()
         return pkg
 
-    def edge(self, pkg: Package, spec: DependencySpec, stack) -> Package:
-        stack[-1] = (pkg, spec)
-        in_progress = [p.root for p, _ in stack]
-        if spec.path in in_progress:
-            start = in_progress.index(spec.path)
-            names = [p.name for p, _ in stack[start:]] + [stack[start][0].name]
-            raise ManifestError(f"dependency cycle: {' -> '.join(names)}", spec.pos)
-        check_dependency_path(spec.path, spec.written_path, spec.key, spec.path_pos)
-        dep_manifest = self.manifest(spec.path)
+    def add(self, into: list[Package], pkg: Package, spec: DependencySpec, stack) -> None:
+        """Follow `spec` from `pkg`: a library edge joins `into`, a tool edge `pkg.tool_edges`."""
+        if spec.tools:
+            check_dependency_path(spec.path, spec.written_path, spec.key, spec.path_pos)
+            self.check_identity(spec, self.manifest(spec.path))
+            pkg.tool_edges.append(spec)
+        else:
+            into.append(self.edge(pkg, spec, stack))
+
+    def check_identity(self, spec: DependencySpec, dep_manifest: Manifest) -> None:
         if dep_manifest.is_virtual:
             raise ManifestError(f"dependency `{spec.key}` points at a virtual workspace, not a package", spec.path_pos)
         if dep_manifest.name != spec.key:
@@ -175,6 +181,17 @@ class _Loader:
             raise ManifestError(
                 f"dependency `{spec.display}` points at package `{dep_manifest.name}` in namespace "
                 f"`{dep_manifest.namespace or '(none)'}`", spec.pos)
+
+    def edge(self, pkg: Package, spec: DependencySpec, stack) -> Package:
+        stack[-1] = (pkg, spec)
+        in_progress = [p.root for p, _ in stack]
+        if spec.path in in_progress:
+            start = in_progress.index(spec.path)
+            names = [p.name for p, _ in stack[start:]] + [stack[start][0].name]
+            raise ManifestError(f"dependency cycle: {' -> '.join(names)}", spec.pos)
+        check_dependency_path(spec.path, spec.written_path, spec.key, spec.path_pos)
+        dep_manifest = self.manifest(spec.path)
+        self.check_identity(spec, dep_manifest)
         dep = self.load(dep_manifest, stack, dev=False)
         pkg.edges.append((spec, dep))
         return dep
@@ -183,11 +200,11 @@ class _Loader:
         """Add the [feature-deps.<f>] of every active feature not yet in the graph; True if any."""
         added = False
         for p in order:
-            have = {id(spec) for spec, _ in p.edges}
+            have = {id(spec) for spec, _ in p.edges} | {id(spec) for spec in p.tool_edges}
             for f in sorted(p.features):
                 for spec in p.manifest.feature_deps.get(f, ()):
                     if id(spec) not in have:
-                        p.deps.append(self.edge(p, spec, [(p, None)]))
+                        self.add(p.deps, p, spec, [(p, None)])
                         added = True
         return added
 
@@ -245,7 +262,8 @@ def load_graph(cwd: str, manifest_path: str | None, selection: Selection) -> Pac
         if selection.with_dev_deps:
             for p in members:
                 if not p.dev_deps and p.manifest.dev_dependencies:
-                    p.dev_deps = [loader.edge(p, s, [(p, None)]) for s in p.manifest.dev_dependencies]
+                    for s in p.manifest.dev_dependencies:
+                        loader.add(p.dev_deps, p, s, [(p, None)])
 
     while True:
         order = _topological(members)
@@ -309,6 +327,13 @@ def _resolve_features(members: list[Package], order: list[Package], sel: Selecti
                         p.manifest.source_position(*spec.keypath, "features", i))
             requested[id(dep)] |= set(spec.features)
             wants_default[id(dep)] |= spec.default_features
+
+
+def requested_features(spec: DependencySpec, dep: Package) -> set[str]:
+    """The features of `dep` that the edge `spec` turns on (its defaults included), implies
+    expanded: what "the consumer activated" means for rule modules and reexported tools."""
+    wanted = set(spec.features) | (set(dep.manifest.default_features) if spec.default_features else set())
+    return _expand(dep, wanted)
 
 
 def _edges(p: Package):

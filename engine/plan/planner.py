@@ -21,7 +21,8 @@ from ..modules.scanner import ModuleUnit
 from ..profiles import Profile
 from ..toolchain import Toolchain
 from . import compile_flags as cf
-from .sources import Source, header_pool, include_dirs, package_sources
+from .rule_actions import action_id as rule_action_id, to_plan_action
+from .sources import Source, header_pool, include_dirs, package_sources, role_of
 from .include_scan import reachable
 from .std_module import LIBCXX_FLAG, STD_MODULES, libcxx_modules
 
@@ -62,6 +63,7 @@ class _Unit:
     obj: str
     action_id: str
     bmi: str | None = None
+    produced_by: str | None = None  # a generated source: the rule action that writes it
 
 
 def common_root(paths: list[str]) -> str:
@@ -78,9 +80,10 @@ class Planner:
         self.scan = scan  # absolute path -> ModuleUnit (cached by the caller)
         self.includes = includes  # absolute path -> include directives or None (cached), or None
         self.with_tests = with_tests
-        roots = [p.root for p in graph.order] + [graph.workspace_root]
+        roots = [p.root for p in graph.order] + [graph.workspace_root, graph.target_dir]
         self.execroot = common_root(roots)
-        self.out = self.rel(os.path.join(graph.target_dir, profile.name))
+        self.out_abs = os.path.join(graph.target_dir, profile.name)
+        self.out = self.rel(self.out_abs)
         self.plan = Plan(self.execroot)
         self._pools: dict[int, tuple[str, ...]] = {}
         self._pool_index: dict[tuple[str, ...], dict[str, str]] = {}
@@ -92,8 +95,14 @@ class Planner:
     # -- entry point ---------------------------------------------------------------------------
     def build(self) -> Plan:
         units_by_pkg: dict[int, list[_Unit]] = {}
+        self._rule_objects: dict[int, list[tuple[str, str]]] = {}
+        artifact_rules = []
         for pkg in self.graph.order:
-            units_by_pkg[id(pkg)] = self._units(pkg, package_sources(pkg), "obj")
+            compiled = [s for s in package_sources(pkg) if s.role != "device"]
+            units_by_pkg[id(pkg)] = self._units(pkg, compiled, "obj")
+            if pkg.program is not None:
+                units_by_pkg[id(pkg)] += self._program_units(pkg)
+                artifact_rules += self._rule_actions(pkg)
         test_units: dict[int, list[_Unit]] = {}
         if self.with_tests:
             for pkg in self.graph.members:
@@ -112,7 +121,70 @@ class Planner:
         for pkg in self.graph.members:
             for u in test_units.get(id(pkg), []):
                 self._test_binary(pkg, u, units_by_pkg[id(pkg)], archives)
+        for pkg, action in artifact_rules:  # after the link: they may read the package's binaries
+            links = [a.id for a in self.plan.actions if self.plan.package_of[a.id] == pkg.name and a.kind == "link"]
+            self.plan.add(action, pkg.name, self._producers(action) + links)
         return self.plan
+
+    # -- what build programs declared ------------------------------------------------------------
+    def _rule_actions(self, pkg: Package) -> list:
+        """Plan `pkg`'s rule actions; `artifact` ones are returned to be planned after the link."""
+        later = []
+        for ra in pkg.program.actions:
+            action = to_plan_action(pkg, ra, self.execroot, ACTION_ENV)
+            if ra.role == "artifact":
+                later.append((pkg, action))
+                continue
+            if ra.role == "object":
+                objs = self._rule_objects.setdefault(id(pkg), [])
+                objs += [(o, action.id) for o in action.outputs if o != action.depfile]
+            self.plan.add(action, pkg.name, self._producers(action))
+        return later
+
+    def _producers(self, action: Action) -> list[str]:
+        """The plan's actions (so far) that write one of `action`'s inputs."""
+        wanted = set(action.inputs)
+        return [a.id for a in self.plan.actions if wanted.intersection(a.outputs)]
+
+    def _program_units(self, pkg: Package) -> list[_Unit]:
+        """Sources a program chose (`source()`) and generated ones (`generated()`, and the outputs
+        of its `role = "source"` actions), compiled with the package."""
+        program = pkg.program
+        units = self._units(pkg, [self._chosen(pkg, rel) for rel in program.sources], "obj")
+        generated: dict[str, str | None] = {path: None for path in program.generated}
+        for ra in program.actions:
+            if ra.role == "source":
+                for out in ra.outputs:
+                    if out != ra.depfile:
+                        generated[out] = rule_action_id(pkg, ra)
+        for ra in program.actions:  # `generated(path)` of a file some action writes
+            for out in ra.outputs:
+                if out in generated and generated[out] is None:
+                    generated[out] = rule_action_id(pkg, ra)
+        gen_root = os.path.join(self.out_abs, "gen", pkg.name)
+        for path, producer in generated.items():
+            if producer is None:
+                raise McppError(f"package `{pkg.name}`: generated source `{self.rel(path)}` is not an output of "
+                                f"any action its build program declares")
+            role = role_of(path)
+            if role not in ("c", "cxx"):
+                raise McppError(f"package `{pkg.name}`: generated source `{self.rel(path)}` is not a C or C++ "
+                                f"source (a generated file joins the compile set by its extension: .c, "
+                                f"{', '.join(('.cpp', '.cc', '.cxx'))})")
+            shown = "gen/" + os.path.relpath(path, gen_root)
+            u = _Unit(pkg, Source(os.path.relpath(path, pkg.root), role),
+                      ModuleUnit(None, False, (), False, ()), f"{self.out}/obj/{pkg.name}/{shown}.o",
+                      f"compile {pkg.name}:{shown}", produced_by=producer)
+            units.append(u)
+        return units
+
+    def _chosen(self, pkg: Package, rel: str) -> Source:
+        role = role_of(rel)
+        if role not in ("c", "cxx", "module"):
+            raise McppError(f"package `{pkg.name}`: `source(\"{rel}\")` is not a C, C++ or module source")
+        if not os.path.isfile(os.path.join(pkg.root, rel)):
+            raise McppError(f"package `{pkg.name}`: `source(\"{rel}\")` does not exist")
+        return Source(rel, role)
 
     # -- sources and module scanning ---------------------------------------------------------------
     def _test_sources(self, pkg: Package) -> list[Source]:
@@ -230,6 +302,10 @@ class Planner:
             defines += list(m.features[fname].defines)
         defines += list(m.build.defines)
         incs: list[str] = []
+        if pkg.program is not None:  # what the package's build program added, for itself
+            user += pkg.program.cflags if role == "c" else pkg.program.cxxflags
+            defines += pkg.program.defines
+            incs += [self.rel(d) for d in pkg.program.include_dirs]
         for p in [pkg] + self._transitive_deps(pkg, dev):
             incs += [self.rel(d) for d in include_dirs(p)]
         return user, defines, list(dict.fromkeys(incs))
@@ -305,9 +381,10 @@ class Planner:
         compiler = argv[0]
         action = Action(
             id=u.action_id, argv=tuple(argv), outputs=tuple(outputs + [depfile]), inputs=tuple(inputs),
-            may_read=self._headers_for(src, incs, user, pkg, is_test), tools=(compiler,), env=ACTION_ENV, depfile=depfile, kind="compile",
+            may_read=self._may_read(pkg, is_test) if u.produced_by else self._headers_for(src, incs, user, pkg, is_test),
+            tools=(compiler,), env=ACTION_ENV, depfile=depfile, kind="compile",
             description=f"{pkg.name}: {u.source.path}")
-        self.plan.add(action, pkg.name, [n.action_id for n in needed])
+        self.plan.add(action, pkg.name, [n.action_id for n in needed] + ([u.produced_by] if u.produced_by else []))
         self.plan.compile_commands.append({
             "directory": self.execroot, "file": os.path.join(pkg.root, u.source.path),
             "arguments": [a.replace(EXECROOT_PLACEHOLDER, self.execroot) for a in argv],
@@ -346,6 +423,9 @@ class Planner:
         lib_units = [u for u in units if u.source.path not in mains]
         lib_objs = [u.obj for u in lib_units]
         lib_ids = [u.action_id for u in lib_units]
+        for obj, producer in self._rule_objects.get(id(pkg), ()):  # `role = "object"` outputs
+            lib_objs.append(obj)
+            lib_ids.append(producer)
         # Dependents link a package through its archive; a package that is only a binary links
         # its objects directly (an archive would drop objects with only static initializers).
         is_lib = any(t.kind == "lib" for t in targets) or not targets or self._is_dependency(pkg)
@@ -390,6 +470,10 @@ class Planner:
         flags = list(pkg.manifest.build.ldflags)
         for p in self._transitive_deps(pkg, dev):
             flags += [f for f in p.manifest.build.ldflags if f not in flags]
+        for p in [pkg] + self._transitive_deps(pkg, dev):  # a program's libraries reach every link above it
+            if p.program is not None:
+                flags += [f for f in ([f"-L{d}" for d in p.program.link_search] +
+                                      [f"-l{lib}" for lib in p.program.link_libs]) if f not in flags]
         return flags
 
     def _link(self, pkg: Package, action_id: str, out: str, objs: list[str], archives: list[str],

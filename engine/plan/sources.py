@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 
 from ..errors import ManifestError
-from ..graph import Package
+from ..graph import Package, requested_features
 from ..manifest import globs
 
 C_EXTS = (".c",)
@@ -18,8 +18,11 @@ CXX_EXTS = (".cpp", ".cc", ".cxx", ".c++", ".C")
 MODULE_EXTS = (".cppm", ".ixx", ".mpp", ".cxxm", ".ccm", ".c++m")
 HEADER_EXTS = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".tpp", ".inc")
 
+STARLARK_EXTS = (".star",)  # rule modules and build programs: read by the engine, never compiled
+
 ROLES = {**{e: "c" for e in C_EXTS}, **{e: "cxx" for e in CXX_EXTS},
-         **{e: "module" for e in MODULE_EXTS}, **{e: "header" for e in HEADER_EXTS}}
+         **{e: "module" for e in MODULE_EXTS}, **{e: "header" for e in HEADER_EXTS},
+         **{e: "starlark" for e in STARLARK_EXTS}}
 
 _COMPILED = C_EXTS + CXX_EXTS + MODULE_EXTS
 DEFAULT_GLOBS = tuple(f"src/**/*{e}" for e in _COMPILED)
@@ -28,16 +31,37 @@ DEFAULT_GLOBS = tuple(f"src/**/*{e}" for e in _COMPILED)
 @dataclass(frozen=True)
 class Source:
     path: str  # package-relative, `/`-separated
-    role: str  # "c", "cxx" or "module"
+    role: str  # "c", "cxx", "module", or "device" (compiled by a rule's action, not by the engine)
 
 
-def role_of(path: str) -> str | None:
-    return ROLES.get(os.path.splitext(path)[1])
+def role_of(path: str, device_exts: frozenset[str] = frozenset()) -> str | None:
+    ext = os.path.splitext(path)[1]
+    return "device" if ext in device_exts else ROLES.get(ext)
+
+
+def device_extensions(pkg: Package) -> dict[str, str]:
+    """Extension -> rule module (or feature) that declares it, for the extensions `pkg` treats
+    as device sources: those of every feature it activates on a dependency (seed 000's
+    `device_extensions`), and of its own active features."""
+    out: dict[str, str] = {}
+    for spec, dep in pkg.edges:
+        for f in sorted(requested_features(spec, dep)):
+            feature = dep.manifest.features[f]
+            for ext in feature.device_extensions:
+                out.setdefault(ext, feature.rule_module or f"{dep.name}/{f}")
+    for f in sorted(pkg.features):
+        feature = pkg.manifest.features[f]
+        for ext in feature.device_extensions:
+            out.setdefault(ext, feature.rule_module or f"{pkg.name}/{f}")
+    return out
 
 
 def package_sources(pkg: Package) -> list[Source]:
-    """The compiled sources of `pkg` with its active features applied, in a stable order."""
+    """The sources of `pkg` with its active features applied, in a stable order: what the engine
+    compiles, and the device sources (`role == "device"`) a rule's action must claim. Device
+    extensions are never in the default glob: a device source is built because it is named."""
     m = pkg.manifest
+    device_exts = frozenset(device_extensions(pkg))
     patterns = list(m.build.sources) if m.build.sources is not None else list(DEFAULT_GLOBS)
     # Files a feature claims are built only with that feature, even when a broad glob names them.
     feature_only: set[str] = set()
@@ -56,14 +80,16 @@ def package_sources(pkg: Package) -> list[Source]:
     for path in globs.expand(m.root, patterns):
         if path in feature_only and path not in active_feature_files:
             continue
-        role = role_of(path)
+        role = role_of(path, device_exts)
         if role is None:
             pos = m.build.sources_pos or m.position("build", "sources")
             raise ManifestError(
                 f"source file `{path}` has no role: extension `{os.path.splitext(path)[1] or '(none)'}` "
                 f"is not a C, C++, module-interface or header extension",
-                pos, [f"note: C++ sources: {' '.join(CXX_EXTS)}; modules: {' '.join(MODULE_EXTS)}; C: .c"])
-        if role != "header":
+                pos, [f"note: C++ sources: {' '.join(CXX_EXTS)}; modules: {' '.join(MODULE_EXTS)}; C: .c",
+                      "note: another extension is a device source only for a package that activates a "
+                      "dependency's feature declaring it in `device_extensions`"])
+        if role not in ("header", "starlark"):
             out.append(Source(path, role))
     return out
 

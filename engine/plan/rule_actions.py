@@ -1,0 +1,58 @@
+"""Actions a build program declared (`mcpp.action`), as actions of the plan.
+
+A program speaks in absolute paths (`manifest_dir()`, `out_dir()`); the plan speaks in
+execroot-relative ones, so each input and output is made relative, and an argv word that names
+a path under the execroot gets the sandbox's placeholder instead (`@@EXECROOT@@/app/src/a.toy`):
+the action then runs the same in every sandbox mode, and its key does not depend on where the
+checkout lives. The action runs in its package's directory, so a relative path in argv means
+what it means in `inputs` (seed 000's first trap).
+"""
+from __future__ import annotations
+
+import os
+
+from cas.action import Action
+from sandbox import EXECROOT_PLACEHOLDER
+
+from ..errors import McppError
+from ..graph import Package
+from ..program import RuleAction
+
+
+def action_id(pkg: Package, ra: RuleAction) -> str:
+    return f"rule {pkg.name}:{ra.id}"
+
+
+def to_plan_action(pkg: Package, ra: RuleAction, execroot: str, base_env: tuple) -> Action:
+    def rel(path: str, what: str) -> str:
+        r = os.path.relpath(path, execroot)
+        if r == ".." or r.startswith("../"):
+            raise McppError(f"package `{pkg.name}`, action `{ra.id}`: {what} `{path}` is outside the build's root "
+                            f"`{execroot}`; an action reads files of the packages in this build and its tools")
+        return r
+
+    inputs = tuple(rel(p, "input") for p in ra.inputs)
+    outputs = [rel(p, "output") for p in ra.outputs]
+    depfile = rel(ra.depfile, "depfile") if ra.depfile else None
+    if depfile and depfile not in outputs:
+        outputs.append(depfile)
+    env = dict(base_env)
+    env.update(ra.env)
+    return Action(
+        id=action_id(pkg, ra), argv=tuple(placeholder_argv(ra.argv, execroot)), outputs=tuple(outputs),
+        inputs=inputs, tools=ra.tools, env=tuple(sorted(env.items())), cwd=rel(pkg.root, "package directory"),
+        depfile=depfile, kind="rule", description=f"{pkg.name}: {ra.description or ra.id}")
+
+
+def placeholder_argv(argv: tuple[str, ...], execroot: str) -> list[str]:
+    if execroot == "/":
+        return list(argv)
+    root = execroot.rstrip("/")
+    out = []
+    for word in argv:
+        if root in word:
+            word = word.replace(root + "/", EXECROOT_PLACEHOLDER + "/")
+            if word.endswith(root):
+                word = word[: -len(root)] + EXECROOT_PLACEHOLDER
+        out.append(word)
+    return out

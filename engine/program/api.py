@@ -1,0 +1,248 @@
+"""The global `mcpp` struct of a build program (DESIGN §6), one Python method per function.
+
+Each method validates its arguments and records what the program declares into a
+`ProgramResult`; what it reads (files, globs, environment variables) goes into a `Reads`
+record so the evaluation cache can tell when the program must run again. A `ProgramApiError`
+becomes a Starlark error at the calling line, with the Starlark call stack (evaluate.py).
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+import blake3
+
+from ..manifest import globs
+from .context import ProgramContext
+from .result import ROLES, ProgramResult, RuleAction
+
+_FLOOR = re.compile(r"\s*([A-Za-z0-9_.:+-]+)\s*(>=|==)\s*(\S+)\s*$")
+
+
+class ProgramApiError(Exception):
+    """A build program called the API wrongly; the message is shown at the call."""
+
+
+@dataclass
+class Reads:
+    """Everything an evaluation read, with what it saw: the cache's validity conditions."""
+
+    files: dict[str, str | None] = field(default_factory=dict)  # absolute path -> blake3 hex, None: missing
+    globs: dict[str, list[str]] = field(default_factory=dict)  # pattern -> package-relative matches
+    env: dict[str, str | None] = field(default_factory=dict)  # variable -> value, None: unset
+
+
+def file_digest(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return blake3.blake3(f.read()).hexdigest()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
+class McppApi:
+    """The functions behind `mcpp.<name>` for one package's evaluation."""
+
+    FUNCTIONS = ("manifest_dir", "out_dir", "package_name", "profile", "target", "host", "has_feature",
+                 "accel", "device_sources", "dep_bin", "xpkg_dir", "action", "generated", "source",
+                 "cxxflag", "cflag", "define", "include_dir", "link_lib", "link_search", "warning",
+                 "fact", "floor", "read_file", "glob", "rerun_if_env_changed")
+
+    def __init__(self, ctx: ProgramContext, environ: dict[str, str] | None = None):
+        self.ctx = ctx
+        self.result = ProgramResult()
+        self.reads = Reads()
+        self._environ = os.environ if environ is None else environ
+        self._ids: set[str] = set()
+
+    # -- build context -------------------------------------------------------------------------
+    def manifest_dir(self) -> str:
+        return self.ctx.manifest_dir
+
+    def out_dir(self) -> str:
+        return self.ctx.out_dir
+
+    def package_name(self) -> str:
+        return self.ctx.package
+
+    def profile(self) -> str:
+        return self.ctx.profile
+
+    def target(self) -> str:
+        return self.ctx.target
+
+    def host(self) -> str:
+        return self.ctx.host
+
+    def has_feature(self, name: str) -> bool:
+        _need_str("has_feature", "name", name)
+        return name in self.ctx.features
+
+    def accel(self) -> list[dict]:
+        return [{"name": n, "version": v, "archs": list(a), "floor": f} for n, v, a, f in self.ctx.accel]
+
+    def device_sources(self, ext: str | None = None) -> list[str]:
+        if ext is not None:
+            _need_str("device_sources", "ext", ext)
+            ext = ext if ext.startswith(".") else "." + ext
+            return [s for s in self.ctx.device_sources if os.path.splitext(s)[1] == ext]
+        return list(self.ctx.device_sources)
+
+    def dep_bin(self, pkg: str, tool: str) -> str:
+        _need_str("dep_bin", "pkg", pkg)
+        _need_str("dep_bin", "tool", tool)
+        for declared, name, path in self.ctx.tools:
+            if name == tool and (declared == pkg or declared.rsplit(".", 1)[-1] == pkg):
+                return path
+        have = ", ".join(f"{d}:{t}" for d, t, _ in self.ctx.tools) or "none"
+        raise ProgramApiError(
+            f"no host tool `{pkg}:{tool}` reaches package `{self.ctx.package}` (available: {have}); a tool "
+            f"comes from `tools = [...]` on a dependency entry of this package, or from a feature it activates "
+            f"whose entry says `reexport = true`")
+
+    def xpkg_dir(self, a: str, b: str | None = None) -> str:
+        ns, name = (None, a) if b is None else (a, b)
+        for pns, pname, directory in self.ctx.payloads:
+            if pname == name and (ns is None or ns == pns):
+                if not directory:
+                    raise ProgramApiError(f"payload `{pns}:{pname}` is declared but not installed "
+                                          f"(this engine does not install payloads yet)")
+                return directory
+        return ""
+
+    # -- declarations ----------------------------------------------------------------------------
+    def action(self, id, argv, inputs, outputs, tools=None, role="object", env=None, description="",
+               depfile=None) -> None:
+        _need_str("action", "id", id)
+        where = f"package `{self.ctx.package}`, action `{id}`"
+        if id in self._ids:
+            raise ProgramApiError(f"{where}: the id is declared twice")
+        if role not in ROLES:
+            raise ProgramApiError(f"{where}: unknown role `{role}` (expected one of: {', '.join(ROLES)})")
+        argv = _str_list(argv, f"{where}: argv")
+        if not argv:
+            raise ProgramApiError(f"{where}: argv is empty")
+        outs = [self._path(p) for p in _str_list(outputs, f"{where}: outputs")]
+        if not outs:
+            raise ProgramApiError(f"{where}: declares no outputs (every action must produce a file under out_dir())")
+        for declared, resolved in zip(outputs, outs):
+            if not _under(resolved, self.ctx.out_dir):
+                raise ProgramApiError(f"{where}: output `{declared}` is outside out_dir() (`{self.ctx.out_dir}`)")
+        ins = [self._path(p) for p in _str_list(inputs, f"{where}: inputs")]
+        tool_paths = [self._path(p) for p in _str_list(tools or [], f"{where}: tools")]
+        if env is not None and not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                                   for k, v in env.items())):
+            raise ProgramApiError(f"{where}: env must be a dict of strings")
+        dep = None
+        if depfile is not None:
+            _need_str("action", "depfile", depfile)
+            dep = self._path(depfile)
+            if not _under(dep, self.ctx.out_dir):
+                raise ProgramApiError(f"{where}: depfile `{depfile}` is outside out_dir() (`{self.ctx.out_dir}`)")
+        _need_str("action", "description", description)
+        self._ids.add(id)
+        self.result.actions.append(RuleAction(
+            id=id, argv=tuple(argv), inputs=tuple(ins), outputs=tuple(outs), tools=tuple(tool_paths), role=role,
+            env=tuple(sorted((env or {}).items())), description=description, depfile=dep))
+
+    def generated(self, path: str) -> None:
+        _need_str("generated", "path", path)
+        resolved = self._path(path)
+        if not _under(resolved, self.ctx.out_dir):
+            raise ProgramApiError(f"generated source `{path}` is outside out_dir() (`{self.ctx.out_dir}`)")
+        self.result.generated.append(resolved)
+
+    def source(self, path: str) -> None:
+        _need_str("source", "path", path)
+        resolved = self._path(path)
+        if not _under(resolved, self.ctx.manifest_dir) or _under(resolved, self.ctx.out_dir):
+            raise ProgramApiError(f"source `{path}` is not a file of package `{self.ctx.package}`")
+        self.result.sources.append(os.path.relpath(resolved, self.ctx.manifest_dir))
+
+    def cxxflag(self, flag: str) -> None:
+        self.result.cxxflags.append(_need_str("cxxflag", "flag", flag))
+
+    def cflag(self, flag: str) -> None:
+        self.result.cflags.append(_need_str("cflag", "flag", flag))
+
+    def define(self, d: str) -> None:
+        self.result.defines.append(_need_str("define", "d", d))
+
+    def include_dir(self, d: str) -> None:
+        self.result.include_dirs.append(self._path(_need_str("include_dir", "d", d)))
+
+    def link_lib(self, lib: str) -> None:
+        self.result.link_libs.append(_need_str("link_lib", "l", lib))
+
+    def link_search(self, d: str) -> None:
+        self.result.link_search.append(self._path(_need_str("link_search", "d", d)))
+
+    def warning(self, text: str) -> None:
+        self.result.warnings.append(_need_str("warning", "text", text))
+
+    def fact(self, name: str, version: str) -> None:
+        _need_str("fact", "name", name)
+        self.result.facts[name] = _need_str("fact", "version", version)
+
+    def floor(self, requirement: str) -> None:
+        _need_str("floor", "requirement", requirement)
+        if not _FLOOR.match(requirement):
+            raise ProgramApiError(f"malformed floor `{requirement}` (expected `name >= version`)")
+        self.result.floors.append(requirement)
+
+    # -- reads -----------------------------------------------------------------------------------
+    def read_file(self, path: str) -> str:
+        _need_str("read_file", "path", path)
+        resolved = self._path(path)
+        if not _under(resolved, self.ctx.manifest_dir):
+            raise ProgramApiError(f"read_file(`{path}`): a build program reads only files of its own package")
+        self.reads.files[resolved] = file_digest(resolved)
+        try:
+            with open(resolved, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise ProgramApiError(f"read_file(`{path}`): {e.strerror}") from None
+        try:
+            return data.decode()
+        except UnicodeDecodeError:
+            raise ProgramApiError(f"read_file(`{path}`): not UTF-8 text") from None
+
+    def glob(self, pattern: str) -> list[str]:
+        _need_str("glob", "pattern", pattern)
+        if pattern.startswith("/") or ".." in pattern.split("/"):
+            raise ProgramApiError(f"glob(`{pattern}`): patterns are relative to the package and stay inside it")
+        found = run_glob(self.ctx.manifest_dir, pattern)
+        self.reads.globs[pattern] = found
+        return list(found)
+
+    def rerun_if_env_changed(self, name: str) -> str | None:
+        _need_str("rerun_if_env_changed", "name", name)
+        value = self._environ.get(name)
+        self.reads.env[name] = value
+        return value
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _path(self, path: str) -> str:
+        """Relative paths resolve against the package root, never the action's directory."""
+        return os.path.normpath(os.path.join(self.ctx.manifest_dir, path))
+
+
+def run_glob(root: str, pattern: str) -> list[str]:
+    return sorted(globs.expand(root, [pattern]))
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _need_str(func: str, arg: str, value) -> str:
+    if not isinstance(value, str):
+        raise ProgramApiError(f"{func}(): `{arg}` must be a string, got {type(value).__name__}")
+    return value
+
+
+def _str_list(value, what: str) -> list[str]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ProgramApiError(f"{what} must be a list of strings")
+    return list(value)

@@ -1,0 +1,69 @@
+"""The evaluation cache: a program runs again only when something it could see has changed.
+
+An entry (`target/<profile>/.mcpp/programs/<package>.json`) holds the context fingerprint,
+every `.star` file the evaluation used, every file it read, every glob with its matches and
+every environment variable it asked for, each with what it saw, and the result. A lookup is a
+hit when the fingerprint matches and each recorded read still sees the same thing; then the
+result is reused without running Starlark, and its warnings are replayed by the caller.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from .api import Reads, file_digest, run_glob
+from .result import ProgramResult
+
+_FORMAT = "mcpp-program-cache-1"
+
+
+class ProgramCache:
+    def __init__(self, state_dir: str):
+        self.dir = os.path.join(state_dir, "programs")
+
+    def _path(self, package: str) -> str:
+        return os.path.join(self.dir, f"{package}.json")
+
+    def lookup(self, package: str, fingerprint: str, manifest_dir: str,
+               environ: dict[str, str]) -> ProgramResult | None:
+        try:
+            with open(self._path(package), encoding="utf-8") as f:
+                entry = json.load(f)
+        except (OSError, ValueError):
+            return None
+        if entry.get("format") != _FORMAT or entry.get("fingerprint") != fingerprint:
+            return None
+        for path, digest in {**entry["star_files"], **entry["files"]}.items():
+            if file_digest(path) != digest:
+                return None
+        for pattern, matches in entry["globs"].items():
+            if run_glob(manifest_dir, pattern) != matches:
+                return None
+        for name, value in entry["env"].items():
+            if environ.get(name) != value:
+                return None
+        try:
+            return ProgramResult.from_json(entry["result"])
+        except (KeyError, TypeError):
+            return None
+
+    def store(self, package: str, fingerprint: str, star_files: dict[str, str | None], reads: Reads,
+              result: ProgramResult) -> None:
+        entry = {"format": _FORMAT, "fingerprint": fingerprint, "star_files": star_files, "files": reads.files,
+                 "globs": reads.globs, "env": reads.env, "result": result.to_json()}
+        os.makedirs(self.dir, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.dir)
+        with open(fd, "w", encoding="utf-8") as f:
+            json.dump(entry, f)
+        os.replace(tmp, self._path(package))
+
+    def dependencies(self, package: str) -> tuple[list[str], bool]:
+        """Every file the cached evaluation depends on, and whether it read the environment (the
+        no-op fast path watches files only, so such a build is never answered by it)."""
+        try:
+            with open(self._path(package), encoding="utf-8") as f:
+                entry = json.load(f)
+            return list(entry["star_files"]) + list(entry["files"]), bool(entry["env"])
+        except (OSError, ValueError, KeyError):
+            return [], True

@@ -1,0 +1,39 @@
+"""Everything a build program may know about its build, as one value.
+
+The evaluation cache keys on `fingerprint()`: a program's result can depend on nothing else
+except the files and variables it reads through the API (recorded separately, see cache.py).
+The host tools' paths are part of it, and a tool's path names its store entry, so a different
+tool build (another version, an edited source tree) re-evaluates the program: going back to an
+older tool version follows, too (seed 000's "the version goes forward only" trap).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+import blake3
+
+# Bump when the API's behaviour changes so that old cached evaluations are not reused.
+API_VERSION = "mcpp-starlark-1"
+
+
+@dataclass(frozen=True)
+class ProgramContext:
+    package: str
+    version: str
+    namespace: str
+    manifest_dir: str  # absolute
+    out_dir: str  # absolute: target/<profile>/gen/<package>
+    profile: str
+    target: str  # triple
+    host: str  # triple
+    features: tuple[str, ...]
+    accel: tuple[tuple[str, str, tuple[str, ...], str], ...]  # (name, version, archs, floor)
+    device_sources: tuple[str, ...]  # package-relative
+    tools: tuple[tuple[str, str, str], ...]  # (declaring entry's name, tool, absolute path)
+    payloads: tuple[tuple[str, str, str], ...]  # (namespace, name, directory or "")
+    rule_modules: tuple[tuple[str, str], ...]  # (dotted name, absolute .star path) this package may load
+
+    def fingerprint(self) -> str:
+        data = json.dumps([API_VERSION, asdict(self)], sort_keys=True, separators=(",", ":"))
+        return blake3.blake3(data.encode()).hexdigest()

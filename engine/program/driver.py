@@ -1,0 +1,156 @@
+"""The build programs of one graph: check their loads, evaluate them (dependencies first, cached),
+compare floors with facts, and make sure every device source is claimed by an action.
+
+`check_loads` runs before any host tool is built, so a `load` the graph cannot satisfy stops
+the build with nothing in the tool store (seed 000). `evaluate` runs after the tools exist,
+because their paths are part of what a program sees.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import ManifestError, McppError
+from ..graph import Package, PackageGraph
+from ..manifest.load import display_path
+from ..plan.sources import device_extensions, package_sources
+from .api import McppApi
+from .cache import ProgramCache
+from .context import ProgramContext
+from .evaluate import PROGRAM_NAME, Evaluation, loads_of, parse, program_path
+from .modules import RuleModule, library_path, unavailable, visible_rule_modules
+from .result import ProgramResult
+
+
+@dataclass
+class Checked:
+    path: str | None  # the package's build.star, None when it has none
+    ast: object
+    rule_modules: dict[str, RuleModule]
+
+
+def check_loads(graph: PackageGraph, announce: Callable[[RuleModule], None]) -> dict[int, Checked]:
+    """Parse each build.star and refuse a `load` no dependency provides; announce each activated
+    rule module once (`Rules example.rules.toy (example:rules-toy)`)."""
+    out: dict[int, Checked] = {}
+    announced: set[str] = set()
+    for pkg in graph.order:
+        modules = visible_rule_modules(pkg)
+        for name, module in modules.items():
+            if name not in announced:
+                announced.add(name)
+                announce(module)
+        path = program_path(pkg.root)
+        ast = None
+        if path is not None:
+            ast = parse(path)
+            for module_id in loads_of(ast):
+                if library_path(module_id) is None and module_id not in modules:
+                    raise unavailable(PROGRAM_NAME, module_id, pkg)
+        out[id(pkg)] = Checked(path, ast, modules)
+    return out
+
+
+@dataclass
+class ProgramInputs:
+    """What the build tells every program (the same for each package)."""
+
+    out_root: str  # target/<profile>: out_dir() is <out_root>/gen/<package>
+    profile: str
+    target: str
+    host: str
+    accel: tuple
+    tools_of: Callable[[Package], list]  # package -> visible HostTools
+    payload_dir: Callable[[str, str, str], str]  # (namespace, name, version) -> directory or ""
+
+
+def evaluate(graph: PackageGraph, checked: dict[int, Checked], inputs: ProgramInputs, cache: ProgramCache,
+             warn: Callable[[str], None], environ: dict[str, str] | None = None) -> tuple[list[str], bool]:
+    """Evaluate every program (or reuse its cached result) into `pkg.program`; returns the files
+    the results depend on and whether any read the environment, for the no-op record."""
+    environ = dict(os.environ) if environ is None else environ
+    watched: list[str] = []
+    reads_env = False
+    for pkg in graph.order:
+        c = checked[id(pkg)]
+        device = [s.path for s in package_sources(pkg) if s.role == "device"] if device_extensions(pkg) else []
+        if c.path is None:
+            pkg.program = None
+            _check_claims(pkg, device, ProgramResult())
+            continue
+        ctx = _context(pkg, device, c, inputs)
+        fingerprint = ctx.fingerprint()
+        result = cache.lookup(pkg.name, fingerprint, pkg.root, environ)
+        if result is None:
+            api = McppApi(ctx, environ)
+            evaluation = Evaluation(api, c.rule_modules)
+            evaluation.run(c.path, c.ast)
+            result = api.result
+            cache.store(pkg.name, fingerprint, evaluation.files, api.reads, result)
+        files, env = cache.dependencies(pkg.name)
+        watched += files
+        reads_env = reads_env or env
+        for text in result.warnings:
+            warn(f"{pkg.name}: {text}")
+        pkg.program = result
+        _check_claims(pkg, device, result)
+    _check_floors(graph)
+    return watched, reads_env
+
+
+def _context(pkg: Package, device: list[str], c: Checked, inputs: ProgramInputs) -> ProgramContext:
+    m = pkg.manifest
+    payloads = tuple((p.namespace, p.name, inputs.payload_dir(p.namespace, p.name, p.version))
+                     for p in m.xlings.deps + m.xlings.workspace)
+    return ProgramContext(
+        package=m.name, version=m.version or "", namespace=m.namespace or "", manifest_dir=pkg.root,
+        out_dir=os.path.join(inputs.out_root, "gen", m.name), profile=inputs.profile, target=inputs.target,
+        host=inputs.host, features=tuple(sorted(pkg.features)), accel=inputs.accel, device_sources=tuple(device),
+        tools=tuple((t.display, t.tool, t.path) for t in inputs.tools_of(pkg)), payloads=payloads,
+        rule_modules=tuple(sorted((n, r.path) for n, r in c.rule_modules.items())))
+
+
+def _check_claims(pkg: Package, device: list[str], result: ProgramResult) -> None:
+    """A device source no action reads would silently drop out of the build: refuse it by name."""
+    claimed = {p for a in result.actions for p in a.inputs}
+    exts = device_extensions(pkg)
+    for rel in device:
+        if os.path.join(pkg.root, rel) in claimed:
+            continue
+        ext = os.path.splitext(rel)[1]
+        why = (f"no action of `{display_path(os.path.join(pkg.root, PROGRAM_NAME))}` reads it"
+               if pkg.program is not None else f"`{pkg.name}` has no {PROGRAM_NAME} to declare one")
+        raise ManifestError(
+            f"device source `{rel}` is not claimed by any action: {why}", pkg.manifest.position("build", "sources"),
+            [f"note: `{ext}` is a device extension of `{exts.get(ext, '?')}`; its rule declares the action that "
+             f"compiles each source (`mcpp.action(..., inputs = [source])`)"])
+
+
+_FLOOR = re.compile(r"\s*(?P<name>[A-Za-z0-9_.:+-]+)\s*(?P<op>>=|==)\s*(?P<version>\S+)\s*$")
+
+
+def _check_floors(graph: PackageGraph) -> None:
+    """The probe channel: every `floor("x >= v")` needs a `fact("x", w)` with w satisfying it."""
+    from packaging.version import InvalidVersion, Version
+
+    facts: dict[str, tuple[str, str]] = {}
+    for pkg in graph.order:
+        for name, version in (pkg.program.facts if pkg.program else {}).items():
+            facts.setdefault(name, (version, pkg.name))
+    for pkg in graph.order:
+        for floor in (pkg.program.floors if pkg.program else ()):
+            m = _FLOOR.match(floor)
+            fact = facts.get(m["name"])
+            if fact is None:
+                raise McppError(f"package `{pkg.name}` requires `{floor}`, and no build program states a fact "
+                                f"`{m['name']}` (`mcpp.fact(\"{m['name']}\", version)`)")
+            have, who = fact
+            try:
+                ok = Version(have) >= Version(m["version"]) if m["op"] == ">=" else Version(have) == Version(m["version"])
+            except InvalidVersion:
+                ok = have == m["version"] if m["op"] == "==" else have >= m["version"]
+            if not ok:
+                raise McppError(f"package `{pkg.name}` requires `{floor}`, but `{who}` states "
+                                f"{m['name']} {have}")

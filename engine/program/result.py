@@ -1,0 +1,50 @@
+"""What a build program declared: plain data the planner turns into actions and flags, and the
+evaluation cache stores as JSON (so a cache hit needs no Starlark at all)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+# What an action's outputs become (DESIGN §6): compiled with the package, linked into it,
+# checked (run, consumed by nobody), or made after the link.
+ROLES = ("source", "object", "check", "artifact")
+
+
+@dataclass(frozen=True)
+class RuleAction:
+    id: str  # as the program named it, unique within the package
+    argv: tuple[str, ...]
+    inputs: tuple[str, ...]  # absolute paths
+    outputs: tuple[str, ...]  # absolute paths, under out_dir()
+    tools: tuple[str, ...] = ()  # absolute paths
+    role: str = "object"
+    env: tuple[tuple[str, str], ...] = ()
+    description: str = ""
+    depfile: str | None = None  # absolute, under out_dir()
+    where: str = ""  # `file:line:col` of the call, for messages about this action
+
+
+@dataclass
+class ProgramResult:
+    actions: list[RuleAction] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # package-relative, chosen by `source()`
+    generated: list[str] = field(default_factory=list)  # absolute, under out_dir(), by `generated()`
+    cflags: list[str] = field(default_factory=list)
+    cxxflags: list[str] = field(default_factory=list)
+    defines: list[str] = field(default_factory=list)
+    include_dirs: list[str] = field(default_factory=list)  # absolute
+    link_libs: list[str] = field(default_factory=list)
+    link_search: list[str] = field(default_factory=list)  # absolute
+    warnings: list[str] = field(default_factory=list)
+    facts: dict[str, str] = field(default_factory=dict)  # name -> version
+    floors: list[str] = field(default_factory=list)  # "name >= v"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ProgramResult":
+        actions = [RuleAction(**{**a, "argv": tuple(a["argv"]), "inputs": tuple(a["inputs"]),
+                                 "outputs": tuple(a["outputs"]), "tools": tuple(a["tools"]),
+                                 "env": tuple(tuple(kv) for kv in a["env"])})
+                   for a in data["actions"]]
+        return cls(**{**data, "actions": actions})
