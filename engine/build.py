@@ -134,6 +134,7 @@ def _programs(graph: PackageGraph, toolchain: Toolchain, profile: Profile, opts:
     from .host_tools import HostTools, ToolBuilder
     from .program.cache import ProgramCache
     from .program.driver import ProgramInputs, check_loads, evaluate
+    from .program.evaluate import PROGRAM_NAME
 
     checked = check_loads(graph, lambda m: reporter.status("Rules", f"{m.name} ({m.label})"))
     tools = HostTools()
@@ -156,9 +157,10 @@ def _programs(graph: PackageGraph, toolchain: Toolchain, profile: Profile, opts:
         accel=tuple((e.name, e.version, e.archs, e.floor) for e in graph.context.accel.entries),
         tools_of=tools.visible_to,
         payload_dir=lambda ns, name, version: _payload_dir(home, ns, name, version))
-    watched, reads_env = evaluate(graph, checked, inputs, ProgramCache(state_dir), reporter.warning)
-    programs = [c.path for c in checked.values() if c.path]
-    return watched + programs + tools.watched_files, tools.watched_dirs + [p.root for p in graph.order], reads_env
+    watched, reads_env = evaluate(graph, checked, inputs, ProgramCache(state_dir), reporter)
+    # Every package's build.star, present or not: one appearing must end the no-op.
+    programs = [os.path.join(p.root, PROGRAM_NAME) for p in graph.order]
+    return watched + programs + tools.watched_files, tools.watched_dirs, reads_env
 
 
 def _payload_dir(home: Home, namespace: str, name: str, version: str) -> str:

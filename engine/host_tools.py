@@ -70,12 +70,14 @@ def bin_targets(pkg: Package) -> list[str]:
     return [m.name] if os.path.isfile(os.path.join(m.root, "src", "main.cpp")) else []
 
 
-def source_stamp(roots: list[str], files: list[str], dirs: list[str]) -> str:
+def source_stamp(packages: list[Package], files: list[str], dirs: list[str]) -> str:
     """Every file's relative path, size and mtime under each package root (not `target/`, not
-    hidden entries): a path dependency's sources in the form its kind offers (seed 000)."""
+    hidden entries): a path dependency's sources in the form its kind offers (seed 000). Where
+    the tree lives is not part of it: an identical copy elsewhere is the same tool."""
     h = blake3.blake3()
-    for root in roots:
-        h.update(f"root {len(root)}:{root}\n".encode())
+    for pkg in packages:
+        root = pkg.root
+        h.update(f"package {len(pkg.name)}:{pkg.name}\n".encode())
         for d, subdirs, names in os.walk(root):
             subdirs[:] = sorted(s for s in subdirs if not s.startswith(".") and not (d == root and s == "target"))
             dirs.append(d)
@@ -141,7 +143,7 @@ class ToolBuilder:
             "profile": self.profile,
             "features": sorted(root.features),
             "deps": sorted(f"{p.name}@{p.version}" for p in graph.order if p is not root),
-            "source": source_stamp([p.root for p in graph.order], tools.watched_files, tools.watched_dirs),
+            "source": source_stamp(graph.order, tools.watched_files, tools.watched_dirs),
         }
         digest = blake3.blake3(json.dumps(key, sort_keys=True).encode()).hexdigest()
         entry = os.path.join(self.home.tool, PATH_INDEX, f"{m.name}@{m.version}+{digest[:16]}")

@@ -67,7 +67,7 @@ class ProgramInputs:
 
 
 def evaluate(graph: PackageGraph, checked: dict[int, Checked], inputs: ProgramInputs, cache: ProgramCache,
-             warn: Callable[[str], None], environ: dict[str, str] | None = None) -> tuple[list[str], bool]:
+             reporter, environ: dict[str, str] | None = None) -> tuple[list[str], bool]:
     """Evaluate every program (or reuse its cached result) into `pkg.program`; returns the files
     the results depend on and whether any read the environment, for the no-op record."""
     environ = dict(os.environ) if environ is None else environ
@@ -83,6 +83,7 @@ def evaluate(graph: PackageGraph, checked: dict[int, Checked], inputs: ProgramIn
         ctx = _context(pkg, device, c, inputs)
         fingerprint = ctx.fingerprint()
         result = cache.lookup(pkg.name, fingerprint, pkg.root, environ)
+        reporter.event("build-program", package=pkg.name, cached=result is not None)
         if result is None:
             api = McppApi(ctx, environ)
             evaluation = Evaluation(api, c.rule_modules)
@@ -93,7 +94,7 @@ def evaluate(graph: PackageGraph, checked: dict[int, Checked], inputs: ProgramIn
         watched += files
         reads_env = reads_env or env
         for text in result.warnings:
-            warn(f"{pkg.name}: {text}")
+            reporter.warning(f"{pkg.name}: {text}")
         pkg.program = result
         _check_claims(pkg, device, result)
     _check_floors(graph)
