@@ -20,9 +20,9 @@ class DependencySpec:
     default_features: bool = True
     pos: Position | None = None  # position of the entry, for errors about it
     path_pos: Position | None = None
-    tools: tuple[str, ...] = ()  # host tools this package provides to the dependent (not acted on yet)
-    host_module: bool = False  # a rule package loaded by build.star (not acted on yet)
-    reexport: bool = False  # (not acted on yet)
+    tools: tuple[str, ...] = ()  # bin targets built for the build machine (engine/host_tools.py)
+    host_module: bool = False  # every rule module of the dependency may be loaded (program/modules.py)
+    reexport: bool = False  # its tools reach whoever activates the feature / depends on the declarer
     feature: str | None = None  # set for a [feature-deps.<f>] entry: the gate
     keypath: tuple = ()  # where the entry is written in the source document
 
@@ -72,8 +72,8 @@ class FeatureSpec:
     defines: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     pos: Position | None = None
-    rule_module: str | None = None  # (not acted on yet: Starlark rule packages)
-    device_extensions: tuple[str, ...] = ()  # (not acted on yet)
+    rule_module: str | None = None  # dotted name bound to the .star file in `sources`
+    device_extensions: tuple[str, ...] = ()  # device sources for a consumer that activates this
 
 
 @dataclass(frozen=True)

@@ -81,11 +81,9 @@ SOURCE_ENTRY = Table("build.sources[]", "compilation", SNAKE, ("glob", "accel"))
 PROFILE = Table("profile.<name>", "compilation", KEBAB, ("inherits", "opt", "debug", "cflags", "cxxflags", "ldflags"))
 TOOLCHAIN = Table("toolchain", "compilation", SNAKE, ("default",))
 DEPENDENCY = Table("dependencies.<name>", "library dependencies", KEBAB, (
-    "path", "version", "features", "default-features", "tools", "host-module", "reexport"),
-    pending=("tools", "host-module", "reexport"))
+    "path", "version", "features", "default-features", "tools", "host-module", "reexport"))
 FEATURE = Table("features.<name>", "gates", SNAKE, (
-    "sources", "defines", "implies", "rule_module", "device_extensions"),
-    pending=("rule_module", "device_extensions"))
+    "sources", "defines", "implies", "rule_module", "device_extensions"))
 XLINGS = Table("xlings", "tools and environment", SNAKE, ("deps", "workspace", "envs", "subos"),
                pending=("deps", "workspace", "envs", "subos"))
 RUNTIME = Table("runtime", "artifact metadata", SNAKE, ("artifacts", "library_dirs"),

@@ -29,8 +29,11 @@ _PRELUDE_SOURCE = "mcpp = struct(" + ", ".join(f"{n} = _mcpp_{n}" for n in McppA
 
 def parse(path: str) -> "sl.AstModule":
     """Parse a `.star` file, named in messages by its path relative to the working directory."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise McppError(f"{display_path(path)} is not UTF-8 text (byte {e.start})") from None
     try:
         return sl.parse(display_path(path), text, sl.Dialect.extended())
     except sl.StarlarkError as e:

@@ -20,7 +20,6 @@ class RuleAction:
     env: tuple[tuple[str, str], ...] = ()
     description: str = ""
     depfile: str | None = None  # absolute, under out_dir()
-    where: str = ""  # `file:line:col` of the call, for messages about this action
 
 
 @dataclass
