@@ -26,10 +26,13 @@ Whether it works (user namespaces may be disabled) is probed once per process by
 """
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
+import threading
 
+from .bwrap_worker import PYTHON, SLOT_SUFFIX, BwrapWorker, WorkerFailed
 from .depcheck import SYSTEM_ROOTS, tool_roots
 from .errors import SandboxUnavailable
 from .pool import SandboxPool
@@ -136,6 +139,50 @@ class BwrapSandbox(StagedSandbox):
         # spec's (one exec of coreutils' env, well under a millisecond)
         env_bin = "/usr/bin/env"
         self._unset_pwd = [env_bin, "-u", "PWD", "--"] if os.access(env_bin, os.X_OK) else []
+        # One long-lived namespace per engine thread (bwrap_worker.py); off after a worker
+        # fails before its first answer (no python3 inside, say): then one bwrap per action.
+        self.use_workers = os.access(PYTHON, os.X_OK)
+        self._local = threading.local()
+        self._tags = itertools.count()
+
+    def run(self, spec: SandboxSpec):
+        worker = self._worker_for(spec)
+        if worker is None:
+            return super().run(spec)
+        cwd_inside = lambda cwd: EXECROOT if cwd == "." else f"{EXECROOT}/{cwd}"  # noqa: E731
+        tag = f"{os.path.basename(worker.slot.path)}-{next(self._tags)}"
+        try:
+            existing = worker.slot.prepare(spec)
+            return self.run_in(spec, worker.slot.path, tag, lambda spec, _dir, cwd, argv, env: worker.execute(
+                argv, env, cwd_inside(cwd), spec.timeout), existing)
+        except WorkerFailed:
+            if worker.answered == 0:
+                self.use_workers = False
+            self._retire(worker)
+            self.pool.check_open()
+            return super().run(spec)
+        finally:
+            if worker.alive:
+                worker.slot.clear()
+            else:  # timed out (or failed): the next action starts a fresh namespace
+                self._retire(worker)
+
+    def _retire(self, worker: BwrapWorker) -> None:
+        if getattr(self._local, "worker", None) is worker:
+            self._local.worker = None
+        if os.path.isdir(worker.slot.path):
+            self.pool.remove(worker.slot.path)
+
+    def _worker_for(self, spec: SandboxSpec) -> BwrapWorker | None:
+        """This thread's worker, when the action can run in one: no network, no tool outside
+        the system roots (a worker's mounts are fixed when it starts)."""
+        if not self.use_workers or spec.network or (spec.tools and self._binds_for(tuple(spec.tools))):
+            return None
+        worker = getattr(self._local, "worker", None)
+        if worker is None or not worker.alive:
+            worker = BwrapWorker(self._prefix, self.pool.new_action_dir(SLOT_SUFFIX), self.pool)
+            self._local.worker = worker
+        return worker
 
     def root_seen(self, action_dir: str) -> str:
         return EXECROOT
@@ -169,3 +216,4 @@ class BwrapSandbox(StagedSandbox):
             cmd += self._unset_pwd
         cmd += argv
         return cmd, {}, None
+

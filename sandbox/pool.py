@@ -174,10 +174,10 @@ class SandboxPool:
             _pools.add(self)
 
     # -- directories -------------------------------------------------------------------------
-    def new_action_dir(self) -> str:
-        """Create and return a fresh, empty ``<base>/<pid>-<n>`` directory."""
+    def new_action_dir(self, suffix: str = "") -> str:
+        """Create and return a fresh, empty ``<base>/<pid>-<n><suffix>`` directory."""
         self.check_open()
-        path = f"{self.base}/{os.getpid()}-{next(_counter)}"
+        path = f"{self.base}/{os.getpid()}-{next(_counter)}{suffix}"
         with self._lock:
             self._dirs.add(path)
         os.mkdir(path)

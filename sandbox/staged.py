@@ -42,23 +42,36 @@ class StagedSandbox(PooledSandbox):
 
     # -- the run -----------------------------------------------------------------------------
     def run(self, spec: SandboxSpec) -> SandboxResult:
+        action_dir = self.pool.new_action_dir()
+        try:
+            return self.run_in(spec, action_dir, os.path.basename(action_dir), self.spawn)
+        finally:
+            self.pool.remove(action_dir)
+
+    def spawn(self, spec: SandboxSpec, action_dir: str, cwd: str, argv: list[str],
+              env: dict[str, str]) -> tuple[int, bool, bytes, bytes]:
+        """Start the action as a process of its own: (exit code, timed out, stdout, stderr)."""
+        argv, env, pcwd = self.command(spec, action_dir, cwd, argv, env)
+        return run_group(argv, env=env, cwd=pcwd, timeout=spec.timeout, pool=self.pool)
+
+    def run_in(self, spec: SandboxSpec, action_dir: str, tag: str, spawn,
+               existing: set[str] | None = None) -> SandboxResult:
+        """Stage, run through `spawn`, check and collect, in `action_dir`, which holds no file
+        and exactly the directories `existing` (the caller removes or empties it afterwards);
+        `tag` names collected outputs uniquely."""
         start = time.monotonic()
         pool = self.pool
-        action_dir = pool.new_action_dir()
         try:
-            staged = stage_inputs(spec.inputs, action_dir, spec.label)
+            staged = stage_inputs(spec.inputs, action_dir, spec.label, existing)
             outputs = [relpath(o, "output", spec.label) for o in spec.outputs]
             cwd = relpath(spec.cwd, "cwd", spec.label)
-            prepare_dirs(action_dir, outputs)
-            if cwd != ".":
+            prepare_dirs(action_dir, outputs, existing)
+            if cwd != "." and not (existing and cwd in existing):
                 os.makedirs(f"{action_dir}/{cwd}", exist_ok=True)
             seen = self.root_seen(action_dir)
-            argv, env, pcwd = self.command(
-                spec, action_dir, cwd, expand_argv(spec.argv, seen), expand_env(spec.env, seen)
-            )
             try:
-                code, timed_out, out, err = run_group(
-                    argv, env=env, cwd=pcwd, timeout=spec.timeout, pool=pool
+                code, timed_out, out, err = spawn(
+                    spec, action_dir, cwd, expand_argv(spec.argv, seen), expand_env(spec.env, seen)
                 )
             except OSError as e:  # the program could not be started at all
                 pool.check_open()
@@ -79,9 +92,7 @@ class StagedSandbox(PooledSandbox):
                 if spec.out_dir:
                     collected = collect_outputs(outputs, action_dir, spec.out_dir)
                 else:
-                    collected = collect_flat(
-                        outputs, action_dir, pool.results_dir(), os.path.basename(action_dir)
-                    )
+                    collected = collect_flat(outputs, action_dir, pool.results_dir(), tag)
             return SandboxResult(
                 exit_code=code,
                 stdout=out,
@@ -96,8 +107,6 @@ class StagedSandbox(PooledSandbox):
                 msg = f"action {spec.label} was stopped: the sandbox shut down"
                 raise SandboxClosed(msg) from e
             raise
-        finally:
-            pool.remove(action_dir)
 
     def _check_depfile(
         self, spec: SandboxSpec, action_dir: str, seen: str, cwd: str,

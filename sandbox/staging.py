@@ -57,9 +57,22 @@ def _make_parents(root: str, rel: str, made: set[str]) -> None:
             parent = posixpath.dirname(parent)
 
 
-def stage_inputs(inputs: Mapping[str, str], root: str, label: str = "") -> set[str]:
-    """Hard-link each input into ``root``; return the set of normalised relative paths."""
-    made: set[str] = set()
+def parent_dirs(rels: Iterable[str]) -> set[str]:
+    """Every directory (relative, normalised) that must exist to hold ``rels``."""
+    out: set[str] = set()
+    for rel in rels:
+        parent = posixpath.dirname(posixpath.normpath(rel))
+        while parent and parent not in out:
+            out.add(parent)
+            parent = posixpath.dirname(parent)
+    return out
+
+
+def stage_inputs(inputs: Mapping[str, str], root: str, label: str = "",
+                 existing: set[str] | None = None) -> set[str]:
+    """Hard-link each input into ``root``; return the set of normalised relative paths.
+    ``existing``: directories already present under ``root`` (not created again)."""
+    made: set[str] = set(existing or ())
     staged: set[str] = set()
     for rel, src in inputs.items():
         rel = relpath(rel, "input", label)
@@ -76,9 +89,9 @@ def stage_inputs(inputs: Mapping[str, str], root: str, label: str = "") -> set[s
     return staged
 
 
-def prepare_dirs(root: str, rels: Iterable[str]) -> None:
+def prepare_dirs(root: str, rels: Iterable[str], existing: set[str] | None = None) -> None:
     """Create the parent directories of the declared outputs (gcc does not create ``obj/``)."""
-    made: set[str] = set()
+    made: set[str] = set(existing or ())
     for rel in rels:
         _make_parents(root, rel, made)
 

@@ -1,0 +1,62 @@
+"""A reused action directory: a bwrap worker's ``/execroot`` on the host.
+
+A fresh action directory costs a ``mkdir`` per directory level of every input and output
+(``target/dev/obj/pkg/src/...``), and creating a directory is the slowest file operation on the
+development VMs (about 0.3 ms, against 0.01 ms for a hard link). A slot keeps its directories
+from one action to the next and removes every *file* after each action. Before the next action
+it removes the directories that action does not need and creates the ones it lacks, so the
+action sees exactly the tree a fresh directory would hold: its inputs, and the parents of its
+inputs, outputs and working directory.
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+
+from .pool import rmtree
+from .spec import SandboxSpec
+from .staging import parent_dirs, relpath
+
+
+class Slot:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.dirs: set[str] = set()  # relative directories present (and no file anywhere)
+
+    def prepare(self, spec: SandboxSpec) -> set[str]:
+        """Make the directory tree exactly what `spec` needs; return it (relative paths)."""
+        rels = [relpath(r, "input", spec.label) for r in spec.inputs]
+        rels += [relpath(o, "output", spec.label) for o in spec.outputs]
+        cwd = relpath(spec.cwd, "cwd", spec.label)
+        needed = parent_dirs(rels + ([posixpath.join(cwd, "x")] if cwd != "." else []))
+        for d in sorted(self.dirs - needed, key=len, reverse=True):  # children before parents
+            os.rmdir(f"{self.path}/{d}")
+        for d in sorted(needed - self.dirs, key=len):  # parents before children
+            os.mkdir(f"{self.path}/{d}")
+        self.dirs = set(needed)
+        return needed
+
+    def clear(self) -> None:
+        """Remove every file the last action left (inputs, undeclared outputs, anything)."""
+        try:
+            dirs: set[str] = set()
+            for top, subdirs, files in os.walk(self.path):
+                rel_top = os.path.relpath(top, self.path)
+                for name in subdirs:
+                    if os.path.islink(f"{top}/{name}"):
+                        os.unlink(f"{top}/{name}")
+                    else:
+                        dirs.add(name if rel_top == "." else f"{rel_top}/{name}")
+                for name in files:
+                    os.unlink(f"{top}/{name}")
+            self.dirs = dirs
+        except OSError:  # an action changed permissions, say: start from nothing
+            self.reset()
+
+    def reset(self) -> None:
+        for entry in os.scandir(self.path):
+            if entry.is_dir(follow_symlinks=False):
+                rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+        self.dirs = set()
