@@ -9,7 +9,8 @@ action's argv, environment and working directory. Between two actions:
 - the engine empties the slot directory (the worker's ``/execroot``, see slot.py) and stages
   the next action's inputs into it, so an action sees its own declared inputs and nothing else;
 - the executor kills every process left in the namespace but itself and bwrap's init, and
-  empties the private ``/tmp``.
+  removes whatever was added to the private ``/tmp`` and ``/dev/shm`` and to the directories
+  bwrap made on its own tmpfs (``/``, ``/etc``, ``/dev``).
 
 So each action still sees only its inputs, no network, a cleared environment and a private
 ``/tmp``; what it shares with the action before it is the namespace's identity, not any file.
@@ -50,6 +51,24 @@ def read_all(fd):
     os.close(fd)
     return data
 
+def listing(d):
+    try:
+        return set(os.listdir(d))
+    except OSError:
+        return set()
+
+# bwrap's root and /etc are a tmpfs it made: what an action adds there must not reach the next one
+BASELINE = {d: listing(d) for d in ("/", "/etc", "/tmp", "/dev", "/dev/shm")}
+
+def remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
 def reset():
     for name in os.listdir("/proc"):
         if name.isdigit() and int(name) not in (1, me):
@@ -63,15 +82,9 @@ def reset():
                 break
         except ChildProcessError:
             break
-    for name in os.listdir("/tmp"):
-        path = "/tmp/" + name
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+    for d, before in BASELINE.items():
+        for name in listing(d) - before:
+            remove(os.path.join(d, name))
 
 out = sys.stdout.buffer
 for line in sys.stdin.buffer:

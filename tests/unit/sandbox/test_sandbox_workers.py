@@ -29,15 +29,18 @@ def test_consecutive_actions_share_a_worker_but_nothing_else(bwrap_sb, mkspec, t
     a.write_text("a\n")
     first = bwrap_sb.run(mkspec(
         ["sh", "-c", "echo $$ > /tmp/pid; echo junk > deep/er/junk; echo x > /tmp/left; "
+                     "mkdir /planted /etc/planted && touch /dev/shm/planted && echo planted; "
                      "(sleep 30 &) ; cat a.txt > out/a"],
         inputs={"a.txt": str(a), "deep/er/keep.txt": str(a)}, outputs=("out/a",)))
     assert first.exit_code == 0, first.stderr
+    assert first.stdout == b"planted\n"
     [slot] = slots(work_root)
 
     b = tmp_path / "b.txt"
     b.write_text("b\n")
     second = bwrap_sb.run(mkspec(
-        ["sh", "-c", "find . | sort; ls -A /tmp; ps -e -o comm= | grep -c sleep || true"],
+        ["sh", "-c", "find . | sort; ls -A /tmp; ls -d /planted /etc/planted /dev/shm/planted 2>/dev/null; "
+                     "ps -e -o comm= | grep -c sleep || true"],
         inputs={"b.txt": str(b)}, outputs=()))
     assert second.exit_code == 0, second.stderr
     assert slots(work_root) == [slot]  # the same worker ran both
