@@ -32,10 +32,11 @@ import shutil
 import subprocess
 import threading
 
-from .bwrap_worker import PYTHON, SLOT_SUFFIX, BwrapWorker, WorkerFailed
+from .bwrap_worker import PYTHON, BwrapWorker, WorkerFailed
 from .depcheck import SYSTEM_ROOTS, tool_roots
 from .errors import SandboxUnavailable
 from .pool import SandboxPool
+from .slot import SLOT_SUFFIX
 from .spec import SandboxSpec
 from .staged import StagedSandbox
 
@@ -161,6 +162,9 @@ class BwrapSandbox(StagedSandbox):
             self._retire(worker)
             self.pool.check_open()
             return super().run(spec)
+        except BaseException:  # Ctrl-C, a shutdown, a bad spec: the action may still be running inside
+            worker.close()
+            raise
         finally:
             if worker.alive:
                 worker.slot.clear()

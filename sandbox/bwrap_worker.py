@@ -106,11 +106,6 @@ for line in sys.stdin.buffer:
 """
 
 
-# A worker's slot is `<pool base>/<pid>-<n>.worker`: it stays, without files between actions, until the
-# pool shuts down (or a later engine reclaims it), so it is named apart from action directories.
-SLOT_SUFFIX = ".worker"
-
-
 class WorkerFailed(Exception):
     """The worker process is gone (or never came up); the action did not run to an answer."""
 

@@ -14,11 +14,21 @@ variable of the engine leaks in). What it cannot do, and how that is made up for
   ``@@EXECROOT@@`` in argv (replaced here by the directory's absolute path) and adds
   ``prefix_map_flags()`` so objects do not embed it and stay byte-identical to bwrap's;
 - *a private /tmp*: the action shares the host's ``/tmp`` (or ``$TMPDIR`` if its env says so).
+
+Each engine thread runs its actions in one reused directory (``slot.py``): no file survives
+from one action to the next, and the directory tree is made exactly what each action needs,
+without a ``mkdir`` per level of every path each time.
 """
 from __future__ import annotations
 
+import itertools
+import os
+import threading
+
 from .placeholder import prefix_map_flags
-from .spec import SandboxSpec
+from .pool import SandboxPool
+from .slot import SLOT_SUFFIX, Slot
+from .spec import SandboxResult, SandboxSpec
 from .staged import StagedSandbox
 
 __all__ = ["DirSandbox", "prefix_map_flags"]
@@ -26,6 +36,26 @@ __all__ = ["DirSandbox", "prefix_map_flags"]
 
 class DirSandbox(StagedSandbox):
     name = "dir"
+
+    def __init__(self, work_root: str | None = None, *, pool: SandboxPool | None = None) -> None:
+        super().__init__(work_root, pool=pool)
+        self._local = threading.local()
+        self._tags = itertools.count()
+
+    def run(self, spec: SandboxSpec) -> SandboxResult:
+        slot = getattr(self._local, "slot", None)
+        if slot is None or not os.path.isdir(slot.path):
+            slot = self._local.slot = Slot(self.pool.new_action_dir(SLOT_SUFFIX))
+        tag = f"{os.path.basename(slot.path)}-{next(self._tags)}"
+        try:
+            result = self.run_in(spec, slot.path, tag, self.spawn, slot.prepare(spec))
+        except BaseException:  # Ctrl-C, a shutdown, a bad spec: leave nothing behind
+            self._local.slot = None
+            if os.path.isdir(slot.path):
+                self.pool.remove(slot.path)
+            raise
+        slot.clear()
+        return result
 
     def root_seen(self, action_dir: str) -> str:
         return action_dir

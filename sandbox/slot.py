@@ -1,4 +1,5 @@
-"""A reused action directory: a bwrap worker's ``/execroot`` on the host.
+"""A reused action directory, one per engine thread: a bwrap worker's ``/execroot`` on the
+host, or the directory the ``dir`` sandbox runs that thread's actions in.
 
 A fresh action directory costs a ``mkdir`` per directory level of every input and output
 (``target/dev/obj/pkg/src/...``), and creating a directory is the slowest file operation on the
@@ -16,6 +17,10 @@ import posixpath
 from .pool import rmtree
 from .spec import SandboxSpec
 from .staging import parent_dirs, relpath
+
+# A slot is `<pool base>/<pid>-<n>.slot`: it stays, without files between actions, until the pool
+# shuts down (or a later engine reclaims it), so it is named apart from one-action directories.
+SLOT_SUFFIX = ".slot"
 
 
 class Slot:

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from sandbox import prefix_map_flags
-from sandbox.bwrap_worker import SLOT_SUFFIX
+from sandbox.slot import SLOT_SUFFIX
 
 MODES = ("bwrap", "dir", "off")
 
@@ -23,7 +23,7 @@ def write_tree(root, files):
 
 
 def leftovers(work_root):
-    """What the sandbox left behind, ignoring bwrap workers' slots, which stay for the next
+    """What the sandbox left behind, ignoring the per-thread slots, which stay for the next
     action (but hold no file between actions)."""
     base = os.path.join(work_root, "sandbox")
     names = sorted(os.listdir(base)) if os.path.isdir(base) else []
@@ -31,7 +31,7 @@ def leftovers(work_root):
     for name in names:
         if name in slots:
             files = [f for _, _, fs in os.walk(os.path.join(base, name)) for f in fs]
-            assert files == [], f"worker slot {name} still holds {files}"
+            assert files == [], f"slot {name} still holds {files}"
     return [n for n in names if n not in slots]
 
 

@@ -11,6 +11,7 @@ import uuid
 import pytest
 
 from sandbox import SandboxClosed, SandboxPool, reclaim_stale
+from sandbox.slot import SLOT_SUFFIX
 
 
 def unique_sleep() -> str:
@@ -59,7 +60,10 @@ def test_timeout_kills_the_whole_process_tree_fast(mode, make, mkspec, tmp_path,
     assert r.exit_code != 0
     assert time.monotonic() - start < 3.0
     assert wait_gone(arg) == []  # the background child died with the group
-    assert not os.listdir(os.path.join(work_root, "sandbox"))
+    # Nothing is left but the thread's reused slot (dir), without a file in it.
+    left = os.listdir(os.path.join(work_root, "sandbox"))
+    assert all(n.endswith(SLOT_SUFFIX) for n in left), left
+    assert [f for n in left for _, _, fs in os.walk(os.path.join(work_root, "sandbox", n)) for f in fs] == []
 
 
 @pytest.mark.parametrize("mode", ["dir", "off"])

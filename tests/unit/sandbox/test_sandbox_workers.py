@@ -9,7 +9,7 @@ import time
 import pytest
 
 from sandbox import bwrap_worker
-from sandbox.bwrap_worker import SLOT_SUFFIX
+from sandbox.slot import SLOT_SUFFIX
 
 
 @pytest.fixture
@@ -47,14 +47,17 @@ def test_consecutive_actions_share_a_worker_but_nothing_else(bwrap_sb, mkspec, t
     assert second.stdout.decode().splitlines() == [".", "./b.txt", "0"]  # no file, dir, /tmp entry or process
 
 
-def test_the_tree_is_what_a_fresh_directory_would_hold(bwrap_sb, mkspec, tmp_path):
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_the_tree_is_what_a_fresh_directory_would_hold(mode, make, mkspec, tmp_path):
+    sb = make(mode)
     f = tmp_path / "f"
     f.write_text("f\n")
-    listing = "cd /execroot && find . -type d | sort"
-    r1 = bwrap_sb.run(mkspec(["sh", "-c", listing], inputs={"x/y/z/f": str(f)}, outputs=("o/p/q",)))
-    r2 = bwrap_sb.run(mkspec(["sh", "-c", listing], inputs={"x/f": str(f)}, outputs=("o/r",), cwd="w/v"))
-    assert r1.stdout.decode().split() == [".", "./o", "./o/p", "./x", "./x/y", "./x/y/z"]
-    assert r2.stdout.decode().split() == [".", "./o", "./w", "./w/v", "./x"]
+    listing = "cd @@EXECROOT@@ && find . | sort"
+    r1 = sb.run(mkspec(["sh", "-c", listing + "; echo junk > x/junk"], inputs={"x/y/z/f": str(f)},
+                       outputs=("o/p/q",)))
+    r2 = sb.run(mkspec(["sh", "-c", listing], inputs={"x/f": str(f)}, outputs=("o/r",), cwd="w/v"))
+    assert r1.stdout.decode().split() == [".", "./o", "./o/p", "./x", "./x/y", "./x/y/z", "./x/y/z/f"]
+    assert r2.stdout.decode().split() == [".", "./o", "./w", "./w/v", "./x", "./x/f"]
 
 
 def test_a_timeout_ends_the_worker_and_the_next_action_gets_a_new_one(bwrap_sb, mkspec, work_root):
