@@ -305,7 +305,6 @@ class Planner:
         if pkg.program is not None:  # what the package's build program added, for itself
             user += pkg.program.cflags if role == "c" else pkg.program.cxxflags
             defines += pkg.program.defines
-            incs += [self.rel(d) for d in pkg.program.include_dirs]
         for p in [pkg] + self._transitive_deps(pkg, dev):
             incs += [self.rel(d) for d in include_dirs(p)]
         return user, defines, list(dict.fromkeys(incs))
@@ -472,17 +471,34 @@ class Planner:
             flags += [f for f in p.manifest.build.ldflags if f not in flags]
         for p in [pkg] + self._transitive_deps(pkg, dev):  # a program's libraries reach every link above it
             if p.program is not None:
-                flags += [f for f in ([f"-L{d}" for d in p.program.link_search] +
-                                      [f"-l{lib}" for lib in p.program.link_libs]) if f not in flags]
+                search = [f"-L{self._link_dir(d)}" for d in p.program.link_search]
+                flags += [f for f in search + [f"-l{lib}" for lib in p.program.link_libs] if f not in flags]
         return flags
 
+    def _link_dir(self, d: str) -> str:
+        """A package's own library directory is staged and named relative to the execroot (where
+        links run); a system one stays absolute."""
+        rel = self.rel(d)
+        return d if rel == ".." or rel.startswith("../") else rel
+
+    def _program_link_inputs(self, pkg: Package, dev: bool) -> list[str]:
+        """The files of the packages' own `link_search` directories: inputs of the link."""
+        out: list[str] = []
+        for p in [pkg] + self._transitive_deps(pkg, dev):
+            for d in (p.program.link_search if p.program is not None else ()):
+                if self._link_dir(d) != d and os.path.isdir(d):
+                    out += [self.rel(os.path.join(d, n)) for n in sorted(os.listdir(d))
+                            if os.path.isfile(os.path.join(d, n))]
+        return out
+
     def _link(self, pkg: Package, action_id: str, out: str, objs: list[str], archives: list[str],
-              ldflags: list[str], shared: bool, prereqs: list[str], kind: str = "link") -> None:
+              ldflags: list[str], shared: bool, prereqs: list[str], kind: str = "link", dev: bool = False) -> None:
         objs = objs + self.std_objects
         prereqs = prereqs + self.std_ids
         argv = cf.link_argv(self.tc, self.profile, out, objs, archives, ldflags, shared, self._std_link())
+        libs = self._program_link_inputs(pkg, dev)
         self.plan.add(Action(
-            id=action_id, argv=tuple(argv), outputs=(out,), inputs=tuple(objs + archives),
+            id=action_id, argv=tuple(argv), outputs=(out,), inputs=tuple(objs + archives + libs),
             tools=(self.tc.cxx.path,), env=ACTION_ENV, kind=kind,
             description=f"{pkg.name}: {os.path.basename(out)}"), pkg.name, prereqs)
 
@@ -497,5 +513,5 @@ class Planner:
         name = os.path.splitext(os.path.basename(u.source.path))[0]
         out = f"{self.out}/tests/{pkg.name}/{name}"
         self._link(pkg, f"link-test {pkg.name}:{name}", out, objs, dep_archives, self._ldflags(pkg, True),
-                   False, ids + dep_ids, kind="link")
+                   False, ids + dep_ids, kind="link", dev=True)
         self.plan.artifacts.append(Artifact(pkg.name, name, "test", out))

@@ -101,6 +101,8 @@ def include_dirs(pkg: Package) -> list[str]:
     conventional = os.path.join(m.root, "include")
     if os.path.isdir(conventional) and conventional not in dirs:
         dirs.append(conventional)
+    if pkg.program is not None:  # `mcpp.include_dir(...)` of its build program
+        dirs += [d for d in pkg.program.include_dirs if d not in dirs]
     return dirs
 
 

@@ -295,3 +295,45 @@ def test_reads_stay_inside_the_package(project, mcpp: Mcpp):
     res = mcpp("build", cwd=root)
     assert res.code == 2
     assert "a build program reads only files of its own package" in res.err
+
+
+def test_generated_source_include_dir_flags_and_link_libraries(project, mcpp: Mcpp, tmp_path):
+    """`generated()`, `source()`, `include_dir()`, `cflag()`/`cxxflag()`, `link_search()` and
+    `link_lib()` each reach the compile or the link (under the default sandbox)."""
+    root = project({
+        "mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+        "src/main.cpp": """
+            #include <cstdio>
+            #include "val.h"
+            extern "C" int from_gen();
+            extern "C" int from_extra();
+            extern "C" int from_c();
+            extern "C" int from_vendor();
+            int main() { std::printf("%d %d %d %d %d %d\\n", from_gen(), from_extra(), from_c(), VAL, CXX_ONLY,
+                                     from_vendor()); }
+        """,
+        "src/part.c": "int from_c(void) { return C_ONLY; }\n",
+        "tmpl/gen.cpp.in": 'extern "C" int from_gen() { return 1; }\n',
+        "extra/extra.cpp": 'extern "C" int from_extra() { return 2; }\n',
+        "inc/val.h": "#define VAL 4\n",
+        "build.star": """
+            gen = mcpp.out_dir() + "/gen.cpp"
+            mcpp.action(id = "gen", argv = ["/bin/cp", "tmpl/gen.cpp.in", gen], inputs = ["tmpl/gen.cpp.in"],
+                        outputs = [gen], tools = ["/bin/cp"], role = "check")
+            mcpp.generated(gen)
+            mcpp.source("extra/extra.cpp")
+            mcpp.include_dir("inc")
+            mcpp.cflag("-DC_ONLY=3")
+            mcpp.cxxflag("-DCXX_ONLY=5")
+            mcpp.link_search("vendor")
+            mcpp.link_lib("vendor")
+        """,
+    })
+    (root / "vendor").mkdir()
+    (tmp_path / "v.c").write_text("int from_vendor(void) { return 6; }\n")
+    import subprocess
+    subprocess.run(["gcc", "-c", str(tmp_path / "v.c"), "-o", str(tmp_path / "v.o")], check=True)
+    subprocess.run(["ar", "rcs", str(root / "vendor/libvendor.a"), str(tmp_path / "v.o")], check=True)
+    res = mcpp("run", cwd=root)
+    assert res.code == 0, res.err
+    assert res.out.strip().splitlines()[-1] == "1 2 3 4 5 6"
