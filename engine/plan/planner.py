@@ -88,6 +88,7 @@ class Planner:
         self._pools: dict[int, tuple[str, ...]] = {}
         self._pool_index: dict[tuple[str, ...], dict[str, str]] = {}
         self._directive_memo: dict[str, object] = {}  # a header is scanned once per build
+        self._gen_header_memo: dict[tuple[int, bool], list[tuple[str, str]]] = {}
 
     def rel(self, path: str) -> str:
         return os.path.relpath(path, self.execroot)
@@ -356,7 +357,8 @@ class Planner:
         user, defines, incs = self._flags_for(pkg, u.source.role, dev=is_test)
         needed = self._closure(u, table)
         uses_modules = bool(needed or u.info.module or u.info.imports)
-        inputs = [src] + [n.bmi for n in needed]
+        gen_headers = self._generated_headers(pkg, is_test)
+        inputs = [src] + [n.bmi for n in needed] + [h for h, _ in gen_headers]
         outputs = [u.obj]
         mapper = None
         if uses_modules and self.tc.family == "gcc":
@@ -383,11 +385,30 @@ class Planner:
             may_read=self._may_read(pkg, is_test) if u.produced_by else self._headers_for(src, incs, user, pkg, is_test),
             tools=(compiler,), env=ACTION_ENV, depfile=depfile, kind="compile",
             description=f"{pkg.name}: {u.source.path}")
-        self.plan.add(action, pkg.name, [n.action_id for n in needed] + ([u.produced_by] if u.produced_by else []))
+        self.plan.add(action, pkg.name, [n.action_id for n in needed] + ([u.produced_by] if u.produced_by else [])
+                      + [producer for _, producer in gen_headers])
         self.plan.compile_commands.append({
             "directory": self.execroot, "file": os.path.join(pkg.root, u.source.path),
             "arguments": [a.replace(EXECROOT_PLACEHOLDER, self.execroot) for a in argv],
             "output": os.path.join(self.execroot, u.obj)})
+
+    def _generated_headers(self, pkg: Package, dev: bool) -> list[tuple[str, str]]:
+        """Outputs of rule actions inside an include directory of `pkg` or a dependency (a
+        header generated into `out_dir()` and exposed with `include_dir()`): they do not exist
+        when the plan is made, so every compile of `pkg` declares them, after their actions."""
+        key = (id(pkg), dev)
+        if key not in self._gen_header_memo:
+            found: list[tuple[str, str]] = []
+            for p in [pkg] + self._transitive_deps(pkg, dev):
+                if p.program is None or not p.program.include_dirs:
+                    continue
+                dirs = [d.rstrip("/") + "/" for d in include_dirs(p)]
+                for ra in p.program.actions:
+                    for out in ra.outputs:
+                        if any(out.startswith(d) for d in dirs) and out != ra.depfile:
+                            found.append((self.rel(out), rule_action_id(p, ra)))
+            self._gen_header_memo[key] = found
+        return self._gen_header_memo[key]
 
     def _compile_std(self, u: _Unit, table: dict[str, _Unit]) -> None:
         needed = self._closure(u, table)

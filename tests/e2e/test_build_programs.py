@@ -337,3 +337,23 @@ def test_generated_source_include_dir_flags_and_link_libraries(project, mcpp: Mc
     res = mcpp("run", cwd=root)
     assert res.code == 0, res.err
     assert res.out.strip().splitlines()[-1] == "1 2 3 4 5 6"
+
+
+def test_a_generated_header_in_an_include_dir_reaches_the_compile(project, mcpp: Mcpp):
+    root = project({
+        "mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+        "src/main.cpp": '#include <cstdio>\n#include "version.h"\nint main() { std::printf("%s\\n", VERSION); }\n',
+        "version.txt": '#define VERSION "1.2.3"\n',
+        "build.star": """
+            inc = mcpp.out_dir() + "/include"
+            mcpp.action(id = "version.h", argv = ["/bin/cp", "version.txt", inc + "/version.h"],
+                        inputs = ["version.txt"], outputs = [inc + "/version.h"], tools = ["/bin/cp"], role = "check")
+            mcpp.include_dir(inc)
+        """,
+    })
+    res = mcpp("run", cwd=root)
+    assert res.code == 0, res.err
+    assert res.out.strip().splitlines()[-1] == "1.2.3"
+    (root / "version.txt").write_text('#define VERSION "1.2.4"\n')
+    res = mcpp("run", cwd=root)
+    assert res.out.strip().splitlines()[-1] == "1.2.4"
