@@ -357,3 +357,20 @@ def test_a_generated_header_in_an_include_dir_reaches_the_compile(project, mcpp:
     (root / "version.txt").write_text('#define VERSION "1.2.4"\n')
     res = mcpp("run", cwd=root)
     assert res.out.strip().splitlines()[-1] == "1.2.4"
+
+
+def test_manifest_errors_of_rule_packages_and_tool_entries_are_positioned(project, mcpp: Mcpp):
+    root = _tool_projects(project, reexport=True, activate=True)
+    rules = root / "rules/mcpp.toml"
+    rules.write_text(rules.read_text().replace('tools = ["gen"]', 'tools = ["nope"]'))
+    res = mcpp("build", cwd=root / "app")
+    assert res.code == 2
+    assert "error: `gen` has no `kind = \"bin\"` target named `nope` (its bin targets: gen)" in res.err
+    assert "mcpp.toml:" in res.err.splitlines()[0]
+
+    rules.write_text(rules.read_text().replace('tools = ["nope"]', 'tools = ["gen"]')
+                     .replace('sources = ["src/gen.star"]', 'sources = []'))
+    res = mcpp("build", cwd=root / "app")
+    assert res.code == 2
+    assert "feature `gen` declares rule_module = \"gen.rules\", which needs exactly one `.star` file" in res.err
+    assert "Building host tool" not in res.out
