@@ -76,7 +76,10 @@ class SandboxRunner:
         inputs = {}
         if staged:
             for rel in dict.fromkeys(action.inputs + action.may_read):
-                inputs[rel] = self.stage(rel)
+                try:
+                    inputs[rel] = self.stage(rel)
+                except FileNotFoundError:  # deleted since the plan was made
+                    return RunResult(2, b"", f"error: action `{action.id}`: input `{rel}` does not exist\n".encode())
         spec = SandboxSpec(
             argv=action.argv, env=dict(action.env), inputs=inputs, tools=action.tools,
             outputs=action.outputs, cwd=action.cwd, timeout=action.timeout, label=action.id,

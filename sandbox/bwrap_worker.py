@@ -94,13 +94,12 @@ for line in sys.stdin.buffer:
         proc = subprocess.Popen(req["argv"], env=req["env"], cwd=req["cwd"], stdin=subprocess.DEVNULL,
                                 stdout=out_fd, stderr=err_fd, start_new_session=True, close_fds=True)
         code = proc.wait()
-        started = True
+        failure = None
     except OSError as e:
-        code, started = 127, False
-        os.write(err_fd, ("could not start %r: %s\n" % (req["argv"][0], e.strerror)).encode())
+        code, failure = 127, [e.errno, e.strerror]
     reset()
     o, e = read_all(out_fd), read_all(err_fd)
-    out.write(json.dumps({"code": code, "started": started, "out": len(o), "err": len(e)}).encode() + b"\n")
+    out.write(json.dumps({"code": code, "failure": failure, "out": len(o), "err": len(e)}).encode() + b"\n")
     out.write(o + e)
     out.flush()
 """
@@ -145,6 +144,8 @@ class BwrapWorker:
         reply = json.loads(header)
         body = self._read_exact(reply["out"] + reply["err"], None)
         self.answered += 1
+        if reply["failure"] is not None:  # as Popen outside would: the caller reports it
+            raise OSError(*reply["failure"])
         return reply["code"], False, body[: reply["out"]], body[reply["out"]:]
 
     def _read_line(self, deadline: float | None) -> bytes | None:

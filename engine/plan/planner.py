@@ -125,7 +125,20 @@ class Planner:
         for pkg, action in artifact_rules:  # after the link: they may read the package's binaries
             links = [a.id for a in self.plan.actions if self.plan.package_of[a.id] == pkg.name and a.kind == "link"]
             self.plan.add(action, pkg.name, self._producers(action) + links)
+        self._check_rule_inputs()
         return self.plan
+
+    def _check_rule_inputs(self) -> None:
+        """A rule action's input must exist or be made by an action of this build."""
+        made = {o for a in self.plan.actions for o in a.outputs}
+        for a in self.plan.actions:
+            if a.kind != "rule":
+                continue
+            for rel in a.inputs:
+                if rel not in made and not os.path.exists(os.path.join(self.execroot, rel)):
+                    pkg = self.plan.package_of[a.id]
+                    raise McppError(f"package `{pkg}`, action `{a.id.split(':', 1)[1]}`: input `{rel}` does not "
+                                    f"exist and no action of this build makes it")
 
     # -- what build programs declared ------------------------------------------------------------
     def _rule_actions(self, pkg: Package) -> list:

@@ -374,3 +374,25 @@ def test_manifest_errors_of_rule_packages_and_tool_entries_are_positioned(projec
     assert res.code == 2
     assert "feature `gen` declares rule_module = \"gen.rules\", which needs exactly one `.star` file" in res.err
     assert "Building host tool" not in res.out
+
+
+def test_a_missing_input_or_tool_is_an_error_not_a_traceback(project, mcpp: Mcpp):
+    root = project({
+        "mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+        "src/main.cpp": "int main() { return 0; }\n",
+        "build.star": """
+            o = mcpp.out_dir() + "/x"
+            mcpp.action(id = "x", argv = ["/bin/cp", "missing.txt", o], inputs = ["missing.txt"], outputs = [o],
+                        tools = ["/bin/cp"], role = "check")
+        """,
+    })
+    res = mcpp("build", cwd=root)
+    assert res.code == 2
+    assert res.err.startswith("error: package `p`, action `x`: input `missing.txt` does not exist"), res.err
+    (root / "build.star").write_text(
+        'o = mcpp.out_dir() + "/x"\n'
+        'mcpp.action(id = "x", argv = ["/no/such/tool", o], inputs = [], outputs = [o], role = "check")\n')
+    res = mcpp("build", cwd=root)
+    assert res.code == 1
+    assert "error: action rule p:x could not start '/no/such/tool': No such file or directory" in res.err
+    assert "Traceback" not in res.err

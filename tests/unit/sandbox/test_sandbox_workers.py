@@ -89,3 +89,10 @@ def test_without_python_inside_actions_run_one_bwrap_each(bwrap_sb, mkspec, monk
     r = bwrap_sb.run(mkspec(["sh", "-c", "echo fallback"]))
     assert (r.exit_code, r.stdout) == (0, b"fallback\n")
     assert bwrap_sb.use_workers is False
+
+
+def test_a_program_that_cannot_start_is_reported_as_outside_a_worker(bwrap_sb, mkspec, work_root):
+    r = bwrap_sb.run(mkspec(["/no/such/program"], label="//t:x"))
+    assert r.exit_code == 127
+    assert r.stderr == b"error: action //t:x could not start '/no/such/program': No such file or directory\n"
+    assert len(slots(work_root)) == 1  # the worker answered and stays
