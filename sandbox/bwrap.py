@@ -26,7 +26,6 @@ Whether it works (user namespaces may be disabled) is probed once per process by
 """
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
 import subprocess
@@ -144,17 +143,15 @@ class BwrapSandbox(StagedSandbox):
         # fails before its first answer (no python3 inside, say): then one bwrap per action.
         self.use_workers = os.access(PYTHON, os.X_OK)
         self._local = threading.local()
-        self._tags = itertools.count()
 
     def run(self, spec: SandboxSpec):
         worker = self._worker_for(spec)
         if worker is None:
             return super().run(spec)
         cwd_inside = lambda cwd: EXECROOT if cwd == "." else f"{EXECROOT}/{cwd}"  # noqa: E731
-        tag = f"{os.path.basename(worker.slot.path)}-{next(self._tags)}"
         try:
             existing = worker.slot.prepare(spec)
-            return self.run_in(spec, worker.slot.path, tag, lambda spec, _dir, cwd, argv, env: worker.execute(
+            return self.run_in(spec, worker.slot.path, worker.slot.next_tag(), lambda spec, _dir, cwd, argv, env: worker.execute(
                 argv, env, cwd_inside(cwd), spec.timeout), existing)
         except WorkerFailed:
             if worker.answered == 0:
@@ -220,4 +217,3 @@ class BwrapSandbox(StagedSandbox):
             cmd += self._unset_pwd
         cmd += argv
         return cmd, {}, None
-

@@ -27,6 +27,7 @@ import json
 import os
 import select
 import subprocess
+import time
 
 from .pool import SandboxPool, kill_group
 from .slot import Slot
@@ -119,7 +120,6 @@ class BwrapWorker:
                                      stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
         pool.track(self.proc)
         self._buf = b""
-        self._timed_out = False
 
     @property
     def alive(self) -> bool:
@@ -129,52 +129,51 @@ class BwrapWorker:
                 timeout: float | None) -> tuple[int, bool, bytes, bytes]:
         """Run one action inside; (exit code, timed out, stdout, stderr) as `run_group` answers."""
         request = json.dumps({"argv": argv, "env": env, "cwd": cwd}).encode() + b"\n"
-        self._timed_out = False
         try:
             self.proc.stdin.write(request)
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as e:
             self.close()
             raise WorkerFailed(f"the sandbox worker is gone: {e}") from None
-        deadline = None if timeout is None else _now() + timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
         header = self._read_line(deadline)
         if header is None:  # timed out: ending the worker ends its pid namespace, the action with it
             self.close()
             return -9, True, b"", b""
         reply = json.loads(header)
-        body = self._read_exact(reply["out"] + reply["err"], None)
+        body = self._read_exact(reply["out"] + reply["err"])
         self.answered += 1
         if reply["failure"] is not None:  # as Popen outside would: the caller reports it
             raise OSError(*reply["failure"])
         return reply["code"], False, body[: reply["out"]], body[reply["out"]:]
 
     def _read_line(self, deadline: float | None) -> bytes | None:
+        """The next line from the worker; None when `deadline` passes first."""
         while b"\n" not in self._buf:
-            self._fill(deadline)
-            if self._timed_out:
+            if not self._fill(deadline):
                 return None
         line, _, self._buf = self._buf.partition(b"\n")
         return line
 
-    def _read_exact(self, n: int, deadline: float | None) -> bytes:
+    def _read_exact(self, n: int) -> bytes:
         while len(self._buf) < n:
-            self._fill(deadline)
+            self._fill(None)
         data, self._buf = self._buf[:n], self._buf[n:]
         return data
 
-    def _fill(self, deadline: float | None) -> None:
+    def _fill(self, deadline: float | None) -> bool:
+        """Read what the worker has written; False when `deadline` passed with nothing to read."""
         fd = self.proc.stdout.fileno()
         if deadline is not None:
-            left = deadline - _now()
-            ready = select.select([fd], [], [], max(left, 0))[0] if left > 0 else []
-            if not ready:
-                self._timed_out = True
-                return
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return False
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             self.close()
             raise WorkerFailed("the sandbox worker exited")
         self._buf += chunk
+        return True
 
     def close(self) -> None:
         if self.proc.returncode is None:
@@ -189,8 +188,3 @@ class BwrapWorker:
                 except OSError:
                     pass
 
-
-def _now() -> float:
-    import time
-
-    return time.monotonic()

@@ -21,7 +21,6 @@ without a ``mkdir`` per level of every path each time.
 """
 from __future__ import annotations
 
-import itertools
 import os
 import threading
 
@@ -40,15 +39,13 @@ class DirSandbox(StagedSandbox):
     def __init__(self, work_root: str | None = None, *, pool: SandboxPool | None = None) -> None:
         super().__init__(work_root, pool=pool)
         self._local = threading.local()
-        self._tags = itertools.count()
 
     def run(self, spec: SandboxSpec) -> SandboxResult:
         slot = getattr(self._local, "slot", None)
         if slot is None or not os.path.isdir(slot.path):
             slot = self._local.slot = Slot(self.pool.new_action_dir(SLOT_SUFFIX))
-        tag = f"{os.path.basename(slot.path)}-{next(self._tags)}"
         try:
-            result = self.run_in(spec, slot.path, tag, self.spawn, slot.prepare(spec))
+            result = self.run_in(spec, slot.path, slot.next_tag(), self.spawn, slot.prepare(spec))
         except BaseException:  # Ctrl-C, a shutdown, a bad spec: leave nothing behind
             self._local.slot = None
             if os.path.isdir(slot.path):

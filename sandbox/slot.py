@@ -11,6 +11,7 @@ inputs, outputs and working directory.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import posixpath
 
@@ -27,6 +28,11 @@ class Slot:
     def __init__(self, path: str) -> None:
         self.path = path
         self.dirs: set[str] = set()  # relative directories present (and no file anywhere)
+        self._runs = itertools.count()
+
+    def next_tag(self) -> str:
+        """A name for one action's collected outputs, unique across every slot and action."""
+        return f"{os.path.basename(self.path)}-{next(self._runs)}"
 
     def prepare(self, spec: SandboxSpec) -> set[str]:
         """Make the directory tree exactly what `spec` needs; return it (relative paths)."""
