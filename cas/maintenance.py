@@ -34,7 +34,7 @@ from .action_cache import ActionCache, ActionEntry
 from .digest import Digest
 from .home import TMP_PREFIX, Home, is_hex_key, unlink_quietly
 from .local_store import LocalZstdStore, content_size
-from .units import format_size, parse_age, parse_size  # noqa: F401  (re-exported for the CLI)
+from .units import format_size
 
 GRACE_S = 600.0
 STALE_TEMP_S = 3600.0

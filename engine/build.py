@@ -149,7 +149,7 @@ def _programs(graph: PackageGraph, toolchain: Toolchain, profile: Profile, opts:
             return outcome.plan.execroot, {a.name: a.path for a in outcome.plan.artifacts if a.kind == "bin"}
 
         tools = ToolBuilder(graph, toolchain.identity, host_triple(), profile.name, build_package,
-                            lambda verb, text: reporter.status(verb, text)).resolve()
+                            reporter.status).resolve()
     home = Home.default()
     inputs = ProgramInputs(
         out_root=os.path.join(graph.target_dir, profile.name), profile=profile.name,
@@ -336,12 +336,12 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     # the manifest must not send every no-op down the full path.
     dirs: list[str] = []
     for p in graph.order:
-        for root in glob_roots(p):
+        roots = glob_roots(p)
+        if p.program is not None:  # its globs may walk anywhere in the package: walk it once, whole
+            roots = [p.root] + [r for r in roots if os.path.relpath(r, p.root).startswith("..")]
+        for root in roots:
             dirs += noop.walked_dirs(root)
-    dirs += outcome.watched_dirs  # a build.star appearing, a host tool's new file
-    for p in graph.order:
-        if p.program is not None:  # its globs may walk anywhere in the package
-            dirs += noop.walked_dirs(p.root)
+    dirs += outcome.watched_dirs  # a host tool's new file
     dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
     line = None if quiet else ("Finished".rjust(12), f"{outcome.profile.summary} in {{elapsed}}")
     noop.record(argv, line, files, dirs, len(plan.actions))

@@ -33,6 +33,7 @@ from cas.home import Home
 from .errors import BuildFailed, ManifestError
 from .graph import Package, PackageGraph, Selection, load_graph, requested_features
 from .manifest.model import DependencySpec
+from .plan.planner import targets_of
 
 PATH_INDEX = "path"  # the <index> of tools that come from path dependencies
 
@@ -61,13 +62,6 @@ class HostTools:
             for s in reexported:
                 out += self.by_spec.get(id(s), ())
         return list(dict.fromkeys(out))
-
-
-def bin_targets(pkg: Package) -> list[str]:
-    m = pkg.manifest
-    if m.explicit_targets:
-        return [t.name for t in m.targets if t.kind == "bin"]
-    return [m.name] if os.path.isfile(os.path.join(m.root, "src", "main.cpp")) else []
 
 
 def source_stamp(packages: list[Package], files: list[str], dirs: list[str]) -> str:
@@ -128,7 +122,7 @@ class ToolBuilder:
         selection = Selection(features=spec.features, no_default_features=not spec.default_features)
         graph = load_graph(spec.path, None, selection)
         root = next(p for p in graph.order if p.root == os.path.normpath(spec.path))
-        have = bin_targets(root)
+        have = [t.name for t in targets_of(root) if t.kind == "bin"]
         for i, name in enumerate(spec.tools):
             if name not in have:
                 raise ManifestError(

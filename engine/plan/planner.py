@@ -48,11 +48,14 @@ class Plan:
     generated: dict[str, bytes] = field(default_factory=dict)  # execroot path -> bytes to write
     artifacts: list[Artifact] = field(default_factory=list)
     compile_commands: list[dict] = field(default_factory=list)
+    made_by: dict[str, str] = field(default_factory=dict)  # execroot path -> id of the action writing it
 
     def add(self, action: Action, package: str, prereqs: list[str]) -> None:
         self.actions.append(action)
         self.prereqs[action.id] = tuple(dict.fromkeys(prereqs))
         self.package_of[action.id] = package
+        for out in action.outputs:
+            self.made_by[out] = action.id
 
 
 @dataclass
@@ -64,6 +67,18 @@ class _Unit:
     action_id: str
     bmi: str | None = None
     produced_by: str | None = None  # a generated source: the rule action that writes it
+
+
+def targets_of(pkg: Package) -> list[TargetSpec]:
+    """The package's targets: `[targets.*]` as written, else `src/main.cpp` as a binary named
+    after the package."""
+    m = pkg.manifest
+    if m.explicit_targets:
+        return list(m.targets)
+    targets = []
+    if os.path.isfile(os.path.join(m.root, "src", "main.cpp")):
+        targets.append(TargetSpec(m.name, "bin", "src/main.cpp"))
+    return targets
 
 
 def common_root(paths: list[str]) -> str:
@@ -130,12 +145,11 @@ class Planner:
 
     def _check_rule_inputs(self) -> None:
         """A rule action's input must exist or be made by an action of this build."""
-        made = {o for a in self.plan.actions for o in a.outputs}
         for a in self.plan.actions:
             if a.kind != "rule":
                 continue
             for rel in a.inputs:
-                if rel not in made and not os.path.exists(os.path.join(self.execroot, rel)):
+                if rel not in self.plan.made_by and not os.path.exists(os.path.join(self.execroot, rel)):
                     pkg = self.plan.package_of[a.id]
                     raise McppError(f"package `{pkg}`, action `{a.id.split(':', 1)[1]}`: input `{rel}` does not "
                                     f"exist and no action of this build makes it")
@@ -151,40 +165,32 @@ class Planner:
                 continue
             if ra.role == "object":
                 objs = self._rule_objects.setdefault(id(pkg), [])
-                objs += [(o, action.id) for o in action.outputs if o != action.depfile]
+                objs += [(self.rel(o), action.id) for o in ra.products]
             self.plan.add(action, pkg.name, self._producers(action))
         return later
 
     def _producers(self, action: Action) -> list[str]:
         """The plan's actions (so far) that write one of `action`'s inputs."""
-        wanted = set(action.inputs)
-        return [a.id for a in self.plan.actions if wanted.intersection(a.outputs)]
+        return [self.plan.made_by[i] for i in action.inputs if i in self.plan.made_by]
 
     def _program_units(self, pkg: Package) -> list[_Unit]:
         """Sources a program chose (`source()`) and generated ones (`generated()`, and the outputs
         of its `role = "source"` actions), compiled with the package."""
         program = pkg.program
         units = self._units(pkg, [self._chosen(pkg, rel) for rel in program.sources], "obj")
-        generated: dict[str, str | None] = {path: None for path in program.generated}
-        for ra in program.actions:
-            if ra.role == "source":
-                for out in ra.outputs:
-                    if out != ra.depfile:
-                        generated[out] = rule_action_id(pkg, ra)
-        for ra in program.actions:  # `generated(path)` of a file some action writes
-            for out in ra.outputs:
-                if out in generated and generated[out] is None:
-                    generated[out] = rule_action_id(pkg, ra)
+        made_by = {out: rule_action_id(pkg, ra) for ra in program.actions for out in ra.products}
+        generated = list(program.generated)
+        generated += [out for ra in program.actions if ra.role == "source" for out in ra.products]
         gen_root = os.path.join(self.out_abs, "gen", pkg.name)
-        for path, producer in generated.items():
+        for path in dict.fromkeys(generated):
+            producer = made_by.get(path)
             if producer is None:
                 raise McppError(f"package `{pkg.name}`: generated source `{self.rel(path)}` is not an output of "
                                 f"any action its build program declares")
             role = role_of(path)
             if role not in ("c", "cxx"):
                 raise McppError(f"package `{pkg.name}`: generated source `{self.rel(path)}` is not a C or C++ "
-                                f"source (a generated file joins the compile set by its extension: .c, "
-                                f"{', '.join(('.cpp', '.cc', '.cxx'))})")
+                                f"source (a generated file joins the compile set by its extension: .c, .cpp, .cc, .cxx)")
             shown = "gen/" + os.path.relpath(path, gen_root)
             u = _Unit(pkg, Source(os.path.relpath(path, pkg.root), role),
                       ModuleUnit(None, False, (), False, ()), f"{self.out}/obj/{pkg.name}/{shown}.o",
@@ -417,8 +423,8 @@ class Planner:
                     continue
                 dirs = [d.rstrip("/") + "/" for d in include_dirs(p)]
                 for ra in p.program.actions:
-                    for out in ra.outputs:
-                        if any(out.startswith(d) for d in dirs) and out != ra.depfile:
+                    for out in ra.products:
+                        if any(out.startswith(d) for d in dirs):
                             found.append((self.rel(out), rule_action_id(p, ra)))
             self._gen_header_memo[key] = found
         return self._gen_header_memo[key]
@@ -442,13 +448,7 @@ class Planner:
 
     # -- libraries and binaries ------------------------------------------------------------------
     def targets_of(self, pkg: Package) -> list[TargetSpec]:
-        m = pkg.manifest
-        if m.explicit_targets:
-            return list(m.targets)
-        targets = []
-        if os.path.isfile(os.path.join(m.root, "src", "main.cpp")):
-            targets.append(TargetSpec(m.name, "bin", "src/main.cpp"))
-        return targets
+        return targets_of(pkg)
 
     def _package_artifacts(self, pkg: Package, units: list[_Unit], archives: dict[int, str]) -> None:
         targets = self.targets_of(pkg)

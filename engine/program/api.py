@@ -17,7 +17,8 @@ from ..manifest import globs
 from .context import ProgramContext
 from .result import ROLES, ProgramResult, RuleAction
 
-_FLOOR = re.compile(r"\s*([A-Za-z0-9_.:+-]+)\s*(>=|==)\s*(\S+)\s*$")
+# `floor("name >= version")`: the shape checked here, compared with facts in driver.py.
+FLOOR = re.compile(r"\s*(?P<name>[A-Za-z0-9_.:+-]+)\s*(?P<op>>=|==)\s*(?P<version>\S+)\s*$")
 
 
 class ProgramApiError(Exception):
@@ -187,7 +188,7 @@ class McppApi:
 
     def floor(self, requirement: str) -> None:
         _need_str("floor", "requirement", requirement)
-        if not _FLOOR.match(requirement):
+        if not FLOOR.match(requirement):
             raise ProgramApiError(f"malformed floor `{requirement}` (expected `name >= version`)")
         self.result.floors.append(requirement)
 

@@ -26,7 +26,9 @@ class ProgramCache:
         return os.path.join(self.dir, f"{package}.json")
 
     def lookup(self, package: str, fingerprint: str, manifest_dir: str,
-               environ: dict[str, str]) -> ProgramResult | None:
+               environ: dict[str, str]) -> tuple[ProgramResult, list[str], bool] | None:
+        """The cached result, with the files it depends on and whether it read the environment
+        (see `dependencies`), or None when the program must run again."""
         try:
             with open(self._path(package), encoding="utf-8") as f:
                 entry = json.load(f)
@@ -44,9 +46,10 @@ class ProgramCache:
             if environ.get(name) != value:
                 return None
         try:
-            return ProgramResult.from_json(entry["result"])
+            result = ProgramResult.from_json(entry["result"])
         except (KeyError, TypeError):
             return None
+        return (result, *dependencies(entry["star_files"], entry["files"], entry["env"]))
 
     def store(self, package: str, fingerprint: str, star_files: dict[str, str | None], reads: Reads,
               result: ProgramResult) -> None:
@@ -58,12 +61,8 @@ class ProgramCache:
             json.dump(entry, f)
         os.replace(tmp, self._path(package))
 
-    def dependencies(self, package: str) -> tuple[list[str], bool]:
-        """Every file the cached evaluation depends on, and whether it read the environment (the
-        no-op fast path watches files only, so such a build is never answered by it)."""
-        try:
-            with open(self._path(package), encoding="utf-8") as f:
-                entry = json.load(f)
-            return list(entry["star_files"]) + list(entry["files"]), bool(entry["env"])
-        except (OSError, ValueError, KeyError):
-            return [], True
+
+def dependencies(star_files: dict, files: dict, env: dict) -> tuple[list[str], bool]:
+    """Every file an evaluation depends on, and whether it read the environment (the no-op fast
+    path watches files only, so such a build is never answered by it)."""
+    return list(star_files) + list(files), bool(env)

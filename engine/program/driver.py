@@ -8,7 +8,6 @@ because their paths are part of what a program sees.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -16,8 +15,8 @@ from ..errors import ManifestError, McppError
 from ..graph import Package, PackageGraph
 from ..manifest.load import display_path
 from ..plan.sources import device_extensions, package_sources
-from .api import McppApi
-from .cache import ProgramCache
+from .api import FLOOR, McppApi
+from .cache import ProgramCache, dependencies
 from .context import ProgramContext
 from .evaluate import PROGRAM_NAME, Evaluation, loads_of, parse, program_path
 from .modules import RuleModule, library_path, unavailable, visible_rule_modules
@@ -75,28 +74,31 @@ def evaluate(graph: PackageGraph, checked: dict[int, Checked], inputs: ProgramIn
     reads_env = False
     for pkg in graph.order:
         c = checked[id(pkg)]
-        device = [s.path for s in package_sources(pkg) if s.role == "device"] if device_extensions(pkg) else []
+        exts = device_extensions(pkg)
+        device = [s.path for s in package_sources(pkg) if s.role == "device"] if exts else []
         if c.path is None:
             pkg.program = None
-            _check_claims(pkg, device, ProgramResult())
+            _check_claims(pkg, device, exts, ProgramResult())
             continue
         ctx = _context(pkg, device, c, inputs)
         fingerprint = ctx.fingerprint()
-        result = cache.lookup(pkg.name, fingerprint, pkg.root, environ)
-        reporter.event("build-program", package=pkg.name, cached=result is not None)
-        if result is None:
+        hit = cache.lookup(pkg.name, fingerprint, pkg.root, environ)
+        reporter.event("build-program", package=pkg.name, cached=hit is not None)
+        if hit is not None:
+            result, files, env = hit
+        else:
             api = McppApi(ctx, environ)
             evaluation = Evaluation(api, c.rule_modules)
             evaluation.run(c.path, c.ast)
             result = api.result
             cache.store(pkg.name, fingerprint, evaluation.files, api.reads, result)
-        files, env = cache.dependencies(pkg.name)
+            files, env = dependencies(evaluation.files, api.reads.files, api.reads.env)
         watched += files
         reads_env = reads_env or env
         for text in result.warnings:
             reporter.warning(f"{pkg.name}: {text}")
         pkg.program = result
-        _check_claims(pkg, device, result)
+        _check_claims(pkg, device, exts, result)
     _check_floors(graph)
     return watched, reads_env
 
@@ -113,10 +115,9 @@ def _context(pkg: Package, device: list[str], c: Checked, inputs: ProgramInputs)
         rule_modules=tuple(sorted((n, r.path) for n, r in c.rule_modules.items())))
 
 
-def _check_claims(pkg: Package, device: list[str], result: ProgramResult) -> None:
+def _check_claims(pkg: Package, device: list[str], exts: dict[str, str], result: ProgramResult) -> None:
     """A device source no action reads would silently drop out of the build: refuse it by name."""
     claimed = {p for a in result.actions for p in a.inputs}
-    exts = device_extensions(pkg)
     for rel in device:
         if os.path.join(pkg.root, rel) in claimed:
             continue
@@ -129,8 +130,6 @@ def _check_claims(pkg: Package, device: list[str], result: ProgramResult) -> Non
              f"compiles each source (`mcpp.action(..., inputs = [source])`)"])
 
 
-_FLOOR = re.compile(r"\s*(?P<name>[A-Za-z0-9_.:+-]+)\s*(?P<op>>=|==)\s*(?P<version>\S+)\s*$")
-
 
 def _check_floors(graph: PackageGraph) -> None:
     """The probe channel: every `floor("x >= v")` needs a `fact("x", w)` with w satisfying it."""
@@ -142,7 +141,7 @@ def _check_floors(graph: PackageGraph) -> None:
             facts.setdefault(name, (version, pkg.name))
     for pkg in graph.order:
         for floor in (pkg.program.floors if pkg.program else ()):
-            m = _FLOOR.match(floor)
+            m = FLOOR.match(floor)
             fact = facts.get(m["name"])
             if fact is None:
                 raise McppError(f"package `{pkg.name}` requires `{floor}`, and no build program states a fact "

@@ -17,6 +17,7 @@ import starlark_rules
 
 from ..errors import ManifestError, McppError
 from ..graph import Package, requested_features
+from ..manifest import globs
 from ..manifest.model import DependencySpec
 
 LIBRARY_PREFIX = "@mcpp//"
@@ -50,8 +51,6 @@ def library_path(module_id: str) -> str | None:
 
 def rule_module_file(dep: Package, feature: str) -> str:
     """The `.star` file a feature's `rule_module` names: the one `.star` in its `sources`."""
-    from ..manifest import globs
-
     spec = dep.manifest.features[feature]
     stars = [p for p in globs.expand(dep.root, spec.sources) if p.endswith(".star")]
     if len(stars) != 1:

@@ -21,6 +21,11 @@ class RuleAction:
     description: str = ""
     depfile: str | None = None  # absolute, under out_dir()
 
+    @property
+    def products(self) -> tuple[str, ...]:
+        """The outputs that are results (not the depfile, should a program list it as one too)."""
+        return tuple(o for o in self.outputs if o != self.depfile)
+
 
 @dataclass
 class ProgramResult:
