@@ -12,11 +12,11 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 install: $(BIN)/python
-	$(BIN)/pip install -q -e . --config-settings editable_mode=compat
+	$(BIN)/pip install -q -e .
 
 install-test: $(BIN)/python
 	bash scripts/install-system-deps.sh
-	$(BIN)/pip install -q -e '.[test]' --config-settings editable_mode=compat
+	$(BIN)/pip install -q -e '.[test]'
 
 example: install
 	cd examples/01-hello && ../../$(BIN)/mcpp run

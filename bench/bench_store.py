@@ -35,8 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import blake3  # noqa: E402
 import zstandard  # noqa: E402
 
-from cas.digest import digest_file  # noqa: E402
-from cas.local_store import LocalZstdStore  # noqa: E402
+from mcpp.cas.digest import digest_file  # noqa: E402
+from mcpp.cas.local_store import LocalZstdStore  # noqa: E402
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
 MIN_SIZE, MAX_SIZE = 4 << 10, 4 << 20

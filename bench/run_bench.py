@@ -311,7 +311,7 @@ sys.argv = ["mcpp", "build", "-j", *sys.argv[1:]]
 prof = cProfile.Profile()
 prof.enable()
 try:
-    from engine.entry import main
+    from mcpp.engine.entry import main
     main()
 except SystemExit:
     pass

@@ -12,15 +12,15 @@ import platform as host_platform
 import threading
 from dataclasses import dataclass, field
 
-from cas.action import Platform
-from cas.action_cache import ActionCache
-from cas.home import Home
-from cas.local_store import LocalZstdStore
-from cas.materialize import Materializer
-from cas.remote.config import RemoteConfigError, RemoteSettings, resolve_settings
-from cas.verifying_store import VerifyingStore
+from mcpp.cas.action import Platform
+from mcpp.cas.action_cache import ActionCache
+from mcpp.cas.home import Home
+from mcpp.cas.local_store import LocalZstdStore
+from mcpp.cas.materialize import Materializer
+from mcpp.cas.remote.config import RemoteConfigError, RemoteSettings, resolve_settings
+from mcpp.cas.verifying_store import VerifyingStore
 
-from sandbox import SandboxUnavailable, make_sandbox
+from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
 from .errors import BuildFailed, McppError
 from .execute import ActionRunner, SandboxRunner
@@ -271,7 +271,7 @@ def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildO
 
 
 def _remote_cache(settings: RemoteSettings, home: Home, store: VerifyingStore, plan: Plan, reporter: Reporter):
-    from cas.remote.cache import RemoteCache  # imports gRPC: only builds with a remote pay for it
+    from mcpp.cas.remote.cache import RemoteCache  # imports gRPC: only builds with a remote pay for it
 
     def content_of(rel: str) -> bytes:
         data = plan.generated.get(rel)

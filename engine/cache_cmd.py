@@ -6,9 +6,9 @@ import os
 
 import click
 
-from cas import maintenance
-from cas.home import Home
-from cas.units import format_size, parse_age, parse_size
+from mcpp.cas import maintenance
+from mcpp.cas.home import Home
+from mcpp.cas.units import format_size, parse_age, parse_size
 
 from .errors import McppError
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from sandbox import parse_depfile
+from mcpp.sandbox import parse_depfile
 
 
 def discovered_inputs(depfile_text: str, execroot: str, declared: set[str]) -> tuple[str, ...]:

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from cas.action import Action
-from sandbox import SandboxSpec, SandboxSpecError
+from mcpp.cas.action import Action
+from mcpp.sandbox import SandboxSpec, SandboxSpecError
 
 
 @dataclass

@@ -11,7 +11,7 @@ import marshal
 import os
 import tempfile
 
-from cas.action import Action
+from mcpp.cas.action import Action
 
 from .errors import McppError
 

@@ -28,7 +28,7 @@ from typing import Callable
 
 import blake3
 
-from cas.home import Home
+from mcpp.cas.home import Home
 
 from .errors import BuildFailed, ManifestError
 from .graph import Package, PackageGraph, Selection, load_graph, requested_features

@@ -15,9 +15,9 @@ import marshal
 import os
 import tempfile
 
-from cas.action import Action, Platform, action_key
-from cas.digest import Digest, digest_bytes
-from cas.statcache import StatCache
+from mcpp.cas.action import Action, Platform, action_key
+from mcpp.cas.digest import Digest, digest_bytes
+from mcpp.cas.statcache import StatCache
 
 from .modules.scanner import ModuleUnit, scan_source
 from .plan.include_scan import parse_includes

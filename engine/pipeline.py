@@ -26,12 +26,12 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from cas.action import Action
-from cas.action_cache import ActionCache, ActionEntry
-from cas.blobstore import StoreError
-from cas.digest import Digest
-from cas.materialize import Materializer
-from cas.verifying_store import VerifyingStore
+from mcpp.cas.action import Action
+from mcpp.cas.action_cache import ActionCache, ActionEntry
+from mcpp.cas.blobstore import StoreError
+from mcpp.cas.digest import Digest
+from mcpp.cas.materialize import Materializer
+from mcpp.cas.verifying_store import VerifyingStore
 
 from .depfile import discovered_inputs
 from .execute import ActionRunner, RunResult
@@ -41,7 +41,7 @@ from .plan.planner import Plan
 from .report import Reporter
 
 if TYPE_CHECKING:  # the remote layer imports gRPC: only builds that use it load it
-    from cas.remote.cache import RemoteCache
+    from mcpp.cas.remote.cache import RemoteCache
 
 
 @dataclass

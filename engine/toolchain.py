@@ -13,8 +13,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from cas.digest import digest_file
-from cas.home import Home
+from mcpp.cas.digest import digest_file
+from mcpp.cas.home import Home
 
 from .errors import McppError
 

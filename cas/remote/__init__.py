@@ -40,7 +40,7 @@ _EXPORTS = {
 def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'cas.remote' has no attribute {name!r}")
+        raise AttributeError(f"module 'mcpp.cas.remote' has no attribute {name!r}")
     return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 

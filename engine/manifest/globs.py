@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from engine.errors import ManifestError
+from mcpp.engine.errors import ManifestError
 
 _MAGIC = re.compile(r"[*?]|\[.+?\]")
 

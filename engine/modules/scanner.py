@@ -19,7 +19,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from engine.errors import Position, ScanError
+from mcpp.engine.errors import Position, ScanError
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ produces the same commands (and the same cache keys).
 """
 from __future__ import annotations
 
-from sandbox import prefix_map_flags
+from mcpp.sandbox import prefix_map_flags
 
 from ..profiles import Profile
 from ..toolchain import Toolchain

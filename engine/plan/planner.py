@@ -11,8 +11,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable
 
-from cas.action import Action
-from sandbox import EXECROOT_PLACEHOLDER
+from mcpp.cas.action import Action
+from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
 from ..errors import McppError, Position, ScanError
 from ..graph import Package, PackageGraph, feature_define

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 
-from cas.action import Action
-from sandbox import EXECROOT_PLACEHOLDER
+from mcpp.cas.action import Action
+from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
 from ..errors import McppError
 from ..graph import Package

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-import starlark_rules
+from mcpp import starlark_rules
 
 from ..errors import ManifestError, McppError
 from ..graph import Package, requested_features

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.manifest.triples import host_triple
+from mcpp.engine.manifest.triples import host_triple
 
 TESTS = Path(__file__).resolve().parent.parent
 HOST = host_triple().text

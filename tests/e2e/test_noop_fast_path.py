@@ -8,10 +8,10 @@ import sys
 from e2e_support import copy_example
 
 PROBE = ("import sys; sys.argv = ['mcpp', 'build']\n"
-         "import engine.entry\n"
-         "try:\n    engine.entry.main()\n"
+         "import mcpp.engine.entry\n"
+         "try:\n    mcpp.engine.entry.main()\n"
          "except SystemExit:\n    pass\n"
-         "print('ENGINE LOADED' if 'engine.build' in sys.modules else 'FAST PATH', file=sys.stderr)\n")
+         "print('ENGINE LOADED' if 'mcpp.engine.build' in sys.modules else 'FAST PATH', file=sys.stderr)\n")
 
 
 def build_in_process(root, mcpp) -> str:

@@ -5,8 +5,8 @@ import dataclasses
 
 import pytest
 
-from cas.action import EXCLUDED_FIELDS, KEY_FIELDS, Action, Platform, action_key
-from cas.digest import Digest, digest_bytes
+from mcpp.cas.action import EXCLUDED_FIELDS, KEY_FIELDS, Action, Platform, action_key
+from mcpp.cas.digest import Digest, digest_bytes
 
 PLATFORM = Platform("gcc 12.2.0 x86_64-linux-gnu", "x86_64-linux-gnu")
 BASE = Action(id="compile p:src/a.cpp", argv=("g++", "-c", "src/a.cpp", "-o", "a.o"), outputs=("a.o", "a.d"),

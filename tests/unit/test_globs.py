@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import ManifestError
-from engine.manifest import globs
-from engine.manifest.globs import expand, match
+from mcpp.engine.errors import ManifestError
+from mcpp.engine.manifest import globs
+from mcpp.engine.manifest.globs import expand, match
 
 
 def tree(root: Path, *files: str) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from engine.plan.include_scan import parse_includes, reachable
+from mcpp.engine.plan.include_scan import parse_includes, reachable
 
 
 def test_parse_quoted_angled_and_next():

@@ -5,13 +5,13 @@ import textwrap
 
 import pytest
 
-from engine.accel import AccelSet, parse_accel
-from engine.errors import ManifestError
-from engine.manifest.context import BuildContext, resolve_context
-from engine.manifest.fold import fold
-from engine.manifest.load import parse_manifest, read_manifest
-from engine.manifest.triples import host_triple, parse_triple
-from engine.errors import McppError
+from mcpp.engine.accel import AccelSet, parse_accel
+from mcpp.engine.errors import ManifestError
+from mcpp.engine.manifest.context import BuildContext, resolve_context
+from mcpp.engine.manifest.fold import fold
+from mcpp.engine.manifest.load import parse_manifest, read_manifest
+from mcpp.engine.manifest.triples import host_triple, parse_triple
+from mcpp.engine.errors import McppError
 
 HEAD = '[package]\nname = "fold"\nversion = "0.1.0"\n\n'
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
+from mcpp.engine.cli import main
 
 TESTS = Path(__file__).resolve().parent.parent
 CASES = sorted((TESTS / "manifest").glob("*.toml"))

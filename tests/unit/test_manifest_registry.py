@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.manifest import schema, selectors, triples
+from mcpp.engine.manifest import schema, selectors, triples
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "manifest.md").read_text()
 CASE_WORDS = {schema.KEBAB: "kebab-case", schema.SNAKE: "snake_case"}

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.accel import AccelSet, AccelSyntaxError, parse_accel
-from engine.manifest import selectors, triples
-from engine.manifest.selectors import SelectorError, parse_selector
+from mcpp.engine.accel import AccelSet, AccelSyntaxError, parse_accel
+from mcpp.engine.manifest import selectors, triples
+from mcpp.engine.manifest.selectors import SelectorError, parse_selector
 
 LINUX = triples.parse_triple("x86_64-linux-gnu")
 ARM = triples.parse_triple("aarch64-linux-gnu")

@@ -13,12 +13,12 @@ import textwrap
 
 import pytest
 
-from engine.accel import AccelSet
-from engine.errors import ManifestError
-from engine.manifest.context import BuildContext
-from engine.manifest.fold import fold
-from engine.manifest.load import parse_manifest
-from engine.manifest.triples import host_triple, parse_triple
+from mcpp.engine.accel import AccelSet
+from mcpp.engine.errors import ManifestError
+from mcpp.engine.manifest.context import BuildContext
+from mcpp.engine.manifest.fold import fold
+from mcpp.engine.manifest.load import parse_manifest
+from mcpp.engine.manifest.triples import host_triple, parse_triple
 
 HEAD = '[package]\nname = "spec"\nversion = "0.1.0"\n\n'
 

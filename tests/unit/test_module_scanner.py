@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from engine.errors import Position, ScanError
-from engine.modules.scanner import ModuleUnit, scan_source
+from mcpp.engine.errors import Position, ScanError
+from mcpp.engine.modules.scanner import ModuleUnit, scan_source
 
 
 def scan(text: str) -> ModuleUnit:

@@ -9,7 +9,7 @@ import tomllib
 
 import pytest
 
-from engine.manifest.toml_positions import SourceMap, Span
+from mcpp.engine.manifest.toml_positions import SourceMap, Span
 
 
 def dedent(s: str) -> str:

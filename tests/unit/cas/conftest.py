@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from cas.home import Home
-from cas.local_store import LocalZstdStore
-from cas.verifying_store import VerifyingStore
+from mcpp.cas.home import Home
+from mcpp.cas.local_store import LocalZstdStore
+from mcpp.cas.verifying_store import VerifyingStore
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from cas.action_cache import MANIFEST_SETS, ActionCache, ActionEntry
-from cas.digest import digest_bytes
+from mcpp.cas.action_cache import MANIFEST_SETS, ActionCache, ActionEntry
+from mcpp.cas.digest import digest_bytes
 
 KEY = "ab" + "0123456789abcdef" * 3 + "0123456789abcd"
 KEY2 = "cd" + "f" * 62

@@ -4,11 +4,11 @@ from __future__ import annotations
 import os
 import time
 
-from cas.action_cache import ActionCache, ActionEntry
-from cas.digest import Digest
-from cas.home import Home
-from cas.materialize import Materializer
-from cas.maintenance import clean, gc, stats, verify
+from mcpp.cas.action_cache import ActionCache, ActionEntry
+from mcpp.cas.digest import Digest
+from mcpp.cas.home import Home
+from mcpp.cas.materialize import Materializer
+from mcpp.cas.maintenance import clean, gc, stats, verify
 from cas_testdata import flip_byte, object_like
 
 K = ["%02x" % i + "e" * 62 for i in range(8)]

@@ -12,10 +12,10 @@ import tracemalloc
 import pytest
 import zstandard
 
-from cas.blobstore import BlobNotFound, BlobStore, CorruptBlob, SupportsDelete
-from cas.digest import digest_bytes
-from cas.local_store import LocalZstdStore, content_size
-from cas.maintenance import gc, verify
+from mcpp.cas.blobstore import BlobNotFound, BlobStore, CorruptBlob, SupportsDelete
+from mcpp.cas.digest import digest_bytes
+from mcpp.cas.local_store import LocalZstdStore, content_size
+from mcpp.cas.maintenance import gc, verify
 from cas_testdata import object_like, pseudo_random
 
 
@@ -180,7 +180,7 @@ def test_blobs_are_read_only(local):
 _WRITER_PAUSED_BEFORE_RENAME = textwrap.dedent(
     """
     import os, sys, time
-    from cas.local_store import LocalZstdStore
+    from mcpp.cas.local_store import LocalZstdStore
     store = LocalZstdStore(sys.argv[1])
     def stall(src, dst):
         print("renaming", flush=True)
@@ -215,7 +215,7 @@ def test_writer_killed_before_rename_leaves_no_partial_blob(home, tmp_path):
 _WRITER_LOOP = textwrap.dedent(
     """
     import sys
-    from cas.local_store import LocalZstdStore
+    from mcpp.cas.local_store import LocalZstdStore
     store = LocalZstdStore(sys.argv[1])
     i = 0
     while True:

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from cas.blobstore import CorruptBlob
-from cas.materialize import Materializer
+from mcpp.cas.blobstore import CorruptBlob
+from mcpp.cas.materialize import Materializer
 from cas_testdata import flip_byte, object_like
 
 
@@ -159,10 +159,10 @@ def test_concurrent_materialize_and_link_never_sees_the_file_missing(tmp_path):
     while the old inode's link count drops to zero); publishing with link does not."""
     import threading
 
-    from cas.digest import digest_file
-    from cas.local_store import LocalZstdStore
-    from cas.materialize import Materializer
-    from cas.verifying_store import VerifyingStore
+    from mcpp.cas.digest import digest_file
+    from mcpp.cas.local_store import LocalZstdStore
+    from mcpp.cas.materialize import Materializer
+    from mcpp.cas.verifying_store import VerifyingStore
 
     errors = []
     for round_ in range(150):
@@ -192,10 +192,10 @@ def test_concurrent_materialize_and_link_never_sees_the_file_missing(tmp_path):
 
 
 def test_publish_file_fills_the_area_from_a_local_file_only_when_its_bytes_match(tmp_path):
-    from cas.digest import digest_bytes
-    from cas.local_store import LocalZstdStore
-    from cas.materialize import Materializer
-    from cas.verifying_store import VerifyingStore
+    from mcpp.cas.digest import digest_bytes
+    from mcpp.cas.local_store import LocalZstdStore
+    from mcpp.cas.materialize import Materializer
+    from mcpp.cas.verifying_store import VerifyingStore
 
     mat = Materializer(VerifyingStore(LocalZstdStore(tmp_path / "cas")), tmp_path / "mat")
     src = tmp_path / "out.o"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from cas.units import format_size, parse_age, parse_size
+from mcpp.cas.units import format_size, parse_age, parse_size
 
 
 @pytest.mark.parametrize(

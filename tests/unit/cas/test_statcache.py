@@ -5,8 +5,8 @@ import os
 import time
 from types import SimpleNamespace
 
-from cas.digest import digest_bytes
-from cas.statcache import StatCache, stat_key
+from mcpp.cas.digest import digest_bytes
+from mcpp.cas.statcache import StatCache, stat_key
 
 
 def settle(directory, *paths) -> None:

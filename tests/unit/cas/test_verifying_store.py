@@ -6,8 +6,8 @@ import os
 import pytest
 import zstandard
 
-from cas.blobstore import BlobNotFound, BlobStore, CorruptBlob
-from cas.digest import digest_bytes
+from mcpp.cas.blobstore import BlobNotFound, BlobStore, CorruptBlob
+from mcpp.cas.digest import digest_bytes
 from cas_testdata import flip_byte, object_like
 
 

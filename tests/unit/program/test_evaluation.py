@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import McppError
-from engine.program.api import McppApi, ProgramApiError
-from engine.program.cache import ProgramCache
-from engine.program.context import ProgramContext
-from engine.program.evaluate import Evaluation, program_error
+from mcpp.engine.errors import McppError
+from mcpp.engine.program.api import McppApi, ProgramApiError
+from mcpp.engine.program.cache import ProgramCache
+from mcpp.engine.program.context import ProgramContext
+from mcpp.engine.program.evaluate import Evaluation, program_error
 
 
 def context(root: Path, **over) -> ProgramContext:
@@ -113,7 +113,7 @@ def test_the_cache_is_invalidated_by_each_kind_of_read(tmp_path):
     cache = ProgramCache(str(tmp_path / "state"))
     ctx = context(tmp_path)
     files = {str(tmp_path / "build.star"): None}
-    from engine.program.api import file_digest
+    from mcpp.engine.program.api import file_digest
     files = {p: file_digest(p) for p in files}
     cache.store("p", ctx.fingerprint(), files, api.reads, api.result)
 

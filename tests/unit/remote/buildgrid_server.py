@@ -90,7 +90,7 @@ class BuildGridServer:
 
     def wait_ready(self, timeout: float) -> None:
         """Poll `GetCapabilities` until the server answers."""
-        from cas.remote.client import RemoteClient, RemoteError
+        from mcpp.cas.remote.client import RemoteClient, RemoteError
 
         deadline = time.monotonic() + timeout
         while True:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from cas.home import Home
-from cas.local_store import LocalZstdStore
-from cas.verifying_store import VerifyingStore
+from mcpp.cas.home import Home
+from mcpp.cas.local_store import LocalZstdStore
+from mcpp.cas.verifying_store import VerifyingStore
 
 from buildgrid_server import BuildGridServer, bgd_executable
 
@@ -48,7 +48,7 @@ def disk_buildgrid():
 
 @pytest.fixture
 def client(buildgrid):
-    from cas.remote.client import RemoteClient
+    from mcpp.cas.remote.client import RemoteClient
 
     c = RemoteClient(buildgrid.url, timeout=10)
     c.connect()

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import os
 
-from cas.action import Action, Platform
-from cas.remote import protocol as pb
-from cas.remote.action_cache import RemoteActionCache
-from cas.remote.actions import MANIFEST_SETS, remote_action
-from cas.remote.digests import SHA256
-from cas.remote.side_index import SideIndex
-from cas.remote.store import RemoteStore
+from mcpp.cas.action import Action, Platform
+from mcpp.cas.remote import protocol as pb
+from mcpp.cas.remote.action_cache import RemoteActionCache
+from mcpp.cas.remote.actions import MANIFEST_SETS, remote_action
+from mcpp.cas.remote.digests import SHA256
+from mcpp.cas.remote.side_index import SideIndex
+from mcpp.cas.remote.store import RemoteStore
 
 ACTION = Action(id="compile m", argv=("cc", "-c", "m.c"), outputs=("m.o",), inputs=("m.c",), depfile="m.d")
 

@@ -5,13 +5,13 @@ import dataclasses
 
 import pytest
 
-from cas.action import KEY_FIELDS, Action, Platform
-from cas.digest import digest_bytes
-from cas.remote import protocol as pb
-from cas.remote.actions import (MANIFEST_SETS, PLATFORM_ENCODING, REMOTE_ENCODING, action_result, decode_manifest,
+from mcpp.cas.action import KEY_FIELDS, Action, Platform
+from mcpp.cas.digest import digest_bytes
+from mcpp.cas.remote import protocol as pb
+from mcpp.cas.remote.actions import (MANIFEST_SETS, PLATFORM_ENCODING, REMOTE_ENCODING, action_result, decode_manifest,
                                 encode_manifest, input_root, manifest_action, merge_manifest, remote_action,
                                 result_outputs)
-from cas.remote.digests import BLAKE3, SHA256, RemoteDigest
+from mcpp.cas.remote.digests import BLAKE3, SHA256, RemoteDigest
 
 PLATFORM = Platform("gcc 12.2.0 x86_64-linux-gnu cxx=aa cc=bb", "x86_64-linux-gnu")
 BASE = Action(id="compile p:src/a.cpp", argv=("/usr/bin/g++", "-c", "src/a.cpp", "-o", "out/a.o"),

@@ -18,17 +18,17 @@ import blake3
 import grpc
 import pytest
 
-from cas.action import Action, Platform
-from cas.action_cache import ActionEntry
-from cas.digest import digest_bytes
-from cas.home import Home
-from cas.local_store import LocalZstdStore
-from cas.remote import protocol as pb
-from cas.remote.cache import SIDE_INDEX, RemoteCache
-from cas.remote.client import RemoteClient
-from cas.remote.config import RemoteSettings
-from cas.remote.digests import BLAKE3
-from cas.verifying_store import VerifyingStore
+from mcpp.cas.action import Action, Platform
+from mcpp.cas.action_cache import ActionEntry
+from mcpp.cas.digest import digest_bytes
+from mcpp.cas.home import Home
+from mcpp.cas.local_store import LocalZstdStore
+from mcpp.cas.remote import protocol as pb
+from mcpp.cas.remote.cache import SIDE_INDEX, RemoteCache
+from mcpp.cas.remote.client import RemoteClient
+from mcpp.cas.remote.config import RemoteSettings
+from mcpp.cas.remote.digests import BLAKE3
+from mcpp.cas.verifying_store import VerifyingStore
 
 _HASH = {pb.DIGEST_FUNCTION["BLAKE3"]: blake3.blake3, pb.DIGEST_FUNCTION["SHA256"]: hashlib.sha256}
 

@@ -5,16 +5,16 @@ import hashlib
 import os
 from pathlib import Path
 
-from cas.action import Action, Platform
-from cas.action_cache import ActionEntry
-from cas.digest import digest_bytes
-from cas.home import Home
-from cas.local_store import LocalZstdStore
-from cas.remote.cache import RemoteCache
-from cas.remote.client import RemoteClient
-from cas.remote.config import RemoteSettings
-from cas.remote.digests import SHA256
-from cas.verifying_store import VerifyingStore
+from mcpp.cas.action import Action, Platform
+from mcpp.cas.action_cache import ActionEntry
+from mcpp.cas.digest import digest_bytes
+from mcpp.cas.home import Home
+from mcpp.cas.local_store import LocalZstdStore
+from mcpp.cas.remote.cache import RemoteCache
+from mcpp.cas.remote.client import RemoteClient
+from mcpp.cas.remote.config import RemoteSettings
+from mcpp.cas.remote.digests import SHA256
+from mcpp.cas.verifying_store import VerifyingStore
 
 PLATFORM = Platform("gcc 12.2.0 x86_64-linux-gnu cxx=aa cc=bb", "x86_64-linux-gnu")
 TOOLS = {"/usr/bin/g++": digest_bytes(b"g++")}

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from cas.remote import protocol as pb
-from cas.remote.client import CHUNK, BlobMissing, RemoteClient, RemoteError
-from cas.remote.digests import SHA256, RemoteDigest
+from mcpp.cas.remote import protocol as pb
+from mcpp.cas.remote.client import CHUNK, BlobMissing, RemoteClient, RemoteError
+from mcpp.cas.remote.digests import SHA256, RemoteDigest
 
 
 def blobs(*sizes: int) -> dict[RemoteDigest, bytes]:

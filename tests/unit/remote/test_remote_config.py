@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from cas.remote.config import RemoteConfigError, parse_remote_url, resolve_settings
+from mcpp.cas.remote.config import RemoteConfigError, parse_remote_url, resolve_settings
 
 
 def write_config(home, text: str) -> None:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import hashlib
 
-from cas.digest import digest_bytes
-from cas.remote import protocol as pb
-from cas.remote.digests import BLAKE3, SHA256, RemoteDigest, choose
+from mcpp.cas.digest import digest_bytes
+from mcpp.cas.remote import protocol as pb
+from mcpp.cas.remote.digests import BLAKE3, SHA256, RemoteDigest, choose
 
 
 def test_blake3_is_preferred_and_sha256_is_the_fallback():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from cas.remote import protocol as pb
+from mcpp.cas.remote import protocol as pb
 
 MESSAGES = [
     "build.bazel.semver.SemVer", "google.rpc.Status",

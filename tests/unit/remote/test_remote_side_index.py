@@ -5,9 +5,9 @@ import threading
 
 import pytest
 
-from cas.digest import digest_bytes
-from cas.remote.digests import SHA256
-from cas.remote.side_index import SideIndex
+from mcpp.cas.digest import digest_bytes
+from mcpp.cas.remote.digests import SHA256
+from mcpp.cas.remote.side_index import SideIndex
 
 
 def pair(i: int):

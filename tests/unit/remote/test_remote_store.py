@@ -5,12 +5,12 @@ import os
 
 import pytest
 
-from cas.blobstore import BlobNotFound, BlobStore
-from cas.digest import digest_bytes
-from cas.remote.client import RemoteClient
-from cas.remote.digests import SHA256
-from cas.remote.side_index import SideIndex
-from cas.remote.store import RemoteCorrupt, RemoteStore
+from mcpp.cas.blobstore import BlobNotFound, BlobStore
+from mcpp.cas.digest import digest_bytes
+from mcpp.cas.remote.client import RemoteClient
+from mcpp.cas.remote.digests import SHA256
+from mcpp.cas.remote.side_index import SideIndex
+from mcpp.cas.remote.store import RemoteCorrupt, RemoteStore
 
 
 @pytest.fixture
@@ -31,8 +31,8 @@ def test_it_is_a_blob_store(remote):
 
 
 def test_push_uploads_only_what_is_missing_and_fetch_verifies_into_another_home(remote, client, tmp_path):
-    from cas.local_store import LocalZstdStore
-    from cas.verifying_store import VerifyingStore
+    from mcpp.cas.local_store import LocalZstdStore
+    from mcpp.cas.verifying_store import VerifyingStore
 
     small, large = os.urandom(5000), os.urandom(6 << 20)
     ds = [remote.local.put(small), remote.local.put(large)]
@@ -51,8 +51,8 @@ def test_push_uploads_only_what_is_missing_and_fetch_verifies_into_another_home(
 
 
 def test_a_blob_corrupted_on_the_server_is_rejected_and_not_kept(disk_buildgrid, tmp_path):
-    from cas.local_store import LocalZstdStore
-    from cas.verifying_store import VerifyingStore
+    from mcpp.cas.local_store import LocalZstdStore
+    from mcpp.cas.verifying_store import VerifyingStore
 
     client = RemoteClient(disk_buildgrid.url, timeout=10)
     client.connect()

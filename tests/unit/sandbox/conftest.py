@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from sandbox import BwrapSandbox, DirSandbox, LocalSandbox, SandboxPool, SandboxSpec
-from sandbox.bwrap import find_bwrap, probe_bwrap
+from mcpp.sandbox import BwrapSandbox, DirSandbox, LocalSandbox, SandboxPool, SandboxSpec
+from mcpp.sandbox.bwrap import find_bwrap, probe_bwrap
 
 MODES = ("bwrap", "dir", "off")
 ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}

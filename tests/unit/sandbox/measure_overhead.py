@@ -6,8 +6,8 @@ Interleaves the variants so that load on the machine affects them alike; prints 
 """
 import os, subprocess, sys, tempfile, time, statistics, shutil
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
-from sandbox import SandboxSpec, BwrapSandbox, DirSandbox, LocalSandbox, SandboxPool, prefix_map_flags
-from sandbox.bwrap import bwrap_prefix, find_bwrap
+from mcpp.sandbox import SandboxSpec, BwrapSandbox, DirSandbox, LocalSandbox, SandboxPool, prefix_map_flags
+from mcpp.sandbox.bwrap import bwrap_prefix, find_bwrap
 W = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="mcpp-sandbox-bench-") + "/work"
 shutil.rmtree(W, ignore_errors=True)
 P = W + "-proj"; os.makedirs(P + "/inc", exist_ok=True); os.makedirs(P + "/obj", exist_ok=True)

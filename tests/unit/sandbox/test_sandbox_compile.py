@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from sandbox import prefix_map_flags
-from sandbox.slot import SLOT_SUFFIX
+from mcpp.sandbox import prefix_map_flags
+from mcpp.sandbox.slot import SLOT_SUFFIX
 
 MODES = ("bwrap", "dir", "off")
 

@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from sandbox import SandboxClosed, SandboxPool, reclaim_stale
-from sandbox.slot import SLOT_SUFFIX
+from mcpp.sandbox import SandboxClosed, SandboxPool, reclaim_stale
+from mcpp.sandbox.slot import SLOT_SUFFIX
 
 
 def unique_sleep() -> str:

@@ -1,5 +1,5 @@
-from sandbox import EXECROOT_PLACEHOLDER, prefix_map_flags
-from sandbox.placeholder import expand_argv, expand_env
+from mcpp.sandbox import EXECROOT_PLACEHOLDER, prefix_map_flags
+from mcpp.sandbox.placeholder import expand_argv, expand_env
 
 
 def test_placeholder_is_replaced_inside_arguments_and_env_values():

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-import sandbox.select as select_mod
-from sandbox import (
+import mcpp.sandbox.select as select_mod
+from mcpp.sandbox import (
     BwrapSandbox, DirSandbox, LocalSandbox, SandboxSpecError, SandboxUnavailable, make_sandbox, probe_bwrap,
 )
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from sandbox import bwrap_worker
-from sandbox.slot import SLOT_SUFFIX
+from mcpp.sandbox import bwrap_worker
+from mcpp.sandbox.slot import SLOT_SUFFIX
 
 
 @pytest.fixture
