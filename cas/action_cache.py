@@ -3,7 +3,7 @@
 An entry records each output's digest and mode, the exit code, the stdout/stderr blobs and, for
 `mcpp explain`, the digest of every input that went into the key. Bytes live in the CAS; an entry
 only names them, so it is small (compact JSON, one file per key at `<root>/<2hex>/<rest>`),
-written atomically (temp file + `os.replace`), and a malformed file (a torn write, a version from
+written atomically (`atomic.write_atomic`), and a malformed file (a torn write, a version from
 the future, a bad disk) is a miss and is removed rather than an error: a cache must never fail a
 build that could simply run the action.
 
@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, NamedTuple
 
 from .digest import Digest
-from .home import is_hex_key, iter_sharded, shard, temp_file, unlink_quietly
+from .atomic import write_atomic
+from .home import is_hex_key, iter_sharded, shard, unlink_quietly
 
 _VERSION = 1
 MANIFEST_SUFFIX = ".m"
@@ -134,7 +135,7 @@ class ActionCache:
 
     def put(self, key: str, entry: ActionEntry) -> None:
         path = self.path_of(key)
-        _write_atomic(path, entry.to_json())
+        write_atomic(path, entry.to_json())
         self._touched.add(path)
 
     def delete(self, key: str) -> bool:
@@ -170,7 +171,7 @@ class ActionCache:
         sets.insert(0, new)
         del sets[MANIFEST_SETS:]
         path = self.path_of(key1, MANIFEST_SUFFIX)
-        _write_atomic(path, json.dumps({"v": _VERSION, "sets": sets}, separators=(",", ":")).encode())
+        write_atomic(path, json.dumps({"v": _VERSION, "sets": sets}, separators=(",", ":")).encode())
         self._touched.add(path)
 
     # --- maintenance ----------------------------------------------------------------------
@@ -216,14 +217,4 @@ def _str(value: object) -> str:
         raise ValueError("path must be a string")
     return value
 
-
-def _write_atomic(path: str, data: bytes) -> None:
-    fd, tmp = temp_file(os.path.dirname(path))
-    try:
-        with open(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        unlink_quietly(tmp)
-        raise
 

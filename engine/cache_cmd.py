@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import click
 
@@ -99,7 +98,7 @@ def cache_clean():
 
 def _last_build(home: Home) -> dict | None:
     try:
-        with open(os.path.join(home.root, "last-build.json")) as f:
+        with open(home.last_build) as f:
             return json.load(f)
     except (OSError, ValueError):
         return None

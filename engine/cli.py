@@ -148,7 +148,7 @@ def build_cmd(ctx: _Ctx, **kw):
 @click.pass_obj
 def run_cmd(ctx: _Ctx, args, **kw):
     """Build, then run a binary: mcpp run [BIN] [-- ARGS]."""
-    from .run import run_binary
+    from .run_command import run_binary
 
     # click drops a leading `--` but keeps a later one; the raw command line tells them apart.
     args = list(args)
@@ -174,7 +174,7 @@ def run_cmd(ctx: _Ctx, args, **kw):
 @click.pass_obj
 def test_cmd(ctx: _Ctx, pattern, **kw):
     """Build and run tests/*.cpp, one binary each."""
-    from .testing import run_tests
+    from .test_command import run_tests
 
     opts = _options(ctx, kw, with_dev=True)
     reporter = ctx.reporter(kw["message_format"])
@@ -218,10 +218,11 @@ def explain_cmd(ctx: _Ctx, action, **kw):
     """Why ACTION ran: its key inputs and what changed since the run before."""
     from .explain import explain_lines, find_action, load_records
     from .graph import load_graph
+    from .layout import Layout
 
     opts = _options(ctx, kw)
     graph = load_graph(opts.cwd, opts.manifest_path, Selection())
-    records = load_records(os.path.join(graph.target_dir, opts.profile, ".mcpp", "explain"))
+    records = load_records(Layout.of(graph, opts.profile).explain_log)
     action_id = find_action(records, action)
     click.echo("\n".join(explain_lines(action_id, records[action_id])))
 

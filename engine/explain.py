@@ -8,10 +8,9 @@ before. The log is only read and written when something ran: a no-op build never
 from __future__ import annotations
 
 import marshal
-import os
-import tempfile
 
 from mcpp.cas.action import Action
+from mcpp.cas.atomic import atomic_file
 
 from .errors import McppError
 
@@ -19,8 +18,8 @@ _FORMAT = "mcpp-explain-1"
 
 
 class ExplainLog:
-    def __init__(self, state_dir: str, platform: str):
-        self.file = os.path.join(state_dir, "explain")
+    def __init__(self, path: str, platform: str):
+        self.file = path
         self.platform = platform
         self._records: dict[str, list[dict]] | None = None
         self._dirty = False
@@ -36,7 +35,7 @@ class ExplainLog:
             "argv": list(action.argv),
             "env": dict(action.env),
             "inputs": {p: str(d) for p, d in inputs.items()},
-            "tools": {t: str(keys.state.tool_digest(t)) for t in action.tools},
+            "tools": {t: str(keys.tool_digest(t)) for t in action.tools},
             "platform": self.platform,
         }
         history = self._load().setdefault(action.id, [])
@@ -49,11 +48,8 @@ class ExplainLog:
     def save(self) -> None:
         if not self._dirty:
             return
-        os.makedirs(os.path.dirname(self.file), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(self.file))
-        with open(fd, "wb") as f:
+        with atomic_file(self.file) as f:
             marshal.dump((_FORMAT, self._records), f)
-        os.replace(tmp, self.file)
         self._dirty = False
 
 

@@ -28,6 +28,7 @@ from typing import Callable
 
 import blake3
 
+from mcpp.cas.atomic import commit
 from mcpp.cas.home import Home
 
 from .errors import BuildFailed, ManifestError
@@ -98,14 +99,14 @@ class ToolBuilder:
 
     def __init__(self, graph: PackageGraph, toolchain_identity: str, host: str, profile: str,
                  build_package: Callable[[str, Selection, str], tuple[str, dict[str, str]]],
-                 status: Callable[[str, str], None], home: Home | None = None):
+                 status: Callable[[str, str], None], home: Home):
         self.graph = graph
         self.toolchain_identity = toolchain_identity
         self.host = host
         self.profile = profile
         self.build_package = build_package
         self.status = status
-        self.home = home or Home.default()
+        self.home = home
 
     def resolve(self) -> HostTools:
         tools = HostTools()
@@ -176,6 +177,6 @@ class ToolBuilder:
                 for t in spec.tools:
                     if not os.path.isfile(os.path.join(entry, "bin", t)):
                         os.makedirs(os.path.join(entry, "bin"), exist_ok=True)
-                        os.replace(os.path.join(tmp, "bin", t), os.path.join(entry, "bin", t))
+                        commit(os.path.join(tmp, "bin", t), os.path.join(entry, "bin", t))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -16,6 +16,7 @@ from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
 from ..errors import McppError, Position, ScanError
 from ..graph import Package, PackageGraph, feature_define
+from ..layout import Layout
 from ..manifest.model import TargetSpec
 from ..modules.scanner import ModuleUnit
 from ..profiles import Profile
@@ -81,12 +82,8 @@ def targets_of(pkg: Package) -> list[TargetSpec]:
     return targets
 
 
-def common_root(paths: list[str]) -> str:
-    return os.path.commonpath(paths)
-
-
 class Planner:
-    def __init__(self, graph: PackageGraph, toolchain: Toolchain, profile: Profile, *,
+    def __init__(self, graph: PackageGraph, toolchain: Toolchain, profile: Profile, *, layout: Layout,
                  scan: Callable[[str], ModuleUnit], with_tests: bool = False,
                  includes: Callable[[str], object] | None = None):
         self.graph = graph
@@ -95,9 +92,9 @@ class Planner:
         self.scan = scan  # absolute path -> ModuleUnit (cached by the caller)
         self.includes = includes  # absolute path -> include directives or None (cached), or None
         self.with_tests = with_tests
-        roots = [p.root for p in graph.order] + [graph.workspace_root, graph.target_dir]
-        self.execroot = common_root(roots)
-        self.out_abs = os.path.join(graph.target_dir, profile.name)
+        self.layout = layout
+        self.execroot = layout.execroot
+        self.out_abs = layout.out_dir
         self.out = self.rel(self.out_abs)
         self.plan = Plan(self.execroot)
         self._pools: dict[int, tuple[str, ...]] = {}
@@ -181,7 +178,7 @@ class Planner:
         made_by = {out: rule_action_id(pkg, ra) for ra in program.actions for out in ra.products}
         generated = list(program.generated)
         generated += [out for ra in program.actions if ra.role == "source" for out in ra.products]
-        gen_root = os.path.join(self.out_abs, "gen", pkg.name)
+        gen_root = self.layout.gen_dir(pkg.name)
         for path in dict.fromkeys(generated):
             producer = made_by.get(path)
             if producer is None:

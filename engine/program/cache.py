@@ -1,6 +1,6 @@
 """The evaluation cache: a program runs again only when something it could see has changed.
 
-An entry (`target/<profile>/.mcpp/programs/<package>.json`) holds the context fingerprint,
+An entry (`target/<profile>/.mcpp/programs/<package>.json`, engine/layout.py) holds the context fingerprint,
 every `.star` file the evaluation used, every file it read, every glob with its matches and
 every environment variable it asked for, each with what it saw, and the result. A lookup is a
 hit when the fingerprint matches and each recorded read still sees the same thing; then the
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+
+from mcpp.cas.atomic import write_atomic
 
 from .api import Reads, file_digest, run_glob
 from .result import ProgramResult
@@ -19,8 +20,8 @@ _FORMAT = "mcpp-program-cache-1"
 
 
 class ProgramCache:
-    def __init__(self, state_dir: str):
-        self.dir = os.path.join(state_dir, "programs")
+    def __init__(self, directory: str):
+        self.dir = directory
 
     def _path(self, package: str) -> str:
         return os.path.join(self.dir, f"{package}.json")
@@ -55,11 +56,7 @@ class ProgramCache:
               result: ProgramResult) -> None:
         entry = {"format": _FORMAT, "fingerprint": fingerprint, "star_files": star_files, "files": reads.files,
                  "globs": reads.globs, "env": reads.env, "result": result.to_json()}
-        os.makedirs(self.dir, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.dir)
-        with open(fd, "w", encoding="utf-8") as f:
-            json.dump(entry, f)
-        os.replace(tmp, self._path(package))
+        write_atomic(self._path(package), json.dumps(entry))
 
 
 def dependencies(star_files: dict, files: dict, env: dict) -> tuple[list[str], bool]:

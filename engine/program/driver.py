@@ -56,7 +56,7 @@ def check_loads(graph: PackageGraph, announce: Callable[[RuleModule], None]) -> 
 class ProgramInputs:
     """What the build tells every program (the same for each package)."""
 
-    out_root: str  # target/<profile>: out_dir() is <out_root>/gen/<package>
+    gen_dir: Callable[[str], str]  # package name -> its out_dir(): target/<profile>/gen/<package>
     profile: str
     target: str
     host: str
@@ -109,7 +109,7 @@ def _context(pkg: Package, device: list[str], c: Checked, inputs: ProgramInputs)
                      for p in m.xlings.deps + m.xlings.workspace)
     return ProgramContext(
         package=m.name, version=m.version or "", namespace=m.namespace or "", manifest_dir=pkg.root,
-        out_dir=os.path.join(inputs.out_root, "gen", m.name), profile=inputs.profile, target=inputs.target,
+        out_dir=inputs.gen_dir(m.name), profile=inputs.profile, target=inputs.target,
         host=inputs.host, features=tuple(sorted(pkg.features)), accel=inputs.accel, device_sources=tuple(device),
         tools=tuple((t.display, t.tool, t.path) for t in inputs.tools_of(pkg)), payloads=payloads,
         rule_modules=tuple(sorted((n, r.path) for n, r in c.rule_modules.items())))
