@@ -9,7 +9,7 @@ log), so no other module joins these paths by hand:
   <workspace>/compile_commands.json
   <workspace>/target/            (a host tool's build: <consumer's target>/host/<name>/)
     .lock                        one build per target directory at a time
-    host/<package>/              host tools' own builds
+    host/<package>/              host tools' own builds (engine/host_tools.py)
     <profile>/                   objects, archives, binaries, BMIs
       gen/<package>/             what build programs and the planner generate
       .mcpp/                     state: losing it costs a rebuild (or a cache restore), nothing more
@@ -50,10 +50,6 @@ class Layout:
     @property
     def lock_file(self) -> str:
         return os.path.join(self.target_dir, ".lock")
-
-    def host_target_dir(self, package: str) -> str:
-        """Where the build of host tool package `package` puts its own `target/`."""
-        return os.path.join(self.target_dir, "host", package)
 
     def gen_dir(self, package: str) -> str:
         """Files generated for `package` (its build program's `out_dir()`, module mappers)."""
