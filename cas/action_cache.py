@@ -216,5 +216,3 @@ def _str(value: object) -> str:
     if not isinstance(value, str):
         raise ValueError("path must be a string")
     return value
-
-

@@ -6,13 +6,13 @@ content size in the header (zstd does so whenever the size is pledged up front, 
 pledge it), which lets `mcpp cache stats` report uncompressed bytes by reading 18 bytes per blob
 and lets `get` refuse a header that disagrees with the digest before allocating anything.
 
-Atomicity: bytes go to a temporary file (`.tmp-*` in the shard directory when the digest is known
-up front, `<root>/tmp/` when a streamed file's digest is known only at the end; both on the same
-file system) and are renamed over the final name only once fully written (cas/atomic.py). A crash leaves a stray temp
-file (removed by `maintenance.gc`) but never a partial blob under a final name, and two writers
-of one blob both succeed because they rename identical bytes. There is no fsync: a blob torn by
-a power cut is caught by `VerifyingStore` on its next read and recomputed, which is cheaper than
-an fsync per build output.
+Atomicity (cas/atomic.py): bytes go to a temporary file (`.tmp-*` in the shard directory when the
+digest is known up front, `<root>/tmp/` when a streamed file's digest is known only at the end;
+both on the same file system) and are renamed over the final name only once fully written. A
+crash leaves a stray temp file (removed by `maintenance.gc`) but never a partial blob under a
+final name, and two writers of one blob both succeed because they rename identical bytes. There
+is no fsync: a blob torn by a power cut is caught by `VerifyingStore` on its next read and
+recomputed, which is cheaper than an fsync per build output.
 
 This layer does *not* re-hash on read (`VerifyingStore` does, composed on top); it only turns a
 zstd decode error into `CorruptBlob`.
