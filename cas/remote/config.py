@@ -7,7 +7,13 @@ url = "grpc://cache.example.com:8980"   # or "unix:/run/buildgrid.sock"
 upload = true          # like --remote-upload (CI writes; laptops read)
 instance = ""          # REAPI instance_name, when the server hosts several
 timeout = 60           # seconds per request before the server counts as unavailable
+sign-key = "keys/ci.secret"                 # sign what this machine uploads (relative: to $MCPP_HOME)
+trusted-keys = ["ci:Vf3x...=", "ci-old:..."]  # accept only results one of these keys signed
 ```
+
+`MCPP_REMOTE_SIGN_KEY` (a path) and `MCPP_REMOTE_TRUSTED_KEYS` (comma-separated) override the two
+key settings. Without trusted keys every remote result is accepted unverified (see
+docs/remote.md for the trust model).
 
 The same precedence holds for uploading: `--remote-upload`/`--no-remote-upload` >
 `MCPP_REMOTE_UPLOAD` (1/0, true/false, yes/no, on/off) > `upload`. This module imports no gRPC,
@@ -21,8 +27,11 @@ import tomllib
 from dataclasses import dataclass
 from typing import Mapping
 
+from .signing import PublicKey, SecretKey, SigningKeyError, load_secret_key, parse_public_key
+
 CONFIG_FILE = "config.toml"
-_KEYS = {"url": str, "upload": bool, "instance": str, "timeout": (int, float)}
+_KEYS = {"url": str, "upload": bool, "instance": str, "timeout": (int, float), "sign-key": str,
+         "trusted-keys": list}
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -38,6 +47,8 @@ class RemoteSettings:
     upload: bool = False
     instance_name: str = ""
     timeout: float = 60.0
+    sign_key: SecretKey | None = None  # signs every uploaded result
+    trusted_keys: tuple[PublicKey, ...] | None = None  # None: remote results are accepted unverified
 
 
 def parse_remote_url(url: str) -> str:
@@ -77,8 +88,11 @@ def load_config(home_root: str | os.PathLike[str]) -> dict:
         if want is None:
             raise RemoteConfigError(f"{path}: unknown key `remote.{key}`; accepted: {', '.join(_KEYS)}")
         if not isinstance(value, want) or (want is not bool and isinstance(value, bool)):
-            kind = {str: "a string", bool: "true or false"}.get(want, "a number of seconds")  # type: ignore[call-overload]
+            kind = {str: "a string", bool: "true or false", list: "a list of strings"}.get(  # type: ignore[call-overload]
+                want, "a number of seconds")
             raise RemoteConfigError(f"{path}: `remote.{key}` must be {kind}")
+        if want is list and not all(isinstance(v, str) for v in value):
+            raise RemoteConfigError(f"{path}: `remote.{key}` must be a list of strings")
     return table
 
 
@@ -104,5 +118,32 @@ def resolve_settings(flag_url: str | None, flag_upload: bool | None, environ: Ma
     timeout = float(table.get("timeout", 60.0))
     if timeout <= 0:
         raise RemoteConfigError("`remote.timeout` must be a positive number of seconds")
+    sign_key, trusted = _keys(table, environ, home_root)
     return RemoteSettings(url=url, target=parse_remote_url(url), upload=upload,
-                          instance_name=table.get("instance", ""), timeout=timeout)
+                          instance_name=table.get("instance", ""), timeout=timeout,
+                          sign_key=sign_key, trusted_keys=trusted)
+
+
+def _keys(table: dict, environ: Mapping[str, str], home_root: str | os.PathLike[str]
+          ) -> tuple[SecretKey | None, tuple[PublicKey, ...] | None]:
+    """The signing key (a path in MCPP_REMOTE_SIGN_KEY, relative to the working directory, or in
+    `sign-key`, relative to $MCPP_HOME) and the trusted public keys."""
+    where = os.path.join(home_root, CONFIG_FILE)
+    try:
+        sign_key = None
+        if environ.get("MCPP_REMOTE_SIGN_KEY"):
+            sign_key = load_secret_key(environ["MCPP_REMOTE_SIGN_KEY"])
+        elif table.get("sign-key"):
+            sign_key = load_secret_key(os.path.join(home_root, os.path.expanduser(table["sign-key"])))
+    except SigningKeyError as e:
+        raise RemoteConfigError(str(e)) from None
+    if environ.get("MCPP_REMOTE_TRUSTED_KEYS", "").strip():
+        texts, origin = [t for t in environ["MCPP_REMOTE_TRUSTED_KEYS"].split(",") if t.strip()], "MCPP_REMOTE_TRUSTED_KEYS"
+    elif "trusted-keys" in table:
+        texts, origin = table["trusted-keys"], f"{where}: `remote.trusted-keys`"
+    else:
+        return sign_key, None
+    try:
+        return sign_key, tuple(parse_public_key(t) for t in texts)
+    except SigningKeyError as e:
+        raise RemoteConfigError(f"{origin}: {e}") from None
