@@ -8,7 +8,7 @@ accepted, as before signatures existed, and the build notes once that nothing wa
 *Origin* is recorded with every result the engine uses, so that `mcpp explain` and the JSON
 events can say where an output came from, and so that the local action cache cannot launder a
 remote result: an entry copied from the remote keeps `{"kind": "remote-cache", "server": URL,
-"signed-by": "NAME:<key>" | None}`, and when trusted keys are configured a local entry that came
+"action": REAPI action digest, "signed-by": "NAME:<key>" | None}`, and when trusted keys are configured a local entry that came
 from the remote unsigned (or signed by a key no longer trusted) is not used either.
 
 This module imports neither gRPC nor cryptography at load time: the engine reads origins on
@@ -24,9 +24,11 @@ LOCAL_CACHE = "local-cache"
 REMOTE_CACHE = "remote-cache"
 
 
-def remote_origin(server: str, signer: object | None) -> dict:
-    """The origin of a result fetched from `server`, signed by `signer` (a PublicKey) or unverified."""
-    return {"kind": REMOTE_CACHE, "server": server, "signed-by": None if signer is None else str(signer)}
+def remote_origin(server: str, action_digest: object, signer: object | None) -> dict:
+    """The origin of the result stored on `server` under `action_digest` (the REAPI Action's
+    digest, `hash/size`), signed by `signer` (a PublicKey) or unverified (None)."""
+    return {"kind": REMOTE_CACHE, "server": server, "action": str(action_digest),
+            "signed-by": None if signer is None else str(signer)}
 
 
 def event_origin(status: str, entry_origin: dict | None) -> dict:
@@ -39,7 +41,7 @@ def event_origin(status: str, entry_origin: dict | None) -> dict:
     if entry_origin and entry_origin.get("kind") == REMOTE_CACHE:
         # A local hit on an entry that was once fetched: the bytes still came from that server.
         return {"kind": LOCAL_CACHE, "fetched-from": entry_origin.get("server"),
-                "signed-by": entry_origin.get("signed-by")}
+                "action": entry_origin.get("action"), "signed-by": entry_origin.get("signed-by")}
     return {"kind": LOCAL_CACHE}
 
 
@@ -51,7 +53,7 @@ def describe(origin: dict | None) -> str:
     if kind == EXECUTED:
         return "executed here"
     if kind == REMOTE_CACHE:
-        return f"remote cache {origin.get('server')}, {_signer(origin)}"
+        return f"remote cache {origin.get('server')} (action {origin.get('action')}), {_signer(origin)}"
     if origin.get("fetched-from"):
         return f"local cache (fetched earlier from remote cache {origin['fetched-from']}, {_signer(origin)})"
     return "local cache (built on this machine)"
@@ -86,12 +88,12 @@ class TrustPolicy:
             if first and self.note is not None:
                 self.note(f"results from remote cache at {self.server} are not verified: no trusted keys are "
                           "configured (`trusted-keys` under [remote]; see docs/remote.md)")
-            return remote_origin(self.server, None)
+            return remote_origin(self.server, action_digest, None)
         from .signing import verify
 
         verdict = verify(result, action_digest, self.trusted)
         if verdict.signer is not None:
-            return remote_origin(self.server, verdict.signer)
+            return remote_origin(self.server, action_digest, verdict.signer)
         with self._lock:
             self.refused += 1
             first, self._warned = not self._warned, True
