@@ -283,7 +283,8 @@ class RemoteCache:
                 return False
             if self._store is not None:
                 return True
-            client = RemoteClient(self.settings.target, self.settings.instance_name, self.settings.timeout)
+            client = RemoteClient(self.settings.target, self.settings.instance_name, self.settings.timeout,
+                                  self.settings.security)
             try:
                 info = client.connect()
             except RemoteError as e:

@@ -20,8 +20,7 @@ def test_urls():
     for bad in ("http://x:1", "grpc://nohost", "grpc://x:99999", "unix:", "localhost:50051"):
         with pytest.raises(RemoteConfigError, match="grpc://HOST:PORT"):
             parse_remote_url(bad)
-    with pytest.raises(RemoteConfigError, match="TLS"):
-        parse_remote_url("grpcs://cache:443")
+    assert parse_remote_url("grpcs://cache:443") == "cache:443"  # TLS: the scheme picks the credentials
 
 
 def test_flag_beats_env_beats_config(tmp_path):
