@@ -228,7 +228,18 @@ class RemoteCache:
         except StoreError:
             return
         except RemoteError as e:
-            self._disable(e)
+            if e.code in _REFUSED:
+                self._refuse_uploads(e)  # a read-only credential: keep reading, stop writing
+            else:
+                self._disable(e)
+
+    def _refuse_uploads(self, e: RemoteError) -> None:
+        with self._lock:
+            if not self.upload_enabled:
+                return
+            self.upload_enabled = False
+        self.warn(f"remote cache at {self.url} refused an upload ({_reason(e)}); "
+                  "this build uploads nothing more (are its credentials read-only?)")
 
     def close(self, wait: bool = True) -> None:
         """Finish (or, with `wait=False`, abandon) queued uploads; save the side index."""
@@ -308,8 +319,27 @@ class RemoteCache:
     def _disable_locked(self, e: RemoteError) -> None:
         if self._disabled:
             return
-        reason = str(e).splitlines()[0] if str(e) else e.code
-        if len(reason) > 200:
-            reason = reason[:197] + "..."
-        self._disabled = reason
-        self.warn(f"remote cache at {self.url} unavailable ({reason}); building locally")
+        reason = self._disabled = _reason(e)
+        self.warn(f"remote cache at {self.url} unavailable ({reason}){_hint(e, self.settings)}; building locally")
+
+
+_REFUSED = ("UNAUTHENTICATED", "PERMISSION_DENIED")
+
+
+def _reason(e: RemoteError) -> str:
+    reason = str(e).splitlines()[0] if str(e) else e.code
+    return reason if len(reason) <= 200 else reason[:197] + "..."
+
+
+def _hint(e: RemoteError, settings: RemoteSettings) -> str:
+    """What to check, for the failures that are about credentials rather than the network."""
+    text = str(e)
+    if e.code in _REFUSED:
+        if settings.security.token:
+            return " (the server refused the token)"
+        return " (the server wants credentials: `token-file` under [remote] or MCPP_REMOTE_TOKEN_FILE)"
+    if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text.lower():
+        return " (TLS: the server's certificate is not signed by a trusted CA; set `tls-ca` under [remote])"
+    if "handshake" in text.lower() or "SSL" in text:
+        return " (TLS handshake failed: check `tls-ca`, `tls-cert` and `tls-key` under [remote])"
+    return ""

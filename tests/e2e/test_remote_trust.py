@@ -207,3 +207,133 @@ def test_bad_key_settings_are_usage_errors(tmp_path, project, buildgrid, mcpp):
     wrong = mcpp("build", "--remote", buildgrid.url, cwd=a, env={"MCPP_REMOTE_SIGN_KEY": str(public)})
     assert wrong.code == 2 and "is not a secret key" in wrong.err
     assert os.path.exists(a)  # nothing was built
+
+
+# --- the channel: TLS, mutual TLS, bearer tokens ---------------------------------------------------
+
+def _certificates(d: Path) -> dict[str, Path]:
+    """A test CA, a server certificate for localhost/127.0.0.1 and a client certificate, as PEM files."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    d.mkdir()
+
+    def issue(subject: str, key, issuer=None, issuer_key=None, ca=False, san=None):
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+        b = (x509.CertificateBuilder().subject_name(name)
+             .issuer_name(issuer.subject if issuer else name).public_key(key.public_key())
+             .serial_number(x509.random_serial_number())
+             .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if san:
+            b = b.add_extension(x509.SubjectAlternativeName(san), critical=False)
+        return b.sign(issuer_key or key, hashes.SHA256())
+
+    def write(name: str, cert, key) -> None:
+        (d / f"{name}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        (d / f"{name}.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                          serialization.NoEncryption()))
+
+    for prefix in ("", "other-"):
+        ca_key = ec.generate_private_key(ec.SECP256R1())
+        ca = issue(f"{prefix}test CA", ca_key, ca=True)
+        write(f"{prefix}ca", ca, ca_key)
+        if prefix:
+            continue
+        server_key = ec.generate_private_key(ec.SECP256R1())
+        write("server", issue("localhost", server_key, ca, ca_key, san=[
+            x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), server_key)
+        client_key = ec.generate_private_key(ec.SECP256R1())
+        write("client", issue("ci-runner", client_key, ca, ca_key), client_key)
+    return {p.stem.replace(".", "-") + p.suffix: p for p in d.iterdir()}
+
+
+def _home(tmp_path: Path, name: str, remote: str) -> Mcpp:
+    m = Mcpp(tmp_path / name)
+    m.home.mkdir()
+    (m.home / "config.toml").write_text("[remote]\ntimeout = 10\n" + remote)
+    return m
+
+
+def test_tls_with_a_test_ca_and_mutual_tls(tmp_path, project):
+    from mcpp.cas.remote.config import ChannelSecurity
+
+    certs = _certificates(tmp_path / "pki")
+    ca, cert, key = certs["ca.pem"], certs["client.pem"], certs["client.key"]
+    probe = ChannelSecurity(tls=True, ca=ca.read_bytes(), cert=cert.read_bytes(), key=key.read_bytes())
+    with BuildGridServer(tls={"key": certs["server.key"], "cert": certs["server.pem"], "client-ca": ca},
+                         ready_security=probe) as server:
+        mtls = f'url = "{server.url}"\ntls-ca = "{ca}"\ntls-cert = "{cert}"\ntls-key = "{key}"\n'
+        a = trusty_project(project)
+        res, finished = build(_home(tmp_path, "ci", mtls + "upload = true\n"), a)
+        assert {e["status"] for e in finished.values()} == {"executed"} and warnings(res.err) == []
+        b = clone(a, tmp_path / "b")
+        res, finished = build(_home(tmp_path, "laptop", mtls), b)
+        assert {e["status"] for e in finished.values()} == {"remote"} and len(finished) == 3
+        assert (b / "target/dev/trusty").read_bytes() == (a / "target/dev/trusty").read_bytes()
+        # The wrong CA, or no client certificate where the server demands one: one warning each,
+        # and the build goes on locally.
+        for name, remote, says in [
+            ("wrong-ca", f'url = "{server.url}"\ntls-ca = "{certs["other-ca.pem"]}"\ntls-cert = "{cert}"\n'
+                         f'tls-key = "{key}"\n', "not signed by a trusted CA"),
+            ("no-client-cert", f'url = "{server.url}"\ntls-ca = "{ca}"\n', "unavailable"),
+        ]:
+            c = clone(a, tmp_path / name)
+            res, finished = build(_home(tmp_path, f"{name}-home", remote), c)
+            assert {e["status"] for e in finished.values()} == {"executed"}, res.err
+            assert len(warnings(res.err)) == 1 and says in res.err and "building locally" in res.err, res.err
+            assert run(c / "target/dev/trusty") == "honest\n"
+
+
+READ = ["GetCapabilities", "GetActionResult", "FindMissingBlobs", "BatchReadBlobs", "Read"]
+
+
+def test_bearer_tokens_one_reads_one_also_writes(tmp_path, project):
+    import time
+
+    import jwt
+
+    from mcpp.cas.remote.config import ChannelSecurity
+
+    secret = "test-secret-of-at-least-32-bytes!!"
+    (tmp_path / "jwt.secret").write_text(secret)
+    (tmp_path / "acl.yml").write_text(
+        "'':\n  allow:\n    - subject: '^ci$'\n    - subject: '^dev$'\n      requests: [" + ", ".join(READ) + "]\n")
+    tokens = {}
+    for who in ("ci", "dev"):
+        tokens[who] = jwt.encode({"sub": who, "exp": int(time.time()) + 3600}, secret, algorithm="HS256")
+        (tmp_path / f"{who}.token").write_text(tokens[who] + "\n")
+    probe = ChannelSecurity(token=tokens["ci"])
+    with BuildGridServer(jwt=(tmp_path / "jwt.secret", tmp_path / "acl.yml"), ready_security=probe) as server:
+        a = trusty_project(project)
+        ci = _home(tmp_path, "ci", f'url = "{server.url}"\nupload = true\ntoken-file = "{tmp_path / "ci.token"}"\n')
+        res, finished = build(ci, a)
+        assert {e["status"] for e in finished.values()} == {"executed"} and warnings(res.err) == []
+        # The read-only token reads; its upload is refused by the server, said once, build green.
+        dev = Mcpp(tmp_path / "dev-home")
+        b = clone(a, tmp_path / "b")
+        env = {"MCPP_REMOTE": server.url, "MCPP_REMOTE_TOKEN_FILE": str(tmp_path / "dev.token")}
+        res, finished = build(dev, b, env=env)
+        assert {e["status"] for e in finished.values()} == {"remote"}
+        (b / "src" / "msg.cpp").write_text('#include "trusty/msg.hpp"\nconst char *message() { return "edited"; }\n')
+        res, finished = build(dev, b, "--remote-upload", env=env)
+        refused = [w for w in warnings(res.err) if "refused an upload" in w]
+        assert len(refused) == 1 and "UNAUTHENTICATED" in refused[0], res.err
+        assert run(b / "target/dev/trusty") == "edited\n"
+        # No token at all: one clear warning, a local build.
+        c = clone(a, tmp_path / "c")
+        res, finished = build(Mcpp(tmp_path / "anon-home"), c, env={"MCPP_REMOTE": server.url})
+        assert {e["status"] for e in finished.values()} == {"executed"}
+        assert warnings(res.err) == [w for w in warnings(res.err) if "token-file" in w] and len(warnings(res.err)) == 1
+        for out in (res.out, res.err, ci("explain", LINK, cwd=a).out):
+            assert tokens["ci"] not in out and tokens["dev"] not in out
+        # A token is never sent in plain text over the network.
+        bad = dev("build", cwd=c, env={"MCPP_REMOTE": "grpc://cache.example.com:50051",
+                                        "MCPP_REMOTE_TOKEN_FILE": str(tmp_path / "dev.token")})
+        assert bad.code == 2 and "a token is sent only over TLS" in bad.err and tokens["dev"] not in bad.err
