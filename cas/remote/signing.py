@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import os
 import re
@@ -73,24 +74,39 @@ class SecretKey:
 
     @property
     def public(self) -> PublicKey:
-        from cryptography.hazmat.primitives import serialization
-
-        raw = self._private().public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-        return PublicKey(self.name, raw)
+        return PublicKey(self.name, _public_raw(self.seed))
 
     def sign(self, data: bytes) -> bytes:
-        return self._private().sign(data)
-
-    def _private(self):
-        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-        return Ed25519PrivateKey.from_private_bytes(self.seed)
+        return _private(self.seed).sign(data)
 
     def __str__(self) -> str:
         return f"{self.name}:{base64.b64encode(self.seed).decode()}"
 
     def __repr__(self) -> str:  # never print the seed by accident
         return f"SecretKey({self.name!r})"
+
+
+# Loading a key costs about as much as a signature: a build signs or checks every result with
+# the same few keys, so each is loaded once per process.
+@functools.lru_cache(maxsize=8)
+def _private(seed: bytes):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return Ed25519PrivateKey.from_private_bytes(seed)
+
+
+@functools.lru_cache(maxsize=8)
+def _public_raw(seed: bytes) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    return _private(seed).public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+@functools.lru_cache(maxsize=32)
+def _verifier(raw: bytes):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    return Ed25519PublicKey.from_public_bytes(raw)
 
 
 def generate(name: str) -> SecretKey:
@@ -195,7 +211,6 @@ def verify(result, action_digest, trusted: Iterable[PublicKey]) -> Verdict:
     Keys are compared by their bytes, never by name: a result signed by another key that is
     also called `ci` is "signed by an untrusted key"."""
     from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     by_raw = {k.raw: k for k in trusted}
     signatures = [a for a in result.execution_metadata.auxiliary_metadata if a.type_url == SIGNATURE_TYPE_URL]
@@ -216,7 +231,7 @@ def verify(result, action_digest, trusted: Iterable[PublicKey]) -> Verdict:
         if payload is None:
             payload = signed_payload(action_digest, result)
         try:
-            Ed25519PublicKey.from_public_bytes(raw).verify(sig, payload)
+            _verifier(raw).verify(sig, payload)
         except (InvalidSignature, ValueError):
             reason = MISMATCH
             continue
