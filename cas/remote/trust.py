@@ -74,7 +74,6 @@ class TrustPolicy:
         self._trusted_text = None if self.trusted is None else {str(k) for k in self.trusted}
         self.warn = warn
         self.note = note
-        self.refused = 0
         self._lock = threading.Lock()
         self._warned = False
         self._noted = False
@@ -95,7 +94,6 @@ class TrustPolicy:
         if verdict.signer is not None:
             return remote_origin(self.server, action_digest, verdict.signer)
         with self._lock:
-            self.refused += 1
             first, self._warned = not self._warned, True
         if first:
             self.warn(f"refused the result of `{action_id}` from remote cache at {self.server} "
