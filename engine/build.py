@@ -280,7 +280,8 @@ def _remote_cache(settings: RemoteSettings, home: Home, store: VerifyingStore, p
         with open(os.path.join(plan.execroot, rel), "rb") as f:
             return f.read()
 
-    return RemoteCache(settings, home, store, content_of, reporter.warning)
+    return RemoteCache(settings, home, store, content_of, reporter.warning,
+                       note=lambda text: reporter.raw_warning(f"note: {text}"))
 
 
 _SANDBOX_WARNED: set[str] = set()
