@@ -229,7 +229,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                                plan.execroot, stage)
     jobs = opts.jobs or os.cpu_count() or 1
     workers, slots = jobs, None
-    remote = stores.remote_cache(_content_of(plan), reporter.warning)
+    remote = stores.remote_cache(_content_of(plan), reporter.warning,
+                                 note=lambda text: reporter.raw_warning(f"note: {text}"))
     if remote is not None:
         # Remote lookups mostly wait on the server: let several overlap, but run at most -j
         # local processes (the pipeline takes a slot around each one).

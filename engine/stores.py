@@ -40,12 +40,13 @@ class Stores:
         blobs = VerifyingStore(LocalZstdStore(home.cas))
         return cls(home, blobs, Materializer(blobs, home.mat), ActionCache(home.ac), remote)
 
-    def remote_cache(self, content_of: Callable[[str], bytes],
-                     warn: Callable[[str], None]) -> "RemoteCache | None":
+    def remote_cache(self, content_of: Callable[[str], bytes], warn: Callable[[str], None],
+                     note: Callable[[str], None] | None = None) -> "RemoteCache | None":
         """The remote cache for one build (None without a remote): `content_of(path)` answers an
-        execroot-relative input's bytes, generated files included."""
+        execroot-relative input's bytes, generated files included; `warn` and `note` show what
+        the remote layer has to say (cas/remote/cache.py)."""
         if self.remote is None:
             return None
         from mcpp.cas.remote.cache import RemoteCache  # gRPC: imported only when a remote is set
 
-        return RemoteCache(self.remote, self.home, self.blobs, content_of, warn)
+        return RemoteCache(self.remote, self.home, self.blobs, content_of, warn, note)
