@@ -15,14 +15,16 @@ from mcpp.cas.action import Action
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
 from ..errors import McppError, Position, ScanError
-from ..graph import Package, PackageGraph, feature_define
 from ..manifest.model import TargetSpec
 from ..modules.scanner import ModuleUnit
+from ..package.features import feature_define
+from ..package.model import Package, PackageGraph
+from ..package.sources import Source, header_pool, include_dirs, package_sources, role_of
+from ..package.targets import targets_of
 from ..profiles import Profile
 from ..toolchain import Toolchain
 from . import compile_flags as cf
 from .rule_actions import action_id as rule_action_id, to_plan_action
-from .sources import Source, header_pool, include_dirs, package_sources, role_of
 from .include_scan import reachable
 from .std_module import LIBCXX_FLAG, STD_MODULES, libcxx_modules
 
@@ -67,18 +69,6 @@ class _Unit:
     action_id: str
     bmi: str | None = None
     produced_by: str | None = None  # a generated source: the rule action that writes it
-
-
-def targets_of(pkg: Package) -> list[TargetSpec]:
-    """The package's targets: `[targets.*]` as written, else `src/main.cpp` as a binary named
-    after the package."""
-    m = pkg.manifest
-    if m.explicit_targets:
-        return list(m.targets)
-    targets = []
-    if os.path.isfile(os.path.join(m.root, "src", "main.cpp")):
-        targets.append(TargetSpec(m.name, "bin", "src/main.cpp"))
-    return targets
 
 
 def common_root(paths: list[str]) -> str:
