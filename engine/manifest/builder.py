@@ -328,7 +328,7 @@ class Builder:
     def _deps(self, section: str):
         if section not in self.doc:
             return ()
-        # [dev-dependencies] are resolved only by `mcpp test` (engine.graph checks them there).
+        # [dev-dependencies] are resolved only by `mcpp test` (engine/package/graph.py checks them there).
         return deps.read_table(self.r, self.doc[section], (section,),
                                check_paths=self.check_paths and section == "dependencies", root=self.root)
 

@@ -1,9 +1,10 @@
 """Which files a package compiles, and what role each one plays.
 
 The role comes from the extension alone (a C source, a C++ source, a C++ module interface, a
-header; the tables are in `engine/conventions.py`), or makes it a device source when the package
-activates a dependency's feature declaring that extension. A file named by `[build] sources` whose extension has no role is an error rather than
-silently skipped: a typo in a glob should not drop a file from the build.
+header; the tables are in `engine/conventions.py`); an extension that a feature the package
+activates declares in `device_extensions` makes a device source instead. A file named by
+`[build] sources` whose extension has no role is an error rather than silently skipped: a typo
+in a glob should not drop a file from the build.
 """
 from __future__ import annotations
 

@@ -67,8 +67,8 @@ def _imports(module: str, path: Path, modules: dict[str, Path]) -> list[tuple[st
             local = _local(target)
             if local is None:
                 continue
-            # Importing a.b.c runs a/__init__ and a/b/__init__ too (those above the importer are
-            # already running); the longest known prefix is the module the name lands in.
+            # Importing a.b.c runs a/__init__ and a/b/__init__ before a/b/c, so each is an edge;
+            # not the importer's own packages, which are already running when it is imported.
             parts = local.split(".")
             chain = [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
             for name in chain:
