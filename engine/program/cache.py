@@ -13,7 +13,7 @@ import os
 import tempfile
 
 from .api import Reads, file_digest, run_glob
-from .result import ProgramResult
+from ..package.program_result import ProgramResult
 
 _FORMAT = "mcpp-program-cache-1"
 
