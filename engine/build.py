@@ -25,11 +25,12 @@ from mcpp.sandbox import SandboxUnavailable, make_sandbox
 from .action_runner import ActionRunner, SandboxRunner
 from .errors import BuildFailed, McppError
 from .explain import ExplainLog
-from .graph import PackageGraph, Selection, load_graph
 from .incremental import BuildState, KeyComputer, ScanCache
 from .layout import Layout
-from .pipeline import ActionPipeline, Counters
 from .manifest.load import display_path
+from .package.graph import load_graph
+from .package.model import PackageGraph, Selection
+from .pipeline import ActionPipeline, Counters
 from .plan.planner import Plan, Planner
 from .profiles import Profile, resolve_profile
 from .report import Reporter, Stopwatch
@@ -96,8 +97,7 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
           runner: ActionRunner | None = None) -> BuildOutcome:
     clock = Stopwatch()
     stores = Stores.open(opts.home, resolve_remote(opts))
-    graph = load_graph(opts.cwd, opts.manifest_path, opts.selection)
-    graph.target_override = opts.target_override
+    graph = load_graph(opts.cwd, opts.manifest_path, opts.selection, opts.target_override)
     for pkg in graph.order:
         for w in pkg.manifest.warnings:
             reporter.raw_warning(w)
@@ -316,7 +316,7 @@ def _write_compile_commands(layout: Layout, plan: Plan, changed: bool) -> None:
 def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     """Let the next identical `mcpp build` answer from stats alone (engine/noop.py)."""
     from . import noop
-    from .plan.sources import glob_roots
+    from .package.sources import glob_roots
 
     plan, graph = outcome.plan, outcome.graph
     if outcome.reads_env:

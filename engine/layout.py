@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .graph import PackageGraph
+    from .package.model import PackageGraph
 
 
 @dataclass(frozen=True)

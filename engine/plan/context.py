@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 
-from ..graph import Package, PackageGraph
 from ..layout import Layout
 from ..manifest.model import TargetSpec
+from ..package.model import Package, PackageGraph
 from ..profiles import Profile
 from ..toolchain import Toolchain
 

@@ -14,7 +14,7 @@ import os
 from mcpp.cas.atomic import write_atomic
 
 from .api import Reads, file_digest, run_glob
-from .result import ProgramResult
+from ..package.program_result import ProgramResult
 
 _FORMAT = "mcpp-program-cache-1"
 
