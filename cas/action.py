@@ -29,6 +29,9 @@ class Platform:
 
     toolchain: str  # e.g. "gcc 12.2.0 x86_64-linux-gnu" (+ compiler digest, see engine.toolchain)
     host: str  # host triple
+    # Non-empty for results of a run that was not hermetic (`--sandbox off`): their keys live in
+    # a namespace of their own, so no hermetic build is ever served one (engine/trust.py).
+    namespace: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +84,8 @@ def action_key(
 
     put("version", KEY_VERSION)
     put("platform", platform.toolchain, platform.host)
+    if platform.namespace:  # absent for hermetic results, so their keys stay as they were
+        put("namespace", platform.namespace)
     put("cwd", action.cwd)
     put("argv", str(len(action.argv)), *action.argv)
     for k, v in sorted(action.env):

@@ -22,6 +22,7 @@ from mcpp.cas.verifying_store import VerifyingStore
 
 from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
+from . import trust
 from .errors import BuildFailed, McppError
 from .execute import ActionRunner, SandboxRunner
 from .explain import ExplainLog
@@ -210,7 +211,9 @@ def record_last_build(counters: Counters) -> None:
 def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildOptions,
              reporter: Reporter, state: BuildState, runner: ActionRunner | None,
              state_dir: str, remote_settings: RemoteSettings | None = None) -> tuple[ScheduleResult, Counters]:
-    platform = Platform(toolchain.identity, host_triple())
+    # `--sandbox off` results are keyed apart and never uploaded (engine/trust.py).
+    platform = trust.platform_for(toolchain.identity, host_triple(), opts.sandbox)
+    remote_settings = trust.without_upload(remote_settings, opts.sandbox, reporter.warning)
     keys = KeyComputer(state, platform, plan.generated)
     home = Home.default()
     local = LocalZstdStore(home.cas)

@@ -1,0 +1,99 @@
+"""What may enter the shared caches, and what a build may read: attacks on the promise that a
+result in the store is the result of exactly its keyed inputs (docs/ARCHITECTURE.md).
+
+Each test is an attack with real actions and real compilers; each failed on the engine before
+the change it guards."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.e2e_support import Mcpp
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+
+MANIFEST = '[package]\nname = "p"\nversion = "0.1.0"\n'
+
+
+def run_binary(root: Path) -> str:
+    return subprocess.run([str(root / "target" / "dev" / "p")], capture_output=True, text=True, check=True).stdout
+
+
+# -- `--sandbox off` results stay out of the hermetic caches ---------------------------------------
+
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_an_off_result_never_serves_a_hermetic_build(project, mcpp: Mcpp, tmp_path, mode):
+    """`off` reads a header outside the build that bwrap and dir refuse; before, the hermetic
+    build was served the `off` result from the action cache (and from `target/` as fresh)."""
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "value.h").write_text("#define VALUE 7\n")
+    root = project({"mcpp.toml": MANIFEST,
+                    "src/main.cpp": '#include <cstdio>\n#include "../../secret/value.h"\n'
+                                    'int main() { std::printf("%d\\n", VALUE); }\n'})
+    off = mcpp("build", "--sandbox", "off", cwd=root)
+    assert off.code == 0, off.err
+    assert run_binary(root) == "7\n"
+    hermetic = mcpp("build", "--sandbox", mode, cwd=root)
+    assert hermetic.code != 0, f"{mode} build was served the off result:\n{hermetic.out}{hermetic.err}"
+    assert "value.h" in hermetic.err
+    shutil.rmtree(root / "target")
+    again = mcpp("build", "--sandbox", mode, cwd=root)
+    assert again.code != 0, f"{mode} build after rm -rf target restored the off result"
+    # `off` builds may still share their own results with each other.
+    shutil.rmtree(root / "target")
+    res = mcpp.build_json("--sandbox", "off", cwd=root)
+    assert res.executed() == [], res.out
+
+
+def test_a_hermetic_build_after_an_off_build_runs_the_action(project, mcpp: Mcpp):
+    root = project({"mcpp.toml": MANIFEST, "src/main.cpp": "int main() { return 0; }\n"})
+    mcpp.build_json("--sandbox", "off", cwd=root)
+    res = mcpp.build_json("--sandbox", "dir", cwd=root)
+    assert sorted(res.executed()) == ["compile p:src/main.cpp", "link p:p"], res.out
+    res = mcpp.build_json("--sandbox", "dir", cwd=root)
+    assert res.executed() == []
+
+
+# -- every file a compile's depfile names is in its key -------------------------------------------
+
+@pytest.fixture
+def system_header():
+    """A header under /usr/local/include, made for the test and removed after it."""
+    directory = Path("/usr/local/include")
+    if os.geteuid() != 0 or not os.access(directory, os.W_OK):
+        pytest.skip("needs to write /usr/local/include (CI runs as root)")
+    path = directory / f"mcpp_test_{uuid.uuid4().hex[:12]}.h"
+    yield path
+    path.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_a_changed_system_header_rebuilds_and_rm_target_does_not_restore_the_old_object(
+        project, mcpp: Mcpp, system_header: Path, mode):
+    system_header.write_text("#define VALUE 1\n")
+    root = project({"mcpp.toml": MANIFEST,
+                    "src/main.cpp": f'#include <cstdio>\n#include <{system_header.name}>\n'
+                                    'int main() { std::printf("%d\\n", VALUE); }\n'})
+    mcpp("build", "--sandbox", mode, cwd=root, check=True)
+    assert run_binary(root) == "1\n"
+    system_header.write_text("#define VALUE 2\n")
+    res = mcpp.build_json("--sandbox", mode, cwd=root)
+    assert "compile p:src/main.cpp" in res.executed(), res.out
+    assert run_binary(root) == "2\n"
+    # The plain no-op fast path must notice it too.
+    system_header.write_text("#define VALUE 3\n")
+    mcpp("build", "--sandbox", mode, cwd=root, check=True)
+    assert run_binary(root) == "3\n"
+    shutil.rmtree(root / "target")
+    system_header.write_text("#define VALUE 4\n")
+    mcpp("build", "--sandbox", mode, cwd=root, check=True)
+    assert run_binary(root) == "4\n"
+    # Unchanged, the header is answered from the stat cache: nothing is hashed again.
+    res = mcpp.build_json("--sandbox", mode, cwd=root)
+    done = [e for e in res.events if e.get("reason") == "build-finished"][0]
+    assert done["files_hashed"] == 0 and res.executed() == []
