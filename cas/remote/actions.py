@@ -35,6 +35,7 @@ from .digests import DigestFunction, RemoteDigest
 ENCODING_VERSION = "mcpp-remote-v1"
 MANIFEST_PATH = "manifest.json"
 MANIFEST_SETS = 8
+HOST_FILE_ROOT = "/usr/"  # where a remote header set may name files outside the execroot
 
 # Where each keyed field of `Action` lands in the remote messages (see the module docstring).
 REMOTE_ENCODING = {
@@ -183,6 +184,13 @@ def decode_manifest(data: bytes) -> list[tuple[str, ...]]:
                 return []
             paths = tuple(s)
             for p in paths:
+                if posixpath.isabs(p):
+                    # A system header, keyed as `mcpp-host-file`. The client reads (hashes) every
+                    # file a set names, so a server may name only files under the system root
+                    # a sandboxed compile can read, never `/etc/passwd` or `/home/...`.
+                    if posixpath.normpath(p) != p or not p.startswith(HOST_FILE_ROOT):
+                        return []
+                    continue
                 _parts(p)  # relative, normalized: a path that escapes the execroot is refused
             sets.append(paths)
         return sets[:MANIFEST_SETS]

@@ -140,5 +140,7 @@ def test_manifests_encode_merge_and_refuse_malformed_data():
     assert merged == [("include/a.h", "include/b.h"), ("include/a.h",)]
     many = [(f"h{i}.h",) for i in range(20)]
     assert len(merge_manifest(many, ("new.h",))) == MANIFEST_SETS
-    for bad in (b"not json", b'{"v": 2, "sets": []}', b'{"v": 1, "sets": [[1]]}', b'{"v": 1, "sets": [["/etc/passwd"]]}'):
+    assert decode_manifest(encode_manifest([("/usr/include/stdio.h", "a.h")])) == [("/usr/include/stdio.h", "a.h")]
+    for bad in (b"not json", b'{"v": 2, "sets": []}', b'{"v": 1, "sets": [[1]]}', b'{"v": 1, "sets": [["/etc/passwd"]]}',
+                b'{"v": 1, "sets": [["/usr/../etc/passwd"]]}'):
         assert decode_manifest(bad) == []
