@@ -21,6 +21,7 @@ from ..modules.scanner import ModuleUnit
 from ..profiles import Profile
 from ..toolchain import Toolchain
 from . import compile_flags as cf
+from . import rule_edges
 from .rule_actions import action_id as rule_action_id, to_plan_action
 from .sources import Source, header_pool, include_dirs, package_sources, role_of
 from .include_scan import reachable
@@ -140,6 +141,7 @@ class Planner:
         for pkg, action in artifact_rules:  # after the link: they may read the package's binaries
             links = [a.id for a in self.plan.actions if self.plan.package_of[a.id] == pkg.name and a.kind == "link"]
             self.plan.add(action, pkg.name, self._producers(action) + links)
+        rule_edges.settle(self.plan)  # producer edges, duplicate outputs and cycles, once all are planned
         self._check_rule_inputs()
         return self.plan
 

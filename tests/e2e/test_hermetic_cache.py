@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import textwrap
 import uuid
 from pathlib import Path
 
@@ -97,3 +98,57 @@ def test_a_changed_system_header_rebuilds_and_rm_target_does_not_restore_the_old
     res = mcpp.build_json("--sandbox", mode, cwd=root)
     done = [e for e in res.events if e.get("reason") == "build-finished"][0]
     assert done["files_hashed"] == 0 and res.executed() == []
+
+
+# -- what rule actions read and write is ordered, or refused, at plan time -------------------------
+
+RULE_MAIN = '#include <cstdio>\nextern "C" int extra();\nint main() { std::printf("%d\\n", extra()); }\n'
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_a_rule_action_reading_a_compile_output_of_its_package_runs_after_the_compile(project, mcpp: Mcpp, mode):
+    root = project({
+        "mcpp.toml": MANIFEST,
+        "src/main.cpp": RULE_MAIN,
+        "src/lib.cpp": "int lib_value() { return 1; }\n",
+        "build.star": """
+            out = mcpp.out_dir()
+            obj = mcpp.manifest_dir() + "/target/" + mcpp.profile() + "/obj/p/src/lib.cpp.o"
+            # Needs the compile's object (it fails when the file is empty or missing), makes another.
+            mcpp.action(id = "extra", role = "object", inputs = [obj], outputs = [out + "/extra.o"],
+                        tools = ["/bin/sh", "/usr/bin/gcc"],
+                        argv = ["/bin/sh", "-c", "test -s \\"$0\\" && echo 'int extra(void){return 7;}' "
+                                + "| /usr/bin/gcc -x c -c - -o \\"$1\\"", obj, out + "/extra.o"])
+        """,
+    })
+    res = mcpp("build", "--sandbox", mode, cwd=root)
+    assert res.code == 0, res.err
+    assert run_binary(root) == "7\n"
+
+
+@pytest.mark.parametrize("body,both", [
+    ("""
+        mcpp.action(id = "one", argv = ["/bin/sh", "-c", "echo 1 > $0", out + "/x"], inputs = [],
+                    outputs = [out + "/x"], tools = ["/bin/sh"], role = "artifact")
+        mcpp.action(id = "two", argv = ["/bin/sh", "-c", "echo 2 > $0", out + "/x"], inputs = [],
+                    outputs = [out + "/x"], tools = ["/bin/sh"], role = "artifact")
+     """, ("`one`", "`two`", "both declare the output")),
+    ("""
+        mcpp.action(id = "one", argv = ["/bin/cp", out + "/b", out + "/a"], inputs = [out + "/b"],
+                    outputs = [out + "/a"], tools = ["/bin/cp"], role = "artifact")
+        mcpp.action(id = "two", argv = ["/bin/cp", out + "/a", out + "/b"], inputs = [out + "/a"],
+                    outputs = [out + "/b"], tools = ["/bin/cp"], role = "artifact")
+     """, ("`one`", "`two`", "cycle")),
+])
+def test_duplicate_outputs_and_cycles_of_rule_actions_are_refused_before_anything_runs(
+        project, mcpp: Mcpp, body, both):
+    root = project({
+        "mcpp.toml": MANIFEST,
+        "src/main.cpp": "int main() { return 0; }\n",
+        "build.star": "out = mcpp.out_dir()\n" + textwrap.dedent(body),
+    })
+    res = mcpp("build", "--message-format", "json", cwd=root)
+    assert res.code == 2, res.out + res.err
+    assert all(word in res.err for word in both), res.err
+    assert "Traceback" not in res.err
+    assert not any(e.get("reason") == "action-finished" for e in res.events), "an action ran first"
