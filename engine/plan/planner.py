@@ -22,6 +22,7 @@ from ..profiles import Profile
 from ..toolchain import Toolchain
 from . import compile_flags as cf
 from . import rule_edges
+from .. import containment
 from .rule_actions import action_id as rule_action_id, to_plan_action
 from .sources import Source, header_pool, include_dirs, package_sources, role_of
 from .include_scan import reachable
@@ -155,6 +156,10 @@ class Planner:
                     pkg = self.plan.package_of[a.id]
                     raise McppError(f"package `{pkg}`, action `{a.id.split(':', 1)[1]}`: input `{rel}` does not "
                                     f"exist and no action of this build makes it")
+                if rel not in self.plan.made_by:  # read by the engine to stage it: must stay in the build
+                    containment.check(os.path.join(self.execroot, rel), self.execroot, what="the build's root",
+                                      shown=f"package `{self.plan.package_of[a.id]}`, action "
+                                            f"`{a.id.split(':', 1)[1]}`: input `{rel}`")
 
     # -- what build programs declared ------------------------------------------------------------
     def _rule_actions(self, pkg: Package) -> list:

@@ -152,3 +152,34 @@ def test_duplicate_outputs_and_cycles_of_rule_actions_are_refused_before_anythin
     assert all(word in res.err for word in both), res.err
     assert "Traceback" not in res.err
     assert not any(e.get("reason") == "action-finished" for e in res.events), "an action ran first"
+
+
+# -- inputs and a build program's reads that are symlinks out of the package -----------------------
+
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_a_source_symlinked_out_of_the_package_is_refused_naming_the_link(project, mcpp: Mcpp, tmp_path, mode):
+    (tmp_path / "host").mkdir()
+    (tmp_path / "host" / "secret.cpp").write_text("int main() { return 0; }\n")
+    root = project({"mcpp.toml": MANIFEST, "src/lib.cpp": "int f() { return 1; }\n"})
+    os.symlink(tmp_path / "host" / "secret.cpp", root / "src" / "main.cpp")
+    res = mcpp("build", "--sandbox", mode, "--message-format", "json", cwd=root)
+    assert res.code == 2, res.out + res.err
+    assert "src/main.cpp` is a symlink to" in res.err and "Traceback" not in res.err, res.err
+    assert not any(e.get("reason") == "action-finished" for e in res.events)
+
+
+@pytest.mark.parametrize("program,where,link", [
+    ('x = mcpp.glob("rootlink/etc/*")\n', "build.star:1:", "rootlink` is a symlink to `/`"),
+    ('x = mcpp.glob("**/*.txt")\n', "build.star:1:", "rootlink` is a symlink to `/`"),
+    ('x = mcpp.read_file("notes.txt")\n', "build.star:1:", "notes.txt` is a symlink to `/etc/hostname`"),
+    ('mcpp.action(id = "cp", argv = ["/bin/cp", "notes.txt", mcpp.out_dir() + "/n"], inputs = ["notes.txt"],\n'
+     '            outputs = [mcpp.out_dir() + "/n"], tools = ["/bin/cp"], role = "artifact")\n',
+     "action `cp`: input `notes.txt`", "notes.txt` is a symlink to `/etc/hostname`"),
+])
+def test_a_build_program_cannot_read_or_list_host_files_through_a_symlink(project, mcpp: Mcpp, program, where, link):
+    root = project({"mcpp.toml": MANIFEST, "src/main.cpp": "int main() { return 0; }\n", "build.star": program})
+    os.symlink("/", root / "rootlink")
+    os.symlink("/etc/hostname", root / "notes.txt")
+    res = mcpp("build", cwd=root)
+    assert res.code == 2, res.out + res.err
+    assert where in res.err and link in res.err and "Traceback" not in res.err, res.err
