@@ -325,7 +325,7 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     from .plan.sources import glob_roots
 
     plan, graph = outcome.plan, outcome.graph
-    if outcome.reads_env:
+    if outcome.reads_env or _planned_nothing_for_sources(outcome):
         return
     files = [graph.root_manifest.path] + [p.manifest.path for p in graph.order] + noop.engine_files()
     files.append(os.path.join(graph.workspace_root, "compile_commands.json"))
@@ -348,3 +348,20 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
     line = None if quiet else ("Finished".rjust(12), f"{outcome.profile.summary} in {{elapsed}}")
     noop.record(argv, line, files, dirs, len(plan.actions))
+
+
+def _planned_nothing_for_sources(outcome: BuildOutcome) -> bool:
+    """A package with sources that planned no action is not a result to remember: whatever hid
+    its sources (an unreadable directory, a file caught mid-move) must be looked at again by the
+    next build, not answered `Finished` from stats that a `chmod` does not change."""
+    from .plan.sources import package_sources
+
+    planned = set(outcome.plan.package_of.values())
+    for pkg in outcome.graph.order:
+        if pkg.name not in planned:
+            try:
+                if any(s.role != "device" for s in package_sources(pkg)):
+                    return True
+            except McppError:
+                return True
+    return False

@@ -21,8 +21,8 @@ Semantics:
   error naming it, when the walk would enter it or the patterns select it: the engine reads what a
   glob returns outside any sandbox, so `src/x.cpp -> /etc/shadow` or `rootlink -> /` must never
   bring a host file or directory listing into a build (engine/containment.py);
-  a directory the walk must list but cannot read is an error naming it (a build that silently
-  compiled nothing would pass, and be remembered as done).
+  a directory the walk must list, or a file it selects, that cannot be read is an error naming it
+  (a build that silently compiled nothing would pass, and be remembered as done).
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def expand(root: str, patterns: Sequence[str], boundary: str | None = None) -> l
     """The sorted, unique, `/`-separated relative paths of the regular files under `root` that the
     patterns select. Raises ManifestError for a pattern that is empty, absolute or uses `..`, for a
     selected or walked symlink that leads outside `boundary` (default: `root`), and for a directory
-    that cannot be read."""
+    or selected file that cannot be read."""
     positive = [_compile(p) for p in patterns if not p.startswith("!")]
     if not positive:
         return []
@@ -79,6 +79,8 @@ def expand(root: str, patterns: Sequence[str], boundary: str | None = None) -> l
     for f in found:  # literals may pass through a symlinked directory; walked files may be links
         if f in literals or f in walker.linked_files:
             walker.check(f)
+        if not os.access(os.path.join(root, f), os.R_OK):
+            raise ManifestError(f"cannot read `{os.path.join(root, f)}`: permission denied")
     return sorted(found)
 
 

@@ -183,3 +183,48 @@ def test_a_build_program_cannot_read_or_list_host_files_through_a_symlink(projec
     res = mcpp("build", cwd=root)
     assert res.code == 2, res.out + res.err
     assert where in res.err and link in res.err and "Traceback" not in res.err, res.err
+
+
+# -- an unreadable source directory or file ------------------------------------------------------
+
+def unprivileged() -> list[str]:
+    """A command prefix under which mcpp obeys file modes as a non-root user does.
+
+    CI runs as root, whose CAP_DAC_OVERRIDE reads a mode-000 directory anyway. A user made with
+    useradd cannot run this test's interpreter when it lives under /root (mode 0700, as on CI),
+    so root instead drops the two capabilities that bypass file modes (setpriv): the kernel then
+    checks mode bits for it exactly as for any user."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: cannot drop the capability that reads mode-000 files")
+    caps = "-dac_override,-dac_read_search"
+    return ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}", "--"]
+
+
+def run_unprivileged(mcpp: Mcpp, root: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home)}
+    env.pop("MCPP_NO_FAST_PATH", None)
+    return subprocess.run([*unprivileged(), mcpp.exe, *args], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_an_unreadable_source_directory_or_file_is_an_error_and_never_a_remembered_build(project, mcpp: Mcpp, mode):
+    root = project({"mcpp.toml": MANIFEST, "src/main.cpp": "int main() { return 0; }\n"})
+    binary = root / "target" / "dev" / "p"
+    try:
+        os.chmod(root / "src", 0)
+        res = run_unprivileged(mcpp, root, "build", "--sandbox", mode)
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert f"cannot read directory `{root / 'src'}`" in res.stderr and "Traceback" not in res.stderr
+        os.chmod(root / "src", 0o755)
+        shutil.rmtree(root / "target", ignore_errors=True)
+        res = run_unprivileged(mcpp, root, "build", "--sandbox", mode)
+        assert res.returncode == 0 and binary.exists(), res.stdout + res.stderr
+        os.chmod(root / "src" / "main.cpp", 0)
+        res = run_unprivileged(mcpp, root, "build", "--sandbox", mode, "--message-format", "json")
+        assert res.returncode == 2 and f"cannot read `{root / 'src' / 'main.cpp'}`" in res.stderr, res.stderr
+    finally:
+        os.chmod(root / "src", 0o755)
+        os.chmod(root / "src" / "main.cpp", 0o644)
