@@ -12,7 +12,6 @@ import platform as host_platform
 import threading
 from dataclasses import dataclass, field
 
-from mcpp.cas.action import Platform
 from mcpp.cas.action_cache import ActionCache
 from mcpp.cas.home import Home
 from mcpp.cas.local_store import LocalZstdStore
