@@ -148,7 +148,8 @@ def _programs(graph: PackageGraph, toolchain: Toolchain, profile: Profile, opts:
             outcome = build(sub, quiet)
             return outcome.plan.execroot, {a.name: a.path for a in outcome.plan.artifacts if a.kind == "bin"}
 
-        tools = ToolBuilder(graph, toolchain.identity, host_triple(), profile.name, build_package,
+        tools = ToolBuilder(graph, toolchain.identity, trust.tool_host(host_triple(), opts.sandbox), profile.name,
+                            build_package,
                             reporter.status).resolve()
     home = Home.default()
     inputs = ProgramInputs(

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from mcpp.sandbox import parse_depfile
 
@@ -26,5 +27,7 @@ def discovered_inputs(depfile_text: str, execroot: str, declared: set[str]) -> t
         if rel in declared or rel.endswith((".gcm", ".pcm")):
             continue
         if os.path.isfile(path):
-            out.setdefault(rel)
+            # Interned: hundreds of compiles name the same system headers, and the state file
+            # (marshal) then stores each path once, not once per compile.
+            out.setdefault(sys.intern(rel))
     return tuple(sorted(out))

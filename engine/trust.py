@@ -6,7 +6,8 @@ promise: the action runs in the project directory and may read anything (an unde
 a file outside the build's root), none of which is in its key. Its results are therefore keyed
 in a namespace of their own (`Platform.namespace`): only another `off` build can be served
 one, and a `bwrap` or `dir` build after an `off` build runs the action again (its key differs,
-so the record under `target/` is not fresh either). They are never uploaded to a remote cache.
+so the record under `target/` is not fresh either). They are never uploaded to a remote cache, and
+a host tool an `off` build makes is published under a key of its own.
 """
 from __future__ import annotations
 
@@ -21,6 +22,13 @@ _NON_HERMETIC = {"off": "sandbox-off"}
 def platform_for(toolchain: str, host: str, sandbox: str | None) -> Platform:
     """The key platform of a build run with `--sandbox <sandbox>` (None: the hermetic default)."""
     return Platform(toolchain, host, _NON_HERMETIC.get(sandbox or "", ""))
+
+
+def tool_host(host: str, sandbox: str | None) -> str:
+    """The host part of a host tool's store key (engine/host_tools.py): a tool built by an `off`
+    build is published apart, so no hermetic build runs it."""
+    namespace = _NON_HERMETIC.get(sandbox or "", "")
+    return f"{host} {namespace}" if namespace else host
 
 
 def upload_allowed(sandbox: str | None) -> bool:

@@ -16,3 +16,8 @@ def test_off_turns_uploading_off_and_says_so():
     assert len(warned) == 1 and "not uploaded" in warned[0]
     assert trust.without_upload(settings, "bwrap", warned.append) is settings
     assert trust.without_upload(None, "off", warned.append) is None
+
+
+def test_a_host_tool_built_by_an_off_build_is_keyed_apart():
+    assert trust.tool_host("x86_64-linux-gnu", "off") != "x86_64-linux-gnu"
+    assert trust.tool_host("x86_64-linux-gnu", None) == trust.tool_host("x86_64-linux-gnu", "bwrap") == "x86_64-linux-gnu"
