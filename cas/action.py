@@ -20,7 +20,9 @@ import blake3
 from .digest import Digest
 
 # Bump when the encoding below changes so old entries can never be mistaken for new ones.
-KEY_VERSION = "mcpp-action-v1"
+# v2: a compile's key covers the system headers its depfile names (engine/depfile.py); a v1
+# entry, keyed without them, must not be trusted after a header under /usr changed.
+KEY_VERSION = "mcpp-action-v2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +93,10 @@ def action_key(
     for k, v in sorted(action.env):
         put("env", k, v)
     for path in sorted(set(action.inputs) | set(discovered)):
-        put("input", path, str(digest_of(path)))
+        # put("input", path, digest) spelled out: a compile has a hundred or more inputs with its
+        # system headers, and this loop is most of a no-op build's key computation.
+        d = str(digest_of(path))
+        parts.append(f"5:input{len(path)}:{path}{len(d)}:{d}")
     for tool in sorted(action.tools):
         put("tool", tool, str(tool_digest_of(tool)))
     for out in sorted(action.outputs):
