@@ -148,9 +148,9 @@ def _programs(graph: PackageGraph, toolchain: Toolchain, profile: Profile, opts:
             outcome = build(sub, quiet)
             return outcome.plan.execroot, {a.name: a.path for a in outcome.plan.artifacts if a.kind == "bin"}
 
+        # A tool an `off` build makes is published apart from hermetic ones (engine/trust.py).
         tools = ToolBuilder(graph, toolchain.identity, trust.tool_host(host_triple(), opts.sandbox), profile.name,
-                            build_package,
-                            reporter.status).resolve()
+                            build_package, reporter.status).resolve()
     home = Home.default()
     inputs = ProgramInputs(
         out_root=os.path.join(graph.target_dir, profile.name), profile=profile.name,
