@@ -14,7 +14,6 @@ import platform as host_platform
 import threading
 from dataclasses import dataclass, field
 
-from mcpp.cas.action import Platform
 from mcpp.cas.atomic import PUBLIC, write_atomic, write_if_changed
 from mcpp.cas.home import Home
 from mcpp.cas.remote.config import RemoteConfigError, RemoteSettings, resolve_settings
@@ -22,6 +21,7 @@ from mcpp.cas.statcache import StatCache
 
 from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
+from . import trust
 from .action_runner import ActionRunner, SandboxRunner
 from .errors import BuildFailed, McppError
 from .explain import ExplainLog
@@ -96,7 +96,8 @@ class _BuildLock:
 def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
           runner: ActionRunner | None = None) -> BuildOutcome:
     clock = Stopwatch()
-    stores = Stores.open(opts.home, resolve_remote(opts))
+    # `--sandbox off` results are never uploaded (engine/trust.py).
+    stores = Stores.open(opts.home, trust.without_upload(resolve_remote(opts), opts.sandbox, reporter.warning))
     graph = load_graph(opts.cwd, opts.manifest_path, opts.selection, opts.target_override)
     for pkg in graph.order:
         for w in pkg.manifest.warnings:
@@ -157,8 +158,9 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
             outcome = build(sub, quiet)
             return outcome.plan.execroot, {a.name: a.path for a in outcome.plan.artifacts if a.kind == "bin"}
 
-        tools = ToolBuilder(graph, toolchain.identity, host_triple(), profile.name, build_package,
-                            reporter.status, opts.home).resolve()
+        # A tool an `off` build makes is published apart from hermetic ones (engine/trust.py).
+        tools = ToolBuilder(graph, toolchain.identity, trust.tool_host(host_triple(), opts.sandbox), profile.name,
+                            build_package, reporter.status, opts.home).resolve()
     home = opts.home
     inputs = ProgramInputs(
         gen_dir=layout.gen_dir, profile=profile.name,
@@ -209,7 +211,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
               reporter: Reporter, state: BuildState, scans: ScanCache, runner: ActionRunner | None,
               stores: Stores) -> tuple[ScheduleResult, Counters]:
     """Schedule every action of the plan through the pipeline; save the state, also on failure."""
-    platform = Platform(toolchain.identity, host_triple())
+    # `--sandbox off` results are keyed apart (engine/trust.py).
+    platform = trust.platform_for(toolchain.identity, host_triple(), opts.sandbox)
     keys = KeyComputer(state, platform, plan.generated)
     store, mat = stores.blobs, stores.mat
     if runner is None:
@@ -319,7 +322,7 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     from .package.sources import glob_roots
 
     plan, graph = outcome.plan, outcome.graph
-    if outcome.reads_env:
+    if outcome.reads_env or _planned_nothing_for_sources(outcome):
         return
     files = [graph.root_manifest.path] + [p.manifest.path for p in graph.order] + noop.engine_files()
     files.append(outcome.layout.compile_commands)
@@ -342,3 +345,20 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
     line = None if quiet else ("Finished".rjust(12), f"{outcome.profile.summary} in {{elapsed}}")
     noop.record(argv, line, files, dirs, len(plan.actions))
+
+
+def _planned_nothing_for_sources(outcome: BuildOutcome) -> bool:
+    """A package with sources that planned no action is not a result to remember: whatever hid
+    its sources (an unreadable directory, a file caught mid-move) must be looked at again by the
+    next build, not answered `Finished` from stats that a `chmod` does not change."""
+    from .package.sources import package_sources
+
+    planned = set(outcome.plan.package_of.values())
+    for pkg in outcome.graph.order:
+        if pkg.name not in planned:
+            try:
+                if any(s.role != "device" for s in package_sources(pkg)):
+                    return True
+            except McppError:
+                return True
+    return False

@@ -153,9 +153,16 @@ class KeyComputer:
         self.platform = platform
         self.produced: dict[str, Digest] = {}  # outputs of actions settled in this build
         self.generated = {path: digest_bytes(data) for path, data in generated.items()}
+        # Host files a depfile named (absolute paths, engine/depfile.py): hundreds of compiles
+        # read the same system headers, so each is stat'ed once per build, not once per compile.
+        self.host: dict[str, Digest] = {}
 
     def digest_of(self, rel: str) -> Digest:
         d = self.produced.get(rel) or self.generated.get(rel)
+        if d is None and rel.startswith("/"):
+            d = self.host.get(rel)
+            if d is None:
+                d = self.host[rel] = self.state.digest(rel)
         return d if d is not None else self.state.digest(rel)
 
     def tool_digest(self, path: str) -> Digest:

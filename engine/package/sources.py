@@ -106,7 +106,12 @@ def header_pool(pkg: Package) -> list[str]:
     m = pkg.manifest
     out = [os.path.join(m.root, p) for p in globs.expand(m.root, list(HEADER_GLOBS))]
     for d in include_dirs(pkg):
-        out += [os.path.join(d, p) for p in globs.expand(d, ["**/*"])]
+        # An include directory of the package may link to the package's other files (`../src`);
+        # one elsewhere (or generated under `target/`, which may be a link to a scratch disk)
+        # keeps to itself.
+        inside_pkg = d.startswith(m.root.rstrip("/") + "/") and not d.startswith(os.path.join(m.root, "target", ""))
+        boundary = m.root if inside_pkg else d
+        out += [os.path.join(d, p) for p in globs.expand(d, ["**/*"], boundary)]
     return sorted(set(out))
 
 

@@ -26,6 +26,7 @@ from .context import PlanContext
 from .links import Links
 from .model import ACTION_ENV, Artifact, ArtifactKind, Plan
 from .module_graph import ModuleGraph
+from . import rule_edges
 from .program_actions import ProgramActions
 from .units import Unit, UnitMaker, package_tests
 
@@ -77,5 +78,6 @@ class Planner:
             for u in test_units.get(pkg, []):
                 links.test_binary(pkg, u, units_by_pkg[pkg])
         programs.plan_after_link()  # they may read the package's binaries
+        rule_edges.settle(plan)  # producer edges, duplicate outputs and cycles, once all are planned
         programs.check_inputs()
         return plan

@@ -11,6 +11,7 @@ import os
 
 from mcpp.cas.action import Action
 
+from .. import containment
 from ..errors import McppError
 from ..package.model import Package
 from .context import PlanContext
@@ -60,6 +61,11 @@ class ProgramActions:
                     pkg = self.plan.package_of[a.id]
                     raise McppError(f"package `{pkg}`, action `{a.id.split(':', 1)[1]}`: input `{rel}` does not "
                                     f"exist and no action of this build makes it")
+                if rel not in self.plan.made_by:  # read by the engine to stage it: must stay in the build
+                    containment.check(os.path.join(self.ctx.execroot, rel), self.ctx.execroot,
+                                      what="the build's root",
+                                      shown=f"package `{self.plan.package_of[a.id]}`, action "
+                                            f"`{a.id.split(':', 1)[1]}`: input `{rel}`")
 
     def units(self, pkg: Package) -> list[Unit]:
         """Sources a program chose (`source()`) and generated ones (`generated()`, and the outputs

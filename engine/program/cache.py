@@ -13,6 +13,7 @@ import os
 
 from mcpp.cas.atomic import write_atomic
 
+from ..errors import McppError
 from .api import Reads, file_digest, run_glob
 from ..package.program_result import ProgramResult
 
@@ -40,9 +41,12 @@ class ProgramCache:
         for path, digest in {**entry["star_files"], **entry["files"]}.items():
             if file_digest(path) != digest:
                 return None
-        for pattern, matches in entry["globs"].items():
-            if run_glob(manifest_dir, pattern) != matches:
-                return None
+        try:
+            for pattern, matches in entry["globs"].items():
+                if run_glob(manifest_dir, pattern) != matches:
+                    return None
+        except McppError:  # a symlink out of the package now: evaluate, and say where
+            return None
         for name, value in entry["env"].items():
             if environ.get(name) != value:
                 return None
