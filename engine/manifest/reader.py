@@ -13,9 +13,15 @@ from typing import Any
 
 from ..errors import ManifestError, Position
 from . import schema
-from .toml_positions import SourceMap
+from .toml_positions import SourceMap, too_deep_at
 
 _BARE = re.compile(r"[A-Za-z0-9_-]+$")
+# No manifest needs more than a handful of levels (`target.'cfg(...)'.dependencies.x.features`);
+# the limit keeps every recursive walk of the document far from Python's recursion limit.
+MAX_NESTING = 32
+# Names that become file names (`target/<profile>/`, `lib<name>.a`, `obj/<package>/`) stay well
+# under the 255 bytes a file system allows in one name.
+MAX_NAME = 128
 TYPE_NAMES = {str: "a string", bool: "a boolean", int: "an integer", float: "a float",
               list: "an array", dict: "a table"}
 
@@ -54,6 +60,29 @@ def header(keypath: tuple) -> str:
 
 def dotted(keypath: tuple) -> str:
     return ".".join(toml_key(k) for k in keypath)
+
+
+def check_nesting(path: str, text: str, doc: dict | None) -> None:
+    """Refuse a document that nests deeper than MAX_NESTING (`doc` is None when tomllib itself
+    gave up with a RecursionError), at the first key or value past the limit."""
+    if doc is not None and _depth(doc) <= MAX_NESTING:
+        return
+    line, col = too_deep_at(text, MAX_NESTING) or (1, 1)
+    raise ManifestError(f"tables, arrays or dotted keys nest deeper than {MAX_NESTING} levels",
+                        Position(display_path(path), line, col))
+
+
+def _depth(doc) -> int:
+    """How deeply tables and arrays nest, walked without recursion."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_NESTING:
+            break
+        children = value.values() if isinstance(value, dict) else value
+        stack += [(c, depth + 1) for c in children if isinstance(c, (dict, list))]
+    return deepest
 
 
 class Provenance:
@@ -145,6 +174,16 @@ class Reader:
         if key not in table:
             return default
         return self.expect(table[key], kind, keypath + (key,))
+
+    def file_name(self, name: str, keypath: tuple, what: str, prefer: str = "value") -> str:
+        """A name the engine turns into a file or directory name: short enough, and one name."""
+        if len(name.encode()) > MAX_NAME:
+            raise self.fail(keypath, f"{what} `{name[:40]}...` is {len(name.encode())} bytes long; "
+                                     f"names are at most {MAX_NAME}", prefer=prefer)
+        if not name or name in (".", "..") or "/" in name or "\0" in name:
+            raise self.fail(keypath, f"{what} `{name}` cannot be a file name (empty, `.`, `..`, or "
+                                     f"containing `/` or a NUL byte)", prefer=prefer)
+        return name
 
     def str_list(self, table: dict, key: str, keypath: tuple) -> tuple[str, ...] | None:
         if key not in table:
