@@ -156,7 +156,7 @@ class StatCache:
         except (OSError, EOFError, ValueError, TypeError):
             self._dirty = True  # unreadable: start empty and overwrite it on save
             return
-        if fmt != _FORMAT or not isinstance(entries, dict):
+        if fmt != _FORMAT or not _well_formed(entries):
             self._dirty = True
             return
         self._entries = entries
@@ -169,3 +169,11 @@ class StatCache:
             del self._entries[p]
         self.racy += len(racy)
         return len(racy)
+
+
+def _well_formed(entries) -> bool:
+    """The right format can still hold the wrong shapes (a hand edit, a damaged write): such a
+    file is dropped whole and every file is hashed again."""
+    return isinstance(entries, dict) and all(
+        isinstance(p, str) and isinstance(e, tuple) and len(e) == 6
+        and all(type(x) is int for x in e[:5]) and isinstance(e[5], bytes) for p, e in entries.items())

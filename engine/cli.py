@@ -13,7 +13,7 @@ import click
 
 from .build import BuildOptions, build
 from .cache_cmd import cache_group
-from .errors import EXIT_USER_ERROR, McppError
+from .errors import EXIT_USER_ERROR, McppError, environment_error
 from .graph import Selection
 from .report import Reporter
 
@@ -221,9 +221,18 @@ def explain_cmd(ctx: _Ctx, action, **kw):
 
     opts = _options(ctx, kw)
     graph = load_graph(opts.cwd, opts.manifest_path, Selection())
-    records = load_records(os.path.join(graph.target_dir, opts.profile, ".mcpp", "explain"))
+    path = os.path.join(graph.target_dir, opts.profile, ".mcpp", "explain")
+    records = load_records(path)
+    damaged = McppError(f"the explain log `{_shown(path)}` is damaged (written by another version?); "
+                        f"build again to rewrite it")
+    if not isinstance(records, dict):
+        raise damaged
     action_id = find_action(records, action)
-    click.echo("\n".join(explain_lines(action_id, records[action_id])))
+    try:
+        lines = explain_lines(action_id, records[action_id])
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+        raise damaged from None
+    click.echo("\n".join(lines))
 
 
 @cli.command("metadata")
@@ -275,6 +284,16 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write("error: interrupted\n")
         sys.exit(130)
     except BrokenPipeError:
+        sys.exit(1)
+    except OSError as e:
+        err = environment_error(e)
+        Reporter().error(err.render())
+        sys.exit(err.exit_code)
+    except Exception as e:  # noqa: BLE001 - the last net: a bug, said as one, never a traceback
+        if os.environ.get("MCPP_TRACEBACK"):
+            raise
+        Reporter().error(f"error: internal error: {type(e).__name__}: {str(e)[:500]}\n"
+                         f"note: this is a bug in mcpp; run again with MCPP_TRACEBACK=1 to see where it happened")
         sys.exit(1)
     sys.exit(0)
 

@@ -40,7 +40,7 @@ class BuildState:
         try:
             with open(self.file, "rb") as f:
                 fmt, actions, scans, include_scans = marshal.load(f)
-            if fmt == _FORMAT:
+            if fmt == _FORMAT and _well_formed(actions, scans, include_scans):
                 self.actions, self.scans, self.include_scans = actions, scans, include_scans
         except (OSError, EOFError, ValueError, TypeError):
             pass
@@ -141,3 +141,16 @@ class KeyComputer:
         for out in action.outputs:
             self.produced[out] = Digest.parse(outputs[out])
         return True
+
+
+def _well_formed(actions, scans, include_scans) -> bool:
+    """A state file of the right format can still hold the wrong shapes (another version, a
+    hand edit): then it is dropped whole, and the actions' keys are checked again."""
+    def str_dict(d, value_ok) -> bool:
+        return isinstance(d, dict) and all(isinstance(k, str) and value_ok(v) for k, v in d.items())
+
+    return (str_dict(actions, lambda r: isinstance(r, tuple) and len(r) == 3 and isinstance(r[0], str)
+                     and isinstance(r[1], tuple) and all(isinstance(x, str) for x in r[1])
+                     and str_dict(r[2], lambda d: isinstance(d, str)))
+            and str_dict(scans, lambda u: isinstance(u, tuple) and len(u) == 5)
+            and str_dict(include_scans, lambda t: t is None or isinstance(t, tuple)))

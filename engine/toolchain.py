@@ -86,12 +86,15 @@ class _ProbeCache:
                 self.entries = json.load(f)
         except (OSError, ValueError):
             self.entries = {}
+        if not isinstance(self.entries, dict):  # wrong-shaped: probe again and overwrite it
+            self.entries, self.dirty = {}, True
 
     def probe(self, path: str) -> Compiler:
         st = os.stat(path)
         stamp = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
         hit = self.entries.get(path)
-        if hit and hit.get("stamp") == stamp:
+        if isinstance(hit, dict) and hit.get("stamp") == stamp \
+                and all(isinstance(hit.get(k), str) for k in ("version", "target", "digest")):
             return Compiler(path, hit["version"], hit["target"], hit["digest"])
         version = _run([path, "-dumpversion"])
         full = _run([path, "-dumpfullversion"], check=False) or version

@@ -34,6 +34,12 @@ class ProgramCache:
                 entry = json.load(f)
         except (OSError, ValueError):
             return None
+        try:
+            return self._validate(entry, fingerprint, manifest_dir, environ)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return None  # a wrong-shaped entry: evaluate again, and `store` overwrites it
+
+    def _validate(self, entry: dict, fingerprint: str, manifest_dir: str, environ: dict[str, str]):
         if entry.get("format") != _FORMAT or entry.get("fingerprint") != fingerprint:
             return None
         for path, digest in {**entry["star_files"], **entry["files"]}.items():
@@ -45,10 +51,7 @@ class ProgramCache:
         for name, value in entry["env"].items():
             if environ.get(name) != value:
                 return None
-        try:
-            result = ProgramResult.from_json(entry["result"])
-        except (KeyError, TypeError):
-            return None
+        result = ProgramResult.from_json(entry["result"])
         return (result, *dependencies(entry["star_files"], entry["files"], entry["env"]))
 
     def store(self, package: str, fingerprint: str, star_files: dict[str, str | None], reads: Reads,
