@@ -73,9 +73,15 @@ def environment_error(e: OSError) -> McppError:
             return BuildFailed(f"`{_shown(blocker)}` is a file where mcpp needs a directory",
                                notes=[f"note: while working on `{shown}`; move or remove the file"])
     if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return BuildFailed(f"permission denied: `{shown}` ({what})",
-                           notes=["note: mcpp reads the package and writes under `target/` and $MCPP_HOME; "
-                                  "check the permissions of those directories and files"])
+        if os.path.lexists(path):
+            message = f"permission denied: `{shown}`"
+        else:  # creating it: the directory that refused is the one to name
+            parent = os.path.dirname(os.path.abspath(path))
+            while parent != os.path.dirname(parent) and not os.path.isdir(parent):
+                parent = os.path.dirname(parent)
+            message = f"permission denied: cannot create `{shown}` in `{_shown(parent)}`"
+        return BuildFailed(message, notes=["note: mcpp reads the package and writes under `target/` and "
+                                           "$MCPP_HOME; check the permissions of those directories and files"])
     if e.errno == errno.ENAMETOOLONG:
         return BuildFailed(f"file name too long: `{shown[:120]}...`")
     if e.errno == errno.ENOSPC:
