@@ -43,6 +43,9 @@ class ActionEntry:
     stderr: Digest | None = None
     inputs: dict[str, Digest] = field(default_factory=dict)  # every keyed input, for `explain`
     created: float = field(default_factory=time.time)
+    # Where the result came from when it was not built here, e.g. a remote cache and the key that
+    # signed it (cas/remote/trust.py); None for a result built on this machine.
+    origin: dict | None = None
 
     def blobs(self) -> set[Digest]:
         """The blobs this entry needs: `gc` must keep all of them while the entry exists."""
@@ -60,6 +63,7 @@ class ActionEntry:
                 "stderr": None if self.stderr is None else str(self.stderr),
                 "in": {p: str(d) for p, d in sorted(self.inputs.items())},
                 "t": self.created,
+                **({} if self.origin is None else {"o": self.origin}),
             },
             separators=(",", ":"),
         ).encode()
@@ -78,6 +82,10 @@ class ActionEntry:
                 outputs[_str(p)] = (_digest(d), mode)
             exit_code = obj["exit"]
             created = obj["t"]
+            origin = obj.get("o")
+            if origin is not None and not (isinstance(origin, dict) and all(
+                    isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in origin.items())):
+                raise ValueError("origin")
             if not isinstance(exit_code, int) or not isinstance(created, (int, float)):
                 raise ValueError("exit code or time")
             return cls(
@@ -87,6 +95,7 @@ class ActionEntry:
                 stderr=None if obj["stderr"] is None else _digest(obj["stderr"]),
                 inputs={_str(p): _digest(d) for p, d in obj["in"].items()},
                 created=float(created),
+                origin=origin,
             )
         except (KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
             raise ValueError(f"malformed action entry: {e!r}") from None

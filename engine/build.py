@@ -103,7 +103,7 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
         # The planner needs module scans, which the state caches by source digest.
         state = BuildState(state_dir, execroot_of(graph))
         watched = _programs(graph, toolchain, profile, opts, reporter, state_dir)
-        plan = Planner(graph, toolchain, profile, scan=state.scan, with_tests=with_tests,
+        plan = Planner(graph, toolchain, profile, execroot=execroot_of(graph), scan=state.scan, with_tests=with_tests,
                        includes=state.includes).build()
         result, counters = _execute(plan, graph, toolchain, opts, reporter, state, runner, state_dir, remote)
         if opts.target_override is None:  # a host tool's build leaves its source tree alone
@@ -280,7 +280,8 @@ def _remote_cache(settings: RemoteSettings, home: Home, store: VerifyingStore, p
         with open(os.path.join(plan.execroot, rel), "rb") as f:
             return f.read()
 
-    return RemoteCache(settings, home, store, content_of, reporter.warning)
+    return RemoteCache(settings, home, store, content_of, reporter.warning,
+                       note=lambda text: reporter.raw_warning(f"note: {text}"))
 
 
 _SANDBOX_WARNED: set[str] = set()

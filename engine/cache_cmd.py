@@ -107,3 +107,17 @@ def _last_build(home: Home) -> dict | None:
     if not isinstance(last, dict) or not all(type(last.get(k, 0)) is int for k in keys):
         return None  # wrong-shaped (a hand edit, another version): as if none were recorded
     return {k: last.get(k, 0) for k in keys}
+
+
+@cache_group.command("keygen")
+@click.argument("name")
+def cache_keygen(name):
+    """Create a signing key pair for the remote cache: NAME.secret (mode 0600) and NAME.public."""
+    from mcpp.cas.remote.signing import SigningKeyError, write_key_pair
+
+    try:
+        secret, public, key = write_key_pair(name)
+    except SigningKeyError as e:
+        raise McppError(str(e)) from None
+    click.echo(f"wrote {secret} (keep it secret: only the machine that uploads needs it) and {public}", err=True)
+    click.echo(str(key))

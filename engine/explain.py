@@ -12,6 +12,7 @@ import os
 import tempfile
 
 from mcpp.cas.action import Action
+from mcpp.cas.remote.trust import describe as describe_origin
 
 from .errors import McppError
 
@@ -30,7 +31,8 @@ class ExplainLog:
             self._records = load_records(self.file)
         return self._records
 
-    def record(self, action: Action, key: str, inputs: dict, keys) -> None:
+    def record(self, action: Action, key: str, inputs: dict, keys, origin: dict | None = None,
+               outputs: dict[str, str] | None = None) -> None:
         rec = {
             "key": key,
             "argv": list(action.argv),
@@ -38,9 +40,14 @@ class ExplainLog:
             "inputs": {p: str(d) for p, d in inputs.items()},
             "tools": {t: str(keys.state.tool_digest(t)) for t in action.tools},
             "platform": self.platform,
+            "origin": origin,  # where the result came from (cas/remote/trust.py)
+            "outputs": outputs or {},  # output path -> digest
         }
         history = self._load().setdefault(action.id, [])
         if history and history[-1]["key"] == key:
+            if (history[-1].get("origin"), history[-1].get("outputs")) != (origin, rec["outputs"]):
+                history[-1].update(origin=origin, outputs=rec["outputs"])  # same key, result restored anew
+                self._dirty = True
             return
         history.append(rec)
         del history[:-2]
@@ -88,6 +95,10 @@ def explain_lines(action_id: str, history: list[dict]) -> list[str]:
     lines += [f"  {p} {d}" for p, d in sorted(last["inputs"].items())]
     lines.append("tools:")
     lines += [f"  {t} {d}" for t, d in sorted(last["tools"].items())]
+    lines.append("origin: " + describe_origin(last.get("origin")))
+    if last.get("outputs"):
+        lines.append("outputs:")
+        lines += [f"  {p} {d}" for p, d in sorted(last["outputs"].items())]
     if len(history) < 2:
         lines.append("changed: nothing to compare with (this is the first recorded run)")
         return lines

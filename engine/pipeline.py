@@ -31,6 +31,7 @@ from mcpp.cas.action_cache import ActionCache, ActionEntry
 from mcpp.cas.blobstore import StoreError
 from mcpp.cas.digest import Digest
 from mcpp.cas.materialize import Materializer
+from mcpp.cas.remote.trust import event_origin
 from mcpp.cas.verifying_store import VerifyingStore
 
 from .depfile import discovered_inputs
@@ -112,6 +113,8 @@ class ActionPipeline:
             entry = self.ac.get(key)
             if entry is None or entry.exit_code != 0:
                 continue
+            if self.remote is not None and not self.remote.trust.accepts_local(entry.origin):
+                continue  # fetched from a remote unverified: trusted keys now require a signature
             try:
                 self._restore(a, entry)
                 return Outcome(entry=entry, key=key, discovered=discovered)
@@ -188,12 +191,14 @@ class ActionPipeline:
             self.keys.produced[out] = digest
             outputs[out] = str(digest)
         self.state.record(a.id, outcome.key, outcome.discovered, outputs)
-        self.explain.record(a, outcome.key, self._keyed_inputs(a, outcome.discovered), self.keys)
+        origin = event_origin(status, entry.origin)
+        self.explain.record(a, outcome.key, self._keyed_inputs(a, outcome.discovered), self.keys,
+                            origin=origin, outputs=outputs)
         if status == "remote":
             self.counters.remote_hits += 1
         else:
             self.counters.cache_hits += 1
-        self._event(a, status)
+        self._event(a, status, origin=origin)
         return True
 
     def _finish_run(self, a: Action, outcome: Outcome) -> bool:
@@ -232,9 +237,11 @@ class ActionPipeline:
         if self.remote is not None and self.remote.upload_enabled:
             self.remote.upload(a, self.keys.platform, self.remote_keys[a.id][1], inputs, discovered, entry)
         self.state.record(a.id, key, discovered, {o: str(d) for o, d in outcome.outputs.items()})
-        self.explain.record(a, key, inputs, self.keys)
+        origin = event_origin("executed", None)
+        self.explain.record(a, key, inputs, self.keys, origin=origin,
+                            outputs={o: str(d) for o, d in outcome.outputs.items()})
         self.counters.executed += 1
-        self._event(a, "executed", exit_code=0, duration=round(res.duration, 3))
+        self._event(a, "executed", exit_code=0, duration=round(res.duration, 3), origin=origin)
         return True
 
     # -- helpers ----------------------------------------------------------------------------------
