@@ -13,6 +13,7 @@ its parts, so the engine raises it exactly as if the evaluation had run in-proce
 """
 from __future__ import annotations
 
+import faulthandler
 import os
 import pickle
 import resource
@@ -100,6 +101,7 @@ def run_bounded(fn: Callable[[], object], program: str):
 
 def _child(fn, write_end: int, err_fd: int, mib: float) -> None:
     try:
+        faulthandler.disable()  # a host's fault handler would print the engine's stack on an abort
         # The terminal's Ctrl-C reaches the whole process group; the child just stops.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.dup2(err_fd, 2)  # a Rust panic's message is read back, not shown raw
