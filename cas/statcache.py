@@ -26,6 +26,7 @@ from __future__ import annotations
 import marshal
 import os
 import tempfile
+import warnings
 from typing import Callable, NamedTuple
 
 from .digest import Digest, digest_file
@@ -155,9 +156,12 @@ class StatCache:
             return
         except (OSError, EOFError, ValueError, TypeError):
             self._dirty = True  # unreadable: start empty and overwrite it on save
+            discard(self.cache_file, "unreadable")
             return
         if fmt != _FORMAT or not _well_formed(entries):
             self._dirty = True
+            if fmt == _FORMAT:
+                discard(self.cache_file, "wrong-shaped")
             return
         self._entries = entries
         if self._drop_racy(written):
@@ -177,3 +181,13 @@ def _well_formed(entries) -> bool:
     return isinstance(entries, dict) and all(
         isinstance(p, str) and isinstance(e, tuple) and len(e) == 6
         and all(type(x) is int for x in e[:5]) and isinstance(e[5], bytes) for p, e in entries.items())
+
+
+class StateDiscarded(UserWarning):
+    """A state or cache file that could not be used was dropped and the build went on without
+    it. Raised through `warnings` so that this layer needs no reporter: the command line shows
+    it as `warning: ...`."""
+
+
+def discard(path: str, why: str) -> None:
+    warnings.warn(f"{path}: {why}; discarded (it is written again)", StateDiscarded, stacklevel=2)

@@ -8,8 +8,11 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import warnings
 
 import click
+
+from mcpp.cas.statcache import StateDiscarded
 
 from .build import BuildOptions, build
 from .cache_cmd import cache_group
@@ -267,8 +270,20 @@ def _shown(path: str) -> str:
 _RAW_ARGV: list[str] = []
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """A dropped state file (`StateDiscarded`) is a warning to the user, not a Python warning."""
+    if issubclass(category, StateDiscarded):
+        Reporter().raw_warning(f"warning: {message}")
+    else:
+        _python_showwarning(message, category, filename, lineno, file, line)
+
+
+_python_showwarning = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> None:
     _RAW_ARGV[:] = sys.argv[1:] if argv is None else argv
+    warnings.showwarning = _show_warning
     try:
         cli.main(args=argv, prog_name="mcpp", standalone_mode=False)
     except McppError as e:

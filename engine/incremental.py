@@ -17,7 +17,7 @@ import tempfile
 
 from mcpp.cas.action import Action, Platform, action_key
 from mcpp.cas.digest import Digest, digest_bytes
-from mcpp.cas.statcache import StatCache
+from mcpp.cas.statcache import StatCache, discard
 
 from .modules.scanner import ModuleUnit, scan_source
 from .plan.include_scan import parse_includes
@@ -42,8 +42,12 @@ class BuildState:
                 fmt, actions, scans, include_scans = marshal.load(f)
             if fmt == _FORMAT and _well_formed(actions, scans, include_scans):
                 self.actions, self.scans, self.include_scans = actions, scans, include_scans
-        except (OSError, EOFError, ValueError, TypeError):
+            elif fmt == _FORMAT:
+                discard(self.file, "wrong-shaped")
+        except FileNotFoundError:
             pass
+        except (OSError, EOFError, ValueError, TypeError):
+            discard(self.file, "unreadable")
 
     # -- digests ---------------------------------------------------------------------------------
     def digest(self, rel: str) -> Digest:

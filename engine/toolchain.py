@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from mcpp.cas.digest import digest_file
 from mcpp.cas.home import Home
+from mcpp.cas.statcache import discard
 
 from .errors import McppError
 
@@ -84,9 +85,12 @@ class _ProbeCache:
         try:
             with open(path) as f:
                 self.entries = json.load(f)
-        except (OSError, ValueError):
+        except OSError:
             self.entries = {}
-        if not isinstance(self.entries, dict):  # wrong-shaped: probe again and overwrite it
+        except ValueError:
+            self.entries = None
+        if not isinstance(self.entries, dict):  # damaged or wrong-shaped: probe again, overwrite it
+            discard(path, "unreadable" if self.entries is None else "wrong-shaped")
             self.entries, self.dirty = {}, True
 
     def probe(self, path: str) -> Compiler:

@@ -12,6 +12,8 @@ import json
 import os
 import tempfile
 
+from mcpp.cas.statcache import discard
+
 from .api import Reads, file_digest, run_glob
 from .result import ProgramResult
 
@@ -37,7 +39,8 @@ class ProgramCache:
         try:
             return self._validate(entry, fingerprint, manifest_dir, environ)
         except (AttributeError, KeyError, TypeError, ValueError):
-            return None  # a wrong-shaped entry: evaluate again, and `store` overwrites it
+            discard(self._path(package), "wrong-shaped")
+            return None  # evaluate again, and `store` overwrites it
 
     def _validate(self, entry: dict, fingerprint: str, manifest_dir: str, environ: dict[str, str]):
         if entry.get("format") != _FORMAT or entry.get("fingerprint") != fingerprint:

@@ -196,7 +196,7 @@ STATE = {
     "action records": ("target/dev/.mcpp/actions",
                        marshal.dumps(("mcpp-state-2", {"compile p:src/main.cpp": 5}, {}, {}))),
     "toolchains.json": ("$MCPP_HOME/toolchains.json", b"[]"),
-    "toolchains.json entry": ("$MCPP_HOME/toolchains.json", b'{"/usr/bin/g++": "x", "/usr/bin/gcc": 3}'),
+    "toolchains.json damaged": ("$MCPP_HOME/toolchains.json", b'{"/usr/bin/g++": '),
     "program cache": ("target/dev/.mcpp/programs/p.json", b'"x"'),
 }
 
@@ -213,6 +213,7 @@ def test_wrong_shaped_state_files_are_discarded(project, mcpp, which):
     res = mcpp("build", cwd=root, env={"MCPP_NO_FAST_PATH": "1"})
     assert res.code == 0 and "Traceback" not in res.err, res.err
     assert "Compiling p" in res.out
+    assert f"warning: {path}: " in res.err and "; discarded" in res.err, res.err
 
 
 def test_wrong_shaped_last_build_is_ignored_by_cache_stats(project, mcpp):
