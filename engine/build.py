@@ -25,7 +25,8 @@ from mcpp.sandbox import SandboxUnavailable, make_sandbox
 from .errors import BuildFailed, McppError
 from .execute import ActionRunner, SandboxRunner
 from .explain import ExplainLog
-from .graph import PackageGraph, Selection, load_graph
+from .package.graph import load_graph
+from .package.model import PackageGraph, Selection
 from .incremental import BuildState, KeyComputer
 from .pipeline import ActionPipeline, Counters, write_if_changed
 from .manifest.load import display_path
@@ -90,8 +91,7 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
           runner: ActionRunner | None = None) -> BuildOutcome:
     clock = Stopwatch()
     remote = resolve_remote(opts)
-    graph = load_graph(opts.cwd, opts.manifest_path, opts.selection)
-    graph.target_override = opts.target_override
+    graph = load_graph(opts.cwd, opts.manifest_path, opts.selection, opts.target_override)
     for pkg in graph.order:
         for w in pkg.manifest.warnings:
             reporter.raw_warning(w)
@@ -320,7 +320,7 @@ def _write_compile_commands(graph: PackageGraph, plan: Plan, changed: bool) -> N
 def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     """Let the next identical `mcpp build` answer from stats alone (engine/noop.py)."""
     from . import noop
-    from .plan.sources import glob_roots
+    from .package.sources import glob_roots
 
     plan, graph = outcome.plan, outcome.graph
     if outcome.reads_env:

@@ -1,7 +1,8 @@
 """The `mcpp` command line (click). Parses flags, calls the engine, renders errors.
 
 Nothing below this module prints an error or exits: they raise `McppError`, and `main` turns it
-into `error: ...` and the exit code of DESIGN §2. A Python traceback reaching a user is a bug.
+into `error: ...` and its exit code (`errors.py`: 2 for a usage or manifest error, 1 for a failed
+build, test or run). A Python traceback reaching a user is a bug.
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from mcpp.cas.statcache import StateDiscarded
 from .build import BuildOptions, build
 from .cache_cmd import cache_group
 from .errors import EXIT_USER_ERROR, McppError, environment_error
-from .graph import Selection
+from .package.graph import load_graph
+from .package.model import Selection
 from .report import Reporter
 
 
@@ -44,7 +46,7 @@ def _split_features(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def context_flags() -> list:
-    """What a manifest is folded for (DESIGN §2): shared by build, run, test and metadata."""
+    """What a manifest is folded for: shared by build, run, test and metadata."""
     return [
         click.option("--target", "target", metavar="TRIPLE", default=None,
                      help="Target triple (default: the host); selects [target.<triple>] and cfg(...) sections."),
@@ -65,7 +67,7 @@ def _apply(options):
 
 
 def build_flags(fn):
-    """The flags `build`, `run` and `test` share (DESIGN §2)."""
+    """The flags `build`, `run` and `test` share."""
     options = [
         click.option("--release", is_flag=True, help="Build with the release profile."),
         click.option("--profile", "profile", metavar="NAME", help="Build with the named profile."),
@@ -189,8 +191,6 @@ def test_cmd(ctx: _Ctx, pattern, **kw):
 @click.pass_obj
 def clean_cmd(ctx: _Ctx):
     """Remove target/."""
-    from .graph import load_graph
-
     graph = load_graph(os.getcwd(), ctx.manifest_path, Selection())
     target = graph.target_dir
     if os.path.isdir(target):
@@ -220,7 +220,6 @@ cli.add_command(cache_group)
 def explain_cmd(ctx: _Ctx, action, **kw):
     """Why ACTION ran: its key inputs and what changed since the run before."""
     from .explain import explain_lines, find_action, load_records
-    from .graph import load_graph
 
     opts = _options(ctx, kw)
     graph = load_graph(opts.cwd, opts.manifest_path, Selection())

@@ -1,7 +1,8 @@
 """User-facing errors. One type carries the position; the CLI renders it; nothing below prints.
 
-Exit codes: 1 for a build, test or run failure (and a file system that refuses the engine), 2
-for usage, manifest and build-program errors.
+Exit codes: 1 for a build, test or run failure (and a file system that refuses the engine), 2 for
+usage, manifest and build-program errors, so a script can tell "the input is wrong" from "the
+build failed".
 """
 from __future__ import annotations
 

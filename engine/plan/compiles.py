@@ -14,14 +14,15 @@ from typing import Callable
 from mcpp.cas.action import Action
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
-from ..graph import Package, feature_define
+from ..package.features import feature_define
+from ..package.model import Package
 from . import compile_flags as cf
 from .context import PlanContext, transitive_deps
 from .include_scan import reachable
 from .model import ACTION_ENV, Plan
 from .module_graph import ModuleGraph
 from .rule_actions import action_id as rule_action_id
-from .sources import header_pool, include_dirs
+from ..package.sources import header_pool, include_dirs
 from .std_module import LIBCXX_FLAG, libcxx_modules
 from .units import Unit
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ..graph import Package, PackageGraph
+from ..package.model import Package, PackageGraph
 from ..manifest.model import TargetSpec
 from ..profiles import Profile
 from ..toolchain import Toolchain

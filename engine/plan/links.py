@@ -12,7 +12,7 @@ import os
 from mcpp.cas.action import Action
 
 from ..errors import McppError
-from ..graph import Package
+from ..package.model import Package
 from . import compile_flags as cf
 from .context import PlanContext, transitive_deps
 from .model import ACTION_ENV, Artifact, ArtifactKind, Plan

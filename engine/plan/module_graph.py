@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import McppError, Position, ScanError
 from ..modules.scanner import ModuleUnit
 from .context import PlanContext
-from .sources import Source
+from ..package.sources import Source
 from .std_module import STD_MODULES, libcxx_modules
 from .units import Unit
 

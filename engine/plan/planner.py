@@ -12,12 +12,12 @@ part writes into the one `Plan` it is handed.
 """
 from __future__ import annotations
 
-import os
 from typing import Callable
 
-from ..graph import Package, PackageGraph
-from ..manifest.model import TargetSpec
 from ..modules.scanner import ModuleUnit
+from ..package.model import Package, PackageGraph
+from ..package.sources import package_sources
+from ..package.targets import targets_of
 from ..profiles import Profile
 from ..toolchain import Toolchain
 from .compiles import Compiles
@@ -26,22 +26,9 @@ from .links import Links
 from .model import ACTION_ENV, Artifact, ArtifactKind, Plan
 from .module_graph import ModuleGraph
 from .program_actions import ProgramActions
-from .sources import package_sources
 from .units import Unit, UnitMaker, package_tests
 
 __all__ = ["ACTION_ENV", "Artifact", "ArtifactKind", "Plan", "Planner", "targets_of"]
-
-
-def targets_of(pkg: Package) -> list[TargetSpec]:
-    """The package's targets: `[targets.*]` as written, else `src/main.cpp` as a binary named
-    after the package."""
-    m = pkg.manifest
-    if m.explicit_targets:
-        return list(m.targets)
-    targets = []
-    if os.path.isfile(os.path.join(m.root, "src", "main.cpp")):
-        targets.append(TargetSpec(m.name, "bin", "src/main.cpp"))
-    return targets
 
 
 class Planner:

@@ -12,11 +12,11 @@ import os
 from mcpp.cas.action import Action
 
 from ..errors import McppError
-from ..graph import Package
+from ..package.model import Package
 from .context import PlanContext
 from .model import ACTION_ENV, Plan
 from .rule_actions import action_id as rule_action_id, to_plan_action
-from .sources import Source, role_of
+from ..package.sources import Source, role_of
 from .units import ORDINARY, Unit, UnitMaker
 
 

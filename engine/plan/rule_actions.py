@@ -16,8 +16,8 @@ from mcpp.cas.action import Action
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
 from ..errors import McppError
-from ..graph import Package
-from ..program import RuleAction
+from ..package.model import Package
+from ..package.program_result import RuleAction
 
 
 def action_id(pkg: Package, ra: RuleAction) -> str:

@@ -6,10 +6,10 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from ..graph import Package
+from ..package.model import Package
 from ..modules.scanner import ModuleUnit
 from .context import PlanContext
-from .sources import Source
+from ..package.sources import Source
 
 # What a source that is not a module and imports none scans as (and every C source, unscanned).
 ORDINARY = ModuleUnit(None, False, (), False, ())

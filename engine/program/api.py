@@ -1,4 +1,4 @@
-"""The global `mcpp` struct of a build program (DESIGN §6), one Python method per function.
+"""The global `mcpp` struct of a build program (docs/rules.md), one Python method per function.
 
 Each method validates its arguments and records what the program declares into a
 `ProgramResult`; what it reads (files, globs, environment variables) goes into a `Reads`
@@ -15,7 +15,7 @@ import blake3
 
 from ..manifest import globs
 from .context import ProgramContext
-from .result import ROLES, ProgramResult, RuleAction
+from ..package.program_result import ROLES, ProgramResult, RuleAction
 
 # `floor("name >= version")`: the shape checked here, compared with facts in driver.py.
 FLOOR = re.compile(r"\s*(?P<name>[A-Za-z0-9_.:+-]+)\s*(?P<op>>=|==)\s*(?P<version>\S+)\s*$")

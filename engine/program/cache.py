@@ -15,7 +15,7 @@ import tempfile
 from mcpp.cas.statcache import discard
 
 from .api import Reads, file_digest, run_glob
-from .result import ProgramResult
+from ..package.program_result import ProgramResult
 
 _FORMAT = "mcpp-program-cache-1"
 

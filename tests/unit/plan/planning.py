@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcpp.engine.graph import PackageGraph, Selection, load_graph
+from mcpp.engine.package.graph import load_graph
+from mcpp.engine.package.model import PackageGraph, Selection
 from mcpp.engine.modules.scanner import scan_source
 from mcpp.engine.plan.include_scan import parse_includes
 from mcpp.engine.plan.planner import Plan, Planner

@@ -9,7 +9,7 @@ import pytest
 
 from mcpp.engine.errors import McppError, ScanError
 from mcpp.engine.plan.model import ArtifactKind
-from mcpp.engine.program.result import ProgramResult, RuleAction
+from mcpp.engine.package.program_result import ProgramResult, RuleAction
 
 from tests.unit.plan.planning import action, load, plan_of
 
