@@ -60,39 +60,43 @@ def _env_number(name: str, default: float) -> float:
 def run_bounded(fn: Callable[[], object], program: str):
     """`fn()` in a child process under the limits; `program` names the file in messages."""
     seconds, mib = time_limit(), memory_limit_mib()
-    errlog = tempfile.TemporaryFile()
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        os.close(read_end)
-        _child(fn, write_end, errlog.fileno(), mib)
-    os.close(write_end)
+    with tempfile.TemporaryFile() as errlog:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            os.close(read_end)
+            _child(fn, write_end, errlog.fileno(), mib)
+        os.close(write_end)
+        data = None
+        try:
+            data = _collect(read_end, time.monotonic() + seconds + KILL_GRACE)
+        finally:
+            os.close(read_end)
+            if data is None:  # the deadline, or Ctrl-C: the child must not outlive the engine's interest
+                _kill(pid)
+            _, status = os.waitpid(pid, 0)
+        if data is None:
+            raise McppError(f"build program did not finish within {seconds:g} s "
+                            f"(the limit; set ${TIME_LIMIT_ENV} to change it)", Position(program))
+        errlog.seek(0)
+        stderr = errlog.read().decode(errors="replace")
+    return _outcome(data, status, stderr, program, mib)
+
+
+def _outcome(data: bytes, status: int, stderr: str, program: str, mib: float):
+    """The child's return value, or the error it raised, or why it died."""
     try:
-        data = _collect(read_end, pid, time.monotonic() + seconds + KILL_GRACE)
-        _, status = os.waitpid(pid, 0)
-    except BaseException:  # Ctrl-C or the deadline: the child must not outlive the engine's interest
-        _kill(pid)
-        raise
-    finally:
-        os.close(read_end)
-    if data is None:
-        raise McppError(f"build program did not finish within {seconds:g} s "
-                        f"(the limit; set ${TIME_LIMIT_ENV} to change it)", Position(program))
-    try:
-        kind, *rest = pickle.loads(data) if data else ("died", None)
-    except Exception:
-        kind, rest = "died", [None]
-    errlog.seek(0)
-    stderr = errlog.read().decode(errors="replace")
-    errlog.close()
+        kind, *rest = pickle.loads(data) if data else ("died",)
+    except Exception:  # noqa: BLE001 - a child cut off mid-write
+        kind, rest = "died", []
     if kind == "ok":
         return rest[0]
     if kind == "error":
         cls, message, pos, notes = rest
         raise cls(message, pos, notes)
-    crash = rest[0] if kind == "crash" and rest else ""
-    if kind == "memory" or "out of memory" in crash or "memory allocation" in stderr \
-            or (os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGABRT, signal.SIGKILL, signal.SIGSEGV)):
+    crash = rest[0] if kind == "crash" else ""
+    signalled = os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGABRT, signal.SIGKILL, signal.SIGSEGV)
+    if kind == "memory" or "out of memory" in crash or "memory allocation" in stderr or signalled:
         raise McppError(f"build program ran out of memory (the limit is {mib:g} MiB; "
                         f"set ${MEMORY_LIMIT_ENV} to change it)", Position(program))
     detail = crash or _last_line(stderr) or f"exit status {status}"
@@ -130,13 +134,12 @@ def _child(fn, write_end: int, err_fd: int, mib: float) -> None:
         os._exit(0)
 
 
-def _collect(fd: int, pid: int, deadline: float) -> bytes | None:
+def _collect(fd: int, deadline: float) -> bytes | None:
     """Everything the child writes, or None when it is still running at the deadline."""
     chunks: list[bytes] = []
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            _kill(pid)
             return None
         ready, _, _ = select.select([fd], [], [], left)
         if not ready:
@@ -150,8 +153,7 @@ def _collect(fd: int, pid: int, deadline: float) -> bytes | None:
 def _kill(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    except (ProcessLookupError, ChildProcessError):
+    except ProcessLookupError:
         pass
 
 
