@@ -19,7 +19,7 @@ from .builder import Builder
 from .context import host_context
 from .deps import MANIFEST_NAME, check_dependency_path
 from .model import Manifest
-from .reader import Reader, check_nesting, display_path
+from .reader import Reader, check_limits, display_path
 from .toml_positions import SourceMap
 
 __all__ = ["MANIFEST_NAME", "ManifestSource", "check_dependency_path", "display_path", "parse_manifest"]
@@ -59,7 +59,7 @@ def read_toml(path: str) -> tuple[str, dict]:
         raise _toml_error(path, text, e) from None
     except RecursionError:
         doc = None
-    check_nesting(path, text, doc)
+    check_limits(path, text, doc)
     return text, doc
 
 

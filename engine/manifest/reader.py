@@ -62,27 +62,38 @@ def dotted(keypath: tuple) -> str:
     return ".".join(toml_key(k) for k in keypath)
 
 
-def check_nesting(path: str, text: str, doc: dict | None) -> None:
-    """Refuse a document that nests deeper than MAX_NESTING (`doc` is None when tomllib itself
-    gave up with a RecursionError), at the first key or value past the limit."""
-    if doc is not None and _depth(doc) <= MAX_NESTING:
-        return
-    line, col = too_deep_at(text, MAX_NESTING) or (1, 1)
-    raise ManifestError(f"tables, arrays or dotted keys nest deeper than {MAX_NESTING} levels",
-                        Position(display_path(path), line, col))
+def check_limits(path: str, text: str, doc: dict | None) -> None:
+    """Refuse what no later step can handle: nesting deeper than MAX_NESTING (`doc` is None when
+    tomllib itself gave up with a RecursionError), at the first key or value past the limit, and
+    a NUL byte in any key or string (it would reach an argv or a path), at its escape."""
+    depth, nul = _walk(doc) if doc is not None else (MAX_NESTING + 1, False)
+    if depth > MAX_NESTING:
+        line, col = too_deep_at(text, MAX_NESTING) or (1, 1)
+        raise ManifestError(f"tables, arrays or dotted keys nest deeper than {MAX_NESTING} levels",
+                            Position(display_path(path), line, col))
+    if nul:
+        m = re.search(r"\\u0000|\\U00000000", text)
+        at = m.start() if m else 0
+        line = text.count("\n", 0, at) + 1
+        raise ManifestError("a string contains a NUL byte (`\\u0000`); no flag, path or name can hold one",
+                            Position(display_path(path), line, at - (text.rfind("\n", 0, at) + 1) + 1))
 
 
-def _depth(doc) -> int:
-    """How deeply tables and arrays nest, walked without recursion."""
-    deepest, stack = 0, [(doc, 1)]
+def _walk(doc) -> tuple[int, bool]:
+    """How deeply tables and arrays nest, and whether a key or string holds a NUL byte; walked
+    without recursion."""
+    deepest, nul, stack = 0, False, [(doc, 1)]
     while stack:
         value, depth = stack.pop()
         deepest = max(deepest, depth)
         if depth > MAX_NESTING:
             break
-        children = value.values() if isinstance(value, dict) else value
-        stack += [(c, depth + 1) for c in children if isinstance(c, (dict, list))]
-    return deepest
+        items = list(value.items()) if isinstance(value, dict) else [(None, v) for v in value]
+        for key, child in items:
+            nul = nul or (key is not None and "\0" in key) or (isinstance(child, str) and "\0" in child)
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+    return deepest, nul
 
 
 class Provenance:

@@ -277,6 +277,8 @@ def _no_nul(where: str, what: str, value: str) -> None:
 def _need_str(func: str, arg: str, value) -> str:
     if not isinstance(value, str):
         raise ProgramApiError(f"{func}(): `{arg}` must be a string, got {type(value).__name__}")
+    if "\0" in value:  # it would end up in an argv, a path or a define, none of which can hold one
+        raise ProgramApiError(f"{func}(): `{arg}` contains a NUL byte")
     return value
 
 

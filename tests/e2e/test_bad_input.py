@@ -67,6 +67,7 @@ def test_deep_nesting_is_a_positioned_error(project, mcpp, kind):
     (MANIFEST + "[targets." + "t" * 5000 + ']\nkind = "bin"\n',
      "mcpp.toml:4:10: error: target name `ttt"),
     (MANIFEST + '[targets."a/b"]\nkind = "bin"\n', "error: target name `a/b` cannot be a file name"),
+    (MANIFEST + '[build]\ncxxflags = ["-O1\\u0000"]\n', "mcpp.toml:5:17: error: a string contains a NUL byte"),
 ])
 def test_names_that_cannot_be_file_names(project, mcpp, manifest, expected):
     root = project({"mcpp.toml": manifest, **MAIN})
@@ -92,6 +93,8 @@ BAD_ACTIONS = {
                          "output contains a NUL byte"),
     "NUL in env": (dict(argv='["true"]', inputs="[]", outputs=f"[{OUT}]", extra=', env = {"A": "b\\x00"}'),
                    "env contains a NUL byte"),
+    "NUL in a flag": (dict(argv='["true"]', inputs="[]", outputs=f"[{OUT}]", extra=')\nmcpp.cxxflag("-O1\\x00"'),
+                      "cxxflag(): `flag` contains a NUL byte"),
     "5000-character output": (dict(argv='["true"]', inputs="[]", outputs=f'[mcpp.out_dir() + "/" + "x" * 5000]',
                                    extra=""), "is longer than a file system allows"),
 }
@@ -101,7 +104,8 @@ BAD_ACTIONS = {
 def test_build_program_paths_are_checked_at_the_call(project, mcpp, case):
     fields, expected = BAD_ACTIONS[case]
     root = project({"mcpp.toml": MANIFEST, "build.star": ACTION.format(**fields), "data/f.txt": "x\n", **MAIN})
-    clean_failure(mcpp("build", cwd=root), 2, "build.star:1:1: error: package `p`, action `a`: ", expected)
+    at = "build.star:2:1: error: " if case == "NUL in a flag" else "build.star:1:1: error: package `p`, action `a`: "
+    clean_failure(mcpp("build", cwd=root), 2, at, expected)
 
 
 def test_an_action_that_makes_a_directory_for_its_output_fails_by_name(project, mcpp):
