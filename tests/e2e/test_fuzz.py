@@ -2,8 +2,9 @@
 or 2 and a message, never a Python traceback, never an "internal error", and never hangs.
 
 The CLI runs in-process (`cli.main`), so each case costs milliseconds: manifests go through
-`mcpp metadata` (the parse, validate and fold every command shares); build programs need a
-`build`, in a package with `sources = []` so that most cases compile nothing. The generator is
+`mcpp metadata` (the parse, validate and fold every command shares), and every fifth one that
+it accepts through a `build`; build programs need a `build`, in a package with `sources = []` so
+that most cases compile nothing. The generator is
 seeded (set MCPP_FUZZ_SEED to explore others): a failure names its seed and case, and replays.
 """
 from __future__ import annotations
@@ -250,6 +251,9 @@ def test_fuzz_manifests(fuzz_env):
         (root / "mcpp.toml").write_bytes(data)
         code, err = run_in_process(["metadata"], root)
         check(code, err, f"seed {SEED}, manifest case {case}:\n{data[:2000]!r}")
+        if code == 0 and case % 5 == 0:  # a few accepted manifests all the way through a build
+            code, err = run_in_process(["build", "-q"], root)
+            check(code, err, f"seed {SEED}, manifest case {case} (build):\n{data[:2000]!r}")
 
 
 def test_fuzz_build_programs(fuzz_env):
