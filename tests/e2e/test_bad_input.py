@@ -276,7 +276,11 @@ def _as_nobody(args: list[str], cwd: Path, home: str) -> Result:
     script += (f"cd '{cwd}' && exec setpriv --reuid {NOBODY} --regid {NOBODY} --clear-groups "
                f"env HOME=/tmp MCPP_HOME='{home}' MCPP_NO_FAST_PATH=1 '{mcpp_executable()}' "
                + " ".join(f"'{a}'" for a in args))
-    p = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=300)
+    try:
+        p = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=300)
+    finally:
+        if blocked is not None:
+            os.rmdir(stash)  # an empty mount point here; the bind lived in the namespace only
     if p.returncode != 0 and ("unshare failed" in p.stderr or "mount:" in p.stderr):
         pytest.skip(f"cannot make a mount namespace here: {p.stderr.strip()[:200]}")
     return Result(p.returncode, p.stdout, p.stderr)
