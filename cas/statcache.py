@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import warnings
 from typing import Callable, NamedTuple
 
 from .atomic import atomic_file
@@ -143,9 +144,12 @@ class StatCache:
             return
         except (OSError, EOFError, ValueError, TypeError):
             self._dirty = True  # unreadable: start empty and overwrite it on save
+            discard(self.cache_file, "unreadable")
             return
-        if fmt != _FORMAT or not isinstance(entries, dict):
+        if fmt != _FORMAT or not _well_formed(entries):
             self._dirty = True
+            if fmt == _FORMAT:
+                discard(self.cache_file, "wrong-shaped")
             return
         self._entries = entries
         if self._drop_racy(written):
@@ -157,3 +161,21 @@ class StatCache:
             del self._entries[p]
         self.racy += len(racy)
         return len(racy)
+
+
+def _well_formed(entries) -> bool:
+    """The right format can still hold the wrong shapes (a hand edit, a damaged write): such a
+    file is dropped whole and every file is hashed again."""
+    return isinstance(entries, dict) and all(
+        isinstance(p, str) and isinstance(e, tuple) and len(e) == 6
+        and all(type(x) is int for x in e[:5]) and isinstance(e[5], bytes) for p, e in entries.items())
+
+
+class StateDiscarded(UserWarning):
+    """A state or cache file that could not be used was dropped and the build went on without
+    it. Raised through `warnings` so that this layer needs no reporter: the command line shows
+    it as `warning: ...`."""
+
+
+def discard(path: str, why: str) -> None:
+    warnings.warn(f"{path}: {why}; discarded (it is written again)", StateDiscarded, stacklevel=2)

@@ -7,6 +7,7 @@ runs; an `ActionRunner` decides *how*. `SandboxRunner` runs it through one of th
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ def prepare_outputs(execroot: str, action: Action) -> None:
             os.unlink(path)
         except FileNotFoundError:
             pass
+        except IsADirectoryError:  # left by an earlier run that made a directory instead of the file
+            shutil.rmtree(path)
         os.makedirs(os.path.dirname(path), exist_ok=True)
 
 

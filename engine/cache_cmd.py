@@ -99,9 +99,13 @@ def cache_clean():
 def _last_build(home: Home) -> dict | None:
     try:
         with open(home.last_build) as f:
-            return json.load(f)
+            last = json.load(f)
     except (OSError, ValueError):
         return None
+    keys = ("fresh", "cache_hits", "remote_hits", "executed", "failed")
+    if not isinstance(last, dict) or not all(type(last.get(k, 0)) is int for k in keys):
+        return None  # wrong-shaped (a hand edit, another version): as if none were recorded
+    return {k: last.get(k, 0) for k in keys}
 
 
 @cache_group.command("keygen")

@@ -9,12 +9,15 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import warnings
 
 import click
 
+from mcpp.cas.statcache import StateDiscarded
+
 from .build import BuildOptions, build
 from .cache_cmd import cache_group
-from .errors import EXIT_USER_ERROR, McppError
+from .errors import EXIT_USER_ERROR, McppError, environment_error
 from .package.graph import load_graph
 from .package.model import Selection
 from .report import Reporter
@@ -221,9 +224,18 @@ def explain_cmd(ctx: _Ctx, action, **kw):
 
     opts = _options(ctx, kw)
     graph = load_graph(opts.cwd, opts.manifest_path, Selection())
-    records = load_records(Layout.of(graph, opts.profile).explain_log)
+    path = Layout.of(graph, opts.profile).explain_log
+    records = load_records(path)
+    damaged = McppError(f"the explain log `{_shown(path)}` is damaged (written by another version?); "
+                        f"build again to rewrite it")
+    if not isinstance(records, dict):
+        raise damaged
     action_id = find_action(records, action)
-    click.echo("\n".join(explain_lines(action_id, records[action_id])))
+    try:
+        lines = explain_lines(action_id, records[action_id])
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+        raise damaged from None
+    click.echo("\n".join(lines))
 
 
 @cli.command("metadata")
@@ -258,8 +270,20 @@ def _shown(path: str) -> str:
 _RAW_ARGV: list[str] = []
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """A dropped state file (`StateDiscarded`) is a warning to the user, not a Python warning."""
+    if issubclass(category, StateDiscarded):
+        Reporter().raw_warning(f"warning: {message}")
+    else:
+        _python_showwarning(message, category, filename, lineno, file, line)
+
+
+_python_showwarning = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> None:
     _RAW_ARGV[:] = sys.argv[1:] if argv is None else argv
+    warnings.showwarning = _show_warning
     try:
         cli.main(args=argv, prog_name="mcpp", standalone_mode=False)
     except McppError as e:
@@ -275,6 +299,16 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write("error: interrupted\n")
         sys.exit(130)
     except BrokenPipeError:
+        sys.exit(1)
+    except OSError as e:
+        err = environment_error(e)
+        Reporter().error(err.render())
+        sys.exit(err.exit_code)
+    except Exception as e:  # noqa: BLE001 - the last net: a bug, said as one, never a traceback
+        if os.environ.get("MCPP_TRACEBACK"):
+            raise
+        Reporter().error(f"error: internal error: {type(e).__name__}: {str(e)[:500]}\n"
+                         f"note: this is a bug in mcpp; run again with MCPP_TRACEBACK=1 to see where it happened")
         sys.exit(1)
     sys.exit(0)
 

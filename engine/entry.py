@@ -10,7 +10,11 @@ import sys
 def main() -> None:
     from .noop import try_fast_noop
 
-    if try_fast_noop(sys.argv[1:]):
+    try:
+        done = try_fast_noop(sys.argv[1:])
+    except Exception:  # noqa: BLE001 - only a shortcut: anything odd takes the full build, which says why
+        done = False
+    if done:
         sys.exit(0)
     from .cli import main as cli_main
 

@@ -1,7 +1,8 @@
 """User-facing errors. One type carries the position; the CLI renders it; nothing below prints.
 
-Exit codes: 1 for a build, test or run failure, 2 for usage, manifest and build-program errors,
-so a script can tell "the input is wrong" from "the build failed".
+Exit codes: 1 for a build, test or run failure (and a file system that refuses the engine), 2 for
+usage, manifest and build-program errors, so a script can tell "the input is wrong" from "the
+build failed".
 """
 from __future__ import annotations
 
@@ -53,3 +54,59 @@ class BuildFailed(McppError):
     """An action failed; its diagnostics were already shown (exit 1)."""
 
     exit_code = EXIT_BUILD_FAILED
+
+
+def environment_error(e: OSError) -> McppError:
+    """An OSError that reached the command line: the file system refused something the engine
+    needed (a home or `target/` that is a file, read-only or missing, an unreadable source).
+    Named by the path that is in the way, not by the temporary file the engine was writing."""
+    import errno
+    import os
+
+    path = e.filename if isinstance(e.filename, str) else None
+    what = e.strerror or str(e)
+    if path is None:
+        return BuildFailed(f"{what} (errno {e.errno})")
+    shown = _shown(path)
+    if e.errno in (errno.ENOTDIR, errno.EEXIST):
+        blocker = _file_in_the_way(path)
+        if blocker is not None:
+            return BuildFailed(f"`{_shown(blocker)}` is a file where mcpp needs a directory",
+                               notes=[f"note: while working on `{shown}`; move or remove the file"])
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        if os.path.lexists(path):
+            message = f"permission denied: `{shown}`"
+        else:  # creating it: the directory that refused is the one to name
+            parent = os.path.dirname(os.path.abspath(path))
+            while parent != os.path.dirname(parent) and not os.path.isdir(parent):
+                parent = os.path.dirname(parent)
+            message = f"permission denied: cannot create `{shown}` in `{_shown(parent)}`"
+        return BuildFailed(message, notes=["note: mcpp reads the package and writes under `target/` and "
+                                           "$MCPP_HOME; check the permissions of those directories and files"])
+    if e.errno == errno.ENAMETOOLONG:
+        return BuildFailed(f"file name too long: `{shown[:120]}...`")
+    if e.errno == errno.ENOSPC:
+        return BuildFailed(f"no space left on the device holding `{shown}`")
+    return BuildFailed(f"{what}: `{shown}`")
+
+
+def _file_in_the_way(path: str) -> str | None:
+    """The nearest existing ancestor of `path` (or `path` itself) that is not a directory."""
+    import os
+
+    probe = path
+    while probe and probe != os.path.dirname(probe):
+        if os.path.lexists(probe):
+            return probe if not os.path.isdir(probe) else None
+        probe = os.path.dirname(probe)
+    return None
+
+
+def _shown(path: str) -> str:
+    import os
+
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel

@@ -19,7 +19,7 @@ from typing import Callable, Mapping
 from mcpp.cas.action import Action, Platform, action_key
 from mcpp.cas.atomic import atomic_file
 from mcpp.cas.digest import Digest, digest_bytes
-from mcpp.cas.statcache import StatCache
+from mcpp.cas.statcache import StatCache, discard
 
 from .modules.scanner import ModuleUnit, scan_source
 from .plan.include_scan import parse_includes
@@ -29,16 +29,24 @@ _SCAN_FORMAT = "mcpp-scans-1"
 _MISSING = Digest("missing", 0)
 
 
-def _load(path: str, fmt: str, empty: tuple) -> tuple:
-    """The payload of a marshal file written by `_save` with format `fmt`, else `empty`
-    (missing, unreadable, or written by another version: all mean "start over")."""
+def _load(path: str, fmt: str, empty: tuple, well_formed: Callable[..., bool]) -> tuple:
+    """The payload of a marshal file written by `_save` with format `fmt`, else `empty`.
+    Missing or written by another version both mean "start over" quietly; a file of this format
+    that cannot be read or holds the wrong shapes (a hand edit, a damaged disk) is discarded with
+    a warning, and the actions' keys are checked again."""
     try:
         with open(path, "rb") as f:
             found, *payload = marshal.load(f)
-        if found == fmt and len(payload) == len(empty):
-            return tuple(payload)
+    except FileNotFoundError:
+        return empty
     except (OSError, EOFError, ValueError, TypeError):
-        pass
+        discard(path, "unreadable")
+        return empty
+    if found != fmt:
+        return empty
+    if len(payload) == len(empty) and well_formed(*payload):
+        return tuple(payload)
+    discard(path, "wrong-shaped")
     return empty
 
 
@@ -56,7 +64,7 @@ class BuildState:
         self.stats = stats
         # id -> (key, discovered tuple, {output: digest str})
         self.actions: dict[str, tuple[str, tuple[str, ...], dict[str, str]]]
-        (self.actions,) = _load(path, _FORMAT, ({},))
+        (self.actions,) = _load(path, _FORMAT, ({},), _well_formed_actions)
         self._dirty = False
 
     # -- digests ---------------------------------------------------------------------------------
@@ -112,7 +120,7 @@ class ScanCache:
         self._digest = digest
         self.scans: dict[str, tuple]  # source digest -> ModuleUnit fields
         self.include_scans: dict[str, tuple | None]  # file digest -> include directives
-        self.scans, self.include_scans = _load(path, _SCAN_FORMAT, ({}, {}))
+        self.scans, self.include_scans = _load(path, _SCAN_FORMAT, ({}, {}), _well_formed_scans)
         self._dirty = False
 
     def scan(self, abs_path: str) -> ModuleUnit:
@@ -193,3 +201,18 @@ class KeyComputer:
         for out in action.outputs:
             self.produced[out] = Digest.parse(outputs[out])
         return True
+
+
+def _str_dict(d, value_ok) -> bool:
+    return isinstance(d, dict) and all(isinstance(k, str) and value_ok(v) for k, v in d.items())
+
+
+def _well_formed_actions(actions) -> bool:
+    return _str_dict(actions, lambda r: isinstance(r, tuple) and len(r) == 3 and isinstance(r[0], str)
+                     and isinstance(r[1], tuple) and all(isinstance(x, str) for x in r[1])
+                     and _str_dict(r[2], lambda d: isinstance(d, str)))
+
+
+def _well_formed_scans(scans, include_scans) -> bool:
+    return (_str_dict(scans, lambda u: isinstance(u, tuple) and len(u) == 5)
+            and _str_dict(include_scans, lambda t: t is None or isinstance(t, tuple)))

@@ -134,7 +134,7 @@ class ActionPipeline:
         with self.local_slots or nullcontext():
             res = self.runner.run(a)
         outcome = Outcome(run=res)
-        if res.exit_code == 0 and all(os.path.exists(self._abs(o)) for o in a.outputs):
+        if res.exit_code == 0 and all(os.path.isfile(self._abs(o)) for o in a.outputs):
             for o in a.outputs:
                 path = self._abs(o)
                 d = outcome.outputs[o] = self.store.put_file(path)
@@ -207,8 +207,8 @@ class ActionPipeline:
         if not outcome.outputs:
             self.state.forget(a.id)
             if res.exit_code == 0:
-                missing = [o for o in a.outputs if not os.path.exists(self._abs(o))]
-                self.reporter.error(f"error: action `{a.id}` did not produce {', '.join(missing)}")
+                missing = [o for o in a.outputs if not os.path.isfile(self._abs(o))]
+                self.reporter.error(f"error: action `{a.id}` did not produce {', '.join(missing)} (as a file)")
             self.counters.failed += 1
             self._event(a, "failed", exit_code=res.exit_code, duration=round(res.duration, 3))
             return False

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from mcpp.cas.atomic import PUBLIC, write_atomic
 from mcpp.cas.digest import digest_file
 from mcpp.cas.home import Home
+from mcpp.cas.statcache import discard
 
 from .errors import McppError
 
@@ -85,14 +86,20 @@ class _ProbeCache:
         try:
             with open(path) as f:
                 self.entries = json.load(f)
-        except (OSError, ValueError):
+        except OSError:
             self.entries = {}
+        except ValueError:
+            self.entries = None
+        if not isinstance(self.entries, dict):  # damaged or wrong-shaped: probe again, overwrite it
+            discard(path, "unreadable" if self.entries is None else "wrong-shaped")
+            self.entries, self.dirty = {}, True
 
     def probe(self, path: str) -> Compiler:
         st = os.stat(path)
         stamp = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
         hit = self.entries.get(path)
-        if hit and hit.get("stamp") == stamp:
+        if isinstance(hit, dict) and hit.get("stamp") == stamp \
+                and all(isinstance(hit.get(k), str) for k in ("version", "target", "digest")):
             return Compiler(path, hit["version"], hit["target"], hit["digest"])
         version = _run([path, "-dumpversion"])
         full = _run([path, "-dumpfullversion"], check=False) or version

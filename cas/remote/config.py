@@ -97,6 +97,10 @@ def load_config(home_root: str | os.PathLike[str]) -> dict:
         return {}
     except tomllib.TOMLDecodeError as e:
         raise RemoteConfigError(f"{path}: {e}") from None
+    except UnicodeDecodeError as e:
+        raise RemoteConfigError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    except RecursionError:
+        raise RemoteConfigError(f"{path}: tables or arrays nest too deeply") from None
     except OSError as e:
         raise RemoteConfigError(f"{path}: cannot read: {e.strerror}") from None
     table = data.get("remote", {})

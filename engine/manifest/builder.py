@@ -100,7 +100,7 @@ class Builder:
         if not _NAME_RE.match(name):
             raise self.r.fail(("package", "name"),
                               f"invalid package name `{name}`: use letters, digits, `-` and `_`, starting with a letter")
-        return name
+        return self.r.file_name(name, ("package", "name"), "package name")
 
     def _package_version(self, package: dict) -> str:
         if "version" not in package:
@@ -134,6 +134,7 @@ class Builder:
         out = []
         for tname, spec in table.items():
             kp = ("targets", tname)
+            r.file_name(tname, kp, "target name", prefer="key")
             r.expect(spec, dict, kp)
             r.check_keys(spec, kp, schema.TARGET_SPEC.keys, schema.TARGET_SPEC.case, where=f"[targets.{tname}]")
             kind = r.opt(spec, "kind", str, kp, "bin")
@@ -222,6 +223,7 @@ class Builder:
         out: dict[str, ProfileSpec] = {}
         for pname, spec in (table or {}).items():
             kp = ("profile", pname)
+            r.file_name(pname, kp, "profile name", prefer="key")
             r.expect(spec, dict, kp)
             r.check_keys(spec, kp, schema.PROFILE.keys, schema.PROFILE.case, where=f"[profile.{pname}]")
             inherits = r.opt(spec, "inherits", str, kp)

@@ -19,7 +19,7 @@ from .builder import Builder
 from .context import host_context
 from .deps import MANIFEST_NAME, check_dependency_path
 from .model import Manifest
-from .reader import Reader, display_path
+from .reader import Reader, check_limits, display_path
 from .toml_positions import SourceMap
 
 __all__ = ["MANIFEST_NAME", "ManifestSource", "check_dependency_path", "display_path", "parse_manifest"]
@@ -54,9 +54,13 @@ def read_toml(path: str) -> tuple[str, dict]:
     except UnicodeDecodeError as e:
         raise ManifestError("manifest is not valid UTF-8", Position(display_path(path), 1, e.start + 1))
     try:
-        return text, tomllib.loads(text)
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise _toml_error(path, text, e) from None
+    except RecursionError:
+        doc = None
+    check_limits(path, text, doc)
+    return text, doc
 
 
 def _toml_error(path: str, text: str, e: "tomllib.TOMLDecodeError") -> ManifestError:

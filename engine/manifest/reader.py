@@ -13,9 +13,15 @@ from typing import Any
 
 from ..errors import ManifestError, Position
 from . import schema
-from .toml_positions import SourceMap
+from .toml_positions import SourceMap, too_deep_at
 
 _BARE = re.compile(r"[A-Za-z0-9_-]+$")
+# No manifest needs more than a handful of levels (`target.'cfg(...)'.dependencies.x.features`);
+# the limit keeps every recursive walk of the document far from Python's recursion limit.
+MAX_NESTING = 32
+# Names that become file names (`target/<profile>/`, `lib<name>.a`, `obj/<package>/`) stay well
+# under the 255 bytes a file system allows in one name.
+MAX_NAME = 128
 TYPE_NAMES = {str: "a string", bool: "a boolean", int: "an integer", float: "a float",
               list: "an array", dict: "a table"}
 
@@ -54,6 +60,40 @@ def header(keypath: tuple) -> str:
 
 def dotted(keypath: tuple) -> str:
     return ".".join(toml_key(k) for k in keypath)
+
+
+def check_limits(path: str, text: str, doc: dict | None) -> None:
+    """Refuse what no later step can handle: nesting deeper than MAX_NESTING (`doc` is None when
+    tomllib itself gave up with a RecursionError), at the first key or value past the limit, and
+    a NUL byte in any key or string (it would reach an argv or a path), at its escape."""
+    depth, nul = _walk(doc) if doc is not None else (MAX_NESTING + 1, False)
+    if depth > MAX_NESTING:
+        line, col = too_deep_at(text, MAX_NESTING) or (1, 1)
+        raise ManifestError(f"tables, arrays or dotted keys nest deeper than {MAX_NESTING} levels",
+                            Position(display_path(path), line, col))
+    if nul:
+        m = re.search(r"\\u0000|\\U00000000", text)
+        at = m.start() if m else 0
+        line = text.count("\n", 0, at) + 1
+        raise ManifestError("a string contains a NUL byte (`\\u0000`); no flag, path or name can hold one",
+                            Position(display_path(path), line, at - (text.rfind("\n", 0, at) + 1) + 1))
+
+
+def _walk(doc) -> tuple[int, bool]:
+    """How deeply tables and arrays nest, and whether a key or string holds a NUL byte; walked
+    without recursion."""
+    deepest, nul, stack = 0, False, [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_NESTING:
+            break
+        items = list(value.items()) if isinstance(value, dict) else [(None, v) for v in value]
+        for key, child in items:
+            nul = nul or (key is not None and "\0" in key) or (isinstance(child, str) and "\0" in child)
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+    return deepest, nul
 
 
 class Provenance:
@@ -145,6 +185,16 @@ class Reader:
         if key not in table:
             return default
         return self.expect(table[key], kind, keypath + (key,))
+
+    def file_name(self, name: str, keypath: tuple, what: str, prefer: str = "value") -> str:
+        """A name the engine turns into a file or directory name: short enough, and one name."""
+        if len(name.encode()) > MAX_NAME:
+            raise self.fail(keypath, f"{what} `{name[:40]}...` is {len(name.encode())} bytes long; "
+                                     f"names are at most {MAX_NAME}", prefer=prefer)
+        if not name or name in (".", "..") or "/" in name or "\0" in name:
+            raise self.fail(keypath, f"{what} `{name}` cannot be a file name (empty, `.`, `..`, or "
+                                     f"containing `/` or a NUL byte)", prefer=prefer)
+        return name
 
     def str_list(self, table: dict, key: str, keypath: tuple) -> tuple[str, ...] | None:
         if key not in table:

@@ -70,11 +70,20 @@ def _unescape(raw: str) -> str:
     return _ESCAPE.sub(sub, raw)
 
 
+class TooDeep(ValueError):
+    """A key path longer than the scanner's limit; ``line``/``col`` is where it first is."""
+
+    def __init__(self, line: int, col: int):
+        super().__init__(f"{line}:{col}: nested too deeply")
+        self.line, self.col = line, col
+
+
 class _Scanner:
     """One pass over the text; fills ``spans`` in source order."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, max_depth: int | None = None):
         self.text = text
+        self.max_depth = max_depth
         self.i = 0
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self.spans: dict[KeyPath, Span] = {}
@@ -112,6 +121,8 @@ class _Scanner:
                 return
 
     def record(self, path: KeyPath, key_at: int, value_at: int, implicit: bool = False) -> None:
+        if self.max_depth is not None and len(path) > self.max_depth:
+            raise TooDeep(*self.where(key_at))
         if implicit:
             if path in self.spans:
                 return
@@ -269,6 +280,18 @@ class _Scanner:
                 self.i += 1
             elif self.peek() != "}":
                 self.fail("expected ',' or '}'")
+
+
+def too_deep_at(text: str, max_depth: int) -> tuple[int, int] | None:
+    """Where the first key path longer than ``max_depth`` starts (tables, dotted keys, inline
+    tables and arrays all add to a path), or None. Bounded, so it never recurses deeply itself."""
+    try:
+        _Scanner(text, max_depth).run()
+    except TooDeep as e:
+        return e.line, e.col
+    except ValueError:
+        return None
+    return None
 
 
 class SourceMap:

@@ -11,6 +11,7 @@ import os
 
 from mcpp.cas.action import Action
 
+from ..errors import McppError
 from ..package.model import Package
 from . import compile_flags as cf
 from .context import PlanContext, transitive_deps
@@ -55,7 +56,13 @@ class Links:
         ldflags = self._ldflags(pkg, dev=False)
         for t in targets:
             if t.kind == "bin":
-                main_unit = next(u for u in units if u.source.path == t.main)
+                main_unit = next((u for u in units if u.source.path == t.main), None)
+                if main_unit is None:
+                    if pkg.manifest.build.sources == () and not pkg.manifest.explicit_targets:
+                        continue  # `sources = []`: the package builds nothing (docs/manifest.md)
+                    raise McppError(f"the main source `{t.main}` of target `{t.name}` is not among the package's "
+                                    f"sources; add it to `[build] sources` (or write `sources = []` to build "
+                                    f"nothing)", pkg.manifest.position("build", "sources"))
                 out = f"{ctx.out}/{t.name}"
                 objs = [main_unit.obj] + lib_objs
                 self._link(pkg, f"link {pkg.name}:{t.name}", out, objs, dep_archives, ldflags, False,

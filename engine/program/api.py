@@ -123,24 +123,41 @@ class McppApi:
             raise ProgramApiError(f"{where}: the id is declared twice")
         if role not in ROLES:
             raise ProgramApiError(f"{where}: unknown role `{role}` (expected one of: {', '.join(ROLES)})")
+        _no_nul(where, "id", id)
         argv = _str_list(argv, f"{where}: argv")
         if not argv:
             raise ProgramApiError(f"{where}: argv is empty")
-        outs = [self._path(p) for p in _str_list(outputs, f"{where}: outputs")]
+        for arg in argv:
+            _no_nul(where, "argv", arg)
+        outs = [self._file_path(where, "output", p) for p in _str_list(outputs, f"{where}: outputs")]
         if not outs:
             raise ProgramApiError(f"{where}: declares no outputs (every action must produce a file under out_dir())")
         for declared, resolved in zip(outputs, outs):
             if not _under(resolved, self.ctx.out_dir):
                 raise ProgramApiError(f"{where}: output `{declared}` is outside out_dir() (`{self.ctx.out_dir}`)")
-        ins = [self._path(p) for p in _str_list(inputs, f"{where}: inputs")]
-        tool_paths = [self._path(p) for p in _str_list(tools or [], f"{where}: tools")]
+            if resolved == os.path.normpath(self.ctx.out_dir):
+                raise ProgramApiError(f"{where}: output `{declared}` is out_dir() itself; an output is a file under it")
+            clash = next((o for o in outs if o.startswith(resolved + "/")), None)
+            if clash is not None:
+                raise ProgramApiError(f"{where}: output `{declared}` would be the directory of output "
+                                      f"`{os.path.relpath(clash, self.ctx.out_dir)}`; an output is a file")
+        ins = [self._file_path(where, "input", p) for p in _str_list(inputs, f"{where}: inputs")]
+        tool_paths = [self._file_path(where, "tool", p) for p in _str_list(tools or [], f"{where}: tools")]
+        for declared, resolved in zip(list(inputs) + list(tools or []), ins + tool_paths):
+            if os.path.isdir(resolved):
+                raise ProgramApiError(f"{where}: `{declared}` is a directory; list the files the action reads "
+                                      f"(`mcpp.glob(\"dir/**\")` finds them)")
         if env is not None and not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str)
                                                                    for k, v in env.items())):
             raise ProgramApiError(f"{where}: env must be a dict of strings")
+        for k, v in (env or {}).items():
+            _no_nul(where, "env", k + v)
+            if not k or "=" in k:
+                raise ProgramApiError(f"{where}: env variable name `{k}` is empty or contains `=`")
         dep = None
         if depfile is not None:
             _need_str("action", "depfile", depfile)
-            dep = self._path(depfile)
+            dep = self._file_path(where, "depfile", depfile)
             if not _under(dep, self.ctx.out_dir):
                 raise ProgramApiError(f"{where}: depfile `{depfile}` is outside out_dir() (`{self.ctx.out_dir}`)")
         _need_str("action", "description", description)
@@ -243,6 +260,17 @@ class McppApi:
         """Relative paths resolve against the package root, never the action's directory."""
         return os.path.normpath(os.path.join(self.ctx.manifest_dir, path))
 
+    def _file_path(self, where: str, what: str, path: str) -> str:
+        """A path the engine will stat, stage or create: no NUL byte, and names the file system
+        can hold (checked here, so a bad one is an error at its line, not an OSError mid-build)."""
+        _no_nul(where, what, path)
+        resolved = self._path(path)
+        shown = path if len(path) <= 80 else path[:60] + "..."
+        if len(resolved.encode()) >= _PATH_MAX or any(len(part.encode()) > _NAME_MAX for part in resolved.split("/")):
+            raise ProgramApiError(f"{where}: {what} `{shown}` is longer than a file system allows "
+                                  f"({_NAME_MAX} bytes a name, {_PATH_MAX} a path)")
+        return resolved
+
 
 def run_glob(root: str, pattern: str) -> list[str]:
     return sorted(globs.expand(root, [pattern]))
@@ -252,9 +280,20 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+_NAME_MAX = 255  # Linux: bytes in one path component
+_PATH_MAX = 4096  # Linux: bytes in a path, NUL included
+
+
+def _no_nul(where: str, what: str, value: str) -> None:
+    if "\0" in value:
+        raise ProgramApiError(f"{where}: {what} contains a NUL byte")
+
+
 def _need_str(func: str, arg: str, value) -> str:
     if not isinstance(value, str):
         raise ProgramApiError(f"{func}(): `{arg}` must be a string, got {type(value).__name__}")
+    if "\0" in value:  # it would end up in an argv, a path or a define, none of which can hold one
+        raise ProgramApiError(f"{func}(): `{arg}` contains a NUL byte")
     return value
 
 

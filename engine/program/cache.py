@@ -12,6 +12,7 @@ import json
 import os
 
 from mcpp.cas.atomic import write_atomic
+from mcpp.cas.statcache import discard
 
 from ..errors import McppError
 from .api import Reads, file_digest, run_glob
@@ -36,6 +37,13 @@ class ProgramCache:
                 entry = json.load(f)
         except (OSError, ValueError):
             return None
+        try:
+            return self._validate(entry, fingerprint, manifest_dir, environ)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            discard(self._path(package), "wrong-shaped")
+            return None  # evaluate again, and `store` overwrites it
+
+    def _validate(self, entry: dict, fingerprint: str, manifest_dir: str, environ: dict[str, str]):
         if entry.get("format") != _FORMAT or entry.get("fingerprint") != fingerprint:
             return None
         for path, digest in {**entry["star_files"], **entry["files"]}.items():
@@ -50,10 +58,7 @@ class ProgramCache:
         for name, value in entry["env"].items():
             if environ.get(name) != value:
                 return None
-        try:
-            result = ProgramResult.from_json(entry["result"])
-        except (KeyError, TypeError):
-            return None
+        result = ProgramResult.from_json(entry["result"])
         return (result, *dependencies(entry["star_files"], entry["files"], entry["env"]))
 
     def store(self, package: str, fingerprint: str, star_files: dict[str, str | None], reads: Reads,

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 import starlark as sl
 
 from ..errors import McppError, Position
 from ..manifest.load import display_path
 from .api import McppApi, ProgramApiError, file_digest
+from .bounded import TIME_LIMIT_ENV, run_bounded, time_limit
 from .modules import LIBRARY_PREFIX, RuleModule, library_path
 
 PROGRAM_NAME = "build.star"
@@ -55,6 +57,7 @@ class Evaluation:
         self.files: dict[str, str | None] = {}
         self._frozen: dict[str, object] = {}
         self._loading: list[str] = []
+        self._deadline = float("inf")
 
     def _module(self) -> "sl.Module":
         module = sl.Module()
@@ -67,10 +70,17 @@ class Evaluation:
         self.files[path] = file_digest(path)
         ast = ast if ast is not None else parse(path)
         module = self._module()
+        # The evaluator asks this every few thousand steps; past the deadline it stops with the
+        # position of the loop it was in.
+        options = sl.EvalOptions(check_cancelled=lambda: time.monotonic() > self._deadline)
         try:
-            sl.eval(module, ast, _GLOBALS, sl.FileLoader(self._load))
+            sl.eval_with(options, module, ast, _GLOBALS, file_loader=sl.FileLoader(self._load))
         except sl.StarlarkError as e:
-            raise program_error(str(e)) from None
+            error = program_error(str(e))
+            if "Evaluation cancelled" in str(e) and time.monotonic() > self._deadline:
+                error.message = (f"build program ran longer than {time_limit():g} s and was stopped here "
+                                 f"(an endless loop? set ${TIME_LIMIT_ENV} to allow more)")
+            raise error from None
         return module
 
     def _load(self, module_id: str):
@@ -98,7 +108,14 @@ class Evaluation:
         return frozen
 
     def run(self, path: str, ast=None) -> None:
-        self._eval_file(path, ast)
+        """Evaluate in a child process under a time and memory limit (bounded.py); what the
+        program declared and read comes back into `api` and `files` as if it had run here."""
+        def evaluate():
+            self._deadline = time.monotonic() + time_limit()
+            self._eval_file(path, ast)
+            return self.api.result, self.api.reads, self.files
+
+        self.api.result, self.api.reads, self.files = run_bounded(evaluate, display_path(path))
 
 
 _FRAME = re.compile(r"^\s*\* (?P<file>.+?):(?P<line>\d+), in (?P<func>.+)$")

@@ -5,8 +5,10 @@ import os
 import time
 from types import SimpleNamespace
 
+import pytest
+
 from mcpp.cas.digest import digest_bytes
-from mcpp.cas.statcache import StatCache, stat_key
+from mcpp.cas.statcache import StatCache, StateDiscarded, stat_key
 
 
 def settle(directory, *paths) -> None:
@@ -151,7 +153,8 @@ def test_unreadable_cache_file_starts_empty(tmp_path):
     cache_file.write_bytes(b"\x00garbage")
     f = tmp_path / "a.cpp"
     f.write_bytes(b"x")
-    c = StatCache(cache_file)
+    with pytest.warns(StateDiscarded, match="unreadable; discarded"):
+        c = StatCache(cache_file)
     assert len(c) == 0 and c.digest(f) == digest_bytes(b"x")
     c.save()
     assert len(StatCache(cache_file)) <= 1

@@ -1,0 +1,336 @@
+"""Bad input and broken environments: each is a positioned or named error (exit 1 or 2), never a
+Python traceback. One test per kind of trouble; each case once printed a traceback."""
+from __future__ import annotations
+
+import marshal
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.e2e_support import Result, mcpp_executable, write_tree
+
+MANIFEST = '[package]\nname = "p"\nversion = "0.1.0"\n'
+MAIN = {"src/main.cpp": "int main() { return 0; }\n"}
+
+
+def clean_failure(res: Result, code: int, *expected: str) -> None:
+    assert "Traceback" not in res.err and "internal error" not in res.err, res.err
+    assert res.code == code, (res.code, res.out, res.err)
+    for text in expected:
+        assert text in res.err, res.err
+
+
+# -- [build] sources that leave out the main source ---------------------------------------------
+
+@pytest.mark.parametrize("sources", ['["source/**/*.cpp"]', '["!src/main.cpp"]'])
+def test_sources_that_leave_out_main_name_it(project, mcpp, sources):
+    root = project({"mcpp.toml": MANIFEST + f"[build]\nsources = {sources}\n", **MAIN})
+    clean_failure(mcpp("build", cwd=root), 2,
+                  "mcpp.toml:5:11: error: the main source `src/main.cpp` of target `p` is not among the "
+                  "package's sources")
+
+
+def test_empty_sources_build_nothing(project, mcpp):
+    root = project({"mcpp.toml": MANIFEST + "[build]\nsources = []\n", **MAIN})
+    res = mcpp("build", cwd=root)
+    assert res.code == 0 and "Traceback" not in res.err, res.err
+    assert not (root / "target" / "dev" / "p").exists()
+
+
+# -- nesting and names past what the engine (or a file system) can hold -------------------------
+
+NESTED = {
+    "inline tables": "[build]\nx = " + "{a = " * 600 + "1" + "}" * 600 + "\n",
+    "arrays": "[build]\nx = " + "[" * 5000 + "1" + "]" * 5000 + "\n",
+    "dotted tables": "[" + ".".join(["a"] * 1200) + "]\nx = 1\n",
+    "dotted keys": ".".join(["a"] * 1200) + " = 1\n",
+}
+
+
+@pytest.mark.parametrize("kind", NESTED)
+def test_deep_nesting_is_a_positioned_error(project, mcpp, kind):
+    root = project({"mcpp.toml": MANIFEST + NESTED[kind], **MAIN})
+    clean_failure(mcpp("metadata", cwd=root), 2, "mcpp.toml:", "nest deeper than 32 levels")
+
+
+@pytest.mark.parametrize("manifest, expected", [
+    ('[package]\nname = "' + "p" * 5000 + '"\nversion = "0.1.0"\n',
+     "mcpp.toml:2:8: error: package name `ppp"),
+    (MANIFEST + "[targets." + "t" * 5000 + ']\nkind = "bin"\n',
+     "mcpp.toml:4:10: error: target name `ttt"),
+    (MANIFEST + '[targets."a/b"]\nkind = "bin"\n', "error: target name `a/b` cannot be a file name"),
+    (MANIFEST + '[build]\ncxxflags = ["-O1\\u0000"]\n', "mcpp.toml:5:17: error: a string contains a NUL byte"),
+])
+def test_names_that_cannot_be_file_names(project, mcpp, manifest, expected):
+    root = project({"mcpp.toml": manifest, **MAIN})
+    clean_failure(mcpp("build", cwd=root), 2, expected)
+
+
+# -- build programs that declare paths no action can have ---------------------------------------
+
+ACTION = 'mcpp.action(id = "a", argv = {argv}, inputs = {inputs}, outputs = {outputs}, role = "check"{extra})\n'
+OUT = 'mcpp.out_dir() + "/x"'
+BAD_ACTIONS = {
+    "directory input": (dict(argv='["true"]', inputs='["data"]', outputs=f"[{OUT}]", extra=""),
+                        "`data` is a directory"),
+    "tools = ['/']": (dict(argv='["true"]', inputs="[]", outputs=f"[{OUT}]", extra=', tools = ["/"]'),
+                      "`/` is a directory"),
+    "out_dir() as output": (dict(argv='["true"]', inputs="[]", outputs="[mcpp.out_dir()]", extra=""),
+                            "is out_dir() itself"),
+    "nested outputs": (dict(argv='["true"]', inputs="[]", outputs=f'[{OUT}, {OUT} + "/y"]', extra=""),
+                       "would be the directory of output `x/y`"),
+    "NUL in argv": (dict(argv='["tr\\x00ue"]', inputs="[]", outputs=f"[{OUT}]", extra=""),
+                    "argv contains a NUL byte"),
+    "NUL in an output": (dict(argv='["true"]', inputs="[]", outputs=f'[{OUT} + "\\x00"]', extra=""),
+                         "output contains a NUL byte"),
+    "NUL in env": (dict(argv='["true"]', inputs="[]", outputs=f"[{OUT}]", extra=', env = {"A": "b\\x00"}'),
+                   "env contains a NUL byte"),
+    "NUL in a flag": (dict(argv='["true"]', inputs="[]", outputs=f"[{OUT}]", extra=')\nmcpp.cxxflag("-O1\\x00"'),
+                      "cxxflag(): `flag` contains a NUL byte"),
+    "5000-character output": (dict(argv='["true"]', inputs="[]", outputs=f'[mcpp.out_dir() + "/" + "x" * 5000]',
+                                   extra=""), "is longer than a file system allows"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_ACTIONS)
+def test_build_program_paths_are_checked_at_the_call(project, mcpp, case):
+    fields, expected = BAD_ACTIONS[case]
+    root = project({"mcpp.toml": MANIFEST, "build.star": ACTION.format(**fields), "data/f.txt": "x\n", **MAIN})
+    at = "build.star:2:1: error: " if case == "NUL in a flag" else "build.star:1:1: error: package `p`, action `a`: "
+    clean_failure(mcpp("build", cwd=root), 2, at, expected)
+
+
+def test_an_action_that_makes_a_directory_for_its_output_fails_by_name(project, mcpp):
+    program = ('mcpp.action(id = "a", argv = ["mkdir", "-p", mcpp.out_dir() + "/x"], inputs = [], '
+               'outputs = [mcpp.out_dir() + "/x"], role = "check")\n')
+    root = project({"mcpp.toml": MANIFEST, "build.star": program, **MAIN})
+    for sandbox in ("bwrap", "dir"):  # twice each: the second run meets the directory the first left
+        for _ in range(2):
+            clean_failure(mcpp("build", "--sandbox", sandbox, cwd=root), 1,
+                          "error: action `rule p:a` did not produce target/dev/gen/p/x")
+
+
+# -- build programs that never end or eat the machine -------------------------------------------
+
+ENDLESS = ("def spin():\n"
+           "    for i in range(2147483647):\n"
+           "        for j in range(2147483647):\n"
+           "            pass\n"
+           "spin()\n")
+HUGE = {
+    "list": "x = [1] * 2000000000\n",
+    "string doubling": 'def grow():\n    s = "ab"\n    for i in range(40):\n        s = s + s\ngrow()\n',
+}
+
+
+def _limit_address_space():
+    # Without the engine's own limit, these programs would take the test machine with them.
+    resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+
+
+def test_an_endless_loop_stops_at_its_line(project, mcpp):
+    root = project({"mcpp.toml": MANIFEST, "build.star": ENDLESS, **MAIN})
+    start = time.monotonic()
+    res = mcpp("build", cwd=root, env={"MCPP_PROGRAM_TIME_LIMIT": "2"}, timeout=60)
+    clean_failure(res, 2, "error: build program ran longer than 2 s")
+    assert res.err.startswith(("build.star:2:", "build.star:3:")), res.err  # a line of the loop
+    assert time.monotonic() - start < 30
+
+
+@pytest.mark.parametrize("kind", HUGE)
+def test_a_runaway_allocation_is_a_named_error(project, mcpp, kind):
+    root = project({"mcpp.toml": MANIFEST, "build.star": HUGE[kind], **MAIN})
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home)}
+    p = subprocess.run([mcpp.exe, "build"], cwd=root, env=env, capture_output=True, text=True, timeout=120,
+                       preexec_fn=_limit_address_space)
+    clean_failure(Result(p.returncode, p.stdout, p.stderr), 2, "build.star: error: build program ran out of memory")
+    assert "panicked" not in p.stderr and "stack backtrace" not in p.stderr
+
+
+def test_ctrl_c_ends_an_endless_build_program(project, mcpp):
+    root = project({"mcpp.toml": MANIFEST, "build.star": ENDLESS, **MAIN})
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home)}
+    p = subprocess.Popen([mcpp.exe, "build"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    time.sleep(3)
+    os.killpg(p.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
+    try:
+        _, err = p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        pytest.fail("mcpp ignored Ctrl-C during a build program")
+    assert p.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+
+
+# -- broken homes, target directories and state files -------------------------------------------
+
+def _built(project, mcpp) -> Path:
+    root = project({"mcpp.toml": MANIFEST, **MAIN})
+    mcpp("build", cwd=root, check=True)
+    return root
+
+
+@pytest.mark.parametrize("where", ["target", "target/dev/.mcpp", "$MCPP_HOME/cas"])
+def test_a_file_where_a_directory_belongs_is_named(project, mcpp, where):
+    root = _built(project, mcpp)
+    shutil.rmtree(root / "target")
+    if where.startswith("$MCPP_HOME"):
+        shutil.rmtree(mcpp.home / "cas")
+        (mcpp.home / "cas").write_text("")
+        shown = f"`{mcpp.home / 'cas'}`"
+    else:
+        (root / where).parent.mkdir(parents=True, exist_ok=True)
+        (root / where).write_text("")
+        shown = f"`{where}`"
+    res = mcpp("build", cwd=root, env={"MCPP_NO_FAST_PATH": "1"})
+    clean_failure(res, 1, f"error: {shown} is a file where mcpp needs a directory")
+
+
+STATE = {
+    "stat records": ("target/dev/.mcpp/stat", marshal.dumps(("mcpp-statcache-1", {"/x": (1, 2)}))),
+    "action records": ("target/dev/.mcpp/actions",
+                       marshal.dumps(("mcpp-state-3", {"compile p:src/main.cpp": 5}))),
+    "source scans": ("target/dev/.mcpp/scans", marshal.dumps(("mcpp-scans-1", {"x": 1}, {}))),
+    "toolchains.json": ("$MCPP_HOME/toolchains.json", b"[]"),
+    "toolchains.json damaged": ("$MCPP_HOME/toolchains.json", b'{"/usr/bin/g++": '),
+    "program cache": ("target/dev/.mcpp/programs/p.json", b'"x"'),
+}
+
+
+@pytest.mark.parametrize("which", STATE)
+def test_wrong_shaped_state_files_are_discarded(project, mcpp, which):
+    root = project({"mcpp.toml": MANIFEST, "build.star": 'mcpp.define("X=1")\n', **MAIN})
+    mcpp("build", cwd=root, check=True)
+    rel, data = STATE[which]
+    path = mcpp.home / rel[len("$MCPP_HOME/"):] if rel.startswith("$MCPP_HOME") else root / rel
+    assert path.exists()
+    path.write_bytes(data)
+    (root / "src/main.cpp").write_text("int main() { return 1 - 1; }\n")
+    res = mcpp("build", cwd=root, env={"MCPP_NO_FAST_PATH": "1"})
+    assert res.code == 0 and "Traceback" not in res.err, res.err
+    assert "Compiling p" in res.out
+    assert f"warning: {path}: " in res.err and "; discarded" in res.err, res.err
+
+
+def test_wrong_shaped_last_build_is_ignored_by_cache_stats(project, mcpp):
+    _built(project, mcpp)
+    for text in ('{"fresh": 1}', "[]", '{"executed": 3, "fresh": 2, "cache_hits": "x"}'):
+        (mcpp.home / "last-build.json").write_text(text)
+        res = mcpp("cache", "stats", cwd=mcpp.home)
+        assert res.code == 0 and "Traceback" not in res.err, res.err
+
+
+def test_wrong_shaped_explain_log_is_named(project, mcpp):
+    root = _built(project, mcpp)
+    (root / "target/dev/.mcpp/explain").write_bytes(
+        marshal.dumps(("mcpp-explain-1", {"compile p:src/main.cpp": [{"key": 1}]})))
+    clean_failure(mcpp("explain", "compile p:src/main.cpp", cwd=root), 2,
+                  "error: the explain log `target/dev/.mcpp/explain` is damaged")
+
+
+def test_config_toml_that_is_not_utf8_is_named(project, mcpp):
+    root = project({"mcpp.toml": MANIFEST, **MAIN})
+    mcpp.home.mkdir(parents=True, exist_ok=True)
+    (mcpp.home / "config.toml").write_bytes(b"\xff\xfe[remote]\n")
+    clean_failure(mcpp("build", cwd=root), 2, "config.toml: not UTF-8 text (byte 0)")
+
+
+# -- the same, as a user the file system can refuse -------------------------------------------------
+
+NOBODY = 65534
+
+
+def _blocked_ancestor(path: str) -> str | None:
+    """The first directory above `path` that other users cannot enter (e.g. /root at 0700)."""
+    parts = Path(path).parts
+    for n in range(2, len(parts) + 1):
+        p = os.path.join(*parts[:n])
+        if not os.stat(p).st_mode & 0o001:
+            return p
+    return None
+
+
+def _as_nobody(args: list[str], cwd: Path, home: str) -> Result:
+    """Run mcpp as uid 65534. Mode bits do not stop root, so the permission cases need another
+    user; when the interpreter lives under a directory others cannot enter (/root), a private
+    mount namespace shows just the interpreter's tree there."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run mcpp as another user (mode bits are the point of the test)")
+    if not (shutil.which("setpriv") and shutil.which("unshare")):
+        pytest.skip("needs setpriv and unshare (util-linux) to run mcpp as another user")
+    prefix = os.path.realpath(sys.base_prefix)
+    script = ""
+    blocked = _blocked_ancestor(prefix)
+    if blocked is not None:
+        stash = tempfile.mkdtemp(prefix="mcpp-prefix-")
+        script = (f"mount --bind '{prefix}' '{stash}' && mount -t tmpfs -o mode=755 none '{blocked}' && "
+                  f"mkdir -p '{prefix}' && mount --bind '{stash}' '{prefix}' && ")
+    script += (f"cd '{cwd}' && exec setpriv --reuid {NOBODY} --regid {NOBODY} --clear-groups "
+               f"env HOME=/tmp MCPP_HOME='{home}' MCPP_NO_FAST_PATH=1 '{mcpp_executable()}' "
+               + " ".join(f"'{a}'" for a in args))
+    try:
+        p = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=300)
+    finally:
+        if blocked is not None:
+            os.rmdir(stash)  # an empty mount point here; the bind lived in the namespace only
+    if p.returncode != 0 and ("unshare failed" in p.stderr or "mount:" in p.stderr):
+        pytest.skip(f"cannot make a mount namespace here: {p.stderr.strip()[:200]}")
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory uid 65534 can reach (pytest's own tmp_path sits under a 0700 directory)."""
+    d = tempfile.mkdtemp(prefix="mcpp-bad-input-")
+    os.chmod(d, 0o755)
+    yield Path(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _owned_project(base: Path) -> Path:
+    root = write_tree(base / "proj", {"mcpp.toml": MANIFEST, **MAIN})
+    for dirpath, dirs, files in os.walk(root):
+        for name in [dirpath, *(os.path.join(dirpath, f) for f in dirs + files)]:
+            os.chown(name, NOBODY, NOBODY)
+    home = base / "home"
+    home.mkdir()
+    os.chown(home, NOBODY, NOBODY)
+    return root
+
+
+PERMISSION_CASES = {
+    "home unwritable": "permission denied: cannot create",
+    "home under a missing path": "permission denied: cannot create",
+    "target read-only": "permission denied: cannot create `target/.lock` in `target`",
+    "package directory read-only": "permission denied: cannot create `target` in `.`",
+    "source at mode 000": "src/main.cpp`: permission denied",  # found while listing sources: exit 2
+}
+
+
+@pytest.mark.parametrize("case", PERMISSION_CASES)
+def test_permission_trouble_is_named(shared_dir, case):
+    root = _owned_project(shared_dir)
+    home = str(shared_dir / "home")
+    if case == "home unwritable":
+        os.chown(home, 0, 0)
+    elif case == "home under a missing path":
+        home = str(shared_dir / "missing" / "home")
+        os.chmod(shared_dir, 0o755)  # root's: nobody cannot create `missing` in it
+    elif case == "target read-only":
+        (root / "target").mkdir()
+        os.chown(root / "target", 0, 0)
+    elif case == "package directory read-only":
+        os.chown(root, 0, 0)
+    elif case == "source at mode 000":
+        os.chmod(root / "src/main.cpp", 0)
+    clean_failure(_as_nobody(["build"], root, home), 2 if case == "source at mode 000" else 1,
+                  PERMISSION_CASES[case])
