@@ -1,0 +1,59 @@
+"""No process of an action outlives it. The attacker below leaves behind a process that keeps
+forking (each generation writes, forks the next and exits, so its pid never stays the same) in
+a session of its own, and rewrites the output of the next action run in the same place."""
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.e2e_support import Mcpp
+
+# argv[1]: the path to overwrite, as the action sees it. Stops by itself after 20 s.
+ATTACKER = r"""
+import os, sys, time
+target, end = sys.argv[1], time.time() + 20
+for _ in range(4):
+    if os.fork() == 0:
+        os.setsid()
+        while time.time() < end:
+            try:
+                with open(target, 'w') as f:
+                    f.write('EVIL\n')
+            except OSError:
+                pass
+            if os.fork():
+                os._exit(0)
+            time.sleep(0.002)
+        os._exit(0)
+open(sys.argv[2], 'w').write('a\n')
+"""
+
+VICTIM = r"""
+import sys, time
+time.sleep(0.3)
+open(sys.argv[1], 'w').write('good\n')
+time.sleep(0.7)
+"""
+
+
+def build_star() -> str:
+    return f"""
+out = mcpp.out_dir()
+rel = out[len(mcpp.manifest_dir()) + 1:]
+mcpp.action(id = "a", argv = ["/usr/bin/python3", "-c", {ATTACKER!r}, "@@EXECROOT@@/" + rel + "/b.txt",
+                              out + "/a.txt"],
+            inputs = [], outputs = [out + "/a.txt"], tools = ["/usr/bin/python3"], role = "check")
+mcpp.action(id = "b", argv = ["/usr/bin/python3", "-c", {VICTIM!r}, out + "/b.txt"],
+            inputs = [out + "/a.txt"], outputs = [out + "/b.txt"], tools = ["/usr/bin/python3"], role = "check")
+"""
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "dir"])
+def test_a_forking_process_left_by_an_action_cannot_rewrite_a_later_output(project, mcpp: Mcpp, sandbox):
+    root = project({
+        "mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+        "src/main.cpp": "int main() { return 0; }\n",
+        "build.star": build_star(),
+    })
+    res = mcpp("build", "-j", "1", "--sandbox", sandbox, cwd=root)
+    assert res.code == 0, res.err
+    assert (root / "target/dev/gen/p/b.txt").read_text() == "good\n"
