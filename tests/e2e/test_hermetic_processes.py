@@ -11,7 +11,7 @@ from tests.e2e.e2e_support import Mcpp
 ATTACKER = r"""
 import os, sys, time
 target, end = sys.argv[1], time.time() + 20
-for _ in range(4):
+for _ in range(8):
     if os.fork() == 0:
         os.setsid()
         while time.time() < end:
@@ -22,7 +22,6 @@ for _ in range(4):
                 pass
             if os.fork():
                 os._exit(0)
-            time.sleep(0.002)
         os._exit(0)
 open(sys.argv[2], 'w').write('a\n')
 """
