@@ -9,8 +9,11 @@ from tests.e2e.e2e_support import Mcpp
 
 # argv[1]: the path to overwrite, as the action sees it. Stops by itself after 20 s.
 ATTACKER = r"""
-import os, sys, time
+import os, subprocess, sys, time
 target, end = sys.argv[1], time.time() + 20
+# idle processes first: a sweep that kills what one listing showed takes longer to reach the
+# forking ones, so their children are born after the listing
+sleepers = [subprocess.Popen(['/bin/sleep', '30']) for _ in range(100)]
 for _ in range(8):
     if os.fork() == 0:
         os.setsid()
