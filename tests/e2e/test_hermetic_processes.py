@@ -33,20 +33,28 @@ VICTIM = r"""
 import sys, time
 time.sleep(0.3)
 open(sys.argv[1], 'w').write('good\n')
-time.sleep(0.7)
+time.sleep(0.5)
 """
+
+
+ROUNDS = 4  # on a one-listing sweep each round is lost about half the time
 
 
 def build_star() -> str:
-    return f"""
-out = mcpp.out_dir()
-rel = out[len(mcpp.manifest_dir()) + 1:]
-mcpp.action(id = "a", argv = ["/usr/bin/python3", "-c", {ATTACKER!r}, "@@EXECROOT@@/" + rel + "/b.txt",
-                              out + "/a.txt"],
-            inputs = [], outputs = [out + "/a.txt"], tools = ["/usr/bin/python3"], role = "check")
-mcpp.action(id = "b", argv = ["/usr/bin/python3", "-c", {VICTIM!r}, out + "/b.txt"],
-            inputs = [out + "/a.txt"], outputs = [out + "/b.txt"], tools = ["/usr/bin/python3"], role = "check")
+    """Rounds of (attacker a<i>, victim b<i>), each after the one before, in one sandbox slot."""
+    text = "out = mcpp.out_dir()\nrel = out[len(mcpp.manifest_dir()) + 1:]\n"
+    after = []
+    for i in range(ROUNDS):
+        text += f"""
+mcpp.action(id = "a{i}", argv = ["/usr/bin/python3", "-c", {ATTACKER!r}, "@@EXECROOT@@/" + rel + "/b{i}.txt",
+                               out + "/a{i}.txt"],
+            inputs = {after!r}, outputs = [out + "/a{i}.txt"], tools = ["/usr/bin/python3"], role = "check")
+mcpp.action(id = "b{i}", argv = ["/usr/bin/python3", "-c", {VICTIM!r}, out + "/b{i}.txt"],
+            inputs = [out + "/a{i}.txt"], outputs = [out + "/b{i}.txt"], tools = ["/usr/bin/python3"],
+            role = "check")
 """
+        after = [f"target/dev/gen/p/b{i}.txt"]
+    return text
 
 
 @pytest.mark.parametrize("sandbox", ["bwrap", "dir"])
@@ -58,4 +66,5 @@ def test_a_forking_process_left_by_an_action_cannot_rewrite_a_later_output(proje
     })
     res = mcpp("build", "-j", "1", "--sandbox", sandbox, cwd=root)
     assert res.code == 0, res.err
-    assert (root / "target/dev/gen/p/b.txt").read_text() == "good\n"
+    for i in range(ROUNDS):
+        assert (root / f"target/dev/gen/p/b{i}.txt").read_text() == "good\n"
