@@ -13,8 +13,8 @@ import os, subprocess, sys, time
 target, end = sys.argv[1], time.time() + 20
 # idle processes first: a sweep that kills what one listing showed takes longer to reach the
 # forking ones, so their children are born after the listing
-sleepers = [subprocess.Popen(['/bin/sleep', '30']) for _ in range(100)]
-for _ in range(8):
+sleepers = [subprocess.Popen(['/bin/sleep', '30']) for _ in range(300)]
+for _ in range(32):
     if os.fork() == 0:
         os.setsid()
         while time.time() < end:
