@@ -1,0 +1,97 @@
+"""What an action can no longer do to the store or the host: change a staged input, hand back a
+symlink as an output, leave a process behind, read /etc under dir."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from mcpp.sandbox.inputs import readonly_paths
+from mcpp.sandbox.outputs import BadOutput, collect_outputs
+from mcpp.sandbox.undeclared import SYSTEM_ROOTS, find_undeclared
+
+# chmod u+w, same-size rewrite, chmod back, then a hard link into a writable directory: every
+# way an owner (or root) has to change the file's bytes or keep a writable name for it
+ATTACK = ("chmod u+w in/data.txt; printf 'XXXXXXXX\\n' > in/data.txt; chmod a-w in/data.txt; "
+          "ln in/data.txt out/link 2>/dev/null; printf 'YYYYYYYY\\n' > out/link 2>/dev/null; "
+          "cat in/data.txt > out/seen")
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_an_action_cannot_change_a_staged_input(mode, make, mkspec, tmp_path):
+    src = tmp_path / "store-file"
+    src.write_text("original\n")
+    os.chmod(src, 0o444)
+    r = make(mode).run(mkspec(["sh", "-c", ATTACK], inputs={"in/data.txt": str(src)}, outputs=("out/seen",),
+                              label="//t:attack"))
+    assert src.read_text() == "original\n"
+    assert os.stat(src).st_nlink == 1  # nothing kept a link to it
+    if mode == "bwrap":  # the read-only mount refused every step; the action went on
+        assert r.exit_code == 0, r.stderr
+        assert b"Read-only file system" in r.stderr
+        assert r.outputs and open(r.outputs["out/seen"]).read() == "original\n"
+    else:  # a private copy was changed: the action fails, nothing is collected
+        assert r.exit_code == 1 and r.outputs == {}
+        assert b"error: action //t:attack modified its input in/data.txt" in r.stderr
+
+
+def test_inputs_in_a_directory_that_also_holds_outputs_are_read_only_one_by_one():
+    assert readonly_paths(["src/a.c", "inc/x/y.h", "gen/in.h"], {"gen/out.c"}, ".") == ["src", "inc", "gen/in.h"]
+    # the working directory and the directories above it stay writable
+    assert readonly_paths(["pkg/src/a.c", "pkg/b.c"], set(), "pkg") == ["pkg/src", "pkg/b.c"]
+    # an input that is also an output is the action's to rewrite (it is staged as a copy)
+    assert readonly_paths(["lib.a"], {"lib.a"}, ".") == []
+
+
+def _tree(tmp_path):
+    root = tmp_path / "action"
+    (root / "o").mkdir(parents=True)
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "f").write_text("host file\n")
+    return root, host
+
+
+def test_a_symlinked_output_is_refused_and_nothing_moves(tmp_path):
+    root, host = _tree(tmp_path)
+    (root / "o" / "f").symlink_to(host / "f")
+    with pytest.raises(BadOutput, match=r"output o/f: is a symbolic link"):
+        collect_outputs(["o/f"], str(root), str(tmp_path / "dest"))
+    assert (host / "f").read_text() == "host file\n"
+    assert not (tmp_path / "dest").exists()
+
+
+def test_a_symlinked_directory_above_an_output_is_refused(tmp_path):
+    root, host = _tree(tmp_path)
+    (root / "o").rmdir()
+    (root / "o").symlink_to(host)
+    with pytest.raises(BadOutput, match=r"output o/f: o is a symbolic link"):
+        collect_outputs(["o/f"], str(root), str(tmp_path / "dest"))
+    assert (host / "f").read_text() == "host file\n"
+
+
+def test_regular_outputs_are_moved_and_absent_ones_left_out(tmp_path):
+    root, _ = _tree(tmp_path)
+    (root / "o" / "a").write_text("a\n")
+    got = collect_outputs(["o/a", "o/missing", "p/q"], str(root), str(tmp_path / "dest"))
+    assert got == {"o/a": str(tmp_path / "dest/o/a")}
+    assert (tmp_path / "dest/o/a").read_text() == "a\n" and not (root / "o" / "a").exists()
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_a_process_that_keeps_forking_in_its_own_session_dies_with_the_action(mode, make, mkspec):
+    # each generation forks the next and exits, so its pid never stays the same; it writes into
+    # the action directory, which the next action of this thread reuses
+    chain = "x() { sleep 0.01; echo late >> @@EXECROOT@@/mark; (x &); }; x"
+    sb = make(mode)
+    r = sb.run(mkspec(["sh", "-c", f"setsid sh -c '{chain}' & sleep 0.2; true"]))
+    assert r.exit_code == 0, r.stderr
+    r = sb.run(mkspec(["sh", "-c", "sleep 0.3; cat @@EXECROOT@@/mark 2>/dev/null | wc -l"]))
+    assert (r.exit_code, r.stdout.strip()) == (0, b"0")
+
+
+def test_dir_refuses_a_file_under_etc_that_bwrap_does_not_show():
+    bad = find_undeclared(["/etc/hostname", "/usr/include/stdio.h", "/etc/alternatives/cc"], root="/r",
+                          cwd="/r", declared=set(), allowed_roots=SYSTEM_ROOTS)
+    assert bad == ["/etc/hostname"]
