@@ -156,7 +156,7 @@ class BwrapSandbox(StagedSandbox):
             return self.run_in(spec, worker.slot.path, worker.slot.next_tag(), lambda spec, _dir, cwd, argv, env, ro: worker.execute(
                 argv, env, cwd_inside(cwd), spec.timeout, [f"{EXECROOT}/{p}" for p in ro]), existing)
         except WorkerFailed:
-            if worker.answered == 0:
+            if worker.answered == 0 or worker.unusable:
                 self.use_workers = False
             self._retire(worker)
             self.pool.check_open()

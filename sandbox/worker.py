@@ -232,8 +232,8 @@ for line in sys.stdin.buffer:
             kill_leftovers()
         code = proc.wait()
         failure = None
-    except subprocess.SubprocessError:  # protect() failed; it said why on the action's stderr
-        code, failure = 126, None
+    except subprocess.SubprocessError:  # protect() failed: the engine runs it another way
+        code, failure = 126, "setup"
     except OSError as e:
         code, failure = 127, [e.errno, e.strerror]
     sweep()
@@ -260,6 +260,7 @@ class Worker:
         self.pool = pool
         self.in_ns = bool(prefix)
         self.answered = 0  # actions this worker ran to an answer: 0 means it may never have worked
+        self.unusable = False  # it could not give an action its read-only inputs
         if self.in_ns:
             argv = [*prefix, *WORKER_CAPS, "--bind", slot, "/execroot", "--chdir", "/", "--",
                     PYTHON, "-I", "-S", "-c", EXECUTOR, "ns"]
@@ -294,6 +295,10 @@ class Worker:
             return -9, True, b"", b""
         reply = json.loads(header)
         body = self._read_exact(reply["out"] + reply["err"])
+        if reply["failure"] == "setup":  # no mounts here (a kernel or bwrap that refuses them)
+            self.unusable = True
+            self.close()
+            raise WorkerFailed(body[reply["out"]:].decode(errors="replace").strip())
         self.answered += 1
         if reply["failure"] is not None:  # as Popen outside would: the caller reports it
             raise OSError(*reply["failure"])

@@ -95,3 +95,17 @@ def test_dir_refuses_a_file_under_etc_that_bwrap_does_not_show():
     bad = find_undeclared(["/etc/hostname", "/usr/include/stdio.h", "/etc/alternatives/cc"], root="/r",
                           cwd="/r", declared=set(), allowed_roots=SYSTEM_ROOTS)
     assert bad == ["/etc/hostname"]
+
+
+def test_without_the_capability_to_mount_actions_run_one_bwrap_each_and_inputs_stay_read_only(
+        make, mkspec, tmp_path, monkeypatch):
+    from mcpp.sandbox import worker
+
+    monkeypatch.setattr(worker, "WORKER_CAPS", [])  # the executor cannot mount
+    src = tmp_path / "store-file"
+    src.write_text("original\n")
+    sb = make("bwrap")
+    r = sb.run(mkspec(["sh", "-c", ATTACK], inputs={"in/data.txt": str(src)}, outputs=("out/seen",)))
+    assert r.exit_code == 0, r.stderr
+    assert sb.use_workers is False
+    assert src.read_text() == "original\n" and open(r.outputs["out/seen"]).read() == "original\n"
