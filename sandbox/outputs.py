@@ -6,7 +6,8 @@ above one, as a symlink (to ``/etc/shadow``, to a host directory), a plain ``ren
 the store, move a host file out of its directory into ``target/``, or let a later build write
 through the link. So each output is reached from a descriptor of the action directory, one
 component at a time, with ``O_NOFOLLOW``: every directory on the way must be a real directory
-inside the action's own tree, and the output itself a regular file. It is then renamed
+inside the action's own tree, and the output itself a regular file with no other name (a hard
+link would be a host file's inode under a name inside the directory). It is then renamed
 relative to the descriptor of its parent, so nothing outside the action directory is ever
 read, moved or written. Anything else is refused with an error naming the action and the path
 (``BadOutput``); nothing is collected then.
@@ -84,6 +85,9 @@ def _produced(root_fd: int, rel: str) -> int | None:
         os.close(parent)
         kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
         raise BadOutput(rel, f"is {kind}")
+    if st.st_nlink != 1:  # another name for a file the action did not write (a host file, say)
+        os.close(parent)
+        raise BadOutput(rel, f"is a hard link ({st.st_nlink} names)")
     return parent
 
 

@@ -71,6 +71,13 @@ def test_a_symlinked_directory_above_an_output_is_refused(tmp_path):
     assert (host / "f").read_text() == "host file\n"
 
 
+def test_a_hard_link_to_a_host_file_is_refused(tmp_path):
+    root, host = _tree(tmp_path)
+    os.link(host / "f", root / "o" / "f")
+    with pytest.raises(BadOutput, match=r"output o/f: is a hard link \(2 names\)"):
+        collect_outputs(["o/f"], str(root), str(tmp_path / "dest"))
+
+
 def test_regular_outputs_are_moved_and_absent_ones_left_out(tmp_path):
     root, _ = _tree(tmp_path)
     (root / "o" / "a").write_text("a\n")
