@@ -77,7 +77,7 @@ class StagedSandbox(PooledSandbox):
             staged = stage_inputs(spec.inputs, action_dir, spec.label, existing,
                                   copy=self.copy_inputs, outputs=set(outputs))
             cwd = relpath(spec.cwd, "cwd", spec.label)
-            before = snapshot(action_dir, staged) if self.copy_inputs else None
+            before = snapshot(action_dir, staged.difference(outputs)) if self.copy_inputs else None
             ro = [] if self.copy_inputs else readonly_paths(staged, set(outputs), cwd)
             prepare_dirs(action_dir, outputs, existing)
             if cwd != "." and not (existing and cwd in existing):

@@ -116,3 +116,15 @@ def test_without_the_capability_to_mount_actions_run_one_bwrap_each_and_inputs_s
     assert r.exit_code == 0, r.stderr
     assert sb.use_workers is False
     assert src.read_text() == "original\n" and open(r.outputs["out/seen"]).read() == "original\n"
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_an_input_that_is_also_an_output_is_the_actions_to_rewrite(mode, make, mkspec, tmp_path):
+    src = tmp_path / "lib.a"
+    src.write_text("old\n")
+    os.chmod(src, 0o444)
+    r = make(mode).run(mkspec(["sh", "-c", "chmod u+w lib.a && echo new >> lib.a"], inputs={"lib.a": str(src)},
+                              outputs=("lib.a",)))
+    assert r.exit_code == 0, r.stderr
+    assert open(r.outputs["lib.a"]).read() == "old\nnew\n"
+    assert src.read_text() == "old\n"
