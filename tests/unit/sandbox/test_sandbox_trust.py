@@ -128,3 +128,34 @@ def test_an_input_that_is_also_an_output_is_the_actions_to_rewrite(mode, make, m
     assert r.exit_code == 0, r.stderr
     assert open(r.outputs["lib.a"]).read() == "old\nnew\n"
     assert src.read_text() == "old\n"
+
+
+# Inside a user namespace of its own an action holds every capability there; the mounts it
+# inherits are locked, so it can neither unmount nor remount them, nor bind the tree beneath
+# without them.
+USERNS_ATTACK = r"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(0x10000000 | 0x00020000) != 0:  # CLONE_NEWUSER | CLONE_NEWNS
+    print("no user namespaces"); raise SystemExit(0)
+os.makedirs("/tmp/x", exist_ok=True)
+libc.mount(b"/execroot", b"/tmp/x", None, 4096, None)  # MS_BIND, not recursive
+libc.umount2(b"/execroot/in", 2)
+libc.mount(None, b"/execroot/in", None, 32 | 4096, None)  # MS_REMOUNT | MS_BIND, read-write
+for p in ("/tmp/x/in/data.txt", "/execroot/in/data.txt"):
+    try:
+        os.chmod(p, 0o644)
+        open(p, "w").write("pwned\n")
+        print("wrote", p)
+    except OSError:
+        pass
+"""
+
+
+def test_a_user_namespace_inside_the_action_does_not_lift_the_read_only_mounts(make, mkspec, tmp_path):
+    src = tmp_path / "store-file"
+    src.write_text("original\n")
+    r = make("bwrap").run(mkspec(["python3", "-c", USERNS_ATTACK], inputs={"in/data.txt": str(src)}))
+    assert r.exit_code == 0, r.stderr
+    assert b"wrote" not in r.stdout
+    assert src.read_text() == "original\n"
