@@ -2,8 +2,9 @@
 
 For machines without working user namespaces (containers without the privilege, macOS later).
 The action runs with its cwd inside ``<work_root>/sandbox/<pid>-<n>.slot/`` holding private
-copies of exactly its declared inputs (not hard links to the store: nothing here could stop a
-write through one; an action that changes a copy fails, see inputs.py), with exactly the
+copies of exactly its declared inputs (hard links to its thread's own copies, never to the
+store: nothing here could stop a write through one; an action that changes a copy fails, see
+inputs.py), with exactly the
 spec's environment (no variable of the engine leaks in). What it cannot do, and how that is
 made up for:
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import os
 import threading
 
+from .inputs import PrivateCopies
 from .placeholder import prefix_map_flags
 from .pool import SandboxPool
 from .slot import SLOT_SUFFIX
@@ -38,10 +40,13 @@ from .worker import Worker, WorkerFailed
 
 __all__ = ["DirSandbox", "prefix_map_flags"]
 
+# `<pool base>/<pid>-<n>.inputs`: a thread's private copies of inputs, kept until the pool
+# shuts down (or a later engine reclaims them)
+COPIES_SUFFIX = ".inputs"
+
 
 class DirSandbox(StagedSandbox):
     name = "dir"
-    copy_inputs = True  # nothing can be mounted read-only here: see inputs.py
 
     def __init__(self, work_root: str | None = None, *, pool: SandboxPool | None = None) -> None:
         super().__init__(work_root, pool=pool)
@@ -80,6 +85,13 @@ class DirSandbox(StagedSandbox):
         worker.close()
         if os.path.isdir(worker.slot.path):
             self.pool.remove(worker.slot.path)
+
+    def private_copies(self) -> PrivateCopies:
+        """This thread's (nothing can be mounted read-only here: see inputs.py)."""
+        copies = getattr(self._local, "copies", None)
+        if copies is None or (copies.path is not None and not os.path.isdir(copies.path)):
+            copies = self._local.copies = PrivateCopies(lambda: self.pool.new_action_dir(COPIES_SUFFIX))
+        return copies
 
     def root_seen(self, action_dir: str) -> str:
         return action_dir

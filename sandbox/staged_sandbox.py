@@ -1,7 +1,7 @@
 """The run of an action in a private directory: the part bwrap and dir share.
 
 1. a fresh ``<work_root>/sandbox/<pid>-<n>/`` (or a thread's reused slot) with the declared
-   inputs staged (hard links, or copies where ``copy_inputs``: see inputs.py) and the parent
+   inputs staged (hard links, or private copies where ``private_copies``: see inputs.py) and the parent
    directories of the declared outputs (and the cwd) created;
 2. ``@@EXECROOT@@`` expanded to the root the action sees, the command wrapped by the subclass
    (``bwrap ...`` or nothing), run with the spec's timeout; the subclass is told which paths to
@@ -26,16 +26,18 @@ from .placeholder import expand_argv, expand_env
 from .pool import PooledSandbox
 from .process import run_group
 from .spec import SandboxResult, SandboxSpec
-from .inputs import (changed_inputs, changed_inputs_message, prepare_dirs, readonly_paths, relpath,
-                     snapshot, stage_inputs)
+from .inputs import (PrivateCopies, changed_inputs, changed_inputs_message, prepare_dirs,
+                     readonly_paths, relpath, snapshot, stage_inputs)
 from .outputs import BadOutput, bad_output_message, collect_flat, collect_outputs
 
 
 class StagedSandbox(PooledSandbox):
     name = "staged"
-    # Stage private copies instead of hard links to the store, and fail an action that changed
-    # one: for a sandbox that cannot mount its inputs read-only (dir).
-    copy_inputs = False
+    def private_copies(self) -> PrivateCopies | None:
+        """Where this thread's private copies of inputs live, for a sandbox that cannot mount
+        its inputs read-only (dir): an action then fails if it changed one. None: hard links
+        to the inputs themselves (mounted read-only by the subclass)."""
+        return None
 
     # -- what subclasses define --------------------------------------------------------------
     def root_seen(self, action_dir: str) -> str:
@@ -74,11 +76,12 @@ class StagedSandbox(PooledSandbox):
         pool = self.pool
         try:
             outputs = [relpath(o, "output", spec.label) for o in spec.outputs]
-            staged = stage_inputs(spec.inputs, action_dir, spec.label, existing,
-                                  copy=self.copy_inputs, outputs=set(outputs))
+            copies = self.private_copies()
+            staged = stage_inputs(spec.inputs, action_dir, spec.label, existing, copies=copies,
+                                  outputs=set(outputs))
             cwd = relpath(spec.cwd, "cwd", spec.label)
-            before = snapshot(action_dir, staged.difference(outputs)) if self.copy_inputs else None
-            ro = [] if self.copy_inputs else readonly_paths(staged, set(outputs), cwd)
+            before = snapshot(action_dir, staged.difference(outputs)) if copies else None
+            ro = [] if copies else readonly_paths(staged, set(outputs), cwd)
             prepare_dirs(action_dir, outputs, existing)
             if cwd != "." and not (existing and cwd in existing):
                 os.makedirs(f"{action_dir}/{cwd}", exist_ok=True)
@@ -97,6 +100,8 @@ class StagedSandbox(PooledSandbox):
             if before is not None:
                 changed = changed_inputs(action_dir, before)
                 if changed:
+                    by_rel = {relpath(r, "input"): src for r, src in spec.inputs.items()}
+                    copies.drop(by_rel[r] for r in changed)
                     err += changed_inputs_message(spec.label, changed)
                     code, failed = code or 1, True
             undeclared: list[str] = []

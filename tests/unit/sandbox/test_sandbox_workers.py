@@ -1,4 +1,4 @@
-"""bwrap workers (sandbox/bwrap_worker.py, sandbox/slot.py): one namespace runs many actions,
+"""Workers (sandbox/worker.py, sandbox/slot.py): one namespace runs many actions,
 and each action still sees only its own inputs, its own /tmp and no process of the one before."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mcpp.sandbox import worker as bwrap_worker
+from mcpp.sandbox import worker
 from mcpp.sandbox.slot import SLOT_SUFFIX
 
 
@@ -90,7 +90,7 @@ def test_each_thread_has_its_own_worker(bwrap_sb, mkspec, work_root):
 
 
 def test_without_python_inside_actions_run_one_bwrap_each(bwrap_sb, mkspec, monkeypatch):
-    monkeypatch.setattr(bwrap_worker, "PYTHON", "/nonexistent/python3")
+    monkeypatch.setattr(worker, "PYTHON", "/nonexistent/python3")
     r = bwrap_sb.run(mkspec(["sh", "-c", "echo fallback"]))
     assert (r.exit_code, r.stdout) == (0, b"fallback\n")
     assert bwrap_sb.use_workers is False
