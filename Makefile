@@ -22,7 +22,7 @@ example: install
 	cd examples/01-hello && ../../$(BIN)/mcpp run
 
 test: install-test
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n auto tests
 
 bench: install-test
 	$(BIN)/python bench/run_bench.py

@@ -20,7 +20,9 @@ import blake3
 from .digest import Digest
 
 # Bump when the encoding below changes so old entries can never be mistaken for new ones.
-KEY_VERSION = "mcpp-action-v1"
+# v2: a compile's key covers the system headers its depfile names (engine/depfile.py); a v1
+# entry, keyed without them, must not be trusted after a header under /usr changed.
+KEY_VERSION = "mcpp-action-v2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +31,9 @@ class Platform:
 
     toolchain: str  # e.g. "gcc 12.2.0 x86_64-linux-gnu" (+ compiler digest, see engine.toolchain)
     host: str  # host triple
+    # Non-empty for results of a run that was not hermetic (`--sandbox off`): their keys live in
+    # a namespace of their own, so no hermetic build is ever served one (engine/trust.py).
+    namespace: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +86,17 @@ def action_key(
 
     put("version", KEY_VERSION)
     put("platform", platform.toolchain, platform.host)
+    if platform.namespace:  # absent for hermetic results, so their keys stay as they were
+        put("namespace", platform.namespace)
     put("cwd", action.cwd)
     put("argv", str(len(action.argv)), *action.argv)
     for k, v in sorted(action.env):
         put("env", k, v)
     for path in sorted(set(action.inputs) | set(discovered)):
-        put("input", path, str(digest_of(path)))
+        # put("input", path, digest) spelled out: a compile has a hundred or more inputs with its
+        # system headers, and this loop is most of a no-op build's key computation.
+        d = str(digest_of(path))
+        parts.append(f"5:input{len(path)}:{path}{len(d)}:{d}")
     for tool in sorted(action.tools):
         put("tool", tool, str(tool_digest_of(tool)))
     for out in sorted(action.outputs):

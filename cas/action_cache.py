@@ -3,7 +3,7 @@
 An entry records each output's digest and mode, the exit code, the stdout/stderr blobs and, for
 `mcpp explain`, the digest of every input that went into the key. Bytes live in the CAS; an entry
 only names them, so it is small (compact JSON, one file per key at `<root>/<2hex>/<rest>`),
-written atomically (temp file + `os.replace`), and a malformed file (a torn write, a version from
+written atomically (`atomic.write_atomic`), and a malformed file (a torn write, a version from
 the future, a bad disk) is a miss and is removed rather than an error: a cache must never fail a
 build that could simply run the action.
 
@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, NamedTuple
 
 from .digest import Digest
-from .home import is_hex_key, iter_sharded, shard, temp_file, unlink_quietly
+from .atomic import write_atomic
+from .home import is_hex_key, iter_sharded, shard, unlink_quietly
 
 _VERSION = 1
 MANIFEST_SUFFIX = ".m"
@@ -43,6 +44,9 @@ class ActionEntry:
     stderr: Digest | None = None
     inputs: dict[str, Digest] = field(default_factory=dict)  # every keyed input, for `explain`
     created: float = field(default_factory=time.time)
+    # Where the result came from when it was not built here, e.g. a remote cache and the key that
+    # signed it (cas/remote/trust.py); None for a result built on this machine.
+    origin: dict | None = None
 
     def blobs(self) -> set[Digest]:
         """The blobs this entry needs: `gc` must keep all of them while the entry exists."""
@@ -60,6 +64,7 @@ class ActionEntry:
                 "stderr": None if self.stderr is None else str(self.stderr),
                 "in": {p: str(d) for p, d in sorted(self.inputs.items())},
                 "t": self.created,
+                **({} if self.origin is None else {"o": self.origin}),
             },
             separators=(",", ":"),
         ).encode()
@@ -78,6 +83,10 @@ class ActionEntry:
                 outputs[_str(p)] = (_digest(d), mode)
             exit_code = obj["exit"]
             created = obj["t"]
+            origin = obj.get("o")
+            if origin is not None and not (isinstance(origin, dict) and all(
+                    isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in origin.items())):
+                raise ValueError("origin")
             if not isinstance(exit_code, int) or not isinstance(created, (int, float)):
                 raise ValueError("exit code or time")
             return cls(
@@ -87,6 +96,7 @@ class ActionEntry:
                 stderr=None if obj["stderr"] is None else _digest(obj["stderr"]),
                 inputs={_str(p): _digest(d) for p, d in obj["in"].items()},
                 created=float(created),
+                origin=origin,
             )
         except (KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
             raise ValueError(f"malformed action entry: {e!r}") from None
@@ -134,7 +144,7 @@ class ActionCache:
 
     def put(self, key: str, entry: ActionEntry) -> None:
         path = self.path_of(key)
-        _write_atomic(path, entry.to_json())
+        write_atomic(path, entry.to_json())
         self._touched.add(path)
 
     def delete(self, key: str) -> bool:
@@ -170,7 +180,7 @@ class ActionCache:
         sets.insert(0, new)
         del sets[MANIFEST_SETS:]
         path = self.path_of(key1, MANIFEST_SUFFIX)
-        _write_atomic(path, json.dumps({"v": _VERSION, "sets": sets}, separators=(",", ":")).encode())
+        write_atomic(path, json.dumps({"v": _VERSION, "sets": sets}, separators=(",", ":")).encode())
         self._touched.add(path)
 
     # --- maintenance ----------------------------------------------------------------------
@@ -215,15 +225,3 @@ def _str(value: object) -> str:
     if not isinstance(value, str):
         raise ValueError("path must be a string")
     return value
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    fd, tmp = temp_file(os.path.dirname(path))
-    try:
-        with open(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        unlink_quietly(tmp)
-        raise
-

@@ -10,18 +10,19 @@ $MCPP_HOME/            default ~/.mcpp
   ac/<2hex>/<62hex>    action-cache entries (compact JSON); `<62hex>.m` = a depfile manifest
   mat/<2hex>/<62hex>[.x]  decompressed, read-only copies to hard-link from (`.x`: executable)
   tool/  payloads/     host tools and installed payloads (owned by the engine)
+  last-build.json  toolchains.json   the last build's counters, the compiler probe cache
 ```
 """
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
 
-# Every temp file the stores create starts with this, so scans skip it and `gc` can sweep it.
-TMP_PREFIX = ".tmp-"
+# Every temp file the stores create is named by cas/atomic.py: `TMP_PREFIX` lets scans skip
+# it and `gc` sweep it; `temp_file` is re-exported here for the stores that import it.
+from .atomic import TMP_PREFIX, temp_file  # noqa: F401
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,16 @@ class Home:
     def payloads(self) -> Path:
         return self.root / "payloads"
 
+    @property
+    def last_build(self) -> Path:
+        """The counters of the last build, for `mcpp cache stats`."""
+        return self.root / "last-build.json"
+
+    @property
+    def toolchains(self) -> Path:
+        """The compiler probe cache (engine/toolchain.py)."""
+        return self.root / "toolchains.json"
+
 
 def shard(root: str | os.PathLike[str], hexname: str, suffix: str = "") -> str:
     """`<root>/<first 2 hex>/<rest><suffix>`: 256 directories keep each one small."""
@@ -90,16 +101,6 @@ def iter_sharded(root: str | os.PathLike[str]) -> Iterator[tuple[str, os.DirEntr
                     except FileNotFoundError:
                         continue
                     yield s.name, f, st
-
-
-def temp_file(directory: str) -> tuple[int, str]:
-    """(fd, path) of a new temporary file in `directory`, created on demand; every store writes
-    under a `TMP_PREFIX` name there and renames or links it into place."""
-    try:
-        return tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
-    except FileNotFoundError:
-        os.makedirs(directory, exist_ok=True)
-        return tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
 
 
 def unlink_quietly(path: str) -> None:

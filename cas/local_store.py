@@ -6,13 +6,13 @@ content size in the header (zstd does so whenever the size is pledged up front, 
 pledge it), which lets `mcpp cache stats` report uncompressed bytes by reading 18 bytes per blob
 and lets `get` refuse a header that disagrees with the digest before allocating anything.
 
-Atomicity: bytes go to a temporary file (`.tmp-*` in the shard directory when the digest is known
-up front, `<root>/tmp/` when a streamed file's digest is known only at the end; both on the same
-file system) and are renamed over the final name with `os.replace`. A crash leaves a stray temp
-file (removed by `maintenance.gc`) but never a partial blob under a final name, and two writers
-of one blob both succeed because they rename identical bytes. There is no fsync: a blob torn by
-a power cut is caught by `VerifyingStore` on its next read and recomputed, which is cheaper than
-an fsync per build output.
+Atomicity (cas/atomic.py): bytes go to a temporary file (`.tmp-*` in the shard directory when the
+digest is known up front, `<root>/tmp/` when a streamed file's digest is known only at the end;
+both on the same file system) and are renamed over the final name only once fully written. A
+crash leaves a stray temp file (removed by `maintenance.gc`) but never a partial blob under a
+final name, and two writers of one blob both succeed because they rename identical bytes. There
+is no fsync: a blob torn by a power cut is caught by `VerifyingStore` on its next read and
+recomputed, which is cheaper than an fsync per build output.
 
 This layer does *not* re-hash on read (`VerifyingStore` does, composed on top); it only turns a
 zstd decode error into `CorruptBlob`.
@@ -32,7 +32,8 @@ import zstandard
 
 from .blobstore import BlobNotFound, CorruptBlob
 from .digest import Digest
-from .home import TMP_PREFIX, iter_sharded, shard, temp_file, unlink_quietly
+from .atomic import TMP_PREFIX, atomic_file, commit, discard, temp_file
+from .home import iter_sharded, shard
 
 LEVEL = 3
 # Files up to this size are read whole (one read, one compress call); larger ones stream.
@@ -148,22 +149,14 @@ class LocalZstdStore:
         if os.path.exists(path):
             self._touch(d.hash, path)
             return d
-        directory = os.path.dirname(path)
-        fd, tmp = temp_file(directory)
-        try:
-            with open(fd, "wb") as out:
-                if len(data) <= SMALL_BLOB:
-                    out.write(self._cctx().compress(data))
-                else:
-                    view = memoryview(data)
-                    with self._cctx().stream_writer(out, size=len(data), closefd=False) as w:
-                        for i in range(0, len(view), _CHUNK):
-                            w.write(view[i : i + _CHUNK])
-                os.fchmod(out.fileno(), BLOB_MODE)
-            os.replace(tmp, path)
-        except BaseException:
-            unlink_quietly(tmp)
-            raise
+        with atomic_file(path, perms=BLOB_MODE) as out:
+            if len(data) <= SMALL_BLOB:
+                out.write(self._cctx().compress(data))
+            else:
+                view = memoryview(data)
+                with self._cctx().stream_writer(out, size=len(data), closefd=False) as w:
+                    for i in range(0, len(view), _CHUNK):
+                        w.write(view[i : i + _CHUNK])
         self._touched.add(d.hash)
         return d
 
@@ -233,16 +226,12 @@ class LocalZstdStore:
             d = Digest(hasher.hexdigest(), total)
             final = self.path_of(d)
             if os.path.exists(final):
-                unlink_quietly(tmp)
+                discard(tmp)
                 self._touch(d.hash, final)
                 return d
-            try:
-                os.replace(tmp, final)
-            except FileNotFoundError:
-                os.makedirs(os.path.dirname(final), exist_ok=True)
-                os.replace(tmp, final)
+            commit(tmp, final)
         except BaseException:
-            unlink_quietly(tmp)
+            discard(tmp)
             raise
         self._touched.add(d.hash)
         return d

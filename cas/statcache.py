@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import marshal
 import os
-import tempfile
 from typing import Callable, NamedTuple
 
+from .atomic import atomic_file
 from .digest import Digest, digest_file
-from .home import TMP_PREFIX
 
 _FORMAT = "mcpp-statcache-1"
 
@@ -127,21 +126,10 @@ class StatCache:
         """Write the cache atomically if anything changed since load (or the last save)."""
         if not self._dirty:
             return
-        directory = os.path.dirname(self.cache_file) or "."
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
-        try:
-            with open(fd, "wb") as f:
-                marshal.dump((_FORMAT, self._entries), f)
-                f.flush()
-                written = os.fstat(f.fileno()).st_mtime_ns
-            os.replace(tmp, self.cache_file)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
+        with atomic_file(self.cache_file) as f:
+            marshal.dump((_FORMAT, self._entries), f)
+            f.flush()
+            written = os.fstat(f.fileno()).st_mtime_ns
         self._dirty = False
         # Apply the same guard in memory, so a long-lived process behaves like a reload would.
         self._drop_racy(written)

@@ -1,4 +1,5 @@
-"""The build's accelerator set: `[build] accel`, `--accel` and `--no-accel` (DESIGN §7, seed 003).
+"""The build's accelerator set: `[build] accel`, `--accel` and `--no-accel`
+(docs/manifest.md, `[build]`).
 
 `accel = "cuda12.9+{sm_89} ptx>=89, vulkan1.2"` names a *set* of backend entries: a comma
 separates entries, a space separates modifiers inside one entry (commas inside `{...}` belong to
@@ -12,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# The one word of the accelerator vocabulary that is not a backend name (seed 003).
+# The one word of the accelerator vocabulary that is not a backend name: the empty set.
 NONE = "none"
 # Modifier spellings of the portable-form floor: `floor>=` is backend-neutral, `ptx>=` CUDA's.
 FLOOR_SPELLINGS = ("floor", "ptx")

@@ -1,7 +1,9 @@
 """One build, end to end: load the graph, plan actions, run what is stale, report.
 
-This is the only module that ties the layers together; each step below is a call into the
-module that owns the concept (graph, toolchain, planner, incremental state, scheduler, runner).
+This is the only module that ties the layers together, and the build's composition root: the
+`Home` (from `BuildOptions`), the `Stores` opened from it and the `Layout` of `target/` are made
+once here and handed to each step, which is a call into the module that owns the concept
+(graph, toolchain, planner, incremental state, scheduler, runner).
 """
 from __future__ import annotations
 
@@ -12,27 +14,28 @@ import platform as host_platform
 import threading
 from dataclasses import dataclass, field
 
-from mcpp.cas.action import Platform
-from mcpp.cas.action_cache import ActionCache
+from mcpp.cas.atomic import PUBLIC, write_atomic, write_if_changed
 from mcpp.cas.home import Home
-from mcpp.cas.local_store import LocalZstdStore
-from mcpp.cas.materialize import Materializer
 from mcpp.cas.remote.config import RemoteConfigError, RemoteSettings, resolve_settings
-from mcpp.cas.verifying_store import VerifyingStore
+from mcpp.cas.statcache import StatCache
 
 from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
+from . import trust
+from .action_runner import ActionRunner, SandboxRunner
 from .errors import BuildFailed, McppError
-from .execute import ActionRunner, SandboxRunner
 from .explain import ExplainLog
-from .graph import PackageGraph, Selection, load_graph
-from .incremental import BuildState, KeyComputer
-from .pipeline import ActionPipeline, Counters, write_if_changed
+from .incremental import BuildState, KeyComputer, ScanCache
+from .layout import Layout
 from .manifest.load import display_path
+from .package.graph import load_graph
+from .package.model import PackageGraph, Selection
+from .pipeline import ActionPipeline, Counters
 from .plan.planner import Plan, Planner
 from .profiles import Profile, resolve_profile
 from .report import Reporter, Stopwatch
 from .schedule import ScheduleResult, run_graph
+from .stores import Stores
 from .toolchain import Toolchain, resolve_toolchain
 
 
@@ -49,12 +52,16 @@ class BuildOptions:
     remote: str | None = None  # --remote URL; None: MCPP_REMOTE, then [remote] url in config.toml
     remote_upload: bool | None = None  # --remote-upload/--no-remote-upload; None: env, then config
     target_override: str | None = None  # build into this directory instead of <workspace>/target (host tools)
+    # `$MCPP_HOME`, resolved once when the command's options are made; every store, cache and
+    # record of this build (and of the host tool builds it starts) lives under this one home.
+    home: Home = field(default_factory=Home.default)
 
 
 @dataclass
 class BuildOutcome:
     graph: PackageGraph
     plan: Plan
+    layout: Layout
     profile: Profile
     toolchain: Toolchain
     result: ScheduleResult
@@ -73,9 +80,9 @@ def host_triple() -> str:
 class _BuildLock:
     """One build per target directory at a time; a second one waits, saying so (as Cargo)."""
 
-    def __init__(self, target_dir: str, reporter: Reporter):
-        os.makedirs(target_dir, exist_ok=True)
-        self.fd = os.open(os.path.join(target_dir, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    def __init__(self, lock_file: str, reporter: Reporter):
+        os.makedirs(os.path.dirname(lock_file), exist_ok=True)
+        self.fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -89,37 +96,38 @@ class _BuildLock:
 def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
           runner: ActionRunner | None = None) -> BuildOutcome:
     clock = Stopwatch()
-    remote = resolve_remote(opts)
-    graph = load_graph(opts.cwd, opts.manifest_path, opts.selection)
-    graph.target_override = opts.target_override
+    # `--sandbox off` results are never uploaded (engine/trust.py).
+    stores = Stores.open(opts.home, trust.without_upload(resolve_remote(opts), opts.sandbox, reporter.warning))
+    graph = load_graph(opts.cwd, opts.manifest_path, opts.selection, opts.target_override)
     for pkg in graph.order:
         for w in pkg.manifest.warnings:
             reporter.raw_warning(w)
-    toolchain = resolve_toolchain(opts.toolchain or graph.root_manifest.toolchain)
+    toolchain = resolve_toolchain(opts.toolchain or graph.root_manifest.toolchain, opts.home)
     profile = resolve_profile(graph.root_manifest, opts.profile)
-    lock = _BuildLock(graph.target_dir, reporter)
+    layout = Layout.of(graph, profile.name)
+    lock = _BuildLock(layout.lock_file, reporter)
     try:
-        state_dir = os.path.join(graph.target_dir, profile.name, ".mcpp")
-        # The planner needs module scans, which the state caches by source digest.
-        state = BuildState(state_dir, execroot_of(graph))
-        watched = _programs(graph, toolchain, profile, opts, reporter, state_dir)
-        plan = Planner(graph, toolchain, profile, scan=state.scan, with_tests=with_tests,
-                       includes=state.includes).build()
-        result, counters = _execute(plan, graph, toolchain, opts, reporter, state, runner, state_dir, remote)
+        stats = StatCache(layout.stat_cache)
+        state = BuildState(layout.action_state, layout.execroot, stats)
+        scans = ScanCache(layout.scan_cache, stats.digest)
+        watched = _programs(graph, layout, toolchain, profile, opts, reporter)
+        plan = Planner(graph, toolchain, profile, layout=layout, scan=scans.scan, with_tests=with_tests,
+                       includes=scans.includes).build()
+        result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores)
         if opts.target_override is None:  # a host tool's build leaves its source tree alone
-            _write_compile_commands(graph, plan, changed=counters.fresh < len(plan.actions))
+            _write_compile_commands(layout, plan, changed=counters.fresh < len(plan.actions))
     finally:
         lock.release()
-    outcome = BuildOutcome(graph, plan, profile, toolchain, result, clock.elapsed(),
+    outcome = BuildOutcome(graph, plan, layout, profile, toolchain, result, clock.elapsed(),
                            {a.id: state.discovered(a.id) for a in plan.actions}, *watched)
-    record_last_build(counters)
+    record_last_build(opts.home, counters)
     for action_id in counters.healed:
         reporter.warning(f"a cached output of `{action_id}` was missing or corrupt in the store; "
                          "the action ran again and the cache is healed")
     reporter.event("build-finished", success=result.ok, executed=counters.executed,
                    cached=counters.cache_hits, remote=counters.remote_hits, fresh=counters.fresh,
                    failed=len(result.failed),
-                   files_hashed=state.stats.hashed, duration=round(outcome.elapsed, 3))
+                   files_hashed=state.files_hashed, duration=round(outcome.elapsed, 3))
     if not result.ok:
         names = ", ".join(result.failed[:3]) + (" ..." if len(result.failed) > 3 else "")
         raise BuildFailed(f"build failed: {len(result.failed)} action(s) failed ({names})")
@@ -127,10 +135,11 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
     return outcome
 
 
-def _programs(graph: PackageGraph, toolchain: Toolchain, profile: Profile, opts: BuildOptions,
-              reporter: Reporter, state_dir: str) -> tuple[list[str], list[str], bool]:
-    """DESIGN §4 steps 2-3: host tools, then each package's build.star. Returns the files and
-    directories whose change must send the next no-op build down the full path."""
+def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile: Profile, opts: BuildOptions,
+              reporter: Reporter) -> tuple[list[str], list[str], bool]:
+    """Before planning: build the host tools, then evaluate each package's build.star (whose
+    actions and sources the planner needs). Returns the files and directories whose change
+    must send the next no-op build down the full path."""
     from .host_tools import HostTools, ToolBuilder
     from .program.cache import ProgramCache
     from .program.driver import ProgramInputs, check_loads, evaluate
@@ -142,22 +151,24 @@ def _programs(graph: PackageGraph, toolchain: Toolchain, profile: Profile, opts:
         def build_package(cwd: str, selection: Selection, target_dir: str):
             sub = BuildOptions(cwd=cwd, profile=profile.name, selection=selection, jobs=opts.jobs,
                                toolchain=opts.toolchain or graph.root_manifest.toolchain, sandbox=opts.sandbox,
-                               remote=opts.remote, remote_upload=opts.remote_upload, target_override=target_dir)
+                               remote=opts.remote, remote_upload=opts.remote_upload, target_override=target_dir,
+                               home=opts.home)
             quiet = Reporter(quiet=True, color="always" if reporter.color else "never", out=reporter.err,
                              err=reporter.err)
             outcome = build(sub, quiet)
             return outcome.plan.execroot, {a.name: a.path for a in outcome.plan.artifacts if a.kind == "bin"}
 
-        tools = ToolBuilder(graph, toolchain.identity, host_triple(), profile.name, build_package,
-                            reporter.status).resolve()
-    home = Home.default()
+        # A tool an `off` build makes is published apart from hermetic ones (engine/trust.py).
+        tools = ToolBuilder(graph, toolchain.identity, trust.tool_host(host_triple(), opts.sandbox), profile.name,
+                            build_package, reporter.status, opts.home).resolve()
+    home = opts.home
     inputs = ProgramInputs(
-        out_root=os.path.join(graph.target_dir, profile.name), profile=profile.name,
+        gen_dir=layout.gen_dir, profile=profile.name,
         target=graph.context.target.text, host=graph.context.host.text,
         accel=tuple((e.name, e.version, e.archs, e.floor) for e in graph.context.accel.entries),
         tools_of=tools.visible_to,
         payload_dir=lambda ns, name, version: _payload_dir(home, ns, name, version))
-    watched, reads_env = evaluate(graph, checked, inputs, ProgramCache(state_dir), reporter)
+    watched, reads_env = evaluate(graph, checked, inputs, ProgramCache(layout.program_cache), reporter)
     # Every package's build.star, present or not: one appearing must end the no-op.
     programs = [os.path.join(p.root, PROGRAM_NAME) for p in graph.order]
     return watched + programs + tools.watched_files, tools.watched_dirs, reads_env
@@ -181,41 +192,29 @@ def _hits(counters: Counters) -> str:
 def resolve_remote(opts: BuildOptions) -> RemoteSettings | None:
     """`--remote` > `MCPP_REMOTE` > `[remote]` in `$MCPP_HOME/config.toml` (cas/remote/config.py)."""
     try:
-        return resolve_settings(opts.remote, opts.remote_upload, os.environ, Home.default().root)
+        return resolve_settings(opts.remote, opts.remote_upload, os.environ, opts.home.root)
     except RemoteConfigError as e:
         raise McppError(str(e)) from None
 
 
-def execroot_of(graph: PackageGraph) -> str:
-    """The directory every action runs under: the common ancestor of all package roots."""
-    return os.path.commonpath([p.root for p in graph.order] + [graph.workspace_root, graph.target_dir])
-
-
-def record_last_build(counters: Counters) -> None:
+def record_last_build(home: Home, counters: Counters) -> None:
     """Remember the hit rate of this build for `mcpp cache stats`."""
-    home = Home.default()
-    path = os.path.join(home.root, "last-build.json")
     data = {"fresh": counters.fresh, "cache_hits": counters.cache_hits, "remote_hits": counters.remote_hits,
             "executed": counters.executed, "failed": counters.failed}
     try:
-        os.makedirs(home.root, exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(data, f)
-        os.replace(tmp, path)
+        write_atomic(str(home.last_build), json.dumps(data), mode=PUBLIC)
     except OSError:
         pass
 
 
-def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildOptions,
-             reporter: Reporter, state: BuildState, runner: ActionRunner | None,
-             state_dir: str, remote_settings: RemoteSettings | None = None) -> tuple[ScheduleResult, Counters]:
-    platform = Platform(toolchain.identity, host_triple())
+def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolchain, opts: BuildOptions,
+              reporter: Reporter, state: BuildState, scans: ScanCache, runner: ActionRunner | None,
+              stores: Stores) -> tuple[ScheduleResult, Counters]:
+    """Schedule every action of the plan through the pipeline; save the state, also on failure."""
+    # `--sandbox off` results are keyed apart (engine/trust.py).
+    platform = trust.platform_for(toolchain.identity, host_triple(), opts.sandbox)
     keys = KeyComputer(state, platform, plan.generated)
-    home = Home.default()
-    local = LocalZstdStore(home.cas)
-    store = VerifyingStore(local)
-    mat = Materializer(store, home.mat)
+    store, mat = stores.blobs, stores.mat
     if runner is None:
         staged: dict[str, str] = {}  # one file has one content during a build: resolve it once
 
@@ -229,17 +228,18 @@ def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildO
                 staged[rel] = path
             return path
 
-        runner = SandboxRunner(lambda: _make_sandbox(opts.sandbox, str(home.root), reporter),
+        runner = SandboxRunner(lambda: _make_sandbox(opts.sandbox, str(stores.home.root), reporter),
                                plan.execroot, stage)
     jobs = opts.jobs or os.cpu_count() or 1
     workers, slots = jobs, None
-    remote = _remote_cache(remote_settings, home, store, plan, reporter) if remote_settings else None
+    remote = stores.remote_cache(_content_of(plan), reporter.warning,
+                                 note=lambda text: reporter.raw_warning(f"note: {text}"))
     if remote is not None:
         # Remote lookups mostly wait on the server: let several overlap, but run at most -j
         # local processes (the pipeline takes a slot around each one).
         workers, slots = max(jobs, min(4 * jobs, 32)), threading.BoundedSemaphore(jobs)
-    pipeline = ActionPipeline(plan, state, keys, runner, store, ActionCache(home.ac), mat, reporter,
-                              ExplainLog(state_dir, f"{platform.toolchain} on {platform.host}"), remote, slots)
+    pipeline = ActionPipeline(plan, state, keys, runner, stores, reporter,
+                              ExplainLog(layout.explain_log, f"{platform.toolchain} on {platform.host}"), remote, slots)
     packages = {p.name: p for p in graph.order}
     announced: set[str] = set()
     reporter.event("build-started", actions=len(plan.actions), jobs=jobs)
@@ -256,7 +256,7 @@ def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildO
     completed = False
     try:
         result = run_graph([a.id for a in plan.actions], plan.prereqs, jobs=workers, check=pipeline.check,
-                           execute=pipeline.execute, finish=pipeline.finish, keep_going=opts.keep_going,
+                           execute=pipeline.restore_or_run, finish=pipeline.finish, keep_going=opts.keep_going,
                            on_start=on_start, on_progress=reporter.progress)
         completed = True
     finally:
@@ -264,15 +264,15 @@ def _execute(plan: Plan, graph: PackageGraph, toolchain: Toolchain, opts: BuildO
             runner.shutdown()  # also on Ctrl-C: kills running actions, removes their directories
         reporter.end_progress()
         state.save()
+        scans.save()
         pipeline.explain.save()
         if remote is not None:
             remote.close(wait=completed)  # uploads still queued finish before `Finished`
     return result, pipeline.counters
 
 
-def _remote_cache(settings: RemoteSettings, home: Home, store: VerifyingStore, plan: Plan, reporter: Reporter):
-    from mcpp.cas.remote.cache import RemoteCache  # imports gRPC: only builds with a remote pay for it
-
+def _content_of(plan: Plan):
+    """An input's bytes for the remote cache: a generated file's from the plan, else the file's."""
     def content_of(rel: str) -> bytes:
         data = plan.generated.get(rel)
         if data is not None:
@@ -280,7 +280,7 @@ def _remote_cache(settings: RemoteSettings, home: Home, store: VerifyingStore, p
         with open(os.path.join(plan.execroot, rel), "rb") as f:
             return f.read()
 
-    return RemoteCache(settings, home, store, content_of, reporter.warning)
+    return content_of
 
 
 _SANDBOX_WARNED: set[str] = set()
@@ -305,10 +305,10 @@ def _shown_dir(path: str) -> str:
     return "." if shown in ("", ".") else shown
 
 
-def _write_compile_commands(graph: PackageGraph, plan: Plan, changed: bool) -> None:
+def _write_compile_commands(layout: Layout, plan: Plan, changed: bool) -> None:
     """For clangd and friends. When every action was up to date the commands are the ones the
     file already holds, so a no-op build does not serialize them again."""
-    path = os.path.join(graph.workspace_root, "compile_commands.json")
+    path = layout.compile_commands
     if not changed and os.path.exists(path):
         return
     data = (json.dumps(plan.compile_commands, indent=1) + "\n").encode()
@@ -319,13 +319,13 @@ def _write_compile_commands(graph: PackageGraph, plan: Plan, changed: bool) -> N
 def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     """Let the next identical `mcpp build` answer from stats alone (engine/noop.py)."""
     from . import noop
-    from .plan.sources import glob_roots
+    from .package.sources import glob_roots
 
     plan, graph = outcome.plan, outcome.graph
-    if outcome.reads_env:
+    if outcome.reads_env or _planned_nothing_for_sources(outcome):
         return
     files = [graph.root_manifest.path] + [p.manifest.path for p in graph.order] + noop.engine_files()
-    files.append(os.path.join(graph.workspace_root, "compile_commands.json"))
+    files.append(outcome.layout.compile_commands)
     files += outcome.watched_files
     # A manifest appearing above the working directory could make it a workspace member.
     files += [os.path.join(d, "mcpp.toml") for d in noop.ancestors(os.getcwd())]
@@ -345,3 +345,20 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
     line = None if quiet else ("Finished".rjust(12), f"{outcome.profile.summary} in {{elapsed}}")
     noop.record(argv, line, files, dirs, len(plan.actions))
+
+
+def _planned_nothing_for_sources(outcome: BuildOutcome) -> bool:
+    """A package with sources that planned no action is not a result to remember: whatever hid
+    its sources (an unreadable directory, a file caught mid-move) must be looked at again by the
+    next build, not answered `Finished` from stats that a `chmod` does not change."""
+    from .package.sources import package_sources
+
+    planned = set(outcome.plan.package_of.values())
+    for pkg in outcome.graph.order:
+        if pkg.name not in planned:
+            try:
+                if any(s.role != "device" for s in package_sources(pkg)):
+                    return True
+            except McppError:
+                return True
+    return False

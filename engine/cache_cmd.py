@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import click
 
@@ -106,7 +105,21 @@ def cache_clean():
 
 def _last_build(home: Home) -> dict | None:
     try:
-        with open(os.path.join(home.root, "last-build.json")) as f:
+        with open(home.last_build) as f:
             return json.load(f)
     except (OSError, ValueError):
         return None
+
+
+@cache_group.command("keygen")
+@click.argument("name")
+def cache_keygen(name):
+    """Create a signing key pair for the remote cache: NAME.secret (mode 0600) and NAME.public."""
+    from mcpp.cas.remote.signing import SigningKeyError, write_key_pair
+
+    try:
+        secret, public, key = write_key_pair(name)
+    except SigningKeyError as e:
+        raise McppError(str(e)) from None
+    click.echo(f"wrote {secret} (keep it secret: only the machine that uploads needs it) and {public}", err=True)
+    click.echo(str(key))

@@ -1,7 +1,8 @@
 """The `mcpp` command line (click). Parses flags, calls the engine, renders errors.
 
 Nothing below this module prints an error or exits: they raise `McppError`, and `main` turns it
-into `error: ...` and the exit code of DESIGN §2. A Python traceback reaching a user is a bug.
+into `error: ...` and its exit code (`errors.py`: 2 for a usage or manifest error, 1 for a failed
+build, test or run). A Python traceback reaching a user is a bug.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from mcpp.sandbox import NAMES as SANDBOXES
 from .build import BuildOptions, build
 from .cache_cmd import cache_group
 from .errors import EXIT_USER_ERROR, McppError
-from .graph import Selection
+from .package.graph import load_graph
+from .package.model import Selection
 from .report import Reporter
 
 
@@ -43,7 +45,7 @@ def _split_features(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def context_flags() -> list:
-    """What a manifest is folded for (DESIGN §2): shared by build, run, test and metadata."""
+    """What a manifest is folded for: shared by build, run, test and metadata."""
     return [
         click.option("--target", "target", metavar="TRIPLE", default=None,
                      help="Target triple (default: the host); selects [target.<triple>] and cfg(...) sections."),
@@ -64,7 +66,7 @@ def _apply(options):
 
 
 def build_flags(fn):
-    """The flags `build`, `run` and `test` share (DESIGN §2)."""
+    """The flags `build`, `run` and `test` share."""
     options = [
         click.option("--release", is_flag=True, help="Build with the release profile."),
         click.option("--profile", "profile", metavar="NAME", help="Build with the named profile."),
@@ -150,7 +152,7 @@ def build_cmd(ctx: _Ctx, **kw):
 @click.pass_obj
 def run_cmd(ctx: _Ctx, args, **kw):
     """Build, then run a binary: mcpp run [BIN] [-- ARGS]."""
-    from .run import run_binary
+    from .run_command import run_binary
 
     # click drops a leading `--` but keeps a later one; the raw command line tells them apart.
     args = list(args)
@@ -176,7 +178,7 @@ def run_cmd(ctx: _Ctx, args, **kw):
 @click.pass_obj
 def test_cmd(ctx: _Ctx, pattern, **kw):
     """Build and run tests/*.cpp, one binary each."""
-    from .testing import run_tests
+    from .test_command import run_tests
 
     opts = _options(ctx, kw, with_dev=True)
     reporter = ctx.reporter(kw["message_format"])
@@ -188,8 +190,6 @@ def test_cmd(ctx: _Ctx, pattern, **kw):
 @click.pass_obj
 def clean_cmd(ctx: _Ctx):
     """Remove target/."""
-    from .graph import load_graph
-
     graph = load_graph(os.getcwd(), ctx.manifest_path, Selection())
     target = graph.target_dir
     if os.path.isdir(target):
@@ -219,11 +219,11 @@ cli.add_command(cache_group)
 def explain_cmd(ctx: _Ctx, action, **kw):
     """Why ACTION ran: its key inputs and what changed since the run before."""
     from .explain import explain_lines, find_action, load_records
-    from .graph import load_graph
+    from .layout import Layout
 
     opts = _options(ctx, kw)
     graph = load_graph(opts.cwd, opts.manifest_path, Selection())
-    records = load_records(os.path.join(graph.target_dir, opts.profile, ".mcpp", "explain"))
+    records = load_records(Layout.of(graph, opts.profile).explain_log)
     action_id = find_action(records, action)
     click.echo("\n".join(explain_lines(action_id, records[action_id])))
 

@@ -1,7 +1,7 @@
 """User-facing errors. One type carries the position; the CLI renders it; nothing below prints.
 
-Exit codes follow DESIGN §2: 1 for a build, test or run failure, 2 for usage, manifest and
-build-program errors.
+Exit codes: 1 for a build, test or run failure, 2 for usage, manifest and build-program errors,
+so a script can tell "the input is wrong" from "the build failed".
 """
 from __future__ import annotations
 

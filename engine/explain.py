@@ -8,10 +8,10 @@ before. The log is only read and written when something ran: a no-op build never
 from __future__ import annotations
 
 import marshal
-import os
-import tempfile
 
 from mcpp.cas.action import Action
+from mcpp.cas.atomic import atomic_file
+from mcpp.cas.remote.trust import describe as describe_origin
 
 from .errors import McppError
 
@@ -19,8 +19,8 @@ _FORMAT = "mcpp-explain-1"
 
 
 class ExplainLog:
-    def __init__(self, state_dir: str, platform: str):
-        self.file = os.path.join(state_dir, "explain")
+    def __init__(self, path: str, platform: str):
+        self.file = path
         self.platform = platform
         self._records: dict[str, list[dict]] | None = None
         self._dirty = False
@@ -30,17 +30,23 @@ class ExplainLog:
             self._records = load_records(self.file)
         return self._records
 
-    def record(self, action: Action, key: str, inputs: dict, keys) -> None:
+    def record(self, action: Action, key: str, inputs: dict, keys, origin: dict | None = None,
+               outputs: dict[str, str] | None = None) -> None:
         rec = {
             "key": key,
             "argv": list(action.argv),
             "env": dict(action.env),
             "inputs": {p: str(d) for p, d in inputs.items()},
-            "tools": {t: str(keys.state.tool_digest(t)) for t in action.tools},
+            "tools": {t: str(keys.tool_digest(t)) for t in action.tools},
             "platform": self.platform,
+            "origin": origin,  # where the result came from (cas/remote/trust.py)
+            "outputs": outputs or {},  # output path -> digest
         }
         history = self._load().setdefault(action.id, [])
         if history and history[-1]["key"] == key:
+            if (history[-1].get("origin"), history[-1].get("outputs")) != (origin, rec["outputs"]):
+                history[-1].update(origin=origin, outputs=rec["outputs"])  # same key, result restored anew
+                self._dirty = True
             return
         history.append(rec)
         del history[:-2]
@@ -49,11 +55,8 @@ class ExplainLog:
     def save(self) -> None:
         if not self._dirty:
             return
-        os.makedirs(os.path.dirname(self.file), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(self.file))
-        with open(fd, "wb") as f:
+        with atomic_file(self.file) as f:
             marshal.dump((_FORMAT, self._records), f)
-        os.replace(tmp, self.file)
         self._dirty = False
 
 
@@ -88,6 +91,10 @@ def explain_lines(action_id: str, history: list[dict]) -> list[str]:
     lines += [f"  {p} {d}" for p, d in sorted(last["inputs"].items())]
     lines.append("tools:")
     lines += [f"  {t} {d}" for t, d in sorted(last["tools"].items())]
+    lines.append("origin: " + describe_origin(last.get("origin")))
+    if last.get("outputs"):
+        lines.append("outputs:")
+        lines += [f"  {p} {d}" for p, d in sorted(last["outputs"].items())]
     if len(history) < 2:
         lines.append("changed: nothing to compare with (this is the first recorded run)")
         return lines

@@ -2,7 +2,7 @@
 target `x` for the build machine and hands its path to build programs (`mcpp.dep_bin`).
 
 The tool store (`$MCPP_HOME/tool/<index>/<name>@<version>+<key>/bin/<tool>`) holds each build
-of a tool under a key of everything its bytes depend on (seed 000): the package's identity and
+of a tool under a key of everything its bytes depend on: the package's identity and
 version, the host triple, the compiler's identity, the profile, the features, the versions of
 its transitive dependencies, and for a path dependency a stamp of its source trees (every file's
 relative path, size and modification time). Editing a tool's source with its version unchanged
@@ -28,12 +28,15 @@ from typing import Callable
 
 import blake3
 
+from mcpp.cas.atomic import commit
 from mcpp.cas.home import Home
 
 from .errors import BuildFailed, ManifestError
-from .graph import Package, PackageGraph, Selection, load_graph, requested_features
 from .manifest.model import DependencySpec
-from .plan.planner import targets_of
+from .package.features import requested_features
+from .package.graph import load_graph
+from .package.model import Package, PackageGraph, Selection, declared_by
+from .package.targets import targets_of
 
 PATH_INDEX = "path"  # the <index> of tools that come from path dependencies
 
@@ -48,26 +51,28 @@ class HostTool:
 
 @dataclass
 class HostTools:
-    by_spec: dict[int, list[HostTool]] = field(default_factory=dict)  # id(DependencySpec) -> tools
+    # declared_by(package, its tool entry) -> the tools that entry builds
+    by_entry: dict[tuple[Package, tuple], list[HostTool]] = field(default_factory=dict)
     watched_files: list[str] = field(default_factory=list)  # what the stamps read (no-op record)
     watched_dirs: list[str] = field(default_factory=list)
 
     def visible_to(self, pkg: Package) -> list[HostTool]:
         """The tools `pkg`'s build program may ask for with `mcpp.dep_bin`."""
-        out = [t for spec in pkg.tool_edges for t in self.by_spec.get(id(spec), ())]
+        out = [t for spec in pkg.tool_edges for t in self.by_entry.get(declared_by(pkg, spec), ())]
         for spec, dep in pkg.edges:
             reexported = [s for s in dep.manifest.dependencies if s.reexport]
             for f in sorted(requested_features(spec, dep)):
                 reexported += [s for s in dep.manifest.feature_deps.get(f, ()) if s.reexport]
             for s in reexported:
-                out += self.by_spec.get(id(s), ())
+                out += self.by_entry.get(declared_by(dep, s), ())
         return list(dict.fromkeys(out))
 
 
 def source_stamp(packages: list[Package], files: list[str], dirs: list[str]) -> str:
     """Every file's relative path, size and mtime under each package root (not `target/`, not
-    hidden entries): a path dependency's sources in the form its kind offers (seed 000). Where
-    the tree lives is not part of it: an identical copy elsewhere is the same tool."""
+    hidden entries): a path dependency's sources in the form its kind offers, as cheap as a stat
+    and never missing an edit that keeps the version. Where the tree lives is not part of it: an
+    identical copy elsewhere is the same tool."""
     h = blake3.blake3()
     for pkg in packages:
         root = pkg.root
@@ -98,14 +103,14 @@ class ToolBuilder:
 
     def __init__(self, graph: PackageGraph, toolchain_identity: str, host: str, profile: str,
                  build_package: Callable[[str, Selection, str], tuple[str, dict[str, str]]],
-                 status: Callable[[str, str], None], home: Home | None = None):
+                 status: Callable[[str, str], None], home: Home):
         self.graph = graph
         self.toolchain_identity = toolchain_identity
         self.host = host
         self.profile = profile
         self.build_package = build_package
         self.status = status
-        self.home = home or Home.default()
+        self.home = home
 
     def resolve(self) -> HostTools:
         tools = HostTools()
@@ -115,7 +120,7 @@ class ToolBuilder:
                 ident = (spec.path, tuple(sorted(spec.features)), spec.default_features, tuple(spec.tools))
                 if ident not in done:
                     done[ident] = self._resolve(spec, tools)
-                tools.by_spec[id(spec)] = [HostTool(spec.key, spec.display, t.tool, t.path) for t in done[ident]]
+                tools.by_entry[declared_by(pkg, spec)] = [HostTool(spec.key, spec.display, t.tool, t.path) for t in done[ident]]
         return tools
 
     def _resolve(self, spec: DependencySpec, tools: HostTools) -> list[HostTool]:
@@ -176,6 +181,6 @@ class ToolBuilder:
                 for t in spec.tools:
                     if not os.path.isfile(os.path.join(entry, "bin", t)):
                         os.makedirs(os.path.join(entry, "bin"), exist_ok=True)
-                        os.replace(os.path.join(tmp, "bin", t), os.path.join(entry, "bin", t))
+                        commit(os.path.join(tmp, "bin", t), os.path.join(entry, "bin", t))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

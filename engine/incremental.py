@@ -6,51 +6,63 @@ now (argv, env, input digests, discovered-input digests, tools, platform) equals
 one and every output still holds the recorded bytes. File digests come from the stat cache, so
 a no-op build stats every input once and hashes nothing.
 
-The state lives in `target/<profile>/.mcpp/`: losing it only costs a rebuild (or, with the
-action cache, a restore); it is written atomically at the end of every build, also a failed one.
+The state lives in `target/<profile>/.mcpp/` (engine/layout.py): losing it only costs a rebuild
+(or, with the action cache, a restore); it is written atomically at the end of every build, also
+a failed one.
 """
 from __future__ import annotations
 
 import marshal
 import os
-import tempfile
+from typing import Callable, Mapping
 
 from mcpp.cas.action import Action, Platform, action_key
+from mcpp.cas.atomic import atomic_file
 from mcpp.cas.digest import Digest, digest_bytes
 from mcpp.cas.statcache import StatCache
 
 from .modules.scanner import ModuleUnit, scan_source
 from .plan.include_scan import parse_includes
 
-_FORMAT = "mcpp-state-2"
+_FORMAT = "mcpp-state-3"
+_SCAN_FORMAT = "mcpp-scans-1"
 _MISSING = Digest("missing", 0)
 
 
+def _load(path: str, fmt: str, empty: tuple) -> tuple:
+    """The payload of a marshal file written by `_save` with format `fmt`, else `empty`
+    (missing, unreadable, or written by another version: all mean "start over")."""
+    try:
+        with open(path, "rb") as f:
+            found, *payload = marshal.load(f)
+        if found == fmt and len(payload) == len(empty):
+            return tuple(payload)
+    except (OSError, EOFError, ValueError, TypeError):
+        pass
+    return empty
+
+
+def _save(path: str, fmt: str, *payload) -> None:
+    with atomic_file(path) as f:
+        marshal.dump((fmt, *payload), f)
+
+
 class BuildState:
-    def __init__(self, state_dir: str, execroot: str):
-        self.dir = state_dir
+    """Each action's last successful run: key, discovered inputs, output digests."""
+
+    def __init__(self, path: str, execroot: str, stats: StatCache):
+        self.file = path
         self.execroot = execroot
-        self.file = os.path.join(state_dir, "actions")
-        self.stats = StatCache(os.path.join(state_dir, "stat"))
+        self.stats = stats
         # id -> (key, discovered tuple, {output: digest str})
-        self.actions: dict[str, tuple[str, tuple[str, ...], dict[str, str]]] = {}
-        self.scans: dict[str, tuple] = {}  # source digest -> ModuleUnit fields
-        self.include_scans: dict[str, tuple | None] = {}  # file digest -> include directives
+        self.actions: dict[str, tuple[str, tuple[str, ...], dict[str, str]]]
+        (self.actions,) = _load(path, _FORMAT, ({},))
         self._dirty = False
-        try:
-            with open(self.file, "rb") as f:
-                fmt, actions, scans, include_scans = marshal.load(f)
-            if fmt == _FORMAT:
-                self.actions, self.scans, self.include_scans = actions, scans, include_scans
-        except (OSError, EOFError, ValueError, TypeError):
-            pass
 
     # -- digests ---------------------------------------------------------------------------------
     def digest(self, rel: str) -> Digest:
-        try:
-            return self.stats.digest(os.path.join(self.execroot, rel))
-        except (FileNotFoundError, NotADirectoryError):
-            return _MISSING
+        """The digest of an execroot-relative file, or a fixed "missing" digest."""
+        return self.tool_digest(os.path.join(self.execroot, rel))
 
     def tool_digest(self, path: str) -> Digest:
         try:
@@ -58,29 +70,13 @@ class BuildState:
         except (FileNotFoundError, NotADirectoryError):
             return _MISSING
 
-    # -- module scan cache --------------------------------------------------------------------------
-    def scan(self, abs_path: str) -> ModuleUnit:
-        d = self.stats.digest(abs_path)
-        hit = self.scans.get(d.hash)
-        if hit is not None:
-            return ModuleUnit(*hit)
-        with open(abs_path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-        unit = scan_source(text, os.path.relpath(abs_path))
-        self.scans[d.hash] = (unit.module, unit.exported, unit.imports, unit.global_fragment, unit.import_lines)
-        self._dirty = True
-        return unit
+    def remember_output(self, rel: str, digest: Digest) -> None:
+        """An output just written or restored has `digest`: the next build stats it, never hashes."""
+        self.stats.remember(os.path.join(self.execroot, rel), digest)
 
-    def includes(self, abs_path: str):
-        """The `#include` directives of a file (engine/plan/include_scan.py), cached by digest."""
-        d = self.stats.digest(abs_path)
-        if d.hash in self.include_scans:
-            return self.include_scans[d.hash]
-        with open(abs_path, "rb") as f:
-            directives = parse_includes(f.read())
-        self.include_scans[d.hash] = directives
-        self._dirty = True
-        return directives
+    @property
+    def files_hashed(self) -> int:
+        return self.stats.hashed
 
     # -- action records ----------------------------------------------------------------------------
     def discovered(self, action_id: str) -> tuple[str, ...]:
@@ -99,15 +95,54 @@ class BuildState:
         return self.actions.get(action_id)
 
     def save(self) -> None:
+        """Write the stat cache and the records (each only when it changed)."""
         self.stats.save()
-        if not self._dirty:
-            return
-        os.makedirs(self.dir, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.dir)
-        with open(fd, "wb") as f:
-            marshal.dump((_FORMAT, self.actions, self.scans, self.include_scans), f)
-        os.replace(tmp, self.file)
+        if self._dirty:
+            _save(self.file, _FORMAT, self.actions)
+            self._dirty = False
+
+
+class ScanCache:
+    """What the planner learns by reading sources, cached by content digest: each C++ source's
+    module declarations and each file's `#include` directives. A file whose digest is unchanged
+    is not read again; `digest(abs_path)` comes from the stat cache, so that costs a stat."""
+
+    def __init__(self, path: str, digest: Callable[[str], Digest]):
+        self.file = path
+        self._digest = digest
+        self.scans: dict[str, tuple]  # source digest -> ModuleUnit fields
+        self.include_scans: dict[str, tuple | None]  # file digest -> include directives
+        self.scans, self.include_scans = _load(path, _SCAN_FORMAT, ({}, {}))
         self._dirty = False
+
+    def scan(self, abs_path: str) -> ModuleUnit:
+        """The module unit of a C++ source (engine/modules/scanner.py)."""
+        d = self._digest(abs_path)
+        hit = self.scans.get(d.hash)
+        if hit is not None:
+            return ModuleUnit(*hit)
+        with open(abs_path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        unit = scan_source(text, os.path.relpath(abs_path))
+        self.scans[d.hash] = (unit.module, unit.exported, unit.imports, unit.global_fragment, unit.import_lines)
+        self._dirty = True
+        return unit
+
+    def includes(self, abs_path: str):
+        """The `#include` directives of a file (engine/plan/include_scan.py)."""
+        d = self._digest(abs_path)
+        if d.hash in self.include_scans:
+            return self.include_scans[d.hash]
+        with open(abs_path, "rb") as f:
+            directives = parse_includes(f.read())
+        self.include_scans[d.hash] = directives
+        self._dirty = True
+        return directives
+
+    def save(self) -> None:
+        if self._dirty:
+            _save(self.file, _SCAN_FORMAT, self.scans, self.include_scans)
+            self._dirty = False
 
 
 class KeyComputer:
@@ -118,13 +153,30 @@ class KeyComputer:
         self.platform = platform
         self.produced: dict[str, Digest] = {}  # outputs of actions settled in this build
         self.generated = {path: digest_bytes(data) for path, data in generated.items()}
+        # Host files a depfile named (absolute paths, engine/depfile.py): hundreds of compiles
+        # read the same system headers, so each is stat'ed once per build, not once per compile.
+        self.host: dict[str, Digest] = {}
 
     def digest_of(self, rel: str) -> Digest:
         d = self.produced.get(rel) or self.generated.get(rel)
+        if d is None and rel.startswith("/"):
+            d = self.host.get(rel)
+            if d is None:
+                d = self.host[rel] = self.state.digest(rel)
         return d if d is not None else self.state.digest(rel)
+
+    def tool_digest(self, path: str) -> Digest:
+        return self.state.tool_digest(path)
 
     def key(self, action: Action, discovered: tuple[str, ...]) -> str:
         return action_key(action, self.platform, self.digest_of, self.state.tool_digest, discovered)
+
+    def outputs_settled(self, outputs: Mapping[str, Digest]) -> None:
+        """Outputs an action just produced or restored: the keys of the actions that read them
+        use these digests, and the stat cache learns them (the next build hashes nothing)."""
+        for rel, digest in outputs.items():
+            self.state.remember_output(rel, digest)
+            self.produced[rel] = digest
 
     def fresh(self, action: Action) -> bool:
         """True when the last run's key still holds and its outputs are intact."""

@@ -1,6 +1,6 @@
 """`mcpp metadata`: the folded manifests and the package graph of one build, as the engine sees them.
 
-It loads the graph through the same funnel as `build`, `run` and `test` (`graph.load_graph`:
+It loads the graph through the same funnel as `build`, `run` and `test` (`package.graph.load_graph`:
 target, accelerator set and features applied, `[target.<selector>]` folded), so what it prints is
 what a build with the same flags would read, never a second interpretation. `--target` may name
 any known triple here: nothing is compiled, so a cross target can be inspected before the engine
@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import json
 
-from .graph import Package, PackageGraph, Selection, load_graph
 from .manifest.flat import flat_lines, jsonable
 from .manifest.load import display_path
 from .manifest.model import PayloadSpec
+from .package.graph import load_graph
+from .package.model import Package, PackageGraph, Selection
+from .package.sources import package_sources
 
 FORMAT_VERSION = 1
 
@@ -55,8 +57,6 @@ def _payload(p: PayloadSpec) -> dict:
 
 
 def _package(pkg: Package) -> dict:
-    from .plan.sources import package_sources
-
     m = pkg.manifest
     active = sorted(pkg.features)
     return {

@@ -14,7 +14,8 @@ Racy timestamps: a file rewritten within the file system's timestamp tick right 
 record was taken keeps its stat. As in git, an entry stamped no earlier than the record file's
 own mtime is treated as changed.
 
-This module must stay importable with the standard library only: it runs before anything else.
+This module must stay importable with the standard library only (cas/atomic.py is plain `os`):
+it runs before anything else.
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ import sys
 import time
 import zlib
 from array import array
+
+from mcpp.cas.atomic import PUBLIC, write_atomic
 
 _FORMAT = "mcpp-noop-3"
 # Stamps are stored as flat int64 arrays and paths as one NUL-joined string: loading a few
@@ -104,10 +107,7 @@ def _write_last_build(text: str) -> None:
     except OSError:
         pass
     try:
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        write_atomic(path, text, mode=PUBLIC)
     except OSError:
         pass
 
@@ -136,12 +136,8 @@ def record(argv: list[str], line: tuple[str, str] | None, files: list[str], dirs
     ident = _ident(argv)
     path = _record_path(ident)
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            marshal.dump((_FORMAT, ident, line, "\0".join(paths), stamps.tobytes(), "\0".join(dir_paths),
-                          dir_stamps.tobytes(), last_build), f)
-        os.replace(tmp, path)
+        write_atomic(path, marshal.dumps((_FORMAT, ident, line, "\0".join(paths), stamps.tobytes(),
+                                          "\0".join(dir_paths), dir_stamps.tobytes(), last_build)), mode=PUBLIC)
     except OSError:
         pass
 

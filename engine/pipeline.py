@@ -15,8 +15,8 @@
    action cache, so the next build anywhere on this `$MCPP_HOME` is a hit (and, with
    `--remote-upload`, the result is queued for upload to the remote cache).
 
-The scheduler calls `check` and `finish` on its own thread and `execute` on worker threads;
-all bookkeeping of keys and state happens on the scheduler's thread.
+The scheduler calls `check` and `finish` on its own thread and `restore_or_run` on worker
+threads; all bookkeeping of keys and state happens on the scheduler's thread.
 """
 from __future__ import annotations
 
@@ -27,18 +27,19 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from mcpp.cas.action import Action
-from mcpp.cas.action_cache import ActionCache, ActionEntry
+from mcpp.cas.action_cache import ActionEntry
+from mcpp.cas.atomic import write_if_changed
 from mcpp.cas.blobstore import StoreError
 from mcpp.cas.digest import Digest
-from mcpp.cas.materialize import Materializer
-from mcpp.cas.verifying_store import VerifyingStore
+from mcpp.cas.remote.trust import event_origin
 
-from .depfile import discovered_inputs
-from .execute import ActionRunner, RunResult
+from .action_runner import ActionRunner, RunResult
+from .discovered_inputs import discovered_inputs
 from .explain import ExplainLog
 from .incremental import BuildState, KeyComputer
 from .plan.planner import Plan
 from .report import Reporter
+from .stores import Stores
 
 if TYPE_CHECKING:  # the remote layer imports gRPC: only builds that use it load it
     from mcpp.cas.remote.cache import RemoteCache
@@ -66,16 +67,15 @@ class Counters:
 
 class ActionPipeline:
     def __init__(self, plan: Plan, state: BuildState, keys: KeyComputer, runner: ActionRunner,
-                 store: VerifyingStore, ac: ActionCache, mat: Materializer, reporter: Reporter,
-                 explain: ExplainLog, remote: "RemoteCache | None" = None,
+                 stores: Stores, reporter: Reporter, explain: ExplainLog, remote: "RemoteCache | None" = None,
                  local_slots: threading.Semaphore | None = None):
         self.plan = plan
         self.state = state
         self.keys = keys
         self.runner = runner
-        self.store = store
-        self.ac = ac
-        self.mat = mat
+        self.store = stores.blobs
+        self.ac = stores.ac
+        self.mat = stores.mat
         self.reporter = reporter
         self.explain = explain
         self.remote = remote
@@ -101,17 +101,20 @@ class ActionPipeline:
         if self.remote is not None:
             # Digests come from the stat cache, which only this thread may use.
             self.remote_keys[action_id] = ({p: self.keys.digest_of(p) for p in a.inputs},
-                                           {t: self.keys.state.tool_digest(t) for t in a.tools})
+                                           {t: self.keys.tool_digest(t) for t in a.tools})
         return False
 
     # -- worker threads ---------------------------------------------------------------------
-    def execute(self, action_id: str) -> Outcome:
+    def restore_or_run(self, action_id: str) -> Outcome:
+        """Restore the outputs from the action cache (or the remote one), else run the action."""
         a = self.by_id[action_id]
         _, candidates = self.candidates[action_id]
         for key, discovered in candidates:
             entry = self.ac.get(key)
             if entry is None or entry.exit_code != 0:
                 continue
+            if self.remote is not None and not self.remote.trust.accepts_local(entry.origin):
+                continue  # fetched from a remote unverified: trusted keys now require a signature
             try:
                 self._restore(a, entry)
                 return Outcome(entry=entry, key=key, discovered=discovered)
@@ -182,18 +185,17 @@ class ActionPipeline:
     def _finish_cached(self, a: Action, outcome: Outcome, status: str = "cached") -> bool:
         entry = outcome.entry
         self._replay(a, entry)
-        outputs = {}
-        for out, (digest, _mode) in entry.outputs.items():
-            self.state.stats.remember(self._abs(out), digest)
-            self.keys.produced[out] = digest
-            outputs[out] = str(digest)
+        self.keys.outputs_settled({out: digest for out, (digest, _mode) in entry.outputs.items()})
+        outputs = {out: str(digest) for out, (digest, _mode) in entry.outputs.items()}
         self.state.record(a.id, outcome.key, outcome.discovered, outputs)
-        self.explain.record(a, outcome.key, self._keyed_inputs(a, outcome.discovered), self.keys)
+        origin = event_origin(status, entry.origin)
+        self.explain.record(a, outcome.key, self._keyed_inputs(a, outcome.discovered), self.keys,
+                            origin=origin, outputs=outputs)
         if status == "remote":
             self.counters.remote_hits += 1
         else:
             self.counters.cache_hits += 1
-        self._event(a, status)
+        self._event(a, status, origin=origin)
         return True
 
     def _finish_run(self, a: Action, outcome: Outcome) -> bool:
@@ -214,9 +216,7 @@ class ActionPipeline:
         if a.depfile:
             with open(self._abs(a.depfile), encoding="utf-8", errors="replace") as f:
                 discovered = discovered_inputs(f.read(), self.plan.execroot, set(a.inputs) | set(a.outputs))
-        for out, digest in outcome.outputs.items():
-            self.state.stats.remember(self._abs(out), digest)
-            self.keys.produced[out] = digest
+        self.keys.outputs_settled(outcome.outputs)
         key = self.keys.key(a, discovered)
         inputs = self._keyed_inputs(a, discovered)
         entry = ActionEntry(
@@ -232,9 +232,11 @@ class ActionPipeline:
         if self.remote is not None and self.remote.upload_enabled:
             self.remote.upload(a, self.keys.platform, self.remote_keys[a.id][1], inputs, discovered, entry)
         self.state.record(a.id, key, discovered, {o: str(d) for o, d in outcome.outputs.items()})
-        self.explain.record(a, key, inputs, self.keys)
+        origin = event_origin("executed", None)
+        self.explain.record(a, key, inputs, self.keys, origin=origin,
+                            outputs={o: str(d) for o, d in outcome.outputs.items()})
         self.counters.executed += 1
-        self._event(a, "executed", exit_code=0, duration=round(res.duration, 3))
+        self._event(a, "executed", exit_code=0, duration=round(res.duration, 3), origin=origin)
         return True
 
     # -- helpers ----------------------------------------------------------------------------------
@@ -262,16 +264,3 @@ class ActionPipeline:
     def _abs(self, rel: str) -> str:
         return os.path.join(self.plan.execroot, rel)
 
-
-def write_if_changed(path: str, data: bytes) -> None:
-    try:
-        with open(path, "rb") as f:
-            if f.read() == data:
-                return
-    except FileNotFoundError:
-        pass
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.{id(data)}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)

@@ -1,7 +1,8 @@
 """Everything the user sees, in one place: Cargo-shaped status lines, the live progress counter,
 warnings, errors, and `--message-format json` events.
 
-Status goes to stdout, `error:`/`warning:` to stderr (DESIGN §2). In JSON mode stdout carries
+Status goes to stdout, `error:`/`warning:` to stderr, so diagnostics stay visible when the
+output is piped. In JSON mode stdout carries
 only JSON objects, one per line, and the human status lines move to stderr so that a consumer
 can parse stdout without filtering.
 """

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from mcpp.cas.atomic import PUBLIC, write_atomic
 from mcpp.cas.digest import digest_file
 from mcpp.cas.home import Home
 
@@ -52,14 +53,14 @@ class Toolchain:
         return tuple(sorted({os.path.dirname(self.cc.path), os.path.dirname(self.cxx.path), os.path.dirname(self.ar)}))
 
 
-def resolve_toolchain(name: str | None) -> Toolchain:
+def resolve_toolchain(name: str | None, home: Home) -> Toolchain:
     name = name or "gcc"
     if name.startswith("path:"):
         raise McppError(f"unknown toolchain `{name}`; accepted values: {', '.join(TOOLCHAIN_NAMES)}")
     if name not in _KNOWN:
         raise McppError(f"unknown toolchain `{name}`; accepted values: {', '.join(TOOLCHAIN_NAMES)}")
     cc_name, cxx_name, family = _KNOWN[name]
-    cache = _ProbeCache(os.path.join(Home.default().root, "toolchains.json"))
+    cache = _ProbeCache(str(home.toolchains))
     cc = cache.probe(_which(cc_name, name))
     cxx = cache.probe(_which(cxx_name, name))
     cache.save()
@@ -104,11 +105,7 @@ class _ProbeCache:
     def save(self) -> None:
         if not self.dirty:
             return
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        tmp = f"{self.path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(self.entries, f)
-        os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(self.entries), mode=PUBLIC)
 
 
 def _run(argv: list[str], check: bool = True) -> str:

@@ -14,6 +14,10 @@ One concept per module, lowest first:
 - `actions`: an mcpp `Action` as REAPI `Command` + input-root `Directory` + `Action`, and the
   header manifests of the two-level lookup;
 - `action_cache`: `RemoteActionCache` (blobs before results; manifests);
+- `signing`: ed25519 keys (`mcpp cache keygen`) and the signature a result carries: what it
+  covers (`SIGNED_FIELDS`), how it travels (`execution_metadata.auxiliary_metadata`);
+- `trust`: `TrustPolicy` (which remote results a build accepts) and the *origin* recorded with
+  every result (`mcpp explain`, JSON events);
 - `cache`: `RemoteCache`, the engine's entry point (lazy connection, one warning and local
   building when the server fails, background uploads);
 - `config`: `--remote` > `MCPP_REMOTE` > `[remote]` in `$MCPP_HOME/config.toml`.
@@ -34,6 +38,8 @@ _EXPORTS = {
     "SideIndex": "side_index",
     "RemoteSettings": "config", "RemoteConfigError": "config", "resolve_settings": "config",
     "parse_remote_url": "config",
+    "SecretKey": "signing", "PublicKey": "signing", "SigningKeyError": "signing",
+    "TrustPolicy": "trust",
 }
 
 

@@ -9,6 +9,8 @@ Two rules live here so no caller can break them:
   one output of a synthetic Action. Updating one is read-merge-write without a lock: two
   machines recording different header sets at the same moment may lose one set, which costs one
   remote miss, never a wrong hit (every set is only a candidate whose full key is then looked up).
+  With a signing key, manifests are signed like any result; with trusted keys, an unsigned one
+  is ignored (it could only point lookups at other keys, each of which is checked itself).
 """
 from __future__ import annotations
 
@@ -20,13 +22,18 @@ from .actions import (MANIFEST_SETS, RemoteAction, decode_manifest, encode_manif
                       manifest_blob_of, manifest_result, merge_manifest)
 from .client import RemoteClient
 from .digests import RemoteDigest
+from .signing import SecretKey, sign
 from .store import RemoteStore
+from .trust import TrustPolicy
 
 
 class RemoteActionCache:
-    def __init__(self, client: RemoteClient, store: RemoteStore) -> None:
+    def __init__(self, client: RemoteClient, store: RemoteStore, sign_key: SecretKey | None = None,
+                 trust: TrustPolicy | None = None) -> None:
         self.client = client
         self.store = store
+        self.sign_key = sign_key
+        self.trust = trust
         # Manifest blobs by digest: many compiles of one package share a header set, so the
         # same small blob would otherwise be downloaded once per compile.
         self._manifests: dict[RemoteDigest, list[tuple[str, ...]]] = {}
@@ -58,8 +65,11 @@ class RemoteActionCache:
 
     def get_manifest(self, first_level: RemoteAction) -> list[tuple[str, ...]]:
         """The header sets recorded for a compile's first-level action, most recent first."""
-        result = self.client.get_action_result(manifest_action(first_level, self.client.digest_function).digest)
+        synthetic = manifest_action(first_level, self.client.digest_function)
+        result = self.client.get_action_result(synthetic.digest)
         if result is None or result.exit_code != 0:
+            return []
+        if self.trust is not None and not self.trust.accept_quietly(synthetic.digest, result):
             return []
         blob = manifest_blob_of(result)
         if blob is None:
@@ -99,6 +109,9 @@ class RemoteActionCache:
 
     def _put_manifest(self, synthetic: RemoteAction, blob: RemoteDigest, data: bytes,
                       sets: list[tuple[str, ...]]) -> None:
-        self.client.update_action_result(synthetic.digest, manifest_result(blob))
+        result = manifest_result(blob)
+        if self.sign_key is not None:
+            sign(result, synthetic.digest, self.sign_key)
+        self.client.update_action_result(synthetic.digest, result)
         with self._lock:
             self._manifests[blob] = sets

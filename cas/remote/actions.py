@@ -35,6 +35,7 @@ from .digests import DigestFunction, RemoteDigest
 ENCODING_VERSION = "mcpp-remote-v1"
 MANIFEST_PATH = "manifest.json"
 MANIFEST_SETS = 8
+HOST_FILE_ROOT = "/usr/"  # where a remote header set may name files outside the execroot
 
 # Where each keyed field of `Action` lands in the remote messages (see the module docstring).
 REMOTE_ENCODING = {
@@ -42,13 +43,17 @@ REMOTE_ENCODING = {
     "env": "Command.environment_variables, sorted by name",
     "outputs": "Command.output_paths, sorted, relative to the working directory",
     "cwd": "Command.working_directory",
-    "inputs": "the input root Directory tree (with the discovered inputs and their digests)",
+    "inputs": "the input root Directory tree (with the discovered inputs and their digests); a discovered "
+              "file outside the execroot (a system header) as Command.platform property `mcpp-host-file` = "
+              "`<path>=<digest>`, as tools are",
     "tools": "Command.platform property `mcpp-tool` = `<path>=blake3:<digest>`",
     "depfile": "Command.platform property `mcpp-depfile`",
 }
 PLATFORM_ENCODING = {
     "toolchain": "Command.platform property `mcpp-toolchain`",
     "host": "Command.platform property `mcpp-host`",
+    "namespace": "Command.platform property `mcpp-namespace`, when not empty (results of non-hermetic "
+                 "runs, which the engine never uploads)",
 }
 
 
@@ -76,6 +81,12 @@ def remote_action(action: Action, platform: Platform, tools: Mapping[str, Digest
         ("mcpp-depfile", action.depfile or ""),
     ]
     props += [("mcpp-tool", f"{t}=blake3:{tools[t]}") for t in action.tools]
+    if platform.namespace:
+        props.append(("mcpp-namespace", platform.namespace))
+    # Host files a depfile named (absolute: `/usr/include/stdio.h`) are keyed like tools: by path
+    # and digest, outside the input root, whose paths are all execroot-relative.
+    host_files = {p: d for p, d in inputs.items() if posixpath.isabs(p)}
+    props += [("mcpp-host-file", f"{p}={d}") for p, d in sorted(host_files.items())]
     command = pb.Command(
         arguments=list(action.argv),
         environment_variables=[pb.Command.EnvironmentVariable(name=k, value=v) for k, v in sorted(action.env)],
@@ -83,7 +94,8 @@ def remote_action(action: Action, platform: Platform, tools: Mapping[str, Digest
         working_directory=cwd,
         platform=_platform(props),
     )
-    return _action(command, input_root(inputs, fn), fn, cwd)
+    tree = {p: d for p, d in inputs.items() if p not in host_files}
+    return _action(command, input_root(tree, fn), fn, cwd)
 
 
 def manifest_action(first_level: RemoteAction, fn: DigestFunction) -> RemoteAction:
@@ -172,6 +184,13 @@ def decode_manifest(data: bytes) -> list[tuple[str, ...]]:
                 return []
             paths = tuple(s)
             for p in paths:
+                if posixpath.isabs(p):
+                    # A system header, keyed as `mcpp-host-file`. The client reads (hashes) every
+                    # file a set names, so a server may name only files under the system root
+                    # a sandboxed compile can read, never `/etc/passwd` or `/home/...`.
+                    if posixpath.normpath(p) != p or not p.startswith(HOST_FILE_ROOT):
+                        return []
+                    continue
                 _parts(p)  # relative, normalized: a path that escapes the execroot is refused
             sets.append(paths)
         return sets[:MANIFEST_SETS]

@@ -11,12 +11,16 @@ between actions; `close` waits for the queue). Everything else is the policy of 
   build goes on locally. A cache must never fail a build that could simply run the action.
 - *Verify*: a blob whose bytes do not match its digest is rejected with a warning and the
   action runs locally (`RemoteStore.fetch`).
+- *Trust only what a trusted key signed* (with `trusted-keys`): a result that is unsigned, signed
+  by another key, or altered after signing is a miss (`trust.TrustPolicy`); with `sign-key`,
+  every uploaded result is signed (`signing.py`).
 - *Publish only what was built from what was keyed*: inputs are re-hashed for the remote key
   from the blob the local store holds under the digest the local key used; when a file no
   longer matches that digest (edited during the build) nothing is uploaded.
 
 A remote hit comes back as a local `ActionEntry` whose blobs are already in the local store, so
-the engine writes it to its local action cache and the next build is a local hit.
+the engine writes it to its local action cache and the next build is a local hit. The entry
+keeps its origin (server, signing key), so it never passes for a result built here.
 """
 from __future__ import annotations
 
@@ -37,7 +41,9 @@ from .client import BlobMissing, RemoteClient, RemoteError, ServerInfo
 from .config import RemoteSettings
 from .digests import RemoteDigest
 from .side_index import SideIndex
+from .signing import sign
 from .store import RemoteCorrupt, RemoteStore
+from .trust import TrustPolicy
 
 SIDE_INDEX = os.path.join("remote", "sha256.idx")
 _UPLOAD_WORKERS = 2
@@ -55,6 +61,7 @@ class RemoteCounters:
     misses: int = 0
     uploaded: int = 0
     rejected: int = 0  # remote results refused because a blob was corrupt
+    refused: int = 0  # remote results refused because no trusted key signed them
 
 
 class _InputChanged(Exception):
@@ -63,9 +70,11 @@ class _InputChanged(Exception):
 
 class RemoteCache:
     def __init__(self, settings: RemoteSettings, home: Home, local: BlobStore,
-                 content_of: Callable[[str], bytes], warn: Callable[[str], None]) -> None:
+                 content_of: Callable[[str], bytes], warn: Callable[[str], None],
+                 note: Callable[[str], None] | None = None) -> None:
         """`content_of(path)` answers an execroot-relative input's bytes (generated files too);
-        `warn(text)` shows a warning (called at most once for the server being unavailable)."""
+        `warn(text)` shows a warning (called at most once for the server being unavailable);
+        `note(text)` a remark (that remote results are not verified, once per build)."""
         self.settings = settings
         self.local = local
         self.content_of = content_of
@@ -73,6 +82,7 @@ class RemoteCache:
         self.index = SideIndex(home.root / SIDE_INDEX)
         self.counters = RemoteCounters()
         self.upload_enabled = settings.upload
+        self.trust = TrustPolicy(settings.url, settings.trusted_keys, warn, note)
         self.info: ServerInfo | None = None
         self._lock = threading.Lock()
         self._client: RemoteClient | None = None
@@ -123,7 +133,12 @@ class RemoteCache:
                 result = ac.get(candidate)
                 if result is None or result.exit_code != 0:
                     continue
-                hit = self._fetch(action, result, headers)
+                origin = self.trust.accept(action.id, candidate.digest, result)
+                if origin is None:
+                    with self._lock:
+                        self.counters.refused += 1
+                    continue
+                hit = self._fetch(action, result, headers, origin)
                 if hit is not None:
                     with self._lock:
                         self.counters.hits += 1
@@ -141,7 +156,7 @@ class RemoteCache:
             self._disable(e)
             return None
 
-    def _fetch(self, action: Action, result, headers: tuple[str, ...]) -> RemoteHit | None:
+    def _fetch(self, action: Action, result, headers: tuple[str, ...], origin: dict) -> RemoteHit | None:
         store = self._store
         assert store is not None
         outputs = result_outputs(action, result)
@@ -165,7 +180,7 @@ class RemoteCache:
                 streams[name] = local[value]
         entry = ActionEntry(
             outputs={p: (local[d], 0o555 if executable else 0o444) for p, (d, executable) in outputs.items()},
-            exit_code=0, stdout=streams.get("stdout"), stderr=streams.get("stderr"))
+            exit_code=0, stdout=streams.get("stdout"), stderr=streams.get("stderr"), origin=origin)
         return RemoteHit(entry, headers)
 
     def _miss(self) -> None:
@@ -203,14 +218,28 @@ class RemoteCache:
                 stderr = store.remote_digest(entry.stderr) if entry.stderr else None
             except (_InputChanged, OSError, StoreError, ValueError):
                 return  # an input changed or a blob vanished: publish nothing rather than a guess
-            ac.record(full, action_result(action, outputs, stdout, stderr), entry.blobs(),
+            result = action_result(action, outputs, stdout, stderr)
+            if self.settings.sign_key is not None:
+                sign(result, full.digest, self.settings.sign_key)
+            ac.record(full, result, entry.blobs(),
                       headers=(first, discovered) if action.depfile else None)
             with self._lock:
                 self.counters.uploaded += 1
         except StoreError:
             return
         except RemoteError as e:
-            self._disable(e)
+            if e.code in _REFUSED:
+                self._refuse_uploads(e)  # a read-only credential: keep reading, stop writing
+            else:
+                self._disable(e)
+
+    def _refuse_uploads(self, e: RemoteError) -> None:
+        with self._lock:
+            if not self.upload_enabled:
+                return
+            self.upload_enabled = False
+        self.warn(f"remote cache at {self.url} refused an upload ({_reason(e)}); "
+                  "this build uploads nothing more (are its credentials read-only?)")
 
     def close(self, wait: bool = True) -> None:
         """Finish (or, with `wait=False`, abandon) queued uploads; save the side index."""
@@ -265,7 +294,8 @@ class RemoteCache:
                 return False
             if self._store is not None:
                 return True
-            client = RemoteClient(self.settings.target, self.settings.instance_name, self.settings.timeout)
+            client = RemoteClient(self.settings.target, self.settings.instance_name, self.settings.timeout,
+                                  self.settings.security)
             try:
                 info = client.connect()
             except RemoteError as e:
@@ -275,7 +305,7 @@ class RemoteCache:
             self.info = info
             self._client = client
             self._store = RemoteStore(client, self.local, self.index)
-            self._ac = RemoteActionCache(client, self._store)
+            self._ac = RemoteActionCache(client, self._store, self.settings.sign_key, self.trust)
             if self.upload_enabled and not info.update_enabled:
                 self.upload_enabled = False
                 self.warn(f"remote cache at {self.url} does not accept action results "
@@ -289,8 +319,27 @@ class RemoteCache:
     def _disable_locked(self, e: RemoteError) -> None:
         if self._disabled:
             return
-        reason = str(e).splitlines()[0] if str(e) else e.code
-        if len(reason) > 200:
-            reason = reason[:197] + "..."
-        self._disabled = reason
-        self.warn(f"remote cache at {self.url} unavailable ({reason}); building locally")
+        reason = self._disabled = _reason(e)
+        self.warn(f"remote cache at {self.url} unavailable ({reason}){_hint(e, self.settings)}; building locally")
+
+
+_REFUSED = ("UNAUTHENTICATED", "PERMISSION_DENIED")
+
+
+def _reason(e: RemoteError) -> str:
+    reason = str(e).splitlines()[0] if str(e) else e.code
+    return reason if len(reason) <= 200 else reason[:197] + "..."
+
+
+def _hint(e: RemoteError, settings: RemoteSettings) -> str:
+    """What to check, for the failures that are about credentials rather than the network."""
+    text = str(e)
+    if e.code in _REFUSED:
+        if settings.security.token:
+            return " (the server refused the token)"
+        return " (the server wants credentials: `token-file` under [remote] or MCPP_REMOTE_TOKEN_FILE)"
+    if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text.lower():
+        return " (TLS: the server's certificate is not signed by a trusted CA; set `tls-ca` under [remote])"
+    if "handshake" in text.lower() or "SSL" in text:
+        return " (TLS handshake failed: check `tls-ca`, `tls-cert` and `tls-key` under [remote])"
+    return ""

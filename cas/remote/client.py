@@ -34,6 +34,7 @@ if _QUIET:
     del os.environ["GRPC_VERBOSITY"]
 
 from . import protocol as pb
+from .config import ChannelSecurity
 from .digests import DigestFunction, RemoteDigest, choose, function_names
 
 CHUNK = 1 << 20  # ByteStream chunk size (at most 1 MiB per message)
@@ -76,14 +77,15 @@ class ServerInfo:
 class RemoteClient:
     """One channel to one server. Thread-safe: gRPC channels and callables are."""
 
-    def __init__(self, target: str, instance_name: str = "", timeout: float = 60.0) -> None:
+    def __init__(self, target: str, instance_name: str = "", timeout: float = 60.0,
+                 security: ChannelSecurity | None = None) -> None:
         self.target = target
         self.instance = instance_name
         self.timeout = timeout
         self.fn: DigestFunction | None = None
         self.batch_limit = DEFAULT_BATCH_LIMIT - _FRAMING
         self.info: ServerInfo | None = None
-        self._channel = grpc.insecure_channel(target, options=[
+        self._channel = _open_channel(target, security, [
             ("grpc.max_receive_message_length", 64 << 20),
             ("grpc.max_send_message_length", 64 << 20),
             ("grpc.enable_http_proxy", 0),
@@ -287,6 +289,23 @@ class RemoteClient:
     def _stream_timeout(self, size: int) -> float:
         # The configured timeout plus a second per MiB: a large blob on a slow link is not a hang.
         return self.timeout + size / CHUNK
+
+
+def _open_channel(target: str, security: ChannelSecurity | None, options: list):
+    """Plain text unless TLS or a token is asked for. A token rides on call credentials, which
+    gRPC sends only over a secure channel: TLS, or local credentials for a unix socket or
+    loopback (config.py refuses a token for anything else)."""
+    if security is None or not (security.tls or security.token):
+        return grpc.insecure_channel(target, options=options)
+    if security.tls:
+        creds = grpc.ssl_channel_credentials(root_certificates=security.ca, private_key=security.key,
+                                             certificate_chain=security.cert)
+    else:
+        kind = grpc.LocalConnectionType.UDS if target.startswith("unix:") else grpc.LocalConnectionType.LOCAL_TCP
+        creds = grpc.local_channel_credentials(kind)
+    if security.token:
+        creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(security.token))
+    return grpc.secure_channel(target, creds, options=options)
 
 
 def _ser(message) -> bytes:

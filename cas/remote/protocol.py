@@ -148,6 +148,12 @@ def _reapi_file() -> descriptor_pb2.FileDescriptorProto:
                                 _field("is_executable", 4, "bool"), _field("contents", 5, "bytes")]),
         _message("OutputDirectory", [_field("path", 1, "string"), _field("tree_digest", 3, digest)]),
         _message("OutputSymlink", [_field("path", 1, "string"), _field("target", 2, "string")]),
+        # Only the fields mcpp writes; a server's others (timestamps, worker) pass through as
+        # unknown fields. `auxiliary_metadata` carries result signatures (signing.py).
+        _message("ExecutedActionMetadata", [
+            _field("worker", 1, "string"),
+            _field("auxiliary_metadata", 11, ".google.protobuf.Any", repeated=True),
+        ]),
         _message("ActionResult", [
             _field("output_files", 2, _RE + "OutputFile", repeated=True),
             _field("output_directories", 3, _RE + "OutputDirectory", repeated=True),
@@ -159,6 +165,7 @@ def _reapi_file() -> descriptor_pb2.FileDescriptorProto:
             _field("output_file_symlinks", 10, _RE + "OutputSymlink", repeated=True),
             _field("output_directory_symlinks", 11, _RE + "OutputSymlink", repeated=True),
             _field("output_symlinks", 12, _RE + "OutputSymlink", repeated=True),
+            _field("execution_metadata", 9, _RE + "ExecutedActionMetadata"),
         ]),
         _message("GetActionResultRequest", [
             _field("instance_name", 1, "string"), _field("action_digest", 2, digest),
@@ -223,7 +230,7 @@ def _reapi_file() -> descriptor_pb2.FileDescriptorProto:
         ]),
     )
     return _file("build/bazel/remote/execution/v2/remote_execution.proto", REAPI_PACKAGE, messages,
-                 deps=("build/bazel/semver/semver.proto", "google/rpc/status.proto"), services=services)
+                 deps=("build/bazel/semver/semver.proto", "google/rpc/status.proto", "google/protobuf/any.proto"), services=services)
 
 
 def _bytestream_file() -> descriptor_pb2.FileDescriptorProto:
@@ -271,6 +278,7 @@ DirectoryNode = _cls(REAPI_PACKAGE + ".DirectoryNode")
 Directory = _cls(REAPI_PACKAGE + ".Directory")
 OutputFile = _cls(REAPI_PACKAGE + ".OutputFile")
 ActionResult = _cls(REAPI_PACKAGE + ".ActionResult")
+ExecutedActionMetadata = _cls(REAPI_PACKAGE + ".ExecutedActionMetadata")
 GetActionResultRequest = _cls(REAPI_PACKAGE + ".GetActionResultRequest")
 UpdateActionResultRequest = _cls(REAPI_PACKAGE + ".UpdateActionResultRequest")
 FindMissingBlobsRequest = _cls(REAPI_PACKAGE + ".FindMissingBlobsRequest")

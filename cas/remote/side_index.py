@@ -21,11 +21,10 @@ rewrite may be lost, which again only costs re-hashing.
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 
+from ..atomic import write_atomic
 from ..digest import Digest
-from ..home import TMP_PREFIX
 from .digests import RemoteDigest
 
 _HEX = frozenset("0123456789abcdef")
@@ -97,20 +96,10 @@ class SideIndex:
 
     def _rewrite(self) -> None:
         assert self._map is not None
-        directory = os.path.dirname(self.path)
         try:
-            fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
+            write_atomic(self.path, "".join(f"{l.hash}/{l.size} {r.hash}\n" for l, r in self._map.items()))
         except OSError:
-            return
-        try:
-            with open(fd, "w") as f:
-                f.writelines(f"{l.hash}/{l.size} {r.hash}\n" for l, r in self._map.items())
-            os.replace(tmp, self.path)
-        except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            pass  # a read-only home: the file stays as it was, which only costs a longer load
 
 
 def _read(path: str) -> tuple[dict[Digest, RemoteDigest], int]:

@@ -112,7 +112,8 @@ class Builder:
         return version
 
     def _declarations(self, package: dict) -> None:
-        """`platforms` and `accelerators`: intent and CI hints, not gates (seed 003)."""
+        """`platforms` and `accelerators`: intent and CI hints, not gates (a build on an unlisted
+        platform still runs; the accelerator set comes from `[build] accel`)."""
         r = self.r
         for i, p in enumerate(r.str_list(package, "platforms", ("package",)) or ()):
             if p not in PLATFORMS:
@@ -289,7 +290,8 @@ class Builder:
         return features, default
 
     def _feature_table(self, fname: str, spec: dict, kp: tuple) -> None:
-        """SPEC-004 §3.3: a gate is spelled [feature-deps.<f>], never [features.<f>.deps]."""
+        """A gate is spelled [feature-deps.<f>], never [features.<f>.deps]: TOML cannot extend an
+        inline feature table, so the nested spelling would break once the feature is inline."""
         r = self.r
         for key in spec:
             gate = schema.GATE_SPELLINGS.get(key)
@@ -326,7 +328,7 @@ class Builder:
     def _deps(self, section: str):
         if section not in self.doc:
             return ()
-        # [dev-dependencies] are resolved only by `mcpp test` (engine.graph checks them there).
+        # [dev-dependencies] are resolved only by `mcpp test` (engine/package/graph.py checks them there).
         return deps.read_table(self.r, self.doc[section], (section,),
                                check_paths=self.check_paths and section == "dependencies", root=self.root)
 

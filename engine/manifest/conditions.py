@@ -143,7 +143,8 @@ def _gated(r: Reader, kp: tuple, value: Any, features: dict) -> list[tuple[str, 
 
 
 def _no_resolved_layers(r: Reader, kp: tuple, selector: selectors.Selector, table: Any, section: str) -> None:
-    """SPEC-004 §4.3.1: a tool's selector must not name a layer that dependency resolution answers."""
+    """A tool's selector must not name a layer that dependency resolution answers: the tools are
+    chosen before resolution runs."""
     for leaf in selector.leaves():
         if leaf.is_layer:
             tool = _first_tool(table)

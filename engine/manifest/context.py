@@ -1,10 +1,10 @@
 """The build context a manifest is folded for: the target, the host and the accelerator set.
 
 One value decides which `[target.<selector>]` blocks apply, for `build`, `run`, `test` and
-`metadata` alike (DESIGN §4 step 1). The target defaults to the host (`gcc -dumpmachine`'s
+`metadata` alike. The target defaults to the host (`gcc -dumpmachine`'s
 spelling); the accelerator set comes from `--no-accel` (empty), else `--accel`, else the root
-package's `[build] accel`, else empty (seed 003: `--no-accel` is an explicit request, not the
-absence of `--accel`).
+package's `[build] accel`, else empty (`--no-accel` is an explicit request for the empty set,
+not the absence of `--accel`, so it overrides the manifest).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The library-dependency plane: `[dependencies]`, `[dev-dependencies]`, `[build-dependencies]`
 and the gate `[feature-deps.<f>]`, unconditional or under `[target.<selector>]`.
 
-These tables name mcpp packages and nothing else (SPEC-004 §2): a payload address such as
+These tables name mcpp packages and nothing else: a payload address such as
 `"xim:cmake"` is a tool, refused here with the table where tools go. Entries are keyed by name or
 by `namespace.name` (a dotted key or a `[dependencies.<ns>]` sub-table); `entries()` is the one
 reading of that shape, shared by the loader and by the fold.

@@ -1,4 +1,5 @@
-"""The flat, source-ordered table of a (folded) manifest document (seed 001's `tomldump` shape).
+"""The flat, source-ordered table of a (folded) manifest document (what `mcpp metadata`
+prints, docs/manifest.md).
 
 One line per leaf: `str  build.cxxflags[0] = "-O2"`, in the order the document holds its keys
 (source order, folded entries after the unconditional ones). A tree printed as a table answers

@@ -1,6 +1,8 @@
 """Folding: one manifest plus one build context gives the effective manifest.
 
-This is the one funnel of DESIGN §4 step 1. The effective document is the source document with
+Every command reads its manifests through here, so `build`, `run`, `test` and `metadata` never
+interpret one differently (docs/manifest.md, "Folding"). The effective document is the source
+document with
 `[target.<selector>.<section>]` removed and the blocks that apply appended into their sections:
 
 - order: unconditional entries first, then matching `cfg(...)` blocks in source order, then
@@ -8,7 +10,8 @@ This is the one funnel of DESIGN §4 step 1. The effective document is the sourc
   wins where an entry is replaced);
 - arrays (`build.cxxflags`, `runtime.artifacts`, ...) append; a dependency, a payload or an env
   var named again is replaced by the later, more specific statement; a payload is one package
-  whatever its address spells (`xim:glibc` and `xim:glibc@2.40`, SPEC-004 §4.3), and a target-axis
+  whatever its address spells (`xim:glibc` and `xim:glibc@2.40`: the version is a requirement,
+  not part of the name), and a target-axis
   entry replacing a host-axis one is reported;
 - host axis: a platform-key object in the top-level [xlings] resolves against the host;
 - `{ glob, accel }` source entries stay only when their backend is in the build's accel set.
@@ -22,10 +25,11 @@ from __future__ import annotations
 import os
 
 from ..accel import parse_accel
+from ..conventions import DEFAULT_GLOBS
 from . import deps, schema, xlings
 from .builder import Builder
-from .context import BuildContext
-from .load import ManifestSource
+from .context import BuildContext, host_context
+from .load import ManifestSource, parse_manifest
 from .model import Manifest
 from .reader import Provenance, Reader, header, toml_key
 from .sysroot import check_sysroot
@@ -182,7 +186,8 @@ class _Folder:
             into.value.append(entry)
 
     def _report_override(self, old_address: str, old: _T, new: _T) -> None:
-        """SPEC-004 §4.3: the target side is the more specific statement; say that it was used."""
+        """Both axes name one payload: the target side is the more specific statement; say that it
+        was used, so a top-level entry that silently stopped applying is not a surprise."""
         if old.src[:1] == ("target",):
             return  # two blocks of the target axis: the later, more specific one wins silently
         where = header(new.src[:-1] if isinstance(new.src[-1], str) else new.src[:-2])
@@ -197,8 +202,6 @@ class _Folder:
             return
         if "sources" not in self.source.doc.get("build", {}):
             # Conditional globs append to the unconditional ones, which here are the convention's.
-            from ..plan.sources import DEFAULT_GLOBS
-
             sources.value[:0] = [_T(g, ("build", "sources"), "convention: no [build] sources") for g in DEFAULT_GLOBS]
         names = self.ctx.accel.names
         sources.value = [n for n in sources.value
@@ -239,4 +242,11 @@ def _runner(root: str, argv: list[str]) -> tuple[str, ...]:
     return (first, *argv[1:])
 
 
-__all__ = ["fold"]
+def read_manifest(path: str, context: BuildContext | None = None, strict: bool = False) -> Manifest:
+    """The manifest at `path` folded for `context` (default: the host, with the manifest's own
+    [build] accel)."""
+    source = parse_manifest(path, strict)
+    return fold(source, context or host_context(source.base.build.accel))
+
+
+__all__ = ["fold", "read_manifest"]

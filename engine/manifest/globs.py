@@ -16,7 +16,13 @@ Semantics:
   a wildcard never matches a leading `.` of a name (write the dot); walks never enter directories
   named `.*`, nor `target` directly under the root, unless the pattern names them literally;
   symlinks to files are followed; a symlinked directory is walked only if the directory it points to
-  was not walked already (real paths win, loops end).
+  was not walked already (real paths win, loops end);
+  a symlink that leads outside `boundary` (by default the root; the package for sources) is an
+  error naming it, when the walk would enter it or the patterns select it: the engine reads what a
+  glob returns outside any sandbox, so `src/x.cpp -> /etc/shadow` or `rootlink -> /` must never
+  bring a host file or directory listing into a build (engine/containment.py);
+  a directory the walk must list, or a file it selects, that cannot be read is an error naming it
+  (a build that silently compiled nothing would pass, and be remembered as done).
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
+from mcpp.engine.containment import check as check_inside
 from mcpp.engine.errors import ManifestError
 
 _MAGIC = re.compile(r"[*?]|\[.+?\]")
@@ -45,24 +52,35 @@ def match(pattern: str, relpath: str) -> bool:
     return _compile(pattern.removeprefix("!")).regex.fullmatch(relpath) is not None
 
 
-def expand(root: str, patterns: Sequence[str]) -> list[str]:
+def expand(root: str, patterns: Sequence[str], boundary: str | None = None) -> list[str]:
     """The sorted, unique, `/`-separated relative paths of the regular files under `root` that the
-    patterns select. Raises ManifestError for a pattern that is empty, absolute or uses `..`."""
+    patterns select. Raises ManifestError for a pattern that is empty, absolute or uses `..`, for a
+    selected or walked symlink that leads outside `boundary` (default: `root`), and for a directory
+    or selected file that cannot be read."""
     positive = [_compile(p) for p in patterns if not p.startswith("!")]
     if not positive:
         return []
     negative = _union(tuple(p[1:] for p in patterns if p.startswith("!")))
-    walker = _Walker(root)
+    walker = _Walker(root, boundary or root)
+    walker.check("")
     found = set()
+    literals = set()
     for g in positive:
-        found.update(p for p in g.literals if os.path.isfile(os.path.join(root, p)))
+        literals.update(p for p in g.literals if os.path.isfile(os.path.join(root, p)))
         for base, depth in g.walks:
+            walker.check(base)
             walker.walk(base, depth)
     walker.finish()
     wanted = _union(tuple(p for p in patterns if not p.startswith("!")))
     found.update(f for f in walker.files if wanted.fullmatch(f))
+    found |= literals
     if negative is not None:
         found = {f for f in found if not negative.fullmatch(f)}
+    for f in found:  # literals may pass through a symlinked directory; walked files may be links
+        if f in literals or f in walker.linked_files:
+            walker.check(f)
+        if not os.access(os.path.join(root, f), os.R_OK):
+            raise ManifestError(f"cannot read `{os.path.join(root, f)}`: permission denied")
     return sorted(found)
 
 
@@ -167,9 +185,12 @@ def _class_end(seg: str, i: int) -> int:
 class _Walker:
     """Lists files under root; each directory is read once, however many patterns need it."""
 
-    def __init__(self, root: str):
+    def __init__(self, root: str, boundary: str):
         self.root = root
+        self.boundary = boundary
+        self.checked: set[str] = set()
         self.files: set[str] = set()
+        self.linked_files: set[str] = set()  # files that are symlinks themselves
         self.listed: dict[str, tuple[list[str], list[tuple[str, bool]]]] = {}
         self.depth: dict[str, float] = {}  # directory -> deepest walk done from it
         self.seen: dict[tuple[int, int], float] = {}  # (st_dev, st_ino) -> deepest walk done
@@ -198,6 +219,13 @@ class _Walker:
                 for sub, is_link in dirs:
                     (self.links if is_link else stack).append((sub, left - 1))
 
+    def check(self, rel: str) -> None:
+        """Refuse `rel` (relative to the root) when its symlinks lead outside the boundary."""
+        if rel not in self.checked:
+            self.checked.add(rel)
+            path = os.path.join(self.root, rel) if rel else self.root
+            check_inside(path, self.boundary, shown=f"`{rel or self.root}`")
+
     def list(self, d: str) -> tuple[list[str], list[tuple[str, bool]]]:
         if d not in self.listed:
             files, dirs, prefix = [], [], f"{d}/" if d else ""
@@ -207,11 +235,16 @@ class _Walker:
                         try:
                             if e.is_file():
                                 files.append(prefix + e.name)
+                                if e.is_symlink():
+                                    self.linked_files.add(prefix + e.name)
                             elif e.is_dir() and not e.name.startswith("."):
                                 if d or e.name != "target":
                                     dirs.append((prefix + e.name, e.is_symlink()))
                         except OSError:
                             continue
+            except PermissionError as e:
+                raise ManifestError(f"cannot read directory `{os.path.join(self.root, d)}`: {e.strerror}; "
+                                    "its files would be left out of the build") from None
             except OSError:
                 pass
             self.listed[d] = (files, dirs)
@@ -222,4 +255,5 @@ class _Walker:
         while self.links:
             self.links.sort(reverse=True)
             d, left = self.links.pop()
+            self.check(d)
             self.walk(d, left, link=True)

@@ -1,9 +1,9 @@
-"""Reading one `mcpp.toml`: parse, validate every section (conditional ones included), and fold
-it for a build context into the `Manifest` the rest of the engine reads.
+"""Reading one `mcpp.toml`: parse and validate every section (conditional ones included), before
+it is folded for a build context (fold.py) into the `Manifest` the rest of the engine reads.
 
 `parse_manifest` validates the whole file once, whatever the build context: the unconditional
 sections through `Builder`, every `[target.<selector>]` block through `conditions`. `fold`
-(fold.py) then builds the effective document for one context and reads it with the same
+(fold.py, which also has `read_manifest`: parse and fold in one call) then builds the effective document for one context and reads it with the same
 `Builder`, so the planner, `mcpp run`, `mcpp test` and `mcpp metadata` all see one manifest.
 Paths in a manifest are relative to the manifest's directory, never to the working directory.
 """
@@ -16,14 +16,13 @@ from dataclasses import dataclass, field
 from ..errors import ManifestError, Position
 from . import conditions, schema
 from .builder import Builder
-from .context import BuildContext, host_context
+from .context import host_context
 from .deps import MANIFEST_NAME, check_dependency_path
 from .model import Manifest
 from .reader import Reader, display_path
 from .toml_positions import SourceMap
 
-__all__ = ["MANIFEST_NAME", "ManifestSource", "check_dependency_path", "display_path", "parse_manifest",
-           "read_manifest"]
+__all__ = ["MANIFEST_NAME", "ManifestSource", "check_dependency_path", "display_path", "parse_manifest"]
 
 
 @dataclass
@@ -101,12 +100,3 @@ def parse_manifest(path: str, strict: bool = False) -> ManifestSource:
         raise r.fail(("target",), "a virtual workspace builds nothing of its own, so it has no [target.<selector>] "
                                   "sections; put them in the members' manifests", prefer="key")
     return ManifestSource(path, text, doc, smap, strict, base, blocks, warnings)
-
-
-def read_manifest(path: str, context: BuildContext | None = None, strict: bool = False) -> Manifest:
-    """The manifest at `path` folded for `context` (default: the host, with the manifest's own
-    [build] accel)."""
-    from .fold import fold
-
-    source = parse_manifest(path, strict)
-    return fold(source, context or host_context(source.base.build.accel))

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from ..accel import AccelSet
 from ..errors import Position
+from .reader import display_path
 
 TARGET_KINDS = ("bin", "lib", "shared")
 
@@ -45,7 +46,8 @@ class PayloadSpec:
 
     @property
     def identity(self) -> tuple[str, str]:
-        """One package, one version (SPEC-004 §4.5): the version is not part of the name."""
+        """One package, one version: the version is a requirement on the payload, not part of its
+        name, so `xim:glibc` and `xim:glibc@2.40` are one payload."""
         return self.namespace, self.name
 
 
@@ -153,7 +155,5 @@ class Manifest:
 
     def source_position(self, *path: str | int, prefer: str = "value") -> Position:
         """Where the source key `path` sits in this manifest."""
-        from .reader import display_path
-
         line, col = self.smap.nearest(tuple(path), prefer=prefer)
         return Position(display_path(self.path), line, col)

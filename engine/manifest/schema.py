@@ -3,9 +3,10 @@
 One place answers "is this key accepted here, in which plane, spelled in which case, and does the
 engine act on it yet". The loader checks keys against it, every message that lists accepted keys
 or sections is built from it, and `docs/manifest.md` is kept complete by a test over it: adding a
-key here is the whole change for the check, the message and the documentation check (seed 001).
+key here is the whole change for the check, the message and the documentation check.
 
-Planes (SPEC-004 §2) say what a section talks about; the case (§5) follows the surface a key
+Planes (docs/manifest.md, "Planes") say what a section talks about; the case ("Naming") follows
+the surface a key
 belongs to: kebab-case for the Cargo-inherited surface (dependencies, features, profiles), snake
 case for mcpp's own build surface.
 """
@@ -55,7 +56,7 @@ TOP = Table("top level", "identity", KEBAB, (
     "resources", "hooks", "workspace"), pending=("build-dependencies", "xlings", "feature-xlings", "runtime",
                                                  "resources", "hooks"))
 
-# The plane of each top-level section (SPEC-004 §2).
+# The plane of each top-level section (the table in docs/manifest.md, "Planes").
 SECTION_PLANES = {
     "package": "identity", "targets": "artifacts", "lib": "artifacts",
     "build": "compilation", "profile": "compilation", "toolchain": "compilation",
@@ -92,7 +93,7 @@ ARTIFACT = Table("runtime.artifacts[]", "artifact metadata", SNAKE, ("role", "pa
                  pending=("role", "path", "provenance", "abi", "accel"))
 WORKSPACE = Table("workspace", "workspace", KEBAB, ("members",))
 
-# -- conditions (SPEC-004 §3) --------------------------------------------------------------------
+# -- conditions (docs/manifest.md, "Conditions") ----------------------------------------------
 # The sections accepted under [target.<selector>]; `<f>` is a feature registered in [features].
 CONDITIONAL_SECTIONS = ("build", "dependencies", "dev-dependencies", "build-dependencies", "feature-deps.<f>",
                         "runtime", "xlings", "feature-xlings.<f>")
@@ -101,7 +102,8 @@ TRIPLE_KEYS = ("runner", "sysroot")
 TARGET = Table("target.<selector>", "conditions", KEBAB,
                tuple(s.split(".")[0] for s in CONDITIONAL_SECTIONS) + TRIPLE_KEYS,
                pending=("build-dependencies", "runtime", "xlings", "feature-xlings", "sysroot"))
-# [target.<selector>.build] takes only what combines by appending (SPEC-004 §3; DESIGN §3).
+# [target.<selector>.build] takes only what combines by appending: a block adds to the
+# unconditional section, and two blocks that both apply could not both set one value.
 ADDITIVE_BUILD_KEYS = ("sources", "include_dirs", "cflags", "cxxflags", "ldflags", "defines")
 # Why a section cannot be conditioned, where a better spelling exists.
 UNCONDITIONAL_HINTS = {
@@ -109,11 +111,11 @@ UNCONDITIONAL_HINTS = {
                 "it exists): write [target.<selector>.feature-deps.<f>] or [target.<selector>.feature-xlings.<f>]",
 }
 
-# -- gates (SPEC-004 §3.3) -----------------------------------------------------------------------
+# -- gates: [feature-deps.<f>], [feature-xlings.<f>] ---------------------------------------------
 # [features.<f>.<key>] spellings refused in favour of the top-level <qualifier>-<section> gate.
 GATE_SPELLINGS = {"deps": "feature-deps", "dependencies": "feature-deps", "xlings": "feature-xlings"}
 
-# -- xlings payload tables (SPEC-004 §4.2) ---------------------------------------------------------
+# -- xlings payload tables (docs/manifest.md, `[xlings]`) -----------------------------------------
 # The keys of a platform-key object, the host-axis spelling of a payload's version.
 PLATFORM_KEYS = ("linux", "macosx", "windows", "default")
 # The host os (triples.OSES) -> its platform key.

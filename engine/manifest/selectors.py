@@ -1,6 +1,6 @@
 """Selectors of `[target.<selector>.<section>]`: an exact triple, or `cfg(<predicate>)`.
 
-Grammar (seed 002 §3; DESIGN §3):
+Grammar (docs/manifest.md, "Selectors"):
 
     selector  := triple | "cfg(" predicate ")"
     predicate := name "=" "\"value\""          os, arch, env, family, accelerator
@@ -15,7 +15,8 @@ the very character inside `[target.'cfg(os = linux)'.build]`.
 `accelerator` is membership in the build's accelerator set (an open vocabulary: any backend
 name), and `accelerator = "none"` holds exactly when the set is empty. The five layers that only
 dependency resolution answers (`RESOLVED_LAYERS`) parse, so that a message can name them, but are
-not evaluated by this engine (seed 002 §4.3.1 forbids them outright under `xlings`).
+not evaluated by this engine (under `xlings` they are refused outright: which tools a build
+provisions is decided before dependency resolution runs, so it cannot depend on its answers).
 """
 from __future__ import annotations
 

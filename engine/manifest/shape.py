@@ -1,4 +1,5 @@
-"""The one shape of a condition (SPEC-004 §3.1): `[target.<selector>.<section>]`, and nothing else.
+"""The one shape of a condition: `[target.<selector>.<section>]`, and nothing else
+(docs/manifest.md, "Conditions").
 
 A condition written anywhere else is refused with the one spelling that works:
 
@@ -8,8 +9,8 @@ A condition written anywhere else is refused with the one spelling that works:
   `cxxflags = { linux = [...], default = [...] }`.
 
 The top-level platform-key object of a payload (`"xim:x" = { linux = "1", default = "2" }`) is
-not a condition but the host axis (§4.2), and stays legal there; under `[target.<selector>]` it
-states the condition a second time and is refused naming the outer selector (§4.4).
+not a condition but the host axis, and stays legal there; under `[target.<selector>]` it
+states the condition a second time and is refused naming the outer selector.
 """
 from __future__ import annotations
 
@@ -96,7 +97,8 @@ def refuse_platform_object(r: Reader, keypath: tuple, value: dict, section_path:
 
 
 def refuse_two_place(r: Reader, keypath: tuple, value: dict, block_key: str, section_path: tuple) -> ManifestError:
-    """SPEC-004 §4.4: the outer selector already says where; the inner object says it again."""
+    """A platform-key object under a selector: the outer selector already says where; the inner
+    object says it again, and the two could disagree."""
     return r.fail(keypath, f"`{keypath[-1]}` states its condition twice: the outer selector "
                            f"[target.{toml_key(block_key)}] already says where it applies, and the platform-key "
                            f"object ({_object(value)}) says it again; write a plain version under "

@@ -1,4 +1,4 @@
-"""`[target.<triple>] sysroot`: an explicit sysroot is checked, never searched past (seed 001).
+"""`[target.<triple>] sysroot`: an explicit sysroot is checked, never searched past.
 
 A directory that exists but lacks the platform's marker files would only fail later, at link
 time, with a message about `crt1.o` that names neither the manifest nor the key. An explicit

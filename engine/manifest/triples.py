@@ -3,7 +3,7 @@
 A selector `[target.<triple>]` and `--target` both name a triple; `cfg(...)` predicates are
 answered from the same four facts. The accepted words live in the tables below and every
 message about a triple or a `cfg` value is built from them, so adding an architecture here is
-the whole change (seed 001: "add a value, the message follows").
+the whole change: the message follows the value.
 
 Two spellings of one target (`x86_64-linux-gnu`, `x86_64-unknown-linux-gnu`) compare equal:
 a triple is compared by its facts, never by its text.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import platform as _platform
 from dataclasses import dataclass
 
-# The values each `cfg` predicate accepts (seed 002 §3.1; DESIGN §3).
+# The values each `cfg` predicate accepts (docs/manifest.md, "Selectors").
 ARCHES = ("x86_64", "i686", "aarch64", "arm", "riscv64", "loongarch64")
 OSES = ("linux", "macos", "windows")
 ENVS = ("gnu", "musl", "msvc")

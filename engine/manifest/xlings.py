@@ -1,13 +1,13 @@
 """The tools-and-environment plane: `[xlings]` and the gate `[feature-xlings.<f>]`.
 
 Payloads are tools and inputs provisioned by xlings, addressed `[<ns>:]<name>[@<version>]` with
-the namespace defaulting to `xim` (SPEC-004 §4.5). An mcpp package is refused here (§2): it has
-modules and an ABI and belongs in `[dependencies]`.
+the namespace defaulting to `xim`; (namespace, name) is its identity, the version a requirement.
+An mcpp package is refused here: it has modules and an ABI and belongs in `[dependencies]`.
 
-Two axes (§4.2): the top level is the host axis, and a value there may be a platform-key object
+Two axes (docs/manifest.md, `[xlings]`): the top level is the host axis, and a value there may be a platform-key object
 `{ linux = ..., macosx = ..., windows = ..., default = ... }`, resolved against the machine that
 runs the build. `[target.<selector>.xlings...]` is the target axis; there the object would state
-the condition twice and is refused (§4.4), and `subos` is refused (one project, one
+the condition twice and is refused, and `subos` is refused (one project, one
 environment). This engine validates and folds these tables; installing payloads is not done yet.
 """
 from __future__ import annotations

@@ -5,7 +5,8 @@ execroot-relative ones, so each input and output is made relative, and an argv w
 a path under the execroot gets the sandbox's placeholder instead (`@@EXECROOT@@/app/src/a.toy`):
 the action then runs the same in every sandbox mode, and its key does not depend on where the
 checkout lives. The action runs in its package's directory, so a relative path in argv means
-what it means in `inputs` (seed 000's first trap).
+what it means in `inputs`: a program author writes both relative to the package, and a tool
+run from anywhere else would read a different file than the one the key was computed from.
 """
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from mcpp.cas.action import Action
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
 from ..errors import McppError
-from ..graph import Package
-from ..program import RuleAction
+from ..package.model import Package
+from ..package.program_result import RuleAction
 
 
 def action_id(pkg: Package, ra: RuleAction) -> str:

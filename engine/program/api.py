@@ -1,4 +1,4 @@
-"""The global `mcpp` struct of a build program (DESIGN §6), one Python method per function.
+"""The global `mcpp` struct of a build program (docs/rules.md), one Python method per function.
 
 Each method validates its arguments and records what the program declares into a
 `ProgramResult`; what it reads (files, globs, environment variables) goes into a `Reads`
@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 
 import blake3
 
+from .. import containment
+from ..errors import ManifestError
 from ..manifest import globs
 from .context import ProgramContext
-from .result import ROLES, ProgramResult, RuleAction
+from ..package.program_result import ROLES, ProgramResult, RuleAction
 
 # `floor("name >= version")`: the shape checked here, compared with facts in driver.py.
 FLOOR = re.compile(r"\s*(?P<name>[A-Za-z0-9_.:+-]+)\s*(?P<op>>=|==)\s*(?P<version>\S+)\s*$")
@@ -159,6 +161,7 @@ class McppApi:
         resolved = self._path(path)
         if not _under(resolved, self.ctx.manifest_dir) or _under(resolved, self.ctx.out_dir):
             raise ProgramApiError(f"source `{path}` is not a file of package `{self.ctx.package}`")
+        self._inside(resolved, f"source(`{path}`)")
         self.result.sources.append(os.path.relpath(resolved, self.ctx.manifest_dir))
 
     def cxxflag(self, flag: str) -> None:
@@ -198,6 +201,7 @@ class McppApi:
         resolved = self._path(path)
         if not _under(resolved, self.ctx.manifest_dir):
             raise ProgramApiError(f"read_file(`{path}`): a build program reads only files of its own package")
+        self._inside(resolved, f"read_file(`{path}`)")
         self.reads.files[resolved] = file_digest(resolved)
         try:
             with open(resolved, "rb") as f:
@@ -213,7 +217,10 @@ class McppApi:
         _need_str("glob", "pattern", pattern)
         if pattern.startswith("/") or ".." in pattern.split("/"):
             raise ProgramApiError(f"glob(`{pattern}`): patterns are relative to the package and stay inside it")
-        found = run_glob(self.ctx.manifest_dir, pattern)
+        try:
+            found = run_glob(self.ctx.manifest_dir, pattern)
+        except ManifestError as e:  # a symlink out of the package, an unreadable directory
+            raise ProgramApiError(f"glob(`{pattern}`): {e.message}") from None
         self.reads.globs[pattern] = found
         return list(found)
 
@@ -224,6 +231,14 @@ class McppApi:
         return value
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _inside(self, resolved: str, call: str) -> None:
+        """The engine reads this path outside any sandbox: a symlink must not lead it out of the
+        package (engine/containment.py)."""
+        try:
+            containment.check(resolved, self.ctx.manifest_dir, shown=f"`{resolved}`")
+        except containment.SymlinkEscape as e:
+            raise ProgramApiError(f"{call}: {e.message}") from None
+
     def _path(self, path: str) -> str:
         """Relative paths resolve against the package root, never the action's directory."""
         return os.path.normpath(os.path.join(self.ctx.manifest_dir, path))

@@ -1,6 +1,6 @@
 """The evaluation cache: a program runs again only when something it could see has changed.
 
-An entry (`target/<profile>/.mcpp/programs/<package>.json`) holds the context fingerprint,
+An entry (`target/<profile>/.mcpp/programs/<package>.json`, engine/layout.py) holds the context fingerprint,
 every `.star` file the evaluation used, every file it read, every glob with its matches and
 every environment variable it asked for, each with what it saw, and the result. A lookup is a
 hit when the fingerprint matches and each recorded read still sees the same thing; then the
@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
+from mcpp.cas.atomic import write_atomic
+
+from ..errors import McppError
 from .api import Reads, file_digest, run_glob
-from .result import ProgramResult
+from ..package.program_result import ProgramResult
 
 _FORMAT = "mcpp-program-cache-1"
 
 
 class ProgramCache:
-    def __init__(self, state_dir: str):
-        self.dir = os.path.join(state_dir, "programs")
+    def __init__(self, directory: str):
+        self.dir = directory
 
     def _path(self, package: str) -> str:
         return os.path.join(self.dir, f"{package}.json")
@@ -39,9 +41,12 @@ class ProgramCache:
         for path, digest in {**entry["star_files"], **entry["files"]}.items():
             if file_digest(path) != digest:
                 return None
-        for pattern, matches in entry["globs"].items():
-            if run_glob(manifest_dir, pattern) != matches:
-                return None
+        try:
+            for pattern, matches in entry["globs"].items():
+                if run_glob(manifest_dir, pattern) != matches:
+                    return None
+        except McppError:  # a symlink out of the package now: evaluate, and say where
+            return None
         for name, value in entry["env"].items():
             if environ.get(name) != value:
                 return None
@@ -55,11 +60,7 @@ class ProgramCache:
               result: ProgramResult) -> None:
         entry = {"format": _FORMAT, "fingerprint": fingerprint, "star_files": star_files, "files": reads.files,
                  "globs": reads.globs, "env": reads.env, "result": result.to_json()}
-        os.makedirs(self.dir, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.dir)
-        with open(fd, "w", encoding="utf-8") as f:
-            json.dump(entry, f)
-        os.replace(tmp, self._path(package))
+        write_atomic(self._path(package), json.dumps(entry))
 
 
 def dependencies(star_files: dict, files: dict, env: dict) -> tuple[list[str], bool]:

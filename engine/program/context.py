@@ -4,7 +4,8 @@ The evaluation cache keys on `fingerprint()`: a program's result can depend on n
 except the files and variables it reads through the API (recorded separately, see cache.py).
 The host tools' paths are part of it, and a tool's path names its store entry, so a different
 tool build (another version, an edited source tree) re-evaluates the program: going back to an
-older tool version follows, too (seed 000's "the version goes forward only" trap).
+older tool version follows, too (a cache keyed on "the newest version seen" would keep the newer
+tool's result).
 """
 from __future__ import annotations
 

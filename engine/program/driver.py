@@ -2,8 +2,9 @@
 compare floors with facts, and make sure every device source is claimed by an action.
 
 `check_loads` runs before any host tool is built, so a `load` the graph cannot satisfy stops
-the build with nothing in the tool store (seed 000). `evaluate` runs after the tools exist,
-because their paths are part of what a program sees.
+the build with nothing in the tool store (building a tool for a program that cannot run would
+leave work behind for nothing). `evaluate` runs after the tools exist, because their paths are
+part of what a program sees.
 """
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import ManifestError, McppError
-from ..graph import Package, PackageGraph
+from packaging.version import InvalidVersion, Version
+
+from ..conventions import Role
 from ..manifest.load import display_path
-from ..plan.sources import device_extensions, package_sources
+from ..package.model import Package, PackageGraph
+from ..package.program_result import ProgramResult
+from ..package.sources import device_extensions, package_sources
 from .api import FLOOR, McppApi
 from .cache import ProgramCache, dependencies
 from .context import ProgramContext
 from .evaluate import PROGRAM_NAME, Evaluation, loads_of, parse, program_path
 from .modules import RuleModule, library_path, unavailable, visible_rule_modules
-from .result import ProgramResult
 
 
 @dataclass
@@ -30,10 +34,10 @@ class Checked:
     rule_modules: dict[str, RuleModule]
 
 
-def check_loads(graph: PackageGraph, announce: Callable[[RuleModule], None]) -> dict[int, Checked]:
+def check_loads(graph: PackageGraph, announce: Callable[[RuleModule], None]) -> dict[Package, Checked]:
     """Parse each build.star and refuse a `load` no dependency provides; announce each activated
     rule module once (`Rules example.rules.toy (example:rules-toy)`)."""
-    out: dict[int, Checked] = {}
+    out: dict[Package, Checked] = {}
     announced: set[str] = set()
     for pkg in graph.order:
         modules = visible_rule_modules(pkg)
@@ -48,7 +52,7 @@ def check_loads(graph: PackageGraph, announce: Callable[[RuleModule], None]) -> 
             for module_id in loads_of(ast):
                 if library_path(module_id) is None and module_id not in modules:
                     raise unavailable(PROGRAM_NAME, module_id, pkg)
-        out[id(pkg)] = Checked(path, ast, modules)
+        out[pkg] = Checked(path, ast, modules)
     return out
 
 
@@ -56,7 +60,7 @@ def check_loads(graph: PackageGraph, announce: Callable[[RuleModule], None]) -> 
 class ProgramInputs:
     """What the build tells every program (the same for each package)."""
 
-    out_root: str  # target/<profile>: out_dir() is <out_root>/gen/<package>
+    gen_dir: Callable[[str], str]  # package name -> its out_dir(): target/<profile>/gen/<package>
     profile: str
     target: str
     host: str
@@ -65,7 +69,7 @@ class ProgramInputs:
     payload_dir: Callable[[str, str, str], str]  # (namespace, name, version) -> directory or ""
 
 
-def evaluate(graph: PackageGraph, checked: dict[int, Checked], inputs: ProgramInputs, cache: ProgramCache,
+def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: ProgramInputs, cache: ProgramCache,
              reporter, environ: dict[str, str] | None = None) -> tuple[list[str], bool]:
     """Evaluate every program (or reuse its cached result) into `pkg.program`; returns the files
     the results depend on and whether any read the environment, for the no-op record."""
@@ -73,9 +77,9 @@ def evaluate(graph: PackageGraph, checked: dict[int, Checked], inputs: ProgramIn
     watched: list[str] = []
     reads_env = False
     for pkg in graph.order:
-        c = checked[id(pkg)]
+        c = checked[pkg]
         exts = device_extensions(pkg)
-        device = [s.path for s in package_sources(pkg) if s.role == "device"] if exts else []
+        device = [s.path for s in package_sources(pkg) if s.role == Role.DEVICE] if exts else []
         if c.path is None:
             pkg.program = None
             _check_claims(pkg, device, exts, ProgramResult())
@@ -109,7 +113,7 @@ def _context(pkg: Package, device: list[str], c: Checked, inputs: ProgramInputs)
                      for p in m.xlings.deps + m.xlings.workspace)
     return ProgramContext(
         package=m.name, version=m.version or "", namespace=m.namespace or "", manifest_dir=pkg.root,
-        out_dir=os.path.join(inputs.out_root, "gen", m.name), profile=inputs.profile, target=inputs.target,
+        out_dir=inputs.gen_dir(m.name), profile=inputs.profile, target=inputs.target,
         host=inputs.host, features=tuple(sorted(pkg.features)), accel=inputs.accel, device_sources=tuple(device),
         tools=tuple((t.display, t.tool, t.path) for t in inputs.tools_of(pkg)), payloads=payloads,
         rule_modules=tuple(sorted((n, r.path) for n, r in c.rule_modules.items())))
@@ -133,8 +137,6 @@ def _check_claims(pkg: Package, device: list[str], exts: dict[str, str], result:
 
 def _check_floors(graph: PackageGraph) -> None:
     """The probe channel: every `floor("x >= v")` needs a `fact("x", w)` with w satisfying it."""
-    from packaging.version import InvalidVersion, Version
-
     facts: dict[str, tuple[str, str]] = {}
     for pkg in graph.order:
         for name, version in (pkg.program.facts if pkg.program else {}).items():

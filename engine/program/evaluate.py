@@ -23,7 +23,7 @@ from .modules import LIBRARY_PREFIX, RuleModule, library_path
 PROGRAM_NAME = "build.star"
 
 _GLOBALS = sl.Globals.extended_by([sl.LibraryExtension.StructType, sl.LibraryExtension.Json])
-# The struct is built in Starlark from private callables, so `mcpp.action` reads as in DESIGN §6.
+# The struct is built in Starlark from private callables, so `mcpp.action` reads as docs/rules.md writes it.
 _PRELUDE_SOURCE = "mcpp = struct(" + ", ".join(f"{n} = _mcpp_{n}" for n in McppApi.FUNCTIONS) + ")\n"
 
 

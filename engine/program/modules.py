@@ -3,7 +3,8 @@
 A build program may load
 - a *rule module*: the dotted name a dependency's feature binds with `rule_module = "a.b.c"` to
   the `.star` file in that feature's `sources`; only a package whose dependency entry activates
-  the feature (or says `host-module = true`) may load it (seed 000);
+  the feature (or says `host-module = true`) may load it: a rule is part of the feature's
+  interface, not of the dependency as a whole;
 - the engine's own library, `@mcpp//<file>.star`, the files of `starlark_rules/`.
 A rule module may load only the engine's library. Nothing else is reachable: Starlark has no
 other way to read a file.
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 from mcpp import starlark_rules
 
 from ..errors import ManifestError, McppError
-from ..graph import Package, requested_features
+from ..package.features import requested_features
+from ..package.model import Package
 from ..manifest import globs
 from ..manifest.model import DependencySpec
 
@@ -78,8 +80,8 @@ def section_of(spec: DependencySpec) -> str:
 
 
 def unavailable(program: str, module_id: str, pkg: Package) -> McppError:
-    """The error for a `load` of a rule module that no dependency provides (seed 000's wording,
-    with `build.star` for the seed's `build.mcpp`)."""
+    """The error for a `load` of a rule module that no dependency provides, naming the entries
+    that would provide it with `host-module = true` (docs/rules.md shows the message)."""
     if module_id.startswith(LIBRARY_PREFIX):
         have = ", ".join(sorted(LIBRARY_PREFIX + n for n in os.listdir(LIBRARY_DIR) if n.endswith(".star")))
         return McppError(f"{program} loads '{module_id}', which is not a file of the engine's library",

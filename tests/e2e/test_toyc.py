@@ -5,6 +5,8 @@ itself; the example's own run through mcpp is covered with the other examples.
 """
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -50,11 +52,23 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
 @pytest.fixture(scope="session")
 def toyc(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("toyc-bin") / "toyc"
-    sources = sorted(str(p) for p in TOYC_SRC.glob("*.cpp"))
-    res = subprocess.run(["g++", "-std=c++20", "-O1", "-o", str(out), *sources],
-                         capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
+    """One toyc binary for the whole run. Under pytest-xdist every worker has its own session, so
+    the binary lives in the directory the workers share (the parent of each worker's base temp)
+    and the first worker to take the lock builds it."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    out = shared / "toyc-shared" / "toyc"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not out.exists():
+            sources = sorted(str(p) for p in TOYC_SRC.glob("*.cpp"))
+            partial = out.with_name("toyc.partial")
+            res = subprocess.run(["g++", "-std=c++20", "-O1", "-o", str(partial), *sources],
+                                 capture_output=True, text=True)
+            assert res.returncode == 0, res.stderr
+            partial.rename(out)
     return out
 
 

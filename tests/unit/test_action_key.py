@@ -59,6 +59,12 @@ def test_input_digest_platform_and_discovered_inputs_change_the_key():
     assert key(BASE, discovered=("src/a.hpp",)) != key(BASE)
 
 
+def test_a_non_hermetic_namespace_keys_apart_and_the_default_keeps_old_keys():
+    off = Platform(PLATFORM.toolchain, PLATFORM.host, "sandbox-off")
+    assert key(BASE, platform=off) != key(BASE)
+    assert key(BASE, platform=Platform(PLATFORM.toolchain, PLATFORM.host, "")) == key(BASE)
+
+
 def test_environment_order_does_not_matter_and_no_field_collides():
     swapped = dataclasses.replace(BASE, env=(("B", "2"), ("A", "1")))
     ordered = dataclasses.replace(BASE, env=(("A", "1"), ("B", "2")))

@@ -236,12 +236,49 @@ def test_symlink_to_file_is_followed_and_broken_links_skipped(tmp_path):
     assert expand(root, ["real/broken.cpp"]) == []
 
 
-def test_symlinked_directory_outside_the_tree_is_walked(tmp_path):
+def test_symlinked_directory_outside_the_boundary_is_refused_naming_the_link(tmp_path):
     tree(tmp_path, "outside/ext.cpp", "outside/sub/deep.cpp")
     root = tree(tmp_path / "proj", "src/a.cpp")
     os.symlink(tmp_path / "outside", tmp_path / "proj" / "src" / "ext")
-    got = expand(root, ["src/**/*.cpp"])
+    with pytest.raises(ManifestError, match=r"`src/ext` leads outside .*`.*proj/src/ext` is a symlink to"):
+        expand(root, ["src/**/*.cpp"])
+    # Inside a wider boundary (a workspace, say), it is walked as before.
+    got = expand(root, ["src/**/*.cpp"], boundary=str(tmp_path))
     assert got == ["src/a.cpp", "src/ext/ext.cpp", "src/ext/sub/deep.cpp"]
+
+
+def test_symlinks_to_host_files_and_directories_are_refused(tmp_path):
+    root = tree(tmp_path, "src/a.cpp", "notes/readme.txt")
+    os.symlink("/etc/hostname", tmp_path / "src" / "leak.cpp")
+    os.symlink("/", tmp_path / "rootlink")
+    os.symlink("/etc/passwd", tmp_path / "notes" / "passwd.txt")  # never selected: harmless
+    with pytest.raises(ManifestError, match="`src/leak.cpp` leads outside"):
+        expand(root, ["src/*.cpp"])
+    with pytest.raises(ManifestError, match="rootlink` is a symlink to `/`"):
+        expand(root, ["rootlink/etc/*"])
+    with pytest.raises(ManifestError, match="rootlink` is a symlink to `/`"):
+        expand(root, ["rootlink/etc/passwd"])
+    with pytest.raises(ManifestError, match="rootlink"):
+        expand(root, ["**/passwd"])  # the walk would enter it
+    assert expand(root, ["src/a.cpp", "notes/*.md"]) == ["src/a.cpp"]
+
+
+def test_a_root_reached_through_a_symlink_out_of_the_boundary_is_refused(tmp_path):
+    tree(tmp_path, "pkg/src/a.cpp")
+    os.symlink("/usr", tmp_path / "pkg" / "inc")
+    with pytest.raises(ManifestError, match="`.*pkg/inc` is a symlink to `/usr`"):
+        expand(str(tmp_path / "pkg" / "inc"), ["**/*"], boundary=str(tmp_path / "pkg"))
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a directory at mode 000")
+def test_an_unreadable_directory_is_an_error_naming_it(tmp_path):
+    root = tree(tmp_path, "src/a.cpp")
+    os.chmod(tmp_path / "src", 0)
+    try:
+        with pytest.raises(ManifestError, match="cannot read directory `.*src`"):
+            expand(root, ["src/**/*.cpp"])
+    finally:
+        os.chmod(tmp_path / "src", 0o755)
 
 
 def test_symlink_loop_terminates(tmp_path):

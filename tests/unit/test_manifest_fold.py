@@ -8,8 +8,8 @@ import pytest
 from mcpp.engine.accel import AccelSet, parse_accel
 from mcpp.engine.errors import ManifestError
 from mcpp.engine.manifest.context import BuildContext, resolve_context
-from mcpp.engine.manifest.fold import fold
-from mcpp.engine.manifest.load import parse_manifest, read_manifest
+from mcpp.engine.manifest.fold import fold, read_manifest
+from mcpp.engine.manifest.load import parse_manifest
 from mcpp.engine.manifest.triples import host_triple, parse_triple
 from mcpp.engine.errors import McppError
 

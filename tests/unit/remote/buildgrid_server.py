@@ -23,8 +23,8 @@ CONFIG = """\
 server:
   - !channel
     address: "{address}"
-    insecure-mode: true
-
+{channel}
+{authorization}
 grpc-server-options:
   grpc.so_reuseport: 0
 
@@ -58,7 +58,11 @@ class BuildGridServer:
     """One `bgd server start` process. `storage`: "lru" (in memory) or "disk" (files under
     `cas_dir`, so a test can corrupt a blob behind the server's back)."""
 
-    def __init__(self, storage: str = "lru", lru_size: str = "2G") -> None:
+    def __init__(self, storage: str = "lru", lru_size: str = "2G", *, tls: dict | None = None,
+                 jwt: tuple[Path, Path] | None = None, ready_security=None) -> None:
+        """`tls`: {"key": path, "cert": path, "client-ca": path or None} serves TLS (mutual with
+        `client-ca`) on 127.0.0.1; `jwt`: (HS256 secret file, ACL file) requires a bearer token;
+        `ready_security`: the `ChannelSecurity` that the readiness probe connects with."""
         exe = bgd_executable()
         if exe is None:
             raise FileNotFoundError("BuildGrid (`bgd`) is not installed: pip install -e '.[test]'")
@@ -71,14 +75,31 @@ class BuildGridServer:
             kind, option = "!disk-storage", f"path: {self.cas_dir}"
         else:
             kind, option = "!lru-storage", f"size: {lru_size}"
+        self.port = _free_port() if tls else None
+        self.ready_security = ready_security
+        if tls:
+            creds = (f"      tls-server-key: {tls['key']}\n      tls-server-cert: {tls['cert']}\n"
+                     + (f"      tls-client-certs: {tls['client-ca']}\n" if tls.get("client-ca") else ""))
+            address, channel = f"127.0.0.1:{self.port}", f"    insecure-mode: false\n    credentials:\n{creds}"
+        else:
+            address, channel = f"unix:{self.socket}", "    insecure-mode: true\n"
+        authorization = ""
+        if jwt:
+            authorization = (f"authorization:\n  method: jwt\n  algorithm: hs256\n  secret: {jwt[0]}\n"
+                             f"  acl-config: {jwt[1]}\n")
         self.config = self.dir / "buildgrid.yml"
-        self.config.write_text(CONFIG.format(address=f"unix:{self.socket}", kind=kind, option=option))
+        self.config.write_text(CONFIG.format(address=address, channel=channel, authorization=authorization,
+                                             kind=kind, option=option))
         self.log = self.dir / "server.log"
         self.proc: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
-        return f"unix:{self.socket}"
+        return f"grpcs://localhost:{self.port}" if self.port else f"unix:{self.socket}"
+
+    @property
+    def target(self) -> str:
+        return f"localhost:{self.port}" if self.port else self.url
 
     def start(self, timeout: float = 60.0) -> "BuildGridServer":
         with open(self.log, "wb") as log:
@@ -96,13 +117,14 @@ class BuildGridServer:
         while True:
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"bgd exited with {self.proc.returncode}:\n{self.log_tail()}")
-            if self.socket.exists():
-                client = RemoteClient(self.url, timeout=2.0)
+            if self.port or self.socket.exists():
+                client = RemoteClient(self.target, timeout=2.0, security=self.ready_security)
                 try:
                     client.connect(timeout=2.0)
                     return
-                except RemoteError:
-                    pass
+                except RemoteError as e:
+                    if e.code == "UNAUTHENTICATED":
+                        return  # it answered: it wants a token the probe does not have
                 finally:
                     client.close()
             if time.monotonic() > deadline:
@@ -152,3 +174,11 @@ class BuildGridServer:
 
     def __exit__(self, *exc) -> None:
         self.cleanup()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

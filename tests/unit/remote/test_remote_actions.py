@@ -58,6 +58,13 @@ def test_input_bytes_tool_bytes_and_platform_change_the_key():
     assert key(tools={"/usr/bin/g++": digest_bytes(b"g++ 13")}) != key()
     assert key(platform=Platform("gcc 13.1.0 x86_64-linux-gnu cxx=cc cc=dd", PLATFORM.host)) != key()
     assert key(platform=Platform(PLATFORM.toolchain, "aarch64-linux-gnu")) != key()
+    assert key(platform=Platform(PLATFORM.toolchain, PLATFORM.host, "sandbox-off")) != key()
+
+
+def test_a_system_header_the_depfile_named_is_keyed_by_path_and_bytes():
+    with_header = {**inputs_of(BASE), "/usr/include/stdio.h": rd("v1")}
+    assert key(inputs=with_header) != key()
+    assert key(inputs={**with_header, "/usr/include/stdio.h": rd("v2")}) != key(inputs=with_header)
 
 
 def test_display_fields_and_ordering_do_not_change_the_key():
@@ -133,5 +140,7 @@ def test_manifests_encode_merge_and_refuse_malformed_data():
     assert merged == [("include/a.h", "include/b.h"), ("include/a.h",)]
     many = [(f"h{i}.h",) for i in range(20)]
     assert len(merge_manifest(many, ("new.h",))) == MANIFEST_SETS
-    for bad in (b"not json", b'{"v": 2, "sets": []}', b'{"v": 1, "sets": [[1]]}', b'{"v": 1, "sets": [["/etc/passwd"]]}'):
+    assert decode_manifest(encode_manifest([("/usr/include/stdio.h", "a.h")])) == [("/usr/include/stdio.h", "a.h")]
+    for bad in (b"not json", b'{"v": 2, "sets": []}', b'{"v": 1, "sets": [[1]]}', b'{"v": 1, "sets": [["/etc/passwd"]]}',
+                b'{"v": 1, "sets": [["/usr/../etc/passwd"]]}'):
         assert decode_manifest(bad) == []

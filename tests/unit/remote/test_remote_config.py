@@ -20,8 +20,7 @@ def test_urls():
     for bad in ("http://x:1", "grpc://nohost", "grpc://x:99999", "unix:", "localhost:50051"):
         with pytest.raises(RemoteConfigError, match="grpc://HOST:PORT"):
             parse_remote_url(bad)
-    with pytest.raises(RemoteConfigError, match="TLS"):
-        parse_remote_url("grpcs://cache:443")
+    assert parse_remote_url("grpcs://cache:443") == "cache:443"  # TLS: the scheme picks the credentials
 
 
 def test_flag_beats_env_beats_config(tmp_path):
@@ -64,3 +63,37 @@ def test_config_errors_name_the_file_and_what_is_accepted(tmp_path, text, messag
 def test_bad_upload_env_value(tmp_path):
     with pytest.raises(RemoteConfigError, match="MCPP_REMOTE_UPLOAD"):
         resolve_settings("grpc://x:1", None, {"MCPP_REMOTE_UPLOAD": "maybe"}, tmp_path)
+
+
+def test_tls_and_token_settings(tmp_path):
+    from mcpp.cas.remote.config import ChannelSecurity
+
+    home = tmp_path / "home"
+    home.mkdir()
+    for name in ("ca.pem", "me.pem", "me.key"):
+        (home / name).write_bytes(b"PEM " + name.encode())
+    (home / "token").write_text("s3cr3t-token\n")
+    cfg = home / "config.toml"
+    cfg.write_text('[remote]\nurl = "grpcs://cache:443"\ntls-ca = "ca.pem"\ntls-cert = "me.pem"\n'
+                   'tls-key = "me.key"\ntoken-file = "token"\n')
+    s = resolve_settings(None, None, {}, home)
+    assert s.target == "cache:443" and s.security == ChannelSecurity(
+        tls=True, ca=b"PEM ca.pem", cert=b"PEM me.pem", key=b"PEM me.key", token="s3cr3t-token")
+    assert "s3cr3t" not in repr(s) and "me.key" not in repr(s)
+    # Plain grpc:// to another host never carries the token; unix sockets and loopback may.
+    with pytest.raises(RemoteConfigError, match="a token is sent only over TLS"):
+        resolve_settings("grpc://cache:80", None, {"MCPP_REMOTE_TOKEN_FILE": str(home / "token")}, tmp_path)
+    for url in ("unix:/run/c.sock", "grpc://127.0.0.1:80", "grpc://localhost:80"):
+        assert resolve_settings(url, None, {"MCPP_REMOTE_TOKEN_FILE": str(home / "token")}, tmp_path).security.token
+    cfg.write_text('[remote]\nurl = "grpc://cache:80"\ntls-ca = "ca.pem"\n')
+    with pytest.raises(RemoteConfigError, match="`remote.tls-ca` needs a grpcs:// URL"):
+        resolve_settings(None, None, {}, home)
+    cfg.write_text('[remote]\nurl = "grpcs://cache:443"\ntls-cert = "me.pem"\n')
+    with pytest.raises(RemoteConfigError, match="both `remote.tls-cert` and `remote.tls-key`"):
+        resolve_settings(None, None, {}, home)
+    cfg.write_text('[remote]\nurl = "grpcs://cache:443"\ntls-ca = "missing.pem"\n')
+    with pytest.raises(RemoteConfigError, match="cannot read"):
+        resolve_settings(None, None, {}, home)
+    (home / "token").write_text("")
+    with pytest.raises(RemoteConfigError, match="one token on one line"):
+        resolve_settings("unix:/x", None, {"MCPP_REMOTE_TOKEN_FILE": str(home / "token")}, tmp_path)

@@ -1,11 +1,11 @@
 """Per-action overhead of each sandbox mode (not a test; run by hand, ~30 s):
 
-    .venv/bin/python tests/unit/sandbox/measure_overhead.py [WORK_DIR]
+    .venv/bin/python bench/sandbox_overhead.py [WORK_DIR]
 
 Interleaves the variants so that load on the machine affects them alike; prints medians.
 """
 import os, subprocess, sys, tempfile, time, statistics, shutil
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from mcpp.sandbox import SandboxSpec, BwrapSandbox, DirSandbox, LocalSandbox, SandboxPool, prefix_map_flags
 from mcpp.sandbox.bwrap import bwrap_prefix, find_bwrap
 W = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="mcpp-sandbox-bench-") + "/work"

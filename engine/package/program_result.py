@@ -1,11 +1,15 @@
-"""What a build program declared: plain data the planner turns into actions and flags, and the
-evaluation cache stores as JSON (so a cache hit needs no Starlark at all)."""
+"""What a package's build program declared: plain data the planner turns into actions and flags,
+and the evaluation cache stores as JSON (so a cache hit needs no Starlark at all).
+
+It is part of the package model (`Package.program`) rather than of `engine/program/`, which
+evaluates programs: the planner and the package's include directories read it without depending
+on the evaluator, and the evaluator depends on the package model, not the other way round."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-# What an action's outputs become (DESIGN §6): compiled with the package, linked into it,
-# checked (run, consumed by nobody), or made after the link.
+# What an action's outputs become (`role` of `mcpp.action`, docs/rules.md): compiled with the
+# package, linked into it, checked (run, consumed by nobody), or made after the link.
 ROLES = ("source", "object", "check", "artifact")
 
 

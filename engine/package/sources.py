@@ -1,48 +1,41 @@
 """Which files a package compiles, and what role each one plays.
 
 The role comes from the extension alone (a C source, a C++ source, a C++ module interface, a
-header). A file named by `[build] sources` whose extension has no role is an error rather than
-silently skipped: a typo in a glob should not drop a file from the build.
+header; the tables are in `engine/conventions.py`); an extension that a feature the package
+activates declares in `device_extensions` makes a device source instead. A file named by
+`[build] sources` whose extension has no role is an error rather than silently skipped: a typo
+in a glob should not drop a file from the build.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 
+from ..conventions import CXX_EXTS, DEFAULT_GLOBS, HEADER_GLOBS, MODULE_EXTS, ROLES, Role
 from ..errors import ManifestError
-from ..graph import Package, requested_features
 from ..manifest import globs
-
-C_EXTS = (".c",)
-CXX_EXTS = (".cpp", ".cc", ".cxx", ".c++", ".C")
-MODULE_EXTS = (".cppm", ".ixx", ".mpp", ".cxxm", ".ccm", ".c++m")
-HEADER_EXTS = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".tpp", ".inc")
-
-STARLARK_EXTS = (".star",)  # rule modules and build programs: read by the engine, never compiled
-
-ROLES = {**{e: "c" for e in C_EXTS}, **{e: "cxx" for e in CXX_EXTS},
-         **{e: "module" for e in MODULE_EXTS}, **{e: "header" for e in HEADER_EXTS},
-         **{e: "starlark" for e in STARLARK_EXTS}}
-
-_COMPILED = C_EXTS + CXX_EXTS + MODULE_EXTS
-DEFAULT_GLOBS = tuple(f"src/**/*{e}" for e in _COMPILED)
+from .features import requested_features
+from .model import Package
 
 
 @dataclass(frozen=True)
 class Source:
     path: str  # package-relative, `/`-separated
-    role: str  # "c", "cxx", "module", or "device" (compiled by a rule's action, not by the engine)
+    role: Role  # C, CXX, MODULE, or DEVICE (compiled by a rule's action, not by the engine)
+
+    def __post_init__(self):
+        object.__setattr__(self, "role", Role(self.role))  # a role spelled as its value is the role
 
 
-def role_of(path: str, device_exts: frozenset[str] = frozenset()) -> str | None:
+def role_of(path: str, device_exts: frozenset[str] = frozenset()) -> Role | None:
     ext = os.path.splitext(path)[1]
-    return "device" if ext in device_exts else ROLES.get(ext)
+    return Role.DEVICE if ext in device_exts else ROLES.get(ext)
 
 
 def device_extensions(pkg: Package) -> dict[str, str]:
     """Extension -> rule module (or feature) that declares it, for the extensions `pkg` treats
-    as device sources: those of every feature it activates on a dependency (seed 000's
-    `device_extensions`), and of its own active features."""
+    as device sources: those of every feature it activates on a dependency (the feature's
+    `device_extensions`, docs/rules.md), and of its own active features."""
     out: dict[str, str] = {}
     for spec, dep in pkg.edges:
         for f in sorted(requested_features(spec, dep)):
@@ -58,7 +51,7 @@ def device_extensions(pkg: Package) -> dict[str, str]:
 
 def package_sources(pkg: Package) -> list[Source]:
     """The sources of `pkg` with its active features applied, in a stable order: what the engine
-    compiles, and the device sources (`role == "device"`) a rule's action must claim. Device
+    compiles, and the device sources (`role == Role.DEVICE`) a rule's action must claim. Device
     extensions are never in the default glob: a device source is built because it is named."""
     m = pkg.manifest
     device_exts = frozenset(device_extensions(pkg))
@@ -89,7 +82,7 @@ def package_sources(pkg: Package) -> list[Source]:
                 pos, [f"note: C++ sources: {' '.join(CXX_EXTS)}; modules: {' '.join(MODULE_EXTS)}; C: .c",
                       "note: another extension is a device source only for a package that activates a "
                       "dependency's feature declaring it in `device_extensions`"])
-        if role not in ("header", "starlark"):
+        if role not in (Role.HEADER, Role.STARLARK):
             out.append(Source(path, role))
     return out
 
@@ -111,9 +104,14 @@ def header_pool(pkg: Package) -> list[str]:
     headers beside its sources, and everything under its include directories. The sandbox
     stages these; the depfile tells which of them were read (and so enter the key)."""
     m = pkg.manifest
-    out = [os.path.join(m.root, p) for p in globs.expand(m.root, [f"src/**/*{e}" for e in HEADER_EXTS])]
+    out = [os.path.join(m.root, p) for p in globs.expand(m.root, list(HEADER_GLOBS))]
     for d in include_dirs(pkg):
-        out += [os.path.join(d, p) for p in globs.expand(d, ["**/*"])]
+        # An include directory of the package may link to the package's other files (`../src`);
+        # one elsewhere (or generated under `target/`, which may be a link to a scratch disk)
+        # keeps to itself.
+        inside_pkg = d.startswith(m.root.rstrip("/") + "/") and not d.startswith(os.path.join(m.root, "target", ""))
+        boundary = m.root if inside_pkg else d
+        out += [os.path.join(d, p) for p in globs.expand(d, ["**/*"], boundary)]
     return sorted(set(out))
 
 

@@ -1,0 +1,120 @@
+"""Atomic file writes: a reader sees the old file or the whole new one, never a torn one.
+
+Every file mcpp rewrites in place (store entries, the stat cache, build state, the no-op
+records, `compile_commands.json`) is written the same way: the bytes go to a temporary file in
+the *same directory* (so the rename stays on one file system), which is then renamed over the
+final name with `os.replace`. A crash leaves at most a stray temp file, never a partial file
+under the final name, and two writers of the same name both succeed (the last rename wins).
+
+Temp files are named `.tmp-<random hex>` (`TMP_PREFIX`): directory scans of the stores skip
+dot files, and `mcpp cache gc` sweeps abandoned ones by that prefix.
+
+Nothing here calls `fsync`: every file written this way is a cache or a record whose loss or
+damage after a power cut is detected on read (a digest mismatch, a format error) and costs a
+re-run, which is cheaper than an fsync per write.
+
+This module uses the standard library's `os` only: the no-op fast path (engine/noop.py) writes
+through it before anything else is imported.
+"""
+from __future__ import annotations
+
+import os
+
+TMP_PREFIX = ".tmp-"
+# The creation mode of a store's files (entries, caches, state): owner-only, as
+# `tempfile.mkstemp` makes them. Files a user opens (compile_commands.json) pass PUBLIC.
+PRIVATE = 0o600
+PUBLIC = 0o666  # before the umask, as `open()` creates a file
+
+_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+
+
+def temp_file(directory: str, mode: int = PRIVATE) -> tuple[int, str]:
+    """(fd, path) of a new, empty temporary file in `directory` (created on demand)."""
+    for _ in range(100):
+        path = os.path.join(directory, TMP_PREFIX + os.urandom(6).hex())
+        try:
+            return os.open(path, _FLAGS, mode), path
+        except FileExistsError:
+            continue
+        except FileNotFoundError:
+            os.makedirs(directory, exist_ok=True)
+    raise FileExistsError(f"no free temporary file name in {directory}")
+
+
+def commit(tmp: str, path: str) -> None:
+    """Rename a fully written temp file over `path`, creating `path`'s directory if needed."""
+    try:
+        os.replace(tmp, path)
+    except FileNotFoundError:
+        if not os.path.exists(tmp):
+            raise
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        os.replace(tmp, path)
+
+
+def discard(tmp: str) -> None:
+    """Remove a temp file that will not be committed (it may already be gone)."""
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+
+
+class atomic_file:  # noqa: N801 - used like open()
+    """`with atomic_file(path) as f: f.write(...)`: `path` gets the bytes only when the block
+    ends without an exception; otherwise the temp file is removed and `path` is untouched.
+
+    `text=True` opens the temp file as UTF-8 text; `mode` is the creation mode (before the
+    umask); `perms`, when given, is set on the file before the rename (a read-only blob).
+    """
+
+    def __init__(self, path: str, *, text: bool = False, mode: int = PRIVATE, perms: int | None = None):
+        self.path = os.fspath(path)
+        self.text = text
+        self.mode = mode
+        self.perms = perms
+
+    def __enter__(self):
+        fd, self.tmp = temp_file(os.path.dirname(self.path) or ".", self.mode)
+        try:
+            self.file = open(fd, "w" if self.text else "wb", encoding="utf-8" if self.text else None)
+        except BaseException:
+            os.close(fd)
+            discard(self.tmp)
+            raise
+        return self.file
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        ok = exc_type is None
+        try:
+            try:
+                if ok and self.perms is not None:
+                    os.fchmod(self.file.fileno(), self.perms)
+            finally:
+                self.file.close()
+            if ok:
+                commit(self.tmp, self.path)
+                return
+        except BaseException:
+            discard(self.tmp)
+            raise
+        discard(self.tmp)
+
+
+def write_atomic(path: str, data: bytes | str, *, mode: int = PRIVATE) -> None:
+    """Replace `path`'s content with `data` (str is written as UTF-8) in one rename."""
+    with atomic_file(path, mode=mode) as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+
+
+def write_if_changed(path: str, data: bytes, *, mode: int = PUBLIC) -> None:
+    """`write_atomic` unless `path` already holds exactly `data`: an unchanged file keeps its
+    mtime, so whatever watches it (an editor's language server, a no-op record) sees no change."""
+    try:
+        with open(path, "rb") as f:
+            if f.read() == data:
+                return
+    except FileNotFoundError:
+        pass
+    write_atomic(path, data, mode=mode)

@@ -1,0 +1,117 @@
+"""Which remote results a build accepts, and where every result it used came from.
+
+`TrustPolicy` is the client's half of the signature model (signing.py): with trusted keys, a
+remote result is accepted only when one of them signed exactly that result; anything else is a
+miss (the action runs here) and the build says so once. Without trusted keys every result is
+accepted, as before signatures existed, and the build notes once that nothing was verified.
+
+*Origin* is recorded with every result the engine uses, so that `mcpp explain` and the JSON
+events can say where an output came from, and so that the local action cache cannot launder a
+remote result: an entry copied from the remote keeps `{"kind": "remote-cache", "server": URL,
+"action": REAPI action digest, "signed-by": "NAME:<key>" | None}`, and when trusted keys are configured a local entry that came
+from the remote unsigned (or signed by a key no longer trusted) is not used either.
+
+This module imports neither gRPC nor cryptography at load time: the engine reads origins on
+every build.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable, Iterable
+
+EXECUTED = "executed"
+LOCAL_CACHE = "local-cache"
+REMOTE_CACHE = "remote-cache"
+
+
+def remote_origin(server: str, action_digest: object, signer: object | None) -> dict:
+    """The origin of the result stored on `server` under `action_digest` (the REAPI Action's
+    digest, `hash/size`), signed by `signer` (a PublicKey) or unverified (None)."""
+    return {"kind": REMOTE_CACHE, "server": server, "action": str(action_digest),
+            "signed-by": None if signer is None else str(signer)}
+
+
+def event_origin(status: str, entry_origin: dict | None) -> dict:
+    """The `origin` of an `action-finished` event: `status` is "executed", "cached" or "remote";
+    `entry_origin` the origin stored with the action cache entry used (None: built here)."""
+    if status == "executed":
+        return {"kind": EXECUTED}
+    if status == "remote" and entry_origin:
+        return dict(entry_origin)
+    if entry_origin and entry_origin.get("kind") == REMOTE_CACHE:
+        # A local hit on an entry that was once fetched: the bytes still came from that server.
+        return {"kind": LOCAL_CACHE, "fetched-from": entry_origin.get("server"),
+                "action": entry_origin.get("action"), "signed-by": entry_origin.get("signed-by")}
+    return {"kind": LOCAL_CACHE}
+
+
+def describe(origin: dict | None) -> str:
+    """One line for `mcpp explain`."""
+    if not origin:
+        return "unknown (recorded before mcpp kept origins)"
+    kind = origin.get("kind")
+    if kind == EXECUTED:
+        return "executed here"
+    if kind == REMOTE_CACHE:
+        return f"remote cache {origin.get('server')} (action {origin.get('action')}), {_signer(origin)}"
+    if origin.get("fetched-from"):
+        return f"local cache (fetched earlier from remote cache {origin['fetched-from']}, {_signer(origin)})"
+    return "local cache (built on this machine)"
+
+
+def _signer(origin: dict) -> str:
+    key = origin.get("signed-by")
+    return f"signed by {key}" if key else "unverified (no signature checked)"
+
+
+class TrustPolicy:
+    def __init__(self, server: str, trusted: Iterable | None, warn: Callable[[str], None],
+                 note: Callable[[str], None] | None = None) -> None:
+        """`trusted`: the PublicKeys to require, or None to accept results unverified; `note`
+        shows the once-per-build remark that nothing is verified (none: stay silent)."""
+        self.server = server
+        self.trusted = None if trusted is None else tuple(trusted)
+        self._trusted_text = None if self.trusted is None else {str(k) for k in self.trusted}
+        self.warn = warn
+        self.note = note
+        self._lock = threading.Lock()
+        self._warned = False
+        self._noted = False
+
+    def accept(self, action_id: str, action_digest, result) -> dict | None:
+        """The origin to record for `result` (the answer to `action_digest`), or None when it
+        is refused. The first refusal of a build is a warning naming the action and why."""
+        if self.trusted is None:
+            with self._lock:
+                first, self._noted = not self._noted, True
+            if first and self.note is not None:
+                self.note(f"results from remote cache at {self.server} are not verified: no trusted keys are "
+                          "configured (`trusted-keys` under [remote]; see docs/remote.md)")
+            return remote_origin(self.server, action_digest, None)
+        from .signing import verify
+
+        verdict = verify(result, action_digest, self.trusted)
+        if verdict.signer is not None:
+            return remote_origin(self.server, action_digest, verdict.signer)
+        with self._lock:
+            first, self._warned = not self._warned, True
+        if first:
+            self.warn(f"refused the result of `{action_id}` from remote cache at {self.server} "
+                      f"({verdict.reason}); the action runs locally")
+        return None
+
+    def accept_quietly(self, action_digest, result) -> bool:
+        """For header manifests: only hints of which keys to look up, so an unverified one is
+        skipped without a word (the lookups it would lead to are checked themselves)."""
+        if self.trusted is None:
+            return True
+        from .signing import verify
+
+        return verify(result, action_digest, self.trusted).signer is not None
+
+    def accepts_local(self, origin: dict | None) -> bool:
+        """Whether a local action cache entry with `origin` may be used: with trusted keys, one
+        copied from a remote must have been signed by a key still trusted."""
+        if self._trusted_text is None or not origin or origin.get("kind") != REMOTE_CACHE:
+            return True
+        return origin.get("signed-by") in self._trusted_text

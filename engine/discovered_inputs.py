@@ -1,0 +1,33 @@
+"""Which files a compile read, from its make-style depfile (`-MD -MF`)."""
+from __future__ import annotations
+
+import os
+import sys
+
+from mcpp.sandbox import parse_depfile
+
+
+def discovered_inputs(depfile_text: str, execroot: str, declared: set[str]) -> tuple[str, ...]:
+    """The files the compile read beyond its declared inputs: execroot-relative paths for files
+    of the build, absolute ones for files outside it.
+
+    Files outside the execroot (`/usr/include`, `/usr/local/include`, a `-I` elsewhere) are part
+    of the key like any other: the toolchain's identity covers the compiler binary, not the
+    headers a package manager or a user may change beside it, and a header that changes must
+    rebuild (and must not let `rm -rf target` restore the old object). Their digests come from
+    the stat cache, so a no-op build stats them and hashes nothing. Module BMIs are declared
+    inputs already.
+    """
+    out: dict[str, None] = {}
+    for dep in parse_depfile(depfile_text):
+        path = os.path.normpath(os.path.join(execroot, dep))
+        rel = os.path.relpath(path, execroot)
+        if rel == ".." or rel.startswith("../"):
+            rel = path  # outside the build: keyed by its absolute path
+        if rel in declared or rel.endswith((".gcm", ".pcm")):
+            continue
+        if os.path.isfile(path):
+            # Interned: hundreds of compiles name the same system headers, and the state file
+            # (marshal) then stores each path once, not once per compile.
+            out.setdefault(sys.intern(rel))
+    return tuple(sorted(out))

@@ -1,0 +1,93 @@
+"""The package graph of one build: which manifest is the root, which packages take part, in
+which order, and with which features active.
+
+The root is found by searching upward from the working directory (or `--manifest-path`); a
+manifest inside a workspace builds just that member, from the workspace's `target/` (as Cargo
+does). Dependencies are path dependencies, loaded recursively; a cycle is reported with the whole
+cycle named. Features are unified per package across every edge that requests them, and a
+feature's `[feature-deps.<f>]` joins the graph once the feature is active (to a fixed point).
+
+Every manifest is folded here for one build context (target, host, accelerator set; see
+`manifest/context.py`), so `build`, `run`, `test` and `metadata` read the same folded manifests:
+there is no second place that interprets a manifest.
+"""
+from __future__ import annotations
+
+import os
+
+from ..errors import McppError
+from ..manifest.context import BuildContext, resolve_context
+from ..manifest.fold import fold
+from ..manifest.load import MANIFEST_NAME, ManifestSource
+from .features import resolve_features
+from .loader import Loader, topological
+from .locate import ManifestFiles, enclosing_workspace, find_manifest
+from .model import PackageGraph, Selection
+
+
+def build_context(selection: Selection, root: ManifestSource, files: ManifestFiles) -> BuildContext:
+    """Target and accelerator set of this command line; the set defaults to the [build] accel of
+    the package the command starts from (for a virtual workspace: its members', which must agree)."""
+    declared = root.base.build.accel
+    if root.base.is_virtual:
+        found = {}
+        for member in root.base.workspace_members or ():
+            accel = files.get(os.path.join(root.root, member, MANIFEST_NAME)).base.build.accel
+            if accel is not None and accel.entries:
+                found[member] = accel
+        if len({str(a) for a in found.values()}) > 1:
+            listed = "; ".join(f"{m}: {a}" for m, a in found.items())
+            raise McppError(f"the workspace members declare different [build] accel ({listed}); one build has one "
+                            f"accelerator set: pass --accel or --no-accel")
+        declared = next(iter(found.values()), None)
+    ctx = resolve_context(selection.target, selection.accel, selection.no_accel, declared)
+    if ctx.cross and not selection.cross_ok:
+        raise McppError(f"cross-compiling for `{ctx.target.text}` is not supported yet: this engine builds with the "
+                        f"host toolchain (`{ctx.host.text}`)",
+                        notes=[f"help: `mcpp metadata --target {ctx.target.text}` shows the manifests folded for it"])
+    return ctx
+
+
+def load_graph(cwd: str, manifest_path: str | None, selection: Selection,
+               target_override: str | None = None) -> PackageGraph:
+    """The graph of the build `selection` asks for, starting from `cwd` (or `manifest_path`).
+    `target_override` puts its `target/` elsewhere (a host tool builds into its consumer's)."""
+    files = ManifestFiles(selection.strict)
+    root_source = files.get(find_manifest(cwd, manifest_path))
+    ctx = build_context(selection, root_source, files)
+    manifest = fold(root_source, ctx)
+    workspace = manifest if manifest.workspace_members is not None else enclosing_workspace(manifest, files, ctx)
+    loader = Loader(files, ctx)
+    if workspace is manifest:
+        member_roots = [os.path.normpath(os.path.join(manifest.root, m)) for m in manifest.workspace_members]
+        if not manifest.is_virtual:
+            member_roots.insert(0, manifest.root)
+    else:
+        member_roots = [manifest.root]
+    workspace_root = (workspace or manifest).root
+
+    members = []
+    for root in member_roots:
+        m = manifest if root == manifest.root else loader.manifest(root)
+        members.append(loader.load(m, [], dev=selection.with_dev_deps))
+    if selection.packages:
+        by_name = {p.name: p for p in loader.by_root.values()}
+        chosen = []
+        for name in selection.packages:
+            if name not in by_name:
+                raise McppError(f"package `{name}` is not part of this build; packages: {', '.join(sorted(by_name))}")
+            chosen.append(by_name[name])
+        members = chosen
+        if selection.with_dev_deps:
+            for p in members:
+                if not p.dev_deps and p.manifest.dev_dependencies:
+                    for s in p.manifest.dev_dependencies:
+                        loader.add(p.dev_deps, p, s, [(p, None)])
+
+    while True:
+        order = topological(members)
+        resolve_features(members, order, selection)
+        if not loader.feature_edges(order):
+            break
+    return PackageGraph(root_manifest=workspace or manifest, workspace_root=workspace_root,
+                        members=members, order=order, context=ctx, target_override=target_override)

@@ -1,0 +1,121 @@
+"""Following dependency edges from the members: each package loaded once, its identity checked
+against the entry that names it, a cycle reported with the whole cycle named, and the order
+(dependencies first) the rest of the build walks."""
+from __future__ import annotations
+
+import os
+
+from ..errors import ManifestError
+from ..manifest.context import BuildContext
+from ..manifest.fold import fold
+from ..manifest.load import MANIFEST_NAME, check_dependency_path, display_path
+from ..manifest.model import DependencySpec, Manifest
+from .locate import ManifestFiles
+from .model import Package, declared_by
+
+
+class Loader:
+    def __init__(self, files: ManifestFiles, ctx: BuildContext):
+        self.files = files
+        self.ctx = ctx
+        self.by_root: dict[str, Package] = {}
+        self.by_name: dict[str, Package] = {}
+
+    def manifest(self, root: str) -> Manifest:
+        pkg = self.by_root.get(root)
+        return pkg.manifest if pkg else fold(self.files.get(os.path.join(root, MANIFEST_NAME)), self.ctx)
+
+    def load(self, manifest: Manifest, stack: list[tuple[Package, DependencySpec | None]], dev: bool) -> Package:
+        if manifest.root in self.by_root:
+            return self.by_root[manifest.root]
+        other = self.by_name.get(manifest.name)
+        if other is not None:
+            raise ManifestError(
+                f"two packages are named `{manifest.name}`: `{display_path(other.root)}` and "
+                f"`{display_path(manifest.root)}` (one build holds one package of each name)",
+                manifest.position("package", "name"))
+        pkg = Package(manifest)
+        self.by_root[manifest.root] = pkg
+        self.by_name[manifest.name] = pkg
+        stack.append((pkg, None))
+        for spec in manifest.dependencies:
+            self.add(pkg.deps, pkg, spec, stack)
+        if dev:
+            for spec in manifest.dev_dependencies:
+                self.add(pkg.dev_deps, pkg, spec, stack)
+        stack.pop()
+        return pkg
+
+    def add(self, into: list[Package], pkg: Package, spec: DependencySpec, stack) -> None:
+        """Follow `spec` from `pkg`: a library edge joins `into`, a tool edge `pkg.tool_edges`."""
+        if spec.tools:
+            check_dependency_path(spec.path, spec.written_path, spec.key, spec.path_pos)
+            self.check_identity(spec, self.manifest(spec.path))
+            pkg.tool_edges.append(spec)
+        else:
+            into.append(self.edge(pkg, spec, stack))
+
+    def check_identity(self, spec: DependencySpec, dep_manifest: Manifest) -> None:
+        if dep_manifest.is_virtual:
+            raise ManifestError(f"dependency `{spec.key}` points at a virtual workspace, not a package", spec.path_pos)
+        if dep_manifest.name != spec.key:
+            raise ManifestError(
+                f"dependency `{spec.display}` points at package `{dep_manifest.name}` "
+                f"(its [package].name); the key must match the package name",
+                spec.pos, [f"note: `{display_path(dep_manifest.path)}` declares name = \"{dep_manifest.name}\""])
+        if spec.namespace is not None and dep_manifest.namespace != spec.namespace:
+            raise ManifestError(
+                f"dependency `{spec.display}` points at package `{dep_manifest.name}` in namespace "
+                f"`{dep_manifest.namespace or '(none)'}`", spec.pos)
+
+    def edge(self, pkg: Package, spec: DependencySpec, stack) -> Package:
+        stack[-1] = (pkg, spec)
+        in_progress = [p.root for p, _ in stack]
+        if spec.path in in_progress:
+            start = in_progress.index(spec.path)
+            names = [p.name for p, _ in stack[start:]] + [stack[start][0].name]
+            raise ManifestError(f"dependency cycle: {' -> '.join(names)}", spec.pos)
+        check_dependency_path(spec.path, spec.written_path, spec.key, spec.path_pos)
+        dep_manifest = self.manifest(spec.path)
+        self.check_identity(spec, dep_manifest)
+        dep = self.load(dep_manifest, stack, dev=False)
+        pkg.edges.append((spec, dep))
+        return dep
+
+    def feature_edges(self, order: list[Package]) -> bool:
+        """Add the [feature-deps.<f>] of every active feature not yet in the graph; True if any."""
+        added = False
+        for p in order:
+            have = {declared_by(p, spec) for spec, _ in p.edges} | {declared_by(p, spec) for spec in p.tool_edges}
+            for f in sorted(p.features):
+                for spec in p.manifest.feature_deps.get(f, ()):
+                    if declared_by(p, spec) not in have:
+                        self.add(p.deps, p, spec, [(p, None)])
+                        added = True
+        return added
+
+
+def topological(members: list[Package]) -> list[Package]:
+    """Dependencies first. A cycle closed by a feature edge is found here (the loader's stack
+    only sees the edges it is walking)."""
+    order: list[Package] = []
+    done: set[Package] = set()
+    path: list[Package] = []
+
+    def visit(p: Package) -> None:
+        if p in done:
+            return
+        path.append(p)
+        for spec, d in p.edges:
+            if d in path:
+                start = path.index(d)
+                names = [q.name for q in path[start:]] + [d.name]
+                raise ManifestError(f"dependency cycle: {' -> '.join(names)}", spec.pos)
+            visit(d)
+        path.pop()
+        done.add(p)
+        order.append(p)
+
+    for m in members:
+        visit(m)
+    return order

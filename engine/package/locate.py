@@ -1,0 +1,60 @@
+"""Which manifest files a command reads: the one it starts from (searched upward from the working
+directory, or `--manifest-path`), the workspace above it, each file parsed and validated once."""
+from __future__ import annotations
+
+import os
+
+from ..errors import McppError
+from ..manifest.context import BuildContext
+from ..manifest.fold import fold
+from ..manifest.load import MANIFEST_NAME, ManifestSource, parse_manifest
+from ..manifest.model import Manifest
+
+
+def find_manifest(cwd: str, manifest_path: str | None) -> str:
+    if manifest_path:
+        path = os.path.abspath(manifest_path)
+        if os.path.isdir(path):
+            path = os.path.join(path, MANIFEST_NAME)
+        if not os.path.isfile(path):
+            raise McppError(f"manifest path `{manifest_path}` does not exist")
+        return path
+    d = os.path.abspath(cwd)
+    while True:
+        candidate = os.path.join(d, MANIFEST_NAME)
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(d)
+        if parent == d:
+            raise McppError(f"could not find `{MANIFEST_NAME}` in `{os.path.abspath(cwd)}` or any parent directory",
+                            notes=["help: run `mcpp new NAME` to create a package"])
+        d = parent
+
+
+class ManifestFiles:
+    """Each manifest file parsed and validated once per command."""
+
+    def __init__(self, strict: bool):
+        self.strict = strict
+        self.parsed: dict[str, ManifestSource] = {}
+
+    def get(self, path: str) -> ManifestSource:
+        if path not in self.parsed:
+            self.parsed[path] = parse_manifest(path, self.strict)
+        return self.parsed[path]
+
+
+def enclosing_workspace(manifest: Manifest, files: ManifestFiles, ctx: BuildContext) -> Manifest | None:
+    """The workspace manifest above `manifest` that lists it as a member, if any."""
+    d = os.path.dirname(manifest.root)
+    while True:
+        candidate = os.path.join(d, MANIFEST_NAME)
+        if os.path.isfile(candidate):
+            ws = files.get(candidate).base
+            if ws.workspace_members is not None:
+                members = {os.path.normpath(os.path.join(ws.root, m)) for m in ws.workspace_members}
+                return fold(files.get(candidate), ctx) if manifest.root in members else None
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent

@@ -1,0 +1,174 @@
+"""Compile actions: one per unit, with its flags, the BMIs it imports, and the headers it may read.
+
+A compile declares as `may_read` only the pool headers its `#include` lines can reach (see
+include_scan.py), so a sandbox stages a few headers rather than every header of every
+dependency; a header a build program generates into an include directory does not exist yet
+when the plan is made, so every compile that could include it declares it as an input, after
+the action that writes it.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from mcpp.cas.action import Action
+from mcpp.sandbox import EXECROOT_PLACEHOLDER
+
+from ..package.features import feature_define
+from ..package.model import Package
+from . import compile_flags as cf
+from .context import PlanContext, transitive_deps
+from .include_scan import reachable
+from .model import ACTION_ENV, Plan
+from .module_graph import ModuleGraph
+from .rule_actions import action_id as rule_action_id
+from ..package.sources import header_pool, include_dirs
+from .std_module import LIBCXX_FLAG, libcxx_modules
+from .units import Unit
+
+
+class Compiles:
+    """Plans the compiles of one build into `plan`. `includes` maps an absolute path to its
+    include directives (cached by the caller), or is None to stage every pool header."""
+
+    def __init__(self, ctx: PlanContext, plan: Plan, modules: ModuleGraph,
+                 includes: Callable[[str], object] | None):
+        self.ctx = ctx
+        self.plan = plan
+        self.modules = modules
+        self.includes = includes
+        self._pools: dict[Package, tuple[str, ...]] = {}  # a package's headers, execroot-relative
+        self._pool_index: dict[tuple[str, ...], dict[str, str]] = {}
+        self._directive_memo: dict[str, object] = {}  # a header is scanned once per build
+        self._gen_header_memo: dict[tuple[Package, bool], list[tuple[str, str]]] = {}
+
+    # -- a unit of a package -------------------------------------------------------------------
+    def compile(self, u: Unit) -> None:
+        if u.pkg is None:
+            return self.compile_std(u)
+        ctx, tc = self.ctx, self.ctx.tc
+        pkg = u.pkg
+        src = ctx.rel(os.path.join(pkg.root, u.source.path))
+        is_test = u.source.path.startswith("tests/") and u.obj.startswith(f"{ctx.out}/test-obj/")
+        user, defines, incs = self.flags_for(pkg, u.source.role, dev=is_test)
+        needed = self.modules.closure(u)
+        uses_modules = bool(needed or u.info.module or u.info.imports)
+        gen_headers = self.generated_headers(pkg, is_test)
+        inputs = [src] + [n.bmi for n in needed] + [h for h, _ in gen_headers]
+        outputs = [u.obj]
+        mapper = None
+        if uses_modules and tc.family == "gcc":
+            mapper = u.obj[:-2] + ".map"
+            entries = [(n.info.module, n.bmi) for n in needed]
+            if u.bmi:
+                entries.append((u.info.module, u.bmi))
+            self.plan.generated[mapper] = cf.gcc_mapper_text(entries)
+            inputs.append(mapper)
+        if u.bmi:
+            outputs.append(u.bmi)
+        module = cf.module_flags(tc, mapper, u.bmi if uses_modules else None,
+                                 [(n.info.module, n.bmi) for n in needed]) if uses_modules else []
+        pic = any(t.kind == "shared" for t in ctx.targets_of(pkg))
+        depfile = u.obj[:-2] + ".d"
+        argv = cf.compile_argv(tc, ctx.profile, source=src, obj=u.obj, depfile=depfile,
+                               role=u.source.role, standard=pkg.manifest.standard, user_flags=user,
+                               defines=defines, include_dirs=incs, module=module, pic=pic)
+        if self.modules.libcxx and u.source.role != "c":
+            argv.insert(1, LIBCXX_FLAG)
+        compiler = argv[0]
+        action = Action(
+            id=u.action_id, argv=tuple(argv), outputs=tuple(outputs + [depfile]), inputs=tuple(inputs),
+            may_read=self.may_read(pkg, is_test) if u.produced_by else self.headers_for(src, incs, user, pkg, is_test),
+            tools=(compiler,), env=ACTION_ENV, depfile=depfile, kind="compile",
+            description=f"{pkg.name}: {u.source.path}")
+        self.plan.add(action, pkg.name, [n.action_id for n in needed] + ([u.produced_by] if u.produced_by else [])
+                      + [producer for _, producer in gen_headers])
+        self.plan.compile_commands.append({
+            "directory": ctx.execroot, "file": os.path.join(pkg.root, u.source.path),
+            "arguments": [a.replace(EXECROOT_PLACEHOLDER, ctx.execroot) for a in argv],
+            "output": os.path.join(ctx.execroot, u.obj)})
+
+    def flags_for(self, pkg: Package, role: str, dev: bool) -> tuple[list[str], list[str], list[str]]:
+        """(user flags, defines, execroot-relative include directories) of a compile of `pkg`."""
+        m = pkg.manifest
+        user = list(m.build.cflags if role == "c" else m.build.cxxflags)
+        defines = [feature_define(f) for f in sorted(pkg.features)]
+        for fname in sorted(pkg.features):
+            defines += list(m.features[fname].defines)
+        defines += list(m.build.defines)
+        incs: list[str] = []
+        if pkg.program is not None:  # what the package's build program added, for itself
+            user += pkg.program.cflags if role == "c" else pkg.program.cxxflags
+            defines += pkg.program.defines
+        for p in [pkg] + transitive_deps(pkg, dev):
+            incs += [self.ctx.rel(d) for d in include_dirs(p)]
+        return user, defines, list(dict.fromkeys(incs))
+
+    # -- headers -------------------------------------------------------------------------------
+    def may_read(self, pkg: Package, dev: bool) -> tuple[str, ...]:
+        """Execroot-relative headers of `pkg` and its dependencies (computed once per package)."""
+        out: list[str] = []
+        for p in [pkg] + transitive_deps(pkg, dev):
+            if p not in self._pools:
+                self._pools[p] = tuple(self.ctx.rel(h) for h in header_pool(p))
+            out.extend(self._pools[p])
+        return tuple(dict.fromkeys(out))
+
+    def headers_for(self, src: str, incs: list[str], user: list[str], pkg: Package,
+                    dev: bool) -> tuple[str, ...]:
+        """The pool headers this compile can reach (include_scan.py), else the whole pool."""
+        pool = self.may_read(pkg, dev)
+        if self.includes is None or not pool or any(f.startswith("-include") for f in user):
+            return pool  # a forced include (`-include x.h`) is not in any source: stage everything
+        execroot = self.ctx.execroot
+        search = list(incs) + [f[2:] for f in user if f.startswith("-I") and len(f) > 2]
+        index = self._pool_index.get(pool)
+        if index is None:
+            index = self._pool_index[pool] = {os.path.join(execroot, h): h for h in pool}
+        found = reachable(os.path.join(execroot, src), [os.path.join(execroot, d) for d in search],
+                          index, self._directives)
+        return pool if found is None else tuple(sorted(found))
+
+    def _directives(self, path: str):
+        if path not in self._directive_memo:
+            self._directive_memo[path] = self.includes(path)
+        return self._directive_memo[path]
+
+    def generated_headers(self, pkg: Package, dev: bool) -> list[tuple[str, str]]:
+        """(header, id of the rule action writing it) for each output of a rule action inside an
+        include directory of `pkg` or a dependency (a header generated into `out_dir()` and
+        exposed with `include_dir()`)."""
+        key = (pkg, dev)
+        if key not in self._gen_header_memo:
+            found: list[tuple[str, str]] = []
+            for p in [pkg] + transitive_deps(pkg, dev):
+                if p.program is None or not p.program.include_dirs:
+                    continue
+                dirs = [d.rstrip("/") + "/" for d in include_dirs(p)]
+                for ra in p.program.actions:
+                    for out in ra.products:
+                        if any(out.startswith(d) for d in dirs):
+                            found.append((self.ctx.rel(out), rule_action_id(p, ra)))
+            self._gen_header_memo[key] = found
+        return self._gen_header_memo[key]
+
+    # -- a standard library module -------------------------------------------------------------
+    def compile_std(self, u: Unit) -> None:
+        """libc++'s `std` or `std.compat` module, compiled from the source libc++ ships."""
+        ctx = self.ctx
+        needed = self.modules.closure(u)
+        std_src = libcxx_modules(ctx.tc.cxx.path)[u.info.module]
+        module = cf.module_flags(ctx.tc, None, u.bmi, [(n.info.module, n.bmi) for n in needed])
+        depfile = u.obj[:-2] + ".d"
+        members = ctx.graph.members
+        standard = members[0].manifest.standard if members else "c++20"
+        argv = cf.compile_argv(ctx.tc, ctx.profile, source=std_src.source, obj=u.obj, depfile=depfile,
+                               role="module", standard=standard,
+                               user_flags=[LIBCXX_FLAG, "-Wno-reserved-module-identifier"],
+                               defines=[], include_dirs=[], module=module, pic=False)
+        argv[1:1] = [f"-isystem{d}" for d in std_src.include_dirs]
+        self.plan.add(Action(
+            id=u.action_id, argv=tuple(argv), outputs=(u.obj, u.bmi, depfile),
+            inputs=tuple(n.bmi for n in needed), tools=(argv[0], std_src.source), env=ACTION_ENV,
+            depfile=depfile, kind="compile", description=f"std: {u.info.module}"),
+            "std", [n.action_id for n in needed])

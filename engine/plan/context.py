@@ -1,0 +1,44 @@
+"""What every part of the planner reads and none of them changes: the package graph, the
+toolchain and profile, the build's layout (the execroot, where every action runs, and
+`target/<profile>`; given by the caller) and each package's targets."""
+from __future__ import annotations
+
+import os
+
+from ..layout import Layout
+from ..manifest.model import TargetSpec
+from ..package.model import Package, PackageGraph
+from ..profiles import Profile
+from ..toolchain import Toolchain
+
+
+class PlanContext:
+    def __init__(self, graph: PackageGraph, toolchain: Toolchain, profile: Profile, layout: Layout,
+                 targets: dict[Package, list[TargetSpec]]):
+        self.graph = graph
+        self.tc = toolchain
+        self.profile = profile
+        self.layout = layout
+        self.execroot = layout.execroot
+        self.targets = targets  # every package of the graph -> its targets
+        self.out_abs = layout.out_dir
+        self.out = self.rel(self.out_abs)  # the profile's output directory, execroot-relative
+
+    def rel(self, path: str) -> str:
+        return os.path.relpath(path, self.execroot)
+
+    def targets_of(self, pkg: Package) -> list[TargetSpec]:
+        return self.targets[pkg]
+
+
+def transitive_deps(pkg: Package, dev: bool) -> list[Package]:
+    """`pkg`'s library dependencies, transitively, breadth first; with `dev`, its own
+    dev-dependencies too (a test binary's view)."""
+    out: dict[Package, None] = {}
+    todo = list(pkg.deps) + (list(pkg.dev_deps) if dev else [])
+    while todo:
+        p = todo.pop(0)
+        if p not in out:
+            out[p] = None
+            todo.extend(p.deps)
+    return list(out)

@@ -1,0 +1,52 @@
+"""What the planner produces: a `Plan` (actions, their order, files to write first) and the
+`Artifact`s users care about. Every path in it is relative to the execroot."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from mcpp.cas.action import Action
+
+# A fixed environment for every action: the result must not depend on the user's shell.
+# SOURCE_DATE_EPOCH pins the build time gcc writes into module CMIs (and __DATE__/__TIME__).
+ACTION_ENV = (("LC_ALL", "C"), ("PATH", "/usr/local/bin:/usr/bin:/bin"), ("SOURCE_DATE_EPOCH", "0"))
+
+
+class ArtifactKind(StrEnum):
+    """A `str` enum: compares equal to, formats as and serializes to its value (`"bin"`)."""
+
+    BIN = "bin"
+    LIB = "lib"
+    SHARED = "shared"
+    TEST = "test"  # a test binary, built only for `mcpp test`
+
+
+@dataclass
+class Artifact:
+    package: str
+    name: str
+    kind: ArtifactKind
+    path: str  # execroot-relative
+
+
+@dataclass
+class Plan:
+    execroot: str
+    actions: list[Action] = field(default_factory=list)
+    prereqs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # action id -> action ids
+    package_of: dict[str, str] = field(default_factory=dict)  # action id -> package name
+    generated: dict[str, bytes] = field(default_factory=dict)  # execroot path -> bytes to write
+    artifacts: list[Artifact] = field(default_factory=list)
+    compile_commands: list[dict] = field(default_factory=list)
+    made_by: dict[str, str] = field(default_factory=dict)  # execroot path -> id of the action writing it
+
+    def add(self, action: Action, package: str, prereqs: list[str]) -> None:
+        self.actions.append(action)
+        self.prereqs[action.id] = tuple(dict.fromkeys(prereqs))
+        self.package_of[action.id] = package
+        for out in action.outputs:
+            self.made_by[out] = action.id
+
+    def producers(self, action: Action) -> list[str]:
+        """The actions planned so far that write one of `action`'s inputs."""
+        return [self.made_by[i] for i in action.inputs if i in self.made_by]

@@ -1,0 +1,101 @@
+"""What a package's build program declared, planned: its actions, the sources it chose or
+generated, and the objects it adds to the package's archive.
+
+A rule action's role decides where it sits in the plan: `object` outputs join the package's
+archive, `source` outputs (and `generated()` files) are compiled with the package, and
+`artifact` actions run after the package's links, since they may read its binaries.
+"""
+from __future__ import annotations
+
+import os
+
+from mcpp.cas.action import Action
+
+from .. import containment
+from ..errors import McppError
+from ..package.model import Package
+from .context import PlanContext
+from .model import ACTION_ENV, Plan
+from .rule_actions import action_id as rule_action_id, to_plan_action
+from ..package.sources import Source, role_of
+from .units import ORDINARY, Unit, UnitMaker
+
+
+class ProgramActions:
+    def __init__(self, ctx: PlanContext, plan: Plan, units: UnitMaker):
+        self.ctx = ctx
+        self.plan = plan
+        self.unit_maker = units
+        self._objects: dict[Package, list[tuple[str, str]]] = {}  # package -> (object, producing action id)
+        self._after_link: list[tuple[Package, Action]] = []  # `artifact` actions, planned last
+
+    def objects_of(self, pkg: Package) -> list[tuple[str, str]]:
+        """(execroot-relative object, producing action id) of `pkg`'s `role = "object"` actions."""
+        return self._objects.get(pkg, [])
+
+    def plan_actions(self, pkg: Package) -> None:
+        """Plan `pkg`'s rule actions; `artifact` ones wait for `plan_after_link`."""
+        for ra in pkg.program.actions:
+            action = to_plan_action(pkg, ra, self.ctx.execroot, ACTION_ENV)
+            if ra.role == "artifact":
+                self._after_link.append((pkg, action))
+                continue
+            if ra.role == "object":
+                objs = self._objects.setdefault(pkg, [])
+                objs += [(self.ctx.rel(o), action.id) for o in ra.products]
+            self.plan.add(action, pkg.name, self.plan.producers(action))
+
+    def plan_after_link(self) -> None:
+        """The `artifact` actions, each after every link of its package."""
+        for pkg, action in self._after_link:
+            links = [a.id for a in self.plan.actions if self.plan.package_of[a.id] == pkg.name and a.kind == "link"]
+            self.plan.add(action, pkg.name, self.plan.producers(action) + links)
+
+    def check_inputs(self) -> None:
+        """A rule action's input must exist or be made by an action of this build."""
+        for a in self.plan.actions:
+            if a.kind != "rule":
+                continue
+            for rel in a.inputs:
+                if rel not in self.plan.made_by and not os.path.exists(os.path.join(self.ctx.execroot, rel)):
+                    pkg = self.plan.package_of[a.id]
+                    raise McppError(f"package `{pkg}`, action `{a.id.split(':', 1)[1]}`: input `{rel}` does not "
+                                    f"exist and no action of this build makes it")
+                if rel not in self.plan.made_by:  # read by the engine to stage it: must stay in the build
+                    containment.check(os.path.join(self.ctx.execroot, rel), self.ctx.execroot,
+                                      what="the build's root",
+                                      shown=f"package `{self.plan.package_of[a.id]}`, action "
+                                            f"`{a.id.split(':', 1)[1]}`: input `{rel}`")
+
+    def units(self, pkg: Package) -> list[Unit]:
+        """Sources a program chose (`source()`) and generated ones (`generated()`, and the outputs
+        of its `role = "source"` actions), compiled with the package."""
+        ctx = self.ctx
+        program = pkg.program
+        units = self.unit_maker.make(pkg, [self._chosen(pkg, rel) for rel in program.sources], "obj")
+        made_by = {out: rule_action_id(pkg, ra) for ra in program.actions for out in ra.products}
+        generated = list(program.generated)
+        generated += [out for ra in program.actions if ra.role == "source" for out in ra.products]
+        gen_root = ctx.layout.gen_dir(pkg.name)
+        for path in dict.fromkeys(generated):
+            producer = made_by.get(path)
+            if producer is None:
+                raise McppError(f"package `{pkg.name}`: generated source `{ctx.rel(path)}` is not an output of "
+                                f"any action its build program declares")
+            role = role_of(path)
+            if role not in ("c", "cxx"):
+                raise McppError(f"package `{pkg.name}`: generated source `{ctx.rel(path)}` is not a C or C++ "
+                                f"source (a generated file joins the compile set by its extension: .c, .cpp, .cc, .cxx)")
+            shown = "gen/" + os.path.relpath(path, gen_root)
+            units.append(Unit(pkg, Source(os.path.relpath(path, pkg.root), role), ORDINARY,
+                              f"{ctx.out}/obj/{pkg.name}/{shown}.o", f"compile {pkg.name}:{shown}",
+                              produced_by=producer))
+        return units
+
+    def _chosen(self, pkg: Package, rel: str) -> Source:
+        role = role_of(rel)
+        if role not in ("c", "cxx", "module"):
+            raise McppError(f"package `{pkg.name}`: `source(\"{rel}\")` is not a C, C++ or module source")
+        if not os.path.isfile(os.path.join(pkg.root, rel)):
+            raise McppError(f"package `{pkg.name}`: `source(\"{rel}\")` does not exist")
+        return Source(rel, role)

@@ -1,0 +1,78 @@
+"""The plan's producer edges, settled once every action is planned.
+
+A build program's actions are planned before the engine's compiles and links (their `source`
+outputs are compiled, their `object` outputs linked), so when one is added the producer of an
+input it reads may not be planned yet: a rule action reading the `.o` of a compile of its own
+package got no edge and failed at run time with "does not exist". Which action writes which
+file, and in what order they run, are plan-time facts, so this pass, run when the plan is
+complete, decides them all and refuses a plan that cannot be ordered:
+
+- one file written by two actions (the second would silently overwrite the first's result);
+- a rule action that reads the output of an action that (transitively) needs it: a cycle.
+
+Both name the actions involved.
+"""
+from __future__ import annotations
+
+from ..errors import McppError
+
+
+def settle(plan) -> None:
+    """Refuse duplicate outputs, give every rule action an edge to the producer of each input,
+    then refuse cycles. Mutates `plan.prereqs` and `plan.made_by`."""
+    writer: dict[str, str] = {}
+    for a in plan.actions:
+        for out in a.outputs:
+            other = writer.setdefault(out, a.id)
+            if other != a.id:
+                raise McppError(f"{describe(plan, other)} and {describe(plan, a.id)} both declare the output "
+                                f"`{out}`; each file of the build is written by one action")
+    plan.made_by.update(writer)
+    for a in plan.actions:
+        if a.kind != "rule":
+            continue
+        producers = [writer[i] for i in a.inputs if i in writer]
+        if a.id in producers:
+            raise McppError(f"{describe(plan, a.id)} reads its own output "
+                            f"`{next(i for i in a.inputs if writer.get(i) == a.id)}`")
+        plan.prereqs[a.id] = tuple(dict.fromkeys(plan.prereqs.get(a.id, ()) + tuple(producers)))
+    cycle = find_cycle(plan.prereqs)
+    if cycle:
+        path = " -> ".join(describe(plan, i) for i in cycle + [cycle[0]])
+        raise McppError(f"actions depend on each other in a cycle: {path}",
+                        notes=["note: an action runs after the actions that write its inputs; "
+                               "one of these must not read what the other writes"])
+
+
+def describe(plan, action_id: str) -> str:
+    """`action `gen` of package `p`` for a build program's action, else the engine's id."""
+    if action_id.startswith("rule ") and ":" in action_id:
+        return f"action `{action_id.split(':', 1)[1]}` of package `{plan.package_of.get(action_id, '?')}`"
+    return f"`{action_id}`"
+
+
+def find_cycle(prereqs: dict[str, tuple[str, ...]]) -> list[str]:
+    """One cycle of the graph (its nodes in dependency order), or [] when it is acyclic.
+    Iterative, so a deep chain of actions cannot exhaust Python's stack."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in prereqs:
+        if state.get(start):
+            continue
+        path: list[str] = []
+        stack = [(start, iter(prereqs.get(start, ())))]
+        state[start] = 1
+        path.append(start)
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                path.pop()
+                state[node] = 2
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt):]
+            elif not state.get(nxt):
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append((nxt, iter(prereqs.get(nxt, ()))))
+    return []

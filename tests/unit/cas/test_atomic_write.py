@@ -1,0 +1,65 @@
+"""cas/atomic.py: the one way mcpp replaces a file."""
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from mcpp.cas.atomic import PRIVATE, PUBLIC, TMP_PREFIX, atomic_file, write_atomic, write_if_changed
+
+
+def _mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_write_atomic_creates_directories_and_replaces(tmp_path):
+    path = tmp_path / "a" / "b" / "f"
+    write_atomic(str(path), b"one")
+    write_atomic(str(path), "twö")
+    assert path.read_bytes() == "twö".encode()
+    assert os.listdir(path.parent) == ["f"]  # no temp file left
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temp(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"old")
+    with pytest.raises(RuntimeError):
+        with atomic_file(str(path)) as f:
+            f.write(b"half")
+            raise RuntimeError("crash mid-write")
+    assert path.read_bytes() == b"old"
+    assert os.listdir(tmp_path) == ["f"]
+
+
+def test_the_final_name_appears_only_once_written(tmp_path):
+    path = tmp_path / "f"
+    with atomic_file(str(path)) as f:
+        f.write(b"x")
+        (tmp,) = os.listdir(tmp_path)
+        assert tmp.startswith(TMP_PREFIX) and not path.exists()
+    assert path.read_bytes() == b"x"
+
+
+def test_modes(tmp_path):
+    old = os.umask(0o022)
+    try:
+        write_atomic(str(tmp_path / "private"), b"")
+        write_atomic(str(tmp_path / "public"), b"", mode=PUBLIC)
+        with atomic_file(str(tmp_path / "ro"), perms=0o444) as f:
+            f.write(b"blob")
+    finally:
+        os.umask(old)
+    assert _mode(tmp_path / "private") == PRIVATE
+    assert _mode(tmp_path / "public") == 0o644
+    assert _mode(tmp_path / "ro") == 0o444
+
+
+def test_write_if_changed_keeps_an_unchanged_file(tmp_path):
+    path = tmp_path / "d" / "compile_commands.json"
+    write_if_changed(str(path), b"[]")
+    os.utime(path, ns=(1, 1))
+    write_if_changed(str(path), b"[]")
+    assert os.stat(path).st_mtime_ns == 1
+    write_if_changed(str(path), b"[1]")
+    assert path.read_bytes() == b"[1]" and os.stat(path).st_mtime_ns != 1

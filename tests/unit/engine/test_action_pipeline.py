@@ -1,0 +1,139 @@
+"""ActionPipeline over a two-action plan with a fake ActionRunner: what each build runs, restores
+or leaves alone, and what it writes to the action cache and the build state."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+
+import pytest
+from engine_testdata import write
+
+from mcpp.cas.action import Action, Platform
+from mcpp.cas.home import Home
+from mcpp.cas.statcache import StatCache
+from mcpp.engine.action_runner import RunResult, prepare_outputs
+from mcpp.engine.explain import ExplainLog, load_records
+from mcpp.engine.incremental import BuildState, KeyComputer
+from mcpp.engine.layout import Layout
+from mcpp.engine.pipeline import ActionPipeline
+from mcpp.engine.plan.planner import Plan
+from mcpp.engine.report import Reporter
+from mcpp.engine.schedule import run_graph
+from mcpp.engine.stores import Stores
+
+PLATFORM = Platform("fake 1 x86_64-linux-gnu", "x86_64-linux-gnu")
+UPPER = Action(id="upper a", argv=("upper", "src/in.txt"), inputs=("src/in.txt",),
+               outputs=("target/dev/a.txt",))
+JOIN = Action(id="join b", argv=("join", "target/dev/a.txt", "gen/msg.txt"),
+              inputs=("target/dev/a.txt", "gen/msg.txt"), outputs=("target/dev/b.txt",),
+              may_read=("src/extra.h",), depfile="target/dev/b.d")
+
+
+class FakeRunner:
+    """Does in Python what a compiler would: reads the inputs, writes the outputs (and, for
+    JOIN, a depfile naming a header it read), and counts what it ran."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self.ran: list[str] = []
+
+    def run(self, action: Action) -> RunResult:
+        self.ran.append(action.id)
+        prepare_outputs(self.root, action)
+        read = lambda rel: open(os.path.join(self.root, rel)).read()  # noqa: E731
+        if action is UPPER:
+            write(self.root, "target/dev/a.txt", read("src/in.txt").upper())
+            return RunResult(0, b"", b"")
+        text = read("target/dev/a.txt") + read("gen/msg.txt") + read("src/extra.h")
+        write(self.root, "target/dev/b.txt", text)
+        write(self.root, "target/dev/b.d", "target/dev/b.txt: target/dev/a.txt src/extra.h\n")
+        return RunResult(0, b"", b"warning: joined\n")
+
+
+@pytest.fixture
+def ws(execroot):
+    write(execroot, "src/in.txt", "hello ")
+    write(execroot, "src/extra.h", "!")
+    return execroot
+
+
+def build(ws, home: Home, runner: FakeRunner):
+    """One build of the plan as `build._run_plan` does it: fresh state objects from disk."""
+    layout = Layout(str(ws), str(ws / "target"), str(ws), "dev")
+    plan = Plan(layout.execroot, generated={"gen/msg.txt": b"world"})
+    plan.add(UPPER, "p", [])
+    plan.add(JOIN, "p", [UPPER.id])
+    stats = StatCache(layout.stat_cache)
+    state = BuildState(layout.action_state, layout.execroot, stats)
+    out = io.StringIO()
+    stores = Stores.open(home)
+    pipeline = ActionPipeline(plan, state, KeyComputer(state, PLATFORM, plan.generated), runner, stores,
+                              Reporter(json_mode=True, out=out, err=io.StringIO()),
+                              ExplainLog(layout.explain_log, "fake"))
+    result = run_graph([a.id for a in plan.actions], plan.prereqs, jobs=2, check=pipeline.check,
+                       execute=pipeline.restore_or_run, finish=pipeline.finish)
+    state.save()
+    pipeline.explain.save()
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    status = {e["id"]: e["status"] for e in events if e["reason"] == "action-finished"}
+    return status, state, stores, layout, result.ok
+
+
+def test_executed_then_fresh_then_cached_then_rerun_on_a_header_change(ws, tmp_path):
+    home = Home(tmp_path / "home")
+    runner = FakeRunner(str(ws))
+
+    # 1. Nothing recorded: both actions run; the generated input is written first.
+    status, state, stores, layout, ok = build(ws, home, runner)
+    assert ok
+    assert status == {UPPER.id: "executed", JOIN.id: "executed"}
+    assert runner.ran == [UPPER.id, JOIN.id]
+    assert (ws / "gen/msg.txt").read_text() == "world"
+    assert (ws / "target/dev/b.txt").read_text() == "HELLO world!"
+    for a in (UPPER, JOIN):
+        key, discovered, outputs = state.recorded(a.id)
+        entry = stores.ac.get(key)
+        assert entry is not None and entry.exit_code == 0
+        assert {o: str(d) for o, (d, _mode) in entry.outputs.items()} == outputs
+        assert set(entry.inputs) == set(a.inputs) | set(discovered)
+    assert state.discovered(JOIN.id) == ("src/extra.h",)
+    key, _, _ = state.recorded(JOIN.id)
+    assert stores.blobs.get(stores.ac.get(key).stderr) == b"warning: joined\n"
+    first_level = KeyComputer(state, PLATFORM, {"gen/msg.txt": b"world"}).key(JOIN, ())
+    assert stores.ac.get_manifest(first_level) == [("src/extra.h",)]
+    assert set(load_records(layout.explain_log)) == {UPPER.id, JOIN.id}
+
+    # 2. Same inputs, outputs intact: both fresh, nothing runs or is restored.
+    status, *_ = build(ws, home, runner)
+    assert status == {UPPER.id: "fresh", JOIN.id: "fresh"}
+    assert len(runner.ran) == 2
+
+    # 3. target/ gone (outputs and state): both come back from the action cache.
+    shutil.rmtree(ws / "target")
+    status, state, *_ = build(ws, home, runner)
+    assert status == {UPPER.id: "cached", JOIN.id: "cached"}
+    assert len(runner.ran) == 2
+    assert (ws / "target/dev/b.txt").read_text() == "HELLO world!"
+    assert state.discovered(JOIN.id) == ("src/extra.h",)  # from the header manifest
+
+    # 4. A header the depfile named changes: only the action that read it runs again.
+    write(ws, "src/extra.h", "?")
+    status, *_ = build(ws, home, runner)
+    assert status == {UPPER.id: "fresh", JOIN.id: "executed"}
+    assert runner.ran[2:] == [JOIN.id]
+    assert (ws / "target/dev/b.txt").read_text() == "HELLO world?"
+
+
+def test_a_failed_action_is_forgotten_and_not_cached(ws, tmp_path):
+    class Failing(FakeRunner):
+        def run(self, action):
+            res = super().run(action)
+            return RunResult(1, b"", b"error: no\n") if action is JOIN else res
+
+    status, state, stores, _, ok = build(ws, Home(tmp_path / "home"), Failing(str(ws)))
+    assert not ok
+    assert status == {UPPER.id: "executed", JOIN.id: "failed"}
+    assert state.recorded(JOIN.id) is None and state.recorded(UPPER.id) is not None
+    assert sum(1 for f in stores.ac.iter_files() if not f.manifest) == 1

@@ -1,0 +1,83 @@
+"""Layout (where a build's files go) and Stores (the store stack of one home)."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+from mcpp.cas.home import Home
+from mcpp.cas.remote.config import RemoteSettings
+from mcpp.engine import noop
+from mcpp.engine.build import BuildOptions
+from mcpp.engine.layout import Layout
+from mcpp.engine.stores import Stores
+
+
+def _graph(workspace: str, roots: list[str], target_dir: str | None = None):
+    return SimpleNamespace(order=[SimpleNamespace(root=r) for r in roots], workspace_root=workspace,
+                           target_dir=target_dir or os.path.join(workspace, "target"))
+
+
+def test_execroot_is_the_common_ancestor_of_packages_and_target():
+    layout = Layout.of(_graph("/w/app", ["/w/app", "/w/libs/fmt"]), "dev")
+    assert layout.execroot == "/w"
+    assert Layout.of(_graph("/w/app", ["/w/app"]), "dev").execroot == "/w/app"
+    # A host tool's build puts target/ under the consumer's: the execroot covers both.
+    tool = Layout.of(_graph("/src/tool", ["/src/tool"], "/w/app/target/host/tool"), "dev")
+    assert tool.execroot == "/" and tool.out_dir == "/w/app/target/host/tool/dev"
+
+
+def test_paths_under_target_profile():
+    layout = Layout.of(_graph("/w", ["/w"]), "release")
+    assert layout.out_dir == "/w/target/release"
+    assert layout.lock_file == "/w/target/.lock"
+    assert layout.gen_dir("fmt") == "/w/target/release/gen/fmt"
+    assert layout.state_dir == "/w/target/release/.mcpp"
+    state = {layout.action_state, layout.scan_cache, layout.stat_cache, layout.explain_log, layout.program_cache}
+    assert len(state) == 5 and all(os.path.dirname(p) == layout.state_dir for p in state)
+    assert layout.compile_commands == "/w/compile_commands.json"
+    assert layout.rel(layout.abs("target/release/x.o")) == "target/release/x.o"
+
+
+def test_stores_live_in_one_home(tmp_path):
+    home = Home(tmp_path / "h")
+    stores = Stores.open(home)
+    d = stores.blobs.put(b"bytes")
+    assert stores.blobs.get(d) == b"bytes"
+    assert Path(stores.blobs.inner.path_of(d)).is_relative_to(home.cas)
+    assert Path(stores.ac.root) == home.ac
+    assert Path(stores.mat.publish_file(d, _file(tmp_path, b"bytes"))).is_relative_to(home.mat)
+    assert stores.remote_cache(lambda rel: b"", print) is None
+
+
+def test_a_remote_cache_shares_the_local_store(tmp_path):
+    stores = Stores.open(Home(tmp_path / "h"), RemoteSettings(url="grpc://127.0.0.1:1", target="127.0.0.1:1"))
+    remote = stores.remote_cache(lambda rel: b"", print)
+    assert remote is not None and remote.local is stores.blobs
+    assert remote.index.path.startswith(str(tmp_path / "h"))
+
+
+def _file(tmp_path, data: bytes) -> str:
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    return str(path)
+
+
+def test_one_home_per_command(monkeypatch, tmp_path):
+    """BuildOptions resolves `$MCPP_HOME` when the command is set up; the no-op fast path, which
+    cannot import the stores, agrees with it."""
+    monkeypatch.setenv("MCPP_HOME", str(tmp_path / "h"))
+    assert BuildOptions().home == Home(tmp_path / "h")
+    assert noop._home() == str(Home.default().root)
+    monkeypatch.delenv("MCPP_HOME")
+    assert noop._home() == str(Home.default().root)
+
+
+def test_home_is_resolved_only_at_the_command_layer():
+    """The engine below the command layer takes its home from BuildOptions: a second
+    `Home.default()` could point part of a build at another store."""
+    engine = Path(__file__).resolve().parents[3] / "engine"
+    callers = sorted(str(p.relative_to(engine)) for p in engine.rglob("*.py")
+                     if re.search(r"Home\.default\b", p.read_text()))
+    assert callers == ["build.py", "cache_cmd.py"]

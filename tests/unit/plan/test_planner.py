@@ -1,0 +1,205 @@
+"""The planner against a small graph of real packages and a fake toolchain: which actions it
+plans, their command lines, inputs, outputs and order, and the errors it reports. No compiler
+runs; each test takes milliseconds."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcpp.engine.errors import McppError, ScanError
+from mcpp.engine.plan.model import ArtifactKind
+from mcpp.engine.package.program_result import ProgramResult, RuleAction
+
+from tests.unit.plan.planning import action, load, plan_of
+
+APP = '''
+    [package]
+    name = "app"
+    version = "0.1.0"
+
+    [dependencies]
+    geo = { path = "../geo" }
+'''
+GEO = '[package]\nname = "geo"\nversion = "0.1.0"\n\n[lib]\n'
+
+
+@pytest.fixture
+def root(tmp_path, project):
+    """`app` (a binary importing module `geo` and including `geo.h`) and its dependency `geo`
+    (a library: a module interface, a C++ source and two headers). Returns app's root."""
+    project({
+        "mcpp.toml": GEO,
+        "src/geo.cppm": "export module geo;\nexport int area(int w, int h) { return w * h; }\n",
+        "src/perimeter.cpp": '#include "geo.h"\nint perimeter(int w, int h) { return 2 * (w + h); }\n',
+        "include/geo.h": "int perimeter(int w, int h);\n",
+        "include/unused.h": "int unused();\n",
+    }, name="geo")
+    return project({
+        "mcpp.toml": APP,
+        "src/main.cpp": '#include "geo.h"\nimport geo;\nint helper();\nint main() { return area(2, 3) + helper(); }\n',
+        "src/helper.cpp": "int helper() { return 1; }\n",
+        "tests/smoke.cpp": '#include "geo.h"\nint helper();\nint main() { return helper() - 1; }\n',
+    }, name="app")
+
+
+def test_a_library_and_a_binary_plan_compiles_an_archive_and_a_link(root, tmp_path):
+    plan = plan_of(root, execroot=tmp_path)
+    assert {a.id: a.kind for a in plan.actions} == {
+        "compile geo:src/geo.cppm": "compile",
+        "compile geo:src/perimeter.cpp": "compile",
+        "archive geo": "archive",
+        "compile app:src/helper.cpp": "compile",
+        "compile app:src/main.cpp": "compile",
+        "link app:app": "link",
+    }
+    assert plan.execroot == str(tmp_path)
+    assert {a.id: plan.package_of[a.id] for a in plan.actions}["archive geo"] == "geo"
+
+    archive = action(plan, "archive geo")
+    objs = ("app/target/dev/obj/geo/src/geo.cppm.o", "app/target/dev/obj/geo/src/perimeter.cpp.o")
+    assert archive.argv == ("/fake/bin/ar", "rcsD", "app/target/dev/lib/libgeo.a", *objs)
+    assert archive.inputs == objs and archive.outputs == ("app/target/dev/lib/libgeo.a",)
+    assert set(plan.prereqs["archive geo"]) == {"compile geo:src/geo.cppm", "compile geo:src/perimeter.cpp"}
+
+    link = action(plan, "link app:app")
+    assert link.argv[:3] == ("/fake/bin/g++", "-o", "app/target/dev/app")
+    assert link.inputs == ("app/target/dev/obj/app/src/main.cpp.o", "app/target/dev/obj/app/src/helper.cpp.o",
+                           "app/target/dev/lib/libgeo.a")
+    assert "archive geo" in plan.prereqs["link app:app"]  # the archive before the link
+    assert [(a.package, a.name, a.kind, a.path) for a in plan.artifacts] == [
+        ("geo", "geo", "lib", "app/target/dev/lib/libgeo.a"), ("app", "app", "bin", "app/target/dev/app")]
+
+
+def test_a_module_interface_compiles_before_its_importer_gcc(root, tmp_path):
+    plan = plan_of(root, "gcc", execroot=tmp_path)
+    iface = action(plan, "compile geo:src/geo.cppm")
+    assert iface.outputs == ("app/target/dev/obj/geo/src/geo.cppm.o", "app/target/dev/bmi/geo.gcm",
+                             "app/target/dev/obj/geo/src/geo.cppm.d")
+    argv = list(iface.argv)
+    assert argv[0] == "/fake/bin/g++" and "-std=c++20" in argv
+    assert "-fmodules-ts" in argv and "-fmodule-mapper=app/target/dev/obj/geo/src/geo.cppm.map" in argv
+    assert argv[argv.index("-x") + 1] == "c++"
+    assert argv[argv.index("-c") + 1] == "geo/src/geo.cppm"
+    assert plan.generated["app/target/dev/obj/geo/src/geo.cppm.map"] == b"geo app/target/dev/bmi/geo.gcm\n"
+
+    main = action(plan, "compile app:src/main.cpp")
+    assert "compile geo:src/geo.cppm" in plan.prereqs["compile app:src/main.cpp"]
+    assert main.inputs == ("app/src/main.cpp", "app/target/dev/bmi/geo.gcm", "app/target/dev/obj/app/src/main.cpp.map")
+    assert plan.generated["app/target/dev/obj/app/src/main.cpp.map"] == b"geo app/target/dev/bmi/geo.gcm\n"
+    assert "-Igeo/include" in main.argv
+    assert main.depfile == "app/target/dev/obj/app/src/main.cpp.d" and main.depfile in main.outputs
+    # The include scan stages the header main.cpp names, not every header of the dependency.
+    assert main.may_read == ("geo/include/geo.h",)
+    assert action(plan, "compile app:src/helper.cpp").may_read == ()
+    assert plan.prereqs["compile app:src/helper.cpp"] == ()
+    assert [c["file"] for c in plan.compile_commands][-1] == str(root / "src/main.cpp")
+
+
+def test_clang_passes_each_bmi_on_the_command_line_and_writes_no_mapper(root, tmp_path):
+    plan = plan_of(root, "clang", execroot=tmp_path)
+    iface = action(plan, "compile geo:src/geo.cppm")
+    assert iface.argv[0] == "/fake/bin/clang++-19"
+    assert "-fmodule-output=app/target/dev/bmi/geo.pcm" in iface.argv
+    assert iface.argv[iface.argv.index("-x") + 1] == "c++-module"
+    main = action(plan, "compile app:src/main.cpp")
+    assert "-fmodule-file=geo=app/target/dev/bmi/geo.pcm" in main.argv
+    assert main.inputs == ("app/src/main.cpp", "app/target/dev/bmi/geo.pcm")
+    assert plan.generated == {}
+
+
+def test_paths_are_relative_to_the_execroot_the_caller_gives(root, tmp_path):
+    plan = plan_of(root, execroot=tmp_path.parent)
+    prefix = tmp_path.name + "/"
+    assert plan.execroot == str(tmp_path.parent)
+    assert action(plan, "compile app:src/helper.cpp").inputs == (prefix + "app/src/helper.cpp",)
+    assert action(plan, "link app:app").outputs == (prefix + "app/target/dev/app",)
+
+
+def test_under_with_tests_each_test_source_becomes_a_test_binary(root, tmp_path):
+    assert not [a for a in plan_of(root, execroot=tmp_path).actions if "tests/" in a.id]
+    plan = plan_of(root, execroot=tmp_path, with_tests=True)
+    compile_test = action(plan, "compile app:tests/smoke.cpp")
+    assert compile_test.outputs[0] == "app/target/dev/test-obj/app/tests/smoke.cpp.o"
+    test = action(plan, "link-test app:smoke")
+    assert test.kind == "link"
+    assert test.outputs == ("app/target/dev/tests/app/smoke",)
+    # The package's library objects (not its main) and its dependency's archive.
+    assert test.inputs == ("app/target/dev/test-obj/app/tests/smoke.cpp.o",
+                           "app/target/dev/obj/app/src/helper.cpp.o", "app/target/dev/lib/libgeo.a")
+    assert set(plan.prereqs["link-test app:smoke"]) == {
+        "compile app:tests/smoke.cpp", "compile app:src/helper.cpp", "archive geo"}
+    tests = [a for a in plan.artifacts if a.kind is ArtifactKind.TEST]
+    assert [(a.name, a.path) for a in tests] == [("smoke", "app/target/dev/tests/app/smoke")]
+
+
+def test_artifact_kinds_are_strings_in_comparisons_and_json(root, tmp_path):
+    kinds = [a.kind for a in plan_of(root, execroot=tmp_path, with_tests=True).artifacts]
+    assert kinds == [ArtifactKind.LIB, ArtifactKind.BIN, ArtifactKind.TEST]
+    assert kinds == ["lib", "bin", "test"] and f"{kinds[1]}" == "bin"
+    assert json.dumps(kinds) == '["lib", "bin", "test"]'
+
+
+def test_an_import_no_source_exports_is_an_error_at_the_import(project, tmp_path):
+    root = project({"mcpp.toml": '[package]\nname = "solo"\nversion = "0.1.0"\n',
+                    "src/main.cpp": "int x;\nimport nowhere;\nint main() {}\n"})
+    with pytest.raises(ScanError) as err:
+        plan_of(root, execroot=tmp_path)
+    assert err.value.message == "module `nowhere` is imported but no source of `solo` or its dependencies exports it"
+    assert err.value.pos.line == 2 and err.value.pos.path.endswith("src/main.cpp")
+
+
+def test_an_import_cycle_among_interfaces_is_named(project, tmp_path):
+    root = project({"mcpp.toml": '[package]\nname = "cyc"\nversion = "0.1.0"\n',
+                    "src/main.cpp": "import a;\nint main() {}\n",
+                    "src/a.cppm": "export module a;\nimport b;\n",
+                    "src/b.cppm": "export module b;\nimport c;\n",
+                    "src/c.cppm": "export module c;\nimport a;\n"})
+    with pytest.raises(McppError, match=r"^module cycle: a -> b -> c -> a$"):
+        plan_of(root, execroot=tmp_path)
+
+
+def test_two_sources_exporting_one_module_is_an_error(project, tmp_path):
+    root = project({"mcpp.toml": '[package]\nname = "dup"\nversion = "0.1.0"\n',
+                    "src/main.cpp": "int main() {}\n",
+                    "src/one.cppm": "export module m;\n", "src/two.cppm": "export module m;\n"})
+    with pytest.raises(McppError, match=r"module `m` is declared by two sources: `.*src/one.cppm` and `.*src/two.cppm`"):
+        plan_of(root, execroot=tmp_path)
+
+
+def test_import_std_with_gcc_is_an_error_that_names_clang(project, tmp_path):
+    root = project({"mcpp.toml": '[package]\nname = "s"\nversion = "0.1.0"\n',
+                    "src/main.cpp": "import std;\nint main() {}\n"})
+    with pytest.raises(ScanError, match=r"`import std;` needs clang-19 with libc\+\+") as err:
+        plan_of(root, "gcc", execroot=tmp_path)
+    assert err.value.pos.line == 1
+
+
+def test_a_build_programs_object_joins_the_archive_and_its_artifact_runs_after_the_link(root, tmp_path):
+    """A build program's `object` output is archived with the package; an `artifact` action waits
+    for the package's links; a rule input nobody makes is an error."""
+    graph = load(root)
+    app = next(p for p in graph.order if p.name == "app")
+    geo = next(p for p in graph.order if p.name == "geo")
+    gen = str(root / "target/dev/gen")
+    geo.program = ProgramResult(actions=[RuleAction(
+        "table", ("/fake/bin/mktable", "-o", f"{gen}/geo/table.o"), (), (f"{gen}/geo/table.o",),
+        ("/fake/bin/mktable",), role="object")])
+    app.program = ProgramResult(actions=[RuleAction(
+        "copy", ("/bin/cp", str(root / "target/dev/app"), f"{gen}/app/app.copy"), (str(root / "target/dev/app"),),
+        (f"{gen}/app/app.copy",), ("/bin/cp",), role="artifact")])
+    plan = plan_of(root, execroot=tmp_path, graph=graph)
+
+    rule = action(plan, "rule geo:table")
+    assert rule.kind == "rule" and rule.cwd == "geo"
+    assert rule.argv == ("/fake/bin/mktable", "-o", "@@EXECROOT@@/app/target/dev/gen/geo/table.o")
+    assert "app/target/dev/gen/geo/table.o" in action(plan, "archive geo").inputs
+    assert "rule geo:table" in plan.prereqs["archive geo"]
+
+    assert plan.actions[-1].id == "rule app:copy"
+    assert set(plan.prereqs["rule app:copy"]) == {"link app:app"}
+
+    app.program.actions.append(RuleAction("stray", ("/bin/true",), (str(root / "missing.txt"),),
+                                          (f"{gen}/app/stray",), ("/bin/true",), role="check"))
+    with pytest.raises(McppError, match=r"package `app`, action `stray`: input `app/missing.txt` does not exist"):
+        plan_of(root, execroot=tmp_path, graph=graph)
