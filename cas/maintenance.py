@@ -33,7 +33,10 @@ import zstandard
 from .action_cache import ActionCache, ActionEntry
 from .digest import Digest
 from .home import TMP_PREFIX, Home, is_hex_key, unlink_quietly
+from .blobstore import BlobNotFound, CorruptBlob
 from .local_store import LocalZstdStore, content_size
+from .materialize import Materializer, file_digest_matches
+from .verifying_store import VerifyingStore
 from .units import format_size
 
 GRACE_S = 600.0
@@ -98,6 +101,49 @@ def verify(
         for d in bad:
             unlink_quietly(store.path_of(d))
             _remove_mat(home, d.hash)
+    return bad
+
+
+def verify_materialized(home: Home | str | os.PathLike[str], jobs: int | None = None) -> list[str]:
+    """Re-hash every file of the materialization area (`mat/`) against the digest its name
+    says; answer the paths of those that no longer match, after re-creating each from its
+    verified blob (or removing it when the store no longer holds that blob, so the next use
+    fetches or rebuilds it).
+
+    Why: every sandbox input and every restore is a link or copy of these files, so one
+    changed in place (an action that wrote through a hard-linked input, say) would be served
+    to every later build of every project on this home.
+    """
+    home = Home.of(home)
+    entries = [(path, st) for path, st in _iter_mat(home)]
+
+    def check(item: tuple[str, os.stat_result]) -> str | None:
+        path, st = item
+        name = os.path.basename(path)
+        h = os.path.basename(os.path.dirname(path)) + name.removesuffix(".x")
+        if not is_hex_key(h) or not stat_mod.S_ISREG(st.st_mode):
+            return None
+        try:
+            ok = file_digest_matches(path, Digest(h, st.st_size))
+        except FileNotFoundError:  # removed by a concurrent gc
+            return None
+        return None if ok else path
+
+    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+        bad = sorted(p for p in pool.map(check, entries) if p is not None)
+    if bad:
+        mat = Materializer(VerifyingStore(LocalZstdStore(home.cas)), home.mat)
+        for path in bad:
+            name = os.path.basename(path)
+            h = os.path.basename(os.path.dirname(path)) + name.removesuffix(".x")
+            unlink_quietly(path)
+            size = content_size(LocalZstdStore(home.cas).path_of(Digest(h, 0)))
+            if size is None:
+                continue
+            try:
+                mat.path(Digest(h, size), executable=name.endswith(".x"))
+            except (BlobNotFound, CorruptBlob):
+                pass  # gone or corrupt too: the next build re-runs what produced it
     return bad
 
 

@@ -11,8 +11,12 @@ and lets a sandboxed tool follow it out of the sandbox; a hard link is an ordina
 
 Why read-only (0444, 0555 for executables): every hard link shares one inode, so a tool that
 wrote through one link would silently change every build that uses the blob. Read-only makes
-such a write fail loudly; a file that was changed anyway (its size or mode differs) is
-re-created from the store on next use. Content edits that keep the size are not detected here.
+such a write fail loudly, and the sandboxes make it impossible from an action (bwrap mounts
+staged inputs read-only; dir stages copies). A file that was changed anyway (its size or mode
+differs) is re-created from the store on next use; one whose bytes changed at the same size and
+mode is caught where its bytes are read in full: `copy_into` (restoring outputs into `target/`)
+hashes what it copied and re-creates the entry from the verified blob on a mismatch, and
+`mcpp cache verify` re-hashes every entry (cas/maintenance.py).
 
 Creation is atomic (temp file + `os.replace`) so concurrent builds can materialize the same
 blob. Where a hard link is impossible (another file system: EXDEV; too many links: EMLINK; a file
@@ -50,6 +54,7 @@ class Materializer:
         self.linked = 0
         self.copied = 0
         self.unchanged = 0
+        self.repaired = 0  # entries whose bytes no longer matched their digest
 
     def path(self, d: Digest, executable: bool = False) -> str:
         """The materialized file for `d`, created (or re-created if tampered with) on demand.
@@ -113,6 +118,10 @@ class Materializer:
         tmp = _temp_name(directory, os.path.basename(dest))
         try:
             shutil.copyfile(src, tmp)
+            if not _holds(tmp, d):  # the area's file was changed in place: take the store's bytes
+                self.repaired += 1
+                self._create(d, src, EXEC_MODE if executable else FILE_MODE, replace=True)
+                shutil.copyfile(src, tmp)
             os.chmod(tmp, 0o755 if executable else 0o644)
             os.replace(tmp, dest)
         except BaseException:
@@ -213,6 +222,21 @@ class Materializer:
                 os.chmod(tmp, EXEC_MODE if executable else FILE_MODE)
                 self.copied += 1
                 return
+
+
+def file_digest_matches(path: str | os.PathLike[str], d: Digest) -> bool:
+    """Whether the file at `path` holds exactly the bytes of `d` (hashed in full)."""
+    return _holds(os.fspath(path), d)
+
+
+def _holds(path: str, d: Digest) -> bool:
+    hasher = blake3.blake3()
+    size = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            hasher.update(chunk)
+            size += len(chunk)
+    return size == d.size and hasher.hexdigest() == d.hash
 
 
 def _temp_name(directory: str, base: str) -> str:

@@ -56,8 +56,15 @@ def cache_stats(fmt):
 @cache_group.command("verify")
 @click.option("--delete", is_flag=True, help="Remove the corrupted blobs (the next build re-creates them).")
 def cache_verify(delete):
-    """Re-hash every blob; name the corrupted ones (exit 1 when there are any)."""
+    """Re-hash every blob and materialized file; name the corrupted ones (exit 1 when there are any)."""
     bad = maintenance.verify(_home(), delete=delete)
+    tampered = maintenance.verify_materialized(_home())
+    for path in tampered:
+        click.echo(f"changed in place: {path} (re-materialized from the store)", err=True)
+    if not bad and tampered:
+        err = McppError(f"{len(tampered)} materialized file(s) no longer matched their digest")
+        err.exit_code = 1
+        raise err
     if not bad:
         click.echo("all blobs verified")
         return

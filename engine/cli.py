@@ -14,6 +14,7 @@ import warnings
 import click
 
 from mcpp.cas.statcache import StateDiscarded
+from mcpp.sandbox import NAMES as SANDBOXES
 
 from .build import BuildOptions, build
 from .cache_cmd import cache_group
@@ -79,7 +80,7 @@ def build_flags(fn):
         click.option("-p", "--package", "packages", multiple=True, metavar="NAME", help="Package(s) to build."),
         click.option("--toolchain", metavar="NAME", help="gcc (default), clang or clang-19."),
         click.option("--keep-going", is_flag=True, help="Build as much as possible after a failure."),
-        click.option("--sandbox", type=click.Choice(["bwrap", "dir", "off"]), default=None,
+        click.option("--sandbox", type=click.Choice(SANDBOXES), default=None,
                      help="How actions are isolated (default: bwrap when it works, else dir)."),
         click.option("--remote", "remote", metavar="URL", default=None,
                      help="Remote cache (REAPI): grpc://HOST:PORT or unix:PATH "

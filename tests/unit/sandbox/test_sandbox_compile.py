@@ -6,6 +6,7 @@ import os
 import pytest
 
 from mcpp.sandbox import prefix_map_flags
+from mcpp.sandbox.directory import COPIES_SUFFIX
 from mcpp.sandbox.slot import SLOT_SUFFIX
 
 MODES = ("bwrap", "dir", "off")
@@ -24,7 +25,7 @@ def write_tree(root, files):
 
 def leftovers(work_root):
     """What the sandbox left behind, ignoring the per-thread slots, which stay for the next
-    action (but hold no file between actions)."""
+    action (but hold no file between actions), and dir's per-thread private input copies."""
     base = os.path.join(work_root, "sandbox")
     names = sorted(os.listdir(base)) if os.path.isdir(base) else []
     slots = {n for n in names if n.endswith(SLOT_SUFFIX)}
@@ -32,7 +33,7 @@ def leftovers(work_root):
         if name in slots:
             files = [f for _, _, fs in os.walk(os.path.join(base, name)) for f in fs]
             assert files == [], f"slot {name} still holds {files}"
-    return [n for n in names if n not in slots]
+    return [n for n in names if n not in slots and not n.endswith(COPIES_SUFFIX)]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -83,14 +84,17 @@ def test_undeclared_files_written_by_the_action_are_discarded(mode, make, mkspec
 
 
 @pytest.mark.parametrize("mode", ["bwrap", "dir"])
-def test_inputs_are_hard_links_not_symlinks(mode, make, mkspec, tmp_path):
+def test_inputs_are_hard_links_or_copies_not_symlinks(mode, make, mkspec, tmp_path):
     src = tmp_path / "in.txt"
     src.write_text("hello\n")
     sb = make(mode)
-    r = sb.run(mkspec(["sh", "-c", "test ! -L in.txt && stat -c %h in.txt && cat in.txt"],
+    r = sb.run(mkspec(["sh", "-c", "test ! -L in.txt && stat -c %i in.txt && cat in.txt"],
                       inputs={"in.txt": str(src)}))
     assert r.exit_code == 0, r.stderr
-    assert r.stdout == b"2\nhello\n"  # the staged name is a second link to the same inode
+    inode, text = r.stdout.decode().split("\n", 1)
+    assert text == "hello\n"
+    # bwrap: a second link to the same inode (mounted read-only); dir: a private copy
+    assert (int(inode) == os.stat(src).st_ino) == (mode == "bwrap")
 
 
 def test_undeclared_header_through_absolute_include_fails_under_bwrap(make, mkspec, gcc, tmp_path):

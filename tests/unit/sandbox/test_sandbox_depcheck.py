@@ -1,5 +1,5 @@
 """The rules that decide whether a file a compiler read was declared."""
-from mcpp.sandbox.depcheck import SYSTEM_ROOTS, find_undeclared, tool_root, tool_roots
+from mcpp.sandbox.undeclared import SYSTEM_ROOTS, find_undeclared, tool_root, tool_roots
 
 
 def check(deps, declared=("src/a.c", "inc/a.h", "gen"), cwd="/x/r", tools=()):

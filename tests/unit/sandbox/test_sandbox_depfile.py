@@ -1,4 +1,4 @@
-from mcpp.sandbox.depfile import parse_depfile, parse_rules
+from mcpp.sandbox.depfile_syntax import parse_depfile, parse_rules
 
 
 def test_gcc_depfile_with_continuations_and_phony_rules():

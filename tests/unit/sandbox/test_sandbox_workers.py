@@ -1,4 +1,4 @@
-"""bwrap workers (sandbox/bwrap_worker.py, sandbox/slot.py): one namespace runs many actions,
+"""Workers (sandbox/worker.py, sandbox/slot.py): one namespace runs many actions,
 and each action still sees only its own inputs, its own /tmp and no process of the one before."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mcpp.sandbox import bwrap_worker
+from mcpp.sandbox import worker
 from mcpp.sandbox.slot import SLOT_SUFFIX
 
 
@@ -60,13 +60,18 @@ def test_the_tree_is_what_a_fresh_directory_would_hold(mode, make, mkspec, tmp_p
     assert r2.stdout.decode().split() == [".", "./o", "./w", "./w/v", "./x", "./x/f"]
 
 
-def test_a_timeout_ends_the_worker_and_the_next_action_gets_a_new_one(bwrap_sb, mkspec, work_root):
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_a_timeout_kills_every_process_of_the_action_and_the_worker_goes_on(mode, make, mkspec, tmp_path):
+    mark = tmp_path / "mark"
+    sb = make(mode)
     start = time.monotonic()
-    r = bwrap_sb.run(mkspec(["sh", "-c", "sleep 30"], timeout=0.5))
+    # a daemonised grandchild (its own session) that would write after the timeout
+    r = sb.run(mkspec(["sh", "-c", f"setsid sh -c 'sleep 1; echo late > {mark}' & sleep 30"], timeout=0.5))
     assert r.timed_out and time.monotonic() - start < 5
-    assert slots(work_root) == []  # the dead worker's slot is gone
-    r = bwrap_sb.run(mkspec(["sh", "-c", "echo ok"]))
+    r = sb.run(mkspec(["sh", "-c", "echo ok"]))
     assert (r.exit_code, r.stdout) == (0, b"ok\n")
+    time.sleep(1.5)
+    assert not mark.exists()
 
 
 def test_each_thread_has_its_own_worker(bwrap_sb, mkspec, work_root):
@@ -85,7 +90,7 @@ def test_each_thread_has_its_own_worker(bwrap_sb, mkspec, work_root):
 
 
 def test_without_python_inside_actions_run_one_bwrap_each(bwrap_sb, mkspec, monkeypatch):
-    monkeypatch.setattr(bwrap_worker, "PYTHON", "/nonexistent/python3")
+    monkeypatch.setattr(worker, "PYTHON", "/nonexistent/python3")
     r = bwrap_sb.run(mkspec(["sh", "-c", "echo fallback"]))
     assert (r.exit_code, r.stdout) == (0, b"fallback\n")
     assert bwrap_sb.use_workers is False

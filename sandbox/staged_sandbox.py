@@ -1,14 +1,17 @@
 """The run of an action in a private directory: the part bwrap and dir share.
 
-1. a fresh ``<work_root>/sandbox/<pid>-<n>/`` with the declared inputs hard-linked in and the
-   parent directories of the declared outputs (and the cwd) created;
+1. a fresh ``<work_root>/sandbox/<pid>-<n>/`` (or a thread's reused slot) with the declared
+   inputs staged (hard links, or private copies where ``private_copies``: see inputs.py) and the parent
+   directories of the declared outputs (and the cwd) created;
 2. ``@@EXECROOT@@`` expanded to the root the action sees, the command wrapped by the subclass
-   (``bwrap ...`` or nothing), run as its own process group with the spec's timeout;
-3. the depfile, if any, checked for undeclared inputs (then no outputs are collected and the
-   exit code is non-zero);
-4. the declared outputs moved out (to ``spec.out_dir`` with their relative paths, or flat into
-   the pool's results directory: no directory to create per action, and on this kind of disk
-   a ``mkdir`` costs more than a ``rename``); the action directory removed.
+   (``bwrap ...`` or nothing), run with the spec's timeout; the subclass is told which paths to
+   make read-only (``readonly_paths``) and no process of the action may outlive it;
+3. copied inputs checked for changes, the depfile, if any, checked for undeclared inputs (either
+   failure: no outputs are collected and the exit code is non-zero);
+4. the declared outputs moved out without following a symlink (outputs.py; to ``spec.out_dir``
+   with their relative paths, or flat into the pool's results directory: no directory to create
+   per action, and on this kind of disk a ``mkdir`` costs more than a ``rename``); the action
+   directory removed.
 """
 from __future__ import annotations
 
@@ -16,18 +19,25 @@ import os
 import posixpath
 import time
 
-from .depcheck import SYSTEM_ROOTS, find_undeclared, tool_roots, undeclared_message
-from .depfile import parse_depfile
+from .undeclared import SYSTEM_ROOTS, find_undeclared, tool_roots, undeclared_message
+from .depfile_syntax import parse_depfile
 from .errors import SandboxClosed
 from .placeholder import expand_argv, expand_env
 from .pool import PooledSandbox
 from .process import run_group
 from .spec import SandboxResult, SandboxSpec
-from .staging import collect_flat, collect_outputs, prepare_dirs, relpath, stage_inputs
+from .inputs import (PrivateCopies, changed_inputs, changed_inputs_message, prepare_dirs,
+                     readonly_paths, relpath, snapshot, stage_inputs)
+from .outputs import BadOutput, bad_output_message, collect_flat, collect_outputs
 
 
 class StagedSandbox(PooledSandbox):
     name = "staged"
+    def private_copies(self) -> PrivateCopies | None:
+        """Where this thread's private copies of inputs live, for a sandbox that cannot mount
+        its inputs read-only (dir): an action then fails if it changed one. None: hard links
+        to the inputs themselves (mounted read-only by the subclass)."""
+        return None
 
     # -- what subclasses define --------------------------------------------------------------
     def root_seen(self, action_dir: str) -> str:
@@ -35,9 +45,11 @@ class StagedSandbox(PooledSandbox):
         raise NotImplementedError
 
     def command(
-        self, spec: SandboxSpec, action_dir: str, cwd: str, argv: list[str], env: dict[str, str]
+        self, spec: SandboxSpec, action_dir: str, cwd: str, argv: list[str], env: dict[str, str],
+        ro: list[str],
     ) -> tuple[list[str], dict[str, str], str | None]:
-        """(argv to exec, its environment, its cwd) for one action; ``cwd`` is action-relative."""
+        """(argv to exec, its environment, its cwd) for one action; ``cwd`` is action-relative,
+        ``ro`` the action-relative paths to mount read-only (where the sandbox can)."""
         raise NotImplementedError
 
     # -- the run -----------------------------------------------------------------------------
@@ -49,9 +61,10 @@ class StagedSandbox(PooledSandbox):
             self.pool.remove(action_dir)
 
     def spawn(self, spec: SandboxSpec, action_dir: str, cwd: str, argv: list[str],
-              env: dict[str, str]) -> tuple[int, bool, bytes, bytes]:
-        """Start the action as a process of its own: (exit code, timed out, stdout, stderr)."""
-        argv, env, pcwd = self.command(spec, action_dir, cwd, argv, env)
+              env: dict[str, str], ro: list[str]) -> tuple[int, bool, bytes, bytes]:
+        """Start the action as a process of its own: (exit code, timed out, stdout, stderr).
+        ``ro``: action-relative paths to make read-only for it."""
+        argv, env, pcwd = self.command(spec, action_dir, cwd, argv, env, ro)
         return run_group(argv, env=env, cwd=pcwd, timeout=spec.timeout, pool=self.pool)
 
     def run_in(self, spec: SandboxSpec, action_dir: str, tag: str, spawn,
@@ -62,16 +75,20 @@ class StagedSandbox(PooledSandbox):
         start = time.monotonic()
         pool = self.pool
         try:
-            staged = stage_inputs(spec.inputs, action_dir, spec.label, existing)
             outputs = [relpath(o, "output", spec.label) for o in spec.outputs]
+            copies = self.private_copies()
+            staged = stage_inputs(spec.inputs, action_dir, spec.label, existing, copies=copies,
+                                  outputs=set(outputs))
             cwd = relpath(spec.cwd, "cwd", spec.label)
+            before = snapshot(action_dir, staged.difference(outputs)) if copies else None
+            ro = [] if copies else readonly_paths(staged, set(outputs), cwd)
             prepare_dirs(action_dir, outputs, existing)
             if cwd != "." and not (existing and cwd in existing):
                 os.makedirs(f"{action_dir}/{cwd}", exist_ok=True)
             seen = self.root_seen(action_dir)
             try:
                 code, timed_out, out, err = spawn(
-                    spec, action_dir, cwd, expand_argv(spec.argv, seen), expand_env(spec.env, seen)
+                    spec, action_dir, cwd, expand_argv(spec.argv, seen), expand_env(spec.env, seen), ro
                 )
             except OSError as e:  # the program could not be started at all
                 pool.check_open()
@@ -79,6 +96,14 @@ class StagedSandbox(PooledSandbox):
                 return SandboxResult(127, b"", msg.encode(), duration=time.monotonic() - start)
             pool.check_open()
 
+            failed = False
+            if before is not None:
+                changed = changed_inputs(action_dir, before)
+                if changed:
+                    by_rel = {relpath(r, "input"): src for r, src in spec.inputs.items()}
+                    copies.drop(by_rel[r] for r in changed)
+                    err += changed_inputs_message(spec.label, changed)
+                    code, failed = code or 1, True
             undeclared: list[str] = []
             if spec.depfile and not timed_out:
                 undeclared = self._check_depfile(spec, action_dir, seen, cwd, staged, outputs)
@@ -88,11 +113,15 @@ class StagedSandbox(PooledSandbox):
                         code = 1
 
             collected: dict[str, str] = {}
-            if not undeclared and outputs:
-                if spec.out_dir:
-                    collected = collect_outputs(outputs, action_dir, spec.out_dir)
-                else:
-                    collected = collect_flat(outputs, action_dir, pool.results_dir(), tag)
+            if not undeclared and not failed and outputs:
+                try:
+                    if spec.out_dir:
+                        collected = collect_outputs(outputs, action_dir, spec.out_dir)
+                    else:
+                        collected = collect_flat(outputs, action_dir, pool.results_dir(), tag)
+                except BadOutput as e:
+                    err += bad_output_message(spec.label, e)
+                    code = code or 1
             return SandboxResult(
                 exit_code=code,
                 stdout=out,

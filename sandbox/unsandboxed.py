@@ -21,7 +21,7 @@ from .placeholder import expand_argv, expand_env
 from .pool import PooledSandbox, rmtree
 from .process import run_group
 from .spec import SandboxResult, SandboxSpec
-from .staging import prepare_dirs, relpath
+from .inputs import prepare_dirs, relpath
 
 
 class LocalSandbox(PooledSandbox):

@@ -6,7 +6,7 @@ misses it. The compiler's depfile lists every file it opened; each one must be
 
 - inside the action's root and declared (an input, an output, or under a declared directory
   input), or
-- under a system root (``/usr``, ``/lib*``, ``/bin``, ``/sbin``, ``/etc``), or under the
+- under a system root (``/usr``, ``/lib*``, ``/bin``, ``/sbin``, ``/etc/alternatives``), or under the
   root of a declared tool (``/opt/gcc-13/bin/gcc`` -> ``/opt/gcc-13``).
 
 Under ``bwrap`` the same check runs on the same rules (with ``/execroot`` as the root), though
@@ -19,8 +19,11 @@ import os
 import posixpath
 from typing import Collection, Iterable
 
+# Exactly what a bwrap action sees of the host (bwrap.py binds these read-only), so that ``dir``
+# refuses what bwrap refuses: ``#include "/etc/hostname"`` does not exist under bwrap.
 SYSTEM_ROOTS: tuple[str, ...] = (
-    "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc",
+    "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin",
+    "/etc/alternatives", "/etc/ld.so.cache",
 )
 
 
@@ -88,7 +91,7 @@ def find_undeclared(
 def undeclared_message(label: str, paths: Iterable[str]) -> bytes:
     lines = [f"error: action {label} read undeclared input {p}" for p in paths]
     lines.append(
-        "note: declare every file the action reads as an input; files under /usr, /lib*, /etc "
+        "note: declare every file the action reads as an input; files under /usr, /lib*, /bin "
         "and under the installation root of a declared tool need no declaration"
     )
     return ("\n".join(lines) + "\n").encode()

@@ -1,0 +1,148 @@
+"""Taking an action's declared outputs out of its directory, without following any symlink.
+
+The action controls every name in its directory. Had it left a declared output, or a directory
+above one, as a symlink (to ``/etc/shadow``, to a host directory), a plain ``rename`` or
+``open`` of ``<action dir>/<output>`` would follow it: the engine would read a host file into
+the store, move a host file out of its directory into ``target/``, or let a later build write
+through the link. So each output is reached from a descriptor of the action directory, one
+component at a time, with ``O_NOFOLLOW``: every directory on the way must be a real directory
+inside the action's own tree, and the output itself a regular file with no other name (a hard
+link would be a host file's inode under a name inside the directory). It is then renamed
+relative to the descriptor of its parent, so nothing outside the action directory is ever
+read, moved or written. Anything else is refused with an error naming the action and the path
+(``BadOutput``); nothing is collected then.
+
+Only declared outputs leave the directory; everything else the action wrote is removed with it.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import posixpath
+import shutil
+import stat
+from typing import Iterable
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class BadOutput(Exception):
+    """A declared output that is not a regular file inside the action's own directory."""
+
+    def __init__(self, rel: str, why: str) -> None:
+        super().__init__(f"output {rel}: {why}")
+        self.rel = rel
+
+
+def bad_output_message(label: str, e: BadOutput) -> bytes:
+    return (f"error: action {label}: {e}\nnote: an output must be a regular file the action "
+            "wrote inside its own directory; symbolic links are refused\n").encode()
+
+
+def _open_parent(root_fd: int, rel: str) -> int:
+    """A descriptor of ``rel``'s parent directory, reached without following a symlink."""
+    fd = os.dup(root_fd)
+    try:
+        parts = rel.split("/")[:-1]
+        for i, name in enumerate(parts):
+            try:
+                nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError as e:
+                where = "/".join(parts[: i + 1])
+                if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                    kind = "a symbolic link" if _is_link(fd, name) else "not a directory"
+                    raise BadOutput(rel, f"{where} is {kind}") from None
+                raise
+            os.close(fd)
+            fd = nxt
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _is_link(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _produced(root_fd: int, rel: str) -> int | None:
+    """The descriptor of ``rel``'s parent when ``rel`` is a regular file there; None when the
+    action did not produce it; ``BadOutput`` when it is anything else."""
+    try:
+        parent = _open_parent(root_fd, rel)
+    except FileNotFoundError:
+        return None
+    name = posixpath.basename(rel)
+    try:
+        st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        os.close(parent)
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        os.close(parent)
+        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+        raise BadOutput(rel, f"is {kind}")
+    if st.st_nlink != 1:  # another name for a file the action did not write (a host file, say)
+        os.close(parent)
+        raise BadOutput(rel, f"is a hard link ({st.st_nlink} names)")
+    return parent
+
+
+def _take(outputs: Iterable[str], root: str, dest_of) -> dict[str, str]:
+    """Check every output first (an error leaves everything in place), then move each."""
+    root_fd = os.open(root, _DIR_FLAGS)
+    found: list[tuple[str, int]] = []
+    try:
+        for rel in outputs:
+            parent = _produced(root_fd, rel)
+            if parent is not None:
+                found.append((rel, parent))
+        collected: dict[str, str] = {}
+        for rel, parent in found:
+            dst = dest_of(rel)
+            try:
+                os.rename(posixpath.basename(rel), dst, src_dir_fd=parent)
+            except OSError as e:
+                if e.errno != errno.EXDEV:
+                    raise
+                _copy_out(parent, posixpath.basename(rel), dst)
+            collected[rel] = dst
+        return collected
+    finally:
+        for _, parent in found:
+            os.close(parent)
+        os.close(root_fd)
+
+
+def _copy_out(parent: int, name: str, dst: str) -> None:
+    """Another file system: copy from the checked file itself, never through its name again."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    with open(fd, "rb") as src, open(dst, "wb") as out:
+        shutil.copyfileobj(src, out, 1 << 20)
+        os.fchmod(out.fileno(), stat.S_IMODE(os.fstat(src.fileno()).st_mode))
+    os.unlink(name, dir_fd=parent)
+
+
+def collect_flat(outputs: Iterable[str], root: str, results: str, tag: str) -> dict[str, str]:
+    """Move each produced output to ``<results>/<tag>-<i>-<basename>``; absent ones are left
+    out. ``tag`` (the action directory's name) makes the names unique across actions."""
+    index = {rel: i for i, rel in enumerate(outputs)}
+    return _take(index, root, lambda rel: f"{results}/{tag}-{index[rel]}-{posixpath.basename(rel)}")
+
+
+def collect_outputs(outputs: Iterable[str], root: str, out_dir: str) -> dict[str, str]:
+    """Move each produced output from ``root`` to ``out_dir``; absent ones are left out.
+    ``out_dir``'s directories are the engine's own (made before the action ran)."""
+    made: set[str] = set()
+
+    def dest(rel: str) -> str:
+        parent = posixpath.dirname(rel)
+        if parent not in made:
+            os.makedirs(f"{out_dir}/{parent}" if parent else out_dir, exist_ok=True)
+            made.add(parent)
+        return f"{out_dir}/{rel}"
+
+    return _take(outputs, root, dest)

@@ -1,0 +1,363 @@
+"""A process that runs many actions, one at a time: one per engine thread.
+
+Under bwrap, setting up and tearing down the namespaces (the network namespace above all) costs
+about 7 ms per action on the development VMs, a fifth of a small compile. A worker pays it once:
+it is ``bwrap <the usual prefix> --bind <slot> /execroot -- python3 -I -S -c EXECUTOR ns``, and
+the executor inside runs one action per request line with exactly the action's argv,
+environment and working directory. Under ``dir`` the same executor runs as a plain child of the
+engine (``EXECUTOR dir``), because only a long-lived parent can be the subreaper that gets an
+action's orphans back. Between two actions:
+
+- the engine empties the slot directory (see slot.py) and stages the next action's inputs into
+  it, so an action sees its own declared inputs and nothing else;
+- no process of the action survives it. Inside bwrap's pid namespace one ``kill(-1, SIGKILL)``
+  ends every process but the namespace's init and the executor, and a fork cannot race it (the
+  kernel fails a fork whose parent has a fatal signal pending); the executor repeats until
+  ``/proc`` shows no live process. Under ``dir`` the executor is a ``PR_SET_CHILD_SUBREAPER``:
+  a daemonised grandchild (double fork, ``setsid``) is re-parented to it, not to the host's
+  init, so killing its descendants until none is left ends them all;
+- inside bwrap, it removes whatever was added to the private ``/tmp`` and ``/dev/shm`` and to
+  the directories bwrap made on its own tmpfs (``/``, ``/etc``, ``/dev``).
+
+Inputs are hard links to the store's read-only files, and an action owns them (the namespace
+maps the engine's user to itself), so mode bits alone would not stop ``chmod u+w`` and a write
+that every later build would see. Under bwrap the executor keeps ``CAP_SYS_ADMIN`` in the
+namespace's own user namespace, and before each action bind-mounts every staged input (``ro``:
+whole directories that hold only inputs, single files elsewhere) read-only over itself; after
+the action's last process is gone it unmounts them again. A read-only mount stops a write, a
+``chmod`` and a ``link`` into a writable directory (``EXDEV``) whatever the action's uid, root
+included. No action gets a capability to undo it: at startup the executor empties its bounding,
+inheritable and ambient sets, so every program it starts has none (root and file capabilities
+included), while the executor keeps its own effective set. Doing the mounts in the executor
+rather than in a mount namespace per action lets actions start with ``vfork`` and no Python in
+the child: about 4 ms less per action on the development VMs.
+
+A timeout is the executor's to enforce (it kills the action's processes and answers
+``timed_out``); the engine keeps a later deadline of its own and ends the whole worker if even
+that passes. A worker belongs to the thread that started it: ``--die-with-parent`` is tied to
+that thread, and one thread runs one action at a time.
+
+Only actions whose tools all live under the system roots use a bwrap worker (its mounts are
+fixed when it starts); others, and actions that ask for the network, run one bwrap each.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+
+from .pool import SandboxPool, kill_group
+from .slot import Slot
+
+PYTHON = "/usr/bin/python3"
+# what a bwrap worker keeps of bwrap's --cap-drop ALL: mounting, and dropping capabilities again
+WORKER_CAPS = ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
+# how long past an action's own timeout the engine waits for the executor's answer
+GRACE_S = 10.0
+
+# Runs as the worker's main process. Requests and responses are one JSON line each; a response
+# is followed by the action's stdout and stderr bytes.
+EXECUTOR = r"""
+import ctypes, json, os, select, shutil, signal, subprocess, sys, time
+me = os.getpid()
+IN_NS = sys.argv[1] == "ns"
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of an action come back to us
+
+def capture():
+    return os.memfd_create("mcpp-action", os.MFD_CLOEXEC)
+
+def read_all(fd):
+    size = os.lseek(fd, 0, os.SEEK_END)
+    os.lseek(fd, 0, os.SEEK_SET)
+    data = os.read(fd, size) if size else b""
+    while len(data) < size:
+        data += os.read(fd, size - len(data))
+    os.close(fd)
+    return data
+
+def listing(d):
+    try:
+        return set(os.listdir(d))
+    except OSError:
+        return set()
+
+# bwrap's root and /etc are a tmpfs it made: what an action adds there must not reach the next one
+BASELINE = {d: listing(d) for d in ("/", "/etc", "/tmp", "/dev", "/dev/shm")} if IN_NS else {}
+
+def remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+def processes():
+    # {pid: parent pid} of every live (not zombie) process we can see
+    found = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != b"Z" and fields[0] != b"X":
+                found[int(name)] = int(fields[1])
+    return found
+
+def leftovers():
+    # processes an action left: in a namespace, everything but its init and us; outside, our
+    # descendants (a subreaper gets every orphan of theirs back as its child), parents before
+    # their children, so that no shell is left alive to act on the death of its child
+    procs = processes()
+    if IN_NS:
+        return [p for p in procs if p not in (1, me)]
+    children = {}
+    for pid, ppid in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    order, level = [], children.get(me, [])
+    while level:
+        order += level
+        level = [c for p in level for c in children.get(p, ())]
+    return order
+
+def has_children():
+    # reaps what has exited; False when no child is left (the executor is a subreaper, so every
+    # process an action started is its descendant until it is gone)
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return True
+        except ChildProcessError:
+            return False
+
+def kill_leftovers():
+    left = leftovers()
+    if IN_NS and left:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+def sweep():
+    # No process of an action outlives it. kill(-1) inside a pid namespace signals every
+    # process but init and us in one step that a fork cannot race (the kernel refuses a fork
+    # with a fatal signal pending); outside, the descendants are killed until none is left:
+    # a child forked between a listing and the kills is the subreaper's at the next round.
+    while has_children():
+        kill_leftovers()
+        time.sleep(0.0005)
+
+def check(rc, what):
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
+MS_REC, MS_PRIVATE, MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 16384, 1 << 18, 1024, 2048, 1 << 21
+ST_FLAGS = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
+            (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME), (os.ST_RELATIME, MS_RELATIME))
+try:
+    LAST_CAP = int(open("/proc/sys/kernel/cap_last_cap").read())
+except OSError:
+    LAST_CAP = 40
+
+def keep_caps_from_actions():
+    # The executor keeps CAP_SYS_ADMIN (in the namespace's user namespace) in its effective set
+    # to mount; an exec'd program gets (inheritable & file) | (file & bounding) | ambient, so with
+    # all three empty no action gets any capability back, root and file capabilities included.
+    for cap in range(LAST_CAP + 1):
+        libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
+    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+    data = (ctypes.c_uint32 * 6)()
+    check(libc.capget(header, data), "capget")
+    data[2] = data[5] = 0  # inheritable
+    check(libc.capset(header, data), "capset")
+
+if IN_NS:
+    keep_caps_from_actions()
+    # our read-only mounts must not propagate anywhere
+    check(libc.mount(None, b"/execroot", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /execroot")
+
+def protect(ro):
+    # The staged inputs are hard links to the store's files: mount each read-only for the
+    # action's lifetime so that no chmod, write or link can reach them. Returns the mounts made.
+    done = []
+    try:
+        for path in ro:
+            p = path.encode()
+            check(libc.mount(p, p, None, MS_BIND | MS_REC, None), f"bind {path}")
+            done.append(p)
+            flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+            held = os.statvfs(path).f_flag
+            flags |= sum(ms for st, ms in ST_FLAGS if held & st)
+            check(libc.mount(None, p, None, flags, None), f"remount {path} read-only")
+    except OSError:
+        unprotect(done)
+        raise
+    return done
+
+def unprotect(done):
+    for p in reversed(done):
+        check(libc.umount2(p, 2), f"umount {p.decode()}")  # MNT_DETACH
+
+def wait(proc, timeout):
+    # True when the action exited before its timeout
+    if timeout is not None:
+        fd = os.pidfd_open(proc.pid)
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            if not poller.poll(max(0, int(timeout * 1000))):
+                return False
+        finally:
+            os.close(fd)
+    proc.wait()
+    return True
+
+out = sys.stdout.buffer
+for line in sys.stdin.buffer:
+    req = json.loads(line)
+    try:
+        mounted = protect(req["ro"])
+    except OSError as e:  # the engine runs the action another way
+        o = f"the sandbox could not mount the inputs read-only: {e}".encode()
+        out.write(json.dumps({"code": 126, "failure": "setup", "timed_out": False, "out": 0,
+                              "err": len(o)}).encode() + b"\n")
+        out.write(o)
+        out.flush()
+        continue
+    out_fd, err_fd = capture(), capture()
+    timed_out = False
+    try:
+        proc = subprocess.Popen(req["argv"], env=req["env"], cwd=req["cwd"], stdin=subprocess.DEVNULL,
+                                stdout=out_fd, stderr=err_fd, start_new_session=IN_NS, close_fds=True)
+        timed_out = not wait(proc, req.get("timeout"))
+        if timed_out:
+            kill_leftovers()
+        code = proc.wait()
+        failure = None
+    except OSError as e:
+        code, failure = 127, [e.errno, e.strerror]
+    sweep()
+    unprotect(mounted)
+    for d, before in BASELINE.items():
+        for name in listing(d) - before:
+            remove(os.path.join(d, name))
+    o, e = read_all(out_fd), read_all(err_fd)
+    out.write(json.dumps({"code": code, "failure": failure, "timed_out": timed_out,
+                          "out": len(o), "err": len(e)}).encode() + b"\n")
+    out.write(o + e)
+    out.flush()
+"""
+
+
+class WorkerFailed(Exception):
+    """The worker process is gone (or never came up); the action did not run to an answer."""
+
+
+class Worker:
+    """``prefix`` is the bwrap command line that wraps the executor (``[]`` for ``dir``)."""
+
+    def __init__(self, prefix: list[str], slot: str, pool: SandboxPool) -> None:
+        self.slot = Slot(slot)
+        self.pool = pool
+        self.in_ns = bool(prefix)
+        self.answered = 0  # actions this worker ran to an answer: 0 means it may never have worked
+        self.unusable = False  # it could not give an action its read-only inputs
+        if self.in_ns:
+            argv = [*prefix, *WORKER_CAPS, "--bind", slot, "/execroot", "--chdir", "/", "--",
+                    PYTHON, "-I", "-S", "-c", EXECUTOR, "ns"]
+        else:
+            argv = [sys.executable, "-I", "-S", "-c", EXECUTOR, "dir"]
+        self.proc = subprocess.Popen(argv, env={}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                                     cwd="/")
+        pool.track(self.proc)
+        self._buf = b""
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def execute(self, argv: list[str], env: dict[str, str], cwd: str, timeout: float | None,
+                ro: list[str] = ()) -> tuple[int, bool, bytes, bytes]:
+        """Run one action; (exit code, timed out, stdout, stderr) as `run_group` answers. `ro`:
+        paths (as the action sees them) mounted read-only for this action (bwrap only)."""
+        request = json.dumps({"argv": argv, "env": env, "cwd": cwd, "timeout": timeout,
+                              "ro": list(ro)}).encode() + b"\n"
+        try:
+            self.proc.stdin.write(request)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as e:
+            self.close()
+            raise WorkerFailed(f"the sandbox worker is gone: {e}") from None
+        deadline = None if timeout is None else time.monotonic() + timeout + GRACE_S
+        header = self._read_line(deadline)
+        if header is None:  # the executor did not answer: ending the worker ends the action
+            self.close()
+            return -9, True, b"", b""
+        reply = json.loads(header)
+        body = self._read_exact(reply["out"] + reply["err"])
+        if reply["failure"] == "setup":  # no mounts here (a kernel or bwrap that refuses them)
+            self.unusable = True
+            self.close()
+            raise WorkerFailed(body[reply["out"]:].decode(errors="replace").strip())
+        self.answered += 1
+        if reply["failure"] is not None:  # as Popen outside would: the caller reports it
+            raise OSError(*reply["failure"])
+        return reply["code"], reply["timed_out"], body[: reply["out"]], body[reply["out"]:]
+
+    def _read_line(self, deadline: float | None) -> bytes | None:
+        """The next line from the worker; None when `deadline` passes first."""
+        while b"\n" not in self._buf:
+            if not self._fill(deadline):
+                return None
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line
+
+    def _read_exact(self, n: int) -> bytes:
+        while len(self._buf) < n:
+            self._fill(None)
+        data, self._buf = self._buf[:n], self._buf[n:]
+        return data
+
+    def _fill(self, deadline: float | None) -> bool:
+        """Read what the worker has written; False when `deadline` passed with nothing to read."""
+        fd = self.proc.stdout.fileno()
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return False
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            self.close()
+            raise WorkerFailed("the sandbox worker exited")
+        self._buf += chunk
+        return True
+
+    def close(self) -> None:
+        if self.proc.returncode is None:
+            kill_group(self.proc.pid)
+        try:
+            self.proc.wait()
+        finally:
+            self.pool.untrack(self.proc)
+            for stream in (self.proc.stdin, self.proc.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+

@@ -1,0 +1,161 @@
+"""What an action can no longer do to the store or the host: change a staged input, hand back a
+symlink as an output, leave a process behind, read /etc under dir."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from mcpp.sandbox.inputs import readonly_paths
+from mcpp.sandbox.outputs import BadOutput, collect_outputs
+from mcpp.sandbox.undeclared import SYSTEM_ROOTS, find_undeclared
+
+# chmod u+w, same-size rewrite, chmod back, then a hard link into a writable directory: every
+# way an owner (or root) has to change the file's bytes or keep a writable name for it
+ATTACK = ("chmod u+w in/data.txt; printf 'XXXXXXXX\\n' > in/data.txt; chmod a-w in/data.txt; "
+          "ln in/data.txt out/link 2>/dev/null; printf 'YYYYYYYY\\n' > out/link 2>/dev/null; "
+          "cat in/data.txt > out/seen")
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_an_action_cannot_change_a_staged_input(mode, make, mkspec, tmp_path):
+    src = tmp_path / "store-file"
+    src.write_text("original\n")
+    os.chmod(src, 0o444)
+    r = make(mode).run(mkspec(["sh", "-c", ATTACK], inputs={"in/data.txt": str(src)}, outputs=("out/seen",),
+                              label="//t:attack"))
+    assert src.read_text() == "original\n"
+    assert os.stat(src).st_nlink == 1  # nothing kept a link to it
+    if mode == "bwrap":  # the read-only mount refused every step; the action went on
+        assert r.exit_code == 0, r.stderr
+        assert b"Read-only file system" in r.stderr
+        assert r.outputs and open(r.outputs["out/seen"]).read() == "original\n"
+    else:  # a private copy was changed: the action fails, nothing is collected
+        assert r.exit_code == 1 and r.outputs == {}
+        assert b"error: action //t:attack modified its input in/data.txt" in r.stderr
+
+
+def test_inputs_in_a_directory_that_also_holds_outputs_are_read_only_one_by_one():
+    assert readonly_paths(["src/a.c", "inc/x/y.h", "gen/in.h"], {"gen/out.c"}, ".") == ["src", "inc", "gen/in.h"]
+    # the working directory and the directories above it stay writable
+    assert readonly_paths(["pkg/src/a.c", "pkg/b.c"], set(), "pkg") == ["pkg/src", "pkg/b.c"]
+    # an input that is also an output is the action's to rewrite (it is staged as a copy)
+    assert readonly_paths(["lib.a"], {"lib.a"}, ".") == []
+
+
+def _tree(tmp_path):
+    root = tmp_path / "action"
+    (root / "o").mkdir(parents=True)
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "f").write_text("host file\n")
+    return root, host
+
+
+def test_a_symlinked_output_is_refused_and_nothing_moves(tmp_path):
+    root, host = _tree(tmp_path)
+    (root / "o" / "f").symlink_to(host / "f")
+    with pytest.raises(BadOutput, match=r"output o/f: is a symbolic link"):
+        collect_outputs(["o/f"], str(root), str(tmp_path / "dest"))
+    assert (host / "f").read_text() == "host file\n"
+    assert not (tmp_path / "dest").exists()
+
+
+def test_a_symlinked_directory_above_an_output_is_refused(tmp_path):
+    root, host = _tree(tmp_path)
+    (root / "o").rmdir()
+    (root / "o").symlink_to(host)
+    with pytest.raises(BadOutput, match=r"output o/f: o is a symbolic link"):
+        collect_outputs(["o/f"], str(root), str(tmp_path / "dest"))
+    assert (host / "f").read_text() == "host file\n"
+
+
+def test_a_hard_link_to_a_host_file_is_refused(tmp_path):
+    root, host = _tree(tmp_path)
+    os.link(host / "f", root / "o" / "f")
+    with pytest.raises(BadOutput, match=r"output o/f: is a hard link \(2 names\)"):
+        collect_outputs(["o/f"], str(root), str(tmp_path / "dest"))
+
+
+def test_regular_outputs_are_moved_and_absent_ones_left_out(tmp_path):
+    root, _ = _tree(tmp_path)
+    (root / "o" / "a").write_text("a\n")
+    got = collect_outputs(["o/a", "o/missing", "p/q"], str(root), str(tmp_path / "dest"))
+    assert got == {"o/a": str(tmp_path / "dest/o/a")}
+    assert (tmp_path / "dest/o/a").read_text() == "a\n" and not (root / "o" / "a").exists()
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_a_process_that_keeps_forking_in_its_own_session_dies_with_the_action(mode, make, mkspec):
+    # each generation forks the next and exits, so its pid never stays the same; it writes into
+    # the action directory, which the next action of this thread reuses
+    chain = "x() { sleep 0.01; echo late >> @@EXECROOT@@/mark; (x &); }; x"
+    sb = make(mode)
+    r = sb.run(mkspec(["sh", "-c", f"setsid sh -c '{chain}' & sleep 0.2; true"]))
+    assert r.exit_code == 0, r.stderr
+    r = sb.run(mkspec(["sh", "-c", "sleep 0.3; cat @@EXECROOT@@/mark 2>/dev/null | wc -l"]))
+    assert (r.exit_code, r.stdout.strip()) == (0, b"0")
+
+
+def test_dir_refuses_a_file_under_etc_that_bwrap_does_not_show():
+    bad = find_undeclared(["/etc/hostname", "/usr/include/stdio.h", "/etc/alternatives/cc"], root="/r",
+                          cwd="/r", declared=set(), allowed_roots=SYSTEM_ROOTS)
+    assert bad == ["/etc/hostname"]
+
+
+def test_without_the_capability_to_mount_actions_run_one_bwrap_each_and_inputs_stay_read_only(
+        make, mkspec, tmp_path, monkeypatch):
+    from mcpp.sandbox import worker
+
+    monkeypatch.setattr(worker, "WORKER_CAPS", [])  # the executor cannot mount
+    src = tmp_path / "store-file"
+    src.write_text("original\n")
+    sb = make("bwrap")
+    r = sb.run(mkspec(["sh", "-c", ATTACK], inputs={"in/data.txt": str(src)}, outputs=("out/seen",)))
+    assert r.exit_code == 0, r.stderr
+    assert sb.use_workers is False
+    assert src.read_text() == "original\n" and open(r.outputs["out/seen"]).read() == "original\n"
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_an_input_that_is_also_an_output_is_the_actions_to_rewrite(mode, make, mkspec, tmp_path):
+    src = tmp_path / "lib.a"
+    src.write_text("old\n")
+    os.chmod(src, 0o444)
+    r = make(mode).run(mkspec(["sh", "-c", "chmod u+w lib.a && echo new >> lib.a"], inputs={"lib.a": str(src)},
+                              outputs=("lib.a",)))
+    assert r.exit_code == 0, r.stderr
+    assert open(r.outputs["lib.a"]).read() == "old\nnew\n"
+    assert src.read_text() == "old\n"
+
+
+# Inside a user namespace of its own an action holds every capability there; the mounts it
+# inherits are locked, so it can neither unmount nor remount them, nor bind the tree beneath
+# without them.
+USERNS_ATTACK = r"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(0x10000000 | 0x00020000) != 0:  # CLONE_NEWUSER | CLONE_NEWNS
+    print("no user namespaces"); raise SystemExit(0)
+os.makedirs("/tmp/x", exist_ok=True)
+libc.mount(b"/execroot", b"/tmp/x", None, 4096, None)  # MS_BIND, not recursive
+libc.umount2(b"/execroot/in", 2)
+libc.mount(None, b"/execroot/in", None, 32 | 4096, None)  # MS_REMOUNT | MS_BIND, read-write
+for p in ("/tmp/x/in/data.txt", "/execroot/in/data.txt"):
+    try:
+        os.chmod(p, 0o644)
+        open(p, "w").write("pwned\n")
+        print("wrote", p)
+    except OSError:
+        pass
+"""
+
+
+def test_a_user_namespace_inside_the_action_does_not_lift_the_read_only_mounts(make, mkspec, tmp_path):
+    src = tmp_path / "store-file"
+    src.write_text("original\n")
+    r = make("bwrap").run(mkspec(["python3", "-c", USERNS_ATTACK], inputs={"in/data.txt": str(src)}))
+    assert r.exit_code == 0, r.stderr
+    assert b"wrote" not in r.stdout
+    assert src.read_text() == "original\n"
