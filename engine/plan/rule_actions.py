@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from mcpp.cas.action import Action
+from mcpp.cas.action import Action, ActionKind
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
 from ..errors import McppError
@@ -42,7 +42,7 @@ def to_plan_action(pkg: Package, ra: RuleAction, execroot: str, base_env: tuple)
     return Action(
         id=action_id(pkg, ra), argv=tuple(placeholder_argv(ra.argv, execroot)), outputs=tuple(outputs),
         inputs=inputs, tools=ra.tools, env=tuple(sorted(env.items())), cwd=rel(pkg.root, "package directory"),
-        depfile=depfile, kind="rule", description=f"{pkg.name}: {ra.description or ra.id}")
+        depfile=depfile, kind=ActionKind.RULE, description=f"{pkg.name}: {ra.description or ra.id}")
 
 
 def placeholder_argv(argv: tuple[str, ...], execroot: str) -> list[str]:
