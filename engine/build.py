@@ -143,6 +143,7 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
     from .host_tools import HostTools, ToolBuilder
     from .program.cache import ProgramCache
     from .program.driver import ProgramInputs, check_loads, evaluate
+    from .program.api_context import context_extras
     from .program.evaluate import PROGRAM_NAME
 
     checked = check_loads(graph, lambda m: reporter.status("Rules", f"{m.name} ({m.label})"))
@@ -167,7 +168,8 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
         target=graph.context.target.text, host=graph.context.host.text,
         accel=tuple((e.name, e.version, e.archs, e.floor) for e in graph.context.accel.entries),
         tools_of=tools.visible_to,
-        payload_dir=lambda ns, name, version: _payload_dir(home, ns, name, version))
+        payload_dir=lambda ns, name, version: _payload_dir(home, ns, name, version),
+        extras=lambda pkg, modules: context_extras(pkg, modules, toolchain, profile, layout.out_dir))
     watched, reads_env = evaluate(graph, checked, inputs, ProgramCache(layout.program_cache), reporter)
     # Every package's build.star, present or not: one appearing must end the no-op.
     programs = [os.path.join(p.root, PROGRAM_NAME) for p in graph.order]
