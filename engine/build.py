@@ -176,6 +176,13 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
     return watched + programs + tools.watched_files, tools.watched_dirs, reads_env
 
 
+def _is_executable(path: str) -> bool:
+    try:
+        return bool(os.stat(path).st_mode & 0o111)
+    except OSError:
+        return False
+
+
 def _payload_dir(home: Home, namespace: str, name: str, version: str) -> str:
     path = os.path.join(home.payloads, namespace, f"{name}@{version}" if version else name)
     return path if os.path.isdir(path) else ""
@@ -224,9 +231,11 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
             path = staged.get(rel)
             if path is None:
                 d = keys.digest_of(rel)
-                path = mat.publish_file(d, os.path.join(plan.execroot, rel))
+                # A binary an earlier action made stays runnable by a later one, and packs the same.
+                exe = _is_executable(os.path.join(plan.execroot, rel))
+                path = mat.publish_file(d, os.path.join(plan.execroot, rel), executable=exe)
                 if path is None:  # changed since it was hashed: take what is there now
-                    path = mat.path(store.put_file(os.path.join(plan.execroot, rel)))
+                    path = mat.path(store.put_file(os.path.join(plan.execroot, rel)), executable=exe)
                 staged[rel] = path
             return path
 

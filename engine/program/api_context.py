@@ -13,6 +13,7 @@ the program again.
 from __future__ import annotations
 
 import os
+import re
 
 from . import api as _api  # a module object: api.py imports this one while it loads
 from ..package.features import feature_define
@@ -33,6 +34,34 @@ _MAX_WRITE = 128 * 1024 - 1
 def struct_prelude() -> str:
     """Starlark definitions of the struct-returning members (`_mcpp_s_<name>`)."""
     return "".join(f"def _mcpp_s_{n}():\n    return struct(**_mcpp_{n}())\n" for n in STRUCT_FUNCTIONS)
+
+
+PRELUDE_NAME = "<mcpp prelude>"
+_FRAME = re.compile(r"^\s*\* (?P<file>.+?):(?P<line>\d+), in ")
+
+
+def outside_prelude(text: str) -> str:
+    """A Starlark error raised inside a struct wrapper of the prelude, moved to the line that
+    called `mcpp.<name>()`: the wrapper is the engine's, the call is the author's."""
+    lines = text.splitlines()
+    arrow = next((i for i, line in enumerate(lines) if line.strip().startswith(f"--> {PRELUDE_NAME}:")), None)
+    if arrow is None:
+        return text
+    frames = [(i, m) for i, line in enumerate(lines) if (m := _FRAME.match(line))]
+    callers = [(i, m) for i, m in frames if m["file"] != PRELUDE_NAME]
+    if not callers:
+        return text
+    _, caller = callers[-1]
+    col = 1
+    try:
+        with open(caller["file"], encoding="utf-8") as f:
+            source = f.read().splitlines()[int(caller["line"]) - 1]
+        col = len(source) - len(source.lstrip()) + 1
+    except (OSError, IndexError, UnicodeDecodeError):
+        pass
+    lines[arrow] = f" --> {caller['file']}:{caller['line']}:{col}"
+    drop = {j for i, m in frames if m["file"] == PRELUDE_NAME for j in (i, i + 1)}
+    return "\n".join(line for j, line in enumerate(lines) if j not in drop)
 
 
 def member(name: str) -> str:

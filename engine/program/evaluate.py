@@ -19,7 +19,7 @@ import starlark as sl
 from ..errors import McppError, Position
 from ..manifest.load import display_path
 from .api import McppApi, ProgramApiError, file_digest
-from .api_context import member, struct_prelude
+from .api_context import PRELUDE_NAME, member, outside_prelude, struct_prelude
 from .bounded import TIME_LIMIT_ENV, run_bounded, time_limit
 from .modules import LIBRARY_PREFIX, RuleModule, library_path
 
@@ -64,7 +64,7 @@ class Evaluation:
         module = sl.Module()
         for name in McppApi.FUNCTIONS:
             module.add_callable(f"_mcpp_{name}", self.api.function(name, path))
-        sl.eval(module, sl.parse("<mcpp prelude>", _PRELUDE_SOURCE), _GLOBALS)
+        sl.eval(module, sl.parse(PRELUDE_NAME, _PRELUDE_SOURCE), _GLOBALS)
         return module
 
     def _eval_file(self, path: str, ast=None) -> "sl.Module":
@@ -77,7 +77,7 @@ class Evaluation:
         try:
             sl.eval_with(options, module, ast, _GLOBALS, file_loader=sl.FileLoader(self._load))
         except sl.StarlarkError as e:
-            error = program_error(str(e))
+            error = program_error(outside_prelude(str(e)))
             if "Evaluation cancelled" in str(e) and time.monotonic() > self._deadline:
                 error.message = (f"build program ran longer than {time_limit():g} s and was stopped here "
                                  f"(an endless loop? set ${TIME_LIMIT_ENV} to allow more)")

@@ -111,3 +111,47 @@ def test_headers_among_outputs_are_neither_compiled_nor_linked(project, mcpp: Mc
     assert res.code == 0, res.err
     assert res.out.strip().splitlines()[-1] == "gen=3 obj=9"
 
+
+def test_an_executable_write_runs_in_a_later_action(project, mcpp: Mcpp):
+    root = project({
+        "mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+        "src/main.cpp": '#include <cstdio>\n#include "v.h"\nint main() { std::printf("%d\\n", V); }\n',
+        "build.star": """
+            out = mcpp.out_dir()
+            mcpp.write(out + "/mk.sh", "#!/bin/sh\\necho '#define V 17' > $1\\n", executable = True)
+            mcpp.action(id = "run", argv = [out + "/mk.sh", out + "/inc/v.h"], inputs = [out + "/mk.sh"],
+                        outputs = [out + "/inc/v.h"], role = "check")
+            mcpp.include_dir(out + "/inc")
+        """,
+    })
+    res = mcpp("run", cwd=root)
+    assert res.code == 0, res.err
+    assert res.out.strip().splitlines()[-1] == "17"
+
+
+def test_a_packed_binary_keeps_its_executable_bit_in_every_sandbox(project, mcpp: Mcpp):
+    """A tar of the package's binary (`bin()`, read by an `artifact` action) keeps the
+    executable bit in every sandbox, and is byte-identical under bwrap and dir (staging and the
+    store keep the bit). Under off the action reads the linker's own file, which is also
+    writable by its owner (`-rwxr-xr-x`, not `-r-xr-xr-x`): that difference remains."""
+    root = project({
+        "mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+        "src/main.cpp": "int main() { return 0; }\n",
+        "build.star": """
+            out = mcpp.out_dir()
+            exe = mcpp.bin("p")
+            mcpp.action(id = "pack", argv = ["/bin/sh", "-c",
+                        'tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf "$1" -C "$(dirname "$2")" p && tar -tvf "$1" > "$1.list"',
+                        "sh", out + "/p.tar", exe], inputs = [exe], outputs = [out + "/p.tar", out + "/p.tar.list"],
+                        role = "artifact")
+        """,
+    })
+    tars = {}
+    for mode in ("bwrap", "dir", "off"):
+        shutil.rmtree(root / "target", ignore_errors=True)
+        res = mcpp("build", "--sandbox", mode, cwd=root)
+        assert res.code == 0, res.err
+        listing = (root / "target/dev/gen/p/p.tar.list").read_text()
+        assert listing.startswith("-r-xr-xr-x" if mode != "off" else "-rwxr-xr-x"), (mode, listing)
+        tars[mode] = (root / "target/dev/gen/p/p.tar").read_bytes()
+    assert tars["bwrap"] == tars["dir"]
