@@ -155,3 +155,29 @@ def test_a_packed_binary_keeps_its_executable_bit_in_every_sandbox(project, mcpp
         assert listing.startswith("-r-xr-xr-x" if mode != "off" else "-rwxr-xr-x"), (mode, listing)
         tars[mode] = (root / "target/dev/gen/p/p.tar").read_bytes()
     assert tars["bwrap"] == tars["dir"]
+
+
+def test_a_binary_of_a_dependency_runs_as_a_tool_of_a_later_action(project, mcpp: Mcpp):
+    """`bin()` of a dependency in `tools`: the action runs after the link, with the binary staged."""
+    from tests.e2e.test_build_programs import GEN_TOOL, MAIN_PRINTS_VALUE
+    # (a bin named `gen` would be target/<profile>/gen, the generated files' directory)
+    tool = {**GEN_TOOL, "gen/mcpp.toml": GEN_TOOL["gen/mcpp.toml"].replace("[targets.gen]", "[targets.mkvalue]")}
+    root = project({
+        **tool,
+        "app/mcpp.toml": """
+            [package]
+            name = "app"
+            version = "0.1.0"
+            [dependencies]
+            gen = { path = "../gen" }
+        """,
+        "app/src/main.cpp": MAIN_PRINTS_VALUE,
+        "app/build.star": """
+            gen = mcpp.bin("mkvalue")
+            out = mcpp.out_dir() + "/value.cpp"
+            mcpp.action(id = "gen", argv = [gen, out, "11"], inputs = [], outputs = [out], tools = [gen], role = "source")
+        """,
+    })
+    res = mcpp("run", cwd=root / "app")
+    assert res.code == 0, res.err
+    assert res.out.strip().splitlines()[-1] == "value=11"
