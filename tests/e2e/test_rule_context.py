@@ -138,12 +138,14 @@ def test_a_packed_binary_keeps_its_executable_bit_in_every_sandbox(project, mcpp
         "mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
         "src/main.cpp": "int main() { return 0; }\n",
         "build.star": """
-            out = mcpp.out_dir()
+            load("@mcpp//paths.star", "paths")
             exe = mcpp.bin("p")
-            mcpp.action(id = "pack", argv = ["/bin/sh", "-c",
-                        'tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf "$1" -C "$(dirname "$2")" p && tar -tvf "$1" > "$1.list"',
-                        "sh", out + "/p.tar", exe], inputs = [exe], outputs = [out + "/p.tar", out + "/p.tar.list"],
-                        role = "artifact")
+            tar = mcpp.out_dir() + "/p.tar"
+            mcpp.action(id = "pack", argv = ["/bin/tar", "--sort=name", "--mtime=@0", "--owner=0", "--group=0",
+                                             "--numeric-owner", "-cf", tar, "-C", paths.dirname(exe), "p"],
+                        inputs = [exe], outputs = [tar], role = "artifact")
+            mcpp.action(id = "list", argv = ["/bin/sh", "-c", 'tar -tvf "$1" > "$2"', "sh", tar, tar + ".list"],
+                        inputs = [tar], outputs = [tar + ".list"], role = "artifact")
         """,
     })
     tars = {}
@@ -181,3 +183,24 @@ def test_a_binary_of_a_dependency_runs_as_a_tool_of_a_later_action(project, mcpp
     res = mcpp("run", cwd=root / "app")
     assert res.code == 0, res.err
     assert res.out.strip().splitlines()[-1] == "value=11"
+
+
+@pytest.mark.parametrize("program, message", [
+    ('mcpp.object(mcpp.out_dir() + "/nobody.o")',
+     "package `p`: object `target/dev/gen/p/nobody.o` is not an output of any action its build program declares"),
+    ('mcpp.action(id = "a", argv = ["/bin/true"], inputs = [], outputs = [mcpp.out_dir() + "/a.cpp"])',
+     "package `p`, action `a`: output `target/dev/gen/p/a.cpp` is a source, and `role = \"object\"` links its outputs"),
+    ('mcpp.action(id = "a", argv = ["/bin/true"], inputs = [], outputs = [mcpp.out_dir() + "/a.h"], role = "check")\n'
+     'mcpp.object(mcpp.out_dir() + "/a.h")',
+     "package `p`: `object(\"target/dev/gen/p/a.h\")` names a source or header"),
+])
+def test_outputs_consumed_wrongly_are_refused_by_name(project, mcpp: Mcpp, program, message):
+    root = project({
+        "mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+        "src/main.cpp": "int main() { return 0; }\n",
+        "build.star": program + "\n",
+    })
+    res = mcpp("build", cwd=root)
+    assert res.code == 2, res.err
+    assert message in res.err
+    assert "Traceback" not in res.err
