@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 
-from . import api as _api  # a module object: api.py imports this one while it loads
+from .api_errors import ProgramApiError, _need_str, _under
 from ..package.features import feature_define
 from ..package.model import Package
 from ..package.sources import include_dirs
@@ -136,11 +136,11 @@ class ContextApi:
                 *(f"-I{d}" for d in dict.fromkeys(incs))]
 
     def bin(self, name: str) -> str:
-        _api._need_str("bin", "name", name)
+        _need_str("bin", "name", name)
         found = [path for pkg, target, path in self.ctx.bins if target == name]
         if not found:
             have = ", ".join(f"`{t}` ({p})" for p, t, _ in self.ctx.bins) or "none"
-            raise _api.ProgramApiError(f"bin(`{name}`): no bin target of package `{self.ctx.package}` or of its "
+            raise ProgramApiError(f"bin(`{name}`): no bin target of package `{self.ctx.package}` or of its "
                                   f"dependencies has that name (bin targets: {have})")
         return found[0]
 
@@ -150,34 +150,34 @@ class ContextApi:
     def _rule_package_of(self, path: str, func: str) -> tuple:
         owners = [r for r in self.ctx.rule_packages if path.startswith(r[0].rstrip("/") + "/")]
         if not owners:
-            raise _api.ProgramApiError(f"{func}() is called from a file that is not part of a rule package; in a "
+            raise ProgramApiError(f"{func}() is called from a file that is not part of a rule package; in a "
                                   f"package's own build program use manifest_dir() and package()")
         return max(owners, key=lambda r: len(r[0]))
 
     def object(self, path: str) -> None:
         """An output of one of this program's actions joins the package's archive and links."""
-        _api._need_str("object", "path", path)
+        _need_str("object", "path", path)
         resolved = self._path(path)
-        if not _api._under(resolved, self.ctx.out_dir):
-            raise _api.ProgramApiError(f"object `{path}` is outside out_dir() (`{self.ctx.out_dir}`)")
+        if not _under(resolved, self.ctx.out_dir):
+            raise ProgramApiError(f"object `{path}` is outside out_dir() (`{self.ctx.out_dir}`)")
         self.result.objects.append(resolved)
 
     def write(self, path: str, content: str, executable: bool = False) -> None:
         """An action that writes `content` to `path` (under out_dir()); its output is read by
         later actions, or compiled with `generated()`."""
-        _api._need_str("write", "path", path)
+        _need_str("write", "path", path)
         if not isinstance(content, str):
-            raise _api.ProgramApiError(f"write(): `content` must be a string, got {type(content).__name__}")
+            raise ProgramApiError(f"write(): `content` must be a string, got {type(content).__name__}")
         if not isinstance(executable, bool):
-            raise _api.ProgramApiError(f"write(): `executable` must be a bool, got {type(executable).__name__}")
+            raise ProgramApiError(f"write(): `executable` must be a bool, got {type(executable).__name__}")
         if "\0" in content:
-            raise _api.ProgramApiError("write(): `content` contains a NUL byte")
+            raise ProgramApiError("write(): `content` contains a NUL byte")
         if len(content.encode()) > _MAX_WRITE:
-            raise _api.ProgramApiError(f"write(`{path}`): content is {len(content.encode())} bytes; at most {_MAX_WRITE} "
+            raise ProgramApiError(f"write(`{path}`): content is {len(content.encode())} bytes; at most {_MAX_WRITE} "
                                   f"(write a larger file with an action of its own)")
         resolved = self._path(path)
-        if not _api._under(resolved, self.ctx.out_dir) or resolved == os.path.normpath(self.ctx.out_dir):
-            raise _api.ProgramApiError(f"write(): `{path}` is outside out_dir() (`{self.ctx.out_dir}`)")
+        if not _under(resolved, self.ctx.out_dir) or resolved == os.path.normpath(self.ctx.out_dir):
+            raise ProgramApiError(f"write(): `{path}` is outside out_dir() (`{self.ctx.out_dir}`)")
         rel = os.path.relpath(resolved, self.ctx.out_dir)
         script = 'printf "%s" "$1" > "$2"' + (' && chmod 755 "$2"' if executable else "")
         self.action(id=f"write {rel}", argv=["/bin/sh", "-c", script, "write", content, resolved], inputs=[],
