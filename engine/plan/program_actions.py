@@ -44,13 +44,15 @@ class ProgramActions:
                 self._after_link.append((pkg, action))
                 continue
             if ra.role == "object":
-                for o in ra.products:
+                # Headers are included and sources named by `generated()` compiled; the rest is linked.
+                linked = [o for o in ra.products if role_of(o) != "header" and o not in pkg.program.generated]
+                for o in linked:
                     if role_of(o) in ("c", "cxx", "module"):
                         raise McppError(f"package `{pkg.name}`, action `{ra.id}`: output `{self.ctx.rel(o)}` is a "
                                         f"source, and `role = \"object\"` links its outputs; compile it with "
                                         f"`mcpp.generated(...)` (or declare the action with `role = \"source\"`)")
                 objs = self._objects.setdefault(pkg, [])
-                objs += [(self.ctx.rel(o), action.id) for o in ra.products if role_of(o) != "header"]
+                objs += [(self.ctx.rel(o), action.id) for o in linked]
             self.plan.add(action, pkg.name, self.plan.producers(action))
         made_by = {out: rule_action_id(pkg, ra) for ra in pkg.program.actions for out in ra.products}
         for path in dict.fromkeys(getattr(pkg.program, "objects", ())):

@@ -42,7 +42,11 @@ _FRAME = re.compile(r"^\s*\* (?P<file>.+?):(?P<line>\d+), in ")
 
 def outside_prelude(text: str) -> str:
     """A Starlark error raised inside a struct wrapper of the prelude, moved to the line that
-    called `mcpp.<name>()`: the wrapper is the engine's, the call is the author's."""
+    called `mcpp.<name>()`: the wrapper is the engine's, the call is the author's. Wrong calls
+    of these functions are named `mcpp.<name>` too."""
+    # A wrong call names the function as the author wrote it.
+    text = text.replace(f"call to {PRELUDE_NAME}._mcpp_s_", "call to mcpp.").replace("TypeError: ContextApi.",
+                                                                                      "TypeError: mcpp.")
     lines = text.splitlines()
     arrow = next((i for i, line in enumerate(lines) if line.strip().startswith(f"--> {PRELUDE_NAME}:")), None)
     if arrow is None:
@@ -114,7 +118,10 @@ class ContextApi:
         `rule_package()` answer for the rule package that file belongs to, wherever it is called
         from (a rule module's function runs when the consumer's build.star calls it)."""
         if name == "rule_dir":
-            return lambda: self._rule_package_of(path, "rule_dir")[0]
+            def rule_dir():
+                return self._rule_package_of(path, "rule_dir")[0]
+            rule_dir.__qualname__ = "ContextApi.rule_dir"  # named so in a wrong call's TypeError
+            return rule_dir
         if name == "rule_package":
             def rule_package():
                 _, pname, version, features = self._rule_package_of(path, "rule_package")

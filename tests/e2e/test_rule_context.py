@@ -90,7 +90,8 @@ PER_OUTPUT = {
         #include <cstdio>
         #include "gen.h"
         #include "obj.h"
-        int main() { std::printf("gen=%d obj=%d\\n", gen(), obj()); }
+        int both();
+        int main() { std::printf("gen=%d obj=%d both=%d\\n", gen(), obj(), both()); }
     """,
     "build.star": """
         out = mcpp.out_dir()
@@ -100,6 +101,9 @@ PER_OUTPUT = {
         mcpp.write(out + "/obj.c", "int obj(void) { return 9; }\\n")
         mcpp.action(id = "obj", argv = ["/bin/sh", "-c", 'printf "extern \\\\"C\\\\" int obj();\\\\n" > $1/obj.h && gcc -c $1/obj.c -o $1/obj.o',
                     "sh", out], inputs = [out + "/obj.c"], outputs = [out + "/obj.h", out + "/obj.o"], role = "object")
+        mcpp.action(id = "both", argv = ["/bin/sh", "-c", 'printf "int both() { return 5; }\\n" > $1/both.cpp && gcc -c -x c /dev/null -o $1/empty.o',
+                    "sh", out], inputs = [], outputs = [out + "/both.cpp", out + "/empty.o"], role = "object")
+        mcpp.generated(out + "/both.cpp")
         mcpp.include_dir(out)
     """,
 }
@@ -109,7 +113,7 @@ def test_headers_among_outputs_are_neither_compiled_nor_linked(project, mcpp: Mc
     root = project(PER_OUTPUT)
     res = mcpp("run", cwd=root)
     assert res.code == 0, res.err
-    assert res.out.strip().splitlines()[-1] == "gen=3 obj=9"
+    assert res.out.strip().splitlines()[-1] == "gen=3 obj=9 both=5"
 
 
 def test_an_executable_write_runs_in_a_later_action(project, mcpp: Mcpp):

@@ -79,7 +79,11 @@ mcpp.object(out + "/x.o")
     ('mcpp.write(mcpp.out_dir() + "/x", 3)', "write(): `content` must be a string, got int"),
     ('mcpp.write(mcpp.out_dir() + "/x", "", executable = "yes")', "write(): `executable` must be a bool, got str"),
     ('mcpp.write(mcpp.out_dir() + "/x", "a" * 200000)', "content is 200000 bytes; at most"),
-    ('mcpp.toolchain(1)', "1"),
+    ('mcpp.toolchain(1)', "extra positional argument(s) for call to mcpp.toolchain"),
+    ('mcpp.package(1)', "extra positional argument(s) for call to mcpp.package"),
+    ('mcpp.cxx_flags(1)', "TypeError: mcpp.cxx_flags() takes"),
+    ('mcpp.rule_dir(1)', "TypeError: mcpp.rule_dir() takes 0 positional arguments"),
+    ('mcpp.bin("a\\0b")', "bin(): `name` contains a NUL byte"),
 ])
 def test_errors_are_at_the_calling_line(tmp_path, call, message):
     with pytest.raises(McppError) as e:
