@@ -16,15 +16,13 @@ import blake3
 from .. import containment
 from ..errors import ManifestError
 from ..manifest import globs
+from .api_context import ContextApi
+from .api_errors import ProgramApiError, _need_str, _under
 from .context import ProgramContext
 from ..package.program_result import ROLES, ProgramResult, RuleAction
 
 # `floor("name >= version")`: the shape checked here, compared with facts in driver.py.
 FLOOR = re.compile(r"\s*(?P<name>[A-Za-z0-9_.:+-]+)\s*(?P<op>>=|==)\s*(?P<version>\S+)\s*$")
-
-
-class ProgramApiError(Exception):
-    """A build program called the API wrongly; the message is shown at the call."""
 
 
 @dataclass
@@ -44,13 +42,14 @@ def file_digest(path: str) -> str | None:
         return None
 
 
-class McppApi:
+class McppApi(ContextApi):
     """The functions behind `mcpp.<name>` for one package's evaluation."""
 
     FUNCTIONS = ("manifest_dir", "out_dir", "package_name", "profile", "target", "host", "has_feature",
                  "accel", "device_sources", "dep_bin", "xpkg_dir", "action", "generated", "source",
                  "cxxflag", "cflag", "define", "include_dir", "link_lib", "link_search", "warning",
-                 "fact", "floor", "read_file", "glob", "rerun_if_env_changed")
+                 "fact", "floor", "read_file", "glob", "rerun_if_env_changed",
+                 *ContextApi.CONTEXT_FUNCTIONS)
 
     def __init__(self, ctx: ProgramContext, environ: dict[str, str] | None = None):
         self.ctx = ctx
@@ -276,10 +275,6 @@ def run_glob(root: str, pattern: str) -> list[str]:
     return sorted(globs.expand(root, [pattern]))
 
 
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
 _NAME_MAX = 255  # Linux: bytes in one path component
 _PATH_MAX = 4096  # Linux: bytes in a path, NUL included
 
@@ -287,14 +282,6 @@ _PATH_MAX = 4096  # Linux: bytes in a path, NUL included
 def _no_nul(where: str, what: str, value: str) -> None:
     if "\0" in value:
         raise ProgramApiError(f"{where}: {what} contains a NUL byte")
-
-
-def _need_str(func: str, arg: str, value) -> str:
-    if not isinstance(value, str):
-        raise ProgramApiError(f"{func}(): `{arg}` must be a string, got {type(value).__name__}")
-    if "\0" in value:  # it would end up in an argv, a path or a define, none of which can hold one
-        raise ProgramApiError(f"{func}(): `{arg}` contains a NUL byte")
-    return value
 
 
 def _str_list(value, what: str) -> list[str]:

@@ -19,6 +19,7 @@ import starlark as sl
 from ..errors import McppError, Position
 from ..manifest.load import display_path
 from .api import McppApi, ProgramApiError, file_digest
+from .api_context import PRELUDE_NAME, member, outside_prelude, struct_prelude
 from .bounded import TIME_LIMIT_ENV, run_bounded, time_limit
 from .modules import LIBRARY_PREFIX, RuleModule, library_path
 
@@ -26,7 +27,7 @@ PROGRAM_NAME = "build.star"
 
 _GLOBALS = sl.Globals.extended_by([sl.LibraryExtension.StructType, sl.LibraryExtension.Json])
 # The struct is built in Starlark from private callables, so `mcpp.action` reads as docs/rules.md writes it.
-_PRELUDE_SOURCE = "mcpp = struct(" + ", ".join(f"{n} = _mcpp_{n}" for n in McppApi.FUNCTIONS) + ")\n"
+_PRELUDE_SOURCE = struct_prelude() + "mcpp = struct(" + ", ".join(f"{n} = {member(n)}" for n in McppApi.FUNCTIONS) + ")\n"
 
 
 def parse(path: str) -> "sl.AstModule":
@@ -59,24 +60,24 @@ class Evaluation:
         self._loading: list[str] = []
         self._deadline = float("inf")
 
-    def _module(self) -> "sl.Module":
+    def _module(self, path: str) -> "sl.Module":
         module = sl.Module()
         for name in McppApi.FUNCTIONS:
-            module.add_callable(f"_mcpp_{name}", getattr(self.api, name))
-        sl.eval(module, sl.parse("<mcpp prelude>", _PRELUDE_SOURCE), _GLOBALS)
+            module.add_callable(f"_mcpp_{name}", self.api.function(name, path))
+        sl.eval(module, sl.parse(PRELUDE_NAME, _PRELUDE_SOURCE), _GLOBALS)
         return module
 
     def _eval_file(self, path: str, ast=None) -> "sl.Module":
         self.files[path] = file_digest(path)
         ast = ast if ast is not None else parse(path)
-        module = self._module()
+        module = self._module(path)
         # The evaluator asks this every few thousand steps; past the deadline it stops with the
         # position of the loop it was in.
         options = sl.EvalOptions(check_cancelled=lambda: time.monotonic() > self._deadline)
         try:
             sl.eval_with(options, module, ast, _GLOBALS, file_loader=sl.FileLoader(self._load))
         except sl.StarlarkError as e:
-            error = program_error(str(e))
+            error = program_error(outside_prelude(str(e)))
             if "Evaluation cancelled" in str(e) and time.monotonic() > self._deadline:
                 error.message = (f"build program ran longer than {time_limit():g} s and was stopped here "
                                  f"(an endless loop? set ${TIME_LIMIT_ENV} to allow more)")
