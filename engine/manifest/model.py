@@ -75,6 +75,7 @@ class FeatureSpec:
     sources: tuple[str, ...] = ()
     pos: Position | None = None
     rule_module: str | None = None  # dotted name bound to the .star file in `sources`
+    rule_module_entry: str | None = None  # which `.star` of `sources` it binds to, when there are several
     device_extensions: tuple[str, ...] = ()  # device sources for a consumer that activates this
 
 

@@ -94,6 +94,8 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
             api = McppApi(ctx, environ)
             evaluation = Evaluation(api, c.rule_modules)
             evaluation.run(c.path, c.ast)
+            for line in evaluation.prints:  # `print(...)` speaks when the program runs, not from the cache
+                print(line, file=reporter.err, flush=True)
             result = api.result
             cache.store(pkg.name, fingerprint, evaluation.files, api.reads, result)
             files, env = dependencies(evaluation.files, api.reads.files, api.reads.env)
