@@ -26,6 +26,8 @@ class DependencySpec:
     reexport: bool = False  # its tools reach whoever activates the feature / depends on the declarer
     feature: str | None = None  # set for a [feature-deps.<f>] entry: the gate
     keypath: tuple = ()  # where the entry is written in the source document
+    version: str | None = None  # a requirement on the dependency's [package] version (version_req.py)
+    version_pos: Position | None = None
 
     @property
     def display(self) -> str:
