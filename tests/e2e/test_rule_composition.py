@@ -165,3 +165,20 @@ def test_permission_does_not_depend_on_load_order(project, mcpp: Mcpp, order):
     assert res.code == 2, res.err
     assert "rule module 'other.rules' loads 'base.rules'" in res.err.splitlines()[0], res.err
     assert "/other/src/other.star:1:1: error:" in res.err.splitlines()[0], res.err
+
+
+def test_a_refused_load_in_a_rule_file_stops_the_build_before_any_host_tool_is_built(project, mcpp: Mcpp):
+    root = _projects(project, {
+        "gen/mcpp.toml": '[package]\nname = "gen"\nversion = "0.1.0"\n[targets.gen]\nkind = "bin"\nmain = "src/main.cpp"\n',
+        "gen/src/main.cpp": "int main() { return 0; }\n",
+        "rules/src/common.star": 'load("other.rules", "x")\ndef doubled(n):\n    return 2 * n\n',
+    })
+    toml = root / "rules/mcpp.toml"
+    toml.write_text(toml.read_text() + 'gen = { path = "../gen", tools = ["gen"] }\n')
+    res = mcpp("build", cwd=root / "app")
+    assert res.code == 2, res.err
+    lines = res.err.splitlines()
+    assert "/rules/src/common.star:1:1: error: //src/common.star loads 'other.rules'" in lines[0], res.err
+    assert "/rules/src/entry.star:1:1" in res.err and "note: loaded from build.star:1:1" in res.err
+    assert "Building host tool" not in res.out
+    assert not list((mcpp.home / "tool").glob("*/gen@*"))
