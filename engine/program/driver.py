@@ -130,9 +130,11 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
         else:
             api = McppApi(ctx, environ)
             evaluation = Evaluation(api, c.rule_modules)
-            evaluation.run(c.path, c.ast)
-            for line in evaluation.prints:  # `print(...)` speaks when the program runs, not from the cache
-                print(line, file=reporter.err, flush=True)
+            try:
+                evaluation.run(c.path, c.ast)
+            finally:  # `print(...)` speaks when the program runs (not from the cache), also before an error
+                for line in evaluation.prints:
+                    print(line, file=reporter.err, flush=True)
             result = api.result
             cache.store(pkg.name, fingerprint, evaluation.files, api.reads, result)
             files, env = dependencies(evaluation.files, api.reads.files, api.reads.env)

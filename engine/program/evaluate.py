@@ -133,10 +133,18 @@ class Evaluation:
         program declared and read comes back into `api` and `files` as if it had run here."""
         def evaluate():
             self._deadline = time.monotonic() + time_limit()
-            self._eval_file(path, ast)
+            try:
+                self._eval_file(path, ast)
+            except McppError as e:
+                e.printed = self.prints  # what it printed up to the error helps to find it
+                raise
             return self.api.result, self.api.reads, self.files, self.prints
 
-        self.api.result, self.api.reads, self.files, self.prints = run_bounded(evaluate, display_path(path))
+        try:
+            self.api.result, self.api.reads, self.files, self.prints = run_bounded(evaluate, display_path(path))
+        except McppError as e:
+            self.prints = getattr(e, "printed", [])
+            raise
 
 
 _FRAME = re.compile(r"^\s*\* (?P<file>.+?):(?P<line>\d+), in (?P<func>.+)$")

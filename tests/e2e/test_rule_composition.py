@@ -182,3 +182,12 @@ def test_a_refused_load_in_a_rule_file_stops_the_build_before_any_host_tool_is_b
     assert "/rules/src/entry.star:1:1" in res.err and "note: loaded from build.star:1:1" in res.err
     assert "Building host tool" not in res.out
     assert not list((mcpp.home / "tool").glob("*/gen@*"))
+
+
+def test_what_a_program_printed_is_shown_before_its_error(project, mcpp: Mcpp):
+    root = _projects(project, app_program='print("about to fail")\nmcpp.dep_bin("nope", "x")\n')
+    res = mcpp("build", cwd=root / "app")
+    assert res.code == 2, res.err
+    lines = res.err.splitlines()
+    assert lines[0] == "note: build.star:1: about to fail", res.err
+    assert lines[1].startswith("build.star:2:1: error: no host tool `nope:x`"), res.err
