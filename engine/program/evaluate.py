@@ -106,7 +106,7 @@ class Evaluation:
         found = resolve(self._loading[-1], module_id, self.rule_modules)
         if isinstance(found, McppError):
             # Raised inside Starlark's `load`: it comes back with the loading file's position.
-            raise ProgramApiError(found.render()[len("error: "):])
+            raise ProgramApiError("\n".join([found.message, *found.notes]))
         path, loader = found
         if path in self._frozen:
             return self._frozen[path]
