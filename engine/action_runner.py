@@ -16,6 +16,8 @@ from typing import Callable, Protocol
 from mcpp.cas.action import Action
 from mcpp.sandbox import SandboxSpec, SandboxSpecError
 
+from .action_output import portable
+
 
 @dataclass
 class RunResult:
@@ -92,7 +94,7 @@ class SandboxRunner:
             res = sandbox.run(spec)
         except SandboxSpecError as e:
             return RunResult(2, b"", f"error: action `{action.id}`: {e}\n".encode())
-        stderr = res.stderr
+        stdout, stderr = portable(res.stdout, res.root_seen), portable(res.stderr, res.root_seen)
         if res.timed_out:
             stderr += f"error: action `{action.id}` timed out after {action.timeout}s\n".encode()
-        return RunResult(res.exit_code, res.stdout, stderr, time.monotonic() - start, res.timed_out)
+        return RunResult(res.exit_code, stdout, stderr, time.monotonic() - start, res.timed_out)

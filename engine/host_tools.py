@@ -11,7 +11,10 @@ the path a build program sees, so the program re-evaluates and its actions follo
 
 The tool is built by an ordinary, quiet build of its package (its own graph, host context, this
 build's toolchain and profile) into `target/host/<name>/` of the consumer, so its compiles are
-cached like any other action; only the finished binary is copied into the store.
+cached like any other action; only the finished binary is copied into the store. The tools one
+build is missing are built at the same time, each in its own thread: they are independent (their
+own graphs and target directories), and a `--release` build that needs three generators should
+not wait for them one after another.
 
 Visibility: a tool reaches the package whose manifest entry declares it, under that entry's name;
 with `reexport = true` on a `[feature-deps.<f>]` (or `[dependencies]`) entry it also reaches every
@@ -23,6 +26,7 @@ import json
 import os
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -115,15 +119,36 @@ class ToolBuilder:
     def resolve(self) -> HostTools:
         tools = HostTools()
         done: dict[tuple, list[HostTool]] = {}
+        missing: dict[str, list[Callable[[], None]]] = {}  # by target directory
         for pkg in self.graph.order:
             for spec in pkg.tool_edges:
                 ident = (spec.path, tuple(sorted(spec.features)), spec.default_features, tuple(spec.tools))
                 if ident not in done:
-                    done[ident] = self._resolve(spec, tools)
+                    done[ident] = self._resolve(spec, tools, missing)
                 tools.by_entry[declared_by(pkg, spec)] = [HostTool(spec.key, spec.display, t.tool, t.path) for t in done[ident]]
+        self._build_all(missing)
         return tools
 
-    def _resolve(self, spec: DependencySpec, tools: HostTools) -> list[HostTool]:
+    def _build_all(self, missing: dict[str, list[Callable[[], None]]]) -> None:
+        """Run the missing builds at once, those sharing a target directory (one package with two
+        feature sets) one after the other; the first failure in graph order is the one reported."""
+        def in_turn(builds: list[Callable[[], None]]) -> None:
+            for b in builds:
+                b()
+
+        if len(missing) <= 1:
+            for builds in missing.values():
+                in_turn(builds)
+            return
+        with ThreadPoolExecutor(max_workers=len(missing), thread_name_prefix="host-tool") as pool:
+            futures = [pool.submit(in_turn, builds) for builds in missing.values()]
+            errors = [f.exception() for f in futures]
+        for e in errors:
+            if e is not None:
+                raise e
+
+    def _resolve(self, spec: DependencySpec, tools: HostTools,
+                 missing: dict[str, list[Callable[[], None]]]) -> list[HostTool]:
         selection = Selection(features=spec.features, no_default_features=not spec.default_features)
         graph = load_graph(spec.path, None, selection)
         root = next(p for p in graph.order if p.root == os.path.normpath(spec.path))
@@ -148,15 +173,19 @@ class ToolBuilder:
         entry = os.path.join(self.home.tool, PATH_INDEX, f"{m.name}@{m.version}+{digest[:16]}")
         wanted = [os.path.join(entry, "bin", t) for t in spec.tools]
         if not all(os.path.isfile(p) for p in wanted):
-            self._build(spec, selection, root, entry, key)
+            for t in spec.tools:
+                self.status("Building", f"host tool {spec.key}:{t} from {m.name} v{m.version} "
+                                        f"(once per package source and host toolchain)")
+            missing.setdefault(self._target_dir(m.name), []).append(
+                lambda: self._build(spec, selection, root, entry, key))
         return [HostTool(spec.key, spec.display, t, p) for t, p in zip(spec.tools, wanted)]
+
+    def _target_dir(self, name: str) -> str:
+        return os.path.join(self.graph.target_dir, "host", name)
 
     def _build(self, spec: DependencySpec, selection: Selection, root: Package, entry: str, key: dict) -> None:
         m = root.manifest
-        for t in spec.tools:
-            self.status("Building", f"host tool {spec.key}:{t} from {m.name} v{m.version} "
-                                    f"(once per package source and host toolchain)")
-        target_dir = os.path.join(self.graph.target_dir, "host", m.name)
+        target_dir = self._target_dir(m.name)
         try:
             execroot, bins = self.build_package(spec.path, selection, target_dir)
         except BuildFailed as e:

@@ -33,6 +33,7 @@ from mcpp.cas.blobstore import StoreError
 from mcpp.cas.digest import Digest
 from mcpp.cas.remote.trust import event_origin
 
+from .action_output import shown
 from .action_runner import ActionRunner, RunResult
 from .discovered_inputs import discovered_inputs
 from .explain import ExplainLog
@@ -200,7 +201,7 @@ class ActionPipeline:
 
     def _finish_run(self, a: Action, outcome: Outcome) -> bool:
         res = outcome.run
-        text = (res.stdout + res.stderr).decode("utf-8", "replace")
+        text = shown((res.stdout + res.stderr).decode("utf-8", "replace"), self.plan.execroot)
         if text:
             self.reporter.diagnostics(text)
             self.reporter.event("compiler-message", id=a.id, package=self.plan.package_of[a.id], message=text)
@@ -252,7 +253,7 @@ class ActionPipeline:
                 except StoreError:
                     pass
         if text:
-            decoded = text.decode("utf-8", "replace")
+            decoded = shown(text.decode("utf-8", "replace"), self.plan.execroot)
             self.reporter.diagnostics(decoded)
             self.reporter.event("compiler-message", id=a.id, package=self.plan.package_of[a.id],
                                 message=decoded, replayed=True)

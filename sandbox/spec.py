@@ -46,6 +46,9 @@ class SandboxResult:
     # dependencies named by the depfile that were not declared (action-relative when inside the
     # action's root, absolute otherwise); non-empty implies a non-zero exit_code and no outputs
     undeclared: list[str] = field(default_factory=list)
+    # the action's root as the action saw it (`/execroot`, a private directory, the real root):
+    # the engine shows paths under it in the action's output as the user's paths
+    root_seen: str = ""
 
 
 class Sandbox(Protocol):

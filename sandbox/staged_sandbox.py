@@ -130,6 +130,7 @@ class StagedSandbox(PooledSandbox):
                 timed_out=timed_out,
                 duration=time.monotonic() - start,
                 undeclared=undeclared,
+                root_seen=seen,
             )
         except Exception as e:
             if pool.closed and not isinstance(e, SandboxClosed):

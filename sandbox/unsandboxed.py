@@ -71,6 +71,7 @@ class LocalSandbox(PooledSandbox):
             outputs=produced,
             timed_out=timed_out,
             duration=time.monotonic() - start,
+            root_seen=root,
         )
 
     def release(self, result: SandboxResult) -> None:

@@ -278,6 +278,7 @@ class Builder:
                     defines=r.str_list(spec, "defines", kp) or (),
                     sources=r.str_list(spec, "sources", kp) or (), pos=r.pos(kp, "key"),
                     rule_module=r.opt(spec, "rule_module", str, kp),
+                    rule_module_entry=r.opt(spec, "rule_module_entry", str, kp),
                     device_extensions=r.str_list(spec, "device_extensions", kp) or ())
             else:
                 raise r.fail(kp, f"feature `{fname}` must be an array of implied features or a table, found {type_name(spec)}")

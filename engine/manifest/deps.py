@@ -12,9 +12,9 @@ import os
 from typing import Any
 
 from ..errors import ManifestError, Position
-from . import schema, shape
+from . import schema, shape, version_req
 from .model import DependencySpec
-from .reader import Reader, header
+from .reader import Reader, display_path, header
 
 MANIFEST_NAME = "mcpp.toml"
 DEP_SECTIONS = ("dependencies", "dev-dependencies", "build-dependencies")
@@ -77,7 +77,11 @@ def _dep(r: Reader, kp: tuple, rel: tuple, spec: Any, section_path: tuple, check
     path = r.opt(spec, "path", str, kp)
     if path is None:
         raise r.fail(kp, f"dependency `{key}` needs a `path` (index dependencies are not supported yet)")
-    r.opt(spec, "version", str, kp)
+    version = r.opt(spec, "version", str, kp)
+    if version is not None:
+        problem = version_req.parse(version)
+        if isinstance(problem, str):
+            raise r.fail(kp + ("version",), f"dependency `{key}`: {problem}")
     full = os.path.normpath(os.path.join(root, path))
     if check_paths:
         check_dependency_path(full, path, key, r.pos(kp + ("path",)))
@@ -90,6 +94,7 @@ def _dep(r: Reader, kp: tuple, rel: tuple, spec: Any, section_path: tuple, check
         reexport=r.opt(spec, "reexport", bool, kp, False),
         feature=feature, keypath=r.source_path(kp),
         pos=r.pos(kp, "key"), path_pos=r.pos(kp + ("path",)),
+        version=version, version_pos=r.pos(kp + ("version",)) if version is not None else None,
     )
 
 
@@ -97,3 +102,15 @@ def check_dependency_path(full: str, written: str, key: str, pos: Position) -> N
     if not os.path.isfile(os.path.join(full, MANIFEST_NAME)):
         what = "does not exist" if not os.path.exists(full) else f"has no {MANIFEST_NAME}"
         raise ManifestError(f"path dependency `{key}`: `{written}` {what}", pos)
+
+
+def check_version(spec: DependencySpec, dep_version: str | None, dep_manifest_path: str) -> None:
+    """A `version` requirement on a path dependency holds for the package found at the path."""
+    if spec.version is None or (dep_version and version_req.satisfies(dep_version, spec.version)):
+        return
+    found = f"version {dep_version}" if dep_version else "no [package] version"
+    raise ManifestError(
+        f"dependency `{spec.display}` requires version `{spec.version}`, but `{spec.written_path}` has {found}",
+        spec.version_pos or spec.pos,
+        [f"note: `{display_path(dep_manifest_path)}` declares version = \"{dep_version}\"" if dep_version else
+         f"note: `{display_path(dep_manifest_path)}` declares no version"])

@@ -26,6 +26,8 @@ class DependencySpec:
     reexport: bool = False  # its tools reach whoever activates the feature / depends on the declarer
     feature: str | None = None  # set for a [feature-deps.<f>] entry: the gate
     keypath: tuple = ()  # where the entry is written in the source document
+    version: str | None = None  # a requirement on the dependency's [package] version (version_req.py)
+    version_pos: Position | None = None
 
     @property
     def display(self) -> str:
@@ -75,6 +77,7 @@ class FeatureSpec:
     sources: tuple[str, ...] = ()
     pos: Position | None = None
     rule_module: str | None = None  # dotted name bound to the .star file in `sources`
+    rule_module_entry: str | None = None  # which `.star` of `sources` it binds to, when there are several
     device_extensions: tuple[str, ...] = ()  # device sources for a consumer that activates this
 
 

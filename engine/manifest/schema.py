@@ -84,7 +84,7 @@ TOOLCHAIN = Table("toolchain", "compilation", SNAKE, ("default",))
 DEPENDENCY = Table("dependencies.<name>", "library dependencies", KEBAB, (
     "path", "version", "features", "default-features", "tools", "host-module", "reexport"))
 FEATURE = Table("features.<name>", "gates", SNAKE, (
-    "sources", "defines", "implies", "rule_module", "device_extensions"))
+    "sources", "defines", "implies", "rule_module", "rule_module_entry", "device_extensions"))
 XLINGS = Table("xlings", "tools and environment", SNAKE, ("deps", "workspace", "envs", "subos"),
                pending=("deps", "workspace", "envs", "subos"))
 RUNTIME = Table("runtime", "artifact metadata", SNAKE, ("artifacts", "library_dirs"),

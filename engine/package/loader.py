@@ -7,6 +7,7 @@ import os
 
 from ..errors import ManifestError
 from ..manifest.context import BuildContext
+from ..manifest.deps import check_version
 from ..manifest.fold import fold
 from ..manifest.load import MANIFEST_NAME, check_dependency_path, display_path
 from ..manifest.model import DependencySpec, Manifest
@@ -67,6 +68,7 @@ class Loader:
             raise ManifestError(
                 f"dependency `{spec.display}` points at package `{dep_manifest.name}` in namespace "
                 f"`{dep_manifest.namespace or '(none)'}`", spec.pos)
+        check_version(spec, dep_manifest.version, dep_manifest.path)
 
     def edge(self, pkg: Package, spec: DependencySpec, stack) -> Package:
         stack[-1] = (pkg, spec)

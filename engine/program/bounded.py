@@ -9,7 +9,8 @@ cancellation check stops a loop at its line; a kill stops an operation that neve
 and Ctrl-C in the engine kills it.
 
 The function's return value travels back pickled over a pipe; an `McppError` travels back as
-its parts, so the engine raises it exactly as if the evaluation had run in-process.
+its parts (with the lines the program printed before it, `printed`), so the engine raises it
+exactly as if the evaluation had run in-process.
 """
 from __future__ import annotations
 
@@ -92,8 +93,10 @@ def _outcome(data: bytes, status: int, stderr: str, program: str, mib: float):
     if kind == "ok":
         return rest[0]
     if kind == "error":
-        cls, message, pos, notes = rest
-        raise cls(message, pos, notes)
+        cls, message, pos, notes, printed = rest
+        error = cls(message, pos, notes)
+        error.printed = printed
+        raise error
     crash = rest[0] if kind == "crash" else ""
     signalled = os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGABRT, signal.SIGKILL, signal.SIGSEGV)
     if kind == "memory" or "out of memory" in crash or "memory allocation" in stderr or signalled:
@@ -118,7 +121,7 @@ def _child(fn, write_end: int, err_fd: int, mib: float) -> None:
         try:
             payload = ("ok", fn())
         except McppError as e:
-            payload = ("error", type(e), e.message, e.pos, e.notes)
+            payload = ("error", type(e), e.message, e.pos, e.notes, getattr(e, "printed", []))
         except MemoryError:
             payload = ("memory",)
         except BaseException as e:  # noqa: BLE001 - pyo3's PanicException derives from BaseException

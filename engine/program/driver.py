@@ -1,18 +1,19 @@
 """The build programs of one graph: check their loads, evaluate them (dependencies first, cached),
 compare floors with facts, and make sure every device source is claimed by an action.
 
-`check_loads` runs before any host tool is built, so a `load` the graph cannot satisfy stops
-the build with nothing in the tool store (building a tool for a program that cannot run would
+`check_loads` runs before any host tool is built, so a `load` the graph cannot satisfy (in the
+program or in any rule file it reaches) stops the build with nothing in the tool store (building a tool for a program that cannot run would
 leave work behind for nothing). `evaluate` runs after the tools exist, because their paths are
 part of what a program sees.
 """
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import ManifestError, McppError
+from ..errors import ManifestError, McppError, Position
 from packaging.version import InvalidVersion, Version
 
 from ..conventions import Role
@@ -24,7 +25,7 @@ from .api import FLOOR, McppApi
 from .cache import ProgramCache, dependencies
 from .context import ProgramContext
 from .evaluate import PROGRAM_NAME, Evaluation, loads_of, parse, program_path
-from .modules import RuleModule, library_path, unavailable, visible_rule_modules
+from .modules import Loader, RuleModule, library_path, resolve, unavailable, visible_rule_modules
 
 
 @dataclass
@@ -52,8 +53,44 @@ def check_loads(graph: PackageGraph, announce: Callable[[RuleModule], None]) -> 
             for module_id in loads_of(ast):
                 if library_path(module_id) is None and module_id not in modules:
                     raise unavailable(PROGRAM_NAME, module_id, pkg)
+            _check_rule_files(path, ast, Loader(PROGRAM_NAME), modules, [], set())
         out[pkg] = Checked(path, ast, modules)
     return out
+
+
+def _check_rule_files(path: str, ast, loader: Loader, modules: dict[str, RuleModule], chain: list[str],
+                      seen: set[str]) -> None:
+    """Follow the loads of `path` through the rule files they reach, refusing (or failing to
+    parse) as the evaluation would, with the same position and `load` chain."""
+    for module_id in loads_of(ast):
+        found = resolve(loader, module_id, modules)
+        pos = _load_position(path, module_id)
+        if isinstance(found, McppError):
+            found.pos, found.notes = pos, found.notes + chain
+            raise found
+        sub_path, sub_loader = found
+        if sub_path in seen or library_path(module_id) is not None:
+            continue
+        seen.add(sub_path)
+        notes = [f"note: loaded from {pos}", *chain]
+        try:
+            sub_ast = parse(sub_path)
+        except McppError as e:
+            e.notes += notes
+            raise
+        _check_rule_files(sub_path, sub_ast, sub_loader, modules, notes, seen)
+
+
+def _load_position(path: str, module_id: str) -> Position:
+    """Where `load("<module_id>", ...)` is written in `path` (the parser keeps no position for it)."""
+    shown = display_path(path)
+    pattern = re.compile(r"\bload\s*\(\s*[\"']" + re.escape(module_id) + r"[\"']")
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            m = pattern.search(line)
+            if m:
+                return Position(shown, n, m.start() + 1)
+    return Position(shown)
 
 
 @dataclass
@@ -94,7 +131,11 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
         else:
             api = McppApi(ctx, environ)
             evaluation = Evaluation(api, c.rule_modules)
-            evaluation.run(c.path, c.ast)
+            try:
+                evaluation.run(c.path, c.ast)
+            finally:  # `print(...)` speaks when the program runs (not from the cache), also before an error
+                for line in evaluation.prints:
+                    print(line, file=reporter.err, flush=True)
             result = api.result
             cache.store(pkg.name, fingerprint, evaluation.files, api.reads, result)
             files, env = dependencies(evaluation.files, api.reads.files, api.reads.env)

@@ -5,6 +5,11 @@ struct whose functions record into that package's `McppApi`, so a rule module's 
 to the package that loaded it. Starlark itself has no file, network or environment access;
 `load` goes through `_load`, which admits only the modules `modules.py` allows.
 
+An error inside a loaded file is reported at that file's own `file:line:col`, with the chain of
+`load` lines that reached it as notes (Starlark alone would report it at the outermost `load`).
+`print(...)` is a global of every file: it becomes `note: <file>:<line>: ...` on the engine's
+stderr, taken from the caller's frame of Starlark's own call stack.
+
 Errors come back from Starlark as text (a traceback, `error: ...` and ` --> file:line:col`);
 `program_error` turns that into an `McppError` at `file:line:col` with the call stack as notes.
 """
@@ -21,13 +26,18 @@ from ..manifest.load import display_path
 from .api import McppApi, ProgramApiError, file_digest
 from .api_context import PRELUDE_NAME, member, outside_prelude, struct_prelude
 from .bounded import TIME_LIMIT_ENV, run_bounded, time_limit
-from .modules import LIBRARY_PREFIX, RuleModule, library_path
+from .modules import Loader, RuleModule, resolve
 
 PROGRAM_NAME = "build.star"
 
-_GLOBALS = sl.Globals.extended_by([sl.LibraryExtension.StructType, sl.LibraryExtension.Json])
+_GLOBALS = sl.Globals.extended_by([sl.LibraryExtension.StructType, sl.LibraryExtension.Json,
+                                   sl.LibraryExtension.CallStack])
 # The struct is built in Starlark from private callables, so `mcpp.action` reads as docs/rules.md writes it.
-_PRELUDE_SOURCE = struct_prelude() + "mcpp = struct(" + ", ".join(f"{n} = {member(n)}" for n in McppApi.FUNCTIONS) + ")\n"
+# `print` is Starlark too: only there is the caller's line known (its frame in `call_stack()`).
+_PRELUDE_SOURCE = (struct_prelude()
+                   + "mcpp = struct(" + ", ".join(f"{n} = {member(n)}" for n in McppApi.FUNCTIONS) + ")\n"
+                   "def print(*args, sep = \" \"):\n"
+                   "    _mcpp_print(call_stack(), sep.join([str(a) for a in args]))\n")
 
 
 def parse(path: str) -> "sl.AstModule":
@@ -56,14 +66,17 @@ class Evaluation:
         self.rule_modules = rule_modules
         self.program_label = program_label
         self.files: dict[str, str | None] = {}
+        self.prints: list[str] = []
         self._frozen: dict[str, object] = {}
-        self._loading: list[str] = []
+        self._loading: list[Loader] = [Loader(program_label)]
+        self._nested: McppError | None = None  # an error inside a loaded file, kept at its own position
         self._deadline = float("inf")
 
     def _module(self, path: str) -> "sl.Module":
         module = sl.Module()
         for name in McppApi.FUNCTIONS:
             module.add_callable(f"_mcpp_{name}", self.api.function(name, path))
+        module.add_callable("_mcpp_print", self._print)
         sl.eval(module, sl.parse(PRELUDE_NAME, _PRELUDE_SOURCE), _GLOBALS)
         return module
 
@@ -78,6 +91,11 @@ class Evaluation:
             sl.eval_with(options, module, ast, _GLOBALS, file_loader=sl.FileLoader(self._load))
         except sl.StarlarkError as e:
             error = program_error(outside_prelude(str(e)))
+            if self._nested is not None:
+                # The failing `load` line of this file is one link of the chain.
+                nested, self._nested = self._nested, None
+                nested.notes.append(f"note: loaded from {error.pos}" if error.pos else "note: loaded")
+                raise nested from None
             if "Evaluation cancelled" in str(e) and time.monotonic() > self._deadline:
                 error.message = (f"build program ran longer than {time_limit():g} s and was stopped here "
                                  f"(an endless loop? set ${TIME_LIMIT_ENV} to allow more)")
@@ -85,38 +103,50 @@ class Evaluation:
         return module
 
     def _load(self, module_id: str):
-        if module_id in self._frozen:
-            return self._frozen[module_id]
-        loader = self._loading[-1] if self._loading else None
-        path = library_path(module_id)
-        if path is None and loader is None and module_id in self.rule_modules:
-            path = self.rule_modules[module_id].path
-        if path is None:
-            who = "the engine's library" if loader and loader.startswith(LIBRARY_PREFIX) else (
-                f"rule module '{loader}'" if loader else self.program_label)
-            allowed = "only the engine's library (`@mcpp//<file>.star`)" if loader else \
-                "rule modules its dependencies provide and the engine's library"
+        self._nested = None
+        # Permission first, from the loader alone; the cache (by file) only saves re-evaluating.
+        found = resolve(self._loading[-1], module_id, self.rule_modules)
+        if isinstance(found, McppError):
             # Raised inside Starlark's `load`: it comes back with the loading file's position.
-            raise ProgramApiError(f"{who} loads '{module_id}'; it may load {allowed}")
-        self._loading.append(module_id)
+            raise ProgramApiError("\n".join([found.message, *found.notes]))
+        path, loader = found
+        if path in self._frozen:
+            return self._frozen[path]
+        self._loading.append(loader)
         try:
-            ast = parse(path)
-            module = self._eval_file(path, ast)
+            module = self._eval_file(path, parse(path))
+        except McppError as e:
+            self._nested = e
+            raise
         finally:
             self._loading.pop()
         frozen = module.freeze()
-        self._frozen[module_id] = frozen
+        self._frozen[path] = frozen
         return frozen
+
+    def _print(self, stack: str, text: str) -> None:
+        """`print(...)`: the caller is the frame before `print`'s own, the last but one."""
+        frames = [m for m in (_FRAME.match(line) for line in stack.splitlines()) if m]
+        where = f"{frames[-2]['file']}:{frames[-2]['line']}" if len(frames) >= 2 else self.program_label
+        self.prints.append(f"note: {where}: {text}")
 
     def run(self, path: str, ast=None) -> None:
         """Evaluate in a child process under a time and memory limit (bounded.py); what the
         program declared and read comes back into `api` and `files` as if it had run here."""
         def evaluate():
             self._deadline = time.monotonic() + time_limit()
-            self._eval_file(path, ast)
-            return self.api.result, self.api.reads, self.files
+            try:
+                self._eval_file(path, ast)
+            except McppError as e:
+                e.printed = self.prints  # what it printed up to the error helps to find it
+                raise
+            return self.api.result, self.api.reads, self.files, self.prints
 
-        self.api.result, self.api.reads, self.files = run_bounded(evaluate, display_path(path))
+        try:
+            self.api.result, self.api.reads, self.files, self.prints = run_bounded(evaluate, display_path(path))
+        except McppError as e:
+            self.prints = getattr(e, "printed", [])
+            raise
 
 
 _FRAME = re.compile(r"^\s*\* (?P<file>.+?):(?P<line>\d+), in (?P<func>.+)$")
