@@ -21,17 +21,24 @@ from mcpp.cas.statcache import StatCache
 
 from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
-from . import trust
+from . import noop, trust
 from .action_runner import ActionRunner, SandboxRunner
 from .errors import BuildFailed, McppError
 from .explain import ExplainLog
+from .host_tools import HostTools, ToolBuilder
 from .incremental import BuildState, KeyComputer, ScanCache
 from .layout import Layout
 from .manifest.load import display_path
 from .package.graph import load_graph
 from .package.model import PackageGraph, Selection
+from .package.sources import glob_roots, package_sources
 from .pipeline import ActionPipeline, Counters
 from .plan.planner import Plan, Planner
+from .program.api_context import context_extras
+from .program.cache import ProgramCache
+from .program.context import AccelEntry
+from .program.driver import ProgramInputs, check_loads, evaluate
+from .program.evaluate import PROGRAM_NAME
 from .profiles import Profile, resolve_profile
 from .report import Reporter, Stopwatch
 from .schedule import ScheduleResult, run_graph
@@ -140,11 +147,6 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
     """Before planning: build the host tools, then evaluate each package's build.star (whose
     actions and sources the planner needs). Returns the files and directories whose change
     must send the next no-op build down the full path."""
-    from .host_tools import HostTools, ToolBuilder
-    from .program.cache import ProgramCache
-    from .program.driver import ProgramInputs, check_loads, evaluate
-    from .program.api_context import context_extras
-    from .program.evaluate import PROGRAM_NAME
 
     checked = check_loads(graph, lambda m: reporter.status("Rules", f"{m.name} ({m.label})"))
     tools = HostTools()
@@ -166,7 +168,7 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
     inputs = ProgramInputs(
         gen_dir=layout.gen_dir, profile=profile.name,
         target=graph.context.target.text, host=graph.context.host.text,
-        accel=tuple((e.name, e.version, e.archs, e.floor) for e in graph.context.accel.entries),
+        accel=tuple(AccelEntry(e.name, e.version, tuple(e.archs), e.floor) for e in graph.context.accel.entries),
         tools_of=tools.visible_to,
         payload_dir=lambda ns, name, version: _payload_dir(home, ns, name, version),
         extras=lambda pkg, modules: context_extras(pkg, modules, toolchain, profile, layout.out_dir))
@@ -329,8 +331,6 @@ def _write_compile_commands(layout: Layout, plan: Plan, changed: bool) -> None:
 
 def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     """Let the next identical `mcpp build` answer from stats alone (engine/noop.py)."""
-    from . import noop
-    from .package.sources import glob_roots
 
     plan, graph = outcome.plan, outcome.graph
     if outcome.reads_env or _planned_nothing_for_sources(outcome):
@@ -362,7 +362,6 @@ def _planned_nothing_for_sources(outcome: BuildOutcome) -> bool:
     """A package with sources that planned no action is not a result to remember: whatever hid
     its sources (an unreadable directory, a file caught mid-move) must be looked at again by the
     next build, not answered `Finished` from stats that a `chmod` does not change."""
-    from .package.sources import package_sources
 
     planned = set(outcome.plan.package_of.values())
     for pkg in outcome.graph.order:

@@ -82,7 +82,7 @@ class McppApi(ContextApi):
         return name in self.ctx.features
 
     def accel(self) -> list[dict]:
-        return [{"name": n, "version": v, "archs": list(a), "floor": f} for n, v, a, f in self.ctx.accel]
+        return [{"name": e.name, "version": e.version, "archs": list(e.archs), "floor": e.floor} for e in self.ctx.accel]
 
     def device_sources(self, ext: str | None = None) -> list[str]:
         if ext is not None:
@@ -94,10 +94,10 @@ class McppApi(ContextApi):
     def dep_bin(self, pkg: str, tool: str) -> str:
         _need_str("dep_bin", "pkg", pkg)
         _need_str("dep_bin", "tool", tool)
-        for declared, name, path in self.ctx.tools:
-            if name == tool and (declared == pkg or declared.rsplit(".", 1)[-1] == pkg):
-                return path
-        have = ", ".join(f"{d}:{t}" for d, t, _ in self.ctx.tools) or "none"
+        for t in self.ctx.tools:
+            if t.tool == tool and (t.entry == pkg or t.entry.rsplit(".", 1)[-1] == pkg):
+                return t.path
+        have = ", ".join(f"{t.entry}:{t.tool}" for t in self.ctx.tools) or "none"
         raise ProgramApiError(
             f"no host tool `{pkg}:{tool}` reaches package `{self.ctx.package}` (available: {have}); a tool "
             f"comes from `tools = [...]` on a dependency entry of this package, or from a feature it activates "
@@ -105,12 +105,12 @@ class McppApi(ContextApi):
 
     def xpkg_dir(self, a: str, b: str | None = None) -> str:
         ns, name = (None, a) if b is None else (a, b)
-        for pns, pname, directory in self.ctx.payloads:
-            if pname == name and (ns is None or ns == pns):
-                if not directory:
-                    raise ProgramApiError(f"payload `{pns}:{pname}` is declared but not installed "
+        for p in self.ctx.payloads:
+            if p.name == name and (ns is None or ns == p.namespace):
+                if not p.directory:
+                    raise ProgramApiError(f"payload `{p.namespace}:{p.name}` is declared but not installed "
                                           f"(this engine does not install payloads yet)")
-                return directory
+                return p.directory
         return ""
 
     # -- declarations ----------------------------------------------------------------------------

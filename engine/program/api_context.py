@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import asdict
 
 from .api_errors import ProgramApiError, _need_str, _under
+from .context import BinRef, CompileContext, RulePackageRef, ToolchainInfo
 from ..package.features import feature_define
 from ..package.model import Package
 from ..package.sources import include_dirs
+from ..package.targets import targets_of
 from ..plan.context import transitive_deps
 from ..plan.compile_flags import std_flag
 
@@ -90,21 +93,16 @@ def context_extras(pkg: Package, rule_modules: dict, toolchain, profile, bin_dir
         own.append(conventional)
     deps = transitive_deps(pkg, False)
     dep_incs = [d for p in deps for d in include_dirs(p)]
-    bins = [(p.name, t.name, os.path.join(bin_dir, t.name)) for p in [pkg] + deps
-            for t in _targets(p) if t.kind == "bin"]
+    bins = [BinRef(p.name, t.name, os.path.join(bin_dir, t.name)) for p in [pkg] + deps
+            for t in targets_of(p) if t.kind == "bin"]
     rule_pkgs = {r.package.root: r.package for r in rule_modules.values()}
     return dict(
-        toolchain=(toolchain.cc.path, toolchain.cxx.path, toolchain.ar, toolchain.family, toolchain.cxx.version,
-                   toolchain.cxx.target),
-        compile_flags=(tuple(flags), tuple(defines), tuple(own), tuple(dict.fromkeys(dep_incs))),
+        toolchain=ToolchainInfo(toolchain.cc.path, toolchain.cxx.path, toolchain.ar, toolchain.family,
+                                toolchain.cxx.version, toolchain.cxx.target),
+        compile_flags=CompileContext(tuple(flags), tuple(defines), tuple(own), tuple(dict.fromkeys(dep_incs))),
         bins=tuple(bins),
-        rule_packages=tuple(sorted((root, p.name, p.manifest.version or "", tuple(sorted(p.features)))
-                                   for root, p in rule_pkgs.items())))
-
-
-def _targets(pkg: Package):
-    from ..package.targets import targets_of
-    return targets_of(pkg)
+        rule_packages=tuple(sorted((RulePackageRef(root, p.name, p.manifest.version or "", tuple(sorted(p.features)))
+                                    for root, p in rule_pkgs.items()), key=lambda r: r.root)))
 
 
 class ContextApi:
@@ -119,34 +117,33 @@ class ContextApi:
         from (a rule module's function runs when the consumer's build.star calls it)."""
         if name == "rule_dir":
             def rule_dir():
-                return self._rule_package_of(path, "rule_dir")[0]
+                return self._rule_package_of(path, "rule_dir").root
             rule_dir.__qualname__ = "ContextApi.rule_dir"  # named so in a wrong call's TypeError
             return rule_dir
         if name == "rule_package":
             def rule_package():
-                _, pname, version, features = self._rule_package_of(path, "rule_package")
-                return {"name": pname, "version": version, "features": list(features)}
+                r = self._rule_package_of(path, "rule_package")
+                return {"name": r.name, "version": r.version, "features": list(r.features)}
             return rule_package
         return getattr(self, name)
 
     def toolchain(self) -> dict:
-        cc, cxx, ar, kind, version, target = self.ctx.toolchain
-        return {"cc": cc, "cxx": cxx, "ar": ar, "kind": kind, "version": version, "target": target}
+        return asdict(self.ctx.toolchain)
 
     def cxx_flags(self) -> list[str]:
         """What the engine passes to this package's C++ compiles, including what this program
         added so far (`cxxflag`, `define`, `include_dir`): call it after those."""
-        flags, defines, own, dep_incs = self.ctx.compile_flags
-        r = self.result
-        incs = list(own) + [d for d in r.include_dirs if d not in own] + list(dep_incs)
-        return [*flags, *r.cxxflags, *(f"-D{d}" for d in [*defines, *r.defines]),
+        c, r = self.ctx.compile_flags, self.result
+        own = c.include_dirs
+        incs = list(own) + [d for d in r.include_dirs if d not in own] + list(c.dependency_include_dirs)
+        return [*c.flags, *r.cxxflags, *(f"-D{d}" for d in [*c.defines, *r.defines]),
                 *(f"-I{d}" for d in dict.fromkeys(incs))]
 
     def bin(self, name: str) -> str:
         _need_str("bin", "name", name)
-        found = [path for pkg, target, path in self.ctx.bins if target == name]
+        found = [b.path for b in self.ctx.bins if b.target == name]
         if not found:
-            have = ", ".join(f"`{t}` ({p})" for p, t, _ in self.ctx.bins) or "none"
+            have = ", ".join(f"`{b.target}` ({b.package})" for b in self.ctx.bins) or "none"
             raise ProgramApiError(f"bin(`{name}`): no bin target of package `{self.ctx.package}` or of its "
                                   f"dependencies has that name (bin targets: {have})")
         return found[0]
@@ -154,12 +151,12 @@ class ContextApi:
     def package(self) -> dict:
         return {"name": self.ctx.package, "version": self.ctx.version, "features": list(self.ctx.features)}
 
-    def _rule_package_of(self, path: str, func: str) -> tuple:
-        owners = [r for r in self.ctx.rule_packages if path.startswith(r[0].rstrip("/") + "/")]
+    def _rule_package_of(self, path: str, func: str) -> RulePackageRef:
+        owners = [r for r in self.ctx.rule_packages if path.startswith(r.root.rstrip("/") + "/")]
         if not owners:
             raise ProgramApiError(f"{func}() is called from a file that is not part of a rule package; in a "
                                   f"package's own build program use manifest_dir() and package()")
-        return max(owners, key=lambda r: len(r[0]))
+        return max(owners, key=lambda r: len(r.root))
 
     def object(self, path: str) -> None:
         """An output of one of this program's actions joins the package's archive and links."""

@@ -15,7 +15,76 @@ from dataclasses import asdict, dataclass
 import blake3
 
 # Bump when the API's behaviour changes so that old cached evaluations are not reused.
-API_VERSION = "mcpp-starlark-2"
+API_VERSION = "mcpp-starlark-3"
+
+
+@dataclass(frozen=True)
+class AccelEntry:
+    """One backend of the build's accelerator set (`cuda12.9+{sm_89} ptx>=89`)."""
+
+    name: str
+    version: str
+    archs: tuple[str, ...]
+    floor: str  # the portable-form floor, "" when none
+
+
+@dataclass(frozen=True)
+class ToolRef:
+    """A host tool this package can see (`tools = [...]` on a dependency entry)."""
+
+    entry: str  # the declaring dependency entry, as `mcpp.dep_bin` names it
+    tool: str
+    path: str  # absolute, in the tool store
+
+
+@dataclass(frozen=True)
+class PayloadRef:
+    namespace: str
+    name: str
+    directory: str  # "" when not installed
+
+
+@dataclass(frozen=True)
+class RuleModuleRef:
+    name: str  # the dotted module name
+    path: str  # absolute .star path
+
+
+@dataclass(frozen=True)
+class ToolchainInfo:
+    """What `mcpp.toolchain()` answers."""
+
+    cc: str = ""
+    cxx: str = ""
+    ar: str = ""
+    kind: str = ""  # gcc | clang
+    version: str = ""
+    target: str = ""
+
+
+@dataclass(frozen=True)
+class CompileContext:
+    """What `mcpp.cxx_flags()` is made of, before the program's own additions."""
+
+    flags: tuple[str, ...] = ()  # -std, profile and manifest flags
+    defines: tuple[str, ...] = ()
+    include_dirs: tuple[str, ...] = ()  # the package's own, absolute
+    dependency_include_dirs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BinRef:
+    package: str
+    target: str  # the bin target's name
+    path: str  # absolute, once linked
+
+
+@dataclass(frozen=True)
+class RulePackageRef:
+    root: str  # absolute package root
+    name: str
+    version: str
+    features: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -29,16 +98,16 @@ class ProgramContext:
     target: str  # triple
     host: str  # triple
     features: tuple[str, ...]
-    accel: tuple[tuple[str, str, tuple[str, ...], str], ...]  # (name, version, archs, floor)
+    accel: tuple[AccelEntry, ...]
     device_sources: tuple[str, ...]  # package-relative
-    tools: tuple[tuple[str, str, str], ...]  # (declaring entry's name, tool, absolute path)
-    payloads: tuple[tuple[str, str, str], ...]  # (namespace, name, directory or "")
-    rule_modules: tuple[tuple[str, str], ...]  # (dotted name, absolute .star path) this package may load
+    tools: tuple[ToolRef, ...]
+    payloads: tuple[PayloadRef, ...]
+    rule_modules: tuple[RuleModuleRef, ...]  # those this package may load
     # What api_context.py answers from (`toolchain()`, `cxx_flags()`, `bin()`, `rule_package()`):
-    toolchain: tuple[str, ...] = ()  # (cc, cxx, ar, kind, version, target)
-    compile_flags: tuple[tuple[str, ...], ...] = ((), (), (), ())  # (flags, defines, own -I dirs, dependencies' -I dirs)
-    bins: tuple[tuple[str, str, str], ...] = ()  # (package, bin target, absolute path once linked)
-    rule_packages: tuple[tuple[str, str, str, tuple[str, ...]], ...] = ()  # (root, name, version, features)
+    toolchain: ToolchainInfo = ToolchainInfo()
+    compile_flags: CompileContext = CompileContext()
+    bins: tuple[BinRef, ...] = ()
+    rule_packages: tuple[RulePackageRef, ...] = ()
 
     def fingerprint(self) -> str:
         data = json.dumps([API_VERSION, asdict(self)], sort_keys=True, separators=(",", ":"))

@@ -23,7 +23,7 @@ from ..package.program_result import ProgramResult
 from ..package.sources import device_extensions, package_sources
 from .api import FLOOR, McppApi
 from .cache import ProgramCache, dependencies
-from .context import ProgramContext
+from .context import AccelEntry, PayloadRef, ProgramContext, RuleModuleRef, ToolRef
 from .evaluate import PROGRAM_NAME, Evaluation, loads_of, parse, program_path
 from .modules import Loader, RuleModule, library_path, resolve, unavailable, visible_rule_modules
 
@@ -101,7 +101,7 @@ class ProgramInputs:
     profile: str
     target: str
     host: str
-    accel: tuple
+    accel: tuple[AccelEntry, ...]
     tools_of: Callable[[Package], list]  # package -> visible HostTools
     payload_dir: Callable[[str, str, str], str]  # (namespace, name, version) -> directory or ""
     extras: Callable[[Package, dict], dict] = lambda pkg, rule_modules: {}  # api_context.context_extras
@@ -151,14 +151,14 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
 
 def _context(pkg: Package, device: list[str], c: Checked, inputs: ProgramInputs) -> ProgramContext:
     m = pkg.manifest
-    payloads = tuple((p.namespace, p.name, inputs.payload_dir(p.namespace, p.name, p.version))
+    payloads = tuple(PayloadRef(p.namespace, p.name, inputs.payload_dir(p.namespace, p.name, p.version))
                      for p in m.xlings.deps + m.xlings.workspace)
     return ProgramContext(
         package=m.name, version=m.version or "", namespace=m.namespace or "", manifest_dir=pkg.root,
         out_dir=inputs.gen_dir(m.name), profile=inputs.profile, target=inputs.target,
         host=inputs.host, features=tuple(sorted(pkg.features)), accel=inputs.accel, device_sources=tuple(device),
-        tools=tuple((t.display, t.tool, t.path) for t in inputs.tools_of(pkg)), payloads=payloads,
-        rule_modules=tuple(sorted((n, r.path) for n, r in c.rule_modules.items())),
+        tools=tuple(ToolRef(t.display, t.tool, t.path) for t in inputs.tools_of(pkg)), payloads=payloads,
+        rule_modules=tuple(RuleModuleRef(n, r.path) for n, r in sorted(c.rule_modules.items())),
         **inputs.extras(pkg, c.rule_modules))
 
 

@@ -8,12 +8,13 @@ import pytest
 
 from mcpp.engine.errors import McppError
 from mcpp.engine.program.api import McppApi
+from mcpp.engine.program.context import BinRef, CompileContext, RulePackageRef, ToolchainInfo
 from tests.unit.program.test_evaluation import run
 
 CONTEXT = dict(
-    toolchain=("/usr/bin/gcc", "/usr/bin/g++", "/usr/bin/ar", "gcc", "13.2.0", "x86_64-linux-gnu"),
-    compile_flags=(("-std=c++20", "-O0"), ("FEATURE_F1",), ("/pkg/include",), ("/dep/include",)),
-    bins=(("p", "app", "/b/app"), ("dep", "tool", "/b/tool")),
+    toolchain=ToolchainInfo("/usr/bin/gcc", "/usr/bin/g++", "/usr/bin/ar", "gcc", "13.2.0", "x86_64-linux-gnu"),
+    compile_flags=CompileContext(("-std=c++20", "-O0"), ("FEATURE_F1",), ("/pkg/include",), ("/dep/include",)),
+    bins=(BinRef("p", "app", "/b/app"), BinRef("dep", "tool", "/b/tool")),
 )
 
 
@@ -46,7 +47,7 @@ def test_rule_dir_and_rule_package_answer_for_the_file_that_calls_them(tmp_path)
     from mcpp.engine.program.evaluate import Evaluation
     from mcpp.engine.program.modules import RuleModule
     from tests.unit.program.test_evaluation import context
-    ctx = context(tmp_path, rule_packages=((str(rules), "rules", "0.3.0", ("r",)),))
+    ctx = context(tmp_path, rule_packages=(RulePackageRef(str(rules), "rules", "0.3.0", ("r",)),))
     assert isinstance(ctx, ProgramContext)
     api = McppApi(ctx, {})
     Evaluation(api, {"my.r": RuleModule("my.r", str(rules / "src/r.star"), None, "r")}).run(str(tmp_path / "build.star"))

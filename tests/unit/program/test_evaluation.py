@@ -10,15 +10,15 @@ import pytest
 from mcpp.engine.errors import McppError
 from mcpp.engine.program.api import McppApi, ProgramApiError
 from mcpp.engine.program.cache import ProgramCache
-from mcpp.engine.program.context import ProgramContext
+from mcpp.engine.program.context import AccelEntry, ProgramContext, ToolRef
 from mcpp.engine.program.evaluate import Evaluation, program_error
 
 
 def context(root: Path, **over) -> ProgramContext:
     base = dict(package="p", version="0.1.0", namespace="", manifest_dir=str(root),
                 out_dir=str(root / "target/dev/gen/p"), profile="dev", target="x86_64-linux-gnu",
-                host="x86_64-linux-gnu", features=("f1",), accel=(("cuda", "12.9", ("sm_89",), ""),),
-                device_sources=("src/a.toy", "src/b.cu"), tools=(("example.toyc", "toyc", "/t/bin/toyc"),),
+                host="x86_64-linux-gnu", features=("f1",), accel=(AccelEntry("cuda", "12.9", ("sm_89",), ""),),
+                device_sources=("src/a.toy", "src/b.cu"), tools=(ToolRef("example.toyc", "toyc", "/t/bin/toyc"),),
                 payloads=(), rule_modules=())
     base.update(over)
     return ProgramContext(**base)
