@@ -16,6 +16,7 @@ import blake3
 from .. import containment
 from ..errors import ManifestError
 from ..manifest import globs
+from .api_providers import ProvidersApi
 from .context import ProgramContext
 from ..package.program_result import ROLES, ProgramResult, RuleAction
 
@@ -44,13 +45,14 @@ def file_digest(path: str) -> str | None:
         return None
 
 
-class McppApi:
+class McppApi(ProvidersApi):
     """The functions behind `mcpp.<name>` for one package's evaluation."""
 
     FUNCTIONS = ("manifest_dir", "out_dir", "package_name", "profile", "target", "host", "has_feature",
                  "accel", "device_sources", "dep_bin", "xpkg_dir", "action", "generated", "source",
                  "cxxflag", "cflag", "define", "include_dir", "link_lib", "link_search", "warning",
-                 "fact", "floor", "read_file", "glob", "rerun_if_env_changed")
+                 "fact", "floor", "read_file", "glob", "rerun_if_env_changed",
+                 "provide", "dep_info")
 
     def __init__(self, ctx: ProgramContext, environ: dict[str, str] | None = None):
         self.ctx = ctx

@@ -34,6 +34,7 @@ class ProgramContext:
     tools: tuple[tuple[str, str, str], ...]  # (declaring entry's name, tool, absolute path)
     payloads: tuple[tuple[str, str, str], ...]  # (namespace, name, directory or "")
     rule_modules: tuple[tuple[str, str], ...]  # (dotted name, absolute .star path) this package may load
+    dep_infos: str = ""  # JSON {dependency name: fields it provide()d}: a change re-evaluates this program
 
     def fingerprint(self) -> str:
         data = json.dumps([API_VERSION, asdict(self)], sort_keys=True, separators=(",", ":"))

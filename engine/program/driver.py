@@ -21,6 +21,7 @@ from ..package.model import Package, PackageGraph
 from ..package.program_result import ProgramResult
 from ..package.sources import device_extensions, package_sources
 from .api import FLOOR, McppApi
+from .api_providers import dep_infos
 from .cache import ProgramCache, dependencies
 from .context import ProgramContext
 from .evaluate import PROGRAM_NAME, Evaluation, loads_of, parse, program_path
@@ -116,7 +117,7 @@ def _context(pkg: Package, device: list[str], c: Checked, inputs: ProgramInputs)
         out_dir=inputs.gen_dir(m.name), profile=inputs.profile, target=inputs.target,
         host=inputs.host, features=tuple(sorted(pkg.features)), accel=inputs.accel, device_sources=tuple(device),
         tools=tuple((t.display, t.tool, t.path) for t in inputs.tools_of(pkg)), payloads=payloads,
-        rule_modules=tuple(sorted((n, r.path) for n, r in c.rule_modules.items())))
+        rule_modules=tuple(sorted((n, r.path) for n, r in c.rule_modules.items())), dep_infos=dep_infos(pkg))
 
 
 def _check_claims(pkg: Package, device: list[str], exts: dict[str, str], result: ProgramResult) -> None:

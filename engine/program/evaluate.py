@@ -19,6 +19,7 @@ import starlark as sl
 from ..errors import McppError, Position
 from ..manifest.load import display_path
 from .api import McppApi, ProgramApiError, file_digest
+from .api_providers import WRAPPERS
 from .bounded import TIME_LIMIT_ENV, run_bounded, time_limit
 from .modules import LIBRARY_PREFIX, RuleModule, library_path
 
@@ -26,7 +27,7 @@ PROGRAM_NAME = "build.star"
 
 _GLOBALS = sl.Globals.extended_by([sl.LibraryExtension.StructType, sl.LibraryExtension.Json])
 # The struct is built in Starlark from private callables, so `mcpp.action` reads as docs/rules.md writes it.
-_PRELUDE_SOURCE = "mcpp = struct(" + ", ".join(f"{n} = _mcpp_{n}" for n in McppApi.FUNCTIONS) + ")\n"
+_PRELUDE_SOURCE = "mcpp = struct(" + ", ".join(f"{n} = {WRAPPERS.get(n, '_mcpp_' + n)}" for n in McppApi.FUNCTIONS) + ")\n"
 
 
 def parse(path: str) -> "sl.AstModule":
@@ -150,8 +151,29 @@ def program_error(text: str) -> McppError:
         i += 1
     text_message = "\n".join(message).strip() or text.strip()
     text_message = _TYPE_PREFIX.sub("TypeError: mcpp.", _API_PREFIX.sub("", text_message))
+    if pos is not None and pos.path == _PRELUDE_FILE:
+        pos = _caller_of_prelude(lines)
+        frames = [f for f in frames if not f.startswith(f"  {_PRELUDE_FILE}:")]
     notes = ["note: Starlark call stack (most recent call last):", *frames] if frames else []
     return McppError(text_message, pos, notes)
+
+
+_PRELUDE_FILE = "<mcpp prelude>"
+
+
+def _caller_of_prelude(lines: list[str]) -> Position | None:
+    """An error inside a prelude wrapper (`mcpp.dep_info`) belongs to the program line that called it."""
+    callers = [m for m in map(_FRAME.match, lines) if m and m["file"] != _PRELUDE_FILE]
+    if not callers:
+        return None
+    file, line = callers[-1]["file"], int(callers[-1]["line"])
+    try:
+        with open(file, encoding="utf-8") as f:
+            text = f.read().splitlines()[line - 1]
+        col = text.index("mcpp.") + 1 if "mcpp." in text else len(text) - len(text.lstrip()) + 1
+    except (OSError, IndexError, ValueError):
+        col = 1
+    return Position(file, line, col)
 
 
 def program_path(pkg_root: str) -> str | None:
