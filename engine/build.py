@@ -144,6 +144,7 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
     from .program.cache import ProgramCache
     from .program.driver import ProgramInputs, check_loads, evaluate
     from .program.evaluate import PROGRAM_NAME
+    from .program.probe import configure as configure_probes
 
     checked = check_loads(graph, lambda m: reporter.status("Rules", f"{m.name} ({m.label})"))
     tools = HostTools()
@@ -168,6 +169,7 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
         accel=tuple((e.name, e.version, e.archs, e.floor) for e in graph.context.accel.entries),
         tools_of=tools.visible_to,
         payload_dir=lambda ns, name, version: _payload_dir(home, ns, name, version))
+    configure_probes(opts.sandbox, str(home.root), os.path.join(layout.program_cache, "probes"))
     watched, reads_env = evaluate(graph, checked, inputs, ProgramCache(layout.program_cache), reporter)
     # Every package's build.star, present or not: one appearing must end the no-op.
     programs = [os.path.join(p.root, PROGRAM_NAME) for p in graph.order]

@@ -52,7 +52,8 @@ class McppApi(ProvidersApi):
                  "accel", "device_sources", "dep_bin", "xpkg_dir", "action", "generated", "source",
                  "cxxflag", "cflag", "define", "include_dir", "link_lib", "link_search", "warning",
                  "fact", "floor", "read_file", "glob", "rerun_if_env_changed",
-                 "provide", "dep_info")
+                 "provide", "dep_info",
+                 "probe")
 
     def __init__(self, ctx: ProgramContext, environ: dict[str, str] | None = None):
         self.ctx = ctx

@@ -1,4 +1,5 @@
-"""`mcpp.provide` and `mcpp.dep_info`: what crosses package boundaries (docs/rules.md, "Providers").
+"""`mcpp.provide`, `mcpp.dep_info` and `mcpp.probe`: what crosses package boundaries, and what a
+program may learn by running a tool (docs/rules.md, "Providers" and "Probes"; probe.py).
 
 A package's program states fields with `provide(**fields)`; a dependent's program reads them with
 `dep_info(name)` as a struct. The fields travel as JSON inside the dependent's `ProgramContext`,
@@ -11,10 +12,13 @@ from __future__ import annotations
 
 import json
 
+from .probe import run_probe
+
 
 # Starlark wrappers for functions whose result is a struct: a Python callable can only hand
 # Starlark plain values, so the prelude (evaluate.py) turns the dict into a struct.
-WRAPPERS = {"dep_info": "lambda name: struct(**_mcpp_dep_info(name))"}
+WRAPPERS = {"dep_info": "lambda name: struct(**_mcpp_dep_info(name))",
+            "probe": "lambda argv, inputs = [], tools = []: struct(**_mcpp_probe(argv, inputs, tools))"}
 
 
 class ProvidersApi:
@@ -36,6 +40,9 @@ class ProvidersApi:
             raise _error(f"dep_info(`{name}`): `{name}` is not a dependency of package "
                                   f"`{self.ctx.package}` (its dependencies: {have})")
         return infos[name]
+
+    def probe(self, argv, inputs=(), tools=()) -> dict:
+        return run_probe(self, argv, inputs, tools)
 
 
 def _check_plain(what: str, value) -> None:
