@@ -16,16 +16,13 @@ import blake3
 from .. import containment
 from ..errors import ManifestError
 from ..manifest import globs
+from .api_errors import ProgramApiError
 from .api_providers import ProvidersApi
 from .context import ProgramContext
 from ..package.program_result import ROLES, ProgramResult, RuleAction
 
 # `floor("name >= version")`: the shape checked here, compared with facts in driver.py.
 FLOOR = re.compile(r"\s*(?P<name>[A-Za-z0-9_.:+-]+)\s*(?P<op>>=|==)\s*(?P<version>\S+)\s*$")
-
-
-class ProgramApiError(Exception):
-    """A build program called the API wrongly; the message is shown at the call."""
 
 
 @dataclass

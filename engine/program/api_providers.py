@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+from .api_errors import ProgramApiError
 from .probe import run_probe
 
 
@@ -27,17 +28,17 @@ class ProvidersApi:
     def provide(self, **fields) -> None:
         for name, value in fields.items():
             if name in self.result.provided:
-                raise _error(f"provide(): field `{name}` is provided twice by package `{self.ctx.package}`")
+                raise ProgramApiError(f"provide(): field `{name}` is provided twice by package `{self.ctx.package}`")
             _check_plain(f"provide(): field `{name}`", value)
             self.result.provided[name] = json.loads(json.dumps(value))
 
     def dep_info(self, name) -> dict:
         if not isinstance(name, str):
-            raise _error(f"dep_info(): `name` must be a string, got {type(name).__name__}")
+            raise ProgramApiError(f"dep_info(): `name` must be a string, got {type(name).__name__}")
         infos = json.loads(self.ctx.dep_infos or "{}")
         if name not in infos:
             have = ", ".join(sorted(infos)) or "none"
-            raise _error(f"dep_info(`{name}`): `{name}` is not a dependency of package "
+            raise ProgramApiError(f"dep_info(`{name}`): `{name}` is not a dependency of package "
                                   f"`{self.ctx.package}` (its dependencies: {have})")
         return infos[name]
 
@@ -55,17 +56,11 @@ def _check_plain(what: str, value) -> None:
     if isinstance(value, dict):
         for k, v in value.items():
             if not isinstance(k, str):
-                raise _error(f"{what}: dict keys must be strings, got {type(k).__name__}")
+                raise ProgramApiError(f"{what}: dict keys must be strings, got {type(k).__name__}")
             _check_plain(what, v)
         return
-    raise _error(f"{what}: a provided value is plain data (string, number, bool, None, list, dict, "
+    raise ProgramApiError(f"{what}: a provided value is plain data (string, number, bool, None, list, dict, "
                           f"struct), got {type(value).__name__}")
-
-
-def _error(message: str) -> Exception:
-    """api.py defines the error and imports this module for its base class, so look it up late."""
-    from .api import ProgramApiError
-    return ProgramApiError(message)
 
 
 def dep_infos(pkg) -> str:

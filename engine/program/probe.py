@@ -23,6 +23,9 @@ import tempfile
 import blake3
 
 from mcpp.cas.atomic import write_atomic
+from mcpp.cas.digest import digest_file
+
+from .api_errors import ProgramApiError
 
 # What `configure` is told by the build: the sandbox name (None: the best available) and the
 # directory sandboxes and the probe cache live in. The evaluation runs in a forked child
@@ -38,8 +41,6 @@ def configure(sandbox: str | None, work_root: str, cache_dir: str) -> None:
 
 def run_probe(api, argv, inputs, tools) -> dict:
     """Validate, look up the cache, else run; returns {code, stdout, stderr} for the struct."""
-    from .api import ProgramApiError, _str_list, file_digest
-
     argv = _str_list(argv, "probe(): argv")
     if not argv:
         raise ProgramApiError("probe(): argv is empty")
@@ -60,7 +61,7 @@ def run_probe(api, argv, inputs, tools) -> dict:
         if not os.path.isfile(resolved):
             raise ProgramApiError(f"probe(): input `{path}` does not exist or is not a file")
         staged[rel] = resolved
-    digests = {p: file_digest(p) for p in tool_paths + list(staged.values())}
+    digests = {p: digest_file(p).hash for p in tool_paths + list(staged.values())}  # as api.file_digest
     api.reads.files.update(digests)
     key = blake3.blake3(json.dumps([_FORMAT, argv, sorted(staged.items()), sorted(digests.items())])
                         .encode()).hexdigest()
@@ -145,3 +146,9 @@ def _store(key: str, result: dict) -> None:
     if path is not None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         write_atomic(path, json.dumps(result))
+
+
+def _str_list(value, what: str) -> list[str]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ProgramApiError(f"{what} must be a list of strings")
+    return list(value)
