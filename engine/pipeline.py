@@ -32,6 +32,7 @@ from mcpp.cas.atomic import write_if_changed
 from mcpp.cas.blobstore import StoreError
 from mcpp.cas.digest import Digest
 from mcpp.cas.remote.trust import event_origin
+from mcpp.cas import tree
 
 from .action_runner import ActionRunner, RunResult
 from .discovered_inputs import discovered_inputs
@@ -124,7 +125,7 @@ class ActionPipeline:
                 self.ac.delete(key)
                 self.counters.healed.append(a.id)
                 break
-        if self.remote is not None:
+        if self.remote is not None and not _has_tree(a):
             outcome = self._remote_lookup(a)
             if outcome is not None:
                 return outcome
@@ -134,9 +135,18 @@ class ActionPipeline:
         with self.local_slots or nullcontext():
             res = self.runner.run(a)
         outcome = Outcome(run=res)
-        if res.exit_code == 0 and all(os.path.isfile(self._abs(o)) for o in a.outputs):
+        if res.exit_code == 0 and all(_present(self._abs(o)) for o in a.outputs):
             for o in a.outputs:
                 path = self._abs(o)
+                if o.endswith("/"):
+                    try:
+                        outcome.outputs[o] = tree.capture(path, self.store)
+                    except (tree.TreeError, OSError) as e:
+                        outcome.outputs.clear()
+                        res.exit_code = 1
+                        res.stderr += f"error: action `{a.id}`: output {o}{e}\n".encode()
+                        break
+                    continue
                 d = outcome.outputs[o] = self.store.put_file(path)
                 # The next action stages this output from the area: fill it here, in parallel.
                 self.mat.publish_file(d, path, executable=bool(os.stat(path).st_mode & 0o111))
@@ -160,7 +170,16 @@ class ActionPipeline:
         for out in a.outputs:
             if out not in entry.outputs:
                 raise StoreError(f"entry lacks {out}")
+            if out.endswith("/"):  # a tree: every file it names must be here before any is written
+                missing = self.store.find_missing(tree.blobs(entry.outputs[out][0], self.store))
+                if missing:
+                    raise StoreError(f"{len(missing)} blob(s) of tree {out} missing")
+        for out in a.outputs:
             digest, mode = entry.outputs[out]
+            if out.endswith("/"):
+                tree.materialize(digest, self.store, self._abs(out),
+                                 lambda d, p, x: self.mat.copy_into(d, p, executable=x))
+                continue
             self.mat.copy_into(digest, self._abs(out), executable=bool(mode & 0o111))
 
     # -- scheduler thread -------------------------------------------------------------------
@@ -207,7 +226,7 @@ class ActionPipeline:
         if not outcome.outputs:
             self.state.forget(a.id)
             if res.exit_code == 0:
-                missing = [o for o in a.outputs if not os.path.isfile(self._abs(o))]
+                missing = [o for o in a.outputs if not _present(self._abs(o))]
                 self.reporter.error(f"error: action `{a.id}` did not produce {', '.join(missing)} (as a file)")
             self.counters.failed += 1
             self._event(a, "failed", exit_code=res.exit_code, duration=round(res.duration, 3))
@@ -229,7 +248,7 @@ class ActionPipeline:
         self.ac.put(key, entry)
         if a.depfile:
             self.ac.add_manifest(self.candidates[a.id][0], discovered)
-        if self.remote is not None and self.remote.upload_enabled:
+        if self.remote is not None and self.remote.upload_enabled and not _has_tree(a):
             self.remote.upload(a, self.keys.platform, self.remote_keys[a.id][1], inputs, discovered, entry)
         self.state.record(a.id, key, discovered, {o: str(d) for o, d in outcome.outputs.items()})
         origin = event_origin("executed", None)
@@ -264,3 +283,14 @@ class ActionPipeline:
     def _abs(self, rel: str) -> str:
         return os.path.join(self.plan.execroot, rel)
 
+
+
+def _present(path: str) -> bool:
+    """An output is there: a regular file, or for a tree output (`.../`) a directory."""
+    return os.path.isdir(path) if path.endswith("/") else os.path.isfile(path)
+
+
+def _has_tree(a: Action) -> bool:
+    """Tree outputs are kept in the local store only for now: the remote cache encodes outputs as
+    files (cas/remote/actions.py), so such an action neither asks nor fills it."""
+    return any(o.endswith("/") for o in a.outputs)

@@ -129,22 +129,25 @@ class McppApi(ProvidersApi):
             raise ProgramApiError(f"{where}: argv is empty")
         for arg in argv:
             _no_nul(where, "argv", arg)
-        outs = [self._file_path(where, "output", p) for p in _str_list(outputs, f"{where}: outputs")]
+        outs = [self._file_path(where, "output", p) + _tree_mark(p) for p in _str_list(outputs, f"{where}: outputs")]
         if not outs:
             raise ProgramApiError(f"{where}: declares no outputs (every action must produce a file under out_dir())")
         for declared, resolved in zip(outputs, outs):
             if not _under(resolved, self.ctx.out_dir):
                 raise ProgramApiError(f"{where}: output `{declared}` is outside out_dir() (`{self.ctx.out_dir}`)")
-            if resolved == os.path.normpath(self.ctx.out_dir):
+            if resolved.rstrip("/") == os.path.normpath(self.ctx.out_dir):
                 raise ProgramApiError(f"{where}: output `{declared}` is out_dir() itself; an output is a file under it")
-            clash = next((o for o in outs if o.startswith(resolved + "/")), None)
+            clash = next((o for o in outs if o.startswith(resolved.rstrip("/") + "/") and o != resolved), None)
             if clash is not None:
                 raise ProgramApiError(f"{where}: output `{declared}` would be the directory of output "
                                       f"`{os.path.relpath(clash, self.ctx.out_dir)}`; an output is a file")
-        ins = [self._file_path(where, "input", p) for p in _str_list(inputs, f"{where}: inputs")]
+        ins = [self._file_path(where, "input", p) + _tree_mark(p) for p in _str_list(inputs, f"{where}: inputs")]
         tool_paths = [self._file_path(where, "tool", p) for p in _str_list(tools or [], f"{where}: tools")]
         for declared, resolved in zip(list(inputs) + list(tools or []), ins + tool_paths):
-            if os.path.isdir(resolved):
+            if resolved.endswith("/") and not _under(resolved.rstrip("/"), self.ctx.out_dir):
+                raise ProgramApiError(f"{where}: input `{declared}` ends in `/`, so it is a tree output of another "
+                                      f"action, and those are under out_dir() (`{self.ctx.out_dir}`)")
+            if os.path.isdir(resolved) and not resolved.endswith("/"):
                 raise ProgramApiError(f"{where}: `{declared}` is a directory; list the files the action reads "
                                       f"(`mcpp.glob(\"dir/**\")` finds them)")
         if env is not None and not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str)
@@ -274,6 +277,12 @@ class McppApi(ProvidersApi):
 
 def run_glob(root: str, pattern: str) -> list[str]:
     return sorted(globs.expand(root, [pattern]))
+
+
+def _tree_mark(path: str) -> str:
+    """An output (or input) written with a trailing `/` is a tree: a directory the action fills
+    (cas/tree.py); the mark survives normalisation so every later stage can tell."""
+    return "/" if path.endswith("/") and path.strip("/") else ""
 
 
 def _under(path: str, root: str) -> bool:
