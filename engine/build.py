@@ -333,6 +333,7 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     files += [os.path.join(d, "mcpp.toml") for d in noop.ancestors(os.getcwd())]
     for a in plan.actions:
         files += [os.path.join(plan.execroot, p) for p in a.inputs + a.outputs + outcome.discovered.get(a.id, ())]
+        files += _tree_paths(plan.execroot, a.inputs + a.outputs)
         files += list(a.tools)
     # Only the directories globs read: other files (editor swaps, another tool's logs) beside
     # the manifest must not send every no-op down the full path.
@@ -347,6 +348,17 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
     line = None if quiet else ("Finished".rjust(12), f"{outcome.profile.summary} in {{elapsed}}")
     noop.record(argv, line, files, dirs, len(plan.actions))
+
+
+def _tree_paths(execroot: str, paths) -> list[str]:
+    """Everything inside the tree outputs among `paths` (`gen/docs/`): a directory's own stat
+    does not change when a file deep inside it is edited."""
+    out: list[str] = []
+    for p in paths:
+        if p.endswith("/"):
+            for dirpath, dirnames, filenames in os.walk(os.path.join(execroot, p)):
+                out += [os.path.join(dirpath, n) for n in dirnames + filenames]
+    return out
 
 
 def _planned_nothing_for_sources(outcome: BuildOutcome) -> bool:

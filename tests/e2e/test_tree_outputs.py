@@ -83,3 +83,17 @@ def test_a_tree_output_and_inputs_are_checked_at_the_call(project, mcpp: Mcpp):
     res = mcpp("build", cwd=root)
     assert res.code == 2
     assert res.err.startswith("build.star:2:1: error: package `p`, action `a`: input `src/` ends in `/`"), res.err
+
+
+def test_a_file_edited_inside_a_tree_output_is_put_back(project, mcpp: Mcpp):
+    root = project({"mcpp.toml": MANIFEST, "src/main.cpp": "int main() { return 0; }\n",
+                    "pages.txt": "one\n", "build.star": PROGRAM.format(extra="")})
+    assert mcpp("build", cwd=root).code == 0
+    assert mcpp("build", cwd=root).code == 0  # records the no-op fast path
+    edited = root / "target" / "dev" / "gen" / "p" / "docs" / "sub" / "b.txt"
+    edited.chmod(0o644)
+    edited.write_text("tampered\n")
+    res = mcpp("build", cwd=root)  # the same command line: the no-op fast path must notice it
+    assert res.code == 0, res.err
+    assert edited.read_text() == "two\n"
+    assert tree_of(edited.parent.parent) == EXPECTED
