@@ -194,3 +194,50 @@ class _HashOnly:
 def digest_of_directory(path: str) -> Digest:
     """The digest `capture(path, store)` would return, storing nothing (a freshness check)."""
     return capture(path, _HashOnly())  # type: ignore[arg-type]
+
+
+def recode(tree, dir_key: Callable[[bytes], tuple[str, int]], file_digest: Callable[[str, int], tuple[str, int]],
+           new_dir_digest: Callable[[bytes], tuple[str, int]]):
+    """The same tree under another digest function (the local store's blake3 <-> a remote
+    cache's): `dir_key(bytes)` names a child Directory as `tree` names it, `file_digest(hash,
+    size)` maps a file's digest, `new_dir_digest(bytes)` names a recoded Directory. Returns the
+    new `Tree` message; the files' bytes are unchanged, so only their names move."""
+    children = {dir_key(_encode(c)): c for c in tree.children}
+    done: dict[tuple[str, int], object] = {}
+
+    def convert(directory):
+        new = pb.Directory()
+        for f in directory.files:
+            h, size = file_digest(f.digest.hash, f.digest.size_bytes)
+            new.files.add(name=f.name, digest=pb.Digest(hash=h, size_bytes=size), is_executable=f.is_executable)
+        for sub in directory.directories:
+            key = (sub.digest.hash, sub.digest.size_bytes)
+            if key not in done:
+                child = children.get(key)
+                if child is None:
+                    raise TreeError(f"directory {sub.name} is missing from the tree")
+                done[key] = convert(child)
+            h, size = new_dir_digest(_encode(done[key]))
+            new.directories.add(name=sub.name, digest=pb.Digest(hash=h, size_bytes=size))
+        for s in directory.symlinks:
+            new.symlinks.add(name=s.name, target=s.target)
+        return new
+
+    out = pb.Tree(root=convert(tree.root))
+    unique = {new_dir_digest(_encode(c)): c for c in done.values()}
+    for key in sorted(unique):
+        out.children.add().CopyFrom(unique[key])
+    return out
+
+
+def file_digests(tree) -> list[tuple[str, int]]:
+    """Every file digest (hash, size) a Tree message names, in any digest function."""
+    out = []
+    for directory in [tree.root, *tree.children]:
+        out += [(f.digest.hash, f.digest.size_bytes) for f in directory.files]
+    return sorted(set(out))
+
+
+def encode(tree) -> bytes:
+    """The canonical bytes of a Tree (or Directory) message, as its digest covers them."""
+    return _encode(tree)

@@ -125,7 +125,7 @@ class ActionPipeline:
                 self.ac.delete(key)
                 self.counters.healed.append(a.id)
                 break
-        if self.remote is not None and not _has_tree(a):
+        if self.remote is not None:
             outcome = self._remote_lookup(a)
             if outcome is not None:
                 return outcome
@@ -248,7 +248,7 @@ class ActionPipeline:
         self.ac.put(key, entry)
         if a.depfile:
             self.ac.add_manifest(self.candidates[a.id][0], discovered)
-        if self.remote is not None and self.remote.upload_enabled and not _has_tree(a):
+        if self.remote is not None and self.remote.upload_enabled:
             self.remote.upload(a, self.keys.platform, self.remote_keys[a.id][1], inputs, discovered, entry)
         self.state.record(a.id, key, discovered, {o: str(d) for o, d in outcome.outputs.items()})
         origin = event_origin("executed", None)
@@ -288,9 +288,3 @@ class ActionPipeline:
 def _present(path: str) -> bool:
     """An output is there: a regular file, or for a tree output (`.../`) a directory."""
     return os.path.isdir(path) if path.endswith("/") else os.path.isfile(path)
-
-
-def _has_tree(a: Action) -> bool:
-    """Tree outputs are kept in the local store only for now: the remote cache encodes outputs as
-    files (cas/remote/actions.py), so such an action neither asks nor fills it."""
-    return any(o.endswith("/") for o in a.outputs)
