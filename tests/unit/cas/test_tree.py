@@ -92,3 +92,17 @@ def test_a_hard_link_to_another_file_is_refused(tmp_path, store):
     os.link(outside, src / "stolen")
     with pytest.raises(tree.TreeError, match="stolen is a hard link"):
         tree.capture(str(src), store)
+
+
+def test_gc_keeps_the_files_of_a_tree_output_its_entry_names(tmp_path, home, store, local):
+    from mcpp.cas.action_cache import ActionCache, ActionEntry
+    from mcpp.cas.maintenance import gc
+    src = make(tmp_path / "src", {"a.txt": "only inside the tree", "sub/b": "me too"})
+    d = tree.capture(str(src), store)
+    files = tree.blobs(d, store)
+    ActionCache(home.ac).put("ab" + "e" * 62, ActionEntry(outputs={"gen/docs/": (d, 0o555)}))
+    gc(home, grace_s=0)
+    assert local.has(d) and all(local.has(f) for f in files)
+    dest = tmp_path / "dest"
+    tree.materialize(d, store, str(dest))
+    assert (dest / "sub" / "b").read_text() == "me too"
