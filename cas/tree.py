@@ -23,9 +23,12 @@ import stat
 from dataclasses import dataclass
 from typing import Callable
 
+from google.protobuf.message import DecodeError
+
 from .blobstore import BlobStore
 from .digest import Digest, digest_bytes
 from .remote import protocol as pb
+from .remote.tree_codec import encode, file_digests, recode  # noqa: F401 (part of this module's API)
 
 
 class TreeError(Exception):
@@ -103,7 +106,10 @@ def stays_inside(link_dir: str, target: str) -> bool:
 
 def read_tree(d: Digest, store: BlobStore):
     tree = pb.Tree()
-    tree.ParseFromString(store.get(d))
+    try:
+        tree.ParseFromString(store.get(d))
+    except DecodeError:
+        raise TreeError(f"tree {d.short} is not a REAPI Tree") from None
     return tree
 
 
@@ -114,6 +120,11 @@ def entries(d: Digest, store: BlobStore) -> list[TreeEntry]:
     out: list[TreeEntry] = []
 
     def walk(directory, rel: str) -> None:
+        for node in [*directory.files, *directory.directories, *directory.symlinks]:
+            _check_name(d, rel, node.name)  # a tree may come from a remote cache: trust no name
+        for s in directory.symlinks:
+            if not stays_inside(rel, s.target):
+                raise TreeError(f"tree {d.short}: {posixpath.join(rel, s.name)} links to `{s.target}`, outside the tree")
         for f in directory.files:
             out.append(TreeEntry(posixpath.join(rel, f.name) if rel else f.name,
                                  Digest(f.digest.hash, f.digest.size_bytes), f.is_executable))
@@ -127,6 +138,11 @@ def entries(d: Digest, store: BlobStore) -> list[TreeEntry]:
 
     walk(tree.root, "")
     return sorted(out, key=lambda e: e.path)
+
+
+def _check_name(d: Digest, rel: str, name: str) -> None:
+    if not name or name in (".", "..") or "/" in name or "\0" in name:
+        raise TreeError(f"tree {d.short}: `{rel}` holds an entry named {name!r}")
 
 
 def blobs(d: Digest, store: BlobStore) -> list[Digest]:
@@ -195,49 +211,3 @@ def digest_of_directory(path: str) -> Digest:
     """The digest `capture(path, store)` would return, storing nothing (a freshness check)."""
     return capture(path, _HashOnly())  # type: ignore[arg-type]
 
-
-def recode(tree, dir_key: Callable[[bytes], tuple[str, int]], file_digest: Callable[[str, int], tuple[str, int]],
-           new_dir_digest: Callable[[bytes], tuple[str, int]]):
-    """The same tree under another digest function (the local store's blake3 <-> a remote
-    cache's): `dir_key(bytes)` names a child Directory as `tree` names it, `file_digest(hash,
-    size)` maps a file's digest, `new_dir_digest(bytes)` names a recoded Directory. Returns the
-    new `Tree` message; the files' bytes are unchanged, so only their names move."""
-    children = {dir_key(_encode(c)): c for c in tree.children}
-    done: dict[tuple[str, int], object] = {}
-
-    def convert(directory):
-        new = pb.Directory()
-        for f in directory.files:
-            h, size = file_digest(f.digest.hash, f.digest.size_bytes)
-            new.files.add(name=f.name, digest=pb.Digest(hash=h, size_bytes=size), is_executable=f.is_executable)
-        for sub in directory.directories:
-            key = (sub.digest.hash, sub.digest.size_bytes)
-            if key not in done:
-                child = children.get(key)
-                if child is None:
-                    raise TreeError(f"directory {sub.name} is missing from the tree")
-                done[key] = convert(child)
-            h, size = new_dir_digest(_encode(done[key]))
-            new.directories.add(name=sub.name, digest=pb.Digest(hash=h, size_bytes=size))
-        for s in directory.symlinks:
-            new.symlinks.add(name=s.name, target=s.target)
-        return new
-
-    out = pb.Tree(root=convert(tree.root))
-    unique = {new_dir_digest(_encode(c)): c for c in done.values()}
-    for key in sorted(unique):
-        out.children.add().CopyFrom(unique[key])
-    return out
-
-
-def file_digests(tree) -> list[tuple[str, int]]:
-    """Every file digest (hash, size) a Tree message names, in any digest function."""
-    out = []
-    for directory in [tree.root, *tree.children]:
-        out += [(f.digest.hash, f.digest.size_bytes) for f in directory.files]
-    return sorted(set(out))
-
-
-def encode(tree) -> bytes:
-    """The canonical bytes of a Tree (or Directory) message, as its digest covers them."""
-    return _encode(tree)

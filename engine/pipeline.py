@@ -171,7 +171,10 @@ class ActionPipeline:
             if out not in entry.outputs:
                 raise StoreError(f"entry lacks {out}")
             if out.endswith("/"):  # a tree: every file it names must be here before any is written
-                missing = self.store.find_missing(tree.blobs(entry.outputs[out][0], self.store))
+                try:
+                    missing = self.store.find_missing(tree.blobs(entry.outputs[out][0], self.store))
+                except tree.TreeError as e:
+                    raise StoreError(str(e)) from None
                 if missing:
                     raise StoreError(f"{len(missing)} blob(s) of tree {out} missing")
         for out in a.outputs:

@@ -30,13 +30,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from google.protobuf.message import DecodeError
+
 from ..action import Action, Platform
 from ..action_cache import ActionEntry
 from ..blobstore import BlobStore, StoreError
 from ..digest import Digest, digest_bytes
 from ..home import Home
-from .. import tree
+
 from . import protocol as pb
+from . import tree_codec
 from .action_cache import RemoteActionCache
 from .actions import action_result, remote_action, result_outputs
 from .client import BlobMissing, RemoteClient, RemoteError, ServerInfo
@@ -179,7 +182,10 @@ class RemoteCache:
         local = store.fetch(wanted)
         for p, (d, _x) in outputs.items():
             if p.endswith("/"):  # the fetched Tree names remote digests: fetch its files, recode it
-                local[d] = self._local_tree(local[d])
+                try:
+                    local[d] = self._local_tree(local[d])
+                except (ValueError, DecodeError):  # not a well-formed tree: a miss, run it here
+                    return None
         for name, value in list(streams.items()):
             if isinstance(value, RemoteDigest):
                 streams[name] = local[value]
@@ -273,8 +279,9 @@ class RemoteCache:
         uploads like any blob); returns its local digest and the file blobs it names."""
         store = self._store
         assert store is not None
-        local = tree.read_tree(d, self.local)
-        files = {Digest(h, size) for h, size in tree.file_digests(local)}
+        local = pb.Tree()
+        local.ParseFromString(self.local.get(d))
+        files = {Digest(h, size) for h, size in tree_codec.file_digests(local)}
         by_local = {(f.hash, f.size): store.remote_digest(f) for f in files}
 
         def remote_file(h: str, size: int) -> tuple[str, int]:
@@ -289,8 +296,8 @@ class RemoteCache:
             ld = digest_bytes(data)
             return ld.hash, ld.size
 
-        remote = tree.recode(local, local_dir, remote_file, remote_dir)
-        return self.local.put(tree.encode(remote)), files
+        remote = tree_codec.recode(local, local_dir, remote_file, remote_dir)
+        return self.local.put(tree_codec.encode(remote)), files
 
     def _local_tree(self, fetched: Digest) -> Digest:
         """A Tree fetched from the server (stored locally as `fetched`): fetch the files it names
@@ -299,7 +306,7 @@ class RemoteCache:
         assert store is not None
         remote = pb.Tree()
         remote.ParseFromString(self.local.get(fetched))
-        wanted = [RemoteDigest(h, size) for h, size in tree.file_digests(remote)]
+        wanted = [RemoteDigest(h, size) for h, size in tree_codec.file_digests(remote)]
         local = store.fetch(wanted)
 
         def local_file(h: str, size: int) -> tuple[str, int]:
@@ -314,7 +321,7 @@ class RemoteCache:
             ld = digest_bytes(data)
             return ld.hash, ld.size
 
-        return self.local.put(tree.encode(tree.recode(remote, remote_dir, local_file, local_dir)))
+        return self.local.put(tree_codec.encode(tree_codec.recode(remote, remote_dir, local_file, local_dir)))
 
     # --- digests of inputs ----------------------------------------------------------------
 

@@ -106,3 +106,17 @@ def test_gc_keeps_the_files_of_a_tree_output_its_entry_names(tmp_path, home, sto
     dest = tmp_path / "dest"
     tree.materialize(d, store, str(dest))
     assert (dest / "sub" / "b").read_text() == "me too"
+
+
+@pytest.mark.parametrize("name,target", [("evil", "/etc"), ("evil", "../../x"), ("..", None), ("a/b", None)])
+def test_a_stored_tree_naming_a_way_out_is_refused_before_anything_is_written(tmp_path, store, name, target):
+    # A tree may come from a remote cache: its names and links are checked again on restore.
+    root = pb.Directory()
+    if target is None:
+        root.files.add(name=name, digest=pb.Digest(hash=store.put(b"x").hash, size_bytes=1))
+    else:
+        root.symlinks.add(name=name, target=target)
+    d = store.put(pb.Tree(root=root).SerializeToString(deterministic=True))
+    with pytest.raises(tree.TreeError):
+        tree.materialize(d, store, str(tmp_path / "dest"))
+    assert not (tmp_path / "dest").exists()
