@@ -141,6 +141,11 @@ class McppApi(ProvidersApi):
             if clash is not None:
                 raise ProgramApiError(f"{where}: output `{declared}` would be the directory of output "
                                       f"`{os.path.relpath(clash, self.ctx.out_dir)}`; an output is a file")
+        tree = next((d for d in outputs if _tree_mark(d)), None)
+        if tree is not None and role in ("source", "object"):
+            raise ProgramApiError(f"{where}: output `{tree}` is a tree (its files are known only once the action "
+                                  f"ran), so it cannot be compiled or linked with role = \"{role}\"; use role = "
+                                  f"\"check\" or \"artifact\" and read it from a later action (`inputs = [\"{tree}\"]`)")
         ins = [self._file_path(where, "input", p) + _tree_mark(p) for p in _str_list(inputs, f"{where}: inputs")]
         tool_paths = [self._file_path(where, "tool", p) for p in _str_list(tools or [], f"{where}: tools")]
         for declared, resolved in zip(list(inputs) + list(tools or []), ins + tool_paths):

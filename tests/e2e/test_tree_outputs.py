@@ -76,13 +76,20 @@ def test_a_symlink_leaving_a_tree_output_fails_the_action(project, mcpp: Mcpp):
         in res.err, res.err
 
 
-def test_a_tree_output_and_inputs_are_checked_at_the_call(project, mcpp: Mcpp):
+@pytest.mark.parametrize("call,message", [
+    ('inputs = ["src/"], outputs = [mcpp.out_dir() + "/t/"], role = "check"', "input `src/` ends in `/`"),
+    ('inputs = [], outputs = [mcpp.out_dir() + "/t/"]', "gen/p/t/` is a tree (its files are known only once "
+     'the action ran), so it cannot be compiled or linked with role = "object"'),
+    ('inputs = [], outputs = [mcpp.out_dir() + "/t/", mcpp.out_dir() + "/t/x"], role = "check"',
+     "gen/p/t/` would be the directory of output `t/x`"),
+])
+def test_a_tree_output_and_inputs_are_checked_at_the_call(project, mcpp: Mcpp, call, message):
     root = project({"mcpp.toml": MANIFEST, "src/main.cpp": "int main() { return 0; }\n",
-                    "build.star": 'x = 1\nmcpp.action(id = "a", argv = ["/bin/true"], inputs = ["src/"], '
-                                  'outputs = [mcpp.out_dir() + "/t/"])\n'})
+                    "build.star": 'x = 1\nmcpp.action(id = "a", argv = ["/bin/true"], ' + call + ')\n'})
     res = mcpp("build", cwd=root)
     assert res.code == 2
-    assert res.err.startswith("build.star:2:1: error: package `p`, action `a`: input `src/` ends in `/`"), res.err
+    first = res.err.splitlines()[0]
+    assert first.startswith("build.star:2:1: error: package `p`, action `a`: ") and message in first, res.err
 
 
 def test_a_file_edited_inside_a_tree_output_is_put_back(project, mcpp: Mcpp):
