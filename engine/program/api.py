@@ -148,11 +148,12 @@ class McppApi(ProvidersApi):
                                   f"\"check\" or \"artifact\" and read it from a later action (`inputs = [\"{tree}\"]`)")
         ins = [self._file_path(where, "input", p) + _tree_mark(p) for p in _str_list(inputs, f"{where}: inputs")]
         tool_paths = [self._file_path(where, "tool", p) for p in _str_list(tools or [], f"{where}: tools")]
-        for declared, resolved in zip(list(inputs) + list(tools or []), ins + tool_paths):
-            if resolved.endswith("/") and not _under(resolved.rstrip("/"), self.ctx.out_dir):
+        for declared, resolved in zip(inputs, ins):
+            if _tree_mark(declared) and not _under(resolved.rstrip("/"), self.ctx.out_dir):
                 raise ProgramApiError(f"{where}: input `{declared}` ends in `/`, so it is a tree output of another "
                                       f"action, and those are under out_dir() (`{self.ctx.out_dir}`)")
-            if os.path.isdir(resolved) and not resolved.endswith("/"):
+        for declared, resolved in zip(list(inputs) + list(tools or []), ins + tool_paths):
+            if os.path.isdir(resolved) and not (resolved in ins and _tree_mark(declared)):
                 raise ProgramApiError(f"{where}: `{declared}` is a directory; list the files the action reads "
                                       f"(`mcpp.glob(\"dir/**\")` finds them)")
         if env is not None and not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str)
