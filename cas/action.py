@@ -12,7 +12,8 @@ neither set, so adding a field forces a decision about caching.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Callable, Iterable
 
 import blake3
@@ -36,6 +37,16 @@ class Platform:
     namespace: str = ""
 
 
+class ActionKind(StrEnum):
+    """What an action is, for people (status lines, JSON events, `mcpp explain`); never keyed."""
+
+    COMPILE = "compile"
+    ARCHIVE = "archive"
+    LINK = "link"
+    RULE = "rule"  # declared by a build program (`mcpp.action`)
+    ACTION = "action"  # anything else
+
+
 @dataclass(frozen=True, slots=True)
 class Action:
     id: str  # stable, human-readable identity, e.g. "compile hello:src/main.cpp"
@@ -47,10 +58,9 @@ class Action:
     env: tuple[tuple[str, str], ...] = ()
     cwd: str = "."  # relative to the execroot
     depfile: str | None = None  # a make-style depfile the action writes: discovered inputs
-    kind: str = "action"  # display: "compile", "link", "archive", "test", ...
+    kind: ActionKind = ActionKind.ACTION
     description: str = ""  # display: the line shown to the user
     timeout: float | None = None  # seconds; does not change what the action produces
-    order: int = field(default=0, compare=False)  # display ordering only
 
 
 # Every field of Action is in exactly one of these sets (enforced by tests/unit/test_action_key.py).
@@ -61,7 +71,6 @@ EXCLUDED_FIELDS = {
     "kind": "display only",
     "description": "display only",
     "timeout": "a limit on running, not a property of the result",
-    "order": "display only",
 }
 
 

@@ -42,6 +42,12 @@ def temp_file(directory: str, mode: int = PRIVATE) -> tuple[int, str]:
     raise FileExistsError(f"no free temporary file name in {directory}")
 
 
+def temp_name(directory: str) -> str:
+    """A temporary name in `directory` that is not created here, for `os.link` (which needs a
+    free name); the random part keeps concurrent callers apart. Same prefix as `temp_file`."""
+    return os.path.join(directory, TMP_PREFIX + os.urandom(6).hex())
+
+
 def commit(tmp: str, path: str) -> None:
     """Rename a fully written temp file over `path`, creating `path`'s directory if needed."""
     try:

@@ -32,7 +32,8 @@ import stat as stat_mod
 import blake3
 
 from .blobstore import BlobStore
-from .digest import Digest
+from .atomic import temp_name
+from .digest import Digest, digest_file
 from .home import shard, temp_file, unlink_quietly
 
 FILE_MODE = 0o444
@@ -115,7 +116,7 @@ class Materializer:
         src = self._ensure(d, executable)[0]
         directory = os.path.dirname(dest) or "."
         os.makedirs(directory, exist_ok=True)
-        tmp = _temp_name(directory, os.path.basename(dest))
+        tmp = temp_name(directory)
         try:
             shutil.copyfile(src, tmp)
             if not _holds(tmp, d):  # the area's file was changed in place: take the store's bytes
@@ -145,7 +146,7 @@ class Materializer:
         except FileNotFoundError:
             pass
         directory = os.path.dirname(dest) or "."
-        tmp = _temp_name(directory, os.path.basename(dest))
+        tmp = temp_name(directory)
         try:
             self._link_or_copy(src, tmp, d, executable)
             os.replace(tmp, dest)
@@ -230,16 +231,5 @@ def file_digest_matches(path: str | os.PathLike[str], d: Digest) -> bool:
 
 
 def _holds(path: str, d: Digest) -> bool:
-    hasher = blake3.blake3()
-    size = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            hasher.update(chunk)
-            size += len(chunk)
-    return size == d.size and hasher.hexdigest() == d.hash
-
-
-def _temp_name(directory: str, base: str) -> str:
-    # Not created here (os.link needs a free name); the random part keeps concurrent callers apart.
-    return os.path.join(directory, f".{base}.mcpp-tmp-{os.getpid()}-{os.urandom(4).hex()}")
+    return digest_file(path) == d
 

@@ -143,6 +143,7 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
     from .host_tools import HostTools, ToolBuilder
     from .program.cache import ProgramCache
     from .program.driver import ProgramInputs, check_loads, evaluate
+    from .program.api_context import context_extras
     from .program.evaluate import PROGRAM_NAME
     from .program.probe import configure as configure_probes
 
@@ -168,12 +169,20 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
         target=graph.context.target.text, host=graph.context.host.text,
         accel=tuple((e.name, e.version, e.archs, e.floor) for e in graph.context.accel.entries),
         tools_of=tools.visible_to,
-        payload_dir=lambda ns, name, version: _payload_dir(home, ns, name, version))
+        payload_dir=lambda ns, name, version: _payload_dir(home, ns, name, version),
+        extras=lambda pkg, modules: context_extras(pkg, modules, toolchain, profile, layout.out_dir))
     configure_probes(opts.sandbox, str(home.root), os.path.join(layout.program_cache, "probes"))
     watched, reads_env = evaluate(graph, checked, inputs, ProgramCache(layout.program_cache), reporter)
     # Every package's build.star, present or not: one appearing must end the no-op.
     programs = [os.path.join(p.root, PROGRAM_NAME) for p in graph.order]
     return watched + programs + tools.watched_files, tools.watched_dirs, reads_env
+
+
+def _is_executable(path: str) -> bool:
+    try:
+        return bool(os.stat(path).st_mode & 0o111)
+    except OSError:
+        return False
 
 
 def _payload_dir(home: Home, namespace: str, name: str, version: str) -> str:
@@ -224,9 +233,11 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
             path = staged.get(rel)
             if path is None:
                 d = keys.digest_of(rel)
-                path = mat.publish_file(d, os.path.join(plan.execroot, rel))
+                # A binary an earlier action made stays runnable by a later one, and packs the same.
+                exe = _is_executable(os.path.join(plan.execroot, rel))
+                path = mat.publish_file(d, os.path.join(plan.execroot, rel), executable=exe)
                 if path is None:  # changed since it was hashed: take what is there now
-                    path = mat.path(store.put_file(os.path.join(plan.execroot, rel)))
+                    path = mat.path(store.put_file(os.path.join(plan.execroot, rel)), executable=exe)
                 staged[rel] = path
             return path
 

@@ -78,7 +78,7 @@ class TooDeep(ValueError):
         self.line, self.col = line, col
 
 
-class _Scanner:
+class _TomlKeyScanner:
     """One pass over the text; fills ``spans`` in source order."""
 
     def __init__(self, text: str, max_depth: int | None = None):
@@ -286,7 +286,7 @@ def too_deep_at(text: str, max_depth: int) -> tuple[int, int] | None:
     """Where the first key path longer than ``max_depth`` starts (tables, dotted keys, inline
     tables and arrays all add to a path), or None. Bounded, so it never recurses deeply itself."""
     try:
-        _Scanner(text, max_depth).run()
+        _TomlKeyScanner(text, max_depth).run()
     except TooDeep as e:
         return e.line, e.col
     except ValueError:
@@ -298,7 +298,7 @@ class SourceMap:
     """Key paths of a TOML document mapped to the positions of their keys and values."""
 
     def __init__(self, text: str):
-        self._spans = _Scanner(text).run()
+        self._spans = _TomlKeyScanner(text).run()
 
     def key(self, path: tuple[PathElem, ...]) -> tuple[int, int] | None:
         span = self._spans.get(tuple(path))

@@ -63,7 +63,7 @@ def scan_source(text: str, path: str) -> ModuleUnit:
     """Scan one C++ source file's text. Raises ScanError for what it refuses (see module doc)."""
     if "import" not in text and "module" not in text and "\\" not in text:
         return _ORDINARY
-    scanner = _Scanner(text, path)  # splices backslash-newlines (`imp\<newline>ort` is `import`)
+    scanner = _ModuleDeclScanner(text, path)  # splices backslash-newlines (`imp\<newline>ort` is `import`)
     if "import" not in scanner.s and "module" not in scanner.s:
         return _ORDINARY
     return scanner.run()
@@ -73,7 +73,7 @@ def _is_ident(tok: str) -> bool:
     return _IDENT.fullmatch(tok) is not None
 
 
-class _Scanner:
+class _ModuleDeclScanner:
     def __init__(self, text: str, path: str):
         self.orig, self.path = text, path
         self.cut_at: list[int] = []  # spliced offset of each removed backslash-newline ...

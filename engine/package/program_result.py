@@ -36,6 +36,7 @@ class ProgramResult:
     actions: list[RuleAction] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # package-relative, chosen by `source()`
     generated: list[str] = field(default_factory=list)  # absolute, under out_dir(), by `generated()`
+    objects: list[str] = field(default_factory=list)  # absolute, under out_dir(), by `object()`
     cflags: list[str] = field(default_factory=list)
     cxxflags: list[str] = field(default_factory=list)
     defines: list[str] = field(default_factory=list)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-from mcpp.cas.action import Action
+from mcpp.cas.action import Action, ActionKind
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
 from ..package.features import feature_define
@@ -79,7 +79,7 @@ class Compiles:
         action = Action(
             id=u.action_id, argv=tuple(argv), outputs=tuple(outputs + [depfile]), inputs=tuple(inputs),
             may_read=self.may_read(pkg, is_test) if u.produced_by else self.headers_for(src, incs, user, pkg, is_test),
-            tools=(compiler,), env=ACTION_ENV, depfile=depfile, kind="compile",
+            tools=(compiler,), env=ACTION_ENV, depfile=depfile, kind=ActionKind.COMPILE,
             description=f"{pkg.name}: {u.source.path}")
         self.plan.add(action, pkg.name, [n.action_id for n in needed] + ([u.produced_by] if u.produced_by else [])
                       + [producer for _, producer in gen_headers])
@@ -170,5 +170,5 @@ class Compiles:
         self.plan.add(Action(
             id=u.action_id, argv=tuple(argv), outputs=(u.obj, u.bmi, depfile),
             inputs=tuple(n.bmi for n in needed), tools=(argv[0], std_src.source), env=ACTION_ENV,
-            depfile=depfile, kind="compile", description=f"std: {u.info.module}"),
+            depfile=depfile, kind=ActionKind.COMPILE, description=f"std: {u.info.module}"),
             "std", [n.action_id for n in needed])

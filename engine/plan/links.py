@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from mcpp.cas.action import Action
+from mcpp.cas.action import Action, ActionKind
 
 from ..errors import McppError
 from ..package.model import Package
@@ -48,7 +48,7 @@ class Links:
             self.plan.add(Action(
                 id=f"archive {pkg.name}", argv=tuple(cf.archive_argv(ctx.tc, archive, lib_objs)),
                 outputs=(archive,), inputs=tuple(lib_objs), tools=(ctx.tc.ar,), env=ACTION_ENV,
-                kind="archive", description=f"{pkg.name}: lib{pkg.name}.a"), pkg.name, lib_ids)
+                kind=ActionKind.ARCHIVE, description=f"{pkg.name}: lib{pkg.name}.a"), pkg.name, lib_ids)
             self.archives[pkg] = archive
             if any(t.kind == "lib" for t in targets) or not targets:
                 self.plan.artifacts.append(Artifact(pkg.name, pkg.name, ArtifactKind.LIB, archive))
@@ -133,5 +133,5 @@ class Links:
         libs = self._program_link_inputs(pkg, dev)
         self.plan.add(Action(
             id=action_id, argv=tuple(argv), outputs=(out,), inputs=tuple(objs + archives + libs),
-            tools=(ctx.tc.cxx.path,), env=ACTION_ENV, kind="link",
+            tools=(ctx.tc.cxx.path,), env=ACTION_ENV, kind=ActionKind.LINK,
             description=f"{pkg.name}: {os.path.basename(out)}"), pkg.name, prereqs)

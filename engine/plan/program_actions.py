@@ -3,7 +3,10 @@ generated, and the objects it adds to the package's archive.
 
 A rule action's role decides where it sits in the plan: `object` outputs join the package's
 archive, `source` outputs (and `generated()` files) are compiled with the package, and
-`artifact` actions run after the package's links, since they may read its binaries.
+`artifact` actions run after the package's links, since they may read its binaries. One
+action often makes a header and a source (or an object) together, so consumption is per
+output: headers are never compiled or linked (they are reached through `#include`), and
+`object()`/`generated()` name single outputs of an action of any role.
 """
 from __future__ import annotations
 
@@ -41,9 +44,29 @@ class ProgramActions:
                 self._after_link.append((pkg, action))
                 continue
             if ra.role == "object":
+                # Headers are included and sources named by `generated()` compiled; the rest is linked.
+                linked = [o for o in ra.products if role_of(o) != "header" and o not in pkg.program.generated]
+                for o in linked:
+                    if role_of(o) in ("c", "cxx", "module"):
+                        raise McppError(f"package `{pkg.name}`, action `{ra.id}`: output `{self.ctx.rel(o)}` is a "
+                                        f"source, and `role = \"object\"` links its outputs; compile it with "
+                                        f"`mcpp.generated(...)` (or declare the action with `role = \"source\"`)")
                 objs = self._objects.setdefault(pkg, [])
-                objs += [(self.ctx.rel(o), action.id) for o in ra.products]
+                objs += [(self.ctx.rel(o), action.id) for o in linked]
             self.plan.add(action, pkg.name, self.plan.producers(action))
+        made_by = {out: rule_action_id(pkg, ra) for ra in pkg.program.actions for out in ra.products}
+        for path in dict.fromkeys(getattr(pkg.program, "objects", ())):
+            producer = made_by.get(path)
+            if producer is None:
+                raise McppError(f"package `{pkg.name}`: object `{self.ctx.rel(path)}` is not an output of any "
+                                f"action its build program declares")
+            if role_of(path) in ("c", "cxx", "module", "header"):
+                raise McppError(f"package `{pkg.name}`: `object(\"{self.ctx.rel(path)}\")` names a source or "
+                                f"header; an object is what a compiler or archiver made (compile a source with "
+                                f"`mcpp.generated(...)`)")
+            objs = self._objects.setdefault(pkg, [])
+            if (self.ctx.rel(path), producer) not in objs:
+                objs.append((self.ctx.rel(path), producer))
 
     def plan_after_link(self) -> None:
         """The `artifact` actions, each after every link of its package."""
@@ -75,7 +98,9 @@ class ProgramActions:
         units = self.unit_maker.make(pkg, [self._chosen(pkg, rel) for rel in program.sources], "obj")
         made_by = {out: rule_action_id(pkg, ra) for ra in program.actions for out in ra.products}
         generated = list(program.generated)
-        generated += [out for ra in program.actions if ra.role == "source" for out in ra.products]
+        # A header beside the sources a `source` action makes is read through `#include`.
+        generated += [out for ra in program.actions if ra.role == "source" for out in ra.products
+                      if role_of(out) != "header"]
         gen_root = ctx.layout.gen_dir(pkg.name)
         for path in dict.fromkeys(generated):
             producer = made_by.get(path)

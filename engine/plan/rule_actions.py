@@ -7,12 +7,17 @@ the action then runs the same in every sandbox mode, and its key does not depend
 checkout lives. The action runs in its package's directory, so a relative path in argv means
 what it means in `inputs`: a program author writes both relative to the package, and a tool
 run from anywhere else would read a different file than the one the key was computed from.
+
+A tool under the build's root (a binary of this build, `mcpp.bin(...)`, or a script of a
+package) is an input: it is staged with the action's other inputs (keeping its executable bit),
+keyed by its content, and an action that makes it runs first. Tools elsewhere (the compilers,
+host tools in the tool store) are bound read-only from where they are.
 """
 from __future__ import annotations
 
 import os
 
-from mcpp.cas.action import Action
+from mcpp.cas.action import Action, ActionKind
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
 from ..errors import McppError
@@ -32,7 +37,8 @@ def to_plan_action(pkg: Package, ra: RuleAction, execroot: str, base_env: tuple)
                             f"`{execroot}`; an action reads files of the packages in this build and its tools")
         return r + ("/" if path.endswith("/") else "")  # a tree output keeps its mark
 
-    inputs = tuple(rel(p, "input") for p in ra.inputs)
+    built_tools = tuple(t for t in ra.tools if _under(t, execroot))
+    inputs = tuple(dict.fromkeys(rel(p, "input") for p in ra.inputs + built_tools))
     outputs = [rel(p, "output") for p in ra.outputs]
     depfile = rel(ra.depfile, "depfile") if ra.depfile else None
     if depfile and depfile not in outputs:
@@ -41,8 +47,9 @@ def to_plan_action(pkg: Package, ra: RuleAction, execroot: str, base_env: tuple)
     env.update(ra.env)
     return Action(
         id=action_id(pkg, ra), argv=tuple(placeholder_argv(ra.argv, execroot)), outputs=tuple(outputs),
-        inputs=inputs, tools=ra.tools, env=tuple(sorted(env.items())), cwd=rel(pkg.root, "package directory"),
-        depfile=depfile, kind="rule", description=f"{pkg.name}: {ra.description or ra.id}")
+        inputs=inputs, tools=tuple(t for t in ra.tools if t not in built_tools), env=tuple(sorted(env.items())),
+        cwd=rel(pkg.root, "package directory"), depfile=depfile, kind=ActionKind.RULE,
+        description=f"{pkg.name}: {ra.description or ra.id}")
 
 
 def placeholder_argv(argv: tuple[str, ...], execroot: str) -> list[str]:
@@ -57,3 +64,7 @@ def placeholder_argv(argv: tuple[str, ...], execroot: str) -> list[str]:
                 word = word[: -len(root)] + EXECROOT_PLACEHOLDER
         out.append(word)
     return out
+
+
+def _under(path: str, root: str) -> bool:
+    return root != "/" and (path + "/").startswith(root.rstrip("/") + "/")

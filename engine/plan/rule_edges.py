@@ -14,6 +14,8 @@ Both name the actions involved.
 """
 from __future__ import annotations
 
+from mcpp.cas.action import ActionKind
+
 from ..errors import McppError
 
 
@@ -29,7 +31,7 @@ def settle(plan) -> None:
                                 f"`{out}`; each file of the build is written by one action")
     plan.made_by.update(writer)
     for a in plan.actions:
-        if a.kind != "rule":
+        if a.kind != ActionKind.RULE:
             continue
         producers = [writer[i] for i in a.inputs if i in writer]
         if a.id in producers:

@@ -16,7 +16,8 @@ import blake3
 from .. import containment
 from ..errors import ManifestError
 from ..manifest import globs
-from .api_errors import ProgramApiError
+from .api_context import ContextApi
+from .api_errors import ProgramApiError, _need_str, _under
 from .api_providers import ProvidersApi
 from .context import ProgramContext
 from ..package.program_result import ROLES, ProgramResult, RuleAction
@@ -42,13 +43,14 @@ def file_digest(path: str) -> str | None:
         return None
 
 
-class McppApi(ProvidersApi):
+class McppApi(ContextApi, ProvidersApi):
     """The functions behind `mcpp.<name>` for one package's evaluation."""
 
     FUNCTIONS = ("manifest_dir", "out_dir", "package_name", "profile", "target", "host", "has_feature",
                  "accel", "device_sources", "dep_bin", "xpkg_dir", "action", "generated", "source",
                  "cxxflag", "cflag", "define", "include_dir", "link_lib", "link_search", "warning",
                  "fact", "floor", "read_file", "glob", "rerun_if_env_changed",
+                 *ContextApi.CONTEXT_FUNCTIONS,
                  "provide", "dep_info",
                  "probe")
 
@@ -291,10 +293,6 @@ def _tree_mark(path: str) -> str:
     return "/" if path.endswith("/") and path.strip("/") else ""
 
 
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
 _NAME_MAX = 255  # Linux: bytes in one path component
 _PATH_MAX = 4096  # Linux: bytes in a path, NUL included
 
@@ -302,14 +300,6 @@ _PATH_MAX = 4096  # Linux: bytes in a path, NUL included
 def _no_nul(where: str, what: str, value: str) -> None:
     if "\0" in value:
         raise ProgramApiError(f"{where}: {what} contains a NUL byte")
-
-
-def _need_str(func: str, arg: str, value) -> str:
-    if not isinstance(value, str):
-        raise ProgramApiError(f"{func}(): `{arg}` must be a string, got {type(value).__name__}")
-    if "\0" in value:  # it would end up in an argv, a path or a define, none of which can hold one
-        raise ProgramApiError(f"{func}(): `{arg}` contains a NUL byte")
-    return value
 
 
 def _str_list(value, what: str) -> list[str]:

@@ -1,7 +1,19 @@
-"""The error a build program gets for calling the `mcpp` API wrongly; its own module so that the
-API's parts (api.py, api_providers.py, probe.py) can raise it without importing each other."""
+"""The error of a build program that called the `mcpp` API wrongly, and the argument checks
+every group of API functions (api.py, api_context.py) shares."""
 from __future__ import annotations
 
 
 class ProgramApiError(Exception):
     """A build program called the API wrongly; the message is shown at the call."""
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _need_str(func: str, arg: str, value) -> str:
+    if not isinstance(value, str):
+        raise ProgramApiError(f"{func}(): `{arg}` must be a string, got {type(value).__name__}")
+    if "\0" in value:  # it would end up in an argv, a path or a define, none of which can hold one
+        raise ProgramApiError(f"{func}(): `{arg}` contains a NUL byte")
+    return value

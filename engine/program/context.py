@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 import blake3
 
 # Bump when the API's behaviour changes so that old cached evaluations are not reused.
-API_VERSION = "mcpp-starlark-1"
+API_VERSION = "mcpp-starlark-2"
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,11 @@ class ProgramContext:
     tools: tuple[tuple[str, str, str], ...]  # (declaring entry's name, tool, absolute path)
     payloads: tuple[tuple[str, str, str], ...]  # (namespace, name, directory or "")
     rule_modules: tuple[tuple[str, str], ...]  # (dotted name, absolute .star path) this package may load
+    # What api_context.py answers from (`toolchain()`, `cxx_flags()`, `bin()`, `rule_package()`):
+    toolchain: tuple[str, ...] = ()  # (cc, cxx, ar, kind, version, target)
+    compile_flags: tuple[tuple[str, ...], ...] = ((), (), (), ())  # (flags, defines, own -I dirs, dependencies' -I dirs)
+    bins: tuple[tuple[str, str, str], ...] = ()  # (package, bin target, absolute path once linked)
+    rule_packages: tuple[tuple[str, str, str, tuple[str, ...]], ...] = ()  # (root, name, version, features)
     dep_infos: str = ""  # JSON {dependency name: fields it provide()d}: a change re-evaluates this program
 
     def fingerprint(self) -> str:

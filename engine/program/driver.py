@@ -68,6 +68,7 @@ class ProgramInputs:
     accel: tuple
     tools_of: Callable[[Package], list]  # package -> visible HostTools
     payload_dir: Callable[[str, str, str], str]  # (namespace, name, version) -> directory or ""
+    extras: Callable[[Package, dict], dict] = lambda pkg, rule_modules: {}  # api_context.context_extras
 
 
 def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: ProgramInputs, cache: ProgramCache,
@@ -117,7 +118,8 @@ def _context(pkg: Package, device: list[str], c: Checked, inputs: ProgramInputs)
         out_dir=inputs.gen_dir(m.name), profile=inputs.profile, target=inputs.target,
         host=inputs.host, features=tuple(sorted(pkg.features)), accel=inputs.accel, device_sources=tuple(device),
         tools=tuple((t.display, t.tool, t.path) for t in inputs.tools_of(pkg)), payloads=payloads,
-        rule_modules=tuple(sorted((n, r.path) for n, r in c.rule_modules.items())), dep_infos=dep_infos(pkg))
+        rule_modules=tuple(sorted((n, r.path) for n, r in c.rule_modules.items())),
+        dep_infos=dep_infos(pkg), **inputs.extras(pkg, c.rule_modules))
 
 
 def _check_claims(pkg: Package, device: list[str], exts: dict[str, str], result: ProgramResult) -> None:

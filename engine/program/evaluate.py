@@ -19,6 +19,7 @@ import starlark as sl
 from ..errors import McppError, Position
 from ..manifest.load import display_path
 from .api import McppApi, ProgramApiError, file_digest
+from .api_context import PRELUDE_NAME, member, outside_prelude, struct_prelude
 from .api_providers import WRAPPERS
 from .bounded import TIME_LIMIT_ENV, run_bounded, time_limit
 from .modules import LIBRARY_PREFIX, RuleModule, library_path
@@ -27,7 +28,7 @@ PROGRAM_NAME = "build.star"
 
 _GLOBALS = sl.Globals.extended_by([sl.LibraryExtension.StructType, sl.LibraryExtension.Json])
 # The struct is built in Starlark from private callables, so `mcpp.action` reads as docs/rules.md writes it.
-_PRELUDE_SOURCE = "mcpp = struct(" + ", ".join(f"{n} = {WRAPPERS.get(n, '_mcpp_' + n)}" for n in McppApi.FUNCTIONS) + ")\n"
+_PRELUDE_SOURCE = struct_prelude() + "mcpp = struct(" + ", ".join(f"{n} = {WRAPPERS.get(n) or member(n)}" for n in McppApi.FUNCTIONS) + ")\n"
 
 
 def parse(path: str) -> "sl.AstModule":
@@ -60,24 +61,24 @@ class Evaluation:
         self._loading: list[str] = []
         self._deadline = float("inf")
 
-    def _module(self) -> "sl.Module":
+    def _module(self, path: str) -> "sl.Module":
         module = sl.Module()
         for name in McppApi.FUNCTIONS:
-            module.add_callable(f"_mcpp_{name}", getattr(self.api, name))
-        sl.eval(module, sl.parse("<mcpp prelude>", _PRELUDE_SOURCE), _GLOBALS)
+            module.add_callable(f"_mcpp_{name}", self.api.function(name, path))
+        sl.eval(module, sl.parse(PRELUDE_NAME, _PRELUDE_SOURCE), _GLOBALS)
         return module
 
     def _eval_file(self, path: str, ast=None) -> "sl.Module":
         self.files[path] = file_digest(path)
         ast = ast if ast is not None else parse(path)
-        module = self._module()
+        module = self._module(path)
         # The evaluator asks this every few thousand steps; past the deadline it stops with the
         # position of the loop it was in.
         options = sl.EvalOptions(check_cancelled=lambda: time.monotonic() > self._deadline)
         try:
             sl.eval_with(options, module, ast, _GLOBALS, file_loader=sl.FileLoader(self._load))
         except sl.StarlarkError as e:
-            error = program_error(str(e))
+            error = program_error(outside_prelude(str(e)))
             if "Evaluation cancelled" in str(e) and time.monotonic() > self._deadline:
                 error.message = (f"build program ran longer than {time_limit():g} s and was stopped here "
                                  f"(an endless loop? set ${TIME_LIMIT_ENV} to allow more)")
@@ -151,29 +152,8 @@ def program_error(text: str) -> McppError:
         i += 1
     text_message = "\n".join(message).strip() or text.strip()
     text_message = _TYPE_PREFIX.sub("TypeError: mcpp.", _API_PREFIX.sub("", text_message))
-    if pos is not None and pos.path == _PRELUDE_FILE:
-        pos = _caller_of_prelude(lines)
-        frames = [f for f in frames if not f.startswith(f"  {_PRELUDE_FILE}:")]
     notes = ["note: Starlark call stack (most recent call last):", *frames] if frames else []
     return McppError(text_message, pos, notes)
-
-
-_PRELUDE_FILE = "<mcpp prelude>"
-
-
-def _caller_of_prelude(lines: list[str]) -> Position | None:
-    """An error inside a prelude wrapper (`mcpp.dep_info`) belongs to the program line that called it."""
-    callers = [m for m in map(_FRAME.match, lines) if m and m["file"] != _PRELUDE_FILE]
-    if not callers:
-        return None
-    file, line = callers[-1]["file"], int(callers[-1]["line"])
-    try:
-        with open(file, encoding="utf-8") as f:
-            text = f.read().splitlines()[line - 1]
-        col = text.index("mcpp.") + 1 if "mcpp." in text else len(text) - len(text.lstrip()) + 1
-    except (OSError, IndexError, ValueError):
-        col = 1
-    return Position(file, line, col)
 
 
 def program_path(pkg_root: str) -> str | None:

@@ -115,7 +115,7 @@ def test_an_action_that_makes_a_directory_for_its_output_fails_by_name(project, 
     for sandbox in ("bwrap", "dir"):  # twice each: the second run meets the directory the first left
         for _ in range(2):
             clean_failure(mcpp("build", "--sandbox", sandbox, cwd=root), 1,
-                          "error: action `rule p:a` did not produce target/dev/gen/p/x")
+                          "error: action rule p:a: output target/dev/gen/p/x: is not a regular file")
 
 
 # -- build programs that never end or eat the machine -------------------------------------------

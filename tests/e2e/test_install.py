@@ -3,6 +3,7 @@ another distribution that owns the top-level name `engine` works, and leaves tha
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -37,7 +38,12 @@ def dummy_engine_distribution(root: Path) -> Path:
 
 def test_wheel_installs_beside_a_distribution_named_engine(tmp_path):
     wheels = tmp_path / "wheels"
-    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, REPO)
+    # Built from a copy of the sources: a wheel built in the checkout would reuse setuptools'
+    # build/ directory there, which can hold modules the tree no longer has.
+    source = tmp_path / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "*.egg-info", "target", "work", "__pycache__", "tests", "examples"))
+    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, source)
     run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels,
         dummy_engine_distribution(tmp_path / "dummy"))
     venv = tmp_path / "fresh"

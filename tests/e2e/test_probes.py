@@ -63,7 +63,7 @@ def test_probe_errors_are_positioned_at_the_call(project, mcpp: Mcpp, call, mess
     res = mcpp("build", cwd=root)
     assert res.code == 2, res.err
     first = res.err.splitlines()[0]
-    assert first.startswith(f"build.star:2:5: error: {message}"), res.err
+    assert first.startswith(f"build.star:2:1: error: {message}"), res.err
     assert "<mcpp prelude>" not in res.err and "Traceback" not in res.err.replace("call stack", "")
 
 

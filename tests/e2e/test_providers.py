@@ -62,7 +62,7 @@ def test_dep_info_of_a_package_that_is_not_a_dependency_is_an_error_at_the_call(
     res = mcpp("build", cwd=root)
     assert res.code == 2
     first = res.err.splitlines()[0]
-    assert first == "build.star:2:9: error: dep_info(`nope`): `nope` is not a dependency of package `p` " \
+    assert first == "build.star:2:1: error: dep_info(`nope`): `nope` is not a dependency of package `p` " \
                     "(its dependencies: none)", res.err
     assert "Traceback" not in res.err.replace("call stack", "")
     assert "<mcpp prelude>" not in res.err

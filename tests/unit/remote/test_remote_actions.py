@@ -68,7 +68,7 @@ def test_a_system_header_the_depfile_named_is_keyed_by_path_and_bytes():
 
 
 def test_display_fields_and_ordering_do_not_change_the_key():
-    same = dataclasses.replace(BASE, id="other name", kind="x", description="y", timeout=5.0, order=3,
+    same = dataclasses.replace(BASE, id="other name", kind="x", description="y", timeout=5.0,
                                env=tuple(reversed(BASE.env)))
     assert key(same) == key()
     two = {"src/b.cpp": rd("b"), "src/a.cpp": rd("a")}
