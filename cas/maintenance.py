@@ -29,11 +29,13 @@ from dataclasses import dataclass
 
 import blake3
 import zstandard
+from google.protobuf.message import DecodeError
 
 from .action_cache import ActionCache, ActionEntry
 from .digest import Digest
 from .home import TMP_PREFIX, Home, is_hex_key, unlink_quietly
-from .blobstore import BlobNotFound, CorruptBlob
+from .blobstore import BlobNotFound, CorruptBlob, StoreError
+from . import tree
 from .local_store import LocalZstdStore, content_size
 from .materialize import Materializer, file_digest_matches
 from .verifying_store import VerifyingStore
@@ -209,7 +211,7 @@ def gc(
                 unlink_quietly(f.path)
                 report.malformed_removed += 1
                 continue
-            hashes = tuple({d.hash for d in entry.blobs()})
+            hashes = tuple({d.hash for d in entry.blobs()} | _tree_files(entry, store))
             for h in hashes:
                 refs[h] = refs.get(h, 0) + 1
         live.append((f.mtime, f.path, f.size, f.manifest, hashes))
@@ -375,3 +377,17 @@ def _rmtree(path: str) -> None:
         for d in dirs:
             writable(os.path.join(root, d))
     shutil.rmtree(path)
+
+
+def _tree_files(entry: ActionEntry, store) -> set[str]:
+    """The file blobs of an entry's tree outputs (`.../`, cas/tree.py): the entry names only the
+    tree, whose files must live as long as it does. An unreadable tree keeps nothing (the entry
+    is then healed by running the action again)."""
+    out: set[str] = set()
+    for path, (d, _mode) in entry.outputs.items():
+        if path.endswith("/"):
+            try:
+                out.update(b.hash for b in tree.blobs(d, store))
+            except (StoreError, tree.TreeError, DecodeError):
+                pass
+    return out

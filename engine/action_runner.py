@@ -46,6 +46,19 @@ def prepare_outputs(execroot: str, action: Action) -> None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
 
 
+def _expand_trees(execroot: str, rels):
+    """A tree input (`gen/docs/`, a directory an earlier action produced) is staged file by file;
+    a symlink inside it (which cas/tree.py keeps inside the tree) arrives as a copy of its target."""
+    for rel in rels:
+        if not rel.endswith("/"):
+            yield rel
+            continue
+        top = os.path.join(execroot, rel)
+        for dirpath, _dirs, files in os.walk(top):
+            for name in sorted(files):
+                yield os.path.relpath(os.path.join(dirpath, name), execroot)
+
+
 class SandboxRunner:
     """Runs actions through a `sandbox.Sandbox` (bwrap, dir or off).
 
@@ -80,7 +93,7 @@ class SandboxRunner:
         prepare_outputs(self.execroot, action)
         inputs = {}
         if staged:
-            for rel in dict.fromkeys(action.inputs + action.may_read):
+            for rel in _expand_trees(self.execroot, dict.fromkeys(action.inputs + action.may_read)):
                 try:
                     inputs[rel] = self.stage(rel)
                 except FileNotFoundError:  # deleted since the plan was made

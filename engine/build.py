@@ -39,6 +39,7 @@ from .program.cache import ProgramCache
 from .program.context import AccelEntry
 from .program.driver import ProgramInputs, check_loads, evaluate
 from .program.evaluate import PROGRAM_NAME
+from .program.probe import configure as configure_probes
 from .profiles import Profile, resolve_profile
 from .report import Reporter, Stopwatch
 from .schedule import ScheduleResult, run_graph
@@ -172,6 +173,7 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
         tools_of=tools.visible_to,
         payload_dir=lambda ns, name, version: _payload_dir(home, ns, name, version),
         extras=lambda pkg, modules: context_extras(pkg, modules, toolchain, profile, layout.out_dir))
+    configure_probes(opts.sandbox, str(home.root), os.path.join(layout.program_cache, "probes"))
     watched, reads_env = evaluate(graph, checked, inputs, ProgramCache(layout.program_cache), reporter)
     # Every package's build.star, present or not: one appearing must end the no-op.
     programs = [os.path.join(p.root, PROGRAM_NAME) for p in graph.order]
@@ -342,6 +344,7 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     files += [os.path.join(d, "mcpp.toml") for d in noop.ancestors(os.getcwd())]
     for a in plan.actions:
         files += [os.path.join(plan.execroot, p) for p in a.inputs + a.outputs + outcome.discovered.get(a.id, ())]
+        files += _tree_paths(plan.execroot, a.inputs + a.outputs)
         files += list(a.tools)
     # Only the directories globs read: other files (editor swaps, another tool's logs) beside
     # the manifest must not send every no-op down the full path.
@@ -356,6 +359,17 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
     line = None if quiet else ("Finished".rjust(12), f"{outcome.profile.summary} in {{elapsed}}")
     noop.record(argv, line, files, dirs, len(plan.actions))
+
+
+def _tree_paths(execroot: str, paths) -> list[str]:
+    """Everything inside the tree outputs among `paths` (`gen/docs/`): a directory's own stat
+    does not change when a file deep inside it is edited."""
+    out: list[str] = []
+    for p in paths:
+        if p.endswith("/"):
+            for dirpath, dirnames, filenames in os.walk(os.path.join(execroot, p)):
+                out += [os.path.join(dirpath, n) for n in dirnames + filenames]
+    return out
 
 
 def _planned_nothing_for_sources(outcome: BuildOutcome) -> bool:

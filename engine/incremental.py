@@ -20,6 +20,7 @@ from mcpp.cas.action import Action, Platform, action_key
 from mcpp.cas.atomic import atomic_file
 from mcpp.cas.digest import Digest, digest_bytes
 from mcpp.cas.statcache import StatCache, discard
+from mcpp.cas.tree import TreeError, digest_of_directory
 
 from .modules.scanner import ModuleUnit, scan_source
 from .plan.include_scan import parse_includes
@@ -69,7 +70,13 @@ class BuildState:
 
     # -- digests ---------------------------------------------------------------------------------
     def digest(self, rel: str) -> Digest:
-        """The digest of an execroot-relative file, or a fixed "missing" digest."""
+        """The digest of an execroot-relative file, or a fixed "missing" digest. A path ending in
+        `/` is a tree output: the digest of its REAPI tree (cas/tree.py)."""
+        if rel.endswith("/"):
+            try:
+                return digest_of_directory(os.path.join(self.execroot, rel))
+            except (OSError, TreeError):
+                return _MISSING
         return self.tool_digest(os.path.join(self.execroot, rel))
 
     def tool_digest(self, path: str) -> Digest:
@@ -80,6 +87,8 @@ class BuildState:
 
     def remember_output(self, rel: str, digest: Digest) -> None:
         """An output just written or restored has `digest`: the next build stats it, never hashes."""
+        if rel.endswith("/"):
+            return  # a tree is hashed again when checked (the stat cache knows files only)
         self.stats.remember(os.path.join(self.execroot, rel), digest)
 
     @property

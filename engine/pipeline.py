@@ -32,6 +32,7 @@ from mcpp.cas.atomic import write_if_changed
 from mcpp.cas.blobstore import StoreError
 from mcpp.cas.digest import Digest
 from mcpp.cas.remote.trust import event_origin
+from mcpp.cas import tree
 
 from .action_output import shown
 from .action_runner import ActionRunner, RunResult
@@ -135,9 +136,18 @@ class ActionPipeline:
         with self.local_slots or nullcontext():
             res = self.runner.run(a)
         outcome = Outcome(run=res)
-        if res.exit_code == 0 and all(os.path.isfile(self._abs(o)) for o in a.outputs):
+        if res.exit_code == 0 and all(_present(self._abs(o)) for o in a.outputs):
             for o in a.outputs:
                 path = self._abs(o)
+                if o.endswith("/"):
+                    try:
+                        outcome.outputs[o] = tree.capture(path, self.store)
+                    except (tree.TreeError, OSError) as e:
+                        outcome.outputs.clear()
+                        res.exit_code = 1
+                        res.stderr += f"error: action `{a.id}`: output {o}{e}\n".encode()
+                        break
+                    continue
                 d = outcome.outputs[o] = self.store.put_file(path)
                 # The next action stages this output from the area: fill it here, in parallel.
                 self.mat.publish_file(d, path, executable=bool(os.stat(path).st_mode & 0o111))
@@ -161,7 +171,19 @@ class ActionPipeline:
         for out in a.outputs:
             if out not in entry.outputs:
                 raise StoreError(f"entry lacks {out}")
+            if out.endswith("/"):  # a tree: every file it names must be here before any is written
+                try:
+                    missing = self.store.find_missing(tree.blobs(entry.outputs[out][0], self.store))
+                except tree.TreeError as e:
+                    raise StoreError(str(e)) from None
+                if missing:
+                    raise StoreError(f"{len(missing)} blob(s) of tree {out} missing")
+        for out in a.outputs:
             digest, mode = entry.outputs[out]
+            if out.endswith("/"):
+                tree.materialize(digest, self.store, self._abs(out),
+                                 lambda d, p, x: self.mat.copy_into(d, p, executable=x))
+                continue
             self.mat.copy_into(digest, self._abs(out), executable=bool(mode & 0o111))
 
     # -- scheduler thread -------------------------------------------------------------------
@@ -208,7 +230,7 @@ class ActionPipeline:
         if not outcome.outputs:
             self.state.forget(a.id)
             if res.exit_code == 0:
-                missing = [o for o in a.outputs if not os.path.isfile(self._abs(o))]
+                missing = [o for o in a.outputs if not _present(self._abs(o))]
                 self.reporter.error(f"error: action `{a.id}` did not produce {', '.join(missing)} (as a file)")
             self.counters.failed += 1
             self._event(a, "failed", exit_code=res.exit_code, duration=round(res.duration, 3))
@@ -265,3 +287,8 @@ class ActionPipeline:
     def _abs(self, rel: str) -> str:
         return os.path.join(self.plan.execroot, rel)
 
+
+
+def _present(path: str) -> bool:
+    """An output is there: a regular file, or for a tree output (`.../`) a directory."""
+    return os.path.isdir(path) if path.endswith("/") else os.path.isfile(path)

@@ -42,6 +42,11 @@ def relpath(path: str, what: str, label: str = "") -> str:
     return norm
 
 
+def tree_relpath(path: str, what: str, label: str = "") -> str:
+    """`relpath`, keeping the `/` that marks a tree output (a directory the action fills)."""
+    return relpath(path, what, label) + ("/" if path.endswith("/") else "")
+
+
 def _link_or_copy(src: str, dst: str) -> None:
     try:
         os.link(src, dst)

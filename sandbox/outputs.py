@@ -91,24 +91,51 @@ def _produced(root_fd: int, rel: str) -> int | None:
     return parent
 
 
+def _produced_tree(root_fd: int, rel: str) -> int | None:
+    """Like `_produced` for a tree output (`rel` ends in `/`): a real directory, moved whole; what
+    it holds is checked when it is stored (cas/tree.py refuses links that leave it)."""
+    name = rel.rstrip("/")
+    try:
+        parent = _open_parent(root_fd, name)
+    except FileNotFoundError:
+        return None
+    try:
+        st = os.stat(posixpath.basename(name), dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        os.close(parent)
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        os.close(parent)
+        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
+        raise BadOutput(rel, f"is {kind} (an output ending in `/` is a directory)")
+    return parent
+
+
 def _take(outputs: Iterable[str], root: str, dest_of) -> dict[str, str]:
-    """Check every output first (an error leaves everything in place), then move each."""
+    """Check every output first (an error leaves everything in place), then move each. An output
+    ending in `/` is a directory (a tree output), moved whole."""
     root_fd = os.open(root, _DIR_FLAGS)
     found: list[tuple[str, int]] = []
     try:
         for rel in outputs:
-            parent = _produced(root_fd, rel)
+            parent = _produced_tree(root_fd, rel) if rel.endswith("/") else _produced(root_fd, rel)
             if parent is not None:
                 found.append((rel, parent))
         collected: dict[str, str] = {}
         for rel, parent in found:
-            dst = dest_of(rel)
+            dst = dest_of(rel).rstrip("/")
+            name = posixpath.basename(rel.rstrip("/"))
+            if rel.endswith("/") and os.path.isdir(dst) and not os.path.islink(dst):
+                shutil.rmtree(dst)  # an older tree at the destination: replaced whole
             try:
-                os.rename(posixpath.basename(rel), dst, src_dir_fd=parent)
+                os.rename(name, dst, src_dir_fd=parent)
             except OSError as e:
                 if e.errno != errno.EXDEV:
                     raise
-                _copy_out(parent, posixpath.basename(rel), dst)
+                if rel.endswith("/"):
+                    _copy_tree_out(parent, name, dst)
+                else:
+                    _copy_out(parent, name, dst)
             collected[rel] = dst
         return collected
     finally:
@@ -126,11 +153,21 @@ def _copy_out(parent: int, name: str, dst: str) -> None:
     os.unlink(name, dir_fd=parent)
 
 
+def _copy_tree_out(parent: int, name: str, dst: str) -> None:
+    """Another file system: copy the directory without following any link in it."""
+    fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+    try:
+        shutil.copytree(f"/proc/self/fd/{fd}", dst, symlinks=True)
+    finally:
+        os.close(fd)
+    shutil.rmtree(name, dir_fd=parent)
+
+
 def collect_flat(outputs: Iterable[str], root: str, results: str, tag: str) -> dict[str, str]:
     """Move each produced output to ``<results>/<tag>-<i>-<basename>``; absent ones are left
     out. ``tag`` (the action directory's name) makes the names unique across actions."""
     index = {rel: i for i, rel in enumerate(outputs)}
-    return _take(index, root, lambda rel: f"{results}/{tag}-{index[rel]}-{posixpath.basename(rel)}")
+    return _take(index, root, lambda rel: f"{results}/{tag}-{index[rel]}-{posixpath.basename(rel.rstrip('/'))}")
 
 
 def collect_outputs(outputs: Iterable[str], root: str, out_dir: str) -> dict[str, str]:
@@ -139,7 +176,7 @@ def collect_outputs(outputs: Iterable[str], root: str, out_dir: str) -> dict[str
     made: set[str] = set()
 
     def dest(rel: str) -> str:
-        parent = posixpath.dirname(rel)
+        parent = posixpath.dirname(rel.rstrip("/"))
         if parent not in made:
             os.makedirs(f"{out_dir}/{parent}" if parent else out_dir, exist_ok=True)
             made.add(parent)

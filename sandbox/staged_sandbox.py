@@ -26,7 +26,7 @@ from .placeholder import expand_argv, expand_env
 from .pool import PooledSandbox
 from .process import run_group
 from .spec import SandboxResult, SandboxSpec
-from .inputs import (PrivateCopies, changed_inputs, changed_inputs_message, prepare_dirs,
+from .inputs import (PrivateCopies, tree_relpath, changed_inputs, changed_inputs_message, prepare_dirs,
                      readonly_paths, relpath, snapshot, stage_inputs)
 from .outputs import BadOutput, bad_output_message, collect_flat, collect_outputs
 
@@ -75,7 +75,7 @@ class StagedSandbox(PooledSandbox):
         start = time.monotonic()
         pool = self.pool
         try:
-            outputs = [relpath(o, "output", spec.label) for o in spec.outputs]
+            outputs = [tree_relpath(o, "output", spec.label) for o in spec.outputs]
             copies = self.private_copies()
             staged = stage_inputs(spec.inputs, action_dir, spec.label, existing, copies=copies,
                                   outputs=set(outputs))

@@ -21,7 +21,7 @@ from .placeholder import expand_argv, expand_env
 from .pool import PooledSandbox, rmtree
 from .process import run_group
 from .spec import SandboxResult, SandboxSpec
-from .inputs import prepare_dirs, relpath
+from .inputs import prepare_dirs, relpath, tree_relpath
 
 
 class LocalSandbox(PooledSandbox):
@@ -36,10 +36,10 @@ class LocalSandbox(PooledSandbox):
                 "action's relative paths refer to"
             )
         root = os.path.abspath(spec.root)
-        outputs = [relpath(o, "output", spec.label) for o in spec.outputs]
+        outputs = [tree_relpath(o, "output", spec.label) for o in spec.outputs]
         cwd = relpath(spec.cwd, "cwd", spec.label)
         for rel in outputs:
-            path = f"{root}/{rel}"
+            path = f"{root}/{rel.rstrip('/')}"
             try:
                 os.unlink(path)
             except FileNotFoundError:

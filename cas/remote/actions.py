@@ -133,6 +133,9 @@ def action_result(action: Action, outputs: Mapping[str, tuple[RemoteDigest, bool
     result = pb.ActionResult(exit_code=0)
     for path in sorted(outputs):
         d, executable = outputs[path]
+        if path.endswith("/"):  # a tree output: `d` names its REAPI Tree (cas/tree.py)
+            result.output_directories.add(path=relative_to(path.rstrip("/"), cwd), tree_digest=d.to_proto())
+            continue
         result.output_files.add(path=relative_to(path, cwd), digest=d.to_proto(), is_executable=executable)
     if stdout is not None:
         result.stdout_digest.CopyFrom(stdout.to_proto())
@@ -146,8 +149,15 @@ def result_outputs(action: Action, result) -> dict[str, tuple[RemoteDigest, bool
     lacks one (a result of some other client's different idea of this action: a miss)."""
     cwd = _working_directory(action.cwd)
     by_path = {f.path: f for f in result.output_files}
+    trees = {t.path: t for t in result.output_directories}
     out: dict[str, tuple[RemoteDigest, bool]] = {}
     for path in action.outputs:
+        if path.endswith("/"):
+            t = trees.get(relative_to(path.rstrip("/"), cwd))
+            if t is None:
+                return None
+            out[path] = (RemoteDigest.from_proto(t.tree_digest), False)
+            continue
         f = by_path.get(relative_to(path, cwd))
         if f is None:
             return None

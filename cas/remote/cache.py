@@ -30,11 +30,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from google.protobuf.message import DecodeError
+
 from ..action import Action, Platform
 from ..action_cache import ActionEntry
 from ..blobstore import BlobStore, StoreError
 from ..digest import Digest, digest_bytes
 from ..home import Home
+
+from . import protocol as pb
+from . import tree_codec
 from .action_cache import RemoteActionCache
 from .actions import action_result, remote_action, result_outputs
 from .client import BlobMissing, RemoteClient, RemoteError, ServerInfo
@@ -175,6 +180,12 @@ class RemoteCache:
                 wanted.append(d)
                 streams[name] = d
         local = store.fetch(wanted)
+        for p, (d, _x) in outputs.items():
+            if p.endswith("/"):  # the fetched Tree names remote digests: fetch its files, recode it
+                try:
+                    local[d] = self._local_tree(local[d])
+                except (ValueError, DecodeError):  # not a well-formed tree: a miss, run it here
+                    return None
         for name, value in list(streams.items()):
             if isinstance(value, RemoteDigest):
                 streams[name] = local[value]
@@ -213,7 +224,13 @@ class RemoteCache:
                 names = {p: self._input_digest(p, d) for p, d in inputs.items()}
                 first = remote_action(action, platform, tools, {p: names[p] for p in action.inputs}, store.fn)
                 full = remote_action(action, platform, tools, names, store.fn) if discovered else first
-                outputs = {p: (store.remote_digest(d), bool(mode & 0o111)) for p, (d, mode) in entry.outputs.items()}
+                blobs = entry.blobs()
+                outputs = {}
+                for p, (d, mode) in entry.outputs.items():
+                    if p.endswith("/"):
+                        d, files = self._remote_tree(d)
+                        blobs |= files | {d}
+                    outputs[p] = (store.remote_digest(d), bool(mode & 0o111))
                 stdout = store.remote_digest(entry.stdout) if entry.stdout else None
                 stderr = store.remote_digest(entry.stderr) if entry.stderr else None
             except (_InputChanged, OSError, StoreError, ValueError):
@@ -221,7 +238,7 @@ class RemoteCache:
             result = action_result(action, outputs, stdout, stderr)
             if self.settings.sign_key is not None:
                 sign(result, full.digest, self.settings.sign_key)
-            ac.record(full, result, entry.blobs(),
+            ac.record(full, result, blobs,
                       headers=(first, discovered) if action.depfile else None)
             with self._lock:
                 self.counters.uploaded += 1
@@ -254,6 +271,57 @@ class RemoteCache:
         self.index.flush()
         if self._client is not None:
             self._client.close()
+
+    # --- tree outputs (cas/tree.py) ----------------------------------------------------------
+
+    def _remote_tree(self, d: Digest) -> tuple[Digest, set[Digest]]:
+        """The local tree `d` re-encoded with the server's digests, put in the local store (so it
+        uploads like any blob); returns its local digest and the file blobs it names."""
+        store = self._store
+        assert store is not None
+        local = pb.Tree()
+        local.ParseFromString(self.local.get(d))
+        files = {Digest(h, size) for h, size in tree_codec.file_digests(local)}
+        by_local = {(f.hash, f.size): store.remote_digest(f) for f in files}
+
+        def remote_file(h: str, size: int) -> tuple[str, int]:
+            rd = by_local[(h, size)]
+            return rd.hash, rd.size
+
+        def remote_dir(data: bytes) -> tuple[str, int]:
+            rd = store.fn.of_bytes(data)
+            return rd.hash, rd.size
+
+        def local_dir(data: bytes) -> tuple[str, int]:
+            ld = digest_bytes(data)
+            return ld.hash, ld.size
+
+        remote = tree_codec.recode(local, local_dir, remote_file, remote_dir)
+        return self.local.put(tree_codec.encode(remote)), files
+
+    def _local_tree(self, fetched: Digest) -> Digest:
+        """A Tree fetched from the server (stored locally as `fetched`): fetch the files it names
+        and store it re-encoded with local digests; returns the local tree's digest."""
+        store = self._store
+        assert store is not None
+        remote = pb.Tree()
+        remote.ParseFromString(self.local.get(fetched))
+        wanted = [RemoteDigest(h, size) for h, size in tree_codec.file_digests(remote)]
+        local = store.fetch(wanted)
+
+        def local_file(h: str, size: int) -> tuple[str, int]:
+            ld = local[RemoteDigest(h, size)]
+            return ld.hash, ld.size
+
+        def remote_dir(data: bytes) -> tuple[str, int]:
+            rd = store.fn.of_bytes(data)
+            return rd.hash, rd.size
+
+        def local_dir(data: bytes) -> tuple[str, int]:
+            ld = digest_bytes(data)
+            return ld.hash, ld.size
+
+        return self.local.put(tree_codec.encode(tree_codec.recode(remote, remote_dir, local_file, local_dir)))
 
     # --- digests of inputs ----------------------------------------------------------------
 

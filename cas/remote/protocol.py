@@ -144,6 +144,8 @@ def _reapi_file() -> descriptor_pb2.FileDescriptorProto:
             _field("directories", 2, _RE + "DirectoryNode", repeated=True),
             _field("symlinks", 3, _RE + "SymlinkNode", repeated=True),
         ]),
+        _message("Tree", [_field("root", 1, _RE + "Directory"),
+                          _field("children", 2, _RE + "Directory", repeated=True)]),
         _message("OutputFile", [_field("path", 1, "string"), _field("digest", 2, digest),
                                 _field("is_executable", 4, "bool"), _field("contents", 5, "bytes")]),
         _message("OutputDirectory", [_field("path", 1, "string"), _field("tree_digest", 3, digest)]),
@@ -277,6 +279,9 @@ FileNode = _cls(REAPI_PACKAGE + ".FileNode")
 DirectoryNode = _cls(REAPI_PACKAGE + ".DirectoryNode")
 Directory = _cls(REAPI_PACKAGE + ".Directory")
 OutputFile = _cls(REAPI_PACKAGE + ".OutputFile")
+SymlinkNode = _cls(REAPI_PACKAGE + ".SymlinkNode")
+Tree = _cls(REAPI_PACKAGE + ".Tree")
+OutputDirectory = _cls(REAPI_PACKAGE + ".OutputDirectory")
 ActionResult = _cls(REAPI_PACKAGE + ".ActionResult")
 ExecutedActionMetadata = _cls(REAPI_PACKAGE + ".ExecutedActionMetadata")
 GetActionResultRequest = _cls(REAPI_PACKAGE + ".GetActionResultRequest")

@@ -46,6 +46,7 @@ class ProgramResult:
     warnings: list[str] = field(default_factory=list)
     facts: dict[str, str] = field(default_factory=dict)  # name -> version
     floors: list[str] = field(default_factory=list)  # "name >= v"
+    provided: dict = field(default_factory=dict)  # `provide(**fields)`: plain JSON data for dependents
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -35,7 +35,7 @@ def to_plan_action(pkg: Package, ra: RuleAction, execroot: str, base_env: tuple)
         if r == ".." or r.startswith("../"):
             raise McppError(f"package `{pkg.name}`, action `{ra.id}`: {what} `{path}` is outside the build's root "
                             f"`{execroot}`; an action reads files of the packages in this build and its tools")
-        return r
+        return r + ("/" if path.endswith("/") else "")  # a tree output keeps its mark
 
     built_tools = tuple(t for t in ra.tools if _under(t, execroot))
     inputs = tuple(dict.fromkeys(rel(p, "input") for p in ra.inputs + built_tools))

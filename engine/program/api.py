@@ -18,6 +18,7 @@ from ..errors import ManifestError
 from ..manifest import globs
 from .api_context import ContextApi
 from .api_errors import ProgramApiError, _need_str, _under
+from .api_providers import ProvidersApi
 from .context import ProgramContext
 from ..package.program_result import ROLES, ProgramResult, RuleAction
 
@@ -42,14 +43,16 @@ def file_digest(path: str) -> str | None:
         return None
 
 
-class McppApi(ContextApi):
+class McppApi(ContextApi, ProvidersApi):
     """The functions behind `mcpp.<name>` for one package's evaluation."""
 
     FUNCTIONS = ("manifest_dir", "out_dir", "package_name", "profile", "target", "host", "has_feature",
                  "accel", "device_sources", "dep_bin", "xpkg_dir", "action", "generated", "source",
                  "cxxflag", "cflag", "define", "include_dir", "link_lib", "link_search", "warning",
                  "fact", "floor", "read_file", "glob", "rerun_if_env_changed",
-                 *ContextApi.CONTEXT_FUNCTIONS)
+                 *ContextApi.CONTEXT_FUNCTIONS,
+                 "provide", "dep_info",
+                 "probe")
 
     def __init__(self, ctx: ProgramContext, environ: dict[str, str] | None = None):
         self.ctx = ctx
@@ -128,22 +131,31 @@ class McppApi(ContextApi):
             raise ProgramApiError(f"{where}: argv is empty")
         for arg in argv:
             _no_nul(where, "argv", arg)
-        outs = [self._file_path(where, "output", p) for p in _str_list(outputs, f"{where}: outputs")]
+        outs = [self._file_path(where, "output", p) + _tree_mark(p) for p in _str_list(outputs, f"{where}: outputs")]
         if not outs:
             raise ProgramApiError(f"{where}: declares no outputs (every action must produce a file under out_dir())")
         for declared, resolved in zip(outputs, outs):
             if not _under(resolved, self.ctx.out_dir):
                 raise ProgramApiError(f"{where}: output `{declared}` is outside out_dir() (`{self.ctx.out_dir}`)")
-            if resolved == os.path.normpath(self.ctx.out_dir):
+            if resolved.rstrip("/") == os.path.normpath(self.ctx.out_dir):
                 raise ProgramApiError(f"{where}: output `{declared}` is out_dir() itself; an output is a file under it")
-            clash = next((o for o in outs if o.startswith(resolved + "/")), None)
+            clash = next((o for o in outs if o.startswith(resolved.rstrip("/") + "/") and o != resolved), None)
             if clash is not None:
                 raise ProgramApiError(f"{where}: output `{declared}` would be the directory of output "
                                       f"`{os.path.relpath(clash, self.ctx.out_dir)}`; an output is a file")
-        ins = [self._file_path(where, "input", p) for p in _str_list(inputs, f"{where}: inputs")]
+        tree = next((d for d in outputs if _tree_mark(d)), None)
+        if tree is not None and role in ("source", "object"):
+            raise ProgramApiError(f"{where}: output `{tree}` is a tree (its files are known only once the action "
+                                  f"ran), so it cannot be compiled or linked with role = \"{role}\"; use role = "
+                                  f"\"check\" or \"artifact\" and read it from a later action (`inputs = [\"{tree}\"]`)")
+        ins = [self._file_path(where, "input", p) + _tree_mark(p) for p in _str_list(inputs, f"{where}: inputs")]
         tool_paths = [self._file_path(where, "tool", p) for p in _str_list(tools or [], f"{where}: tools")]
+        for declared, resolved in zip(inputs, ins):
+            if _tree_mark(declared) and not _under(resolved.rstrip("/"), self.ctx.out_dir):
+                raise ProgramApiError(f"{where}: input `{declared}` ends in `/`, so it is a tree output of another "
+                                      f"action, and those are under out_dir() (`{self.ctx.out_dir}`)")
         for declared, resolved in zip(list(inputs) + list(tools or []), ins + tool_paths):
-            if os.path.isdir(resolved):
+            if os.path.isdir(resolved) and not (resolved in ins and _tree_mark(declared)):
                 raise ProgramApiError(f"{where}: `{declared}` is a directory; list the files the action reads "
                                       f"(`mcpp.glob(\"dir/**\")` finds them)")
         if env is not None and not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str)
@@ -273,6 +285,12 @@ class McppApi(ContextApi):
 
 def run_glob(root: str, pattern: str) -> list[str]:
     return sorted(globs.expand(root, [pattern]))
+
+
+def _tree_mark(path: str) -> str:
+    """An output (or input) written with a trailing `/` is a tree: a directory the action fills
+    (cas/tree.py); the mark survives normalisation so every later stage can tell."""
+    return "/" if path.endswith("/") and path.strip("/") else ""
 
 
 _NAME_MAX = 255  # Linux: bytes in one path component

@@ -108,6 +108,7 @@ class ProgramContext:
     compile_flags: CompileContext = CompileContext()
     bins: tuple[BinRef, ...] = ()
     rule_packages: tuple[RulePackageRef, ...] = ()
+    dep_infos: str = ""  # JSON {dependency name: fields it provide()d}: a change re-evaluates this program
 
     def fingerprint(self) -> str:
         data = json.dumps([API_VERSION, asdict(self)], sort_keys=True, separators=(",", ":"))

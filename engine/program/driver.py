@@ -22,6 +22,7 @@ from ..package.model import Package, PackageGraph
 from ..package.program_result import ProgramResult
 from ..package.sources import device_extensions, package_sources
 from .api import FLOOR, McppApi
+from .api_providers import dep_infos
 from .cache import ProgramCache, dependencies
 from .context import AccelEntry, PayloadRef, ProgramContext, RuleModuleRef, ToolRef
 from .evaluate import PROGRAM_NAME, Evaluation, loads_of, parse, program_path
@@ -159,7 +160,7 @@ def _context(pkg: Package, device: list[str], c: Checked, inputs: ProgramInputs)
         host=inputs.host, features=tuple(sorted(pkg.features)), accel=inputs.accel, device_sources=tuple(device),
         tools=tuple(ToolRef(t.display, t.tool, t.path) for t in inputs.tools_of(pkg)), payloads=payloads,
         rule_modules=tuple(RuleModuleRef(n, r.path) for n, r in sorted(c.rule_modules.items())),
-        **inputs.extras(pkg, c.rule_modules))
+        dep_infos=dep_infos(pkg), **inputs.extras(pkg, c.rule_modules))
 
 
 def _check_claims(pkg: Package, device: list[str], exts: dict[str, str], result: ProgramResult) -> None:

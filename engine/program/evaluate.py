@@ -25,6 +25,7 @@ from ..errors import McppError, Position
 from ..manifest.load import display_path
 from .api import McppApi, ProgramApiError, file_digest
 from .api_context import PRELUDE_NAME, member, outside_prelude, struct_prelude
+from .api_providers import WRAPPERS
 from .bounded import TIME_LIMIT_ENV, run_bounded, time_limit
 from .modules import Loader, RuleModule, resolve
 
@@ -35,7 +36,8 @@ _GLOBALS = sl.Globals.extended_by([sl.LibraryExtension.StructType, sl.LibraryExt
 # The struct is built in Starlark from private callables, so `mcpp.action` reads as docs/rules.md writes it.
 # `print` is Starlark too: only there is the caller's line known (its frame in `call_stack()`).
 _PRELUDE_SOURCE = (struct_prelude()
-                   + "mcpp = struct(" + ", ".join(f"{n} = {member(n)}" for n in McppApi.FUNCTIONS) + ")\n"
+                   + "mcpp = struct(" + ", ".join(f"{n} = {WRAPPERS.get(n) or member(n)}" for n in McppApi.FUNCTIONS)
+                   + ")\n"
                    "def print(*args, sep = \" \"):\n"
                    "    _mcpp_print(call_stack(), sep.join([str(a) for a in args]))\n")
 

@@ -1,0 +1,154 @@
+"""`mcpp.probe(argv, inputs = [], tools = [])`: run a program while a build program is evaluated.
+
+A rule sometimes needs a fact only a tool can tell (`g++ -dumpversion`, `nvcc --dryrun`). The
+probe runs in the build's sandbox (`--sandbox`), with the actions' fixed environment, the
+declared tools mounted and the declared inputs staged (copies of package files, so a probe can
+never change them), and no outputs. Its answer is data the program may branch on, so it must be
+reproducible from what the engine can see:
+
+- every tool (argv[0] included) and input is recorded, with its digest, among the program's
+  reads: a changed compiler or input re-evaluates the program (cache.py), and argv lives in the
+  program text, whose change re-evaluates it too;
+- the result is cached on disk keyed by argv, the tools' and inputs' digests and their paths,
+  so a program that re-evaluates for another reason reuses an unchanged probe's answer instead
+  of running the tool again.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+
+import blake3
+
+from mcpp.cas.atomic import write_atomic
+from mcpp.cas.digest import digest_file
+
+from .api_errors import ProgramApiError
+
+# What `configure` is told by the build: the sandbox name (None: the best available) and the
+# directory sandboxes and the probe cache live in. The evaluation runs in a forked child
+# (bounded.py), which inherits these.
+_CONFIG: dict[str, str | None] = {"sandbox": None, "work_root": None, "cache_dir": None}
+_TIMEOUT = 30.0  # seconds; well inside the evaluation's own time limit
+_FORMAT = "mcpp-probe-1"
+
+
+def configure(sandbox: str | None, work_root: str, cache_dir: str) -> None:
+    _CONFIG.update(sandbox=sandbox, work_root=work_root, cache_dir=cache_dir)
+
+
+def run_probe(api, argv, inputs, tools) -> dict:
+    """Validate, look up the cache, else run; returns {code, stdout, stderr} for the struct."""
+    argv = _str_list(argv, "probe(): argv")
+    if not argv:
+        raise ProgramApiError("probe(): argv is empty")
+    if any("\0" in a for a in argv):
+        raise ProgramApiError("probe(): argv contains a NUL byte")
+    tool_paths = [_tool(t, ProgramApiError) for t in _str_list(tools, "probe(): tools")]
+    exe = _tool(argv[0], ProgramApiError, on_path=True)
+    if exe not in tool_paths:
+        tool_paths.insert(0, exe)
+    argv = [exe] + argv[1:]
+    staged: dict[str, str] = {}
+    for path in _str_list(inputs, "probe(): inputs"):
+        resolved = api._path(path)
+        rel = os.path.relpath(resolved, api.ctx.manifest_dir)
+        if rel.startswith("../") or rel == "..":
+            raise ProgramApiError(f"probe(): input `{path}` is not a file of package `{api.ctx.package}`")
+        api._inside(resolved, f"probe(): input `{path}`")
+        if not os.path.isfile(resolved):
+            raise ProgramApiError(f"probe(): input `{path}` does not exist or is not a file")
+        staged[rel] = resolved
+    digests = {p: digest_file(p).hash for p in tool_paths + list(staged.values())}  # as api.file_digest
+    api.reads.files.update(digests)
+    key = blake3.blake3(json.dumps([_FORMAT, argv, sorted(staged.items()), sorted(digests.items())])
+                        .encode()).hexdigest()
+    cached = _cached(key)
+    if cached is not None:
+        return cached
+    result = _run(argv, tool_paths, staged, ProgramApiError)
+    _store(key, result)
+    return result
+
+
+def _tool(name: str, error, on_path: bool = False) -> str:
+    """An absolute, existing executable: a bare name (argv[0] only) is looked up on the actions' PATH."""
+    if "/" not in name and on_path:
+        from ..plan.model import ACTION_ENV
+        search = dict(ACTION_ENV)["PATH"]
+        found = shutil.which(name, path=search)
+        if found is None:
+            raise error(f"probe(): `{name}` is not found on the actions' PATH ({search}); name the tool by "
+                        f"its absolute path or with `mcpp.dep_bin(...)`")
+        return found
+    if not os.path.isabs(name):
+        raise error(f"probe(): tool `{name}` must be an absolute path")
+    if not os.path.isfile(name) or not os.access(name, os.X_OK):
+        raise error(f"probe(): tool `{name}` does not exist or is not executable")
+    return os.path.normpath(name)
+
+
+def _run(argv: list[str], tools: list[str], staged: dict[str, str], error) -> dict:
+    from mcpp.sandbox import SandboxSpec, SandboxSpecError, SandboxUnavailable, make_sandbox
+    from ..plan.model import ACTION_ENV
+
+    work_root = _CONFIG["work_root"] or tempfile.gettempdir()
+    os.makedirs(work_root, exist_ok=True)
+    root = tempfile.mkdtemp(prefix="probe-", dir=work_root)
+    try:
+        inputs = {}
+        for rel, src in staged.items():
+            copy = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(copy), exist_ok=True)
+            shutil.copyfile(src, copy)
+            os.chmod(copy, 0o444)
+            inputs[rel] = copy
+        try:
+            sandbox, _warning = make_sandbox(_CONFIG["sandbox"], work_root)
+        except SandboxUnavailable as e:
+            raise error(f"probe(): {e}") from None
+        try:
+            spec = SandboxSpec(argv=tuple(argv), env=dict(ACTION_ENV), inputs=inputs, tools=tuple(tools),
+                               outputs=(), timeout=_TIMEOUT, label="probe", root=root)
+            try:
+                res = sandbox.run(spec)
+            except SandboxSpecError as e:
+                raise error(f"probe(): {e}") from None
+            sandbox.release(res)
+        finally:
+            sandbox.shutdown()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    if res.timed_out:
+        raise error(f"probe(): `{' '.join(argv)}` ran longer than {_TIMEOUT:g} s and was stopped")
+    return {"code": res.exit_code, "stdout": res.stdout.decode(errors="replace"),
+            "stderr": res.stderr.decode(errors="replace")}
+
+
+def _cache_path(key: str) -> str | None:
+    return os.path.join(_CONFIG["cache_dir"], key + ".json") if _CONFIG["cache_dir"] else None
+
+
+def _cached(key: str) -> dict | None:
+    path = _cache_path(key)
+    try:
+        with open(path, encoding="utf-8") as f:
+            entry = json.load(f)
+        return {k: entry[k] for k in ("code", "stdout", "stderr")}
+    except (TypeError, OSError, ValueError, KeyError):
+        return None
+
+
+def _store(key: str, result: dict) -> None:
+    path = _cache_path(key)
+    if path is not None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_atomic(path, json.dumps(result))
+
+
+def _str_list(value, what: str) -> list[str]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ProgramApiError(f"{what} must be a list of strings")
+    return list(value)
