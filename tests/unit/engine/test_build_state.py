@@ -41,8 +41,9 @@ def test_state_from_another_format_starts_over(execroot, state_dir):
     import marshal
     (state_dir / "actions").write_bytes(marshal.dumps(("mcpp-state-2", {"a": ("k", (), {})}, {}, {})))
     assert open_state(execroot, state_dir).recorded("a") is None
-    (state_dir / "actions").write_bytes(b"not marshal")
-    assert open_state(execroot, state_dir).recorded("a") is None
+    (state_dir / "actions").write_bytes(b"not marshal")  # damaged, not merely old: said once
+    with pytest.warns(StateDiscarded, match="unreadable; discarded"):
+        assert open_state(execroot, state_dir).recorded("a") is None
 
 
 def test_state_digests_missing_files_as_missing(execroot, state_dir):
