@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from engine_testdata import open_state, write as _write
 
 from mcpp.cas.action import Action, Platform
 from mcpp.cas.digest import digest_bytes
-from mcpp.cas.statcache import StatCache
+from mcpp.cas.statcache import StatCache, StateDiscarded
 from mcpp.engine import incremental
 from mcpp.engine.incremental import KeyComputer, ScanCache
 
