@@ -288,16 +288,13 @@ class RemoteCache:
             rd = by_local[(h, size)]
             return rd.hash, rd.size
 
-        def remote_dir(data: bytes) -> tuple[str, int]:
-            rd = store.fn.of_bytes(data)
-            return rd.hash, rd.size
-
-        def local_dir(data: bytes) -> tuple[str, int]:
-            ld = digest_bytes(data)
-            return ld.hash, ld.size
-
-        remote = tree_codec.recode(local, local_dir, remote_file, remote_dir)
+        remote = tree_codec.recode(local, _local_dir, remote_file, self._remote_dir)
         return self.local.put(tree_codec.encode(remote)), files
+
+    def _remote_dir(self, data: bytes) -> tuple[str, int]:
+        """A `Directory` message's digest in the server's function."""
+        rd = self._store.fn.of_bytes(data)
+        return rd.hash, rd.size
 
     def _local_tree(self, fetched: Digest) -> Digest:
         """A Tree fetched from the server (stored locally as `fetched`): fetch the files it names
@@ -313,15 +310,7 @@ class RemoteCache:
             ld = local[RemoteDigest(h, size)]
             return ld.hash, ld.size
 
-        def remote_dir(data: bytes) -> tuple[str, int]:
-            rd = store.fn.of_bytes(data)
-            return rd.hash, rd.size
-
-        def local_dir(data: bytes) -> tuple[str, int]:
-            ld = digest_bytes(data)
-            return ld.hash, ld.size
-
-        return self.local.put(tree_codec.encode(tree_codec.recode(remote, remote_dir, local_file, local_dir)))
+        return self.local.put(tree_codec.encode(tree_codec.recode(remote, self._remote_dir, local_file, _local_dir)))
 
     # --- digests of inputs ----------------------------------------------------------------
 
@@ -411,3 +400,9 @@ def _hint(e: RemoteError, settings: RemoteSettings) -> str:
     if "handshake" in text.lower() or "SSL" in text:
         return " (TLS handshake failed: check `tls-ca`, `tls-cert` and `tls-key` under [remote])"
     return ""
+
+
+def _local_dir(data: bytes) -> tuple[str, int]:
+    """A `Directory` message's digest in the local store's function (blake3)."""
+    ld = digest_bytes(data)
+    return ld.hash, ld.size
