@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
          "extern const std::size_t embedded_asset_count;\n";
     cpp << "#include \"" << header.substr(header.rfind('/') + 1) << "\"\n";
     std::vector<std::string> names;
+    std::vector<std::size_t> sizes;
     for (int i = 3; i < argc; ++i) {
         std::ifstream in(argv[i], std::ios::binary);
         if (!in) {
@@ -31,12 +32,11 @@ int main(int argc, char** argv) {
         cpp << "0};\n";
         std::string path = argv[i];
         names.push_back(path.substr(path.rfind('/') + 1));
+        sizes.push_back(bytes.size());
     }
     cpp << "const EmbeddedAsset embedded_assets[] = {\n";
-    for (int i = 3; i < argc; ++i) {
-        std::ifstream in(argv[i], std::ios::binary | std::ios::ate);
-        cpp << "    {\"" << names[i - 3] << "\", asset_" << i << ", " << in.tellg() << "},\n";
-    }
+    for (int i = 3; i < argc; ++i)
+        cpp << "    {\"" << names[i - 3] << "\", asset_" << i << ", " << sizes[i - 3] << "},\n";
     cpp << "    {nullptr, nullptr, 0}\n};\n"
         << "const std::size_t embedded_asset_count = " << names.size() << ";\n";
     return h && cpp ? 0 : 1;
