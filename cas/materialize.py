@@ -106,7 +106,9 @@ class Materializer:
         return p
 
     def copy_into(self, d: Digest, dest: str | os.PathLike[str], executable: bool = False) -> None:
-        """Make `dest` an independent, writable copy of the blob (atomically replacing it).
+        """Make `dest` an independent copy of the blob (atomically replacing it), read-only like
+        an output the build just produced (engine/pipeline.py), so an action reading it in place
+        under `--sandbox off` sees the mode a staged input has.
 
         For `target/`: a file there must not share its inode with the area, because every
         sandbox that stages the blob adds a link, which changes the inode's ctime, which would
@@ -123,7 +125,7 @@ class Materializer:
                 self.repaired += 1
                 self._create(d, src, EXEC_MODE if executable else FILE_MODE, replace=True)
                 shutil.copyfile(src, tmp)
-            os.chmod(tmp, 0o755 if executable else 0o644)
+            os.chmod(tmp, EXEC_MODE if executable else FILE_MODE)
             os.replace(tmp, dest)
         except BaseException:
             unlink_quietly(tmp)

@@ -21,6 +21,7 @@ threads; all bookkeeping of keys and state happens on the scheduler's thread.
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -139,6 +140,7 @@ class ActionPipeline:
         if res.exit_code == 0 and all(_present(self._abs(o)) for o in a.outputs):
             for o in a.outputs:
                 path = self._abs(o)
+                _read_only(path)
                 if o.endswith("/"):
                     try:
                         outcome.outputs[o] = tree.capture(path, self.store)
@@ -287,6 +289,19 @@ class ActionPipeline:
     def _abs(self, rel: str) -> str:
         return os.path.join(self.plan.execroot, rel)
 
+
+
+def _read_only(path: str) -> None:
+    """Give a produced output (each file of a tree output) the mode a restored one has, 0555 or
+    0444, as Bazel does: a later action then sees the same mode under every sandbox, including
+    `off`, which reads `target/` in place (a tar of a binary is the same bytes everywhere), and a
+    stray write into `target/` fails instead of silently diverging from the cache."""
+    paths = [path] if not path.endswith("/") else [
+        os.path.join(d, f) for d, _, files in os.walk(path) for f in files]
+    for p in paths:
+        st = os.lstat(p)
+        if not stat.S_ISLNK(st.st_mode):
+            os.chmod(p, 0o555 if st.st_mode & 0o111 else 0o444)
 
 
 def _present(path: str) -> bool:

@@ -135,9 +135,9 @@ def test_an_executable_write_runs_in_a_later_action(project, mcpp: Mcpp):
 
 def test_a_packed_binary_keeps_its_executable_bit_in_every_sandbox(project, mcpp: Mcpp):
     """A tar of the package's binary (`bin()`, read by an `artifact` action) keeps the
-    executable bit in every sandbox, and is byte-identical under bwrap and dir (staging and the
-    store keep the bit). Under off the action reads the linker's own file, which is also
-    writable by its owner (`-rwxr-xr-x`, not `-r-xr-xr-x`): that difference remains."""
+    executable bit in every sandbox and is byte-identical under bwrap, dir and off: staging and
+    the store keep the bit, and under off the action reads the linker's file in `target/`, which
+    the engine made read-only like every output (`-r-xr-xr-x` everywhere)."""
     root = project({
         "mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
         "src/main.cpp": "int main() { return 0; }\n",
@@ -158,9 +158,9 @@ def test_a_packed_binary_keeps_its_executable_bit_in_every_sandbox(project, mcpp
         res = mcpp("build", "--sandbox", mode, cwd=root)
         assert res.code == 0, res.err
         listing = (root / "target/dev/gen/p/p.tar.list").read_text()
-        assert listing.startswith("-r-xr-xr-x" if mode != "off" else "-rwxr-xr-x"), (mode, listing)
+        assert listing.startswith("-r-xr-xr-x"), (mode, listing)
         tars[mode] = (root / "target/dev/gen/p/p.tar").read_bytes()
-    assert tars["bwrap"] == tars["dir"]
+    assert tars["bwrap"] == tars["dir"] == tars["off"]
 
 
 def test_a_binary_of_a_dependency_runs_as_a_tool_of_a_later_action(project, mcpp: Mcpp):

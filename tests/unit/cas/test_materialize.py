@@ -209,3 +209,18 @@ def test_publish_file_fills_the_area_from_a_local_file_only_when_its_bytes_match
     other = digest_bytes(b"something else")
     assert mat.publish_file(other, src) is None  # never publishes bytes under the wrong name
     assert not os.path.exists(mat._mat_path(other, False))
+
+
+def test_copy_into_is_an_independent_read_only_copy_replacing_the_destination(mat, store, tmp_path):
+    """Outputs restored into `target/` have the modes a staged input has (0444, 0555), so an
+    action under `--sandbox off`, reading them in place, sees what a sandboxed one sees."""
+    d = store.put(b"\x7fELF...")
+    dest = tmp_path / "target" / "app"
+    dest.parent.mkdir()
+    dest.write_bytes(b"old")
+    os.chmod(dest, 0o444)
+    mat.copy_into(d, dest, executable=True)
+    assert dest.read_bytes() == b"\x7fELF..." and os.stat(dest).st_mode & 0o777 == 0o555
+    assert os.stat(dest).st_ino != os.stat(mat.path(d, executable=True)).st_ino
+    mat.copy_into(d, tmp_path / "target" / "data")
+    assert os.stat(tmp_path / "target" / "data").st_mode & 0o777 == 0o444
