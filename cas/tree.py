@@ -23,12 +23,16 @@ import stat
 from dataclasses import dataclass
 from typing import Callable
 
-from google.protobuf.message import DecodeError
-
 from .blobstore import BlobStore
 from .digest import Digest, digest_bytes
-from .remote import protocol as pb
-from .remote.tree_codec import encode, file_digests, recode  # noqa: F401 (part of this module's API)
+
+
+def _pb():
+    """The REAPI messages, imported on first use: protobuf costs about 40 ms to import, which a
+    build without tree outputs (a no-op above all) should not pay."""
+    from .remote import protocol
+
+    return protocol
 
 
 class TreeError(Exception):
@@ -49,6 +53,7 @@ def capture(root: str, store: BlobStore) -> Digest:
     """Store every file of `root` and the tree describing it; returns the tree's digest."""
     children: dict[Digest, bytes] = {}
     top = _directory(root, "", store, children)
+    pb = _pb()
     tree = pb.Tree(root=top)
     for data in (children[d] for d in sorted(children)):
         tree.children.add().ParseFromString(data)
@@ -60,6 +65,7 @@ def _encode(message) -> bytes:
 
 
 def _directory(path: str, rel: str, store: BlobStore, children: dict[Digest, bytes]):
+    pb = _pb()
     directory = pb.Directory()
     for name in sorted(os.listdir(path)):
         full, sub = os.path.join(path, name), posixpath.join(rel, name) if rel else name
@@ -105,7 +111,9 @@ def stays_inside(link_dir: str, target: str) -> bool:
 
 
 def read_tree(d: Digest, store: BlobStore):
-    tree = pb.Tree()
+    from google.protobuf.message import DecodeError  # with _pb(): only when a tree is read
+
+    tree = _pb().Tree()
     try:
         tree.ParseFromString(store.get(d))
     except DecodeError:
