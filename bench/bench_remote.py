@@ -1,4 +1,4 @@
-"""Remote cache: a fresh checkout against a warm REAPI cache vs a clean build (DESIGN §8: >= 5x).
+"""Remote cache: a fresh checkout against a warm REAPI cache vs a clean build (>= 5x), signed vs unsigned (<= +10%).
 
     .venv/bin/python bench/bench_remote.py [--sources 1000] [--jobs 2] [--runs 3] [--markdown FILE]
 
@@ -8,14 +8,19 @@ whole `mcpp build -j J --message-format json` command (wall clock, process start
 
 1. *clean build*: checkout A, empty `MCPP_HOME`, no remote: the baseline;
 2. *clean build + upload*: checkout A again (target/ removed), another empty `MCPP_HOME`,
-   `--remote URL --remote-upload` into the empty server: what a CI machine pays to fill the cache;
+   `--remote URL --remote-upload` into the empty server, signing every result with a key made by
+   `mcpp cache keygen` (`MCPP_REMOTE_SIGN_KEY`): what a CI machine pays to fill the cache;
 3. *fresh checkout, warm remote*: a copy B elsewhere, an empty `MCPP_HOME`, `--remote URL`:
-   what a laptop pays. Repeated `--runs` times (each with a new copy and an empty home); the
-   median is reported.
+   what a laptop pays, in two variants: *unsigned* (no trusted keys: results are used without
+   checking their signatures) and *signed* (`MCPP_REMOTE_TRUSTED_KEYS` names the CI key: every
+   result and header manifest is verified before it is used). Each variant runs `--runs` times,
+   interleaved (unsigned then signed, then the other order), each with a new copy and an empty
+   home, so a change in the machine's load falls on both alike; medians are reported.
 
 Checked: (1) and (2) run every compile and the link; (3) runs none, every action is a remote hit,
-and B's binary is byte-identical to A's and prints the same line. `--no-baseline` skips (1) and
-compares (3) with (2). Work goes under `bench/work/remote-nN/` (git-ignored).
+B's binary is byte-identical to A's and prints the same line, and every result of a signed run
+names the CI key as its signer (of an unsigned run: none). `--no-baseline` skips (1) and compares
+(3) with (2). Work goes under `bench/work/remote-nN/` (git-ignored).
 """
 from __future__ import annotations
 
@@ -53,10 +58,12 @@ def sh(argv: list[str]) -> str:
         return "?"
 
 
-def build(mcpp: str, cwd: str, home: str, jobs: int, extra: list[str]) -> tuple[float, Counter, list[dict]]:
+def build(mcpp: str, cwd: str, home: str, jobs: int, extra: list[str],
+          env_extra: dict[str, str] | None = None) -> tuple[float, Counter, list[dict]]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "MCPP_REMOTE",
-                                                            "MCPP_REMOTE_UPLOAD")}
-    env.update(MCPP_HOME=home, PYTHONPYCACHEPREFIX=os.path.join(BENCH, "work", "pycache"))
+                                                            "MCPP_REMOTE_UPLOAD", "MCPP_REMOTE_SIGN_KEY",
+                                                            "MCPP_REMOTE_TRUSTED_KEYS")}
+    env.update(MCPP_HOME=home, PYTHONPYCACHEPREFIX=os.path.join(BENCH, "work", "pycache"), **(env_extra or {}))
     argv = [mcpp, "build", "-j", str(jobs), "--message-format", "json", *extra]
     t0 = time.perf_counter()
     p = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
@@ -101,7 +108,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sources", type=int, default=1000, metavar="N", help="project size (default 1000)")
     ap.add_argument("--jobs", type=int, default=2, metavar="J", help="-j for every build (default 2)")
-    ap.add_argument("--runs", type=int, default=3, metavar="R", help="fresh-checkout runs (median; default 3)")
+    ap.add_argument("--runs", type=int, default=3, metavar="R",
+                    help="fresh-checkout runs of each variant, unsigned and signed (median; default 3)")
     ap.add_argument("--mcpp", default=os.path.join(ROOT, ".venv", "bin", "mcpp"), help="the mcpp to run")
     ap.add_argument("--no-baseline", action="store_true", help="skip the clean build without a remote")
     ap.add_argument("--markdown", metavar="FILE", help="also write the report there")
@@ -123,6 +131,15 @@ def main() -> None:
         with open(path, "rb") as f:
             return f.read(), sh([path])
 
+    keys = os.path.join(work, "keys")
+    os.makedirs(keys)
+    p = subprocess.run([args.mcpp, "cache", "keygen", "bench-ci"], cwd=keys, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise BenchError(f"mcpp cache keygen failed ({p.returncode}):\n{p.stderr}")
+    public = p.stdout.strip()
+    sign = {"MCPP_REMOTE_SIGN_KEY": os.path.join(keys, "bench-ci.secret")}
+    variants = {"unsigned": {}, "signed": {"MCPP_REMOTE_TRUSTED_KEYS": public}}
+
     with BuildGridServer(lru_size="4G") as server:
         remote = ["--remote", server.url]
         if not args.no_baseline:
@@ -133,43 +150,58 @@ def main() -> None:
             rows.append(("clean build (empty MCPP_HOME, no remote)", [dt], f"{total} actions executed"))
             clean_a()
         print("clean build + upload ...", file=sys.stderr, flush=True)
-        dt, counts, _ = build(args.mcpp, a, os.path.join(work, "home-ci"), args.jobs, [*remote, "--remote-upload"])
+        dt, counts, _ = build(args.mcpp, a, os.path.join(work, "home-ci"), args.jobs, [*remote, "--remote-upload"],
+                              sign)
         if counts != {"executed": total}:
             raise BenchError(f"clean build with upload: expected {total} executed actions, got {dict(counts)}")
-        rows.append(("clean build + --remote-upload into an empty server", [dt], f"{total} actions executed and uploaded"))
+        rows.append(("clean build + --remote-upload (signed) into an empty server", [dt],
+                     f"{total} actions executed, signed and uploaded"))
         want = binary(a)
 
-        fresh: list[float] = []
+        times: dict[str, list[float]] = {name: [] for name in variants}
         for run in range(args.runs):
-            print(f"fresh checkout, warm remote ({run + 1}/{args.runs}) ...", file=sys.stderr, flush=True)
-            b = os.path.join(work, f"elsewhere-{run}", "checkout")
-            shutil.copytree(a, b, ignore=shutil.ignore_patterns("target", "compile_commands.json"))
-            dt, counts, events = build(args.mcpp, b, os.path.join(work, f"home-laptop-{run}"), args.jobs, remote)
-            if counts != {"remote": total}:
-                raise BenchError(f"fresh checkout: expected {total} remote hits, got {dict(counts)}")
-            if binary(b) != want:
-                raise BenchError("fresh checkout: the binary differs from the clean build's")
-            fresh.append(dt)
-        rows.append(("fresh checkout elsewhere + empty MCPP_HOME + warm remote", fresh,
+            for name in (list(variants) if run % 2 == 0 else list(reversed(variants))):
+                print(f"fresh checkout, warm remote, {name} ({run + 1}/{args.runs}) ...", file=sys.stderr, flush=True)
+                b = os.path.join(work, f"elsewhere-{name}-{run}", "checkout")
+                shutil.copytree(a, b, ignore=shutil.ignore_patterns("target", "compile_commands.json"))
+                dt, counts, events = build(args.mcpp, b, os.path.join(work, f"home-laptop-{name}-{run}"), args.jobs,
+                                           remote, variants[name])
+                if counts != {"remote": total}:
+                    raise BenchError(f"fresh checkout ({name}): expected {total} remote hits, got {dict(counts)}")
+                signers = {e["origin"].get("signed-by") for e in events if e.get("reason") == "action-finished"}
+                if signers != {public if name == "signed" else None}:
+                    raise BenchError(f"fresh checkout ({name}): results signed by {signers}")
+                if binary(b) != want:
+                    raise BenchError(f"fresh checkout ({name}): the binary differs from the clean build's")
+                times[name].append(dt)
+        fresh = times["unsigned"]
+        rows.append(("fresh checkout elsewhere + empty MCPP_HOME + warm remote, unsigned (no trusted keys)", fresh,
                      f"{total} remote hits, 0 executed; binary byte-identical"))
+        rows.append(("fresh checkout, as above, signed (`MCPP_REMOTE_TRUSTED_KEYS` = the CI key)", times["signed"],
+                     f"{total} remote hits, each signed by the CI key; binary byte-identical"))
 
     baseline = rows[0][1][0]
     ratio = baseline / statistics.median(fresh)
+    slower = statistics.median(times["signed"]) / statistics.median(fresh) - 1
     out = ["## Remote cache (REAPI, BuildGrid 0.4.4)", ""]
     out += [f"- {line}" for line in header]
     out += [f"- command: `{' '.join(['.venv/bin/python bench/bench_remote.py', *sys.argv[1:]])}`",
             f"- project: `bench/gen_project.py --sources {args.sources}` ({total} actions); "
-            f"every build `mcpp build -j {args.jobs} --message-format json`, wall time including process start-up",
+            f"every build `mcpp build -j {args.jobs} --message-format json`, wall time including process start-up; "
+            f"fresh-checkout variants interleaved ({args.runs} runs each)",
             "- load average at end: " + " ".join(f"{x:.2f}" for x in os.getloadavg()),
             f"- binaries print: `{want[1]}`", "",
             "| scenario | median (s) | runs (s) | checked |", "|---|---:|---|---|"]
-    for label, times, check in rows:
-        out.append(f"| {label} | {statistics.median(times):.2f} | {' '.join(f'{t:.2f}' for t in times)} | {check} |")
+    for label, runs, check in rows:
+        out.append(f"| {label} | {statistics.median(runs):.2f} | {' '.join(f'{t:.2f}' for t in runs)} | {check} |")
     base_label = "clean build" if not args.no_baseline else "clean build + upload"
     out += ["", "Goal:", "",
             f"- DESIGN §8: fresh checkout against a warm remote at least 5x faster than a clean build: "
             f"{base_label} {baseline:.1f} s / fresh {statistics.median(fresh):.2f} s = {ratio:.1f}x -> "
-            f"**{'pass' if ratio >= 5 else 'FAIL'}**"]
+            f"**{'pass' if ratio >= 5 else 'FAIL'}**",
+            f"- issue 18: a signed fresh-checkout build at most 10% slower than an unsigned one: "
+            f"{statistics.median(times['signed']):.2f} s vs {statistics.median(fresh):.2f} s = {slower * 100:+.1f}% -> "
+            f"**{'pass' if slower <= 0.10 else 'FAIL'}**"]
     if not args.no_baseline:
         out.append(f"- upload overhead of --remote-upload on the clean build: "
                    f"{(rows[1][1][0] / baseline - 1) * 100:+.0f}%")

@@ -33,7 +33,10 @@ from dataclasses import dataclass
 from typing import Iterable
 
 SIGNATURE_TYPE_URL = "type.googleapis.com/mcpp.remote.ResultSignature.v1"
-PAYLOAD_VERSION = "mcpp-signed-result-v1"
+# v2 added the `tree` lines (output directories). A v1 signature never verifies as v2 (the first
+# line differs), so a result signed before trees were covered is refused and rebuilt, never
+# trusted for a tree it did not vouch for. Key files and the signature's envelope are unchanged.
+PAYLOAD_VERSION = "mcpp-signed-result-v2"
 
 # Why a remote result was refused (the words the build's warning uses).
 UNSIGNED = "unsigned"
@@ -46,6 +49,8 @@ SIGNED_FIELDS = {
     "output_files.path": "`output <json path> ...`, one line per output file, sorted by path",
     "output_files.digest": "`output ... <hash>/<size> ...`",
     "output_files.is_executable": "`output ... x` or `-`",
+    "output_directories.path": "`tree <json path> ...`, one line per output directory, sorted by path",
+    "output_directories.tree_digest": "`tree ... <hash>/<size>`: the REAPI Tree naming every file below it",
     "stdout_digest": "`stdout <hash>/<size>` (`-` when absent; `raw <len>` when only inlined)",
     "stderr_digest": "`stderr <hash>/<size>` (as stdout)",
     "exit_code": "`exit <code>`",
@@ -178,6 +183,8 @@ def signed_payload(action_digest, result) -> bytes:
     for f in sorted(result.output_files, key=lambda f: f.path):
         lines.append(f"output {json.dumps(f.path)} {f.digest.hash}/{f.digest.size_bytes} "
                      f"{'x' if f.is_executable else '-'}")
+    for d in sorted(result.output_directories, key=lambda d: d.path):
+        lines.append(f"tree {json.dumps(d.path)} {d.tree_digest.hash}/{d.tree_digest.size_bytes}")
     for name in ("stdout", "stderr"):
         if result.HasField(f"{name}_digest"):
             d = getattr(result, f"{name}_digest")

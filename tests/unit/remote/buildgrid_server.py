@@ -25,6 +25,9 @@ server:
     address: "{address}"
 {channel}
 {authorization}
+# BuildGrid's default (5 per CPU: 10 here) is also its limit on RPCs in flight; a client on a
+# loaded 2-CPU machine can have more waiting and would be told RESOURCE_EXHAUSTED.
+thread-pool-size: 64
 grpc-server-options:
   grpc.so_reuseport: 0
 

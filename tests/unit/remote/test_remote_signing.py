@@ -1,6 +1,8 @@
 """Signed remote results: the payload, keys, the trust policy and the settings that name them."""
 from __future__ import annotations
 
+import base64
+import json
 import os
 import stat
 
@@ -25,6 +27,8 @@ def honest_result():
     r = pb.ActionResult(exit_code=0)
     r.output_files.add(path="bin/app", digest=BLOB.to_proto(), is_executable=True)
     r.output_files.add(path="obj/main.o", digest=RemoteDigest("d" * 64, 10).to_proto())
+    r.output_directories.add(path="gen/docs", tree_digest=RemoteDigest("1" * 64, 300).to_proto())
+    r.output_directories.add(path="gen/api", tree_digest=RemoteDigest("2" * 64, 200).to_proto())
     r.stdout_digest.CopyFrom(RemoteDigest("e" * 64, 5).to_proto())
     r.stderr_digest.CopyFrom(RemoteDigest("f" * 64, 7).to_proto())
     return r
@@ -55,6 +59,16 @@ def _executable(a, r):
     return a, r
 
 
+def _tree_path(a, r):
+    r.output_directories[0].path = "gen/other"
+    return a, r
+
+
+def _tree_digest(a, r):
+    r.output_directories[1].tree_digest.hash = "0" * 64
+    return a, r
+
+
 def _stdout(a, r):
     r.ClearField("stdout_digest")
     return a, r
@@ -75,6 +89,8 @@ TAMPER = {
     "output_files.path": _path,
     "output_files.digest": _digest,
     "output_files.is_executable": _executable,
+    "output_directories.path": _tree_path,
+    "output_directories.tree_digest": _tree_digest,
     "stdout_digest": _stdout,
     "stderr_digest": _stderr,
     "exit_code": _exit,
@@ -102,16 +118,28 @@ def test_changing_any_signed_field_breaks_the_signature(field, ci):
 
 def test_every_field_mcpp_writes_into_a_result_is_signed():
     """A field `action_result` starts to fill must be added to the payload (and SIGNED_FIELDS)."""
-    action = Action(id="link p:app", kind="link", argv=("ld",), inputs=(), outputs=("bin/app",), cwd="")
-    r = action_result(action, {"bin/app": (BLOB, True)}, RemoteDigest("e" * 64, 5), RemoteDigest("f" * 64, 7))
+    action = Action(id="rule p:app", kind="rule", argv=("ld",), inputs=(), outputs=("bin/app", "gen/docs/"), cwd="")
+    outputs = {"bin/app": (BLOB, True), "gen/docs/": (RemoteDigest("1" * 64, 300), False)}
+    r = action_result(action, outputs, RemoteDigest("e" * 64, 5), RemoteDigest("f" * 64, 7))
     r.exit_code = 3  # proto3 omits zero: make it visible to ListFields
     seen = set()
     for fd, value in r.ListFields():
-        if fd.name == "output_files":
-            seen |= {f"output_files.{sub.name}" for f in value for sub, _ in f.ListFields()}
+        if fd.name in ("output_files", "output_directories"):
+            seen |= {f"{fd.name}.{sub.name}" for f in value for sub, _ in f.ListFields()}
         else:
             seen.add(fd.name)
     assert seen <= set(signing.SIGNED_FIELDS), seen - set(signing.SIGNED_FIELDS)
+
+
+def test_a_signature_over_the_payload_before_trees_were_signed_no_longer_verifies(ci):
+    """A v1 payload left output directories out: such a signature must not vouch for a tree."""
+    r = honest_result()
+    v1 = signing.signed_payload(ACTION, r).replace(signing.PAYLOAD_VERSION.encode(), b"mcpp-signed-result-v1", 1)
+    v1 = b"".join(line for line in v1.splitlines(keepends=True) if not line.startswith(b"tree "))
+    value = json.dumps({"key": ci.name, "public": base64.b64encode(ci.public.raw).decode(),
+                        "sig": base64.b64encode(ci.sign(v1)).decode()}).encode()
+    r.execution_metadata.auxiliary_metadata.add(type_url=signing.SIGNATURE_TYPE_URL, value=value)
+    assert signing.verify(r, ACTION, [ci.public]).reason == signing.MISMATCH
 
 
 def test_why_a_result_is_refused(ci):
