@@ -44,6 +44,7 @@ from .profiles import Profile, resolve_profile
 from .report import Reporter, Stopwatch
 from .schedule import ScheduleResult, run_graph
 from .stores import Stores
+from .timings import TimingsRecorder
 from .toolchain import Toolchain, resolve_toolchain
 
 
@@ -63,6 +64,8 @@ class BuildOptions:
     # `$MCPP_HOME`, resolved once when the command's options are made; every store, cache and
     # record of this build (and of the host tool builds it starts) lives under this one home.
     home: Home = field(default_factory=Home.default)
+    timings: str | None = None  # --timings: html | json report under target/mcpp-timings/
+    trace: str | None = None  # --trace FILE: a Chrome trace-event file
 
 
 @dataclass
@@ -121,7 +124,12 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
         watched = _programs(graph, layout, toolchain, profile, opts, reporter)
         plan = Planner(graph, toolchain, profile, layout=layout, scan=scans.scan, with_tests=with_tests,
                        includes=scans.includes).build()
-        result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores)
+        timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None
+        result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
+                                     timings)
+        if timings is not None:  # also for a failed build: where the time went is as telling
+            for path in timings.write(layout.target_dir, opts.timings, opts.trace):
+                reporter.status("Timings", display_path(path))
         if opts.target_override is None:  # a host tool's build leaves its source tree alone
             _write_compile_commands(layout, plan, changed=counters.fresh < len(plan.actions))
     finally:
@@ -222,7 +230,7 @@ def record_last_build(home: Home, counters: Counters) -> None:
 
 def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolchain, opts: BuildOptions,
               reporter: Reporter, state: BuildState, scans: ScanCache, runner: ActionRunner | None,
-              stores: Stores) -> tuple[ScheduleResult, Counters]:
+              stores: Stores, timings: TimingsRecorder | None = None) -> tuple[ScheduleResult, Counters]:
     """Schedule every action of the plan through the pipeline; save the state, also on failure."""
     # `--sandbox off` results are keyed apart (engine/trust.py).
     platform = trust.platform_for(toolchain.identity, host_triple(), opts.sandbox)
@@ -255,6 +263,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         workers, slots = max(jobs, min(4 * jobs, 32)), threading.BoundedSemaphore(jobs)
     pipeline = ActionPipeline(plan, state, keys, runner, stores, reporter,
                               ExplainLog(layout.explain_log, f"{platform.toolchain} on {platform.host}"), remote, slots)
+    pipeline.timings = timings
     packages = {p.name: p for p in graph.order}
     announced: set[str] = set()
     reporter.event("build-started", actions=len(plan.actions), jobs=jobs)
@@ -271,13 +280,16 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     completed = False
     try:
         result = run_graph([a.id for a in plan.actions], plan.prereqs, jobs=workers, check=pipeline.check,
-                           execute=pipeline.restore_or_run, finish=pipeline.finish, keep_going=opts.keep_going,
+                           execute=timings.timed(pipeline.restore_or_run) if timings else pipeline.restore_or_run,
+                           finish=pipeline.finish, keep_going=opts.keep_going,
                            on_start=on_start, on_progress=reporter.progress)
         completed = True
     finally:
         if isinstance(runner, SandboxRunner):
             runner.shutdown()  # also on Ctrl-C: kills running actions, removes their directories
         reporter.end_progress()
+        if timings is not None:
+            timings.finish()
         state.save()
         scans.save()
         pipeline.explain.save()

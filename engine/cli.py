@@ -89,6 +89,10 @@ def build_flags(fn):
                      help="Upload results of actions run here to the remote cache."),
         click.option("--message-format", type=click.Choice(["human", "json"]), default="human",
                      help="json: one JSON object per build event on stdout."),
+        click.option("--timings", type=click.Choice(["html", "json"]), is_flag=False, flag_value="html",
+                     default=None, help="Write a timings report to target/mcpp-timings/ (html, or =json)."),
+        click.option("--trace", "trace", metavar="FILE", type=click.Path(), default=None,
+                     help="Write a Chrome trace-event file of the build (Perfetto, chrome://tracing)."),
         click.option("-j", "--jobs", "jobs_local", type=int, default=None, metavar="N",
                      help="Parallel actions (default: number of CPUs)."),
         # Accepted after the subcommand too (`mcpp build -q`), as Cargo does.
@@ -116,7 +120,7 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
                             with_dev_deps=with_dev, target=kw["target"], accel=kw["accel"],
                             no_accel=kw["no_accel"], strict=kw["strict"]),
         jobs=jobs or 0, keep_going=kw["keep_going"], toolchain=kw["toolchain"], sandbox=kw["sandbox"],
-        remote=kw["remote"], remote_upload=kw["remote_upload"])
+        remote=kw["remote"], remote_upload=kw["remote_upload"], timings=kw["timings"], trace=kw["trace"])
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -144,7 +148,8 @@ def build_cmd(ctx: _Ctx, **kw):
     reporter = ctx.reporter(kw["message_format"])
     noop.forget(ctx.argv)
     outcome = build(opts, reporter)
-    if kw["message_format"] == "human" and not reporter.warned:
+    # A build asked for its timings writes a report each time: never answer it from the no-op path.
+    if kw["message_format"] == "human" and not reporter.warned and not (opts.timings or opts.trace):
         record_noop(ctx.argv, outcome, ctx.quiet)
 
 

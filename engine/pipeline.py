@@ -90,6 +90,7 @@ class ActionPipeline:
         self.by_id: dict[str, Action] = {a.id: a for a in plan.actions}
         self.candidates: dict[str, tuple[str, list[tuple[str, tuple[str, ...]]]]] = {}
         self.counters = Counters()
+        self.timings = None  # a TimingsRecorder when the build reports its timings (`--timings`)
 
     # -- scheduler thread -------------------------------------------------------------------
     def check(self, action_id: str) -> bool:
@@ -283,6 +284,8 @@ class ActionPipeline:
                                 message=decoded, replayed=True)
 
     def _event(self, a: Action, status: str, **extra) -> None:
+        if self.timings is not None:
+            self.timings.status(a.id, a.kind, self.plan.package_of[a.id], status)
         self.reporter.event("action-finished", id=a.id, kind=a.kind, package=self.plan.package_of[a.id],
                             status=status, **extra)
 

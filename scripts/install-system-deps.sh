@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Install the system packages the test suite needs on Debian 12: clang-19 with libc++ (for
-# `import std;`) and ninja (for the benchmark's comparison). gcc/g++ are assumed present.
+# `import std;`), ninja (for the benchmark's comparison) and chromium (the timings report is
+# checked in a real headless browser). gcc/g++ are assumed present.
 # Idempotent: installs only what is missing. Needs root (or sudo) when something is missing.
 set -euo pipefail
 
 need=()
-for p in clang-19 libc++-19-dev libc++abi-19-dev clang-tools-19 ninja-build; do
+for p in clang-19 libc++-19-dev libc++abi-19-dev clang-tools-19 ninja-build chromium; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 ((${#need[@]})) || exit 0
