@@ -128,6 +128,7 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
                                      timings)
         if timings is not None:  # also for a failed build: where the time went is as telling
+            timings.finish(skipped=len(result.skipped))
             for path in timings.write(layout.target_dir, opts.timings, opts.trace):
                 reporter.status("Timings", display_path(path))
         if opts.target_override is None:  # a host tool's build leaves its source tree alone
@@ -288,8 +289,6 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         if isinstance(runner, SandboxRunner):
             runner.shutdown()  # also on Ctrl-C: kills running actions, removes their directories
         reporter.end_progress()
-        if timings is not None:
-            timings.finish()
         state.save()
         scans.save()
         pipeline.explain.save()

@@ -40,6 +40,7 @@ class TimingsRecorder:
         self.wall = 0.0
         self.cpu_use = 0.0
         self.actions: dict[str, ActionTiming] = {}
+        self.skipped = 0  # actions never started: a prerequisite failed (they have no bar)
         self._lanes: dict[int, int] = {}  # worker thread ident -> lane
         self._lock = threading.Lock()
 
@@ -71,7 +72,8 @@ class TimingsRecorder:
             if status == "fresh":
                 t.start = t.end = time.monotonic() - self.t0
 
-    def finish(self) -> None:
+    def finish(self, skipped: int = 0) -> None:
+        self.skipped = skipped
         self.wall = time.monotonic() - self.t0
         cpu1 = _machine_cpu()
         if self.cpu0 and cpu1 and cpu1[1] > self.cpu0[1]:
@@ -92,7 +94,7 @@ class TimingsRecorder:
                 "packages": len({t.package for t in actions}),
                 "executed": counts.get("executed", 0), "cached": counts.get("cached", 0),
                 "remote": counts.get("remote", 0), "fresh": counts.get("fresh", 0),
-                "failed": counts.get("failed", 0),
+                "failed": counts.get("failed", 0), "skipped": self.skipped,
                 "jobs": self.jobs, "lanes": len(self._lanes),
                 "wall_s": round(self.wall, 4),
                 "busy_s": round(busy, 4),  # worker time spent on actions

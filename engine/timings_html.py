@@ -33,7 +33,7 @@ var D=JSON.parse(document.getElementById('timings-data').textContent);
 var NS='http://www.w3.org/2000/svg';
 var PALETTE=['#4e79a7','#f28e2b','#59a14f','#b07aa1','#edc948','#76b7b2','#ff9da7','#9c755f','#bab0ac','#e15759'];
 var STATUS={executed:{dash:'',op:1,stroke:'#222'},cached:{dash:'3,2',op:0.45,stroke:'#222'},
-  remote:{dash:'1,2',op:0.45,stroke:'#06c'},fresh:{dash:'',op:0.25,stroke:'#999'},failed:{dash:'',op:1,stroke:'#d00'}};
+  remote:{dash:'1,2',op:0.45,stroke:'#06c'},fresh:{dash:'',op:0.25,stroke:'#999'},failed:{dash:'',op:1,stroke:'#d00',width:2.5}};
 var kinds=[],kindColor={};
 D.actions.forEach(function(a){if(!(a.kind in kindColor)){kindColor[a.kind]=PALETTE[kinds.length%PALETTE.length];kinds.push(a.kind);}});
 function el(name,attrs,parent){var e=document.createElementNS(NS,name);
@@ -55,7 +55,7 @@ lanes.forEach(function(l,i){var t=el('text',{x:4,y:i*ROW+14},g);t.textContent=l<
 var bars=0;
 D.actions.forEach(function(a){var st=STATUS[a.status]||STATUS.executed,row=lanes.indexOf(a.lane);
   var r=el('rect',{x:x(a.start),y:row*ROW+2,width:Math.max(x(a.end)-x(a.start),1.5),height:ROW-4,
-    fill:kindColor[a.kind],'fill-opacity':st.op,stroke:st.stroke,'stroke-dasharray':st.dash,'class':'bar',
+    fill:kindColor[a.kind],'fill-opacity':st.op,stroke:st.stroke,'stroke-width':st.width||1,'stroke-dasharray':st.dash,'class':'bar',
     'data-id':a.id},g);
   r.addEventListener('mousemove',function(ev){tip.style.display='block';tip.style.left=(ev.clientX+12)+'px';
     tip.style.top=(ev.clientY+12)+'px';tip.textContent=a.id+' ('+a.package+', '+a.kind+', '+a.status+') '+fmt(a.duration);});
@@ -71,8 +71,8 @@ Object.keys(STATUS).forEach(function(k){var st=STATUS[k],s=document.createElemen
 // Concurrency: how many actions were running at each moment.
 var ev=[];D.actions.forEach(function(a){if(a.lane>=0){ev.push([a.start,1]);ev.push([a.end,-1]);}});
 ev.sort(function(a,b){return a[0]-b[0]||a[1]-b[1];});
-var peak=Math.max(1,D.summary.lanes),ch=140,c=el('svg',{width:LEFT+W+20,height:ch+24,id:'concurrency'},document.getElementById('conc-box'));
-axis(c,ch+18,ch);
+var peak=Math.max(1,D.summary.lanes),ch=140,c=el('svg',{width:LEFT+W+20,height:ch+34,id:'concurrency'},document.getElementById('conc-box'));
+var cg=el('g',{transform:'translate(0,10)'},c);c=cg;axis(c,ch+18,ch);
 for(var i=0;i<=peak;i+=Math.max(1,Math.ceil(peak/4))){var ty=el('text',{x:4,y:ch-i/peak*ch+4},c);ty.textContent=i;}
 var n=0,pts=[[x(0),ch]];ev.forEach(function(e){pts.push([x(e[0]),ch-n/peak*ch]);n+=e[1];pts.push([x(e[0]),ch-n/peak*ch]);});
 pts.push([x(wall),ch]);
@@ -93,7 +93,7 @@ def render(data: dict) -> str:
     rows = [
         ("Actions", f"{s['actions']} in {s['packages']} package(s)"),
         ("Executed / cached / remote", f"{s['executed']} / {s['cached']} / {s['remote']}"),
-        ("Fresh (up to date) / failed", f"{s['fresh']} / {s['failed']}"),
+        ("Fresh (up to date) / failed / skipped", f"{s['fresh']} / {s['failed']} / {s['skipped']}"),
         ("Wall time", f"{s['wall_s']:.2f} s"),
         ("Jobs / worker lanes used", f"{s['jobs']} / {s['lanes']}"),
         ("Worker time on actions", f"{s['busy_s']:.2f} s"),

@@ -67,6 +67,7 @@ def test_timings_html_is_self_contained_and_failed_builds_report_too(tmp_path, m
     data = json.loads(m.group(1))
     statuses = {a["id"].split(":")[-1]: a["status"] for a in data["actions"]}
     assert statuses["src/bad.cpp"] == "failed" and statuses["src/main.cpp"] == "executed"
+    assert data["summary"]["failed"] == 1 and data["summary"]["skipped"] == 1  # the link never started
 
 
 def _chromium() -> str | None:
