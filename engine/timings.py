@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Callable
 
+from .errors import McppError
+
 KEEP = 10  # dated reports kept in target/mcpp-timings/, besides the latest one
 
 
@@ -140,10 +142,12 @@ class TimingsRecorder:
             _prune(out_dir, ext)
             written.append(os.path.join(out_dir, f"report.{ext}"))
         if trace_path:
-            parent = os.path.dirname(os.path.abspath(trace_path))
-            os.makedirs(parent, exist_ok=True)
-            with open(trace_path, "w", encoding="utf-8") as f:
-                json.dump(self.trace(), f)
+            try:
+                os.makedirs(os.path.dirname(os.path.abspath(trace_path)), exist_ok=True)
+                with open(trace_path, "w", encoding="utf-8") as f:
+                    json.dump(self.trace(), f)
+            except OSError as e:
+                raise McppError(f"--trace {trace_path}: cannot write the trace: {e.strerror}") from None
             written.append(trace_path)
         return written
 

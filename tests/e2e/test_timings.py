@@ -98,3 +98,11 @@ def test_timings_report_draws_in_a_browser(tmp_path, mcpp):
     assert len(bars) == len(data["actions"]) == 6
     assert f'data-bars="{len(data["actions"])}"' in body
     assert p.stdout.count("<tr>") >= 6 + 6  # the summary rows and one row per slow action
+
+
+def test_an_unwritable_trace_is_a_user_error(tmp_path, mcpp):
+    root = copy_example("01-hello", tmp_path)
+    (root / "blocker").write_text("a file, not a directory\n")
+    res = mcpp("build", "--trace", "blocker/trace.json", cwd=root)
+    assert res.code == 2 and "Traceback" not in res.err
+    assert "error: --trace blocker/trace.json: cannot write the trace" in res.err
