@@ -281,6 +281,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         state.save()
         scans.save()
         pipeline.explain.save()
+        pipeline.warned.save()
         if remote is not None:
             remote.close(wait=completed)  # uploads still queued finish before `Finished`
     return result, pipeline.counters

@@ -1,0 +1,74 @@
+"""What the compiler said, as the user reads it: paths relative to where mcpp was started, the
+warnings of every unit on every build (also when nothing was rebuilt), and structured
+`compiler-message` events for tools."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.e2e.e2e_support import Mcpp
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+
+APP = {
+    "app/mcpp.toml": '[package]\nname = "app"\nversion = "0.1.0"\n\n[dependencies]\nmylib = { path = "../mylib" }\n',
+    "app/src/main.cpp": "int helper();\nint main() { return helper(); }\n",
+    "mylib/mcpp.toml": '[package]\nname = "mylib"\nversion = "0.1.0"\n',
+}
+
+
+def test_an_error_in_a_dependency_names_the_file_from_the_cwd(project, mcpp: Mcpp):
+    root = project({**APP, "mylib/src/lib.cpp": "int helper() {\n  return 0\n}\n"})
+    res = mcpp("build", cwd=root / "app")
+    assert res.code == 1, res.err
+    line = next(x for x in res.err.splitlines() if "error:" in x and "expected" in x)
+    assert line.startswith("../mylib/src/lib.cpp:2:11: error:"), res.err
+    assert "/execroot" not in res.err and "@@EXECROOT@@" not in res.err
+
+    res = mcpp("build", cwd=root / "mylib")  # from inside the package: plain relative paths
+    assert any(x.startswith("src/lib.cpp:2:11: error:") for x in res.err.splitlines()), res.err
+
+
+def test_warnings_are_replayed_on_every_build(project, mcpp: Mcpp):
+    root = project({**APP, "mylib/src/lib.cpp": '#warning "mind the gap"\nint helper() { return 0; }\n'})
+    app = root / "app"
+    warning = '../mylib/src/lib.cpp:1:2: warning: #warning "mind the gap" [-Wcpp]'
+    first = mcpp("build", cwd=app, check=True)
+    assert warning in first.err.splitlines(), first.err
+    noop = mcpp("build", cwd=app, check=True)  # nothing rebuilt: the warning is still shown
+    assert warning in noop.err.splitlines(), noop.err
+    again = mcpp("build", cwd=app, check=True)  # and the no-op fast path does not swallow it
+    assert warning in again.err.splitlines(), again.err
+
+    fresh = mcpp.build_json(cwd=app)
+    messages = [e for e in fresh.events if e["reason"] == "compiler-message"]
+    assert [e["message"] for e in messages] == ['#warning "mind the gap" [-Wcpp]'], fresh.out
+    assert messages[0]["replayed"] is True
+    assert [e["status"] for e in fresh.events if e["reason"] == "action-finished"] == ["fresh"] * 4
+
+    shutil.rmtree(app / "target")  # restored from the cache: the same words
+    restored = mcpp("build", cwd=app, check=True)
+    assert warning in restored.err.splitlines(), restored.err
+
+    (root / "mylib/src/lib.cpp").write_text("int helper() { return 0; }\n")  # fixed: gone for good
+    mcpp("build", cwd=app, check=True)
+    res = mcpp("build", cwd=app, check=True)
+    assert "warning" not in res.err, res.err
+
+
+def test_compiler_messages_are_structured(project, mcpp: Mcpp):
+    root = project({**APP, "mylib/src/lib.cpp":
+                    '#warning "first"\nint helper() {\n  int x = 1\n  return x;\n}\n'})
+    res = mcpp("build", "--message-format", "json", cwd=root / "app")
+    assert res.code == 1, res.err
+    messages = [e for e in res.events if e["reason"] == "compiler-message"]
+    assert [e["severity"] for e in messages] == ["warning", "error", "warning"], res.out
+    warning, error = messages[0], messages[1]
+    assert (warning["file"], warning["line"], warning["column"]) == ("../mylib/src/lib.cpp", 1, 2)
+    assert warning["message"] == '#warning "first" [-Wcpp]'
+    assert (error["file"], error["line"], error["column"]) == ("../mylib/src/lib.cpp", 4, 3)
+    assert error["message"].startswith("expected")
+    assert "In function 'int helper()'" in error["rendered"]
+    assert error["rendered"].splitlines()[1].startswith("../mylib/src/lib.cpp:4:3: error: expected")
+    assert all(e["id"] == "compile mylib:src/lib.cpp" and e["package"] == "mylib" for e in messages)
