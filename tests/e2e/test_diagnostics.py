@@ -72,3 +72,33 @@ def test_compiler_messages_are_structured(project, mcpp: Mcpp):
     assert "In function 'int helper()'" in error["rendered"]
     assert error["rendered"].splitlines()[1].startswith("../mylib/src/lib.cpp:4:3: error: expected")
     assert all(e["id"] == "compile mylib:src/lib.cpp" and e["package"] == "mylib" for e in messages)
+
+
+def test_a_misspelled_manifest_key_suggests_the_known_one(project, mcpp: Mcpp):
+    root = project({
+        "mcpp.toml": '[package]\nname = "t"\nversion = "0.1.0"\nstandrad = "c++20"\n\n'
+                     '[build]\ncxxflag = ["-O1"]\n\n[dependecies]\n',
+        "src/main.cpp": "int main() { return 0; }\n",
+    })
+    res = mcpp("build", cwd=root, check=True)
+    lines = res.err.splitlines()
+    for key, right, at in (("standrad", "standard", "4:1"), ("cxxflag", "cxxflags", "7:1"),
+                           ("dependecies", "dependencies", "9:2")):
+        i = next(i for i, x in enumerate(lines) if f"unknown key `{key}`" in x)
+        assert lines[i].startswith(f"mcpp.toml:{at}: warning:"), res.err
+        assert lines[i + 1] == f"help: did you mean `{right}`?", res.err
+
+    (root / "mcpp.toml").write_text('[package]\nname = "t"\nwhatever = 1\n')  # nothing close: no guess
+    res = mcpp("build", cwd=root)
+    assert "unknown key `whatever`" in res.err and "did you mean" not in res.err, res.err
+
+
+def test_an_error_keeps_the_warnings_that_explain_it(project, mcpp: Mcpp):
+    root = project({"mcpp.toml": '[package]\nname = "t"\nversoin = "0.1.0"\n',
+                    "src/main.cpp": "int main() { return 0; }\n"})
+    res = mcpp("build", cwd=root)
+    assert res.code == 2, res.err
+    lines = res.err.splitlines()
+    assert lines[:3] == ["mcpp.toml:3:1: warning: unknown key `versoin` in [package] (ignored)",
+                         "help: did you mean `version`?",
+                         "mcpp.toml:1:2: error: missing `package.version`"], res.err
