@@ -40,6 +40,7 @@ from .diagnostics import parse
 from .action_runner import ActionRunner, RunResult
 from .discovered_inputs import discovered_inputs
 from .explain import ExplainLog
+from .link_hints import link_hint
 from .incremental import BuildState, KeyComputer
 from .plan.planner import Plan
 from .report import Reporter
@@ -232,6 +233,10 @@ class ActionPipeline:
         res = outcome.run
         text = shown((res.stdout + res.stderr).decode("utf-8", "replace"), self.plan.execroot)
         self._show(a, text)
+        if not outcome.outputs and res.exit_code != 0:
+            hint = link_hint(a, text, self.plan.prereqs.get(a.id, ()))
+            if hint:
+                self.reporter.raw_warning(hint)
         if not outcome.outputs:
             self.state.forget(a.id)
             if res.exit_code == 0:

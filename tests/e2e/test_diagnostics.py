@@ -102,3 +102,22 @@ def test_an_error_keeps_the_warnings_that_explain_it(project, mcpp: Mcpp):
     assert lines[:3] == ["mcpp.toml:3:1: warning: unknown key `versoin` in [package] (ignored)",
                          "help: did you mean `version`?",
                          "mcpp.toml:1:2: error: missing `package.version`"], res.err
+
+
+def test_a_failed_link_says_what_was_linked(project, mcpp: Mcpp):
+    root = project({**APP, "app/src/main.cpp": "int helper(); int other();\nint main() { return helper() + other(); }\n",
+                    "mylib/src/lib.cpp": "int helper() { return 0; }\n"})
+    res = mcpp("build", cwd=root / "app")
+    assert res.code == 1, res.err
+    assert "undefined reference to `other()'" in res.err, res.err
+    hints = [x for x in res.err.splitlines() if x.startswith("help:")]
+    assert hints == ["help: linking target `app` of package `app` from sources `src/main.cpp` and dependencies "
+                     "`mylib`: the source that defines the symbol is not among them (add it to `[build] sources`) "
+                     "or its package is not in `[dependencies]`"], res.err
+
+    (root / "app/src/main.cpp").write_text("int helper();\nint mian() { return helper(); }\n")
+    res = mcpp("build", cwd=root / "app")
+    assert res.code == 1, res.err
+    hints = [x for x in res.err.splitlines() if x.startswith("help:")]
+    assert hints == ["help: target `app` of package `app` has no `main` function: its `main` setting names "
+                     "`src/main.cpp` (set `main` under [targets.app] to the source that defines `main`)"], res.err
