@@ -23,6 +23,7 @@ from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
 from . import noop, trust
 from .action_runner import ActionRunner, SandboxRunner
+from .empty_packages import empty_package_warnings
 from .errors import BuildFailed, McppError
 from .explain import ExplainLog
 from .host_tools import HostTools, ToolBuilder
@@ -121,6 +122,8 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
         watched = _programs(graph, layout, toolchain, profile, opts, reporter)
         plan = Planner(graph, toolchain, profile, layout=layout, scan=scans.scan, with_tests=with_tests,
                        includes=scans.includes).build()
+        for w in empty_package_warnings(graph, plan):
+            reporter.raw_warning(w)
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores)
         if opts.target_override is None:  # a host tool's build leaves its source tree alone
             _write_compile_commands(layout, plan, changed=counters.fresh < len(plan.actions))

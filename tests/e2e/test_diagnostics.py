@@ -121,3 +121,27 @@ def test_a_failed_link_says_what_was_linked(project, mcpp: Mcpp):
     hints = [x for x in res.err.splitlines() if x.startswith("help:")]
     assert hints == ["help: target `app` of package `app` has no `main` function: its `main` setting names "
                      "`src/main.cpp` (set `main` under [targets.app] to the source that defines `main`)"], res.err
+
+
+def test_a_package_with_no_sources_warns(project, mcpp: Mcpp):
+    root = project({"mcpp.toml": '[package]\nname = "e"\nversion = "0.1.0"\n', "source/main.cpp": "int main() {}\n"})
+    res = mcpp("build", cwd=root, check=True)
+    assert ("mcpp.toml:1:2: warning: package `e` has no sources (nothing matches `src/**/*.c`, `src/**/*.cpp`, "
+            "`src/**/*.cc`, ...), so it builds nothing; write `sources = []` under [build] if that is meant"
+            ) in res.err.splitlines(), res.err
+
+    (root / "mcpp.toml").write_text('[package]\nname = "e"\nversion = "0.1.0"\n\n[build]\nsources = []\n')
+    res = mcpp("build", cwd=root, check=True)  # on purpose: quiet
+    assert "warning" not in res.err, res.err
+
+
+def test_terminal_escapes_in_mcpps_own_text_are_shown_escaped(project, mcpp: Mcpp):
+    root = project({
+        "mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+        "src/main.cpp": '#warning "tool \x1b]0;pwned\x07 text"\nint main() { return 0; }\n',
+        "build.star": 'mcpp.warning("title \\x1b]0;pwned\\x07 set")\n',
+    })
+    res = mcpp("build", cwd=root, check=True)
+    assert "\x1b" not in res.err and "\x07" not in res.err, repr(res.err)
+    assert "warning: p: title \\x1b]0;pwned\\x07 set" in res.err, res.err
+    assert "tool \\x1b]0;pwned\\x07 text" in res.err, res.err  # echoed by the compiler
