@@ -11,17 +11,41 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
+
+from mcpp.cas.action import Action, ActionKind
 
 # A path a compiler or linker names: at the start of a line (`a/b.cpp:4:2: error:`,
 # `a/b.cpp: In function`), after "from " (include chains), after `ld: ` and the like. It runs
 # until a character that ends a path in a diagnostic.
-_PATH_TOKEN = re.compile(r"(?:^|(?<=[\s'\"`(]))((?:\.\./)*[\w.+-]+(?:/[\w.+-]+)*)(?=[:,)'\"`]|$)",
+_PATH_TOKEN = re.compile(r"(?:^|(?<=[\s'\"`(])|(?<=\x1b\[K)|(?<=\x1b\[1m)|(?<=\x1b\[m))((?:\.\./)*[\w.+-]+(?:/[\w.+-]+)*)(?=[:,)'\"`]|$)",
                          re.MULTILINE)
 # `file:line:col: severity: message` (gcc, clang) and `file:line: severity: message` (tools).
 _DIAGNOSTIC = re.compile(
     r"^(?:\x1b\[[0-9;]*[mK])*(?P<file>[^\s:][^:\n]*?):(?P<line>\d+):(?:(?P<column>\d+):)?(?:\x1b\[[0-9;]*[mK])* "
     r"(?:\x1b\[[0-9;]*[mK])*(?P<severity>fatal error|error|warning|note)(?:\x1b\[[0-9;]*[mK])*: (?P<message>.*)$")
 _SGR = re.compile(r"\x1b\[[0-9;]*[mK]")
+
+
+_COMPILER = re.compile(r"(?:.*-)?(?:g\+\+|gcc|c\+\+|cc|clang|clang\+\+)(?:-\d+(?:\.\d+)*)?")
+COLOUR_FLAG = "-fdiagnostics-color=always"
+
+
+def coloured(a: Action) -> Action:
+    """`a` with its compiler told to colour its diagnostics (their output is piped, so it would
+    not on its own). Only the run gets the flag, never the key: the object is the same bytes
+    either way, so a build with colours and one without share their cache entries, and the
+    output stored with the entry is replayed with its colours, or without them (`plain`)."""
+    if a.kind not in (ActionKind.COMPILE, ActionKind.LINK) or not a.argv or COLOUR_FLAG in a.argv:
+        return a
+    if not _COMPILER.fullmatch(os.path.basename(a.argv[0])):
+        return a
+    return replace(a, argv=(a.argv[0], COLOUR_FLAG) + tuple(a.argv[1:]))
+
+
+def plain(text: str) -> str:
+    """`text` without colour sequences: for a terminal that gets none and for JSON."""
+    return _SGR.sub("", text) if "\x1b" in text else text
 
 
 def user_path(path: str, root: str) -> str:

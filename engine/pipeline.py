@@ -36,7 +36,7 @@ from mcpp.cas.remote.trust import event_origin
 from mcpp.cas import tree
 
 from .action_output import shown
-from .diagnostics import parse
+from .diagnostics import coloured, parse, plain
 from .action_runner import ActionRunner, RunResult
 from .discovered_inputs import discovered_inputs
 from .explain import ExplainLog
@@ -140,7 +140,7 @@ class ActionPipeline:
             if path in self.plan.generated:
                 write_if_changed(os.path.join(self.plan.execroot, path), self.plan.generated[path])
         with self.local_slots or nullcontext():
-            res = self.runner.run(a)
+            res = self.runner.run(coloured(a) if self.reporter.compiler_colour else a)
         outcome = Outcome(run=res)
         if res.exit_code == 0 and all(_present(self._abs(o)) for o in a.outputs):
             for o in a.outputs:
@@ -304,9 +304,9 @@ class ActionPipeline:
         (with `file`, `line`, `column`, `severity`, `message` and its `rendered` text) for tools."""
         if not text:
             return
-        self.reporter.diagnostics(text)
+        self.reporter.diagnostics(text if self.reporter.compiler_colour else plain(text))
         extra = {"replayed": True} if replayed else {}
-        for record in parse(text):
+        for record in parse(plain(text)):
             self.reporter.event("compiler-message", id=a.id, package=self.plan.package_of[a.id], **record, **extra)
 
     def _event(self, a: Action, status: str, **extra) -> None:

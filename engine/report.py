@@ -54,6 +54,8 @@ class Reporter:
         self.color = color == "always" or (color == "auto" and isatty and "NO_COLOR" not in os.environ)
         self._progress_shown = False
         self._lock = threading.Lock()
+        # Compilers colour their diagnostics when told to (not in JSON, whose `rendered` is plain).
+        self.compiler_colour = self.color and not json_mode
         self.warned = False  # any warning shown (a build that warned is never answered by the no-op fast path)
 
     # -- plain lines ---------------------------------------------------------------------------

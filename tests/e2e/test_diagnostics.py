@@ -145,3 +145,22 @@ def test_terminal_escapes_in_mcpps_own_text_are_shown_escaped(project, mcpp: Mcp
     assert "\x1b" not in res.err and "\x07" not in res.err, repr(res.err)
     assert "warning: p: title \\x1b]0;pwned\\x07 set" in res.err, res.err
     assert "tool \\x1b]0;pwned\\x07 text" in res.err, res.err  # echoed by the compiler
+
+
+def test_compiler_colours_with_color_always_and_the_same_cache_without(project, mcpp: Mcpp):
+    root = project({**APP, "mylib/src/lib.cpp": '#warning "mind the gap"\nint helper() { return 0; }\n'})
+    app = root / "app"
+    coloured = mcpp("--color", "always", "build", cwd=app, check=True)
+    assert "\x1b[01;35m\x1b[Kwarning" in coloured.err, repr(coloured.err)
+    assert "../mylib/src/lib.cpp:1:2:" in coloured.err, repr(coloured.err)  # paths still the user's
+
+    plain = mcpp("--color", "never", "build", "--message-format", "json", cwd=app, check=True)
+    assert {e["status"] for e in plain.events if e["reason"] == "action-finished"} == {"fresh"}, plain.out
+    assert "\x1b" not in plain.out + plain.err, repr(plain.err)
+    [message] = [e for e in plain.events if e["reason"] == "compiler-message"]
+    assert message["rendered"].startswith('../mylib/src/lib.cpp:1:2: warning: #warning "mind the gap"')
+
+    shutil.rmtree(app / "target")
+    replayed = mcpp("--color", "always", "build", cwd=app, check=True)  # restored: colours kept
+    assert "\x1b[01;35m\x1b[Kwarning" in replayed.err, repr(replayed.err)
+    assert "4 cached" in replayed.out, replayed.out
