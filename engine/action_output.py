@@ -15,7 +15,7 @@ import re
 
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
-from .manifest.load import display_path
+from .diagnostics import relative_paths_shown, user_path
 
 # A path after the placeholder runs until whitespace or a character that ends a path in a
 # diagnostic (`file:line:`, quotes, brackets, a comma).
@@ -33,13 +33,13 @@ def portable(data: bytes, root_seen: str) -> bytes:
 
 
 def shown(text: str, execroot: str) -> str:
-    """`text` with each `@@EXECROOT@@/<path>` as the user's path of that file."""
-    if EXECROOT_PLACEHOLDER not in text:
-        return text
+    """`text` with each `@@EXECROOT@@/<path>`, and each path the tool named relative to the
+    execroot (its working directory), as the user's path of that file."""
+    if EXECROOT_PLACEHOLDER in text:
+        def placeholder_path(m: re.Match) -> str:
+            rest = (m.group(1) or "").strip("/")
+            path = os.path.join(execroot, rest) if rest else execroot
+            return user_path(path, execroot) or "."
 
-    def user_path(m: re.Match) -> str:
-        rest = (m.group(1) or "").strip("/")
-        path = os.path.join(execroot, rest) if rest else execroot
-        return display_path(path) if rest else (display_path(path) or ".")
-
-    return _PLACEHOLDER_PATH.sub(user_path, text)
+        text = _PLACEHOLDER_PATH.sub(placeholder_path, text)
+    return relative_paths_shown(text, execroot)

@@ -23,6 +23,7 @@ from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
 from . import noop, trust
 from .action_runner import ActionRunner, SandboxRunner
+from .empty_packages import empty_package_warnings
 from .errors import BuildFailed, McppError
 from .explain import ExplainLog
 from .host_tools import HostTools, ToolBuilder
@@ -124,6 +125,8 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
         watched = _programs(graph, layout, toolchain, profile, opts, reporter)
         plan = Planner(graph, toolchain, profile, layout=layout, scan=scans.scan, with_tests=with_tests,
                        includes=scans.includes).build()
+        for w in empty_package_warnings(graph, plan):
+            reporter.raw_warning(w)
         timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
                                      timings)
@@ -292,6 +295,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         state.save()
         scans.save()
         pipeline.explain.save()
+        pipeline.warned.save()
         if remote is not None:
             remote.close(wait=completed)  # uploads still queued finish before `Finished`
     return result, pipeline.counters

@@ -36,10 +36,11 @@ class McppError(Exception):
         self.message = message
         self.pos = pos
         self.notes = notes or []
+        self.warnings: list[str] = []  # warnings about the same input, shown before the error
 
     def render(self) -> str:
         head = f"{self.pos}: error: {self.message}" if self.pos else f"error: {self.message}"
-        return "\n".join([head, *self.notes])
+        return "\n".join([*self.warnings, head, *self.notes])
 
 
 class ManifestError(McppError):

@@ -36,13 +36,16 @@ from mcpp.cas.remote.trust import event_origin
 from mcpp.cas import tree
 
 from .action_output import shown
+from .diagnostics import coloured, parse, plain
 from .action_runner import ActionRunner, RunResult
 from .discovered_inputs import discovered_inputs
 from .explain import ExplainLog
+from .link_hints import link_hint
 from .incremental import BuildState, KeyComputer
 from .plan.planner import Plan
 from .report import Reporter
 from .stores import Stores
+from .warned_actions import WarnedActions
 
 if TYPE_CHECKING:  # the remote layer imports gRPC: only builds that use it load it
     from mcpp.cas.remote.cache import RemoteCache
@@ -91,12 +94,14 @@ class ActionPipeline:
         self.candidates: dict[str, tuple[str, list[tuple[str, tuple[str, ...]]]]] = {}
         self.counters = Counters()
         self.timings = None  # a TimingsRecorder when the build reports its timings (`--timings`)
+        self.warned = WarnedActions(state.file + ".warned")
 
     # -- scheduler thread -------------------------------------------------------------------
     def check(self, action_id: str) -> bool:
         a = self.by_id[action_id]
         if self.keys.fresh(a):
             self.counters.fresh += 1
+            self._replay_fresh(a)
             self._event(a, "fresh")
             return True
         key1 = self.keys.key(a, ())
@@ -136,7 +141,7 @@ class ActionPipeline:
             if path in self.plan.generated:
                 write_if_changed(os.path.join(self.plan.execroot, path), self.plan.generated[path])
         with self.local_slots or nullcontext():
-            res = self.runner.run(a)
+            res = self.runner.run(coloured(a) if self.reporter.compiler_colour else a)
         outcome = Outcome(run=res)
         if res.exit_code == 0 and all(_present(self._abs(o)) for o in a.outputs):
             for o in a.outputs:
@@ -211,6 +216,7 @@ class ActionPipeline:
     def _finish_cached(self, a: Action, outcome: Outcome, status: str = "cached") -> bool:
         entry = outcome.entry
         self._replay(a, entry)
+        self.warned.set(a.id, outcome.key, entry.stdout is not None or entry.stderr is not None)
         self.keys.outputs_settled({out: digest for out, (digest, _mode) in entry.outputs.items()})
         outputs = {out: str(digest) for out, (digest, _mode) in entry.outputs.items()}
         self.state.record(a.id, outcome.key, outcome.discovered, outputs)
@@ -227,9 +233,11 @@ class ActionPipeline:
     def _finish_run(self, a: Action, outcome: Outcome) -> bool:
         res = outcome.run
         text = shown((res.stdout + res.stderr).decode("utf-8", "replace"), self.plan.execroot)
-        if text:
-            self.reporter.diagnostics(text)
-            self.reporter.event("compiler-message", id=a.id, package=self.plan.package_of[a.id], message=text)
+        self._show(a, text)
+        if not outcome.outputs and res.exit_code != 0:
+            hint = link_hint(a, text, self.plan.prereqs.get(a.id, ()))
+            if hint:
+                self.reporter.raw_warning(hint)
         if not outcome.outputs:
             self.state.forget(a.id)
             if res.exit_code == 0:
@@ -253,6 +261,7 @@ class ActionPipeline:
             stderr=self.store.put(res.stderr) if res.stderr else None,
             inputs=inputs)
         self.ac.put(key, entry)
+        self.warned.set(a.id, key, bool(res.stdout or res.stderr))
         if a.depfile:
             self.ac.add_manifest(self.candidates[a.id][0], discovered)
         if self.remote is not None and self.remote.upload_enabled:
@@ -278,10 +287,28 @@ class ActionPipeline:
                 except StoreError:
                     pass
         if text:
-            decoded = shown(text.decode("utf-8", "replace"), self.plan.execroot)
-            self.reporter.diagnostics(decoded)
-            self.reporter.event("compiler-message", id=a.id, package=self.plan.package_of[a.id],
-                                message=decoded, replayed=True)
+            self._show(a, shown(text.decode("utf-8", "replace"), self.plan.execroot), replayed=True)
+
+    def _replay_fresh(self, a: Action) -> None:
+        """Say again what a fresh action printed when it last ran: its warnings stay on screen
+        until fixed, as Cargo's do (only actions that printed something cost a lookup)."""
+        key = self.warned.key_of(a.id)
+        rec = self.state.recorded(a.id)
+        if key is None or rec is None or rec[0] != key:
+            return
+        entry = self.ac.get(key)
+        if entry is not None:
+            self._replay(a, entry)
+
+    def _show(self, a: Action, text: str, replayed: bool = False) -> None:
+        """An action's output: verbatim for the user, one `compiler-message` event per diagnostic
+        (with `file`, `line`, `column`, `severity`, `message` and its `rendered` text) for tools."""
+        if not text:
+            return
+        self.reporter.diagnostics(text if self.reporter.compiler_colour else plain(text))
+        extra = {"replayed": True} if replayed else {}
+        for record in parse(plain(text)):
+            self.reporter.event("compiler-message", id=a.id, package=self.plan.package_of[a.id], **record, **extra)
 
     def _event(self, a: Action, status: str, **extra) -> None:
         if self.timings is not None:

@@ -10,9 +10,34 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 import time
+
+
+# Control characters other than newline and tab: in a manifest value, a build program's warning,
+# an action id or a tool's output they would reach the terminal, which obeys them (set the
+# window title, move the cursor, hide text). mcpp's own text shows them escaped instead.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
+# What a compiler's coloured diagnostics contain (colour on and off, erase to end of line):
+# the only sequences compiler output keeps on its way to the terminal.
+_SGR = re.compile(r"\x1b\[[0-9;]*[mK]")
+
+
+def escaped(text: str) -> str:
+    """`text` with each control character (ESC, BEL, CR, ...) written as `\\x1b` and the like."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def tool_output(text: str) -> str:
+    """A tool's output as shown: its colours kept, every other control sequence escaped."""
+    parts = _SGR.split(text)
+    colours = _SGR.findall(text)
+    out = [escaped(parts[0])]
+    for colour, part in zip(colours, parts[1:]):
+        out += [colour, escaped(part)]
+    return "".join(out)
 
 
 class Reporter:
@@ -29,6 +54,8 @@ class Reporter:
         self.color = color == "always" or (color == "auto" and isatty and "NO_COLOR" not in os.environ)
         self._progress_shown = False
         self._lock = threading.Lock()
+        # Compilers colour their diagnostics when told to (not in JSON, whose `rendered` is plain).
+        self.compiler_colour = self.color and not json_mode
         self.warned = False  # any warning shown (a build that warned is never answered by the no-op fast path)
 
     # -- plain lines ---------------------------------------------------------------------------
@@ -39,7 +66,7 @@ class Reporter:
         """`   Compiling hello v0.1.0 (.)`: the verb right-aligned in 12 columns."""
         if self.quiet and not important:
             return
-        self._write(self.status_stream, f"{self._paint(verb.rjust(12), '1;32')} {message}")
+        self._write(self.status_stream, f"{self._paint(verb.rjust(12), '1;32')} {escaped(message)}")
 
     def line(self, text: str) -> None:
         """A plain line of results on stdout (test outcomes), even under --quiet."""
@@ -47,18 +74,19 @@ class Reporter:
 
     def note(self, message: str) -> None:
         if self.verbose:
-            self._write(self.status_stream, message)
+            self._write(self.status_stream, escaped(message))
 
     def warning(self, message: str) -> None:
         self.warned = True
-        self._write(self.err, f"{self._paint('warning', '1;33')}: {message}")
+        self._write(self.err, f"{self._paint('warning', '1;33')}: {escaped(message)}")
 
     def raw_warning(self, line: str) -> None:
         """A warning already formatted as `path:line:col: warning: ...`."""
         self.warned = True
-        self._write(self.err, line)
+        self._write(self.err, escaped(line))
 
     def error(self, rendered: str) -> None:
+        rendered = escaped(rendered)
         head, _, rest = rendered.partition("error:")
         if self.color and _:
             rendered = f"{head}{self._paint('error', '1;31')}:{rest}"
@@ -68,7 +96,7 @@ class Reporter:
         """Compiler output, verbatim, exactly once."""
         if text:
             self.warned = True
-            self._write(self.err, text.rstrip("\n"))
+            self._write(self.err, tool_output(text.rstrip("\n")))
 
     def event(self, reason: str, **fields) -> None:
         if self.json_mode:
@@ -87,7 +115,7 @@ class Reporter:
         width = 25
         filled = width * done // total
         bar = "=" * max(filled - 1, 0) + (">" if filled else "") + " " * (width - filled)
-        what = ", ".join(running[:3])
+        what = escaped(", ".join(running[:3]))
         line = f"{self._paint('Building'.rjust(12), '1;36')} [{bar}] {done}/{total}: {what}"
         cols = _terminal_columns()
         with self._lock:

@@ -96,10 +96,15 @@ def parse_manifest(path: str, strict: bool = False) -> ManifestSource:
     warnings: list[str] = []
     r = Reader(path, text, smap, strict=strict, warnings=warnings)
     unconditional = {k: v for k, v in doc.items() if k != "target"}
-    builder = Builder(r, unconditional, host_os=host_context().host.os)
-    base = builder.build()
-    blocks = conditions.read_blocks(r, doc, base.features, builder.read_build, builder.read_runtime,
-                                    host_os=host_context().host.os)
+    try:
+        builder = Builder(r, unconditional, host_os=host_context().host.os)
+        base = builder.build()
+        blocks = conditions.read_blocks(r, doc, base.features, builder.read_build, builder.read_runtime,
+                                        host_os=host_context().host.os)
+    except ManifestError as e:
+        # A misspelled `versoin` is the cause of "missing `package.version`": keep its warning.
+        e.warnings = [w for w in warnings if w not in e.warnings]
+        raise
     if base.is_virtual and blocks:
         raise r.fail(("target",), "a virtual workspace builds nothing of its own, so it has no [target.<selector>] "
                                   "sections; put them in the members' manifests", prefer="key")

@@ -170,9 +170,13 @@ class Reader:
             self.unknown(keypath + (key,), f"unknown key `{key}` in {where}", known)
 
     def unknown(self, keypath: tuple, message: str, known: tuple[str, ...]) -> None:
+        # A typo silently drops a flag, the standard or a dependency: name the key it resembles.
+        near = schema.close_key(str(keypath[-1]), known) if keypath else None
+        hint = f"help: did you mean `{near}`?" if near else None
         if self.strict:
-            raise self.fail(keypath, f"{message} (--strict); known keys: {', '.join(known)}", prefer="key")
-        self.warn(keypath, f"{message} (ignored)")
+            raise self.fail(keypath, f"{message} (--strict); known keys: {', '.join(known)}", prefer="key",
+                            notes=[hint] if hint else None)
+        self.warn(keypath, f"{message} (ignored)" + (f"\n{hint}" if hint else ""))
 
     # -- typed values -------------------------------------------------------------------------
     def expect(self, value: Any, kind: type, keypath: tuple) -> Any:

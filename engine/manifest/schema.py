@@ -139,6 +139,34 @@ def case_of(key: str) -> str | None:
     return None
 
 
+def close_key(key: str, known: tuple[str, ...]) -> str | None:
+    """The known key `key` is most likely a typo of (`cxxflag`, `standrad`, `dependecies`): the
+    nearest by edit distance (a swap of two neighbours counts once), within a third of its length
+    as Cargo's suggestions are, so an unrelated key suggests nothing."""
+    limit = max(1, len(key) // 3)
+    best: tuple[int, str] | None = None
+    for k in known:
+        d = _edit_distance(key.lower(), k.lower())
+        if d <= limit and (best is None or d < best[0]):
+            best = (d, k)
+    return best[1] if best else None
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Optimal-string-alignment distance: insertions, deletions, substitutions, transpositions."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[len(b)]
+
+
 def did_you_mean(key: str, known: tuple[str, ...]) -> str | None:
     """The known key that `key` spells in the wrong case, if any."""
     for k in known:

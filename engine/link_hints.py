@@ -1,0 +1,39 @@
+"""One line after a failed link that says what was linked, because `ld`'s own words name only
+object files under `target/` and a mangled symbol, not the manifest setting to change.
+
+An undefined symbol is almost always a source not among the target's sources or a dependency not
+declared; a missing `main` is a target whose `main` source does not define one. The plan knows
+which compiles and which dependency archives fed the link (its prerequisites), so the hint
+lists them.
+"""
+from __future__ import annotations
+
+from mcpp.cas.action import Action, ActionKind
+
+_MAX_LISTED = 8
+
+
+def link_hint(a: Action, output: str, prereqs: tuple[str, ...]) -> str | None:
+    """`help: ...` for a failed link whose output names an undefined symbol, else None."""
+    if a.kind != ActionKind.LINK or "undefined reference to" not in output and "Undefined symbols" not in output:
+        return None
+    what = a.id.split(" ", 1)[1] if " " in a.id else a.id  # `app:app`
+    package, _, target = what.partition(":")
+    sources = [p.split(" ", 1)[1] for p in prereqs if p.startswith("compile ") and ":" in p]
+    deps = [p.split(" ", 1)[1] for p in prereqs if p.startswith("archive ")]
+    if "undefined reference to `main'" in output or "undefined reference to 'main'" in output:
+        main = next((s.partition(":")[2] for s in sources if s.startswith(package + ":")), None)
+        return (f"help: target `{target}` of package `{package}` has no `main` function: its `main` setting "
+                f"names `{main}`" + (f" (set `main` under [targets.{target}] to the source that defines `main`)"
+                                     if main else ""))
+    own = [s.partition(":")[2] for s in sources if s.startswith(package + ":")]
+    return (f"help: linking target `{target}` of package `{package}` from sources {_listed(own)} and "
+            f"dependencies {_listed(deps)}: the source that defines the symbol is not among them (add it to "
+            f"`[build] sources`) or its package is not in `[dependencies]`")
+
+
+def _listed(names: list[str]) -> str:
+    if not names:
+        return "(none)"
+    shown = ", ".join(f"`{n}`" for n in names[:_MAX_LISTED])
+    return shown + (f" and {len(names) - _MAX_LISTED} more" if len(names) > _MAX_LISTED else "")
