@@ -90,7 +90,7 @@ def build_flags(fn):
         click.option("--message-format", type=click.Choice(["human", "json"]), default="human",
                      help="json: one JSON object per build event on stdout."),
         click.option("-j", "--jobs", "jobs_local", type=int, default=None, metavar="N",
-                     help="Parallel actions (default: number of CPUs)."),
+                     help="Parallel actions (default and 0: number of CPUs)."),
         # Accepted after the subcommand too (`mcpp build -q`), as Cargo does.
         click.option("-q", "--quiet", "quiet_local", is_flag=True, help="Print only errors and warnings."),
         click.option("-v", "--verbose", "verbose_local", count=True, help="Print commands as they run."),
@@ -108,7 +108,7 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
     profile = kw["profile"] or ("release" if kw["release"] else "dev")
     jobs = kw["jobs_local"] if kw["jobs_local"] is not None else ctx.jobs
     if jobs is not None and jobs < 0:
-        raise click.UsageError("-j must be at least 1")
+        raise click.UsageError("-j must be a number of parallel actions, or 0 for all cores")
     return BuildOptions(
         cwd=os.getcwd(), manifest_path=ctx.manifest_path, profile=profile,
         selection=Selection(packages=kw["packages"], features=_split_features(kw["features"]),
@@ -123,7 +123,7 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
 @click.option("-v", "--verbose", count=True, help="Print commands as they run.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors and warnings.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto")
-@click.option("-j", "--jobs", type=int, default=None, metavar="N", help="Parallel actions.")
+@click.option("-j", "--jobs", type=int, default=None, metavar="N", help="Parallel actions (0: number of CPUs).")
 @click.option("--manifest-path", type=click.Path(), default=None, help="Path to mcpp.toml.")
 @click.version_option(package_name="mcpp", prog_name="mcpp")
 @click.pass_context
@@ -196,7 +196,7 @@ def clean_cmd(ctx: _Ctx):
     target = graph.target_dir
     if os.path.isdir(target):
         shutil.rmtree(target)
-    ctx.reporter().status("Removed", _shown(target))
+        ctx.reporter().status("Removed", _shown(target))
 
 
 @cli.command("new")
