@@ -78,7 +78,7 @@ def build_flags(fn):
         click.option("--no-default-features", is_flag=True, help="Do not activate the `default` feature."),
         *context_flags(),
         click.option("-p", "--package", "packages", multiple=True, metavar="NAME", help="Package(s) to build."),
-        click.option("--toolchain", metavar="NAME", help="gcc (default), clang or clang-19."),
+        click.option("--toolchain", metavar="NAME", help="gcc (default), gcc-NN, clang (the newest installed clang-NN) or clang-NN."),
         click.option("--keep-going", is_flag=True, help="Build as much as possible after a failure."),
         click.option("--sandbox", type=click.Choice(SANDBOXES), default=None,
                      help="How actions are isolated (default: bwrap when it works, else dir)."),

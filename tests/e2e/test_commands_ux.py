@@ -36,3 +36,20 @@ def test_jobs_zero_means_all_cores(project, mcpp):
     assert mcpp("-j", "0", "build", cwd=root).code == 0
     res = mcpp("build", "-j", "-1", cwd=root)
     assert res.code == 2 and "0 for all cores" in res.err
+
+
+def test_toolchain_clang_resolves_to_the_newest_versioned_clang(project, mcpp):
+    import glob
+    import shutil
+
+    import pytest
+
+    if shutil.which("clang++") or not glob.glob("/usr/bin/clang++-[0-9]*"):
+        pytest.skip("needs only versioned clang drivers (clang++-NN) on PATH")
+    newest = max(int(p.rsplit("-", 1)[1]) for p in glob.glob("/usr/bin/clang++-[0-9]*"))
+    root = project({"mcpp.toml": MANIFEST, "src/main.cpp": "int main() { return __clang__ ? 0 : 1; }\n"})
+    res = mcpp("run", "-v", "--toolchain", "clang", cwd=root)
+    assert res.code == 0, res.err
+    assert f"clang++-{newest}" in res.out + res.err
+    res = mcpp("build", "--toolchain", "clang-3", cwd=root)
+    assert res.code == 2 and "`clang-3` was not found" in res.err
