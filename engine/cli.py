@@ -199,16 +199,55 @@ def clean_cmd(ctx: _Ctx):
         ctx.reporter().status("Removed", _shown(target))
 
 
+_VCS = click.option("--vcs", type=click.Choice(["git", "none"]), default="git",
+                    help="Start a git repository (default; not inside an existing one) or none.")
+
+
 @cli.command("new")
 @click.argument("name")
 @click.option("--lib", is_flag=True, help="Create a library package with a module interface.")
+@_VCS
 @click.pass_obj
-def new_cmd(ctx: _Ctx, name, lib):
+def new_cmd(ctx: _Ctx, name, lib, vcs):
     """Create a new package in directory NAME."""
     from .scaffold import new_package
 
     path = new_package(os.getcwd(), name, lib)
+    _finish_scaffold(ctx, path, vcs)
     ctx.reporter().status("Created", f"{'library' if lib else 'binary (application)'} `{os.path.basename(path)}` package")
+
+
+@cli.command("init")
+@click.argument("path", default=".", required=False)
+@click.option("--lib", is_flag=True, help="Create a library package with a module interface.")
+@click.option("--name", "name", metavar="NAME", help="Package name (default: the directory's name).")
+@_VCS
+@click.pass_obj
+def init_cmd(ctx: _Ctx, path, lib, name, vcs):
+    """Make the existing directory PATH (default: here) a package; existing files are kept."""
+    from .scaffold import init_package
+
+    dest, name = init_package(os.path.join(os.getcwd(), path), name, lib)
+    _finish_scaffold(ctx, dest, vcs)
+    ctx.reporter().status("Created", f"{'library' if lib else 'binary (application)'} `{name}` package")
+
+
+def _finish_scaffold(ctx: _Ctx, path: str, vcs: str) -> None:
+    """What `new` and `init` do after the files: git, and joining an enclosing workspace."""
+    from .scaffold import add_workspace_member, enclosing_workspace, init_vcs
+
+    workspace = enclosing_workspace(path)
+    init_vcs(path, vcs)
+    if workspace is None:
+        return
+    reporter = ctx.reporter()
+    try:
+        member = add_workspace_member(workspace, path)
+    except McppError as e:
+        reporter.warning(e.message)
+        return
+    if member is not None:
+        reporter.status("Adding", f"`{member}` as member of workspace at `{_shown(os.path.dirname(workspace))}`")
 
 
 cli.add_command(cache_group)

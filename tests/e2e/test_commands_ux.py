@@ -53,3 +53,62 @@ def test_toolchain_clang_resolves_to_the_newest_versioned_clang(project, mcpp):
     assert f"clang++-{newest}" in res.out + res.err
     res = mcpp("build", "--toolchain", "clang-3", cwd=root)
     assert res.code == 2 and "`clang-3` was not found" in res.err
+
+
+def test_new_refuses_cxx_keywords_and_std(tmp_path, mcpp):
+    for args in (["int"], ["class"], ["std", "--lib"], ["std"], ["co-await", "--lib"]):
+        res = mcpp("new", *args, cwd=tmp_path)
+        assert res.code == 2, (args, res.out, res.err)
+        assert "cannot be used as a package name" in res.err
+        assert list(tmp_path.iterdir()) == []
+
+
+def test_new_starts_a_git_repository_unless_inside_one_or_vcs_none(tmp_path, mcpp):
+    import subprocess
+
+    assert mcpp("new", "fresh", cwd=tmp_path).code == 0
+    assert (tmp_path / "fresh" / ".git").is_dir()
+    assert mcpp("new", "plain", "--vcs", "none", cwd=tmp_path).code == 0
+    assert not (tmp_path / "plain" / ".git").exists()
+    # Inside an existing repository: no nested one.
+    assert mcpp("new", "nested", cwd=tmp_path / "fresh").code == 0
+    assert (tmp_path / "fresh" / "nested" / "mcpp.toml").is_file()
+    assert not (tmp_path / "fresh" / "nested" / ".git").exists()
+    subprocess.run(["git", "-C", str(tmp_path / "fresh"), "status"], check=True, capture_output=True)
+
+
+def test_init_adopts_an_existing_directory(tmp_path, mcpp):
+    old = tmp_path / "legacy"
+    (old / "src").mkdir(parents=True)
+    main = '#include <cstdio>\nint main() { std::puts("legacy code"); }\n'
+    (old / "src" / "main.cpp").write_text(main)
+    (old / ".gitignore").write_text("*.o\n")
+    res = mcpp("init", "--vcs", "none", cwd=old)
+    assert res.code == 0, res.err
+    assert 'name = "legacy"' in (old / "mcpp.toml").read_text()
+    assert (old / "src" / "main.cpp").read_text() == main
+    assert (old / ".gitignore").read_text().splitlines()[:2] == ["*.o", "/target"]
+    res = mcpp("run", cwd=old)
+    assert res.code == 0 and "legacy code" in res.out
+    res = mcpp("init", cwd=old)
+    assert res.code == 2 and "existing mcpp packages" in res.err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert mcpp("init", str(empty), "--lib", "--vcs", "none", cwd=tmp_path).code == 0
+    assert (empty / "src" / "empty.cppm").is_file()
+
+
+def test_new_inside_a_workspace_adds_the_member(tmp_path, mcpp):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "mcpp.toml").write_text('# my workspace\n[workspace]\nmembers = []\n')
+    res = mcpp("new", "app", cwd=ws)
+    assert res.code == 0, res.err
+    assert "Adding" in res.out and "`app` as member of workspace" in res.out
+    (ws / "libs").mkdir()
+    assert mcpp("new", "libs/util", "--lib", cwd=ws).code == 0
+    text = (ws / "mcpp.toml").read_text()
+    assert text.startswith("# my workspace\n") and 'members = ["app", "libs/util"]' in text
+    res = mcpp("build", cwd=ws)
+    assert res.code == 0, res.err
+    assert "Compiling app" in res.out and "Compiling util" in res.out
