@@ -112,3 +112,27 @@ def test_new_inside_a_workspace_adds_the_member(tmp_path, mcpp):
     res = mcpp("build", cwd=ws)
     assert res.code == 0, res.err
     assert "Compiling app" in res.out and "Compiling util" in res.out
+
+
+def test_verbose_commands_can_be_pasted_into_a_shell(project, mcpp):
+    import re
+    import subprocess
+
+    root = project({"mcpp.toml": MANIFEST + '[features]\nfeat = { defines = ["APP_NAME=\\"feat two\\""] }\n'
+                                            'default = ["feat"]\n',
+                    "src/main.cpp": '#include <cstring>\nint main() { return std::strcmp(APP_NAME, "feat two"); }\n'})
+    res = mcpp("build", "-v", cwd=root / "src")  # from a subdirectory: the line must `cd` itself
+    assert res.code == 0, res.err
+    commands = re.findall(r"Running `(.*)`$", res.out, re.M)
+    assert len(commands) == 2 and "@@EXECROOT@@" not in res.out
+    compile_line, link_line = commands
+    assert """'-DAPP_NAME="feat two"'""" in compile_line
+    # The commands write where the build wrote; remove those outputs and let the pasted lines redo them.
+    objects = list((root / "target" / "dev" / "obj").rglob("*.o"))
+    assert objects
+    for path in [*objects, root / "target" / "dev" / "x"]:
+        path.unlink()
+    for line in commands:
+        done = subprocess.run(["bash", "-c", line], cwd="/", capture_output=True, text=True)
+        assert done.returncode == 0, (line, done.stderr)
+    assert subprocess.run([str(root / "target" / "dev" / "x")]).returncode == 0
