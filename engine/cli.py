@@ -254,22 +254,30 @@ cli.add_command(cache_group)
 
 
 @cli.command("explain")
-@click.argument("action")
-@build_flags
+@click.argument("action", required=False)
+@click.option("--release", is_flag=True, help="Explain an action of the release profile's build.")
+@click.option("--profile", "profile", metavar="NAME", help="Explain an action of the named profile's build.")
 @click.pass_obj
-def explain_cmd(ctx: _Ctx, action, **kw):
-    """Why ACTION ran: its key inputs and what changed since the run before."""
-    from .explain import explain_lines, find_action, load_records
+def explain_cmd(ctx: _Ctx, action, release, profile):
+    """Why ACTION ran: its key inputs and what changed since the run before.
+
+    Without ACTION, list the actions that can be explained."""
+    from .explain import explain_lines, find_action, list_lines, load_records
     from .layout import Layout
 
-    opts = _options(ctx, kw)
-    graph = load_graph(opts.cwd, opts.manifest_path, Selection())
-    path = Layout.of(graph, opts.profile).explain_log
+    if release and profile and profile != "release":
+        raise click.UsageError("--release conflicts with --profile " + profile)
+    profile = profile or ("release" if release else "dev")
+    graph = load_graph(os.getcwd(), ctx.manifest_path, Selection())
+    path = Layout.of(graph, profile).explain_log
     records = load_records(path)
     damaged = McppError(f"the explain log `{_shown(path)}` is damaged (written by another version?); "
                         f"build again to rewrite it")
     if not isinstance(records, dict):
         raise damaged
+    if action is None:
+        click.echo("\n".join(list_lines(records, profile)))
+        return
     action_id = find_action(records, action)
     try:
         lines = explain_lines(action_id, records[action_id])

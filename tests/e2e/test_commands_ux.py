@@ -136,3 +136,40 @@ def test_verbose_commands_can_be_pasted_into_a_shell(project, mcpp):
         done = subprocess.run(["bash", "-c", line], cwd="/", capture_output=True, text=True)
         assert done.returncode == 0, (line, done.stderr)
     assert subprocess.run([str(root / "target" / "dev" / "x")]).returncode == 0
+
+
+def test_explain_without_an_argument_lists_actions_and_help_is_its_own(project, mcpp):
+    root = project({"mcpp.toml": MANIFEST, "src/main.cpp": "int helper();\nint main() { return helper(); }\n",
+                    "src/helper.cpp": "int helper() { return 0; }\n"})
+    res = mcpp("explain", cwd=root)
+    assert res.code == 0 and "no action has run" in res.out
+    mcpp("build", cwd=root, check=True)
+    res = mcpp("explain", cwd=root)
+    assert res.code == 0, res.err
+    listed = [line.strip() for line in res.out.splitlines()[1:]]
+    assert listed == ["compile x:src/helper.cpp", "compile x:src/main.cpp", "link x:x"]
+    help_text = mcpp("explain", "--help", cwd=root).out
+    for build_only in ("--keep-going", "--sandbox", "--remote", "--jobs", "--features", "--message-format"):
+        assert build_only not in help_text
+    # A new source changes the link's object list: that is an input added, not a "flag added".
+    (root / "src" / "more.cpp").write_text("int more() { return 1; }\n")
+    mcpp("build", cwd=root, check=True)
+    res = mcpp("explain", "link x:x", cwd=root)
+    assert res.code == 0, res.err
+    assert "input added: target/dev/obj/x/src/more.cpp.o" in res.out
+    assert "flag added" not in res.out
+
+
+def test_metadata_json_lists_each_packages_targets(project, mcpp):
+    import json
+
+    root = project({"mcpp.toml": MANIFEST, "src/main.cpp": "int main() {}\n"})
+    res = mcpp("metadata", "--format", "json", cwd=root)
+    assert res.code == 0, res.err
+    data = json.loads(res.out)
+    (pkg,) = data["packages"]
+    assert pkg["targets"] == [{"kind": "bin", "name": "x", "main": "src/main.cpp",
+                               "output": str(root / "target" / "dev" / "x")}]
+    assert data["target_directory"] == str(root / "target")
+    mcpp("build", cwd=root, check=True)
+    assert (root / "target" / "dev" / "x").is_file()
