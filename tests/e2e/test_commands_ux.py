@@ -173,3 +173,27 @@ def test_metadata_json_lists_each_packages_targets(project, mcpp):
     assert data["target_directory"] == str(root / "target")
     mcpp("build", cwd=root, check=True)
     assert (root / "target" / "dev" / "x").is_file()
+
+
+def test_cache_stats_has_no_hit_rate_without_lookups(project, mcpp):
+    root = project({"mcpp.toml": MANIFEST, "src/main.cpp": "int main() {}\n"})
+    mcpp("build", cwd=root, check=True)
+    mcpp("build", cwd=root, check=True)  # everything up to date: no lookup at all
+    res = mcpp("cache", "stats", cwd=root)
+    assert res.code == 0 and "100%" not in res.out and "no cache lookups" in res.out
+
+
+def test_cache_gc_says_why_it_stayed_above_the_limit(project, tmp_path, mcpp):
+    import re
+
+    from e2e_support import Mcpp
+
+    own = Mcpp(tmp_path / "home")  # a store of this test's own: sizes are exact
+    root = project({"mcpp.toml": MANIFEST, "src/main.cpp": "int main() {}\n"})
+    own("build", cwd=root, check=True)
+    res = own("cache", "gc", "--max-size", "1K", cwd=root)
+    assert res.code == 0, res.err
+    # Every blob was written seconds ago, so the grace window keeps them: gc must say so.
+    assert re.search(r"\d+ action entries and 0 blobs", res.out)
+    assert "note: the store is still above 1000 B" in res.err
+    assert "written less than 10 minutes ago" in res.err
