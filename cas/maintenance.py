@@ -159,6 +159,11 @@ class GcReport:
     temp_removed: int = 0
     bytes_before: int = 0  # cas/ + ac/
     bytes_after: int = 0
+    # Unreferenced blobs kept only because they were written within the grace window (a running
+    # build may be about to name them): what keeps the store above `max_size` right after a build.
+    grace_blobs: int = 0
+    grace_bytes: int = 0
+    grace_s: float = GRACE_S
 
     @property
     def bytes_freed(self) -> int:
@@ -249,6 +254,11 @@ def gc(
                     deleted.append(h)
                     total -= bsize
 
+    for h, (_, bsize, bmtime) in kept.items():
+        if refs.get(h, 0) == 0 and bmtime >= recent:
+            report.grace_blobs += 1
+            report.grace_bytes += bsize
+    report.grace_s = grace_s
     report.blobs_removed = len(deleted)
     for h in deleted:
         report.mat_removed += _remove_mat(home, h)

@@ -44,6 +44,7 @@ from .program.probe import configure as configure_probes
 from .profiles import Profile, resolve_profile
 from .report import Reporter, Stopwatch
 from .schedule import ScheduleResult, run_graph
+from .shell_text import pasteable
 from .stores import Stores
 from .timings import TimingsRecorder
 from .toolchain import Toolchain, resolve_toolchain
@@ -279,7 +280,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
             pkg = packages[name]
             reporter.status("Compiling", f"{pkg.name} v{pkg.version} ({_shown_dir(pkg.root)})")
         if reporter.verbose:
-            reporter.status("Running", "`" + " ".join(pipeline.by_id[action_id].argv) + "`")
+            reporter.status("Running", "`" + pasteable(pipeline.by_id[action_id], plan.execroot) + "`")
 
     completed = False
     try:

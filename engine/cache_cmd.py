@@ -46,9 +46,10 @@ def cache_stats(fmt):
     click.echo(f"materialized:    {s['materialized_files']} files, {format_size(s['materialized_bytes'])}")
     if last:
         looked_up = last["cache_hits"] + last["executed"] + last["failed"]
-        rate = 100.0 * last["cache_hits"] / looked_up if looked_up else 100.0
+        # No lookup (everything up to date) has no rate: "100%" would claim hits that never happened.
+        rate = f"hit rate {100.0 * last['cache_hits'] / looked_up:.0f}%" if looked_up else "no cache lookups"
         click.echo(f"last build:      {last['cache_hits']} cache hits, {last['executed']} executed, "
-                   f"{last['fresh']} up to date; hit rate {rate:.0f}%")
+                   f"{last['fresh']} up to date; {rate}")
     else:
         click.echo("last build:      none recorded")
 
@@ -93,6 +94,18 @@ def cache_gc(max_size, older_than):
     report = maintenance.gc(_home(), max_size=size, older_than_s=age)
     click.echo(f"removed {report.entries_removed} action entries and {report.blobs_removed} blobs; "
                f"freed {format_size(report.bytes_freed)}, {format_size(report.bytes_after)} remain")
+    if size is not None and report.bytes_after > size:
+        # Never leave the user guessing why the limit was not reached.
+        why = [f"note: the store is still above {format_size(size)}"]
+        if report.grace_blobs:
+            why.append(f"note: {report.grace_blobs} unreferenced blob(s) ({format_size(report.grace_bytes)}) were "
+                       f"written less than {report.grace_s / 60:.0f} minutes ago and are kept in case a running "
+                       f"build still needs them; run `mcpp cache gc` again later, or `mcpp cache clean` "
+                       f"when no build is running")
+        rest = report.bytes_after - report.grace_bytes
+        if rest > 0:
+            why.append(f"note: {format_size(rest)} is held by action entries and the blobs they name")
+        click.echo("\n".join(why), err=True)
 
 
 @cache_group.command("clean")

@@ -78,7 +78,7 @@ def build_flags(fn):
         click.option("--no-default-features", is_flag=True, help="Do not activate the `default` feature."),
         *context_flags(),
         click.option("-p", "--package", "packages", multiple=True, metavar="NAME", help="Package(s) to build."),
-        click.option("--toolchain", metavar="NAME", help="gcc (default), clang or clang-19."),
+        click.option("--toolchain", metavar="NAME", help="gcc (default), gcc-NN, clang (the newest installed clang-NN) or clang-NN."),
         click.option("--keep-going", is_flag=True, help="Build as much as possible after a failure."),
         click.option("--sandbox", type=click.Choice(SANDBOXES), default=None,
                      help="How actions are isolated (default: bwrap when it works, else dir)."),
@@ -94,7 +94,7 @@ def build_flags(fn):
         click.option("--trace", "trace", metavar="FILE", type=click.Path(), default=None,
                      help="Write a Chrome trace-event file of the build (Perfetto, chrome://tracing)."),
         click.option("-j", "--jobs", "jobs_local", type=int, default=None, metavar="N",
-                     help="Parallel actions (default: number of CPUs)."),
+                     help="Parallel actions (default and 0: number of CPUs)."),
         # Accepted after the subcommand too (`mcpp build -q`), as Cargo does.
         click.option("-q", "--quiet", "quiet_local", is_flag=True, help="Print only errors and warnings."),
         click.option("-v", "--verbose", "verbose_local", count=True, help="Print commands as they run."),
@@ -112,7 +112,7 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
     profile = kw["profile"] or ("release" if kw["release"] else "dev")
     jobs = kw["jobs_local"] if kw["jobs_local"] is not None else ctx.jobs
     if jobs is not None and jobs < 0:
-        raise click.UsageError("-j must be at least 1")
+        raise click.UsageError("-j must be a number of parallel actions, or 0 for all cores")
     return BuildOptions(
         cwd=os.getcwd(), manifest_path=ctx.manifest_path, profile=profile,
         selection=Selection(packages=kw["packages"], features=_split_features(kw["features"]),
@@ -127,7 +127,7 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
 @click.option("-v", "--verbose", count=True, help="Print commands as they run.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors and warnings.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto")
-@click.option("-j", "--jobs", type=int, default=None, metavar="N", help="Parallel actions.")
+@click.option("-j", "--jobs", type=int, default=None, metavar="N", help="Parallel actions (0: number of CPUs).")
 @click.option("--manifest-path", type=click.Path(), default=None, help="Path to mcpp.toml.")
 @click.version_option(package_name="mcpp", prog_name="mcpp")
 @click.pass_context
@@ -201,41 +201,88 @@ def clean_cmd(ctx: _Ctx):
     target = graph.target_dir
     if os.path.isdir(target):
         shutil.rmtree(target)
-    ctx.reporter().status("Removed", _shown(target))
+        ctx.reporter().status("Removed", _shown(target))
+
+
+_VCS = click.option("--vcs", type=click.Choice(["git", "none"]), default="git",
+                    help="Start a git repository (default; not inside an existing one) or none.")
 
 
 @cli.command("new")
 @click.argument("name")
 @click.option("--lib", is_flag=True, help="Create a library package with a module interface.")
+@_VCS
 @click.pass_obj
-def new_cmd(ctx: _Ctx, name, lib):
+def new_cmd(ctx: _Ctx, name, lib, vcs):
     """Create a new package in directory NAME."""
     from .scaffold import new_package
 
     path = new_package(os.getcwd(), name, lib)
+    _finish_scaffold(ctx, path, vcs)
     ctx.reporter().status("Created", f"{'library' if lib else 'binary (application)'} `{os.path.basename(path)}` package")
+
+
+@cli.command("init")
+@click.argument("path", default=".", required=False)
+@click.option("--lib", is_flag=True, help="Create a library package with a module interface.")
+@click.option("--name", "name", metavar="NAME", help="Package name (default: the directory's name).")
+@_VCS
+@click.pass_obj
+def init_cmd(ctx: _Ctx, path, lib, name, vcs):
+    """Make the existing directory PATH (default: here) a package; existing files are kept."""
+    from .scaffold import init_package
+
+    dest, name = init_package(os.path.join(os.getcwd(), path), name, lib)
+    _finish_scaffold(ctx, dest, vcs)
+    ctx.reporter().status("Created", f"{'library' if lib else 'binary (application)'} `{name}` package")
+
+
+def _finish_scaffold(ctx: _Ctx, path: str, vcs: str) -> None:
+    """What `new` and `init` do after the files: git, and joining an enclosing workspace."""
+    from .scaffold import add_workspace_member, enclosing_workspace, init_vcs
+
+    workspace = enclosing_workspace(path)
+    init_vcs(path, vcs)
+    if workspace is None:
+        return
+    reporter = ctx.reporter()
+    try:
+        member = add_workspace_member(workspace, path)
+    except McppError as e:
+        reporter.warning(e.message)
+        return
+    if member is not None:
+        reporter.status("Adding", f"`{member}` as member of workspace at `{_shown(os.path.dirname(workspace))}`")
 
 
 cli.add_command(cache_group)
 
 
 @cli.command("explain")
-@click.argument("action")
-@build_flags
+@click.argument("action", required=False)
+@click.option("--release", is_flag=True, help="Explain an action of the release profile's build.")
+@click.option("--profile", "profile", metavar="NAME", help="Explain an action of the named profile's build.")
 @click.pass_obj
-def explain_cmd(ctx: _Ctx, action, **kw):
-    """Why ACTION ran: its key inputs and what changed since the run before."""
-    from .explain import explain_lines, find_action, load_records
+def explain_cmd(ctx: _Ctx, action, release, profile):
+    """Why ACTION ran: its key inputs and what changed since the run before.
+
+    Without ACTION, list the actions that can be explained."""
+    from .explain import explain_lines, find_action, list_lines, load_records
     from .layout import Layout
 
-    opts = _options(ctx, kw)
-    graph = load_graph(opts.cwd, opts.manifest_path, Selection())
-    path = Layout.of(graph, opts.profile).explain_log
+    if release and profile and profile != "release":
+        raise click.UsageError("--release conflicts with --profile " + profile)
+    profile = profile or ("release" if release else "dev")
+    graph = load_graph(os.getcwd(), ctx.manifest_path, Selection())
+    path = Layout.of(graph, profile).explain_log
     records = load_records(path)
     damaged = McppError(f"the explain log `{_shown(path)}` is damaged (written by another version?); "
                         f"build again to rewrite it")
     if not isinstance(records, dict):
         raise damaged
+    if action is None:
+        click.echo("\n".join(list_lines(records, profile)))
+        return
     action_id = find_action(records, action)
     try:
         lines = explain_lines(action_id, records[action_id])

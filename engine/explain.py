@@ -81,6 +81,15 @@ def find_action(records: dict[str, list[dict]], query: str) -> str:
     raise McppError(f"`{query}` matches several actions: {', '.join(matches[:10])}")
 
 
+def list_lines(records: dict[str, list[dict]], profile: str) -> list[str]:
+    """What `mcpp explain` without an argument prints: every action it can explain."""
+    if not records:
+        return [f"no action has run in the `{profile}` build of this target directory yet; "
+                f"build first, then `mcpp explain ACTION`"]
+    return [f"actions that can be explained (`mcpp explain ACTION`, any unique part of the name):",
+            *(f"  {a}" for a in sorted(records))]
+
+
 def explain_lines(action_id: str, history: list[dict]) -> list[str]:
     last = history[-1]
     lines = [f"action: {action_id}", f"key: {last['key']}", f"platform: {last['platform']}",
@@ -109,11 +118,14 @@ def diff_records(old: dict, new: dict) -> list[str]:
     if old["platform"] != new["platform"]:
         out.append(f"platform: {old['platform']} -> {new['platform']}")
     if old["argv"] != new["argv"]:
-        removed = [a for a in old["argv"] if a not in new["argv"]]
-        added = [a for a in new["argv"] if a not in old["argv"]]
+        # Arguments that name inputs (a link's object files) are reported below as inputs,
+        # not as flags.
+        paths = set(old["inputs"]) | set(new["inputs"])
+        removed = [a for a in old["argv"] if a not in new["argv"] and a not in paths]
+        added = [a for a in new["argv"] if a not in old["argv"] and a not in paths]
         if removed or added:
             out += [f"flag removed: {a}" for a in removed] + [f"flag added: {a}" for a in added]
-        else:
+        elif [a for a in old["argv"] if a not in paths] != [a for a in new["argv"] if a not in paths]:
             out.append("command: same flags in a different order")
     for k in sorted(set(old["env"]) | set(new["env"])):
         if old["env"].get(k) != new["env"].get(k):

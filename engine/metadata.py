@@ -13,13 +13,16 @@ document, active features, sources, payloads, and the dependency edges.
 from __future__ import annotations
 
 import json
+import os
 
 from .manifest.flat import flat_lines, jsonable
 from .manifest.load import display_path
 from .manifest.model import PayloadSpec
+from .layout import Layout
 from .package.graph import load_graph
 from .package.model import Package, PackageGraph, Selection
 from .package.sources import package_sources
+from .package.targets import targets_of
 
 FORMAT_VERSION = 1
 
@@ -56,7 +59,18 @@ def _payload(p: PayloadSpec) -> dict:
             "axis": p.axis, "feature": p.feature}
 
 
-def _package(pkg: Package) -> dict:
+def _targets(pkg: Package, out_dir: str) -> list[dict]:
+    """What the package builds, with where each lands (Cargo's `targets`); `output` follows the
+    same naming as the link plan (`plan/links.py`)."""
+    outputs = {"bin": "{name}", "shared": "lib{name}.so", "lib": "lib/lib{package}.a"}
+    return [{"kind": t.kind, "name": t.name,
+             "main": t.main,
+             "output": (os.path.join(out_dir, outputs[t.kind].format(name=t.name, package=pkg.name))
+                        if t.kind in outputs else None)}
+            for t in targets_of(pkg)]
+
+
+def _package(pkg: Package, out_dir: str) -> dict:
     m = pkg.manifest
     active = sorted(pkg.features)
     return {
@@ -71,6 +85,7 @@ def _package(pkg: Package) -> dict:
                           "kind": "feature" if spec.feature else "dev" if spec in m.dev_dependencies else "normal",
                           "feature": spec.feature} for spec, dep in pkg.edges],
         "sources": [s.path for s in package_sources(pkg)],
+        "targets": _targets(pkg, out_dir),
         "runner": list(m.runner) if m.runner is not None else None,
         "sysroot": m.sysroot,
         "xlings": {
@@ -82,8 +97,9 @@ def _package(pkg: Package) -> dict:
     }
 
 
-def render_json(graph: PackageGraph) -> str:
+def render_json(graph: PackageGraph, profile: str = "dev") -> str:
     ctx = graph.context
+    out_dir = Layout.of(graph, profile).out_dir
     data = {
         "version": FORMAT_VERSION,
         "context": {
@@ -94,7 +110,9 @@ def render_json(graph: PackageGraph) -> str:
             "accel_from": ctx.accel_from,
         },
         "workspace_root": graph.workspace_root,
+        "target_directory": graph.target_dir,
+        "profile": profile,
         "members": [p.name for p in graph.members],
-        "packages": [_package(p) for p in graph.order],
+        "packages": [_package(p, out_dir) for p in graph.order],
     }
     return json.dumps(data, indent=2) + "\n"

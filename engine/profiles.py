@@ -20,6 +20,10 @@ class Profile:
     cflags: tuple[str, ...] = ()
     cxxflags: tuple[str, ...] = ()
     ldflags: tuple[str, ...] = ()
+    # Asserts off, as CMake's Release and every C++ user expect of a release build. Follows the
+    # built-in profile at the root of the `inherits` chain, so a custom profile based on
+    # `release` keeps it.
+    ndebug: bool = False
 
     @property
     def summary(self) -> str:
@@ -33,6 +37,8 @@ class Profile:
         flags = [f"-O{self.opt}"]
         if self.debug:
             flags.append("-g")
+        if self.ndebug:
+            flags.append("-DNDEBUG")
         return flags
 
 
@@ -43,6 +49,7 @@ def resolve_profile(root: Manifest, name: str) -> Profile:
         known = ", ".join(sorted(specs))
         raise McppError(f"profile `{name}` is not defined; known profiles: {known}")
     chain: list[ProfileSpec] = []
+    base = "dev"
     current: str | None = name
     while current is not None:
         if any(s.name == current for s in chain):
@@ -53,6 +60,7 @@ def resolve_profile(root: Manifest, name: str) -> Profile:
             chain.append(user)
         if builtin:
             chain.append(builtin)
+            base = current
             current = None
         else:
             current = user.inherits or "dev"
@@ -66,4 +74,5 @@ def resolve_profile(root: Manifest, name: str) -> Profile:
         cflags += spec.cflags
         cxxflags += spec.cxxflags
         ldflags += spec.ldflags
-    return Profile(name, opt, debug, tuple(cflags), tuple(cxxflags), tuple(ldflags))
+    return Profile(name, opt, debug, tuple(cflags), tuple(cxxflags), tuple(ldflags),
+                   ndebug=base == "release")

@@ -7,6 +7,7 @@ appended, and the user's arguments follow.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 
 from .build import BuildOutcome
@@ -38,7 +39,20 @@ def run_binary(outcome: BuildOutcome, name: str | None, args: list[str], reporte
     except OSError as e:
         raise McppError(f"cannot run `{display_path(argv[0])}`: {e.strerror}")
     code = proc.returncode
-    return 128 - code if code < 0 else code
+    if code < 0:
+        # Silence here would leave a crash (an assert, a segfault) looking like a clean run.
+        reporter.error(f"error: process didn't exit successfully: `{display_path(binary)}` "
+                       f"({_signal_text(-code)})")
+        return 128 - code
+    return code
+
+
+def _signal_text(number: int) -> str:
+    """Cargo's wording: `signal: 6, SIGABRT`."""
+    try:
+        return f"signal: {number}, {signal.Signals(number).name}"
+    except ValueError:
+        return f"signal: {number}"
 
 
 def _runner_of(outcome: BuildOutcome, package: str) -> tuple[str, ...] | None:

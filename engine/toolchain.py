@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -24,9 +25,10 @@ from .errors import McppError
 _KNOWN = {
     "gcc": ("gcc", "g++", "gcc"),
     "clang": ("clang", "clang++", "clang"),
-    "clang-19": ("clang-19", "clang++-19", "clang"),
 }
-TOOLCHAIN_NAMES = tuple(_KNOWN)
+# A versioned driver pair as Debian and apt.llvm.org install them: clang-19 / clang++-19.
+_VERSIONED = re.compile(r"^(clang|gcc)-(\d+)$")
+TOOLCHAIN_NAMES = ("gcc", "gcc-NN", "clang", "clang-NN")
 
 
 @dataclass(frozen=True)
@@ -58,15 +60,45 @@ def resolve_toolchain(name: str | None, home: Home) -> Toolchain:
     name = name or "gcc"
     if name.startswith("path:"):
         raise McppError(f"unknown toolchain `{name}`; accepted values: {', '.join(TOOLCHAIN_NAMES)}")
-    if name not in _KNOWN:
+    versioned = _VERSIONED.match(name)
+    if versioned:
+        family, number = versioned.groups()
+        cc_name, cxx_name = name, f"{'clang++' if family == 'clang' else 'g++'}-{number}"
+    elif name in _KNOWN:
+        cc_name, cxx_name, family = _KNOWN[name]
+        if family == "clang" and shutil.which(cxx_name) is None:
+            # Debian installs only the versioned names (clang-19); take the newest installed.
+            newest = _newest_versioned("clang", "clang++")
+            if newest is not None:
+                cc_name, cxx_name = newest
+    else:
         raise McppError(f"unknown toolchain `{name}`; accepted values: {', '.join(TOOLCHAIN_NAMES)}")
-    cc_name, cxx_name, family = _KNOWN[name]
     cache = _ProbeCache(str(home.toolchains))
     cc = cache.probe(_which(cc_name, name))
     cxx = cache.probe(_which(cxx_name, name))
     cache.save()
     ar = shutil.which("ar") or "/usr/bin/ar"
     return Toolchain(name=name, family=family, cc=cc, cxx=cxx, ar=os.path.realpath(ar))
+
+
+def _newest_versioned(cc: str, cxx: str) -> tuple[str, str] | None:
+    """The `cc-NN`/`cxx-NN` pair on PATH with the highest NN, both present, or None."""
+    pattern = re.compile(rf"^{re.escape(cxx)}-(\d+)$")
+    numbers: set[int] = set()
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        try:
+            names = os.listdir(d or ".")
+        except OSError:
+            continue
+        for n in names:
+            m = pattern.match(n)
+            if m:
+                numbers.add(int(m.group(1)))
+    for number in sorted(numbers, reverse=True):
+        pair = (f"{cc}-{number}", f"{cxx}-{number}")
+        if all(shutil.which(b) for b in pair):
+            return pair
+    return None
 
 
 def _which(binary: str, toolchain: str) -> str:

@@ -2,6 +2,10 @@
 # Install the system packages the test suite needs on Debian 12: clang-19 with libc++ (for
 # `import std;`) and ninja (for the benchmark's comparison). gcc/g++ are assumed present.
 # Idempotent: installs only what is missing. Needs root (or sudo) when something is missing.
+#
+# apt's own output is shown (a silent minute-long install looks like a hang). A fresh cloud
+# machine often runs unattended-upgrades at boot, which holds the dpkg/apt locks for minutes: wait
+# for them up to MCPP_APT_LOCK_WAIT seconds (default 600), then fail saying which lock it was.
 set -euo pipefail
 
 # chromium: the timings report (`mcpp build --timings`) is checked in a real headless browser.
@@ -20,14 +24,54 @@ need=()
 for p in clang-19 libc++-19-dev libc++abi-19-dev clang-tools-19 ninja-build; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
-((${#need[@]})) || exit 0
+if ((${#need[@]} == 0)); then
+    echo "install-system-deps: all present (clang-19, libc++-19, clang-tools-19, ninja-build)"
+    exit 0
+fi
 
 SUDO=""
 if [[ $(id -u) -ne 0 ]]; then
     command -v sudo >/dev/null || { echo "install-system-deps: need root to install: ${need[*]}" >&2; exit 1; }
     SUDO=sudo
 fi
-echo "install-system-deps: apt-get install ${need[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get install -y -q "${need[@]}" >/dev/null 2>&1 \
-    || { $SUDO apt-get update -q >/dev/null && $SUDO apt-get install -y -q "${need[@]}" >/dev/null; }
+wait_s=${MCPP_APT_LOCK_WAIT:-600}
+deadline=$((SECONDS + wait_s))
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# Run apt-get, showing its output; while another process holds the dpkg/apt lock, retry until
+# the deadline. Any other failure is returned at once.
+apt_get() {
+    while true; do
+        local left=$((deadline - SECONDS)); ((left > 0)) || left=1
+        set +e
+        $SUDO apt-get -o DPkg::Lock::Timeout="$left" "$@" 2>&1 | tee "$log"
+        local rc=${PIPESTATUS[0]}
+        set -e
+        ((rc == 0)) && return 0
+        if grep -qE "Could not get lock|Unable to acquire the dpkg frontend lock|Unable to lock" "$log"; then
+            if ((SECONDS >= deadline)); then
+                local holder
+                holder=$(grep -oE "held by process [0-9]+ \([^)]*\)" "$log" | head -1 || true)
+                echo "install-system-deps: error: the dpkg/apt lock is still taken after ${wait_s}s" \
+                     "${holder:+(}${holder}${holder:+)}; another apt or unattended-upgrades is running." \
+                     "Wait for it to finish and run this again, or set MCPP_APT_LOCK_WAIT=SECONDS." >&2
+                exit 1
+            fi
+            echo "install-system-deps: waiting for the dpkg/apt lock ($((deadline - SECONDS))s left)..."
+            sleep "${MCPP_APT_LOCK_POLL:-5}"
+            continue
+        fi
+        return "$rc"
+    done
+}
+
+echo "install-system-deps: installing ${need[*]}"
+if ! apt_get install -y -q "${need[@]}"; then
+    echo "install-system-deps: install failed; refreshing the package lists and trying again"
+    apt_get update -q || { echo "install-system-deps: error: apt-get update failed (output above)" >&2; exit 1; }
+    apt_get install -y -q "${need[@]}" \
+        || { echo "install-system-deps: error: apt-get install ${need[*]} failed (output above)" >&2; exit 1; }
+fi
+echo "install-system-deps: installed ${need[*]}"
