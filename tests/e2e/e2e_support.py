@@ -61,6 +61,15 @@ class Mcpp:
         return res
 
 
+def default_sigint() -> None:
+    """`preexec_fn` for a child that a test interrupts: a suite started as a background job (`&`
+    in a script) inherits SIGINT ignored, and so would the child, which then never sees the
+    Ctrl-C the test sends. The child gets the default disposition, as from a terminal."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def write_tree(root: Path, files: dict[str, str]) -> Path:
     for rel, text in files.items():
         path = root / rel

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.e2e_support import Result, mcpp_executable, write_tree
+from tests.e2e.e2e_support import Result, default_sigint, mcpp_executable, write_tree
 
 MANIFEST = '[package]\nname = "p"\nversion = "0.1.0"\n'
 MAIN = {"src/main.cpp": "int main() { return 0; }\n"}
@@ -159,7 +159,7 @@ def test_ctrl_c_ends_an_endless_build_program(project, mcpp):
     root = project({"mcpp.toml": MANIFEST, "build.star": ENDLESS, **MAIN})
     env = {**os.environ, "MCPP_HOME": str(mcpp.home)}
     p = subprocess.Popen([mcpp.exe, "build"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, start_new_session=True)
+                         text=True, start_new_session=True, preexec_fn=default_sigint)
     time.sleep(3)
     os.killpg(p.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
     try:

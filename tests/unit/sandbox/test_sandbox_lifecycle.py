@@ -108,11 +108,16 @@ def test_keyboard_interrupt_kills_the_action_and_cleans_up(make, mkspec, work_ro
         wait_running(sb.pool, arg)
         os.kill(os.getpid(), signal.SIGINT)
 
-    t = threading.Thread(target=interrupt)
-    t.start()
-    with pytest.raises(KeyboardInterrupt):
-        sb.run(mkspec(["sleep", arg]))
-    t.join()
+    # A suite started as a background job inherits SIGINT ignored: take the terminal's default.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        t = threading.Thread(target=interrupt)
+        t.start()
+        with pytest.raises(KeyboardInterrupt):
+            sb.run(mkspec(["sleep", arg]))
+        t.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert wait_gone(arg) == []
     assert os.listdir(os.path.join(work_root, "sandbox")) == []
 
