@@ -15,6 +15,8 @@ from dataclasses import replace
 
 from mcpp.cas.action import Action, ActionKind
 
+from .manifest.reader import display_path
+
 # A path a compiler or linker names: at the start of a line (`a/b.cpp:4:2: error:`,
 # `a/b.cpp: In function`), after "from " (include chains), after `ld: ` and the like. It runs
 # until a character that ends a path in a diagnostic.
@@ -49,24 +51,11 @@ def plain(text: str) -> str:
 
 
 def user_path(path: str, root: str) -> str:
-    """`path` as the user should read it: relative to the cwd when it lies under the cwd, or when
-    both lie inside the build's tree `root` (`../mylib/src/a.cpp`); absolute otherwise."""
-    path = os.path.normpath(path)
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    if not rel.startswith(".."):
-        return rel
-    cwd = os.getcwd()
-    if _inside(path, root) and _inside(cwd, root):
-        return rel
-    return path
-
-
-def _inside(path: str, root: str) -> bool:
-    root = root.rstrip("/") or "/"
-    return path == root or path.startswith(root + "/")
+    """`path` as the user should read it, as every path in mcpp's own messages: relative to the
+    cwd when it lies under the cwd, absolute otherwise (a dependency beside the package the user
+    stands in is named by its absolute path, which a terminal can open from anywhere). `root`,
+    the build's tree, is kept for the callers; the answer does not depend on it."""
+    return display_path(os.path.normpath(path))
 
 
 def relative_paths_shown(text: str, execroot: str) -> str:
