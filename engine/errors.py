@@ -6,6 +6,8 @@ build failed".
 """
 from __future__ import annotations
 
+import errno
+import os
 from dataclasses import dataclass
 
 EXIT_BUILD_FAILED = 1
@@ -61,18 +63,15 @@ def environment_error(e: OSError) -> McppError:
     """An OSError that reached the command line: the file system refused something the engine
     needed (a home or `target/` that is a file, read-only or missing, an unreadable source).
     Named by the path that is in the way, not by the temporary file the engine was writing."""
-    import errno
-    import os
-
     path = e.filename if isinstance(e.filename, str) else None
     what = e.strerror or str(e)
     if path is None:
         return BuildFailed(f"{what} (errno {e.errno})")
-    shown = _shown(path)
+    shown = display_path(path)
     if e.errno in (errno.ENOTDIR, errno.EEXIST):
         blocker = _file_in_the_way(path)
         if blocker is not None:
-            return BuildFailed(f"`{_shown(blocker)}` is a file where mcpp needs a directory",
+            return BuildFailed(f"`{display_path(blocker)}` is a file where mcpp needs a directory",
                                notes=[f"note: while working on `{shown}`; move or remove the file"])
     if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         if os.path.lexists(path):
@@ -81,7 +80,7 @@ def environment_error(e: OSError) -> McppError:
             parent = os.path.dirname(os.path.abspath(path))
             while parent != os.path.dirname(parent) and not os.path.isdir(parent):
                 parent = os.path.dirname(parent)
-            message = f"permission denied: cannot create `{shown}` in `{_shown(parent)}`"
+            message = f"permission denied: cannot create `{shown}` in `{display_path(parent)}`"
         return BuildFailed(message, notes=["note: mcpp reads the package and writes under `target/` and "
                                            "$MCPP_HOME; check the permissions of those directories and files"])
     if e.errno == errno.ENAMETOOLONG:
@@ -93,8 +92,6 @@ def environment_error(e: OSError) -> McppError:
 
 def _file_in_the_way(path: str) -> str | None:
     """The nearest existing ancestor of `path` (or `path` itself) that is not a directory."""
-    import os
-
     probe = path
     while probe and probe != os.path.dirname(probe):
         if os.path.lexists(probe):
@@ -103,9 +100,9 @@ def _file_in_the_way(path: str) -> str | None:
     return None
 
 
-def _shown(path: str) -> str:
-    import os
-
+def display_path(path: str) -> str:
+    """A path as the user should read it: relative to the cwd when below it, absolute otherwise.
+    Every path mcpp shows goes through here (manifest positions, tool output, file errors)."""
     try:
         rel = os.path.relpath(path)
     except ValueError:

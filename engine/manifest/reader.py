@@ -11,7 +11,7 @@ import os
 import re
 from typing import Any
 
-from ..errors import ManifestError, Position
+from ..errors import ManifestError, Position, display_path  # noqa: F401 (display_path: imported from here too)
 from . import schema
 from .toml_positions import SourceMap, too_deep_at
 
@@ -26,13 +26,6 @@ TYPE_NAMES = {str: "a string", bool: "a boolean", int: "an integer", float: "a f
               list: "an array", dict: "a table"}
 
 
-def display_path(path: str) -> str:
-    """A path as the user should read it: relative to the cwd when below it."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
 
 
 def type_name(value: Any) -> str:
