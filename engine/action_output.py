@@ -15,7 +15,8 @@ import re
 
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
-from .diagnostics import relative_paths_shown, user_path
+from .diagnostics import relative_paths_shown
+from .errors import display_path
 
 # A path after the placeholder runs until whitespace or a character that ends a path in a
 # diagnostic (`file:line:`, quotes, brackets, a comma).
@@ -39,7 +40,7 @@ def shown(text: str, execroot: str) -> str:
         def placeholder_path(m: re.Match) -> str:
             rest = (m.group(1) or "").strip("/")
             path = os.path.join(execroot, rest) if rest else execroot
-            return user_path(path, execroot) or "."
+            return display_path(os.path.normpath(path)) or "."
 
         text = _PLACEHOLDER_PATH.sub(placeholder_path, text)
     return relative_paths_shown(text, execroot)

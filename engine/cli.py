@@ -18,7 +18,7 @@ from mcpp.sandbox import NAMES as SANDBOXES
 
 from .build import BuildOptions, build
 from .cache_cmd import cache_group
-from .errors import EXIT_USER_ERROR, McppError, environment_error
+from .errors import EXIT_USER_ERROR, McppError, display_path, environment_error
 from .package.graph import load_graph
 from .package.model import Selection
 from .report import Reporter
@@ -201,7 +201,7 @@ def clean_cmd(ctx: _Ctx):
     target = graph.target_dir
     if os.path.isdir(target):
         shutil.rmtree(target)
-        ctx.reporter().status("Removed", _shown(target))
+        ctx.reporter().status("Removed", display_path(target))
 
 
 _VCS = click.option("--vcs", type=click.Choice(["git", "none"]), default="git",
@@ -252,7 +252,7 @@ def _finish_scaffold(ctx: _Ctx, path: str, vcs: str) -> None:
         reporter.warning(e.message)
         return
     if member is not None:
-        reporter.status("Adding", f"`{member}` as member of workspace at `{_shown(os.path.dirname(workspace))}`")
+        reporter.status("Adding", f"`{member}` as member of workspace at `{display_path(os.path.dirname(workspace))}`")
 
 
 cli.add_command(cache_group)
@@ -276,7 +276,7 @@ def explain_cmd(ctx: _Ctx, action, release, profile):
     graph = load_graph(os.getcwd(), ctx.manifest_path, Selection())
     path = Layout.of(graph, profile).explain_log
     records = load_records(path)
-    damaged = McppError(f"the explain log `{_shown(path)}` is damaged (written by another version?); "
+    damaged = McppError(f"the explain log `{display_path(path)}` is damaged (written by another version?); "
                         f"build again to rewrite it")
     if not isinstance(records, dict):
         raise damaged
@@ -313,11 +313,6 @@ def metadata_cmd(ctx: _Ctx, fmt, **kw):
     for w in metadata.warnings(graph):
         reporter.raw_warning(w)
     click.echo(metadata.render_json(graph) if fmt == "json" else metadata.render_text(graph), nl=False)
-
-
-def _shown(path: str) -> str:
-    rel = os.path.relpath(path)
-    return path if rel.startswith("..") else rel
 
 
 _RAW_ARGV: list[str] = []

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from mcpp.cas.action import Action, ActionKind
 
-from .manifest.reader import display_path
+from .errors import display_path
 
 # A path a compiler or linker names: at the start of a line (`a/b.cpp:4:2: error:`,
 # `a/b.cpp: In function`), after "from " (include chains), after `ld: ` and the like. It runs
@@ -50,14 +50,6 @@ def plain(text: str) -> str:
     return _SGR.sub("", text) if "\x1b" in text else text
 
 
-def user_path(path: str, root: str) -> str:
-    """`path` as the user should read it, as every path in mcpp's own messages: relative to the
-    cwd when it lies under the cwd, absolute otherwise (a dependency beside the package the user
-    stands in is named by its absolute path, which a terminal can open from anywhere). `root`,
-    the build's tree, is kept for the callers; the answer does not depend on it."""
-    return display_path(os.path.normpath(path))
-
-
 def relative_paths_shown(text: str, execroot: str) -> str:
     """`text` with each execroot-relative path of an existing file as the user's path of it."""
     if not execroot:
@@ -70,7 +62,8 @@ def relative_paths_shown(text: str, execroot: str) -> str:
             return token  # `error`, `note`, `In function`: not a file
         if token not in seen:
             full = os.path.join(execroot, token)
-            seen[token] = user_path(full, execroot) if os.path.isfile(full) else token
+            # shown as mcpp shows every path: relative below the cwd, absolute elsewhere
+            seen[token] = display_path(os.path.normpath(full)) if os.path.isfile(full) else token
         return seen[token]
 
     return _PATH_TOKEN.sub(replace, text)
