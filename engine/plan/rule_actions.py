@@ -20,6 +20,7 @@ import os
 from mcpp.cas.action import Action, ActionKind
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
+from ..containment import inside
 from ..errors import McppError
 from ..package.model import Package
 from ..package.program_result import RuleAction
@@ -37,7 +38,7 @@ def to_plan_action(pkg: Package, ra: RuleAction, execroot: str, base_env: tuple)
                             f"`{execroot}`; an action reads files of the packages in this build and its tools")
         return r + ("/" if path.endswith("/") else "")  # a tree output keeps its mark
 
-    built_tools = tuple(t for t in ra.tools if _under(t, execroot))
+    built_tools = tuple(t for t in ra.tools if execroot != "/" and inside(t, execroot))
     inputs = tuple(dict.fromkeys(rel(p, "input") for p in ra.inputs + built_tools))
     outputs = [rel(p, "output") for p in ra.outputs]
     depfile = rel(ra.depfile, "depfile") if ra.depfile else None

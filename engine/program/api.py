@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 import blake3
 
 from .. import containment
+from ..containment import inside
 from ..errors import ManifestError
 from ..manifest import globs
 from .api_context import ContextApi
-from .api_errors import ProgramApiError, _need_str, _under
+from .api_errors import ProgramApiError, _need_str
 from .api_providers import ProvidersApi
 from .context import ProgramContext
 from ..package.program_result import ROLES, ProgramResult, RuleAction
@@ -135,7 +136,7 @@ class McppApi(ContextApi, ProvidersApi):
         if not outs:
             raise ProgramApiError(f"{where}: declares no outputs (every action must produce a file under out_dir())")
         for declared, resolved in zip(outputs, outs):
-            if not _under(resolved, self.ctx.out_dir):
+            if not inside(resolved, self.ctx.out_dir):
                 raise ProgramApiError(f"{where}: output `{declared}` is outside out_dir() (`{self.ctx.out_dir}`)")
             if resolved.rstrip("/") == os.path.normpath(self.ctx.out_dir):
                 raise ProgramApiError(f"{where}: output `{declared}` is out_dir() itself; an output is a file under it")
@@ -151,7 +152,7 @@ class McppApi(ContextApi, ProvidersApi):
         ins = [self._file_path(where, "input", p) + _tree_mark(p) for p in _str_list(inputs, f"{where}: inputs")]
         tool_paths = [self._file_path(where, "tool", p) for p in _str_list(tools or [], f"{where}: tools")]
         for declared, resolved in zip(inputs, ins):
-            if _tree_mark(declared) and not _under(resolved.rstrip("/"), self.ctx.out_dir):
+            if _tree_mark(declared) and not inside(resolved.rstrip("/"), self.ctx.out_dir):
                 raise ProgramApiError(f"{where}: input `{declared}` ends in `/`, so it is a tree output of another "
                                       f"action, and those are under out_dir() (`{self.ctx.out_dir}`)")
         for declared, resolved in zip(list(inputs) + list(tools or []), ins + tool_paths):
@@ -169,7 +170,7 @@ class McppApi(ContextApi, ProvidersApi):
         if depfile is not None:
             _need_str("action", "depfile", depfile)
             dep = self._file_path(where, "depfile", depfile)
-            if not _under(dep, self.ctx.out_dir):
+            if not inside(dep, self.ctx.out_dir):
                 raise ProgramApiError(f"{where}: depfile `{depfile}` is outside out_dir() (`{self.ctx.out_dir}`)")
         _need_str("action", "description", description)
         self._ids.add(id)
@@ -180,14 +181,14 @@ class McppApi(ContextApi, ProvidersApi):
     def generated(self, path: str) -> None:
         _need_str("generated", "path", path)
         resolved = self._path(path)
-        if not _under(resolved, self.ctx.out_dir):
+        if not inside(resolved, self.ctx.out_dir):
             raise ProgramApiError(f"generated source `{path}` is outside out_dir() (`{self.ctx.out_dir}`)")
         self.result.generated.append(resolved)
 
     def source(self, path: str) -> None:
         _need_str("source", "path", path)
         resolved = self._path(path)
-        if not _under(resolved, self.ctx.manifest_dir) or _under(resolved, self.ctx.out_dir):
+        if not inside(resolved, self.ctx.manifest_dir) or inside(resolved, self.ctx.out_dir):
             raise ProgramApiError(f"source `{path}` is not a file of package `{self.ctx.package}`")
         self._inside(resolved, f"source(`{path}`)")
         self.result.sources.append(os.path.relpath(resolved, self.ctx.manifest_dir))
@@ -227,7 +228,7 @@ class McppApi(ContextApi, ProvidersApi):
     def read_file(self, path: str) -> str:
         _need_str("read_file", "path", path)
         resolved = self._path(path)
-        if not _under(resolved, self.ctx.manifest_dir):
+        if not inside(resolved, self.ctx.manifest_dir):
             raise ProgramApiError(f"read_file(`{path}`): a build program reads only files of its own package")
         self._inside(resolved, f"read_file(`{path}`)")
         self.reads.files[resolved] = file_digest(resolved)

@@ -16,7 +16,8 @@ import os
 import re
 from dataclasses import asdict
 
-from .api_errors import ProgramApiError, _need_str, _under
+from ..containment import inside
+from .api_errors import ProgramApiError, _need_str
 from .context import BinRef, CompileContext, RulePackageRef, ToolchainInfo
 from ..package.features import feature_define
 from ..package.model import Package
@@ -162,7 +163,7 @@ class ContextApi:
         """An output of one of this program's actions joins the package's archive and links."""
         _need_str("object", "path", path)
         resolved = self._path(path)
-        if not _under(resolved, self.ctx.out_dir):
+        if not inside(resolved, self.ctx.out_dir):
             raise ProgramApiError(f"object `{path}` is outside out_dir() (`{self.ctx.out_dir}`)")
         self.result.objects.append(resolved)
 
@@ -180,7 +181,7 @@ class ContextApi:
             raise ProgramApiError(f"write(`{path}`): content is {len(content.encode())} bytes; at most {_MAX_WRITE} "
                                   f"(write a larger file with an action of its own)")
         resolved = self._path(path)
-        if not _under(resolved, self.ctx.out_dir) or resolved == os.path.normpath(self.ctx.out_dir):
+        if not inside(resolved, self.ctx.out_dir) or resolved == os.path.normpath(self.ctx.out_dir):
             raise ProgramApiError(f"write(): `{path}` is outside out_dir() (`{self.ctx.out_dir}`)")
         rel = os.path.relpath(resolved, self.ctx.out_dir)
         script = 'printf "%s" "$1" > "$2"' + (' && chmod 755 "$2"' if executable else "")

@@ -7,10 +7,6 @@ class ProgramApiError(Exception):
     """A build program called the API wrongly; the message is shown at the call."""
 
 
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
 def _need_str(func: str, arg: str, value) -> str:
     if not isinstance(value, str):
         raise ProgramApiError(f"{func}(): `{arg}` must be a string, got {type(value).__name__}")
