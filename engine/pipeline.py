@@ -146,7 +146,7 @@ class ActionPipeline:
         if res.exit_code == 0 and all(_present(self._abs(o)) for o in a.outputs):
             for o in a.outputs:
                 path = self._abs(o)
-                _read_only(path)
+                executable = _read_only(path)
                 if o.endswith("/"):
                     try:
                         outcome.outputs[o] = tree.capture(path, self.store)
@@ -158,7 +158,7 @@ class ActionPipeline:
                     continue
                 d = outcome.outputs[o] = self.store.put_file(path)
                 # The next action stages this output from the area: fill it here, in parallel.
-                self.mat.publish_file(d, path, executable=bool(os.stat(path).st_mode & 0o111))
+                self.mat.publish_file(d, path, executable=executable)
         return outcome
 
     def _remote_lookup(self, a: Action) -> Outcome | None:
@@ -321,17 +321,21 @@ class ActionPipeline:
 
 
 
-def _read_only(path: str) -> None:
+def _read_only(path: str) -> bool:
     """Give a produced output (each file of a tree output) the mode a restored one has, 0555 or
     0444, as Bazel does: a later action then sees the same mode under every sandbox, including
     `off`, which reads `target/` in place (a tar of a binary is the same bytes everywhere), and a
-    stray write into `target/` fails instead of silently diverging from the cache."""
+    stray write into `target/` fails instead of silently diverging from the cache. Returns
+    whether a file output is executable (the stat taken here answers that too)."""
     paths = [path] if not path.endswith("/") else [
         os.path.join(d, f) for d, _, files in os.walk(path) for f in files]
+    executable = False
     for p in paths:
         st = os.lstat(p)
         if not stat.S_ISLNK(st.st_mode):
-            os.chmod(p, 0o555 if st.st_mode & 0o111 else 0o444)
+            executable = bool(st.st_mode & 0o111)
+            os.chmod(p, 0o555 if executable else 0o444)
+    return executable
 
 
 def _present(path: str) -> bool:
