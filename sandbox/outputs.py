@@ -69,31 +69,11 @@ def _is_link(dir_fd: int, name: str) -> bool:
 
 
 def _produced(root_fd: int, rel: str) -> int | None:
-    """The descriptor of ``rel``'s parent when ``rel`` is a regular file there; None when the
-    action did not produce it; ``BadOutput`` when it is anything else."""
-    try:
-        parent = _open_parent(root_fd, rel)
-    except FileNotFoundError:
-        return None
-    name = posixpath.basename(rel)
-    try:
-        st = os.stat(name, dir_fd=parent, follow_symlinks=False)
-    except FileNotFoundError:
-        os.close(parent)
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        os.close(parent)
-        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
-        raise BadOutput(rel, f"is {kind}")
-    if st.st_nlink != 1:  # another name for a file the action did not write (a host file, say)
-        os.close(parent)
-        raise BadOutput(rel, f"is a hard link ({st.st_nlink} names)")
-    return parent
-
-
-def _produced_tree(root_fd: int, rel: str) -> int | None:
-    """Like `_produced` for a tree output (`rel` ends in `/`): a real directory, moved whole; what
-    it holds is checked when it is stored (cas/tree.py refuses links that leave it)."""
+    """The descriptor of ``rel``'s parent when ``rel`` is what the action was to leave there: a
+    regular file, or for a tree output (``rel`` ends in ``/``) a real directory, moved whole (what
+    it holds is checked when it is stored: cas/tree.py refuses links that leave it). None when
+    the action did not produce it; ``BadOutput`` when it is anything else."""
+    tree = rel.endswith("/")
     name = rel.rstrip("/")
     try:
         parent = _open_parent(root_fd, name)
@@ -104,10 +84,16 @@ def _produced_tree(root_fd: int, rel: str) -> int | None:
     except FileNotFoundError:
         os.close(parent)
         return None
-    if not stat.S_ISDIR(st.st_mode):
+    if not (stat.S_ISDIR if tree else stat.S_ISREG)(st.st_mode):
         os.close(parent)
-        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
-        raise BadOutput(rel, f"is {kind} (an output ending in `/` is a directory)")
+        if stat.S_ISLNK(st.st_mode):
+            kind = "a symbolic link"
+        else:
+            kind = "not a directory" if tree else "not a regular file"
+        raise BadOutput(rel, f"is {kind}" + (" (an output ending in `/` is a directory)" if tree else ""))
+    if not tree and st.st_nlink != 1:  # another name for a file the action did not write (a host file, say)
+        os.close(parent)
+        raise BadOutput(rel, f"is a hard link ({st.st_nlink} names)")
     return parent
 
 
@@ -118,7 +104,7 @@ def _take(outputs: Iterable[str], root: str, dest_of) -> dict[str, str]:
     found: list[tuple[str, int]] = []
     try:
         for rel in outputs:
-            parent = _produced_tree(root_fd, rel) if rel.endswith("/") else _produced(root_fd, rel)
+            parent = _produced(root_fd, rel)
             if parent is not None:
                 found.append((rel, parent))
         collected: dict[str, str] = {}
