@@ -24,18 +24,39 @@ class Role(StrEnum):
 C_EXTS = (".c",)
 CXX_EXTS = (".cpp", ".cc", ".cxx", ".c++", ".C")
 MODULE_EXTS = (".cppm", ".ixx", ".mpp", ".cxxm", ".ccm", ".c++m")
-HEADER_EXTS = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".tpp", ".inc")
+# `.cuh` and `.hiph` are headers: never compiled, but a change to one can change what the build
+# graph should be, so they invalidate like any other header.
+HEADER_EXTS = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".tpp", ".inc", ".cuh", ".hiph")
 STARLARK_EXTS = (".star",)
 
-# Extension -> role. A device extension is not here: it is one only for a package that activates
-# a dependency's feature declaring it.
+# Device sources: files written in a language another compiler consumes (a device compiler that
+# accepts no C++20 modules), so the engine never scans them for imports, never makes a BMI of
+# them and never compiles them itself: a rule's action does. The criterion is the compiler, not
+# the language (`.sycl` holds plain C++). Rule packages add to this table with
+# `device_extensions`; docs/accelerators.md has it as a table.
+DEVICE_EXTS = (
+    ".cu", ".hip",  # CUDA, HIP
+    ".sycl",  # SYCL
+    ".asc", ".cce",  # Ascend C
+    # GLSL by stage, then without a stage (the shader rule, not this table, refuses a stageless name)
+    ".comp", ".vert", ".frag", ".geom", ".tesc", ".tese", ".mesh", ".task",
+    ".rgen", ".rint", ".rahit", ".rchit", ".rmiss", ".rcall", ".glsl",
+    ".hlsl",  # HLSL
+    ".cl",  # OpenCL C
+    ".metal",  # Metal Shading Language
+)
+
+# Extension -> role. A package's further device extensions come from the features it activates
+# (`device_extensions`), so they are not here.
 ROLES: dict[str, Role] = {**{e: Role.C for e in C_EXTS}, **{e: Role.CXX for e in CXX_EXTS},
                           **{e: Role.MODULE for e in MODULE_EXTS}, **{e: Role.HEADER for e in HEADER_EXTS},
-                          **{e: Role.STARLARK for e in STARLARK_EXTS}}
+                          **{e: Role.STARLARK for e in STARLARK_EXTS}, **{e: Role.DEVICE for e in DEVICE_EXTS}}
 
 COMPILED_EXTS = C_EXTS + CXX_EXTS + MODULE_EXTS
 
-# What a package compiles without `[build] sources`: every compiled extension under `src/`.
+# What a package compiles without `[build] sources`: every compiled extension under `src/`. Device
+# extensions are not in it: a package that vendors a `.cu` and builds it elsewhere must not start
+# compiling it when mcpp is upgraded; a device source joins the build only when it is named.
 DEFAULT_GLOBS = tuple(f"src/**/*{e}" for e in COMPILED_EXTS)
 
 # The headers beside a package's sources, which its compiles may `#include`.

@@ -118,7 +118,7 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
     for pkg in graph.order:
         c = checked[pkg]
         exts = device_extensions(pkg)
-        device = [s.path for s in package_sources(pkg) if s.role == Role.DEVICE] if exts else []
+        device = [s.path for s in package_sources(pkg) if s.role == Role.DEVICE]
         if c.path is None:
             pkg.program = None
             _check_claims(pkg, device, exts, ProgramResult())
@@ -172,10 +172,12 @@ def _check_claims(pkg: Package, device: list[str], exts: dict[str, str], result:
         ext = os.path.splitext(rel)[1]
         why = (f"no action of `{display_path(os.path.join(pkg.root, PROGRAM_NAME))}` reads it"
                if pkg.program is not None else f"`{pkg.name}` has no {PROGRAM_NAME} to declare one")
-        raise ManifestError(
-            f"device source `{rel}` is not claimed by any action: {why}", pkg.manifest.position("build", "sources"),
-            [f"note: `{ext}` is a device extension of `{exts.get(ext, '?')}`; its rule declares the action that "
-             f"compiles each source (`mcpp.action(..., inputs = [source])`)"])
+        note = (f"note: `{ext}` is a device extension of `{exts[ext]}`; its rule declares the action that "
+                f"compiles each source (`mcpp.action(..., inputs = [source])`)" if ext in exts else
+                f"note: `{ext}` is a device source (docs/accelerators.md); no rule package this package uses "
+                f"compiles it, so nothing would link its object")
+        raise ManifestError(f"device source `{rel}` is not claimed by any action: {why}",
+                            pkg.manifest.position("build", "sources"), [note])
 
 
 
