@@ -1,27 +1,23 @@
 // The seam: the project's designed interface. It is the one place where the implementation
-// under it (CUDA, or the CPU) can be replaced without touching a consumer.
-module;
-#include <string>
-#include <vector>
+// under it (CUDA, or the CPU) can be replaced without touching a consumer. It keeps to plain
+// types: the standard library stays out of module interfaces that GCC 12 merges with headers.
 export module app.saxpy;
-import app.kernels;
+// Re-exported only because GCC 12 loses namespace `app` for an importer of this module when the
+// module reopens a namespace it met through a private import.
+export import app.kernels;
 
 export namespace app {
 
-struct Result {
-    std::vector<float> values;
-    std::string where;  // what computed it
-};
-
-Result saxpy(float a, const std::vector<float>& x, const std::vector<float>& y)
+// Where `out = a * x + y` was computed.
+const char* saxpy(float a, const float* x, const float* y, float* out, unsigned n)
 {
-    Result r{std::vector<float>(x.size()), ""};
-    const int on_host = kernels::saxpy(a, x.data(), y.data(), r.values.data(), static_cast<unsigned>(x.size()));
-    if (!on_host)
-        r.where = "the CUDA device";
-    else if (kernels::device_count() == 0)
-        r.where = "the CPU";
-    return r;
+    const bool cpu_build = kernels::backend()[0] == 'c' && kernels::backend()[1] == 'p';
+    const int on_host = kernels::saxpy(a, x, y, out, n);
+    if (cpu_build)
+        return "built without accelerators: computed on the CPU";
+    if (on_host)
+        return "no CUDA device present: computed on the CPU";
+    return "computed on the CUDA device";
 }
 
 }  // namespace app

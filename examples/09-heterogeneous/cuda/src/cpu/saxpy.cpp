@@ -3,6 +3,12 @@
 #include "app_kernels.h"
 
 MCPP_EXPORT_C
+const char* app_backend()
+{
+    return "cpu";
+}
+
+MCPP_EXPORT_C
 int app_device_count()
 {
     return 0;

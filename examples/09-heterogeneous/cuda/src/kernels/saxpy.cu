@@ -13,6 +13,12 @@ static void saxpy_host(float a, const float* x, const float* y, float* out, unsi
     for (unsigned i = 0; i < n; ++i) out[i] = a * x[i] + y[i];
 }
 
+MCPP_EXPORT_C
+const char* app_backend()
+{
+    return "cuda";
+}
+
 // 0: no CUDA device is reachable here (no driver, or no GPU): computed on the CPU.
 MCPP_EXPORT_C
 int app_device_count()
