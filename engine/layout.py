@@ -85,6 +85,11 @@ class Layout:
         """Build program evaluations (engine/program/cache.py)."""
         return os.path.join(self.state_dir, "programs")
 
+    @property
+    def payloads_record(self) -> str:
+        """The payload environment of the last build (engine/payloads/record.py)."""
+        return os.path.join(self.state_dir, "payloads.json")
+
     # -- the workspace ------------------------------------------------------------------------
     @property
     def compile_commands(self) -> str:

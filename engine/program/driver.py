@@ -24,7 +24,7 @@ from ..package.sources import device_extensions, package_sources
 from .api import FLOOR, McppApi
 from .api_providers import dep_infos
 from .cache import ProgramCache, dependencies
-from .context import AccelEntry, PayloadRef, ProgramContext, RuleModuleRef, ToolRef
+from .context import AccelEntry, ProgramContext, RuleModuleRef, ToolRef
 from .evaluate import PROGRAM_NAME, Evaluation, loads_of, parse, program_path
 from .modules import Loader, RuleModule, library_path, resolve, unavailable, visible_rule_modules
 
@@ -104,7 +104,7 @@ class ProgramInputs:
     host: str
     accel: tuple[AccelEntry, ...]
     tools_of: Callable[[Package], list]  # package -> visible HostTools
-    payload_dir: Callable[[str, str, str], str]  # (namespace, name, version) -> directory or ""
+    payloads: tuple = ()  # PayloadRef of every resolved payload: one environment for every package
     extras: Callable[[Package, dict], dict] = lambda pkg, rule_modules: {}  # api_context.context_extras
 
 
@@ -152,8 +152,7 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
 
 def _context(pkg: Package, device: list[str], c: Checked, inputs: ProgramInputs) -> ProgramContext:
     m = pkg.manifest
-    payloads = tuple(PayloadRef(p.namespace, p.name, inputs.payload_dir(p.namespace, p.name, p.version))
-                     for p in m.xlings.deps + m.xlings.workspace)
+    payloads = inputs.payloads
     return ProgramContext(
         package=m.name, version=m.version or "", namespace=m.namespace or "", manifest_dir=pkg.root,
         out_dir=inputs.gen_dir(m.name), profile=inputs.profile, target=inputs.target,
