@@ -21,7 +21,7 @@ from mcpp.cas.statcache import StatCache
 
 from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
-from . import noop, trust
+from . import noop, prebuilt, trust
 from .action_runner import ActionRunner, SandboxRunner
 from .empty_packages import empty_package_warnings
 from .errors import BuildFailed, McppError
@@ -127,6 +127,7 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
         scans = ScanCache(layout.scan_cache, stats.digest)
         env = _environment(graph, layout, opts, reporter)
         watched = _programs(graph, layout, toolchain, profile, opts, reporter, env)
+        prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
         plan = Planner(graph, toolchain, profile, layout=layout, scan=scans.scan, with_tests=with_tests,
                        includes=scans.includes).build()
         for w in empty_package_warnings(graph, plan):
