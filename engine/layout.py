@@ -25,6 +25,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .shipped_packages import is_shipped
+
 if TYPE_CHECKING:
     from .package.model import PackageGraph
 
@@ -38,7 +40,9 @@ class Layout:
 
     @classmethod
     def of(cls, graph: "PackageGraph", profile: str) -> "Layout":
-        roots = [p.root for p in graph.order] + [graph.workspace_root, graph.target_dir]
+        # A package shipped with mcpp holds only Starlark, which no action reads: its place in the
+        # engine's installation must not widen the execroot (and so every key) to `/`.
+        roots = [p.root for p in graph.order if not is_shipped(p.root)] + [graph.workspace_root, graph.target_dir]
         return cls(graph.workspace_root, graph.target_dir, os.path.commonpath(roots), profile)
 
     # -- target/ ------------------------------------------------------------------------------

@@ -25,3 +25,7 @@ def shipped_root(namespace: str | None, name: str) -> str | None:
 
 def names() -> list[str]:
     return sorted(f"{ns}:{name}" for ns, name in SHIPPED)
+
+
+def is_shipped(root: str) -> bool:
+    return root in SHIPPED.values()
