@@ -81,6 +81,8 @@ def _package(pkg: Package, out_dir: str) -> dict:
         "manifest_path": m.path,
         "root": m.root,
         "features": active,
+        # Intent (a CI matrix hint), never a gate: the build's accelerator set is `context.accel`.
+        "accelerators": list((m.document.get("package") or {}).get("accelerators") or []),
         "dependencies": [{"name": dep.name, "id": f"{dep.name} {dep.version}", "path": spec.path,
                           "kind": "feature" if spec.feature else "dev" if spec in m.dev_dependencies else "normal",
                           "feature": spec.feature} for spec, dep in pkg.edges],

@@ -76,11 +76,14 @@ class Links:
             elif t.kind == "lib" and t.name != pkg.name and lib_objs:
                 self.plan.artifacts.append(Artifact(pkg.name, t.name, ArtifactKind.LIB, self.archives[pkg]))
 
-    def test_binary(self, pkg: Package, u: Unit, lib_units: list[Unit]) -> None:
-        """A test source of `pkg` linked with the package's library objects and its (dev-)dependencies."""
+    def test_binary(self, pkg: Package, u: Unit, lib_units: list[Unit],
+                    rule_objects: list[tuple[str, str]] = ()) -> None:
+        """A test source of `pkg` linked with the package's library objects (its build program's
+        `role = "object"` outputs included, as in its bins) and its (dev-)dependencies."""
         mains = {t.main for t in self.ctx.targets_of(pkg) if t.kind == "bin"}
-        objs = [u.obj] + [x.obj for x in lib_units if x.source.path not in mains]
-        ids = [u.action_id] + [x.action_id for x in lib_units if x.source.path not in mains]
+        objs = [u.obj] + [x.obj for x in lib_units if x.source.path not in mains] + [o for o, _ in rule_objects]
+        ids = ([u.action_id] + [x.action_id for x in lib_units if x.source.path not in mains]
+               + [p for _, p in rule_objects])
         dep_archives, dep_ids = self._dep_archives(pkg, dev=True)
         name = os.path.splitext(os.path.basename(u.source.path))[0]
         out = f"{self.ctx.out}/tests/{pkg.name}/{name}"

@@ -76,7 +76,7 @@ class Planner:
             links.package_artifacts(pkg, units_by_pkg[pkg], programs.objects_of(pkg))
         for pkg in graph.members:
             for u in test_units.get(pkg, []):
-                links.test_binary(pkg, u, units_by_pkg[pkg])
+                links.test_binary(pkg, u, units_by_pkg[pkg], programs.objects_of(pkg))
         programs.plan_after_link()  # they may read the package's binaries
         rule_edges.settle(plan)  # producer edges, duplicate outputs and cycles, once all are planned
         programs.check_inputs()
