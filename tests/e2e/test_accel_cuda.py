@@ -91,3 +91,45 @@ def test_sass_per_architecture_and_ptx_for_the_floor(mcpp, example):
     line = [l for l in res.out.splitlines() if "nvcc" in l and "saxpy.cu" in l][0]
     for code in ("arch=compute_80,code=sm_80", "arch=compute_89,code=sm_89", "arch=compute_75,code=compute_75"):
         assert code in line
+
+
+def fake_toolkit(tmp_path, gcc_bound: int | None = None):
+    """A toolkit root holding only nvcc (and its profile), adopted through an index of its own:
+    nvcc's plan names stage programs this root lacks. With `gcc_bound`, its crt/host_config.h
+    accepts gcc up to that major."""
+    root = tmp_path / "toolkit"
+    (root / "bin").mkdir(parents=True)
+    for name in ("nvcc", "nvcc.profile"):
+        shutil.copy2(f"/usr/local/cuda/bin/{name}", root / "bin" / name)
+    if gcc_bound is None:
+        (root / "include").symlink_to("/usr/local/cuda/include")
+    else:
+        (root / "include" / "crt").mkdir(parents=True)
+        (root / "include" / "crt" / "host_config.h").write_text(
+            f"#if defined(__GNUC__)\n#if __GNUC__ > {gcc_bound}\n#error -- unsupported GNU version!\n#endif\n#endif\n")
+    index = tmp_path / "index"
+    (index / "pkgs" / "xim").mkdir(parents=True)
+    (index / "index.toml").write_text('[index]\nname = "fake"\nformat = 1\n')
+    version = subprocess.run([NVCC, "--version"], capture_output=True, text=True).stdout.split(", V")[1].split()[0]
+    for name in ("cuda-nvcc", "cuda-cudart"):
+        (index / "pkgs" / "xim" / f"{name}.toml").write_text(
+            f'[package]\nname = "{name}"\nnamespace = "xim"\nbins = []\n[[release]]\nversion = "{version}"\n'
+            f'linux-x86_64 = {{ system = "{root}", probe = ["bin/nvcc", "--version"], match = "V([0-9.]+)" }}\n')
+    return root, {"MCPP_PAYLOAD_INDEX": str(index)}
+
+
+@needs_nvcc
+def test_the_first_stage_nvcc_cannot_resolve_is_named_with_its_payload(mcpp, example, tmp_path):
+    root, env = fake_toolkit(tmp_path)
+    res = mcpp("build", cwd=example, env=env)
+    assert res.code == 2 and "Traceback" not in res.err, res.out + res.err
+    assert (f"rules-cuda: nvcc's plan (nvcc --dryrun) runs `cicc`, which does not resolve (searched: "
+            f"{root}/bin/../nvvm/bin/cicc); it is provided by xim:cuda-nvcc") in res.err
+
+
+@needs_nvcc
+def test_a_host_compiler_newer_than_the_toolkit_accepts_is_refused(mcpp, example, tmp_path):
+    _, env = fake_toolkit(tmp_path, gcc_bound=4)
+    res = mcpp("build", cwd=example, env=env)
+    assert res.code == 2, res.out + res.err
+    assert "accepts gcc <= 4 as its host compiler (crt/host_config.h)" in res.err
