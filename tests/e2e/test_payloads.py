@@ -223,3 +223,21 @@ def test_payload_fetch_installs_without_building_and_gc_keeps_the_store(project,
     assert not (root / "target" / "dev").exists()
     listed = run(mcpp, server, "payload", "list", cwd=root)
     assert str(mcpp.home / "payloads" / "xim" / "gen" / "1.0.0") in listed.out, listed.out
+
+
+def test_metadata_shows_the_environment_and_gc_evicts_unused_payloads(project, mcpp, server):
+    root = app(project, '[xlings.workspace]\n"xim:gen" = "1.0.0"\n')
+    assert run(mcpp, server, "payload", "fetch", cwd=root).code == 0
+    meta = run(mcpp, server, "metadata", cwd=root)
+    assert meta.code == 0, meta.err
+    assert 'xim:gen = "1.0.0"  # host axis, archive, declared by app' in meta.out, meta.out
+    data = json.loads(run(mcpp, server, "metadata", "--format", "json", cwd=root).out)
+    assert [p["version"] for p in data["environment"]["payloads"]] == ["1.0.0"]
+    kept = run(mcpp, server, "cache", "gc", "--older-than", "1d", cwd=root)
+    assert kept.code == 0 and versions_installed(mcpp) == ["1.0.0"], kept.out
+    lock = mcpp.home / "payloads" / ".locks" / "xim+gen+1.0.0.lock"
+    os.utime(lock, (0, 0))
+    os.utime(mcpp.home / "payloads" / "xim" / "gen" / "1.0.0", (0, 0))
+    gone = run(mcpp, server, "cache", "gc", "--older-than", "1d", cwd=root)
+    assert "removed 1 payload(s)" in gone.out and "xim:gen 1.0.0" in gone.out, gone.out
+    assert versions_installed(mcpp) == []
