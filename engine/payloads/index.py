@@ -13,6 +13,7 @@ which server answered.
 """
 from __future__ import annotations
 
+import http.client
 import os
 import tomllib
 import urllib.error
@@ -45,8 +46,8 @@ def fetch(url: str) -> bytes:
             if e.code in (404, 410):
                 raise NotFound(url) from None
             raise PayloadError(f"payload index: {url}: HTTP {e.code} {e.reason}") from None
-        except (urllib.error.URLError, OSError) as e:
-            reason = getattr(e, "reason", e)
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+            reason = getattr(e, "reason", None) or e.__class__.__name__
             raise PayloadError(f"payload index unreachable: {url}: {reason}") from None
     path = urllib.parse.unquote(urllib.parse.urlsplit(url).path) if scheme == "file" else url
     try:

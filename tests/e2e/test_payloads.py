@@ -241,3 +241,22 @@ def test_metadata_shows_the_environment_and_gc_evicts_unused_payloads(project, m
     gone = run(mcpp, server, "cache", "gc", "--older-than", "1d", cwd=root)
     assert "removed 1 payload(s)" in gone.out and "xim:gen 1.0.0" in gone.out, gone.out
     assert versions_installed(mcpp) == []
+
+
+def test_two_builds_needing_one_payload_install_it_once(project, mcpp, server):
+    root = app(project, '[xlings.workspace]\n"xim:gen" = "2.0.0"\n')
+    server.stall.set()  # the first download hangs half-way while the second build starts
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home), "MCPP_PAYLOAD_INDEX": server.url}
+    first = subprocess.Popen([mcpp_executable(), "payload", "fetch"], cwd=root, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert server.stalled.wait(60)
+    second = subprocess.Popen([mcpp_executable(), "payload", "fetch"], cwd=root, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)  # long enough for the second to reach the install (it waits on the lock)
+    server.stall.clear()
+    server.release.set()
+    for proc in (first, second):
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert versions_installed(mcpp) == ["2.0.0"]
+    assert [r for r in server.requests if r.startswith("/archives/")] == ["/archives/gen-2.0.0.tar.gz"]
