@@ -21,11 +21,13 @@ import urllib.parse
 import urllib.request
 from typing import Mapping
 
+from mcpp import starlark_rules
+
 from .descriptor import Descriptor, parse_descriptor
 from .errors import PayloadError
 
-SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                       "starlark_rules", "payload-index")
+# Beside the engine's Starlark library, and shipped with it as package data (pyproject.toml).
+SHIPPED = os.path.join(os.path.dirname(os.path.abspath(starlark_rules.__file__)), "payload-index")
 CONFIG_FILE = "config.toml"
 ENV = "MCPP_PAYLOAD_INDEX"
 TIMEOUT_S = 30
