@@ -260,3 +260,16 @@ def test_two_builds_needing_one_payload_install_it_once(project, mcpp, server):
         assert proc.returncode == 0, err
     assert versions_installed(mcpp) == ["2.0.0"]
     assert [r for r in server.requests if r.startswith("/archives/")] == ["/archives/gen-2.0.0.tar.gz"]
+
+
+def test_the_digest_of_a_payload_tool_is_in_the_key_of_the_action_running_it(project, mcpp, server):
+    root = app(project, '[xlings.workspace]\n"xim:gen" = "2.0.0"\n')
+    first = mcpp("build", "--message-format", "json", cwd=root, env={"MCPP_PAYLOAD_INDEX": server.url})
+    assert first.code == 0 and "rule app:gen" in first.executed(), first.err
+    again = mcpp("build", "--message-format", "json", cwd=root, env={"MCPP_PAYLOAD_INDEX": server.url})
+    assert "rule app:gen" not in again.executed()
+    # An installation changed in place (an adopted toolkit upgraded under the same path):
+    tool = mcpp.home / "payloads" / "xim" / "gen" / "2.0.0" / "bin" / "gen"
+    tool.write_text(tool.read_text().replace("200", "201"))
+    changed = mcpp("build", "--message-format", "json", cwd=root, env={"MCPP_PAYLOAD_INDEX": server.url})
+    assert changed.code == 0 and "rule app:gen" in changed.executed(), changed.out
