@@ -96,10 +96,10 @@ def cache_gc(max_size, older_than):
     click.echo(f"removed {report.entries_removed} action entries and {report.blobs_removed} blobs; "
                f"freed {format_size(report.bytes_freed)}, {format_size(report.bytes_after)} remain")
     payloads = payload_gc(str(_home().payloads), older_than_s=age)
-    if payloads.removed or payloads.temp_removed:
-        click.echo(f"removed {len(payloads.removed)} payload(s) unused for {older_than or 'long'}"
-                   + "".join(f"\n  {p}" for p in payloads.removed)
-                   + (f"; swept {payloads.temp_removed} interrupted install(s)" if payloads.temp_removed else ""))
+    if payloads.removed:
+        click.echo(f"removed {len(payloads.removed)} payload(s) unused for {older_than}: {', '.join(payloads.removed)}")
+    if payloads.temp_removed:
+        click.echo(f"swept {payloads.temp_removed} interrupted payload install(s)")
     if size is not None and report.bytes_after > size:
         # Never leave the user guessing why the limit was not reached.
         why = [f"note: the store is still above {format_size(size)}"]
