@@ -18,6 +18,7 @@ from mcpp.sandbox import NAMES as SANDBOXES
 
 from .build import BuildOptions, build
 from .cache_cmd import cache_group
+from .payload_cmd import payload_group
 from .errors import EXIT_USER_ERROR, McppError, display_path, environment_error
 from .package.graph import load_graph
 from .package.model import Selection
@@ -256,6 +257,7 @@ def _finish_scaffold(ctx: _Ctx, path: str, vcs: str) -> None:
 
 
 cli.add_command(cache_group)
+cli.add_command(payload_group)
 
 
 @cli.command("explain")

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import os
 
+from mcpp.cas.home import Home
+
 from .manifest.flat import flat_lines, jsonable
 from .manifest.load import display_path
 from .manifest.model import PayloadSpec
@@ -23,6 +25,7 @@ from .package.graph import load_graph
 from .package.model import Package, PackageGraph, Selection
 from .package.sources import package_sources
 from .package.targets import targets_of
+from .payloads import PayloadError, resolve_environment
 
 FORMAT_VERSION = 1
 
@@ -51,7 +54,22 @@ def render_text(graph: PackageGraph) -> str:
         features = ", ".join(sorted(pkg.features)) or "none"
         lines.append(f"# package {pkg.name} {pkg.version} ({display_path(pkg.manifest.path)}), features: {features}")
         lines += flat_lines(pkg.manifest.document, pkg.manifest.notes)
+    env = environment(graph)
+    if env["payloads"]:  # a refusal shows in the JSON form and when building, not in every listing
+        lines.append("# environment (payloads this build resolves; docs/payloads.md)")
+        lines += [f"{p['id']} = \"{p['version']}\"  # {p['axis']} axis, {p['source']}, declared by {p['declared_by']} "
+                  f"at {p['declared_at']}, {p['directory'] or 'not installed'}" for p in env["payloads"]]
     return "\n".join(lines) + "\n"
+
+
+def environment(graph: PackageGraph) -> dict:
+    """The resolved payload environment, without installing anything; a refusal is shown, not raised,
+    so `mcpp metadata` still describes a project whose environment cannot be resolved."""
+    home = Home.default()
+    try:
+        return resolve_environment(graph, str(home.payloads), str(home.root), install_missing=False).to_json()
+    except PayloadError as e:
+        return {"payloads": [], "error": e.message}
 
 
 def _payload(p: PayloadSpec) -> dict:
@@ -116,5 +134,6 @@ def render_json(graph: PackageGraph, profile: str = "dev") -> str:
         "profile": profile,
         "members": [p.name for p in graph.members],
         "packages": [_package(p, out_dir) for p in graph.order],
+        "environment": environment(graph),
     }
     return json.dumps(data, indent=2) + "\n"

@@ -132,7 +132,7 @@ class Manifest:
     dev_dependencies: tuple[DependencySpec, ...] = ()
     build_dependencies: tuple[DependencySpec, ...] = ()  # (not acted on yet: host modules)
     feature_deps: dict[str, tuple[DependencySpec, ...]] = field(default_factory=dict)
-    xlings: XlingsSpec = field(default_factory=XlingsSpec)  # (validated, not installed yet)
+    xlings: XlingsSpec = field(default_factory=XlingsSpec)  # resolved and installed by engine/payloads/
     feature_xlings: dict[str, tuple[PayloadSpec, ...]] = field(default_factory=dict)
     runtime_artifacts: tuple[RuntimeArtifact, ...] = ()
     runtime_library_dirs: tuple[str, ...] = ()

@@ -53,8 +53,7 @@ class Table:
 TOP = Table("top level", "identity", KEBAB, (
     "package", "targets", "lib", "build", "profile", "toolchain", "dependencies", "dev-dependencies",
     "build-dependencies", "xlings", "features", "feature-deps", "feature-xlings", "target", "runtime",
-    "resources", "hooks", "workspace"), pending=("build-dependencies", "xlings", "feature-xlings", "runtime",
-                                                 "resources", "hooks"))
+    "resources", "hooks", "workspace"), pending=("build-dependencies", "runtime", "resources", "hooks"))
 
 # The plane of each top-level section (the table in docs/manifest.md, "Planes").
 SECTION_PLANES = {
@@ -86,7 +85,7 @@ DEPENDENCY = Table("dependencies.<name>", "library dependencies", KEBAB, (
 FEATURE = Table("features.<name>", "gates", SNAKE, (
     "sources", "defines", "implies", "rule_module", "rule_module_entry", "device_extensions"))
 XLINGS = Table("xlings", "tools and environment", SNAKE, ("deps", "workspace", "envs", "subos"),
-               pending=("deps", "workspace", "envs", "subos"))
+               pending=("envs", "subos"))
 RUNTIME = Table("runtime", "artifact metadata", SNAKE, ("artifacts", "library_dirs"),
                 pending=("artifacts", "library_dirs"))
 ARTIFACT = Table("runtime.artifacts[]", "artifact metadata", SNAKE, ("role", "path", "provenance", "abi", "accel"),
@@ -101,7 +100,7 @@ CONDITIONAL_SECTIONS = ("build", "dependencies", "dev-dependencies", "build-depe
 TRIPLE_KEYS = ("runner", "sysroot")
 TARGET = Table("target.<selector>", "conditions", KEBAB,
                tuple(s.split(".")[0] for s in CONDITIONAL_SECTIONS) + TRIPLE_KEYS,
-               pending=("build-dependencies", "runtime", "xlings", "feature-xlings", "sysroot"))
+               pending=("build-dependencies", "runtime", "sysroot"))
 # [target.<selector>.build] takes only what combines by appending: a block adds to the
 # unconditional section, and two blocks that both apply could not both set one value.
 ADDITIVE_BUILD_KEYS = ("sources", "include_dirs", "cflags", "cxxflags", "ldflags", "defines")

@@ -69,8 +69,10 @@ def _choose(ident: tuple[str, str], decls: list[Declaration]) -> Choice:
         if loser.requirement.kind == "pin":
             if loser.requirement.allows(winner.spec.version):
                 continue
+            which = ("the nearer one" if _rank(winner) < _rank(loser) else
+                     "both are as near to the artifact, so the first declared one")
             choice.notes.append(f"`{choice.address}`: {winner.describe()} and {loser.describe()} pin different "
-                                f"versions; the nearer one, {winner.spec.version}, is used")
+                                f"versions; {which}, {winner.spec.version}, is used")
         elif not loser.requirement.allows(winner.spec.version):
             raise PayloadError(
                 f"`{choice.address}` is pinned to {winner.spec.version}, which does not satisfy a requirement of "

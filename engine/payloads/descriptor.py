@@ -104,6 +104,8 @@ def _source(spec, fail) -> Source:
         url, digest, size = spec["url"], spec.get("blake3"), spec.get("size")
         if not isinstance(url, str) or not url.endswith(_ARCHIVE_SUFFIXES):
             raise fail(f"`url` must name a {', '.join(_ARCHIVE_SUFFIXES)} archive")
+        if url.startswith("/"):
+            raise fail("`url` is relative to the index or a full URL; a file on this machine is `file:///...`")
         if not isinstance(digest, str) or not _HEX64.match(digest):
             raise fail("an archive needs its `blake3` (64 lowercase hex digits)")
         if size is not None and (not isinstance(size, int) or size < 0):

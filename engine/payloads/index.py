@@ -13,6 +13,7 @@ which server answered.
 """
 from __future__ import annotations
 
+import http.client
 import os
 import tomllib
 import urllib.error
@@ -20,11 +21,13 @@ import urllib.parse
 import urllib.request
 from typing import Mapping
 
+from mcpp import starlark_rules
+
 from .descriptor import Descriptor, parse_descriptor
 from .errors import PayloadError
 
-SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                       "starlark_rules", "payload-index")
+# Beside the engine's Starlark library, and shipped with it as package data (pyproject.toml).
+SHIPPED = os.path.join(os.path.dirname(os.path.abspath(starlark_rules.__file__)), "payload-index")
 CONFIG_FILE = "config.toml"
 ENV = "MCPP_PAYLOAD_INDEX"
 TIMEOUT_S = 30
@@ -45,8 +48,8 @@ def fetch(url: str) -> bytes:
             if e.code in (404, 410):
                 raise NotFound(url) from None
             raise PayloadError(f"payload index: {url}: HTTP {e.code} {e.reason}") from None
-        except (urllib.error.URLError, OSError) as e:
-            reason = getattr(e, "reason", e)
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+            reason = getattr(e, "reason", None) or e.__class__.__name__
             raise PayloadError(f"payload index unreachable: {url}: {reason}") from None
     path = urllib.parse.unquote(urllib.parse.urlsplit(url).path) if scheme == "file" else url
     try:

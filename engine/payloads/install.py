@@ -35,6 +35,18 @@ def store_dir(payloads_root: str, namespace: str, name: str, version: str) -> st
     return os.path.join(payloads_root, namespace, name, version)
 
 
+def lock_path(payloads_root: str, namespace: str, name: str, version: str) -> str:
+    """The payload's lock, whose mtime also records its last use (for `mcpp cache gc`)."""
+    return os.path.join(payloads_root, LOCKS, f"{namespace}+{name}+{version}.lock")
+
+
+def _stamp_use(path: str) -> None:
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
 def installed(payloads_root: str, namespace: str, name: str, version: str) -> str | None:
     d = store_dir(payloads_root, namespace, name, version)
     return d if os.path.isdir(d) else None
@@ -51,11 +63,12 @@ def install(payloads_root: str, index: Index, desc: Descriptor, version: str, so
                                f"but {why} (descriptor {desc.location})")
         return root
     final = store_dir(payloads_root, desc.namespace, desc.name, version)
+    lock = lock_path(payloads_root, desc.namespace, desc.name, version)
     if os.path.isdir(final):
+        _stamp_use(lock)
         return final
     os.makedirs(os.path.join(payloads_root, LOCKS), exist_ok=True)
-    lock_path = os.path.join(payloads_root, LOCKS, f"{desc.namespace}+{desc.name}+{version}.lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         if os.path.isdir(final):  # another build installed it while this one waited
