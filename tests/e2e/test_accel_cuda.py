@@ -44,6 +44,8 @@ def test_cpu_only_variant_runs_and_resolves_no_cuda_payload(mcpp, example):
     assert res.code == 0, res.err
     assert res.out.splitlines()[-2:] == ["built without accelerators: computed on the CPU", ANSWER]
     assert payloads(example) == []
+    listed = mcpp("payload", "list", "--no-accel", cwd=example)
+    assert listed.code == 0 and "cuda" not in listed.out + listed.err, listed.out + listed.err
     plan = mcpp.build_json("build", "--no-accel", cwd=example)
     assert not [e for e in plan.events if "nvcc" in str(e.get("id", ""))]
     assert "rules-cuda" not in res.err
