@@ -53,6 +53,9 @@ def test_multi_backend_fix_links_one_implementation(mcpp, tmp_path):
     root = copy_example("09-heterogeneous/multi-backend", tmp_path)
     out = lines(mcpp("run", "--accel", CUDA, cwd=root))
     assert out[-2] in ("impl: cuda (no device present: CPU)", "impl: cuda (device)") and out[-1] == "sum = 18"
+    # The project's own declaration of the toolkit (the override path) is the nearer one.
+    listed = mcpp("payload", "list", "--accel", CUDA, cwd=root)
+    assert "declared by `multi` at mcpp.toml" in listed.out, listed.out + listed.err
 
 
 @needs_nvcc
