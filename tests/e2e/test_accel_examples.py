@@ -127,3 +127,17 @@ def test_accel_entries_narrow_sources_and_none_is_the_empty_set(mcpp, project):
     assert lines(mcpp("run", cwd=root))[-1] == "none 0"
     assert lines(mcpp("run", "--accel", "vulkan1.2", cwd=root))[-1] == "some 7"
     assert lines(mcpp("run", "--no-accel", cwd=root))[-1] == "none 0"
+
+
+@pytest.mark.parametrize("entry, message", [
+    ('nothere = { version = "0.3.0", host-module = true }',
+     "error: mcpp ships no package `mcpp:nothere` (it ships: mcpp:plugins)"),
+    ('plugins = { version = "^0.4", host-module = true }',
+     "error: dependency `mcpp.plugins` requires version `^0.4`, but `"),
+])
+def test_the_mcpp_namespace_names_packages_shipped_with_mcpp(mcpp, project, entry, message):
+    root = project({"mcpp.toml": f'[package]\nname = "p"\nversion = "0.1.0"\n[build-dependencies.mcpp]\n{entry}\n',
+                    "src/main.cpp": "int main() {}\n"})
+    res = mcpp("build", cwd=root)
+    assert res.code == 2 and "Traceback" not in res.err, res.err
+    assert "mcpp.toml:5:" in res.err and message in res.err, res.err
