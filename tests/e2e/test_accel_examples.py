@@ -1,15 +1,19 @@
 """examples/09-heterogeneous/boundary (L0) and .../multi-backend (the `not(...)` trap, its fix with
-`accelerator = "none"`, and the run-time-choice shape); plus the accel set on a plain project:
-device sources nobody claims are refused by name, and `{ glob, accel }` entries narrow."""
+`accelerator = "none"`, and the run-time-choice shape); plus the accel set on plain projects:
+device sources nobody claims are refused by name, `{ glob, accel }` entries narrow, the `mcpp`
+namespace of shipped packages, and prebuilt artifacts chosen (or refused) by tag and accel."""
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from tests.e2e.e2e_support import copy_example
+
+GOLDEN = Path(__file__).resolve().parent.parent / "unit" / "accel" / "golden"
 
 NVCC = "/usr/local/cuda/bin/nvcc"
 needs_nvcc = pytest.mark.skipif(not os.access(NVCC, os.X_OK), reason=f"needs the CUDA toolkit ({NVCC} is absent)")
@@ -141,3 +145,57 @@ def test_the_mcpp_namespace_names_packages_shipped_with_mcpp(mcpp, project, entr
     res = mcpp("build", cwd=root)
     assert res.code == 2 and "Traceback" not in res.err, res.err
     assert "mcpp.toml:5:" in res.err and message in res.err, res.err
+
+
+def prebuilt_project(project, tmp_path, artifacts: str):
+    """`gpuonly` publishes prebuilt static libraries (made here with g++ and ar); `app` links it."""
+    root = project({
+        "gpuonly/mcpp.toml": '[package]\nname = "gpuonly"\nnamespace = "mcpplibs"\nversion = "0.1.0"\n'
+                             '[build]\nsources = []\n' + artifacts,
+        "gpuonly/src/k.c": "int gpukit_answer(void) { return 42; }\n",
+        "app/mcpp.toml": '[package]\nname = "app"\nversion = "0.1.0"\n'
+                         '[dependencies]\nmcpplibs.gpuonly = { path = "../gpuonly" }\n',
+        "app/src/main.cpp": '#include <cstdio>\nextern "C" int gpukit_answer();\n'
+                            'int main() { std::printf("%d\\n", gpukit_answer()); }\n'}, name="prebuilt")
+    lib = root / "gpuonly" / "lib"
+    lib.mkdir()
+    subprocess.run(["gcc", "-c", str(root / "gpuonly/src/k.c"), "-o", str(tmp_path / "k.o")], check=True)
+    for name in ("gpukit", "cpukit"):
+        subprocess.run(["ar", "rcs", str(lib / f"lib{name}.a"), str(tmp_path / "k.o")], check=True)
+    return root / "app"
+
+
+GPU_ONLY = """
+[[runtime.artifacts]]
+role = "static-library"
+path = "lib/libgpukit.a"
+provenance = "mcpp-pack/1"
+abi = "x86_64-linux-gnu"
+accel = "cuda12.8+{sm_90f}"
+"""
+CPU_ARTIFACT = """
+[[runtime.artifacts]]
+role = "static-library"
+path = "lib/libcpukit.a"
+abi = "x86_64-linux-gnu"
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the published tags are x86_64-linux-gnu")
+def test_a_prebuilt_artifact_that_covers_no_requested_architecture_is_refused(mcpp, project, tmp_path):
+    app = prebuilt_project(project, tmp_path, GPU_ONLY)
+    res = mcpp("build", "--accel", "cuda12.8+{sm_86}", cwd=app)
+    assert res.code == 2 and "Traceback" not in res.err, res.out + res.err
+    got = res.err[res.err.index("error: mcpplibs.gpuonly@0.1.0"):]
+    expected = (GOLDEN / "prebuilt_refusal.txt").read_text()
+    tag = got.splitlines()[1].split(": ", 1)[1].split(" accel=")[0]  # this machine's compiler
+    assert got == expected.replace("x86_64-linux-gnu-gcc16-libstdcxx16-c++23", tag)
+    # A family target covers a later minor of its major: the library is taken and linked.
+    assert lines(mcpp("run", "--accel", "cuda12.8+{sm_92}", cwd=app))[-1] == "42"
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the published tags are x86_64-linux-gnu")
+def test_the_first_artifact_that_fits_is_linked(mcpp, project, tmp_path):
+    app = prebuilt_project(project, tmp_path, CPU_ARTIFACT + GPU_ONLY)
+    res = mcpp("run", "-v", "--accel", "cuda12.8+{sm_86}", cwd=app)
+    assert lines(res)[-1] == "42" and "-lcpukit" in res.out and "-lgpukit" not in res.out
