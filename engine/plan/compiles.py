@@ -68,10 +68,14 @@ class Compiles:
             outputs.append(u.bmi)
         module = cf.module_flags(tc, mapper, u.bmi if uses_modules else None,
                                  [(n.info.module, n.bmi) for n in needed]) if uses_modules else []
+        role = u.source.role
+        if u.bmi and tc.family == "clang":
+            module += cf.CLANG_EMBED_SOURCES
+            role = "module"  # a `.cc` interface or an implementation partition writes a BMI too
         pic = any(t.kind == "shared" for t in ctx.targets_of(pkg))
         depfile = u.obj[:-2] + ".d"
         argv = cf.compile_argv(tc, ctx.profile, source=src, obj=u.obj, depfile=depfile,
-                               role=u.source.role, standard=pkg.manifest.standard, user_flags=user,
+                               role=role, standard=pkg.manifest.standard, user_flags=user,
                                defines=defines, include_dirs=incs, module=module, pic=pic)
         if self.modules.libcxx and u.source.role != "c":
             argv.insert(1, LIBCXX_FLAG)
