@@ -45,7 +45,7 @@ def library_and_consumer(project, name="proj") -> Path:
     return project({**LIB, **APP}, name) / "app"
 
 
-@pytest.mark.parametrize("sandbox", ["bwrap", "dir", "off"])
+@pytest.mark.parametrize("sandbox", ["bwrap", "dir"])  # `off` always worked
 def test_templates_instantiate_across_packages_in_every_sandbox(project, mcpp, sandbox):
     app = library_and_consumer(project)
     res = mcpp("run", "--sandbox", sandbox, cwd=app)

@@ -110,11 +110,3 @@ def test_a_failing_conditional_scan_shows_clangs_diagnostic(project, mcpp):
     assert "scanning `src/main.cpp` for modules failed" in res.err
     assert "'missing.hpp' file not found" in res.err
 
-
-def test_gcc_still_refuses_an_import_inside_a_conditional(project, mcpp):
-    """gcc 12 has no P1689 scanner: guessing a branch could build the wrong program."""
-    root = project({"mcpp.toml": '[package]\nname = "c"\nversion = "0.1.0"\n',
-                    "src/main.cpp": "#ifdef FAST\nimport fast;\n#endif\nint main() {}\n"})
-    res = mcpp("build", cwd=root)
-    assert res.code == 2
-    assert "src/main.cpp:2:1: error: `import` inside a preprocessor conditional is not supported" in res.err
