@@ -9,7 +9,8 @@ full). gcc 12 has none, so there the own scanner's refusal stands.
 
 The answer depends on the source, every header the preprocessor read, the flags and the
 scanner binary; `PreprocessScan.key` and the files listed in the depfile the scan writes are
-what a cache of these answers must check (incremental.py's ScanCache).
+what a cache of these answers must check (incremental.py's ScanCache). The depfile leaves out
+system headers; they come with the compiler, whose identity is in the key.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import os
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
 
 from mcpp.sandbox import parse_depfile
 
@@ -43,6 +45,7 @@ class PreprocessScan:
         return "\0".join((SCANNER_VERSION, self.tool_id, *self.argv))
 
 
+@lru_cache(maxsize=8)
 def scan_deps_tool(compiler: str) -> str | None:
     """The clang-scan-deps of the same LLVM as `compiler` (beside the real binary, as LLVM
     installs it: /usr/lib/llvm-19/bin/), else the one with the compiler's version suffix on PATH."""

@@ -55,9 +55,12 @@ class UnitMaker:
     def _scan(self, pkg: Package, src: Source, abs_path: str, dev: bool) -> ModuleUnit:
         try:
             return self.scan(abs_path)
-        except NeedsPreprocessor:
+        except NeedsPreprocessor as e:
             request = self.preprocess(pkg, src, dev) if self.preprocess else None
             if request is None:
+                if self.ctx.tc.family == "clang":
+                    e.notes.append(f"note: `clang-scan-deps` of `{self.ctx.tc.cxx.path}` was not found; it scans "
+                                   "such a file with the preprocessor (apt-get install clang-tools-19)")
                 raise
             return self.scan(abs_path, request)
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from mcpp.engine.errors import ScanError
+from mcpp.engine.modules.p1689 import scan_deps_tool
+
 from tests.unit.plan.planning import action, plan_of
 
 FILES = {
@@ -39,3 +42,17 @@ def test_gcc_maps_the_implementation_partition_for_its_importers(root, tmp_path)
     mapper = plan.generated["proj/target/dev/obj/geo/src/impl.cpp.map"].decode()
     assert "geo:secret proj/target/dev/bmi/geo-secret.gcm\n" in mapper
     assert "proj/target/dev/bmi/geo-secret.gcm" in action(plan, "compile geo:src/secret.cpp").outputs
+
+
+def test_a_clang_without_clang_scan_deps_refuses_a_conditional_import_and_says_what_is_missing(
+        project, tmp_path, monkeypatch):
+    """The fake toolchain's clang has no clang-scan-deps beside it, and PATH has none either."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    scan_deps_tool.cache_clear()  # it remembers an answer per compiler for the process
+    root = project({"mcpp.toml": '[package]\nname = "c"\nversion = "0.1.0"\n',
+                    "src/main.cpp": "#ifdef FAST\nimport fast;\n#endif\nint main() {}\n"})
+    with pytest.raises(ScanError) as info:
+        plan_of(root, "clang", execroot=tmp_path)
+    assert "inside a preprocessor conditional" in info.value.message
+    assert "`clang-scan-deps` of `/fake/bin/clang++-19` was not found" in info.value.render()
+    scan_deps_tool.cache_clear()
