@@ -36,8 +36,9 @@ __all__ = ["ACTION_ENV", "Artifact", "ArtifactKind", "Plan", "Planner", "targets
 class Planner:
     """Plans one build into `layout` (its execroot, the directory every action runs under, must
     contain every package root and the target directory); `scan` maps an absolute source
-    path (and, for a source only a preprocessing scan can answer, how to run one) to its module facts and `includes` to its include directives (both cached by the
-    caller; `includes=None` stages every header a compile may read)."""
+    path (and, for a source only a preprocessing scan can answer, how to run one) to its module
+    facts and `includes` to its include directives (both cached by the caller; `includes=None`
+    stages every header a compile may read)."""
 
     def __init__(self, graph: PackageGraph, toolchain: Toolchain, profile: Profile, *, layout: Layout,
                  scan: Callable[..., ModuleUnit], with_tests: bool = False,
