@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.e2e_support import Mcpp
+
 needs_clang = pytest.mark.skipif(shutil.which("clang++-19") is None,
                                  reason="clang-19 is not installed (scripts/install-system-deps.sh)")
 pytestmark = needs_clang
@@ -56,7 +58,6 @@ def test_templates_instantiate_across_packages_in_every_sandbox(project, mcpp, s
 def test_objects_and_bmis_are_byte_identical_across_checkouts(project, mcpp, tmp_path_factory):
     """The same project in two directories, each with its own cache: under bwrap every object,
     BMI and the binary are the same bytes (a BMI names `/execroot`, never the checkout)."""
-    from tests.e2e.e2e_support import Mcpp
     first = library_and_consumer(project, "one")
     second = library_and_consumer(project, "elsewhere/two")
     mcpp("build", cwd=first, check=True)
