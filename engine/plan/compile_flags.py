@@ -17,6 +17,19 @@ def std_flag(standard: str, is_c: bool) -> list[str]:
     return [f"-std={standard}"]
 
 
+# clang records the absolute paths of a module's interface source and of the headers its global
+# module fragment included, and an importer reopens them (templates instantiated across an import
+# need their source locations). Inside a sandbox the importer sees neither the producer's
+# directory nor those files, and a BMI restored from the cache names the directory of whichever
+# sandbox built it; embedding every file the interface read makes the BMI self-contained, so an
+# importer needs the BMI and nothing else, in every sandbox mode. The recorded paths stay
+# absolute (clang 19 has no flag for C++20 modules that makes them relative), so an importer's
+# debug info names the directory the BMI was built in: `/execroot` under bwrap and the checkout
+# under `off`, which the importer's own prefix map turns into `.` (objects byte-identical across
+# checkouts), but a private directory under `dir`, whose importers' objects differ in it.
+CLANG_EMBED_SOURCES = ["-Xclang", "-fmodules-embed-all-files"]
+
+
 def module_flags(tc: Toolchain, mapper: str | None, bmi_out: str | None, imports: list[tuple[str, str]]) -> list[str]:
     """Flags that make a compile see the BMIs of `imports` [(module, bmi path)] and write `bmi_out`."""
     if tc.family == "gcc":

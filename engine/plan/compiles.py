@@ -24,14 +24,17 @@ from .module_graph import ModuleGraph
 from .rule_actions import action_id as rule_action_id
 from ..package.sources import header_pool, include_dirs
 from .std_module import LIBCXX_FLAG, libcxx_modules
+from ..modules.p1689 import PreprocessScan, scan_deps_tool
+from ..package.sources import Source
 from .units import Unit
 
 
 class Compiles:
     """Plans the compiles of one build into `plan`. `includes` maps an absolute path to its
-    include directives (cached by the caller), or is None to stage every pool header."""
+    include directives (cached by the caller), or is None to stage every pool header. `modules`
+    may be set after construction: the units it is made of are scanned with `scan_request`."""
 
-    def __init__(self, ctx: PlanContext, plan: Plan, modules: ModuleGraph,
+    def __init__(self, ctx: PlanContext, plan: Plan, modules: ModuleGraph | None,
                  includes: Callable[[str], object] | None):
         self.ctx = ctx
         self.plan = plan
@@ -68,10 +71,14 @@ class Compiles:
             outputs.append(u.bmi)
         module = cf.module_flags(tc, mapper, u.bmi if uses_modules else None,
                                  [(n.info.module, n.bmi) for n in needed]) if uses_modules else []
+        role = u.source.role
+        if u.bmi and tc.family == "clang":
+            module += cf.CLANG_EMBED_SOURCES
+            role = "module"  # a `.cc` interface or an implementation partition writes a BMI too
         pic = any(t.kind == "shared" for t in ctx.targets_of(pkg))
         depfile = u.obj[:-2] + ".d"
         argv = cf.compile_argv(tc, ctx.profile, source=src, obj=u.obj, depfile=depfile,
-                               role=u.source.role, standard=pkg.manifest.standard, user_flags=user,
+                               role=role, standard=pkg.manifest.standard, user_flags=user,
                                defines=defines, include_dirs=incs, module=module, pic=pic)
         if self.modules.libcxx and u.source.role != "c":
             argv.insert(1, LIBCXX_FLAG)
@@ -87,6 +94,23 @@ class Compiles:
             "directory": ctx.execroot, "file": os.path.join(pkg.root, u.source.path),
             "arguments": [a.replace(EXECROOT_PLACEHOLDER, ctx.execroot) for a in argv],
             "output": os.path.join(ctx.execroot, u.obj)})
+
+    def scan_request(self, pkg: Package, src: Source, dev: bool) -> PreprocessScan | None:
+        """How to scan `src` with the preprocessor: its compile's flags (the same defines,
+        include directories and standard, so the scan takes the branches the compile will),
+        run by the toolchain's clang-scan-deps in the execroot; None where there is none."""
+        ctx, tc = self.ctx, self.ctx.tc
+        tool = scan_deps_tool(tc.cxx.path) if tc.family == "clang" else None
+        if tool is None:
+            return None
+        user, defines, incs = self.flags_for(pkg, src.role, dev)
+        obj = f"{ctx.out}/scan/{pkg.name}/{src.path}.o"  # named in the P1689 answer, never written
+        argv = cf.compile_argv(tc, ctx.profile, source=ctx.rel(os.path.join(pkg.root, src.path)), obj=obj,
+                               depfile=obj[:-2] + ".d", role=src.role, standard=pkg.manifest.standard,
+                               user_flags=user, defines=defines, include_dirs=incs, module=[], pic=False)
+        argv = argv[:argv.index("-MD")]  # the scan writes a depfile of its own
+        argv = [a.replace(EXECROOT_PLACEHOLDER, ctx.execroot) for a in argv]
+        return PreprocessScan(tool, tc.identity, tuple(argv), ctx.execroot)
 
     def flags_for(self, pkg: Package, role: str, dev: bool) -> tuple[list[str], list[str], list[str]]:
         """(user flags, defines, execroot-relative include directories) of a compile of `pkg`."""

@@ -36,17 +36,20 @@ __all__ = ["ACTION_ENV", "Artifact", "ArtifactKind", "Plan", "Planner", "targets
 class Planner:
     """Plans one build into `layout` (its execroot, the directory every action runs under, must
     contain every package root and the target directory); `scan` maps an absolute source
-    path to its module facts and `includes` to its include directives (both cached by the
-    caller; `includes=None` stages every header a compile may read)."""
+    path (and, for a source only a preprocessing scan can answer, how to run one) to its module
+    facts and `includes` to its include directives (both cached by the caller; `includes=None`
+    stages every header a compile may read)."""
 
     def __init__(self, graph: PackageGraph, toolchain: Toolchain, profile: Profile, *, layout: Layout,
-                 scan: Callable[[str], ModuleUnit], with_tests: bool = False,
+                 scan: Callable[..., ModuleUnit], with_tests: bool = False,
                  includes: Callable[[str], object] | None = None):
         self.ctx = PlanContext(graph, toolchain, profile, layout, {p: targets_of(p) for p in graph.order})
         self.with_tests = with_tests
         self.includes = includes
         self.plan = Plan(layout.execroot)
         self.unit_maker = UnitMaker(self.ctx, scan)
+        self.compiles = Compiles(self.ctx, self.plan, None, includes)
+        self.unit_maker.preprocess = self.compiles.scan_request
         self.programs = ProgramActions(self.ctx, self.plan, self.unit_maker)
 
     def build(self) -> Plan:
@@ -65,7 +68,8 @@ class Planner:
         all_units = [u for us in units_by_pkg.values() for u in us] + [u for us in test_units.values() for u in us]
 
         modules = ModuleGraph(self.ctx, all_units)
-        compiles = Compiles(self.ctx, plan, modules, self.includes)
+        compiles = self.compiles
+        compiles.modules = modules
         for u in modules.std_units:
             compiles.compile_std(u)
         for u in all_units:

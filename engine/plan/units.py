@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..package.model import Package
-from ..modules.scanner import ModuleUnit
+from ..modules.scanner import ModuleUnit, NeedsPreprocessor
 from .context import PlanContext
 from ..package.sources import Source
 
@@ -34,19 +34,35 @@ class UnitMaker:
     """Makes the units of a package's sources; `scan` maps an absolute path to its module facts
     (the caller caches scans across builds)."""
 
-    def __init__(self, ctx: PlanContext, scan: Callable[[str], ModuleUnit]):
+    def __init__(self, ctx: PlanContext, scan: Callable[..., ModuleUnit]):
         self.ctx = ctx
         self.scan = scan
+        # (package, source, dev) -> how to scan it with the preprocessor, or None (gcc): for a
+        # source whose module directives sit inside `#if` (engine/modules/p1689.py)
+        self.preprocess: Callable[[Package, Source, bool], object] | None = None
 
     def make(self, pkg: Package, sources: list[Source], kind: str) -> list[Unit]:
         """`kind` is the object directory: `obj`, or `test-obj` for test sources."""
         out = []
         for src in sources:
             abs_path = os.path.join(pkg.root, src.path)
-            info = self.scan(abs_path) if src.role != "c" else ORDINARY
+            info = self._scan(pkg, src, abs_path, kind == "test-obj") if src.role != "c" else ORDINARY
             obj = f"{self.ctx.out}/{kind}/{pkg.name}/{src.path}.o"
             out.append(Unit(pkg, src, info, obj, f"compile {pkg.name}:{src.path}"))
         return out
+
+
+    def _scan(self, pkg: Package, src: Source, abs_path: str, dev: bool) -> ModuleUnit:
+        try:
+            return self.scan(abs_path)
+        except NeedsPreprocessor as e:
+            request = self.preprocess(pkg, src, dev) if self.preprocess else None
+            if request is None:
+                if self.ctx.tc.family == "clang":
+                    e.notes.append(f"note: `clang-scan-deps` of `{self.ctx.tc.cxx.path}` was not found; it scans "
+                                   "such a file with the preprocessor (apt-get install clang-tools-19)")
+                raise
+            return self.scan(abs_path, request)
 
 
 def package_tests(pkg: Package) -> list[Source]:
