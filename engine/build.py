@@ -44,6 +44,7 @@ from .program.probe import configure as configure_probes
 from .profiles import Profile, resolve_profile
 from .report import Reporter, Stopwatch
 from .schedule import ScheduleResult, run_graph
+from .server import plan_memo
 from .shell_text import pasteable
 from .stores import Stores
 from .timings import TimingsRecorder
@@ -124,8 +125,10 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
         state = BuildState(layout.action_state, layout.execroot, stats)
         scans = ScanCache(layout.scan_cache, stats.digest)
         watched = _programs(graph, layout, toolchain, profile, opts, reporter)
-        plan = Planner(graph, toolchain, profile, layout=layout, scan=scans.scan, with_tests=with_tests,
-                       includes=scans.includes).build()
+        plan = plan_memo.plan(lambda scan, includes: Planner(graph, toolchain, profile, layout=layout, scan=scan,
+                                                             with_tests=with_tests, includes=includes).build(),
+                              scans.scan, scans.includes, graph, (toolchain.identity, profile, layout.target_dir,
+                                                                  with_tests), top=opts.target_override is None)
         for w in empty_package_warnings(graph, plan):
             reporter.raw_warning(w)
         timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None

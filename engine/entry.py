@@ -36,4 +36,4 @@ def serve(ident: str, root: str, home: str) -> None:
     from .server import daemon, warm
 
     warm.preload()
-    daemon.main(ident, root, home, cli_main, warm.Hooks())
+    daemon.main(ident, root, home, cli_main, warm.Hooks(root, ident, home))

@@ -64,6 +64,8 @@ class Server:
         self.listener.listen(64)
         self.listener.setblocking(False)
         self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
+        if self.hooks is not None and self.hooks.fileno() is not None:
+            self.selector.register(self.hooks.fileno(), selectors.EVENT_READ, ("watcher", None))
         return True
 
     def serve(self) -> None:
@@ -172,7 +174,10 @@ class Server:
             self._stop_listening()
             return
         if self.hooks is not None:
-            self.hooks.before_fork(request)
+            try:
+                self.hooks.before_fork(request)
+            except Exception:  # noqa: BLE001 - the warm state is an optimisation; the build runs anyway
+                log(traceback.format_exc())
         pid = os.fork()
         if pid == 0:
             code = 1
@@ -180,8 +185,12 @@ class Server:
                 self._in_child()
                 conn.close()
                 code = child.run(request, fds, self.command)
+                if self.hooks is not None:
+                    self.hooks.child_done()
             finally:
                 os._exit(code)
+        if self.hooks is not None:
+            self.hooks.forked(pid)
         for fd in fds:
             os.close(fd)
         self.builds_served += 1
@@ -207,6 +216,9 @@ class Server:
                 os.close(build.pidfd)
         if self.hooks is not None:
             self.hooks.in_child()
+
+    def _on_watcher(self, _fd, _data) -> None:
+        self.hooks.on_readable()
 
     def _on_client(self, conn, build: _Build) -> None:
         try:

@@ -230,3 +230,38 @@ def _alive(pid: int) -> bool:
             return f.read().split(") ", 1)[1][0] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.parametrize("watcher", ["inotify", "stat"])
+def test_the_plan_is_reused_only_while_it_holds(served, watcher):
+    root, mcpp = served
+    env = {**ON, "MCPP_SERVER_WATCHER": watcher, "MCPP_NO_FAST_PATH": "1"}
+    (root / "src/other.hpp").write_text('#pragma once\n#define OTHER "other"\n')
+
+    def run_and_status(expected: str) -> dict:
+        res = mcpp("-q", "run", cwd=root, env=env)
+        assert res.code == 0 and res.out == expected, res.err
+        status = _status(mcpp, root)
+        assert status["watcher"] == ("inotify" if watcher == "inotify" else "stat scan")
+        return {k: int(status[k]) for k in ("plans_made", "plans_reused")}
+
+    assert run_and_status("hello\n") == {"plans_made": 1, "plans_reused": 0}
+    assert run_and_status("hello\n") == {"plans_made": 1, "plans_reused": 1}
+    # A body edit: same includes, same module facts: the plan holds, the compile runs.
+    (root / "src/main.cpp").write_text('#include <cstdio>\n#include "greet.hpp"\n'
+                                       'int main() { std::puts(GREETING "!"); }\n')
+    assert run_and_status("hello!\n") == {"plans_made": 1, "plans_reused": 2}
+    # A new #include line: planned again (the compile's header set changed).
+    (root / "src/main.cpp").write_text('#include <cstdio>\n#include "greet.hpp"\n#include "other.hpp"\n'
+                                       'int main() { std::puts(OTHER); }\n')
+    assert run_and_status("other\n") == {"plans_made": 2, "plans_reused": 2}
+    # The included header's edit reaches the binary (its new contents are read, not remembered).
+    (root / "src/other.hpp").write_text('#pragma once\n#define OTHER "changed"\n')
+    assert run_and_status("changed\n")["plans_reused"] == 3
+    # A new source file: the shape of the tree changed, planned again, and it is compiled.
+    (root / "src/extra.cpp").write_text("int extra() { return 1; }\n")
+    assert run_and_status("changed\n") == {"plans_made": 3, "plans_reused": 3}
+    assert (root / "target/dev/obj/hello/src/extra.cpp.o").is_file()
+    # A manifest edit: the graph differs, planned again.
+    (root / "mcpp.toml").write_text('[package]\nname = "hello"\nversion = "0.2.0"\n')
+    assert run_and_status("changed\n")["plans_made"] == 4
