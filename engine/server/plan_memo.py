@@ -18,7 +18,6 @@ In process (no server) nothing is given and `plan` simply plans.
 """
 from __future__ import annotations
 
-import os
 import pickle
 from dataclasses import dataclass, field
 from typing import Callable
@@ -92,19 +91,3 @@ def _scans_hold(g: Given, scan: Callable, includes: Callable | None) -> bool:
         if path in entry.included and (includes is None or includes(path) != entry.included[path]):
             return False
     return True
-
-
-def save_produced(path: str) -> None:
-    """Hand the plan this child made (or reused) to the server: a file it reads after the exit."""
-    if produced is None:
-        return
-    tmp = f"{path}.tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(produced)
-        os.replace(tmp, path)
-    except Exception:  # noqa: BLE001 - only a cache: the next build plans
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass

@@ -1,6 +1,7 @@
 """What a server keeps warm between builds, on the server's side of the fork.
 
 - the engine's modules, imported once (`preload`), so no build child pays for them;
+- the incremental state files of each profile built, loaded after each build (`state_memo.py`);
 - per request (argv, working directory, environment, umask: everything a build may depend on
   besides the files), the last build's plan (`plan_memo.Entry`) and the watcher's token taken
   just before that build began. Before the next build of the same request, the watcher says
@@ -8,7 +9,7 @@
   the shape of a tree changed. The child decides the rest (`plan_memo.py`).
 
 A build child's own memory dies with it; what it learned comes back as a file the server reads
-after the child has exited (`plan_memo.save_produced`), off the client's critical path.
+after the child has exited (`child_done`), off the client's critical path.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import os
 import pickle
 from collections import OrderedDict
 
-from . import plan_memo
+from . import plan_memo, state_memo
 from .paths import server_dir
 from .watcher import StatScan, make_watcher
 
@@ -54,6 +55,7 @@ class Hooks:
         self.watcher.watch(root)
         self.entries: OrderedDict[str, tuple[plan_memo.Entry, object]] = OrderedDict()
         self.pending: dict[int, tuple[str, object]] = {}
+        self.states: dict[state_memo.Paths, tuple[tuple, tuple]] = {}
         self.plans_reused = 0
         self.plans_made = 0
 
@@ -68,8 +70,9 @@ class Hooks:
     def before_fork(self, request: dict) -> None:
         key = request_key(request)
         token = self.watcher.token()
-        plan_memo.active = True
+        plan_memo.active = state_memo.active = True
         plan_memo.given = None
+        state_memo.given = self.states
         held = self.entries.get(key)
         if held is not None:
             entry, since = held
@@ -89,11 +92,18 @@ class Hooks:
         path = self._handoff(pid)
         try:
             with open(path, "rb") as f:
-                data = f.read()
+                handoff = pickle.load(f)
             os.unlink(path)
-        except OSError:
+        except Exception:  # noqa: BLE001 - no hand-off (the build failed early) or a damaged one
             return
-        if key is None:
+        for paths in dict.fromkeys(handoff["state"]):
+            loaded = state_memo.preload(paths)
+            if loaded is None:
+                self.states.pop(paths, None)
+            else:
+                self.states[paths] = loaded
+        data = handoff["plan"]
+        if key is None or data is None:
             return
         if data == plan_memo.REUSED:
             held = self.entries.get(key)
@@ -128,7 +138,7 @@ class Hooks:
         return os.path.join(server_dir(self.home), f"{self.ident}-{pid}.plan")
 
     def status(self) -> dict:
-        return {"watcher": self.watcher.kind, "plans_held": len(self.entries),
+        return {"watcher": self.watcher.kind, "states_held": len(self.states), "plans_held": len(self.entries),
                 "plans_reused": self.plans_reused, "plans_made": self.plans_made}
 
     # -- in the build child -------------------------------------------------------------------
@@ -137,4 +147,16 @@ class Hooks:
         self.watcher.close()
 
     def child_done(self) -> None:
-        plan_memo.save_produced(self._handoff(os.getpid()))
+        """Tell the server what this build planned and which state files it opened."""
+        path = self._handoff(os.getpid())
+        tmp = f"{path}.tmp"
+        try:
+            with open(tmp, "wb") as f:
+                pickle.dump({"plan": plan_memo.produced, "state": state_memo.used}, f,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except Exception:  # noqa: BLE001 - only a cache: the next build plans and loads
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
