@@ -7,6 +7,10 @@ deleted, renamed, its mode changed; anything may follow from that)? A root's `ta
 `compile_commands.json`, and dot directories, are not looked at: builds write them, and no plan
 is made from them.
 
+A "shape" event is judged by the directory's listing (names, kinds, modes): when the listing
+now equals the one at the token, the event's file counts as rewritten. An editor that saves by
+writing a temporary file and renaming it over the old one, or a `touch`, changes no listing.
+
 inotify comes through ctypes (libc's `inotify_init1`/`inotify_add_watch`, no dependency); where
 it is missing or its watch limit is reached, `StatScan` answers the same question by comparing
 two walks of the roots. A queue overflow or a root that disappears means "everything changed".
@@ -66,6 +70,21 @@ def _walk_dirs(root: str):
             yield os.path.join(dirpath, d)
 
 
+def _listing(directory: str, root: bool) -> dict[str, tuple[bool, int]] | None:
+    """What a glob sees of a directory: each name, whether it is a directory, its mode."""
+    try:
+        out = {}
+        with os.scandir(directory) as it:
+            for e in it:
+                if skipped(e.name) or (root and e.name in _ENGINE_WRITES):
+                    continue
+                st = e.stat(follow_symlinks=False)
+                out[e.name] = (e.is_dir(follow_symlinks=True), st.st_mode)
+        return out
+    except OSError:
+        return None
+
+
 class Inotify:
     """A log of events under the watched roots; a token is a position in the log."""
 
@@ -80,6 +99,7 @@ class Inotify:
         self.fd = fd
         self.roots: set[str] = set()
         self._dirs: dict[int, str] = {}
+        self._listing: dict[str, dict[str, tuple[bool, int]] | None] = {}
         self._log: list[tuple[int, str | None]] = []  # (serial, changed file | None: everything)
         self._serial = 0
         self._base = 0  # serial of the first entry kept in _log
@@ -95,10 +115,11 @@ class Inotify:
         root = os.path.abspath(root)
         if root in self.roots:
             return True
+        self.roots.add(root)
         for d in _walk_dirs(root):
             if not self._add(d):
+                self.roots.discard(root)
                 return False
-        self.roots.add(root)
         return True
 
     def _add(self, directory: str) -> bool:
@@ -108,6 +129,7 @@ class Inotify:
             err = ctypes.get_errno()
             return err in (errno.ENOENT, errno.ENOTDIR, errno.EACCES)  # gone already: its parent said so
         self._dirs[wd] = directory
+        self._listing[directory] = _listing(directory, directory in self.roots)
         return True
 
     def drain(self) -> None:
@@ -141,17 +163,23 @@ class Inotify:
         path = os.path.join(directory, name) if name else directory
         if directory in self.roots and name in _ENGINE_WRITES:
             return
-        if mask & _SHAPE:
+        if mask & (IN_DELETE_SELF | IN_MOVE_SELF):
+            self._record(None)
+        elif mask & _SHAPE:
             if mask & IN_ISDIR and mask & (IN_CREATE | IN_MOVED_TO):
                 for d in _walk_dirs(path):
                     self._add(d)
-            self._record(None)
+            before = self._listing.get(directory)
+            self._listing[directory] = _listing(directory, directory in self.roots)
+            self._record(None if mask & IN_ISDIR else path, directory, before)
         elif mask & _CONTENT and not mask & IN_ISDIR:
             self._record(path)
 
-    def _record(self, path: str | None) -> None:
+    def _record(self, path: str | None, directory: str | None = None, before=None) -> None:
+        """A logged event: a file's contents (`path`), a directory's shape (`directory` and its
+        listing before the event; `path` the file, if any), or everything (neither)."""
         self._serial += 1
-        self._log.append((self._serial, path))
+        self._log.append((self._serial, path, directory, before))
         if len(self._log) > 100_000:  # a token older than the kept log reads as "everything"
             drop = len(self._log) // 2
             self._base = self._log[drop - 1][0]
@@ -166,13 +194,29 @@ class Inotify:
         if token < self._base:
             return Changes(everything=True)
         files: set[str] = set()
-        for serial, path in reversed(self._log):
-            if serial <= token:
-                break
-            if path is None:
+        listed: dict[str, object] = {}  # directory -> its listing at the token
+        for serial, path, directory, before in self._log[self._index(token):]:
+            if path is None and directory is None:
                 return Changes(everything=True)
-            files.add(path)
+            if directory is not None and directory not in listed:
+                listed[directory] = before
+            if path is not None:
+                files.add(path)
+        for directory, before in listed.items():
+            if before is None or _listing(directory, directory in self.roots) != before:
+                return Changes(everything=True)
         return Changes(files=files)
+
+    def _index(self, token: int) -> int:
+        """Position in the log of the first event after `token`."""
+        lo, hi = 0, len(self._log)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._log[mid][0] <= token:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
 
 
 class StatScan:
@@ -212,7 +256,10 @@ class StatScan:
                         st = e.stat(follow_symlinks=False)
                     except OSError:
                         continue
-                    snapshot[e.path] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                    if e.is_dir(follow_symlinks=False):  # its entries speak for it
+                        snapshot[e.path] = (st.st_mode, 0, 0, 0, 0)
+                    else:
+                        snapshot[e.path] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         return snapshot
 
     def since(self, token: dict[str, tuple]) -> Changes:
@@ -224,9 +271,9 @@ class StatScan:
             old = token[path]
             if stamp == old:
                 continue
-            if stamp[0] != old[0] or stamp[1] != old[1]:  # mode or inode: another file, or a chmod
+            if stamp[0] != old[0]:  # a chmod (a glob may stop or start reading it), or another kind
                 return Changes(everything=True)
-            files.add(path)
+            files.add(path)  # rewritten, in place or by a rename over it
         return Changes(files=files)
 
 
