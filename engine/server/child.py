@@ -15,6 +15,8 @@ import locale
 import os
 import signal
 import sys
+import tempfile
+import time
 from typing import Callable
 
 _PR_SET_PDEATHSIG = 1
@@ -31,6 +33,7 @@ def run(request: dict, fds: list[int], command: Callable[[list[str]], None]) -> 
             os.close(fd)
     os.environ.clear()
     os.environ.update(request["env"])
+    _forget_environment_caches()
     os.chdir(request["cwd"])
     os.umask(request["umask"])
     sys.argv = ["mcpp", *request["argv"]]
@@ -49,6 +52,13 @@ def run(request: dict, fds: list[int], command: Callable[[list[str]], None]) -> 
         except (OSError, ValueError):
             pass
     return code
+
+
+def _forget_environment_caches() -> None:
+    """What the standard library read from the server's environment and kept: the temporary
+    directory (`TMPDIR`) and the time zone (`TZ`)."""
+    tempfile.tempdir = None
+    time.tzset()
 
 
 def _exit_code(value) -> int:

@@ -122,14 +122,19 @@ def _start(ident: str, root: str, home: str) -> socket.socket:
     os.makedirs(server_dir(home), exist_ok=True)
     code = "import sys; from mcpp.engine.entry import serve; serve(*sys.argv[1:])"
     with open(os.devnull, "r+b") as null:
-        subprocess.Popen([sys.executable, "-c", code, ident, root, home], stdin=null, stdout=null,
-                         stderr=null, start_new_session=True, close_fds=True, cwd=root)
+        proc = subprocess.Popen([sys.executable, "-c", code, ident, root, home], stdin=null, stdout=null,
+                                stderr=null, start_new_session=True, close_fds=True, cwd=root)
     deadline = time.monotonic() + _START_WAIT_S
     delay = 0.005
     while time.monotonic() < deadline:
         sock = connect(ident)
         if sock is not None:
             return sock
+        if proc.poll() is not None:  # it exited: lost a race to another server (retry), or broken
+            sock = connect(ident)
+            if sock is not None:
+                return sock
+            break
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
     raise _Fallback(f"the mcpp server did not start (see {log_file(ident, home)})")

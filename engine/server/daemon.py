@@ -180,15 +180,17 @@ class Server:
                 log(traceback.format_exc())
         pid = os.fork()
         if pid == 0:
-            code = 1
             try:
                 self._in_child()
                 conn.close()
                 code = child.run(request, fds, self.command)
                 if self.hooks is not None:
                     self.hooks.child_done()
-            finally:
-                os._exit(code)
+            except BaseException:  # noqa: BLE001 - the child could not become the client's process:
+                # die as a crash does, so the client warns once and builds in process
+                log(traceback.format_exc())
+                os.kill(os.getpid(), signal.SIGKILL)
+            os._exit(code)
         if self.hooks is not None:
             self.hooks.forked(pid)
         for fd in fds:

@@ -58,6 +58,7 @@ class Hooks:
         self.states: dict[state_memo.Paths, tuple[tuple, tuple]] = {}
         self.plans_reused = 0
         self.plans_made = 0
+        self._next: tuple[str, object] | None = None
 
     def fileno(self) -> int | None:
         return self.watcher.fileno()
@@ -68,10 +69,11 @@ class Hooks:
     # -- in the server ------------------------------------------------------------------------
 
     def before_fork(self, request: dict) -> None:
+        self._next = None
+        plan_memo.given = None
         key = request_key(request)
         token = self.watcher.token()
         plan_memo.active = state_memo.active = True
-        plan_memo.given = None
         state_memo.given = self.states
         held = self.entries.get(key)
         if held is not None:
@@ -84,7 +86,8 @@ class Hooks:
         self._next = (key, token)
 
     def forked(self, pid: int) -> None:
-        self.pending[pid] = self._next
+        if self._next is not None:
+            self.pending[pid] = self._next
         plan_memo.given = None
 
     def after_build(self, pid: int, message: dict) -> None:
