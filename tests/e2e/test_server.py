@@ -191,6 +191,28 @@ def test_killed_server_mid_build_costs_one_warning_and_the_next_build_is_right(t
         mcpp("server", "stop", cwd=root, env=ON)
 
 
+def test_a_crashed_build_process_costs_one_warning_and_builds_in_process(tmp_path, mcpp):
+    """The server lives on; its build child for this request dies (as a segfault would)."""
+    root = tmp_path / "slow"
+    _slow_project(root)
+    try:
+        proc = _popen(mcpp, root, "build", "-j", "1")
+        _wait_for_line(proc, "Compiling")
+        server = int(_status(mcpp, root)["pid"])
+        with open(f"/proc/{server}/task/{server}/children") as f:
+            (build_child,) = [int(p) for p in f.read().split()]
+        os.kill(build_child, signal.SIGKILL)
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+        assert warnings == ["warning: the mcpp server's build process died (signal 9); building in process"]
+        assert "Finished dev" in out
+        assert int(_status(mcpp, root)["pid"]) == server
+        assert mcpp("-q", "run", cwd=root, env=ON).out == "hello\n"
+    finally:
+        mcpp("server", "stop", cwd=root, env=ON)
+
+
 def test_a_server_of_another_version_steps_aside(served):
     root, mcpp = served
     assert mcpp("build", cwd=root, env=ON).code == 0
