@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from mcpp.cas.atomic import PUBLIC, write_atomic, write_if_changed
 from mcpp.cas.home import Home
 from mcpp.cas.remote.config import RemoteConfigError, RemoteSettings, resolve_settings
-from mcpp.cas.statcache import StatCache
 
 from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
@@ -46,6 +45,7 @@ from .program.probe import configure as configure_probes
 from .profiles import Profile, resolve_profile
 from .report import Reporter, Stopwatch
 from .schedule import ScheduleResult, run_graph
+from .server import plan_memo, state_memo
 from .shell_text import pasteable
 from .stores import Stores
 from .timings import TimingsRecorder
@@ -122,14 +122,15 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
     layout = Layout.of(graph, profile.name)
     lock = _BuildLock(layout.lock_file, reporter)
     try:
-        stats = StatCache(layout.stat_cache)
-        state = BuildState(layout.action_state, layout.execroot, stats)
-        scans = ScanCache(layout.scan_cache, stats.digest)
+        stats, state, scans = state_memo.open_state(layout.stat_cache, layout.action_state, layout.execroot,
+                                                    layout.scan_cache)
         env = _environment(graph, layout, opts, reporter)
         watched = _programs(graph, layout, toolchain, profile, opts, reporter, env)
         prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
-        plan = Planner(graph, toolchain, profile, layout=layout, scan=scans.scan, with_tests=with_tests,
-                       includes=scans.includes).build()
+        plan = plan_memo.plan(lambda scan, includes: Planner(graph, toolchain, profile, layout=layout, scan=scan,
+                                                             with_tests=with_tests, includes=includes).build(),
+                              scans.scan, scans.includes, graph, (toolchain.identity, profile, layout.target_dir,
+                                                                  with_tests, env), top=opts.target_override is None)
         for w in empty_package_warnings(graph, plan):
             reporter.raw_warning(w)
         timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None

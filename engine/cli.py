@@ -23,6 +23,7 @@ from .errors import EXIT_USER_ERROR, McppError, display_path, environment_error
 from .package.graph import load_graph
 from .package.model import Selection
 from .report import Reporter
+from .server.commands import server_group
 
 
 class _Ctx:
@@ -99,6 +100,8 @@ def build_flags(fn):
         # Accepted after the subcommand too (`mcpp build -q`), as Cargo does.
         click.option("-q", "--quiet", "quiet_local", is_flag=True, help="Print only errors and warnings."),
         click.option("-v", "--verbose", "verbose_local", count=True, help="Print commands as they run."),
+        click.option("--no-server", "no_server", is_flag=True,
+                     help="Build in this process, not in the workspace's warm server (docs/server.md)."),
     ]
     for opt in reversed(options):
         fn = opt(fn)
@@ -106,6 +109,7 @@ def build_flags(fn):
 
 
 def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
+    kw.pop("no_server", None)  # read by the server client (engine/server/client.py) before click
     ctx.quiet = ctx.quiet or kw.pop("quiet_local", False)
     ctx.verbose = ctx.verbose + kw.pop("verbose_local", 0)
     if kw["release"] and kw["profile"] and kw["profile"] != "release":
@@ -130,9 +134,10 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto")
 @click.option("-j", "--jobs", type=int, default=None, metavar="N", help="Parallel actions (0: number of CPUs).")
 @click.option("--manifest-path", type=click.Path(), default=None, help="Path to mcpp.toml.")
+@click.option("--no-server", is_flag=True, help="Build in this process, not in the workspace's warm server.")
 @click.version_option(package_name="mcpp", prog_name="mcpp")
 @click.pass_context
-def cli(ctx, verbose, quiet, color, jobs, manifest_path):
+def cli(ctx, verbose, quiet, color, jobs, manifest_path, no_server):
     """mcpp: a hermetic build engine for C and C++."""
     ctx.obj = _Ctx(verbose, quiet, color, jobs, manifest_path, _RAW_ARGV)
 
@@ -258,6 +263,7 @@ def _finish_scaffold(ctx: _Ctx, path: str, vcs: str) -> None:
 
 cli.add_command(cache_group)
 cli.add_command(payload_group)
+cli.add_command(server_group)
 
 
 @cli.command("explain")
