@@ -14,6 +14,7 @@ from typing import Callable
 from mcpp.cas.action import Action, ActionKind
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
+from ..conventions import Role
 from ..package.features import feature_define
 from ..package.model import Package
 from . import compile_flags as cf
@@ -46,6 +47,8 @@ class Compiles:
     def compile(self, u: Unit) -> None:
         if u.pkg is None:
             return self.compile_std(u)
+        if u.source.role in (Role.ASM, Role.ASM_CPP):
+            return self.compile_asm(u)
         ctx, tc = self.ctx, self.ctx.tc
         pkg = u.pkg
         src = ctx.rel(os.path.join(pkg.root, u.source.path))
@@ -83,6 +86,31 @@ class Compiles:
             description=f"{pkg.name}: {u.source.path}")
         self.plan.add(action, pkg.name, [n.action_id for n in needed] + ([u.produced_by] if u.produced_by else [])
                       + [producer for _, producer in gen_headers])
+        self.plan.compile_commands.append({
+            "directory": ctx.execroot, "file": os.path.join(pkg.root, u.source.path),
+            "arguments": [a.replace(EXECROOT_PLACEHOLDER, ctx.execroot) for a in argv],
+            "output": os.path.join(ctx.execroot, u.obj)})
+
+    def compile_asm(self, u: Unit) -> None:
+        """An assembler source: `.S` with the package's defines and include directories (it may
+        `#include` the package's headers, which the sandbox stages as for a C compile), `.s` as
+        written, with nothing to read but itself."""
+        ctx, pkg = self.ctx, u.pkg
+        src = ctx.rel(os.path.join(pkg.root, u.source.path))
+        is_test = u.source.path.startswith("tests/") and u.obj.startswith(f"{ctx.out}/test-obj/")
+        preprocessed = u.source.role == Role.ASM_CPP
+        depfile = u.obj[:-2] + ".d" if preprocessed else None
+        _, defines, incs = self.flags_for(pkg, Role.C, dev=is_test)
+        gen_headers = self.generated_headers(pkg, is_test) if preprocessed else []
+        argv = cf.asm_argv(ctx.tc, ctx.profile, source=src, obj=u.obj, depfile=depfile,
+                           defines=defines, include_dirs=incs)
+        self.plan.add(Action(
+            id=u.action_id, argv=tuple(argv), outputs=(u.obj,) + ((depfile,) if depfile else ()),
+            inputs=tuple([src] + [h for h, _ in gen_headers]),
+            may_read=self.headers_for(src, incs, [], pkg, is_test) if preprocessed else (),
+            tools=(argv[0],), env=ACTION_ENV, depfile=depfile, kind=ActionKind.COMPILE,
+            description=f"{pkg.name}: {u.source.path}"),
+            pkg.name, ([u.produced_by] if u.produced_by else []) + [producer for _, producer in gen_headers])
         self.plan.compile_commands.append({
             "directory": ctx.execroot, "file": os.path.join(pkg.root, u.source.path),
             "arguments": [a.replace(EXECROOT_PLACEHOLDER, ctx.execroot) for a in argv],

@@ -6,12 +6,14 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
+from ..conventions import C_DRIVER_ROLES
 from ..package.model import Package
 from ..modules.scanner import ModuleUnit
 from .context import PlanContext
 from ..package.sources import Source
 
-# What a source that is not a module and imports none scans as (and every C source, unscanned).
+# What a source that is not a module and imports none scans as (and every C or assembler source,
+# unscanned).
 ORDINARY = ModuleUnit(None, False, (), False, ())
 
 
@@ -43,7 +45,7 @@ class UnitMaker:
         out = []
         for src in sources:
             abs_path = os.path.join(pkg.root, src.path)
-            info = self.scan(abs_path) if src.role != "c" else ORDINARY
+            info = self.scan(abs_path) if src.role not in C_DRIVER_ROLES else ORDINARY
             obj = f"{self.ctx.out}/{kind}/{pkg.name}/{src.path}.o"
             out.append(Unit(pkg, src, info, obj, f"compile {pkg.name}:{src.path}"))
         return out
