@@ -181,16 +181,18 @@ def run_cmd(ctx: _Ctx, args, **kw):
 
 @cli.command("test")
 @build_flags
+@click.option("--timeout", "timeout", type=click.FloatRange(min=0), default=300, metavar="SECS",
+              help="Kill a test still running after SECS seconds (default 300; 0: no limit).")
 @click.argument("pattern", required=False)
 @click.pass_obj
-def test_cmd(ctx: _Ctx, pattern, **kw):
-    """Build and run tests/*.cpp, one binary each."""
+def test_cmd(ctx: _Ctx, pattern, timeout, **kw):
+    """Build and run tests/**/*.{c,cpp}, one binary each."""
     from .test_command import run_tests
 
     opts = _options(ctx, kw, with_dev=True)
     reporter = ctx.reporter(kw["message_format"])
     outcome = build(opts, reporter, with_tests=True)
-    sys.exit(run_tests(outcome, pattern, reporter, json_mode=kw["message_format"] == "json"))
+    sys.exit(run_tests(outcome, pattern, reporter, json_mode=kw["message_format"] == "json", timeout=timeout))
 
 
 @cli.command("clean")

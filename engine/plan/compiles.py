@@ -24,6 +24,7 @@ from .model import ACTION_ENV, Plan
 from .module_graph import ModuleGraph
 from .rule_actions import action_id as rule_action_id
 from ..package.sources import header_pool, include_dirs
+from ..package.testsuite import test_headers
 from .std_module import LIBCXX_FLAG, libcxx_modules
 from .units import Unit
 
@@ -38,7 +39,8 @@ class Compiles:
         self.plan = plan
         self.modules = modules
         self.includes = includes
-        self._pools: dict[Package, tuple[str, ...]] = {}  # a package's headers, execroot-relative
+        # a package's headers (and, keyed (package, "tests"), its tests' headers), execroot-relative
+        self._pools: dict[object, tuple[str, ...]] = {}
         self._pool_index: dict[tuple[str, ...], dict[str, str]] = {}
         self._directive_memo: dict[str, object] = {}  # a header is scanned once per build
         self._gen_header_memo: dict[tuple[Package, bool], list[tuple[str, str]]] = {}
@@ -140,6 +142,10 @@ class Compiles:
             if p not in self._pools:
                 self._pools[p] = tuple(self.ctx.rel(h) for h in header_pool(p))
             out.extend(self._pools[p])
+        if dev:  # a test may include the headers beside it (its framework, the suite's helpers)
+            if (pkg, "tests") not in self._pools:
+                self._pools[(pkg, "tests")] = tuple(self.ctx.rel(h) for h in test_headers(pkg))
+            out.extend(self._pools[(pkg, "tests")])
         return tuple(dict.fromkeys(out))
 
     def headers_for(self, src: str, incs: list[str], user: list[str], pkg: Package,

@@ -13,6 +13,7 @@ from mcpp.cas.action import Action, ActionKind
 
 from ..errors import McppError
 from ..package.model import Package
+from ..package.testsuite import test_name
 from . import compile_flags as cf
 from .context import PlanContext, transitive_deps
 from .model import ACTION_ENV, Artifact, ArtifactKind, Plan
@@ -82,7 +83,7 @@ class Links:
         objs = [u.obj] + [x.obj for x in lib_units if x.source.path not in mains]
         ids = [u.action_id] + [x.action_id for x in lib_units if x.source.path not in mains]
         dep_archives, dep_ids = self._dep_archives(pkg, dev=True)
-        name = os.path.splitext(os.path.basename(u.source.path))[0]
+        name = test_name(u.source.path)  # `tests/unit/a.cpp` -> `unit/a`
         out = f"{self.ctx.out}/tests/{pkg.name}/{name}"
         self._link(pkg, f"link-test {pkg.name}:{name}", out, objs, dep_archives, self._ldflags(pkg, True),
                    False, ids + dep_ids, dev=True)

@@ -19,6 +19,7 @@ from ..modules.scanner import ModuleUnit
 from ..package.model import Package, PackageGraph
 from ..package.sources import package_sources
 from ..package.targets import targets_of
+from ..package.testsuite import package_tests
 from ..profiles import Profile
 from ..toolchain import Toolchain
 from .compiles import Compiles
@@ -28,7 +29,7 @@ from .model import ACTION_ENV, Artifact, ArtifactKind, Plan
 from .module_graph import ModuleGraph
 from . import rule_edges
 from .program_actions import ProgramActions
-from .units import Unit, UnitMaker, package_tests
+from .units import Unit, UnitMaker
 
 __all__ = ["ACTION_ENV", "Artifact", "ArtifactKind", "Plan", "Planner", "targets_of"]
 

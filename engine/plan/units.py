@@ -50,11 +50,3 @@ class UnitMaker:
             out.append(Unit(pkg, src, info, obj, f"compile {pkg.name}:{src.path}"))
         return out
 
-
-def package_tests(pkg: Package) -> list[Source]:
-    """The package's `tests/*.cpp` (also .cc, .cxx): each one becomes a test binary."""
-    tests_dir = os.path.join(pkg.root, "tests")
-    if not os.path.isdir(tests_dir):
-        return []
-    names = sorted(n for n in os.listdir(tests_dir) if n.endswith((".cpp", ".cc", ".cxx")))
-    return [Source(f"tests/{n}", "cxx") for n in names]
