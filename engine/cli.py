@@ -195,6 +195,22 @@ def test_cmd(ctx: _Ctx, pattern, timeout, **kw):
     sys.exit(run_tests(outcome, pattern, reporter, json_mode=kw["message_format"] == "json", timeout=timeout))
 
 
+@cli.command("install")
+@build_flags
+@click.option("--prefix", "prefix", required=True, metavar="DIR",
+              help="Install under DIR: bin/, lib/ (with lib/pkgconfig/NAME.pc) and include/.")
+@click.pass_obj
+def install_cmd(ctx: _Ctx, prefix, **kw):
+    """Build (release profile unless --profile), then install binaries, libraries, headers and
+    a pkg-config file under --prefix ($DESTDIR in front, as `make install`)."""
+    from .install_cmd import install
+
+    kw["release"] = kw["release"] or not kw["profile"]
+    opts = _options(ctx, kw)
+    reporter = ctx.reporter(kw["message_format"])
+    install(build(opts, reporter), prefix, reporter)
+
+
 @cli.command("clean")
 @click.pass_obj
 def clean_cmd(ctx: _Ctx):
