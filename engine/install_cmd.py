@@ -92,7 +92,7 @@ def install(outcome: BuildOutcome, prefix: str, reporter: Reporter) -> None:
         if a.kind == ArtifactKind.BIN:
             inst.copy(os.path.join(execroot, a.path), inst.dest("bin", a.name), 0o755)
         elif a.path not in done:
-            _install_library(inst, os.path.join(execroot, a.path), a.kind)
+            _install_library(inst, execroot, a)
             libs_of.setdefault(a.package, []).append(a)
         done.add(a.path)
     for pkg in members:
@@ -106,7 +106,7 @@ def install(outcome: BuildOutcome, prefix: str, reporter: Reporter) -> None:
         for dep in deps:  # a static library is linked with the archives of what it uses
             for a in outcome.plan.artifacts:
                 if a.package == dep.name and a.kind == ArtifactKind.LIB and a.path not in done:
-                    _install_library(inst, os.path.join(execroot, a.path), a.kind)
+                    _install_library(inst, execroot, a)
                     done.add(a.path)
         _install_headers(inst, [pkg] + deps)
         inst.write(inst.dest("lib", "pkgconfig", f"{pkg.name}.pc"),
@@ -115,29 +115,24 @@ def install(outcome: BuildOutcome, prefix: str, reporter: Reporter) -> None:
     reporter.status("Installed", f"{inst.count} files to {inst.root}", important=True)
 
 
-def _install_library(inst: Installer, path: str, kind: str) -> None:
+def _install_library(inst: Installer, execroot: str, a: Artifact) -> None:
     """An archive as it is; a shared library as its real file plus the links a consumer needs:
-    its SONAME (what the loader opens) and the unversioned `lib<name>.so` (what `-l` finds),
-    along with any other link the build made beside it."""
-    if kind != ArtifactKind.SHARED:
+    the chain the build made (`libz.so -> libz.so.1 -> libz.so.1.3.1`, relative, so the prefix
+    can move), else links under its SONAME (what the loader opens) and as `lib<name>.so` (what
+    `-l` finds) when the file has another name."""
+    path = os.path.join(execroot, a.path)
+    if a.kind != ArtifactKind.SHARED:
         inst.copy(path, inst.dest("lib", os.path.basename(path)), 0o644)
         return
-    real = os.path.realpath(path)
-    real_name = os.path.basename(real)
-    inst.copy(real, inst.dest("lib", real_name), 0o755)
-    links = {os.path.basename(path)}
-    soname = elf_soname(real)
-    if soname:
-        links.add(soname)
-    dev = real_name.split(".so", 1)[0] + ".so"
-    links.add(dev)
-    here = os.path.dirname(path)
-    for n in os.listdir(here):  # a chain the build made: libz.so -> libz.so.1 -> libz.so.1.3.1
-        p = os.path.join(here, n)
-        if os.path.islink(p) and os.path.realpath(p) == real:
-            links.add(n)
-    for name in sorted(links - {real_name}):
-        inst.symlink(real_name, inst.dest("lib", name))
+    real_name = os.path.basename(path)
+    inst.copy(path, inst.dest("lib", real_name), 0o755)
+    chain = {os.path.basename(link): points_to for link, points_to in a.aliases}
+    if not chain:  # a SONAME set by hand (`ldflags`) still needs its link for the loader
+        for name in (elf_soname(path), real_name.split(".so", 1)[0] + ".so"):
+            if name and name != real_name:
+                chain[name] = real_name
+    for name in sorted(chain):
+        inst.symlink(chain[name], inst.dest("lib", name))
 
 
 def _install_headers(inst: Installer, pkgs: list[Package]) -> None:
@@ -163,10 +158,10 @@ def pkg_config_text(prefix: str, pkg: Package, libs: list[Artifact], deps: list[
     link flags, which a static link needs."""
     shared = [a for a in libs if a.kind == ArtifactKind.SHARED]
     own = shared[:1] or libs[:1]
-    flags = [f"-l{a.name}" for a in own]
+    flags = [f"-l{link_name(a)}" for a in own]
     if not shared:
         for d in deps:
-            flags += [f"-l{a.name}" for a in artifacts
+            flags += [f"-l{link_name(a)}" for a in artifacts
                       if a.package == d.name and a.kind == ArtifactKind.LIB and a.name == d.name]
     for p in [pkg] + deps:
         flags += [f for f in p.manifest.build.ldflags if f.startswith(("-l", "-pthread")) and f not in flags]
@@ -184,6 +179,14 @@ def pkg_config_text(prefix: str, pkg: Package, libs: list[Artifact], deps: list[
         "Cflags: -I${includedir}",
         "",
     ])
+
+
+def link_name(a: Artifact) -> str:
+    """What `-l` names to find the library: its file name without `lib` and `.a`/`.so...`
+    (a target `zlike-shared` whose file is `libzlike.so.1.3.1` is `-lzlike`)."""
+    name = os.path.basename(a.path)
+    stem = name.split(".so", 1)[0] if a.kind == ArtifactKind.SHARED else os.path.splitext(name)[0]
+    return stem[3:] if stem.startswith("lib") else stem
 
 
 def elf_soname(path: str) -> str | None:

@@ -11,6 +11,7 @@ from ..conventions import C_EXTS, CXX_EXTS, HEADER_EXTS, Role
 from ..errors import McppError
 from .model import Package
 from .sources import Source
+from .targets import owned_sources
 
 TESTS_DIR = "tests"
 
@@ -20,12 +21,15 @@ def test_name(path: str) -> str:
     return os.path.splitext(path[len(TESTS_DIR) + 1:])[0]
 
 
-def package_tests(pkg: Package, claimed: frozenset[str] = frozenset()) -> list[Source]:
-    """The package's test sources, in a stable order. `claimed` are package-relative paths a
-    declared target already builds (a `kind = "test"` target's main or its other sources): they
-    are not tests of their own. A C and a C++ test of the same name would write one binary, so
-    that is an error naming both."""
+def package_tests(pkg: Package) -> list[Source]:
+    """The package's test sources, in a stable order. A source a declared target builds (a
+    `kind = "test"` target's `main` or `sources`, compiled with that target's settings) is not a
+    test of its own. A C and a C++ test of the same name would write one binary, so that is an
+    error naming both."""
     root = os.path.join(pkg.root, TESTS_DIR)
+    if not os.path.isdir(root):
+        return []
+    claimed = {s.path for t in pkg.manifest.targets for s in owned_sources(pkg, t)}
     found: dict[str, Source] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()

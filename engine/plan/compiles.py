@@ -17,6 +17,7 @@ from mcpp.sandbox import EXECROOT_PLACEHOLDER
 from ..conventions import Role
 from ..package.features import feature_define
 from ..package.model import Package
+from ..package.targets import target_headers
 from . import compile_flags as cf
 from .context import PlanContext, transitive_deps
 from .include_scan import reachable
@@ -55,7 +56,13 @@ class Compiles:
         pkg = u.pkg
         src = ctx.rel(os.path.join(pkg.root, u.source.path))
         is_test = u.source.path.startswith("tests/") and u.obj.startswith(f"{ctx.out}/test-obj/")
+        t = u.target  # a target's own settings add to the package's, for its sources alone
+        is_test = is_test or (t is not None and (t.kind == "test" or bool(t.deps)))
         user, defines, incs = self.flags_for(pkg, u.source.role, dev=is_test)
+        if t is not None:
+            user += list(t.cflags if u.source.role == "c" else t.cxxflags)
+            defines += list(t.defines)
+            incs = [ctx.rel(os.path.join(pkg.root, d)) for d in t.include_dirs] + incs
         needed = self.modules.closure(u)
         uses_modules = bool(needed or u.info.module or u.info.imports)
         gen_headers = self.generated_headers(pkg, is_test)
@@ -73,7 +80,7 @@ class Compiles:
             outputs.append(u.bmi)
         module = cf.module_flags(tc, mapper, u.bmi if uses_modules else None,
                                  [(n.info.module, n.bmi) for n in needed]) if uses_modules else []
-        pic = any(t.kind == "shared" for t in ctx.targets_of(pkg))
+        pic = u.pic
         depfile = u.obj[:-2] + ".d"
         argv = cf.compile_argv(tc, ctx.profile, source=src, obj=u.obj, depfile=depfile,
                                role=u.source.role, standard=pkg.manifest.standard, user_flags=user,
@@ -81,9 +88,12 @@ class Compiles:
         if self.modules.libcxx and u.source.role != "c":
             argv.insert(1, LIBCXX_FLAG)
         compiler = argv[0]
+        may_read = self.may_read(pkg, is_test) if u.produced_by else self.headers_for(src, incs, user, pkg, is_test)
+        if t is not None:
+            may_read = tuple(dict.fromkeys(may_read + tuple(ctx.rel(h) for h in target_headers(pkg, t))))
         action = Action(
             id=u.action_id, argv=tuple(argv), outputs=tuple(outputs + [depfile]), inputs=tuple(inputs),
-            may_read=self.may_read(pkg, is_test) if u.produced_by else self.headers_for(src, incs, user, pkg, is_test),
+            may_read=may_read,
             tools=(compiler,), env=ACTION_ENV, depfile=depfile, kind=ActionKind.COMPILE,
             description=f"{pkg.name}: {u.source.path}")
         self.plan.add(action, pkg.name, [n.action_id for n in needed] + ([u.produced_by] if u.produced_by else [])
@@ -100,16 +110,24 @@ class Compiles:
         ctx, pkg = self.ctx, u.pkg
         src = ctx.rel(os.path.join(pkg.root, u.source.path))
         is_test = u.source.path.startswith("tests/") and u.obj.startswith(f"{ctx.out}/test-obj/")
+        t = u.target  # a target's own defines and include directories add to the package's
+        is_test = is_test or (t is not None and (t.kind == "test" or bool(t.deps)))
         preprocessed = u.source.role == Role.ASM_CPP
         depfile = u.obj[:-2] + ".d" if preprocessed else None
         _, defines, incs = self.flags_for(pkg, Role.C, dev=is_test)
+        if t is not None:
+            defines += list(t.defines)
+            incs = [ctx.rel(os.path.join(pkg.root, d)) for d in t.include_dirs] + incs
         gen_headers = self.generated_headers(pkg, is_test) if preprocessed else []
         argv = cf.asm_argv(ctx.tc, ctx.profile, source=src, obj=u.obj, depfile=depfile,
                            defines=defines, include_dirs=incs)
+        may_read = self.headers_for(src, incs, [], pkg, is_test) if preprocessed else ()
+        if preprocessed and t is not None:
+            may_read = tuple(dict.fromkeys(may_read + tuple(ctx.rel(h) for h in target_headers(pkg, t))))
         self.plan.add(Action(
             id=u.action_id, argv=tuple(argv), outputs=(u.obj,) + ((depfile,) if depfile else ()),
             inputs=tuple([src] + [h for h, _ in gen_headers]),
-            may_read=self.headers_for(src, incs, [], pkg, is_test) if preprocessed else (),
+            may_read=may_read,
             tools=(argv[0],), env=ACTION_ENV, depfile=depfile, kind=ActionKind.COMPILE,
             description=f"{pkg.name}: {u.source.path}"),
             pkg.name, ([u.produced_by] if u.produced_by else []) + [producer for _, producer in gen_headers])

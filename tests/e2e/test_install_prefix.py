@@ -90,19 +90,18 @@ def test_destdir_stages_while_the_pc_file_names_the_prefix(project, mcpp, tmp_pa
     assert "prefix=/opt/zed\n" in (stage / "opt/zed/lib/pkgconfig/zed.pc").read_text()
 
 
-# A shared library with a SONAME: installed as the real file plus the links the link editor
-# (`libzs.so`) and the loader (the SONAME) open.
+# A shared library whose SONAME its own link flags set (no `soname`/`version` keys, so the
+# build makes no links): installed as the real file plus the link the loader opens, read from
+# the library itself.
 SHARED = {
     "mcpp.toml": """
         [package]
         name = "zs"
         version = "2.0.0"
 
-        [build]
-        ldflags = ["-Wl,-soname,libzs.so.2"]
-
         [targets.zs]
         kind = "shared"
+        ldflags = ["-Wl,-soname,libzs.so.2"]
     """,
     "include/zed.h": "int zed_version(void);\ndouble zed_root(double);\n",
     "src/zs.c": '#include "zed.h"\nint zed_version(void) { return 200; }\ndouble zed_root(double x) { return x / 4; }\n',
@@ -144,3 +143,30 @@ def test_install_needs_a_prefix(project, mcpp):
     root = project(SHARED)
     res = mcpp("install", cwd=root)
     assert res.code == 2 and "--prefix" in res.err and "Traceback" not in res.err
+
+
+def test_the_zlib_shaped_library_with_a_versioned_shared_library(project, mcpp, tmp_path):
+    """The shape that asked for it: a generated config header, a version script, a SONAME and a
+    version, two example programs; the consumer links the shared library through pkg-config."""
+    from tests.e2e.zlike_project import ADLER_ABC, FILES
+
+    root = project(FILES)
+    prefix = tmp_path / "prefix"
+    res = mcpp("install", "--prefix", str(prefix), cwd=root)
+    assert res.code == 0, res.out + res.err
+    lib = prefix / "lib"
+    assert os.readlink(lib / "libzlike.so") == "libzlike.so.1"
+    assert os.readlink(lib / "libzlike.so.1") == "libzlike.so.1.3.1"
+    assert (lib / "libzlike.so.1.3.1").is_file() and not (lib / "libzlike.so.1.3.1").is_symlink()
+    assert (lib / "libzlike.a").is_file()
+    assert (prefix / "include/zlike.h").is_file() and (prefix / "include/zconf.h").is_file()  # generated
+    run = subprocess.run([str(prefix / "bin/minigzip")], capture_output=True, text=True)
+    assert run.stdout == f"minigzip {ADLER_ABC} level=9\n"
+    out = consume(prefix, "zlike", tmp_path,
+                  '#include <stdio.h>\n#include <zlike.h>\n'
+                  'int main(void) { printf("%u %d\\n", zl_adler("abc"), zl_config()); return 0; }\n',
+                  env={"LD_LIBRARY_PATH": str(lib)})
+    assert out == f"{ADLER_ABC} 131\n"
+    if shutil.which("readelf"):  # linked against the shared library, by its SONAME
+        dyn = subprocess.run(["readelf", "-d", str(tmp_path / "consumer")], capture_output=True, text=True).stdout
+        assert "[libzlike.so.1]" in dyn, dyn
