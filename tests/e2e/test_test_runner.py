@@ -168,3 +168,37 @@ def test_a_bad_slow_notice_setting_is_a_user_error(project, mcpp):
     root = project(SLOW)
     res = mcpp("test", "naps", cwd=root, env={"MCPP_TEST_SLOW_NOTICE": "soon"})
     assert res.code == 2 and "MCPP_TEST_SLOW_NOTICE" in res.err and "Traceback" not in res.err
+
+
+def test_a_test_target_with_its_own_sources_and_defines_runs_once(project, mcpp):
+    """A `kind = "test"` target in a nested directory: its helper source is part of it (not a
+    test of its own), its define reaches its sources only, and it runs in the package root."""
+    files = {
+        **C_PKG,
+        "mcpp.toml": C_PKG["mcpp.toml"] + """
+[targets.golden]
+kind = "test"
+main = "tests/golden/main.c"
+sources = ["tests/golden/expect.c"]
+defines = ["GOLDEN_LINES=3"]
+""",
+        "tests/golden/main.c": r"""
+            #include <stdio.h>
+            #include "cfix.h"
+            int expected(void);
+            int main(void) {
+                char buf[64] = {0};
+                FILE *f = fopen("tests/data/three_lines.txt", "r");
+                if (!f) return 2;
+                fread(buf, 1, sizeof buf - 1, f);
+                return cfix_count(buf) == expected() ? 0 : 1;
+            }
+        """,
+        "tests/golden/expect.c": "int expected(void) { return GOLDEN_LINES; }\n",
+    }
+    root = project(files)
+    res = mcpp("test", cwd=root)
+    assert res.code == 0, res.out + res.err
+    assert re.search(r"^golden \.\.\. ok \(", res.out, re.M), res.out
+    assert "golden/expect" not in res.out and "golden/main" not in res.out
+    assert "2 passed; 0 failed" in res.out
