@@ -197,8 +197,15 @@ def elf_soname(path: str) -> str | None:
             data = f.read()
     except OSError:
         return None
-    if data[:4] != b"\x7fELF" or data[4] not in (1, 2) or data[5] not in (1, 2):
+    if data[:4] != b"\x7fELF" or len(data) < 0x40 or data[4] not in (1, 2) or data[5] not in (1, 2):
         return None
+    try:
+        return _soname(data)
+    except (struct.error, IndexError, ValueError):
+        return None  # a truncated or odd file: installed without the link, as if it had none
+
+
+def _soname(data: bytes) -> str | None:
     is64, end = data[4] == 2, "<" if data[5] == 1 else ">"
     if is64:
         shoff, = struct.unpack_from(end + "Q", data, 0x28)
