@@ -11,6 +11,7 @@ import os
 
 from mcpp.cas.action import Action, ActionKind
 
+from ..conventions import ASM_CPP_EXTS, ASM_EXTS, C_DRIVER_ROLES, C_EXTS
 from ..package.model import Package
 from ..package.testsuite import test_name
 from . import compile_flags as cf
@@ -19,6 +20,9 @@ from .model import ACTION_ENV, Artifact, ArtifactKind, Plan
 from .module_graph import ModuleGraph
 from .std_module import LIBCXX_FLAG
 from .units import Unit
+
+# The objects of C and assembler sources (`x.c.o`, `x.S.o`): a link of only these needs no C++ runtime.
+C_DRIVER_OBJECTS = tuple(e + ".o" for e in C_EXTS + ASM_EXTS + ASM_CPP_EXTS)
 
 
 class Links:
@@ -111,7 +115,7 @@ class Links:
     def _c_only(units: list[Unit]) -> bool:
         """A program of C sources alone links with the C driver: the C++ driver would add libstdc++
         (and its libm, libgcc_s) to a binary that uses none of them."""
-        return bool(units) and all(u.source.role == "c" for u in units)
+        return bool(units) and all(u.source.role in C_DRIVER_ROLES for u in units)
 
     def _is_dependency(self, pkg: Package) -> bool:
         return any(pkg is d for p in self.ctx.graph.order for d in p.deps + p.dev_deps)
@@ -182,7 +186,7 @@ class Links:
     def _has_cxx(self, archive: str) -> bool:
         """Whether a dependency's archive holds C++ objects (then the C++ driver links)."""
         action = next((a for a in self.plan.actions if archive in a.outputs), None)
-        return action is None or any(not i.endswith(".c.o") for i in action.inputs)
+        return action is None or any(not i.endswith(C_DRIVER_OBJECTS) for i in action.inputs)
 
 
 def shared_names(t) -> list[str]:

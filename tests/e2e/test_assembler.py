@@ -87,6 +87,9 @@ def test_assembler_sources_join_the_default_glob(project, mcpp):
     files["mcpp.toml"] = ('[package]\nname = "asmdemo"\nversion = "0.1.0"\n[build]\ndefines = ["ASM_EXTRA=2"]\n'
                           'include_dirs = ["include"]\n[targets.asmdemo]\nkind = "bin"\nmain = "src/main.c"\n')
     root = project(files)
-    res = mcpp("run", "--sandbox", "dir", cwd=root)
+    res = mcpp("run", "-v", "--sandbox", "dir", cwd=root)
     assert res.code == 0, res.out + res.err
-    assert res.out.endswith("\nmagic=42 twice=42\n"), res.out
+    # C and assembler objects alone: the C driver links, so no C++ runtime is pulled in.
+    [link] = [line for line in res.err.splitlines() + res.out.splitlines() if "-o target/dev/asmdemo " in line]
+    assert "g++" not in link and "clang++" not in link, link
+    assert res.out.endswith("magic=42 twice=42\n"), res.out
