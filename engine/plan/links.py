@@ -12,6 +12,7 @@ import os
 from mcpp.cas.action import Action, ActionKind
 
 from ..package.model import Package
+from ..package.targets import shared_names
 from . import compile_flags as cf
 from .context import PlanContext, target_deps, transitive_deps
 from .model import ACTION_ENV, Artifact, ArtifactKind, Plan
@@ -183,16 +184,3 @@ class Links:
         action = next((a for a in self.plan.actions if archive in a.outputs), None)
         return action is None or any(not i.endswith(".c.o") for i in action.inputs)
 
-
-def shared_names(t) -> list[str]:
-    """The file names of a shared target, from the link a consumer names to the real file:
-    `[libz.so]`, or with a version `[libz.so, libz.so.1, libz.so.1.3.1]`. A `soname` of the
-    form `lib<x>.so[.N]` also names the files (a target `z-shared` with soname `libz.so.1`)."""
-    base = f"lib{t.name}.so"
-    if t.soname and ".so" in t.soname:
-        base = t.soname[:t.soname.index(".so") + 3]
-    if not t.version:
-        return [base] if not t.soname or t.soname == base else [base, t.soname]
-    soname = t.soname or f"{base}.{t.version.split('.')[0]}"
-    real = f"{base}.{t.version}"
-    return list(dict.fromkeys([base, soname, real]))
