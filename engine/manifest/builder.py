@@ -20,6 +20,8 @@ from .reader import Reader, header, type_name
 # C++23's std::println), so its manifests build here unchanged.
 DEFAULT_STANDARD = "c++23"
 STANDARDS = ("c++17", "c++20", "c++23", "c++26", "gnu++17", "gnu++20", "gnu++23", "gnu++26")
+# Linker flags that set a SONAME: only the `soname` key of a shared target does that.
+SONAME_FLAGS = ("-Wl,-soname", "-Wl,-h,", "-Wl,--soname")
 # Where compile_commands.json goes: under target/ only, or also linked from the workspace root.
 COMPILE_COMMANDS = ("target", "root")
 OPT_LEVELS = ("0", "1", "2", "3", "s", "z", "g")
@@ -169,6 +171,10 @@ class Builder:
                         raise r.fail(kp + (key,), f"`{key}` does not apply to a `lib` target (`{tname}`): the "
                                                   f"static library is the package's [build] sources, archived, "
                                                   f"not linked", prefer="key")
+            for i, flag in enumerate(r.str_list(spec, "ldflags", kp) or ()):
+                if flag.startswith(SONAME_FLAGS):
+                    raise r.fail(kp + ("ldflags", i), f"`{flag}`: a SONAME is written `soname = \"...\"` on a "
+                                                      f"`shared` target (the engine passes it to that link alone)")
             version = r.opt(spec, "version", str, kp)
             if version is not None and not re.match(r"^\d+(\.\d+)*$", version):
                 raise r.fail(kp + ("version",), f"invalid shared-library version `{version}`: expected dot-separated "
@@ -250,7 +256,7 @@ class Builder:
         r.check_keys(table, kp, schema.BUILD.keys, schema.BUILD.case)
         ldflags = r.str_list(table, "ldflags", kp) or ()
         for i, flag in enumerate(ldflags):
-            if flag.startswith(("-Wl,-soname", "-Wl,-h,", "-Wl,--soname")):
+            if flag.startswith(SONAME_FLAGS):
                 raise r.fail(kp + ("ldflags", i), f"`{flag}` in {header(kp)} ldflags would reach every executable "
                                                   f"the package links; give the shared target its name with "
                                                   f"`soname = \"...\"` under [targets.<name>]")

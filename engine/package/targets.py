@@ -61,3 +61,17 @@ def target_headers(pkg: Package, target: TargetSpec) -> list[str]:
         if os.path.isdir(full):
             out += [os.path.join(full, p) for p in globs.expand(full, ["**/*"], m.root)]
     return sorted(set(out))
+
+
+def shared_names(t: TargetSpec) -> list[str]:
+    """The file names of a shared target, from the link a consumer names to the real file:
+    `[libz.so]`, or with a version `[libz.so, libz.so.1, libz.so.1.3.1]`. A `soname` of the
+    form `lib<x>.so[.N]` also names the files (a target `z-shared` with soname `libz.so.1`)."""
+    base = f"lib{t.name}.so"
+    if t.soname and ".so" in t.soname:
+        base = t.soname[:t.soname.index(".so") + 3]
+    if not t.version:
+        return [base] if not t.soname or t.soname == base else [base, t.soname]
+    soname = t.soname or f"{base}.{t.version.split('.')[0]}"
+    real = f"{base}.{t.version}"
+    return list(dict.fromkeys([base, soname, real]))

@@ -13,6 +13,7 @@ from mcpp.cas.action import Action, ActionKind
 
 from ..conventions import ASM_CPP_EXTS, ASM_EXTS, C_DRIVER_ROLES, C_EXTS
 from ..package.model import Package
+from ..package.targets import shared_names
 from ..package.testsuite import test_name
 from . import compile_flags as cf
 from .context import PlanContext, target_deps, transitive_deps
@@ -188,16 +189,3 @@ class Links:
         action = next((a for a in self.plan.actions if archive in a.outputs), None)
         return action is None or any(not i.endswith(C_DRIVER_OBJECTS) for i in action.inputs)
 
-
-def shared_names(t) -> list[str]:
-    """The file names of a shared target, from the link a consumer names to the real file:
-    `[libz.so]`, or with a version `[libz.so, libz.so.1, libz.so.1.3.1]`. A `soname` of the
-    form `lib<x>.so[.N]` also names the files (a target `z-shared` with soname `libz.so.1`)."""
-    base = f"lib{t.name}.so"
-    if t.soname and ".so" in t.soname:
-        base = t.soname[:t.soname.index(".so") + 3]
-    if not t.version:
-        return [base] if not t.soname or t.soname == base else [base, t.soname]
-    soname = t.soname or f"{base}.{t.version.split('.')[0]}"
-    real = f"{base}.{t.version}"
-    return list(dict.fromkeys([base, soname, real]))

@@ -124,6 +124,8 @@ def test_a_binary_names_a_dev_dependency_it_links(project, mcpp):
     ('Include-Dirs = ["x"]', "mcpp.toml:6:1: error: unknown key `Include-Dirs` in [targets.tool]; did you mean "
                              "`include_dirs`?"),
     ('soname = "libtool.so.1"', "mcpp.toml:6:1: error: `soname` applies to `shared` targets only"),
+    ('ldflags = ["-Wl,-soname,libtool.so"]', "mcpp.toml:6:12: error: `-Wl,-soname,libtool.so`: a SONAME is written "
+                                             "`soname = \"...\"` on a `shared` target"),
     ('deps = ["nothere"]', "mcpp.toml:6:9: error: target `tool` depends on `nothere`, which neither [dependencies] "
                            "nor [dev-dependencies] declares"),
 ])
