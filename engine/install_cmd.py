@@ -127,7 +127,7 @@ def _install_library(inst: Installer, execroot: str, a: Artifact) -> None:
     real_name = os.path.basename(path)
     inst.copy(path, inst.dest("lib", real_name), 0o755)
     chain = {os.path.basename(link): points_to for link, points_to in a.aliases}
-    if not chain:  # a SONAME set by hand (`ldflags`) still needs its link for the loader
+    if not chain:  # a SONAME set without the `soname` key (a build program's flags) still needs its link
         for name in (elf_soname(path), real_name.split(".so", 1)[0] + ".so"):
             if name and name != real_name:
                 chain[name] = real_name

@@ -90,9 +90,8 @@ def test_destdir_stages_while_the_pc_file_names_the_prefix(project, mcpp, tmp_pa
     assert "prefix=/opt/zed\n" in (stage / "opt/zed/lib/pkgconfig/zed.pc").read_text()
 
 
-# A shared library whose SONAME its own link flags set (no `soname`/`version` keys, so the
-# build makes no links): installed as the real file plus the link the loader opens, read from
-# the library itself.
+# A shared library with a SONAME and no version: the real file is named by the SONAME, and the
+# link editor's `libzs.so` points at it.
 SHARED = {
     "mcpp.toml": """
         [package]
@@ -101,7 +100,7 @@ SHARED = {
 
         [targets.zs]
         kind = "shared"
-        ldflags = ["-Wl,-soname,libzs.so.2"]
+        soname = "libzs.so.2"
     """,
     "include/zed.h": "int zed_version(void);\ndouble zed_root(double);\n",
     "src/zs.c": '#include "zed.h"\nint zed_version(void) { return 200; }\ndouble zed_root(double x) { return x / 4; }\n',
