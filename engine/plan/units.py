@@ -56,7 +56,6 @@ class UnitMaker:
             out.append(Unit(pkg, src, info, obj, f"compile {pkg.name}:{src.path}"))
         return out
 
-
     def for_target(self, pkg: Package, target: TargetSpec, package_units: list[Unit]) -> list[Unit]:
         """The units of the sources `target` alone links (its `main` and `sources`). Without
         settings of its own a source compiles once, as the package's unit; with them (defines,
@@ -79,9 +78,10 @@ class UnitMaker:
 
     def pic_variant(self, u: Unit) -> Unit:
         """`u` compiled position-independent into `obj-pic/`: a shared library's objects are kept
-        apart from the static library's, which stay as fast as non-PIC code can be."""
+        apart from the static library's, which stay as fast as non-PIC code can be. (Never for a
+        module unit: its BMI is one file every importer reads, see `TargetUnits._make_pic`.)"""
         return Unit(u.pkg, u.source, u.info, u.obj.replace(f"{self.ctx.out}/obj/", f"{self.ctx.out}/obj-pic/", 1),
-                    f"{u.action_id} (pic)", u.bmi and u.bmi + ".pic", u.produced_by, u.target, True)
+                    f"{u.action_id} (pic)", None, u.produced_by, u.target, True)
 
     def _unit(self, pkg: Package, src: Source, obj: str, action_id: str, target: TargetSpec | None) -> Unit:
         """One unit, made once per object path (two targets without settings may share a source)."""

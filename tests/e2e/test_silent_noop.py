@@ -47,3 +47,21 @@ def test_the_artifacts_come_back_when_removed(project, mcpp):
     (out / "example").unlink()
     mcpp("build", cwd=root, check=True)
     assert (out / "lib" / "libzlike.a").is_file() and (out / "example").is_file()
+
+
+def test_sources_outside_the_globs_are_named_though_the_build_program_has_actions(project, mcpp):
+    """zlib's shape without `[build] sources`: its C files sit at the root, outside the default
+    `src/**` globs. The build program's header action used to be the package's only action, so
+    the build finished with nothing compiled and no word about it."""
+    manifest = '[package]\nname = "zlike"\nversion = "1.3.1"\n[build]\ninclude_dirs = ["."]\n'
+    root = project({**{k: v for k, v in ZLIKE.items() if not k.startswith("test/")}, "mcpp.toml": manifest})
+    res = mcpp("build", cwd=root)
+    assert res.code == 0, res.err
+    assert ("mcpp.toml:1:2: warning: package `zlike` has no sources (nothing matches `src/**/*.c`, `src/**/*.cpp`, "
+            "`src/**/*.cc`, ...), so it builds nothing; its C/C++ files (`adler.c`, `config.c`, `zutil.c`) are not "
+            "compiled: name them in [build] sources") in res.err
+    # a package of build-program actions alone, with no C/C++ files, builds nothing on purpose: no warning
+    for name in ("adler.c", "config.c", "zutil.c"):
+        (root / name).unlink()
+    res = mcpp("build", cwd=root)
+    assert res.code == 0 and "warning" not in res.err, res.err
