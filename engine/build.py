@@ -14,7 +14,7 @@ import platform as host_platform
 import threading
 from dataclasses import dataclass, field
 
-from mcpp.cas.atomic import PUBLIC, write_atomic, write_if_changed
+from mcpp.cas.atomic import PUBLIC, write_atomic
 from mcpp.cas.home import Home
 from mcpp.cas.remote.config import RemoteConfigError, RemoteSettings, resolve_settings
 
@@ -22,6 +22,7 @@ from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
 from . import noop, prebuilt, trust
 from .action_runner import ActionRunner, SandboxRunner
+from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .empty_packages import empty_package_warnings
 from .errors import BuildFailed, McppError
 from .explain import ExplainLog
@@ -141,7 +142,11 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
             for path in timings.write(layout.target_dir, opts.timings, opts.trace):
                 reporter.status("Timings", display_path(path))
         if opts.target_override is None:  # a host tool's build leaves its source tree alone
-            _write_compile_commands(layout, plan, changed=counters.fresh < len(plan.actions))
+            write_compile_commands(layout, plan, changed=counters.fresh < len(plan.actions),
+                                   link_at_root=graph.root_manifest.build.compile_commands == "root")
+        if result.ok:
+            check_complete(plan, set(result.succeeded) | set(result.fresh))
+            make_artifact_links(plan)
     finally:
         lock.release()
     outcome = BuildOutcome(graph, plan, layout, profile, toolchain, result, clock.elapsed(),
@@ -345,17 +350,6 @@ def _make_sandbox(name: str | None, work_root: str, reporter: Reporter, payload_
 def _shown_dir(path: str) -> str:
     shown = display_path(path)
     return "." if shown in ("", ".") else shown
-
-
-def _write_compile_commands(layout: Layout, plan: Plan, changed: bool) -> None:
-    """For clangd and friends. When every action was up to date the commands are the ones the
-    file already holds, so a no-op build does not serialize them again."""
-    path = layout.compile_commands
-    if not changed and os.path.exists(path):
-        return
-    data = (json.dumps(plan.compile_commands, indent=1) + "\n").encode()
-    write_if_changed(path, data)
-
 
 
 def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:

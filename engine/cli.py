@@ -187,16 +187,34 @@ def run_cmd(ctx: _Ctx, args, **kw):
 
 @cli.command("test")
 @build_flags
+@click.option("--timeout", "timeout", type=click.FloatRange(min=0), default=300, metavar="SECS",
+              help="Kill a test still running after SECS seconds (default 300; 0: no limit).")
 @click.argument("pattern", required=False)
 @click.pass_obj
-def test_cmd(ctx: _Ctx, pattern, **kw):
-    """Build and run tests/*.cpp, one binary each."""
+def test_cmd(ctx: _Ctx, pattern, timeout, **kw):
+    """Build and run tests/**/*.{c,cpp}, one binary each."""
     from .test_command import run_tests
 
     opts = _options(ctx, kw, with_dev=True)
     reporter = ctx.reporter(kw["message_format"])
     outcome = build(opts, reporter, with_tests=True)
-    sys.exit(run_tests(outcome, pattern, reporter, json_mode=kw["message_format"] == "json"))
+    sys.exit(run_tests(outcome, pattern, reporter, json_mode=kw["message_format"] == "json", timeout=timeout))
+
+
+@cli.command("install")
+@build_flags
+@click.option("--prefix", "prefix", required=True, metavar="DIR",
+              help="Install under DIR: bin/, lib/ (with lib/pkgconfig/NAME.pc) and include/.")
+@click.pass_obj
+def install_cmd(ctx: _Ctx, prefix, **kw):
+    """Build (release profile unless --profile), then install binaries, libraries, headers and
+    a pkg-config file under --prefix ($DESTDIR in front, as `make install`)."""
+    from .install_cmd import install
+
+    kw["release"] = kw["release"] or not kw["profile"]
+    opts = _options(ctx, kw)
+    reporter = ctx.reporter(kw["message_format"])
+    install(build(opts, reporter), prefix, reporter)
 
 
 @cli.command("clean")

@@ -19,6 +19,8 @@ class Role(StrEnum):
     HEADER = "header"  # never compiled on its own; reached through `#include`
     STARLARK = "starlark"  # rule modules and build programs: read by the engine, never compiled
     DEVICE = "device"  # compiled by a rule's action, not by the engine (see `device_extensions`)
+    ASM = "asm"  # assembled as written: the C driver with no defines, include dirs or flags
+    ASM_CPP = "asm-cpp"  # preprocessed first, so it takes the package's defines and include dirs
 
 
 C_EXTS = (".c",)
@@ -28,6 +30,10 @@ MODULE_EXTS = (".cppm", ".ixx", ".mpp", ".cxxm", ".ccm", ".c++m")
 # graph should be, so they invalidate like any other header.
 HEADER_EXTS = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".tpp", ".inc", ".cuh", ".hiph")
 STARLARK_EXTS = (".star",)
+# gcc's and clang's own conventions: `.s` goes straight to the assembler, `.S` and `.sx` through
+# the C preprocessor first.
+ASM_EXTS = (".s",)
+ASM_CPP_EXTS = (".S", ".sx")
 
 # Device sources: files written in a language another compiler consumes (a device compiler that
 # accepts no C++20 modules), so the engine never scans them for imports, never makes a BMI of
@@ -50,9 +56,13 @@ DEVICE_EXTS = (
 # (`device_extensions`), so they are not here.
 ROLES: dict[str, Role] = {**{e: Role.C for e in C_EXTS}, **{e: Role.CXX for e in CXX_EXTS},
                           **{e: Role.MODULE for e in MODULE_EXTS}, **{e: Role.HEADER for e in HEADER_EXTS},
-                          **{e: Role.STARLARK for e in STARLARK_EXTS}, **{e: Role.DEVICE for e in DEVICE_EXTS}}
+                          **{e: Role.STARLARK for e in STARLARK_EXTS}, **{e: Role.DEVICE for e in DEVICE_EXTS},
+                          **{e: Role.ASM for e in ASM_EXTS}, **{e: Role.ASM_CPP for e in ASM_CPP_EXTS}}
 
-COMPILED_EXTS = C_EXTS + CXX_EXTS + MODULE_EXTS
+COMPILED_EXTS = C_EXTS + CXX_EXTS + MODULE_EXTS + ASM_EXTS + ASM_CPP_EXTS
+
+# The roles compiled by the C driver (never scanned for C++ modules, never given C++ flags).
+C_DRIVER_ROLES = frozenset({Role.C, Role.ASM, Role.ASM_CPP})
 
 # What a package compiles without `[build] sources`: every compiled extension under `src/`. Device
 # extensions are not in it: a package that vendors a `.cu` and builds it elsewhere must not start

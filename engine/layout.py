@@ -6,8 +6,9 @@ log), so no other module joins these paths by hand:
 
 ```
 <execroot>/                      the common ancestor of every package root and target/
-  <workspace>/compile_commands.json
+  <workspace>/compile_commands.json  a link to target/compile_commands.json, when asked for
   <workspace>/target/            (a host tool's build: <consumer's target>/host/<name>/)
+    compile_commands.json
     .lock                        one build per target directory at a time
     host/<package>/              host tools' own builds (engine/host_tools.py)
     <profile>/                   objects, archives, binaries, BMIs
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Layout:
-    workspace_root: str  # where compile_commands.json goes
+    workspace_root: str  # where compile_commands.json is linked from, when asked
     target_dir: str  # <workspace>/target, or a host tool build's own directory
     execroot: str  # every action path is relative to this
     profile: str
@@ -97,6 +98,11 @@ class Layout:
     # -- the workspace ------------------------------------------------------------------------
     @property
     def compile_commands(self) -> str:
+        return os.path.join(self.target_dir, "compile_commands.json")
+
+    @property
+    def compile_commands_link(self) -> str:
+        """Where `[build] compile_commands = "root"` links it from."""
         return os.path.join(self.workspace_root, "compile_commands.json")
 
     # -- execroot-relative paths --------------------------------------------------------------

@@ -24,7 +24,7 @@ from .layout import Layout
 from .package.graph import load_graph
 from .package.model import Package, PackageGraph, Selection
 from .package.sources import package_sources
-from .package.targets import targets_of
+from .package.targets import shared_names, targets_of
 from .payloads import PayloadError, resolve_environment
 
 FORMAT_VERSION = 1
@@ -80,11 +80,11 @@ def _payload(p: PayloadSpec) -> dict:
 def _targets(pkg: Package, out_dir: str) -> list[dict]:
     """What the package builds, with where each lands (Cargo's `targets`); `output` follows the
     same naming as the link plan (`plan/links.py`)."""
-    outputs = {"bin": "{name}", "shared": "lib{name}.so", "lib": "lib/lib{package}.a"}
+    outputs = {"bin": "{name}", "lib": "lib/lib{package}.a", "test": "tests/{package}/{name}"}
     return [{"kind": t.kind, "name": t.name,
              "main": t.main,
-             "output": (os.path.join(out_dir, outputs[t.kind].format(name=t.name, package=pkg.name))
-                        if t.kind in outputs else None)}
+             "output": os.path.join(out_dir, shared_names(t)[-1] if t.kind == "shared"
+                                    else outputs[t.kind].format(name=t.name, package=pkg.name))}
             for t in targets_of(pkg)]
 
 

@@ -73,10 +73,12 @@ PACKAGE = Table("package", "identity", KEBAB, (
     "homepage", "keywords", "readme", "accelerators", "platforms"),
     pending=("description", "authors", "license", "repository", "homepage", "keywords", "readme",
              "platforms"))
-TARGET_SPEC = Table("targets.<name>", "artifacts", SNAKE, ("kind", "main"))
+TARGET_SPEC = Table("targets.<name>", "artifacts", SNAKE, (
+    "kind", "main", "sources", "include_dirs", "defines", "cflags", "cxxflags", "ldflags", "deps", "link_inputs",
+    "soname", "version"))
 LIB = Table("lib", "artifacts", SNAKE, ("path",))
 BUILD = Table("build", "compilation", SNAKE, (
-    "sources", "include_dirs", "cflags", "cxxflags", "ldflags", "defines", "accel"))
+    "sources", "include_dirs", "cflags", "cxxflags", "ldflags", "defines", "accel", "compile_commands"))
 SOURCE_ENTRY = Table("build.sources[]", "compilation", SNAKE, ("glob", "accel"))
 PROFILE = Table("profile.<name>", "compilation", KEBAB, ("inherits", "opt", "debug", "cflags", "cxxflags", "ldflags"))
 TOOLCHAIN = Table("toolchain", "compilation", SNAKE, ("default",))

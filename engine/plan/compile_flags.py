@@ -91,3 +91,20 @@ def link_argv(tc: Toolchain, profile: Profile, out: str, objects: list[str], arc
         argv.append("-shared")
     argv += ["-o", out, *objects, *archives, *profile.ldflags, *ldflags, *extra]
     return argv
+
+
+def asm_argv(tc: Toolchain, profile: Profile, *, source: str, obj: str, depfile: str | None,
+             defines: list[str], include_dirs: list[str]) -> list[str]:
+    """An assembler source through the C driver, as gcc and clang treat its extension: `.S`
+    (`depfile` given) is preprocessed first, so it takes the package's defines and include
+    directories and reports the headers it read; `.s` is assembled as written (the driver runs
+    no preprocessor for it and would ignore `-D`, `-I` and `-MD`)."""
+    argv = [tc.cc.path, *prefix_map_flags(gcc=tc.family == "gcc")]
+    if depfile is None:
+        return argv + ["-c", source, "-o", obj]
+    argv += list(profile.compile_flags())
+    argv += [f"-D{d}" for d in defines]
+    argv += [f"-I{d}" for d in include_dirs]
+    # `.sx` is the same language as `.S`, but only gcc knows its extension.
+    argv += ["-x", "assembler-with-cpp", "-c", source, "-o", obj, "-MD", "-MF", depfile]
+    return argv

@@ -14,8 +14,10 @@ from typing import Callable
 from mcpp.cas.action import Action, ActionKind
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
+from ..conventions import Role
 from ..package.features import feature_define
 from ..package.model import Package
+from ..package.targets import target_headers
 from . import compile_flags as cf
 from .context import PlanContext, transitive_deps
 from .include_scan import reachable
@@ -23,6 +25,7 @@ from .model import ACTION_ENV, Plan
 from .module_graph import ModuleGraph
 from .rule_actions import action_id as rule_action_id
 from ..package.sources import header_pool, include_dirs
+from ..package.testsuite import test_headers
 from .std_module import LIBCXX_FLAG, libcxx_modules
 from ..modules.p1689 import PreprocessScan, scan_deps_tool
 from ..package.sources import Source
@@ -40,7 +43,8 @@ class Compiles:
         self.plan = plan
         self.modules = modules
         self.includes = includes
-        self._pools: dict[Package, tuple[str, ...]] = {}  # a package's headers, execroot-relative
+        # a package's headers (and, keyed (package, "tests"), its tests' headers), execroot-relative
+        self._pools: dict[object, tuple[str, ...]] = {}
         self._pool_index: dict[tuple[str, ...], dict[str, str]] = {}
         self._directive_memo: dict[str, object] = {}  # a header is scanned once per build
         self._gen_header_memo: dict[tuple[Package, bool], list[tuple[str, str]]] = {}
@@ -49,11 +53,19 @@ class Compiles:
     def compile(self, u: Unit) -> None:
         if u.pkg is None:
             return self.compile_std(u)
+        if u.source.role in (Role.ASM, Role.ASM_CPP):
+            return self.compile_asm(u)
         ctx, tc = self.ctx, self.ctx.tc
         pkg = u.pkg
         src = ctx.rel(os.path.join(pkg.root, u.source.path))
         is_test = u.source.path.startswith("tests/") and u.obj.startswith(f"{ctx.out}/test-obj/")
+        t = u.target  # a target's own settings add to the package's, for its sources alone
+        is_test = is_test or (t is not None and (t.kind == "test" or bool(t.deps)))
         user, defines, incs = self.flags_for(pkg, u.source.role, dev=is_test)
+        if t is not None:
+            user += list(t.cflags if u.source.role == "c" else t.cxxflags)
+            defines += list(t.defines)
+            incs = [ctx.rel(os.path.join(pkg.root, d)) for d in t.include_dirs] + incs
         needed = self.modules.closure(u)
         uses_modules = bool(needed or u.info.module or u.info.imports)
         gen_headers = self.generated_headers(pkg, is_test)
@@ -75,7 +87,7 @@ class Compiles:
         if u.bmi and tc.family == "clang":
             module += cf.CLANG_EMBED_SOURCES
             role = "module"  # a `.cc` interface or an implementation partition writes a BMI too
-        pic = any(t.kind == "shared" for t in ctx.targets_of(pkg))
+        pic = u.pic
         depfile = u.obj[:-2] + ".d"
         argv = cf.compile_argv(tc, ctx.profile, source=src, obj=u.obj, depfile=depfile,
                                role=role, standard=pkg.manifest.standard, user_flags=user,
@@ -83,9 +95,12 @@ class Compiles:
         if self.modules.libcxx and u.source.role != "c":
             argv.insert(1, LIBCXX_FLAG)
         compiler = argv[0]
+        may_read = self.may_read(pkg, is_test) if u.produced_by else self.headers_for(src, incs, user, pkg, is_test)
+        if t is not None:
+            may_read = tuple(dict.fromkeys(may_read + tuple(ctx.rel(h) for h in target_headers(pkg, t))))
         action = Action(
             id=u.action_id, argv=tuple(argv), outputs=tuple(outputs + [depfile]), inputs=tuple(inputs),
-            may_read=self.may_read(pkg, is_test) if u.produced_by else self.headers_for(src, incs, user, pkg, is_test),
+            may_read=may_read,
             tools=(compiler,), env=ACTION_ENV, depfile=depfile, kind=ActionKind.COMPILE,
             description=f"{pkg.name}: {u.source.path}")
         self.plan.add(action, pkg.name, [n.action_id for n in needed] + ([u.produced_by] if u.produced_by else [])
@@ -112,6 +127,39 @@ class Compiles:
         argv = [a.replace(EXECROOT_PLACEHOLDER, ctx.execroot) for a in argv]
         return PreprocessScan(tool, tc.identity, tuple(argv), ctx.execroot)
 
+    def compile_asm(self, u: Unit) -> None:
+        """An assembler source: `.S` with the package's defines and include directories (it may
+        `#include` the package's headers, which the sandbox stages as for a C compile), `.s` as
+        written, with nothing to read but itself."""
+        ctx, pkg = self.ctx, u.pkg
+        src = ctx.rel(os.path.join(pkg.root, u.source.path))
+        is_test = u.source.path.startswith("tests/") and u.obj.startswith(f"{ctx.out}/test-obj/")
+        t = u.target  # a target's own defines and include directories add to the package's
+        is_test = is_test or (t is not None and (t.kind == "test" or bool(t.deps)))
+        preprocessed = u.source.role == Role.ASM_CPP
+        depfile = u.obj[:-2] + ".d" if preprocessed else None
+        _, defines, incs = self.flags_for(pkg, Role.C, dev=is_test)
+        if t is not None:
+            defines += list(t.defines)
+            incs = [ctx.rel(os.path.join(pkg.root, d)) for d in t.include_dirs] + incs
+        gen_headers = self.generated_headers(pkg, is_test) if preprocessed else []
+        argv = cf.asm_argv(ctx.tc, ctx.profile, source=src, obj=u.obj, depfile=depfile,
+                           defines=defines, include_dirs=incs)
+        may_read = self.headers_for(src, incs, [], pkg, is_test) if preprocessed else ()
+        if preprocessed and t is not None:
+            may_read = tuple(dict.fromkeys(may_read + tuple(ctx.rel(h) for h in target_headers(pkg, t))))
+        self.plan.add(Action(
+            id=u.action_id, argv=tuple(argv), outputs=(u.obj,) + ((depfile,) if depfile else ()),
+            inputs=tuple([src] + [h for h, _ in gen_headers]),
+            may_read=may_read,
+            tools=(argv[0],), env=ACTION_ENV, depfile=depfile, kind=ActionKind.COMPILE,
+            description=f"{pkg.name}: {u.source.path}"),
+            pkg.name, ([u.produced_by] if u.produced_by else []) + [producer for _, producer in gen_headers])
+        self.plan.compile_commands.append({
+            "directory": ctx.execroot, "file": os.path.join(pkg.root, u.source.path),
+            "arguments": [a.replace(EXECROOT_PLACEHOLDER, ctx.execroot) for a in argv],
+            "output": os.path.join(ctx.execroot, u.obj)})
+
     def flags_for(self, pkg: Package, role: str, dev: bool) -> tuple[list[str], list[str], list[str]]:
         """(user flags, defines, execroot-relative include directories) of a compile of `pkg`."""
         m = pkg.manifest
@@ -136,6 +184,10 @@ class Compiles:
             if p not in self._pools:
                 self._pools[p] = tuple(self.ctx.rel(h) for h in header_pool(p))
             out.extend(self._pools[p])
+        if dev:  # a test may include the headers beside it (its framework, the suite's helpers)
+            if (pkg, "tests") not in self._pools:
+                self._pools[(pkg, "tests")] = tuple(self.ctx.rel(h) for h in test_headers(pkg))
+            out.extend(self._pools[(pkg, "tests")])
         return tuple(dict.fromkeys(out))
 
     def headers_for(self, src: str, incs: list[str], user: list[str], pkg: Package,

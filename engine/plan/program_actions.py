@@ -69,6 +69,10 @@ class ProgramActions:
             if (self.ctx.rel(path), producer) not in objs:
                 objs.append((self.ctx.rel(path), producer))
 
+    def pending_after_link(self) -> list[tuple[Package, Action]]:
+        """The `artifact` actions `plan_after_link` will plan."""
+        return list(self._after_link)
+
     def plan_after_link(self) -> None:
         """The `artifact` actions, each after every link of its package."""
         for pkg, action in self._after_link:
