@@ -338,7 +338,9 @@ def metadata_cmd(ctx: _Ctx, fmt, **kw):
     reporter = ctx.reporter()
     for w in metadata.warnings(graph):
         reporter.raw_warning(w)
-    click.echo(metadata.render_json(graph) if fmt == "json" else metadata.render_text(graph), nl=False)
+    home = BuildOptions().home  # the payload environment is resolved against the command's one home
+    click.echo(metadata.render_json(graph, home=home) if fmt == "json" else metadata.render_text(graph, home),
+               nl=False)
 
 
 _RAW_ARGV: list[str] = []

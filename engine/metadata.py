@@ -48,13 +48,13 @@ def _context_line(graph: PackageGraph) -> str:
     return f"# target {ctx.target.text}{cross}, host {ctx.host.text}, accel {ctx.accel} ({ctx.accel_from})"
 
 
-def render_text(graph: PackageGraph) -> str:
+def render_text(graph: PackageGraph, home: Home | None = None) -> str:
     lines = [_context_line(graph)]
     for pkg in graph.order:
         features = ", ".join(sorted(pkg.features)) or "none"
         lines.append(f"# package {pkg.name} {pkg.version} ({display_path(pkg.manifest.path)}), features: {features}")
         lines += flat_lines(pkg.manifest.document, pkg.manifest.notes)
-    env = environment(graph)
+    env = environment(graph, home) if home is not None else {"payloads": []}
     if env["payloads"]:  # a refusal shows in the JSON form and when building, not in every listing
         lines.append("# environment (payloads this build resolves; docs/payloads.md)")
         lines += [f"{p['id']} = \"{p['version']}\"  # {p['axis']} axis, {p['source']}, declared by {p['declared_by']} "
@@ -62,10 +62,9 @@ def render_text(graph: PackageGraph) -> str:
     return "\n".join(lines) + "\n"
 
 
-def environment(graph: PackageGraph) -> dict:
+def environment(graph: PackageGraph, home: Home) -> dict:
     """The resolved payload environment, without installing anything; a refusal is shown, not raised,
     so `mcpp metadata` still describes a project whose environment cannot be resolved."""
-    home = Home.default()
     try:
         return resolve_environment(graph, str(home.payloads), str(home.root), install_missing=False).to_json()
     except PayloadError as e:
@@ -117,7 +116,7 @@ def _package(pkg: Package, out_dir: str) -> dict:
     }
 
 
-def render_json(graph: PackageGraph, profile: str = "dev") -> str:
+def render_json(graph: PackageGraph, profile: str = "dev", home: Home | None = None) -> str:
     ctx = graph.context
     out_dir = Layout.of(graph, profile).out_dir
     data = {
@@ -134,6 +133,6 @@ def render_json(graph: PackageGraph, profile: str = "dev") -> str:
         "profile": profile,
         "members": [p.name for p in graph.members],
         "packages": [_package(p, out_dir) for p in graph.order],
-        "environment": environment(graph),
+        "environment": environment(graph, home) if home is not None else None,
     }
     return json.dumps(data, indent=2) + "\n"

@@ -11,8 +11,7 @@ import os
 
 import click
 
-from mcpp.cas.home import Home
-
+from .build import BuildOptions
 from .package.graph import load_graph
 from .package.model import Selection
 from .payloads import resolve_environment
@@ -47,7 +46,7 @@ def _environment(ctx, kw: dict, install: bool):
     for pkg in graph.order:
         for w in pkg.manifest.warnings:
             reporter.raw_warning(w)
-    home = Home.default()
+    home = BuildOptions().home  # `$MCPP_HOME`, resolved once for the command as a build resolves it
     return resolve_environment(graph, str(home.payloads), str(home.root), install_missing=install,
                                status=reporter.status, warn=reporter.warning)
 

@@ -121,8 +121,8 @@ def _copy_dir(index: Index, desc: Descriptor, source: Source, tmp: str) -> None:
         raise PayloadError(f"payload `{desc.namespace}:{desc.name}`: directory {src} of the index does not exist "
                            f"(descriptor {desc.location})")
     real_root = os.path.realpath(src)
-    for dirpath, _dirs, files in os.walk(src):
-        for f in files:
+    for dirpath, dirs, files in os.walk(src):
+        for f in dirs + files:  # a link to a directory is listed with the directories
             p = os.path.join(dirpath, f)
             if os.path.islink(p) and not os.path.realpath(p).startswith(real_root + "/"):
                 raise PayloadError(f"payload `{desc.namespace}:{desc.name}`: {p} is a link out of the payload "

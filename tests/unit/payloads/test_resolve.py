@@ -118,3 +118,11 @@ def test_a_package_in_no_index_is_refused_at_its_declaration(tmp_path, index):
     with pytest.raises(PayloadError) as e:
         resolve(tmp_path, index, root)
     assert "`xim:nope` is not in any payload index" in e.value.message and e.value.pos.line == 5
+
+
+def test_a_dir_source_with_a_link_out_of_it_is_refused(tmp_path, index):
+    os.symlink("/etc", index / "trees" / "2.0.0" / "etc")
+    root = project(tmp_path, '[xlings.workspace]\n"xim:gen" = "2.0.0"\n')
+    with pytest.raises(PayloadError, match="is a link out of the payload directory; nothing was installed"):
+        resolve(tmp_path, index, root)
+    assert not (tmp_path / "home" / "payloads" / "xim" / "gen" / "2.0.0").exists()
