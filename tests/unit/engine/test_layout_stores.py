@@ -81,6 +81,5 @@ def test_home_is_resolved_only_at_the_command_layer():
     engine = Path(__file__).resolve().parents[3] / "engine"
     callers = sorted(str(p.relative_to(engine)) for p in engine.rglob("*.py")
                      if re.search(r"Home\.default\b", p.read_text()))
-    # server/paths.py: the command line's client names the server of this home (no store opened);
-    # metadata.py and payload_cmd.py are commands of their own (`mcpp metadata`, `mcpp payload`).
-    assert callers == ["build.py", "cache_cmd.py", "metadata.py", "payload_cmd.py", "server/paths.py"]
+    # server/paths.py: the command line's client names the server of this home (no store opened).
+    assert callers == ["build.py", "cache_cmd.py", "server/paths.py"]
