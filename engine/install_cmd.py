@@ -136,19 +136,53 @@ def _install_library(inst: Installer, execroot: str, a: Artifact) -> None:
 
 
 def _install_headers(inst: Installer, pkgs: list[Package]) -> None:
-    """The headers under each include directory of `pkgs`, at the same path below `include/`;
-    an include directory at the package's root (`include_dirs = ["."]`) gives only its own
-    headers, not those of `target/` or `tests/`."""
+    """The public headers of `pkgs` below `include/`: those `[package] include` names, else every
+    header under each include directory the package exposes (an include directory at the
+    package's root, `include_dirs = ["."]`, gives only its own headers, not those of `target/` or
+    `tests/`). A header keeps its path below the include directory it is found in, so
+    `#include <zed/api.h>` works against the installed tree as against the package."""
     for pkg in pkgs:
-        for d in include_dirs(pkg):
-            skip = {os.path.join(pkg.root, "target"), os.path.join(pkg.root, "tests")}
-            for dirpath, dirnames, filenames in os.walk(d):
-                dirnames[:] = sorted(n for n in dirnames if os.path.join(dirpath, n) not in skip
-                                     and not n.startswith("."))
-                for n in sorted(filenames):
-                    if os.path.splitext(n)[1] in HEADER_EXTS:
-                        src = os.path.join(dirpath, n)
-                        inst.copy(src, inst.dest("include", os.path.relpath(src, d)), 0o644)
+        dirs = include_dirs(pkg)
+        if pkg.manifest.public_headers is not None:
+            for i, entry in enumerate(pkg.manifest.public_headers):
+                for src, base in _public_entry(pkg, dirs, entry, i):
+                    inst.copy(src, inst.dest("include", os.path.relpath(src, base)), 0o644)
+            continue
+        for d in dirs:
+            for src in _headers_under(d, {os.path.join(pkg.root, "target"), os.path.join(pkg.root, "tests")}):
+                inst.copy(src, inst.dest("include", os.path.relpath(src, d)), 0o644)
+
+
+def _headers_under(d: str, skip: set[str]) -> list[str]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(d):
+        dirnames[:] = sorted(n for n in dirnames if os.path.join(dirpath, n) not in skip and not n.startswith("."))
+        out += [os.path.join(dirpath, n) for n in sorted(filenames) if os.path.splitext(n)[1] in HEADER_EXTS]
+    return out
+
+
+def _public_entry(pkg: Package, dirs: list[str], entry: str, index: int) -> list[tuple[str, str]]:
+    """(header, the directory its installed path is relative to) for one `[package] include`
+    entry: a path from the package root, else a name inside one of its include directories (a
+    header the build program generates lives there). A header inside an include directory is
+    installed relative to it; one outside all of them (or a directory's contents) relative to
+    the entry's own directory."""
+    found = next((p for p in [os.path.join(pkg.root, entry)] + [os.path.join(d, entry) for d in dirs]
+                  if os.path.exists(p)), None)
+    if found is None:
+        raise McppError(f"[package] include names `{entry}`, which is neither in the package nor in one of its include "
+                        f"directories (generated headers are looked up after the build)",
+                        pkg.manifest.position("package", "include", index))
+    found = os.path.normpath(found)
+
+    def base_of(path: str, fallback: str) -> str:
+        holders = [d for d in dirs if path.startswith(d.rstrip("/") + "/")]
+        return max(holders, key=len) if holders else fallback
+
+    if os.path.isdir(found):
+        skip = {os.path.join(pkg.root, "target"), os.path.join(pkg.root, "tests")}
+        return [(h, base_of(h, found)) for h in _headers_under(found, skip)]
+    return [(found, base_of(found, os.path.dirname(found)))]
 
 
 def pkg_config_text(prefix: str, pkg: Package, libs: list[Artifact], deps: list[Package],

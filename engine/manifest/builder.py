@@ -65,6 +65,7 @@ class Builder:
             raise r.fail(("package", "standard"),
                          f"unknown standard `{standard}`; accepted values: {', '.join(STANDARDS)}")
         self._declarations(package)
+        public_headers = self._public_headers(package)
         features, default_features = self._features()
         m = Manifest(
             path=r.path, root=self.root, name=name, version=version, namespace=namespace,
@@ -74,7 +75,7 @@ class Builder:
             build_dependencies=self._deps("build-dependencies"),
             feature_deps=self._feature_deps(features), feature_xlings=self._feature_xlings(features),
             workspace_members=members, toolchain=self._toolchain(), warnings=r.warnings, smap=r.smap,
-            provenance=r.provenance,
+            provenance=r.provenance, public_headers=public_headers,
         )
         if "xlings" in doc:
             m.xlings = xlings.read_xlings(r, doc["xlings"], ("xlings",), None, self.host_os)
@@ -132,6 +133,20 @@ class Builder:
                 raise r.fail(("package", "accelerators", i),
                              f"`{a}` is not a backend name (such as `cuda` or `vulkan`); [package] accelerators "
                              f"lists backends, versions belong in [build] accel")
+
+    def _public_headers(self, package: dict) -> tuple[str, ...] | None:
+        """`include`: package-relative names of the headers (or directories of headers) that are
+        the package's interface. Only their shape is checked here: a generated header exists
+        only once the build program ran, so `mcpp install` looks them up."""
+        r = self.r
+        entries = r.str_list(package, "include", ("package",))
+        for i, e in enumerate(entries or ()):
+            norm = os.path.normpath(e) if e else ""
+            if not e or os.path.isabs(e) or norm == ".." or norm.startswith("../"):
+                raise r.fail(("package", "include", i),
+                             f"`{e}` is not a path inside the package: [package] include names headers (or "
+                             f"directories of them) relative to the package root, such as `zlib.h` or `include/zlib`")
+        return entries
 
     # -- [targets], [lib] ----------------------------------------------------------------------
     def _targets(self, package_name: str) -> tuple[tuple[TargetSpec, ...], bool]:

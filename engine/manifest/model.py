@@ -140,6 +140,9 @@ class Manifest:
     version: str | None
     namespace: str | None = None
     standard: str = "c++23"
+    # [package] include: the public headers `mcpp install` copies (a header as consumers include
+    # it, or a directory of them); None: every header of the exposed include directories
+    public_headers: tuple[str, ...] | None = None
     targets: tuple[TargetSpec, ...] = ()
     explicit_targets: bool = False
     lib_path: str | None = None

@@ -70,7 +70,7 @@ SECTION_PLANES = {
 
 PACKAGE = Table("package", "identity", KEBAB, (
     "name", "version", "namespace", "standard", "description", "authors", "license", "repository",
-    "homepage", "keywords", "readme", "accelerators", "platforms"),
+    "homepage", "keywords", "readme", "accelerators", "platforms", "include"),
     pending=("description", "authors", "license", "repository", "homepage", "keywords", "readme",
              "platforms"))
 TARGET_SPEC = Table("targets.<name>", "artifacts", SNAKE, (

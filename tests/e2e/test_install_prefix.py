@@ -169,3 +169,33 @@ def test_the_zlib_shaped_library_with_a_versioned_shared_library(project, mcpp, 
     if shutil.which("readelf"):  # linked against the shared library, by its SONAME
         dyn = subprocess.run(["readelf", "-d", str(tmp_path / "consumer")], capture_output=True, text=True).stdout
         assert "[libzlike.so.1]" in dyn, dyn
+
+
+def test_package_include_names_the_public_headers(project, mcpp, tmp_path):
+    """`[package] include` narrows what is installed to the interface: zlib's `zutil.h` is an
+    internal header in the same directory as `zlib.h`; the generated `zconf.h` is found in the
+    build program's include directory."""
+    from tests.e2e.zlike_project import ADLER_ABC, FILES, MANIFEST
+
+    manifest = MANIFEST.replace('version = "1.3.1"\n', 'version = "1.3.1"\n    include = ["zlike.h", "zconf.h"]\n', 1)
+    root = project({**FILES, "mcpp.toml": manifest})
+    prefix = tmp_path / "prefix"
+    res = mcpp("install", "--prefix", str(prefix), cwd=root)
+    assert res.code == 0, res.out + res.err
+    assert sorted(p.name for p in (prefix / "include").iterdir()) == ["zconf.h", "zlike.h"]
+    out = consume(prefix, "zlike", tmp_path,
+                  '#include <stdio.h>\n#include <zlike.h>\nint main(void) { printf("%u\\n", zl_adler("abc")); }\n',
+                  env={"LD_LIBRARY_PATH": str(prefix / "lib")})
+    assert out == f"{ADLER_ABC}\n"
+
+
+def test_package_include_entries_that_name_nothing_are_errors(project, mcpp, tmp_path):
+    from tests.e2e.zlike_project import FILES, MANIFEST
+
+    outside = MANIFEST.replace('version = "1.3.1"\n', 'version = "1.3.1"\n    include = ["../zlike.h"]\n', 1)
+    res = mcpp("build", cwd=project({**FILES, "mcpp.toml": outside}))
+    assert res.code == 2 and "mcpp.toml:4:12: error: `../zlike.h` is not a path inside the package" in res.err, res.err
+    missing = MANIFEST.replace('version = "1.3.1"\n', 'version = "1.3.1"\n    include = ["zlib.h"]\n', 1)
+    res = mcpp("install", "--prefix", str(tmp_path / "p"), cwd=project({**FILES, "mcpp.toml": missing}))
+    assert res.code == 2 and "mcpp.toml:4:12: error: [package] include names `zlib.h`" in res.err, res.err
+    assert "Traceback" not in res.err
