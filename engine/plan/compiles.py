@@ -38,7 +38,11 @@ class Compiles:
         self.modules = modules
         self.includes = includes
         self._pools: dict[Package, tuple[str, ...]] = {}  # a package's headers, execroot-relative
-        self._pool_index: dict[tuple[str, ...], dict[str, str]] = {}
+        # The headers a compile of (package, dev) may read, and their index by absolute path: made
+        # once per package and shared by its compiles, never once per compile (a pool per compile
+        # costs units x headers, which grows with the square of a project's size).
+        self._pool_memo: dict[tuple[Package, bool], tuple[str, ...]] = {}
+        self._pool_index: dict[tuple[Package, bool], dict[str, str]] = {}
         self._directive_memo: dict[str, object] = {}  # a header is scanned once per build
         self._gen_header_memo: dict[tuple[Package, bool], list[tuple[str, str]]] = {}
 
@@ -107,12 +111,15 @@ class Compiles:
     # -- headers -------------------------------------------------------------------------------
     def may_read(self, pkg: Package, dev: bool) -> tuple[str, ...]:
         """Execroot-relative headers of `pkg` and its dependencies (computed once per package)."""
-        out: list[str] = []
-        for p in [pkg] + transitive_deps(pkg, dev):
-            if p not in self._pools:
-                self._pools[p] = tuple(self.ctx.rel(h) for h in header_pool(p))
-            out.extend(self._pools[p])
-        return tuple(dict.fromkeys(out))
+        pool = self._pool_memo.get((pkg, dev))
+        if pool is None:
+            out: list[str] = []
+            for p in [pkg] + transitive_deps(pkg, dev):
+                if p not in self._pools:
+                    self._pools[p] = tuple(self.ctx.rel(h) for h in header_pool(p))
+                out.extend(self._pools[p])
+            pool = self._pool_memo[(pkg, dev)] = tuple(dict.fromkeys(out))
+        return pool
 
     def headers_for(self, src: str, incs: list[str], user: list[str], pkg: Package,
                     dev: bool) -> tuple[str, ...]:
@@ -122,9 +129,9 @@ class Compiles:
             return pool  # a forced include (`-include x.h`) is not in any source: stage everything
         execroot = self.ctx.execroot
         search = list(incs) + [f[2:] for f in user if f.startswith("-I") and len(f) > 2]
-        index = self._pool_index.get(pool)
+        index = self._pool_index.get((pkg, dev))
         if index is None:
-            index = self._pool_index[pool] = {os.path.join(execroot, h): h for h in pool}
+            index = self._pool_index[(pkg, dev)] = {os.path.join(execroot, h): h for h in pool}
         found = reachable(os.path.join(execroot, src), [os.path.join(execroot, d) for d in search],
                           index, self._directives)
         return pool if found is None else tuple(sorted(found))
