@@ -66,7 +66,11 @@ def wrap(owner, name, label):
 if mode == "plan-only":
     from mcpp.engine.pipeline import Counters
     from mcpp.engine.schedule import ScheduleResult
-    B._run_plan = lambda plan, *a, **k: (ScheduleResult(fresh=[x.id for x in plan.actions]), Counters())
+    def no_actions(plan, graph, layout, toolchain, opts, reporter, state, scans, *a, **k):
+        state.save()  # the stat and scan caches, as a build leaves them: the next run plans warm
+        scans.save()
+        return ScheduleResult(fresh=[x.id for x in plan.actions]), Counters()
+    B._run_plan = no_actions
 wrap(B, "load_graph", "load")
 wrap(B, "_programs", "programs")
 wrap(B.Planner, "build", "plan")
@@ -149,7 +153,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--build", action="store_true", help="also build each size and time no-op and edit-one")
     ap.add_argument("--mcpp", default=os.path.join(ROOT, ".venv", "bin", "mcpp"))
-    ap.add_argument("--ninja", default=shutil.which("ninja") or os.path.join(ROOT, ".venv", "bin", "ninja"))
+    venv_ninja = os.path.join(ROOT, ".venv", "bin", "ninja")
+    ap.add_argument("--ninja", default=venv_ninja if os.path.exists(venv_ninja) else shutil.which("ninja") or "ninja")
     ap.add_argument("--markdown", metavar="FILE")
     args = ap.parse_args()
     with open(args.mcpp, "rb") as f:
