@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import errno
 import os
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
@@ -107,13 +107,16 @@ class Ingest:
     """One background thread running store jobs in submission order (see the module docstring).
 
     Jobs run first in, first out on a single thread, so a job's records are written after its
-    own blobs and after every earlier job's. `inline=True` (a remote cache that uploads from the
-    store right after) runs the job on the caller's thread instead."""
+    own blobs and after every earlier job's. A `SimpleQueue` hands them over: `put` takes no
+    Python-level lock, so the scheduler's thread, which submits, never waits on the ingest.
+    `inline=True` (a remote cache that uploads from the store right after) runs each job on the
+    caller's thread instead."""
 
     def __init__(self, inline: bool = False) -> None:
         self.inline = inline
-        self._pool: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._dropping = False  # set by `abandon`: jobs still queued are skipped
         self.errors: list[tuple[str, BaseException]] = []  # (label, what went wrong)
         self.jobs = 0
 
@@ -122,26 +125,34 @@ class Ingest:
         if self.inline:
             self._run(label, job)
             return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcpp-ingest")
-        self._pool.submit(self._run, label, job)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="mcpp-ingest", daemon=True)
+            self._thread.start()
+        self._queue.put((label, job))
 
     def wait(self) -> list[tuple[str, BaseException]]:
         """Block until every job has run; the failures, by label."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        self._stop()
         return self.errors
 
     def abandon(self) -> None:
         """On an interrupted build: drop the jobs not started, let the running one finish."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        self._dropping = True
+        self._stop()
+
+    def _stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def _loop(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if not self._dropping:
+                self._run(*item)
 
     def _run(self, label: str, job: Callable[[], None]) -> None:
         try:
             job()
         except Exception as e:  # reported by `wait`; the next jobs still run
-            with self._lock:
-                self.errors.append((label, e))
+            self.errors.append((label, e))
