@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: example test install install-test bench
+.PHONY: example test test-server install install-test bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ example: install
 
 test: install-test
 	$(BIN)/python -m pytest -q -n auto tests
+
+# The e2e suite again, every build going through the warm build server (docs/server.md).
+test-server: install-test
+	MCPP_TEST_SERVER=1 $(BIN)/python -m pytest -q -n auto tests/e2e
 
 bench: install-test
 	$(BIN)/python bench/run_bench.py

@@ -14,15 +14,15 @@ import platform as host_platform
 import threading
 from dataclasses import dataclass, field
 
-from mcpp.cas.atomic import PUBLIC, write_atomic, write_if_changed
+from mcpp.cas.atomic import PUBLIC, write_atomic
 from mcpp.cas.home import Home
 from mcpp.cas.remote.config import RemoteConfigError, RemoteSettings, resolve_settings
-from mcpp.cas.statcache import StatCache
 
 from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
-from . import noop, trust
+from . import noop, prebuilt, trust
 from .action_runner import ActionRunner, SandboxRunner
+from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .empty_packages import empty_package_warnings
 from .errors import BuildFailed, McppError
 from .explain import ExplainLog
@@ -33,17 +33,20 @@ from .manifest.load import display_path
 from .package.graph import load_graph
 from .package.model import PackageGraph, Selection
 from .package.sources import glob_roots, package_sources
+from .payloads import Environment, resolve_environment
+from .payloads import record as payload_record
 from .pipeline import ActionPipeline, Counters
 from .plan.planner import Plan, Planner
 from .program.api_context import context_extras
 from .program.cache import ProgramCache
-from .program.context import AccelEntry
+from .program.context import AccelEntry, PayloadRef
 from .program.driver import ProgramInputs, check_loads, evaluate
 from .program.evaluate import PROGRAM_NAME
 from .program.probe import configure as configure_probes
 from .profiles import Profile, resolve_profile
 from .report import Reporter, Stopwatch
 from .schedule import ScheduleResult, run_graph
+from .server import plan_memo, state_memo
 from .shell_text import pasteable
 from .stores import Stores
 from .timings import TimingsRecorder
@@ -120,23 +123,30 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
     layout = Layout.of(graph, profile.name)
     lock = _BuildLock(layout.lock_file, reporter)
     try:
-        stats = StatCache(layout.stat_cache)
-        state = BuildState(layout.action_state, layout.execroot, stats)
-        scans = ScanCache(layout.scan_cache, stats.digest)
-        watched = _programs(graph, layout, toolchain, profile, opts, reporter)
-        plan = Planner(graph, toolchain, profile, layout=layout, scan=scans.scan, with_tests=with_tests,
-                       includes=scans.includes).build()
+        stats, state, scans = state_memo.open_state(layout.stat_cache, layout.action_state, layout.execroot,
+                                                    layout.scan_cache)
+        env = _environment(graph, layout, opts, reporter)
+        watched = _programs(graph, layout, toolchain, profile, opts, reporter, env)
+        prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
+        plan = plan_memo.plan(lambda scan, includes: Planner(graph, toolchain, profile, layout=layout, scan=scan,
+                                                             with_tests=with_tests, includes=includes).build(),
+                              scans.scan, scans.includes, graph, (toolchain.identity, profile, layout.target_dir,
+                                                                  with_tests, env), top=opts.target_override is None)
         for w in empty_package_warnings(graph, plan):
             reporter.raw_warning(w)
         timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
-                                     timings)
+                                     timings, env.roots())
         if timings is not None:  # also for a failed build: where the time went is as telling
             timings.finish(skipped=len(result.skipped))
             for path in timings.write(layout.target_dir, opts.timings, opts.trace):
                 reporter.status("Timings", display_path(path))
         if opts.target_override is None:  # a host tool's build leaves its source tree alone
-            _write_compile_commands(layout, plan, changed=counters.fresh < len(plan.actions))
+            write_compile_commands(layout, plan, changed=counters.fresh < len(plan.actions),
+                                   link_at_root=graph.root_manifest.build.compile_commands == "root")
+        if result.ok:
+            check_complete(plan, set(result.succeeded) | set(result.fresh))
+            make_artifact_links(plan)
     finally:
         lock.release()
     outcome = BuildOutcome(graph, plan, layout, profile, toolchain, result, clock.elapsed(),
@@ -156,8 +166,18 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
     return outcome
 
 
+def _environment(graph: PackageGraph, layout: Layout, opts: BuildOptions, reporter: Reporter) -> Environment:
+    """Resolve and install the payloads of this build (before any program asks `xpkg_dir`), and
+    record them in `target/<profile>/.mcpp/payloads.json`."""
+    env = resolve_environment(graph, str(opts.home.payloads), str(opts.home.root), status=reporter.status,
+                              warn=reporter.warning)
+    if opts.target_override is None:
+        payload_record.write(layout.payloads_record, env, graph.context.target.text, str(graph.context.accel))
+    return env
+
+
 def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile: Profile, opts: BuildOptions,
-              reporter: Reporter) -> tuple[list[str], list[str], bool]:
+              reporter: Reporter, env: Environment | None = None) -> tuple[list[str], list[str], bool]:
     """Before planning: build the host tools, then evaluate each package's build.star (whose
     actions and sources the planner needs). Returns the files and directories whose change
     must send the next no-op build down the full path."""
@@ -184,7 +204,7 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
         target=graph.context.target.text, host=graph.context.host.text,
         accel=tuple(AccelEntry(e.name, e.version, tuple(e.archs), e.floor) for e in graph.context.accel.entries),
         tools_of=tools.visible_to,
-        payload_dir=lambda ns, name, version: _payload_dir(home, ns, name, version),
+        payloads=tuple(PayloadRef(p.namespace, p.name, p.directory, p.version) for p in (env.payloads if env else ())),
         extras=lambda pkg, modules: context_extras(pkg, modules, toolchain, profile, layout.out_dir))
     configure_probes(opts.sandbox, str(home.root), os.path.join(layout.program_cache, "probes"))
     watched, reads_env = evaluate(graph, checked, inputs, ProgramCache(layout.program_cache), reporter)
@@ -198,11 +218,6 @@ def _is_executable(path: str) -> bool:
         return bool(os.stat(path).st_mode & 0o111)
     except OSError:
         return False
-
-
-def _payload_dir(home: Home, namespace: str, name: str, version: str) -> str:
-    path = os.path.join(home.payloads, namespace, f"{name}@{version}" if version else name)
-    return path if os.path.isdir(path) else ""
 
 
 def _hits(counters: Counters) -> str:
@@ -235,7 +250,8 @@ def record_last_build(home: Home, counters: Counters) -> None:
 
 def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolchain, opts: BuildOptions,
               reporter: Reporter, state: BuildState, scans: ScanCache, runner: ActionRunner | None,
-              stores: Stores, timings: TimingsRecorder | None = None) -> tuple[ScheduleResult, Counters]:
+              stores: Stores, timings: TimingsRecorder | None = None,
+              payload_roots: tuple[str, ...] = ()) -> tuple[ScheduleResult, Counters]:
     """Schedule every action of the plan through the pipeline; save the state, also on failure."""
     # `--sandbox off` results are keyed apart (engine/trust.py).
     platform = trust.platform_for(toolchain.identity, host_triple(), opts.sandbox)
@@ -256,7 +272,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                 staged[rel] = path
             return path
 
-        runner = SandboxRunner(lambda: _make_sandbox(opts.sandbox, str(stores.home.root), reporter),
+        runner = SandboxRunner(lambda: _make_sandbox(opts.sandbox, str(stores.home.root), reporter, payload_roots),
                                plan.execroot, stage)
     jobs = opts.jobs or os.cpu_count() or 1
     workers, slots = jobs, None
@@ -319,9 +335,9 @@ def _content_of(plan: Plan):
 _SANDBOX_WARNED: set[str] = set()
 
 
-def _make_sandbox(name: str | None, work_root: str, reporter: Reporter):
+def _make_sandbox(name: str | None, work_root: str, reporter: Reporter, payload_roots: tuple[str, ...] = ()):
     try:
-        sandbox, warning = make_sandbox(name, work_root)
+        sandbox, warning = make_sandbox(name, work_root, payload_roots)
     except SandboxUnavailable as e:
         raise McppError(str(e)) from None
     if warning and warning not in _SANDBOX_WARNED:
@@ -336,17 +352,6 @@ def _make_sandbox(name: str | None, work_root: str, reporter: Reporter):
 def _shown_dir(path: str) -> str:
     shown = display_path(path)
     return "." if shown in ("", ".") else shown
-
-
-def _write_compile_commands(layout: Layout, plan: Plan, changed: bool) -> None:
-    """For clangd and friends. When every action was up to date the commands are the ones the
-    file already holds, so a no-op build does not serialize them again."""
-    path = layout.compile_commands
-    if not changed and os.path.exists(path):
-        return
-    data = (json.dumps(plan.compile_commands, indent=1) + "\n").encode()
-    write_if_changed(path, data)
-
 
 
 def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:

@@ -10,6 +10,7 @@ from mcpp.cas.home import Home
 from mcpp.cas.units import format_size, parse_age, parse_size
 
 from .errors import McppError
+from .payloads.gc import gc as payload_gc
 
 
 def _home() -> Home:
@@ -94,6 +95,11 @@ def cache_gc(max_size, older_than):
     report = maintenance.gc(_home(), max_size=size, older_than_s=age)
     click.echo(f"removed {report.entries_removed} action entries and {report.blobs_removed} blobs; "
                f"freed {format_size(report.bytes_freed)}, {format_size(report.bytes_after)} remain")
+    payloads = payload_gc(str(_home().payloads), older_than_s=age)
+    if payloads.removed:
+        click.echo(f"removed {len(payloads.removed)} payload(s) unused for {older_than}: {', '.join(payloads.removed)}")
+    if payloads.temp_removed:
+        click.echo(f"swept {payloads.temp_removed} interrupted payload install(s)")
     if size is not None and report.bytes_after > size:
         # Never leave the user guessing why the limit was not reached.
         why = [f"note: the store is still above {format_size(size)}"]

@@ -18,10 +18,12 @@ from mcpp.sandbox import NAMES as SANDBOXES
 
 from .build import BuildOptions, build
 from .cache_cmd import cache_group
+from .payload_cmd import payload_group
 from .errors import EXIT_USER_ERROR, McppError, display_path, environment_error
 from .package.graph import load_graph
 from .package.model import Selection
 from .report import Reporter
+from .server.commands import server_group
 
 
 class _Ctx:
@@ -98,6 +100,8 @@ def build_flags(fn):
         # Accepted after the subcommand too (`mcpp build -q`), as Cargo does.
         click.option("-q", "--quiet", "quiet_local", is_flag=True, help="Print only errors and warnings."),
         click.option("-v", "--verbose", "verbose_local", count=True, help="Print commands as they run."),
+        click.option("--no-server", "no_server", is_flag=True,
+                     help="Build in this process, not in the workspace's warm server (docs/server.md)."),
     ]
     for opt in reversed(options):
         fn = opt(fn)
@@ -105,6 +109,7 @@ def build_flags(fn):
 
 
 def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
+    kw.pop("no_server", None)  # read by the server client (engine/server/client.py) before click
     ctx.quiet = ctx.quiet or kw.pop("quiet_local", False)
     ctx.verbose = ctx.verbose + kw.pop("verbose_local", 0)
     if kw["release"] and kw["profile"] and kw["profile"] != "release":
@@ -129,9 +134,10 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto")
 @click.option("-j", "--jobs", type=int, default=None, metavar="N", help="Parallel actions (0: number of CPUs).")
 @click.option("--manifest-path", type=click.Path(), default=None, help="Path to mcpp.toml.")
+@click.option("--no-server", is_flag=True, help="Build in this process, not in the workspace's warm server.")
 @click.version_option(package_name="mcpp", prog_name="mcpp")
 @click.pass_context
-def cli(ctx, verbose, quiet, color, jobs, manifest_path):
+def cli(ctx, verbose, quiet, color, jobs, manifest_path, no_server):
     """mcpp: a hermetic build engine for C and C++."""
     ctx.obj = _Ctx(verbose, quiet, color, jobs, manifest_path, _RAW_ARGV)
 
@@ -181,16 +187,34 @@ def run_cmd(ctx: _Ctx, args, **kw):
 
 @cli.command("test")
 @build_flags
+@click.option("--timeout", "timeout", type=click.FloatRange(min=0), default=300, metavar="SECS",
+              help="Kill a test still running after SECS seconds (default 300; 0: no limit).")
 @click.argument("pattern", required=False)
 @click.pass_obj
-def test_cmd(ctx: _Ctx, pattern, **kw):
-    """Build and run tests/*.cpp, one binary each."""
+def test_cmd(ctx: _Ctx, pattern, timeout, **kw):
+    """Build and run tests/**/*.{c,cpp}, one binary each."""
     from .test_command import run_tests
 
     opts = _options(ctx, kw, with_dev=True)
     reporter = ctx.reporter(kw["message_format"])
     outcome = build(opts, reporter, with_tests=True)
-    sys.exit(run_tests(outcome, pattern, reporter, json_mode=kw["message_format"] == "json"))
+    sys.exit(run_tests(outcome, pattern, reporter, json_mode=kw["message_format"] == "json", timeout=timeout))
+
+
+@cli.command("install")
+@build_flags
+@click.option("--prefix", "prefix", required=True, metavar="DIR",
+              help="Install under DIR: bin/, lib/ (with lib/pkgconfig/NAME.pc) and include/.")
+@click.pass_obj
+def install_cmd(ctx: _Ctx, prefix, **kw):
+    """Build (release profile unless --profile), then install binaries, libraries, headers and
+    a pkg-config file under --prefix ($DESTDIR in front, as `make install`)."""
+    from .install_cmd import install
+
+    kw["release"] = kw["release"] or not kw["profile"]
+    opts = _options(ctx, kw)
+    reporter = ctx.reporter(kw["message_format"])
+    install(build(opts, reporter), prefix, reporter)
 
 
 @cli.command("clean")
@@ -256,6 +280,8 @@ def _finish_scaffold(ctx: _Ctx, path: str, vcs: str) -> None:
 
 
 cli.add_command(cache_group)
+cli.add_command(payload_group)
+cli.add_command(server_group)
 
 
 @cli.command("explain")
@@ -312,7 +338,9 @@ def metadata_cmd(ctx: _Ctx, fmt, **kw):
     reporter = ctx.reporter()
     for w in metadata.warnings(graph):
         reporter.raw_warning(w)
-    click.echo(metadata.render_json(graph) if fmt == "json" else metadata.render_text(graph), nl=False)
+    home = BuildOptions().home  # the payload environment is resolved against the command's one home
+    click.echo(metadata.render_json(graph, home=home) if fmt == "json" else metadata.render_text(graph, home),
+               nl=False)
 
 
 _RAW_ARGV: list[str] = []

@@ -22,11 +22,12 @@ from mcpp.cas.digest import Digest, digest_bytes
 from mcpp.cas.statcache import StatCache, discard
 from mcpp.cas.tree import TreeError, digest_of_directory
 
-from .modules.scanner import ModuleUnit, scan_source
+from .modules.p1689 import PreprocessScan, run_scan
+from .modules.scanner import ModuleUnit, NeedsPreprocessor, scan_source
 from .plan.include_scan import parse_includes
 
 _FORMAT = "mcpp-state-3"
-_SCAN_FORMAT = "mcpp-scans-1"
+_SCAN_FORMAT = "mcpp-scans-2"
 _MISSING = Digest("missing", 0)
 
 
@@ -129,19 +130,45 @@ class ScanCache:
         self._digest = digest
         self.scans: dict[str, tuple]  # source digest -> ModuleUnit fields
         self.include_scans: dict[str, tuple | None]  # file digest -> include directives
-        self.scans, self.include_scans = _load(path, _SCAN_FORMAT, ({}, {}), _well_formed_scans)
+        # scan key -> (ModuleUnit fields, ((path, digest), ...) of every file the scan read)
+        self.preprocessed: dict[str, tuple]
+        self.scans, self.include_scans, self.preprocessed = _load(
+            path, _SCAN_FORMAT, ({}, {}, {}), _well_formed_scans)
         self._dirty = False
 
-    def scan(self, abs_path: str) -> ModuleUnit:
-        """The module unit of a C++ source (engine/modules/scanner.py)."""
+    def scan(self, abs_path: str, preprocess: PreprocessScan | None = None) -> ModuleUnit:
+        """The module unit of a C++ source (engine/modules/scanner.py). A source the own
+        scanner cannot answer without the preprocessor is scanned with `preprocess`
+        (engine/modules/p1689.py) when given, else refused."""
         d = self._digest(abs_path)
         hit = self.scans.get(d.hash)
         if hit is not None:
             return ModuleUnit(*hit)
         with open(abs_path, encoding="utf-8", errors="replace") as f:
             text = f.read()
-        unit = scan_source(text, os.path.relpath(abs_path))
+        try:
+            unit = scan_source(text, os.path.relpath(abs_path))
+        except NeedsPreprocessor as e:
+            if preprocess is None:
+                raise
+            return self._preprocessed(abs_path, d, preprocess, e.partial)
         self.scans[d.hash] = (unit.module, unit.exported, unit.imports, unit.global_fragment, unit.import_lines)
+        self._dirty = True
+        return unit
+
+    def _preprocessed(self, abs_path: str, source: Digest, req: PreprocessScan,
+                      partial: ModuleUnit) -> ModuleUnit:
+        """A preprocessing scan, cached under the source, the request (flags, compiler) and the
+        scanner binary, and trusted while every file it read still has the digest it had."""
+        tool = self._digest(os.path.realpath(req.tool)).hash
+        key = digest_bytes("\0".join((source.hash, tool, req.key)).encode()).hash
+        hit = self.preprocessed.get(key)
+        if hit is not None and all(str(self._digest(p)) == want for p, want in hit[1]):
+            return ModuleUnit(*hit[0])
+        unit, read = run_scan(req, os.path.relpath(abs_path), partial)
+        files = tuple((p, str(self._digest(p))) for p in dict.fromkeys([abs_path, *read]))
+        self.preprocessed[key] = ((unit.module, unit.exported, unit.imports, unit.global_fragment,
+                                   unit.import_lines), files)
         self._dirty = True
         return unit
 
@@ -158,7 +185,7 @@ class ScanCache:
 
     def save(self) -> None:
         if self._dirty:
-            _save(self.file, _SCAN_FORMAT, self.scans, self.include_scans)
+            _save(self.file, _SCAN_FORMAT, self.scans, self.include_scans, self.preprocessed)
             self._dirty = False
 
 
@@ -222,6 +249,9 @@ def _well_formed_actions(actions) -> bool:
                      and _str_dict(r[2], lambda d: isinstance(d, str)))
 
 
-def _well_formed_scans(scans, include_scans) -> bool:
+def _well_formed_scans(scans, include_scans, preprocessed) -> bool:
     return (_str_dict(scans, lambda u: isinstance(u, tuple) and len(u) == 5)
-            and _str_dict(include_scans, lambda t: t is None or isinstance(t, tuple)))
+            and _str_dict(include_scans, lambda t: t is None or isinstance(t, tuple))
+            and _str_dict(preprocessed, lambda e: isinstance(e, tuple) and len(e) == 2
+                          and isinstance(e[0], tuple) and len(e[0]) == 5 and isinstance(e[1], tuple)
+                          and all(isinstance(f, tuple) and len(f) == 2 for f in e[1])))

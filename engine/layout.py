@@ -6,8 +6,9 @@ log), so no other module joins these paths by hand:
 
 ```
 <execroot>/                      the common ancestor of every package root and target/
-  <workspace>/compile_commands.json
+  <workspace>/compile_commands.json  a link to target/compile_commands.json, when asked for
   <workspace>/target/            (a host tool's build: <consumer's target>/host/<name>/)
+    compile_commands.json
     .lock                        one build per target directory at a time
     host/<package>/              host tools' own builds (engine/host_tools.py)
     <profile>/                   objects, archives, binaries, BMIs
@@ -25,20 +26,24 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .shipped_packages import is_shipped
+
 if TYPE_CHECKING:
     from .package.model import PackageGraph
 
 
 @dataclass(frozen=True)
 class Layout:
-    workspace_root: str  # where compile_commands.json goes
+    workspace_root: str  # where compile_commands.json is linked from, when asked
     target_dir: str  # <workspace>/target, or a host tool build's own directory
     execroot: str  # every action path is relative to this
     profile: str
 
     @classmethod
     def of(cls, graph: "PackageGraph", profile: str) -> "Layout":
-        roots = [p.root for p in graph.order] + [graph.workspace_root, graph.target_dir]
+        # A package shipped with mcpp holds only Starlark, which no action reads: its place in the
+        # engine's installation must not widen the execroot (and so every key) to `/`.
+        roots = [p.root for p in graph.order if not is_shipped(p.root)] + [graph.workspace_root, graph.target_dir]
         return cls(graph.workspace_root, graph.target_dir, os.path.commonpath(roots), profile)
 
     # -- target/ ------------------------------------------------------------------------------
@@ -85,9 +90,19 @@ class Layout:
         """Build program evaluations (engine/program/cache.py)."""
         return os.path.join(self.state_dir, "programs")
 
+    @property
+    def payloads_record(self) -> str:
+        """The payload environment of the last build (engine/payloads/record.py)."""
+        return os.path.join(self.state_dir, "payloads.json")
+
     # -- the workspace ------------------------------------------------------------------------
     @property
     def compile_commands(self) -> str:
+        return os.path.join(self.target_dir, "compile_commands.json")
+
+    @property
+    def compile_commands_link(self) -> str:
+        """Where `[build] compile_commands = "root"` links it from."""
         return os.path.join(self.workspace_root, "compile_commands.json")
 
     # -- execroot-relative paths --------------------------------------------------------------

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import os
 
+from mcpp.cas.home import Home
+
 from .manifest.flat import flat_lines, jsonable
 from .manifest.load import display_path
 from .manifest.model import PayloadSpec
@@ -22,7 +24,8 @@ from .layout import Layout
 from .package.graph import load_graph
 from .package.model import Package, PackageGraph, Selection
 from .package.sources import package_sources
-from .package.targets import targets_of
+from .package.targets import shared_names, targets_of
+from .payloads import PayloadError, resolve_environment
 
 FORMAT_VERSION = 1
 
@@ -45,13 +48,27 @@ def _context_line(graph: PackageGraph) -> str:
     return f"# target {ctx.target.text}{cross}, host {ctx.host.text}, accel {ctx.accel} ({ctx.accel_from})"
 
 
-def render_text(graph: PackageGraph) -> str:
+def render_text(graph: PackageGraph, home: Home | None = None) -> str:
     lines = [_context_line(graph)]
     for pkg in graph.order:
         features = ", ".join(sorted(pkg.features)) or "none"
         lines.append(f"# package {pkg.name} {pkg.version} ({display_path(pkg.manifest.path)}), features: {features}")
         lines += flat_lines(pkg.manifest.document, pkg.manifest.notes)
+    env = environment(graph, home) if home is not None else {"payloads": []}
+    if env["payloads"]:  # a refusal shows in the JSON form and when building, not in every listing
+        lines.append("# environment (payloads this build resolves; docs/payloads.md)")
+        lines += [f"{p['id']} = \"{p['version']}\"  # {p['axis']} axis, {p['source']}, declared by {p['declared_by']} "
+                  f"at {p['declared_at']}, {p['directory'] or 'not installed'}" for p in env["payloads"]]
     return "\n".join(lines) + "\n"
+
+
+def environment(graph: PackageGraph, home: Home) -> dict:
+    """The resolved payload environment, without installing anything; a refusal is shown, not raised,
+    so `mcpp metadata` still describes a project whose environment cannot be resolved."""
+    try:
+        return resolve_environment(graph, str(home.payloads), str(home.root), install_missing=False).to_json()
+    except PayloadError as e:
+        return {"payloads": [], "error": e.message}
 
 
 def _payload(p: PayloadSpec) -> dict:
@@ -62,11 +79,11 @@ def _payload(p: PayloadSpec) -> dict:
 def _targets(pkg: Package, out_dir: str) -> list[dict]:
     """What the package builds, with where each lands (Cargo's `targets`); `output` follows the
     same naming as the link plan (`plan/links.py`)."""
-    outputs = {"bin": "{name}", "shared": "lib{name}.so", "lib": "lib/lib{package}.a"}
+    outputs = {"bin": "{name}", "lib": "lib/lib{package}.a", "test": "tests/{package}/{name}"}
     return [{"kind": t.kind, "name": t.name,
              "main": t.main,
-             "output": (os.path.join(out_dir, outputs[t.kind].format(name=t.name, package=pkg.name))
-                        if t.kind in outputs else None)}
+             "output": os.path.join(out_dir, shared_names(t)[-1] if t.kind == "shared"
+                                    else outputs[t.kind].format(name=t.name, package=pkg.name))}
             for t in targets_of(pkg)]
 
 
@@ -81,6 +98,8 @@ def _package(pkg: Package, out_dir: str) -> dict:
         "manifest_path": m.path,
         "root": m.root,
         "features": active,
+        # Intent (a CI matrix hint), never a gate: the build's accelerator set is `context.accel`.
+        "accelerators": list((m.document.get("package") or {}).get("accelerators") or []),
         "dependencies": [{"name": dep.name, "id": f"{dep.name} {dep.version}", "path": spec.path,
                           "kind": "feature" if spec.feature else "dev" if spec in m.dev_dependencies else "normal",
                           "feature": spec.feature} for spec, dep in pkg.edges],
@@ -97,7 +116,7 @@ def _package(pkg: Package, out_dir: str) -> dict:
     }
 
 
-def render_json(graph: PackageGraph, profile: str = "dev") -> str:
+def render_json(graph: PackageGraph, profile: str = "dev", home: Home | None = None) -> str:
     ctx = graph.context
     out_dir = Layout.of(graph, profile).out_dir
     data = {
@@ -114,5 +133,6 @@ def render_json(graph: PackageGraph, profile: str = "dev") -> str:
         "profile": profile,
         "members": [p.name for p in graph.members],
         "packages": [_package(p, out_dir) for p in graph.order],
+        "environment": environment(graph, home) if home is not None else None,
     }
     return json.dumps(data, indent=2) + "\n"

@@ -76,6 +76,10 @@ def _system_binds() -> list[str]:
     return args
 
 
+def _under_any(path: str, roots: tuple[str, ...]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
 def bwrap_prefix(bwrap: str) -> list[str]:
     """The part of every action's bwrap command line that does not depend on the action."""
     return [
@@ -124,13 +128,20 @@ class BwrapSandbox(StagedSandbox):
         *,
         bwrap: str | None = None,
         pool: SandboxPool | None = None,
+        ro_roots: tuple[str, ...] = (),
     ) -> None:
         bwrap = bwrap or find_bwrap()
         if bwrap is None:
             raise SandboxUnavailable(NOT_FOUND)
         super().__init__(work_root, pool=pool)
         self.bwrap = bwrap
+        # Payload roots are part of the prefix, so workers (whose mounts are fixed when they
+        # start) see them too and an action running a payload tool needs no bwrap of its own.
+        self.ro_roots = tuple(r for r in ro_roots if not _under_any(r, SYSTEM_ROOTS))
         self._prefix = bwrap_prefix(bwrap)
+        for root in self.ro_roots:
+            if os.path.isdir(root):
+                self._prefix += ["--ro-bind", root, root]
         self._tool_binds: dict[tuple[str, ...], list[str]] = {}
         net = ["--share-net"]
         for etc in ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/ssl"):
@@ -195,9 +206,7 @@ class BwrapSandbox(StagedSandbox):
         if binds is None:
             binds = []
             for root in tool_roots(tools):
-                if os.path.isdir(root) and not any(
-                    root == s or root.startswith(s + "/") for s in SYSTEM_ROOTS
-                ):
+                if os.path.isdir(root) and not _under_any(root, SYSTEM_ROOTS + self.ro_roots):
                     binds += ["--ro-bind", root, root]
             self._tool_binds[tools] = binds
         return binds

@@ -12,7 +12,7 @@ from .spec import Sandbox
 NAMES = ("bwrap", "dir", "off")
 
 
-def make_sandbox(name: str | None, work_root: str) -> tuple[Sandbox, str | None]:
+def make_sandbox(name: str | None, work_root: str, ro_roots: tuple[str, ...] = ()) -> tuple[Sandbox, str | None]:
     """The sandbox called ``name``, or the best available one when ``name`` is None.
 
     Returns ``(sandbox, warning)``; ``warning`` (without a ``warning:`` prefix, for the CLI to
@@ -20,21 +20,27 @@ def make_sandbox(name: str | None, work_root: str) -> tuple[Sandbox, str | None]
     machine where bwrap does not work raises ``SandboxUnavailable`` with the reason; an unknown
     name raises ``ValueError`` naming the accepted ones. The bwrap probe runs once per process.
     Creating the sandbox reclaims stale directories of dead engines under ``work_root``.
+    ``ro_roots`` (the build's installed payloads) are visible read-only to every action.
     """
     if name is not None and name not in NAMES:
         raise ValueError(f"unknown sandbox {name!r}: expected one of {', '.join(NAMES)}")
     if name == "dir":
-        return DirSandbox(pool=SandboxPool(work_root)), None
+        return _with_roots(DirSandbox(pool=SandboxPool(work_root)), ro_roots), None
     if name == "off":
         return LocalSandbox(pool=SandboxPool(work_root)), None
     bwrap = find_bwrap()
     reason = NOT_FOUND if bwrap is None else probe_bwrap(bwrap)
     if reason is None:
-        return BwrapSandbox(bwrap=bwrap, pool=SandboxPool(work_root)), None
+        return BwrapSandbox(bwrap=bwrap, pool=SandboxPool(work_root), ro_roots=ro_roots), None
     if name == "bwrap":
         raise SandboxUnavailable(f"--sandbox bwrap: {reason}; use --sandbox dir instead")
     warning = (
         f"{reason}; using the directory sandbox (--sandbox dir): undeclared inputs are found "
         "from compiler depfiles, the network is not isolated"
     )
-    return DirSandbox(pool=SandboxPool(work_root)), warning
+    return _with_roots(DirSandbox(pool=SandboxPool(work_root)), ro_roots), warning
+
+
+def _with_roots(sandbox, ro_roots: tuple[str, ...]):
+    sandbox.ro_roots = tuple(ro_roots)
+    return sandbox

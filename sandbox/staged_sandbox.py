@@ -33,6 +33,10 @@ from .outputs import BadOutput, bad_output_message, collect_flat, collect_output
 
 class StagedSandbox(PooledSandbox):
     name = "staged"
+    # Read-only directories every action may read (the build's installed payloads): set once
+    # when the sandbox is made, before the first action.
+    ro_roots: tuple[str, ...] = ()
+
     def private_copies(self) -> PrivateCopies | None:
         """Where this thread's private copies of inputs live, for a sandbox that cannot mount
         its inputs read-only (dir): an action then fails if it changed one. None: hard links
@@ -154,7 +158,7 @@ class StagedSandbox(PooledSandbox):
             root=seen,
             cwd=seen if cwd == "." else posixpath.join(seen, cwd),
             declared=declared,
-            allowed_roots=SYSTEM_ROOTS + tool_roots(tuple(spec.tools)),
+            allowed_roots=SYSTEM_ROOTS + self.ro_roots + tool_roots(tuple(spec.tools)),
         )
 
     # -- lifetime ----------------------------------------------------------------------------

@@ -16,7 +16,14 @@ from . import deps, schema, shape, xlings
 from .model import TARGET_KINDS, BuildSpec, FeatureSpec, Manifest, ProfileSpec, RuntimeArtifact, TargetSpec
 from .reader import Reader, header, type_name
 
+# What the reference mcpp compiles with when a manifest names no standard (its examples use
+# C++23's std::println), so its manifests build here unchanged.
+DEFAULT_STANDARD = "c++23"
 STANDARDS = ("c++17", "c++20", "c++23", "c++26", "gnu++17", "gnu++20", "gnu++23", "gnu++26")
+# Linker flags that set a SONAME: only the `soname` key of a shared target does that.
+SONAME_FLAGS = ("-Wl,-soname", "-Wl,-h,", "-Wl,--soname")
+# Where compile_commands.json goes: under target/ only, or also linked from the workspace root.
+COMPILE_COMMANDS = ("target", "root")
 OPT_LEVELS = ("0", "1", "2", "3", "s", "z", "g")
 TOOLCHAINS = ("gcc", "clang", "clang-19")
 BUILTIN_PROFILES = ("dev", "release")
@@ -53,7 +60,7 @@ class Builder:
         name = self._package_name(package)
         version = self._package_version(package)
         namespace = r.opt(package, "namespace", str, ("package",))
-        standard = r.opt(package, "standard", str, ("package",), "c++20")
+        standard = r.opt(package, "standard", str, ("package",), DEFAULT_STANDARD)
         if standard not in STANDARDS:
             raise r.fail(("package", "standard"),
                          f"unknown standard `{standard}`; accepted values: {', '.join(STANDARDS)}")
@@ -73,6 +80,7 @@ class Builder:
             m.xlings = xlings.read_xlings(r, doc["xlings"], ("xlings",), None, self.host_os)
         if "runtime" in doc:
             m.runtime_artifacts, m.runtime_library_dirs = self.read_runtime(doc["runtime"], ("runtime",))
+        self._declared_deps = [s.key for s in m.dependencies + m.dev_dependencies]
         m.targets, m.explicit_targets = self._targets(name)
         m.lib_path = self._lib()
         return m
@@ -136,21 +144,95 @@ class Builder:
             kp = ("targets", tname)
             r.file_name(tname, kp, "target name", prefer="key")
             r.expect(spec, dict, kp)
-            r.check_keys(spec, kp, schema.TARGET_SPEC.keys, schema.TARGET_SPEC.case, where=f"[targets.{tname}]")
+            self._target_keys(spec, kp, tname)
             kind = r.opt(spec, "kind", str, kp, "bin")
             if kind not in TARGET_KINDS:
                 raise r.fail(kp + ("kind",),
                              f"invalid kind `{kind}` for target `{tname}`; accepted values: {', '.join(TARGET_KINDS)}")
             main = r.opt(spec, "main", str, kp)
-            if kind == "bin":
+            if kind in ("bin", "test"):
+                if main is None and kind == "test":
+                    raise r.fail(kp, f"test target `{tname}` needs `main`, the source holding its `main()`",
+                                 prefer="key")
                 main = main or "src/main.cpp"
                 if not os.path.isfile(os.path.join(self.root, main)):
                     raise r.fail(kp + ("main",) if "main" in spec else kp,
                                  f"target `{tname}`: main source `{main}` does not exist")
             elif main is not None:
-                raise r.fail(kp + ("main",), f"`main` applies to `bin` targets only (target `{tname}` is `{kind}`)")
-            out.append(TargetSpec(tname, kind, main, r.pos(kp, "key")))
+                raise r.fail(kp + ("main",), f"`main` applies to `bin` and `test` targets only (target `{tname}` "
+                                             f"is `{kind}`)")
+            for key in ("soname", "version"):
+                if key in spec and kind != "shared":
+                    raise r.fail(kp + (key,), f"`{key}` applies to `shared` targets only (target `{tname}` is "
+                                              f"`{kind}`)", prefer="key")
+            if kind == "lib":
+                for key in ("sources", "ldflags", "link_inputs"):
+                    if key in spec:
+                        raise r.fail(kp + (key,), f"`{key}` does not apply to a `lib` target (`{tname}`): the "
+                                                  f"static library is the package's [build] sources, archived, "
+                                                  f"not linked", prefer="key")
+            for i, flag in enumerate(r.str_list(spec, "ldflags", kp) or ()):
+                if flag.startswith(SONAME_FLAGS):
+                    raise r.fail(kp + ("ldflags", i), f"`{flag}`: a SONAME is written `soname = \"...\"` on a "
+                                                      f"`shared` target (the engine passes it to that link alone)")
+            version = r.opt(spec, "version", str, kp)
+            if version is not None and not re.match(r"^\d+(\.\d+)*$", version):
+                raise r.fail(kp + ("version",), f"invalid shared-library version `{version}`: expected dot-separated "
+                                                f"numbers such as `1.3.1`")
+            soname = r.opt(spec, "soname", str, kp)
+            if soname is not None:
+                r.file_name(soname, kp + ("soname",), "soname")
+            out.append(TargetSpec(
+                tname, kind, main, r.pos(kp, "key"),
+                sources=r.str_list(spec, "sources", kp) or (),
+                include_dirs=r.str_list(spec, "include_dirs", kp) or (),
+                defines=r.str_list(spec, "defines", kp) or (),
+                cflags=r.str_list(spec, "cflags", kp) or (), cxxflags=r.str_list(spec, "cxxflags", kp) or (),
+                ldflags=r.str_list(spec, "ldflags", kp) or (),
+                deps=self._target_deps(spec, kp, tname, kind),
+                link_inputs=self._link_inputs(spec, kp, tname),
+                soname=soname, version=version))
         return tuple(out), True
+
+    def _target_keys(self, spec: dict, kp: tuple, tname: str) -> None:
+        """An unknown key under a target is an error, never a warning: a misspelt `defnies` or
+        `cxxflag` builds that one target silently wrong, and only this target would show it."""
+        r = self.r
+        known = schema.TARGET_SPEC.keys
+        for key in spec:
+            if key in known:
+                continue
+            right = schema.did_you_mean(key, known) or schema.close_key(key, known)
+            hint = f"; did you mean `{right}`?" if right else ""
+            raise r.fail(kp + (key,), f"unknown key `{key}` in [targets.{tname}]{hint} (known keys: "
+                                      f"{', '.join(known)})", prefer="key")
+
+    def _target_deps(self, spec: dict, kp: tuple, tname: str, kind: str) -> tuple[str, ...]:
+        """Names of dependency entries the target links on top of the package's [dependencies]:
+        a [dev-dependencies] entry (an example or a test that needs a test framework) or a
+        [dependencies] one (already linked by every target; accepted, so moving an entry between
+        the two sections does not break the target)."""
+        r = self.r
+        names = r.str_list(spec, "deps", kp) or ()
+        declared = self._declared_deps
+        for i, name in enumerate(names):
+            if name not in declared:
+                listed = ", ".join(declared) if declared else "none are declared"
+                raise r.fail(kp + ("deps", i), f"target `{tname}` depends on `{name}`, which neither [dependencies] "
+                                               f"nor [dev-dependencies] declares ({listed})")
+        return names
+
+    def _link_inputs(self, spec: dict, kp: tuple, tname: str) -> tuple[str, ...]:
+        r = self.r
+        files = r.str_list(spec, "link_inputs", kp) or ()
+        for i, rel in enumerate(files):
+            full = os.path.normpath(os.path.join(self.root, rel))
+            if os.path.isabs(rel) or not full.startswith(self.root.rstrip("/") + "/"):
+                raise r.fail(kp + ("link_inputs", i), f"link input `{rel}` of target `{tname}` must be a path inside "
+                                                      f"the package")
+            if self.check_paths and not os.path.isfile(full):
+                raise r.fail(kp + ("link_inputs", i), f"link input `{rel}` of target `{tname}` does not exist")
+        return files
 
     def _lib(self) -> str | None:
         table = self.r.opt(self.doc, "lib", dict, ())
@@ -172,6 +254,16 @@ class Builder:
             if shape.is_platform_object(value):
                 raise shape.refuse_platform_object(r, kp + (key,), value, kp[2:] if kp[0] == "target" else kp)
         r.check_keys(table, kp, schema.BUILD.keys, schema.BUILD.case)
+        ldflags = r.str_list(table, "ldflags", kp) or ()
+        for i, flag in enumerate(ldflags):
+            if flag.startswith(SONAME_FLAGS):
+                raise r.fail(kp + ("ldflags", i), f"`{flag}` in {header(kp)} ldflags would reach every executable "
+                                                  f"the package links; give the shared target its name with "
+                                                  f"`soname = \"...\"` under [targets.<name>]")
+        commands = r.opt(table, "compile_commands", str, kp)
+        if commands is not None and commands not in COMPILE_COMMANDS:
+            raise r.fail(kp + ("compile_commands",), f"invalid compile_commands `{commands}`; accepted values: "
+                                                     f"{', '.join(COMPILE_COMMANDS)}")
         accel = None
         if "accel" in table:
             accel = self._accel(r.expect(table["accel"], str, kp + ("accel",)), kp + ("accel",))
@@ -180,8 +272,9 @@ class Builder:
             include_dirs=r.str_list(table, "include_dirs", kp) or (),
             cflags=r.str_list(table, "cflags", kp) or (),
             cxxflags=r.str_list(table, "cxxflags", kp) or (),
-            ldflags=r.str_list(table, "ldflags", kp) or (),
+            ldflags=ldflags,
             defines=r.str_list(table, "defines", kp) or (),
+            compile_commands=commands,
             sources_pos=r.pos(kp + ("sources",)) if "sources" in table else None,
             accel=accel,
         )

@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from ..errors import ManifestError, Position
+from ..shipped_packages import NAMESPACE as SHIPPED_NAMESPACE, names as shipped_names, shipped_root
 from . import schema, shape, version_req
 from .model import DependencySpec
 from .reader import Reader, display_path, header
@@ -75,6 +76,10 @@ def _dep(r: Reader, kp: tuple, rel: tuple, spec: Any, section_path: tuple, check
     r.check_keys(spec, kp, schema.DEPENDENCY.keys, schema.DEPENDENCY.case,
                  where=f"the spec of dependency `{key}`")
     path = r.opt(spec, "path", str, kp)
+    if path is None and namespace == SHIPPED_NAMESPACE:  # a package shipped with mcpp (shipped_packages.py)
+        path = shipped_root(namespace, key)
+        if path is None:
+            raise r.fail(kp, f"mcpp ships no package `{namespace}:{key}` (it ships: {', '.join(shipped_names())})")
     if path is None:
         raise r.fail(kp, f"dependency `{key}` needs a `path` (index dependencies are not supported yet)")
     version = r.opt(spec, "version", str, kp)

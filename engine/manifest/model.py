@@ -8,7 +8,7 @@ from ..accel import AccelSet
 from ..errors import Position
 from .reader import display_path
 
-TARGET_KINDS = ("bin", "lib", "shared")
+TARGET_KINDS = ("bin", "lib", "shared", "test")
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,28 @@ class XlingsSpec:
 
 @dataclass(frozen=True)
 class TargetSpec:
+    """One `[targets.<name>]`. Its compile and link settings add to the package's `[build]`
+    ones for this target alone (as CMake's `target_compile_definitions` or Bazel's `copts`)."""
+
     name: str
     kind: str  # one of TARGET_KINDS
-    main: str | None = None  # package-relative path of the entry source (bin)
+    main: str | None = None  # package-relative path of the entry source (bin, test)
     pos: Position | None = None
+    sources: tuple[str, ...] = ()  # globs of sources only this target compiles and links
+    include_dirs: tuple[str, ...] = ()  # package-relative, for this target's own sources
+    defines: tuple[str, ...] = ()
+    cflags: tuple[str, ...] = ()
+    cxxflags: tuple[str, ...] = ()
+    ldflags: tuple[str, ...] = ()
+    deps: tuple[str, ...] = ()  # names of [dependencies]/[dev-dependencies] entries it links
+    link_inputs: tuple[str, ...] = ()  # package-relative files its link reads (a version script)
+    soname: str | None = None  # shared: the DT_SONAME
+    version: str | None = None  # shared: the versioned file name's suffix (`1.3.1`)
+
+    @property
+    def compiles_apart(self) -> bool:
+        """Whether its own sources need objects of their own: settings that change a compile."""
+        return bool(self.defines or self.cflags or self.cxxflags or self.include_dirs or self.deps)
 
 
 @dataclass(frozen=True)
@@ -100,6 +118,7 @@ class BuildSpec:
     cxxflags: tuple[str, ...] = ()
     ldflags: tuple[str, ...] = ()
     defines: tuple[str, ...] = ()
+    compile_commands: str | None = None  # "root": also link compile_commands.json at the workspace root
     sources_pos: Position | None = None
     accel: AccelSet | None = None  # [build] accel as declared (None: not declared)
 
@@ -120,7 +139,7 @@ class Manifest:
     name: str | None  # None for a virtual workspace
     version: str | None
     namespace: str | None = None
-    standard: str = "c++20"
+    standard: str = "c++23"
     targets: tuple[TargetSpec, ...] = ()
     explicit_targets: bool = False
     lib_path: str | None = None
@@ -132,7 +151,7 @@ class Manifest:
     dev_dependencies: tuple[DependencySpec, ...] = ()
     build_dependencies: tuple[DependencySpec, ...] = ()  # (not acted on yet: host modules)
     feature_deps: dict[str, tuple[DependencySpec, ...]] = field(default_factory=dict)
-    xlings: XlingsSpec = field(default_factory=XlingsSpec)  # (validated, not installed yet)
+    xlings: XlingsSpec = field(default_factory=XlingsSpec)  # resolved and installed by engine/payloads/
     feature_xlings: dict[str, tuple[PayloadSpec, ...]] = field(default_factory=dict)
     runtime_artifacts: tuple[RuntimeArtifact, ...] = ()
     runtime_library_dirs: tuple[str, ...] = ()

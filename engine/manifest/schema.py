@@ -53,8 +53,7 @@ class Table:
 TOP = Table("top level", "identity", KEBAB, (
     "package", "targets", "lib", "build", "profile", "toolchain", "dependencies", "dev-dependencies",
     "build-dependencies", "xlings", "features", "feature-deps", "feature-xlings", "target", "runtime",
-    "resources", "hooks", "workspace"), pending=("build-dependencies", "xlings", "feature-xlings", "runtime",
-                                                 "resources", "hooks"))
+    "resources", "hooks", "workspace"), pending=("resources", "hooks"))
 
 # The plane of each top-level section (the table in docs/manifest.md, "Planes").
 SECTION_PLANES = {
@@ -73,11 +72,13 @@ PACKAGE = Table("package", "identity", KEBAB, (
     "name", "version", "namespace", "standard", "description", "authors", "license", "repository",
     "homepage", "keywords", "readme", "accelerators", "platforms"),
     pending=("description", "authors", "license", "repository", "homepage", "keywords", "readme",
-             "accelerators", "platforms"))
-TARGET_SPEC = Table("targets.<name>", "artifacts", SNAKE, ("kind", "main"))
+             "platforms"))
+TARGET_SPEC = Table("targets.<name>", "artifacts", SNAKE, (
+    "kind", "main", "sources", "include_dirs", "defines", "cflags", "cxxflags", "ldflags", "deps", "link_inputs",
+    "soname", "version"))
 LIB = Table("lib", "artifacts", SNAKE, ("path",))
 BUILD = Table("build", "compilation", SNAKE, (
-    "sources", "include_dirs", "cflags", "cxxflags", "ldflags", "defines", "accel"))
+    "sources", "include_dirs", "cflags", "cxxflags", "ldflags", "defines", "accel", "compile_commands"))
 SOURCE_ENTRY = Table("build.sources[]", "compilation", SNAKE, ("glob", "accel"))
 PROFILE = Table("profile.<name>", "compilation", KEBAB, ("inherits", "opt", "debug", "cflags", "cxxflags", "ldflags"))
 TOOLCHAIN = Table("toolchain", "compilation", SNAKE, ("default",))
@@ -86,11 +87,11 @@ DEPENDENCY = Table("dependencies.<name>", "library dependencies", KEBAB, (
 FEATURE = Table("features.<name>", "gates", SNAKE, (
     "sources", "defines", "implies", "rule_module", "rule_module_entry", "device_extensions"))
 XLINGS = Table("xlings", "tools and environment", SNAKE, ("deps", "workspace", "envs", "subos"),
-               pending=("deps", "workspace", "envs", "subos"))
+               pending=("envs", "subos"))
 RUNTIME = Table("runtime", "artifact metadata", SNAKE, ("artifacts", "library_dirs"),
-                pending=("artifacts", "library_dirs"))
+                pending=("library_dirs",))
 ARTIFACT = Table("runtime.artifacts[]", "artifact metadata", SNAKE, ("role", "path", "provenance", "abi", "accel"),
-                 pending=("role", "path", "provenance", "abi", "accel"))
+                 pending=("provenance",))
 WORKSPACE = Table("workspace", "workspace", KEBAB, ("members",))
 
 # -- conditions (docs/manifest.md, "Conditions") ----------------------------------------------
@@ -101,7 +102,7 @@ CONDITIONAL_SECTIONS = ("build", "dependencies", "dev-dependencies", "build-depe
 TRIPLE_KEYS = ("runner", "sysroot")
 TARGET = Table("target.<selector>", "conditions", KEBAB,
                tuple(s.split(".")[0] for s in CONDITIONAL_SECTIONS) + TRIPLE_KEYS,
-               pending=("build-dependencies", "runtime", "xlings", "feature-xlings", "sysroot"))
+               pending=("sysroot",))
 # [target.<selector>.build] takes only what combines by appending: a block adds to the
 # unconditional section, and two blocks that both apply could not both set one value.
 ADDITIVE_BUILD_KEYS = ("sources", "include_dirs", "cflags", "cxxflags", "ldflags", "defines")

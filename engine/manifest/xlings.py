@@ -8,7 +8,7 @@ Two axes (docs/manifest.md, `[xlings]`): the top level is the host axis, and a v
 `{ linux = ..., macosx = ..., windows = ..., default = ... }`, resolved against the machine that
 runs the build. `[target.<selector>.xlings...]` is the target axis; there the object would state
 the condition twice and is refused, and `subos` is refused (one project, one
-environment). This engine validates and folds these tables; installing payloads is not done yet.
+environment). This module validates these tables; engine/payloads/ resolves and installs them (docs/payloads.md).
 """
 from __future__ import annotations
 

@@ -9,9 +9,11 @@ whitespace and comments) and the next token fits the grammar (`module` + name, `
 Comments, string, character and raw-string literals are skipped, and backslash-newline splices
 are applied first (positions are reported in the original text).
 
-Because the preprocessor does not run, what it could change is refused rather than guessed: an
-import or module declaration inside `#if`/`#ifdef`/... is a `ScanError`, as are header units
-(`import <vector>;`) and a second module declaration.
+Because the preprocessor does not run, what it could change is not guessed: an import or module
+declaration inside `#if`/`#ifdef`/... raises `NeedsPreprocessor` (a `ScanError`), which a caller
+with a preprocessing scanner (clang-scan-deps, p1689.py) answers by running it, and which is
+refused otherwise (gcc 12 has none); header units (`import <vector>;`) and a second module
+declaration are a `ScanError`.
 """
 from __future__ import annotations
 
@@ -32,6 +34,16 @@ class ModuleUnit:
 
 
 _ORDINARY = ModuleUnit(None, False, (), False, ())
+
+
+class NeedsPreprocessor(ScanError):
+    """A module directive sits inside a preprocessor conditional: only a scanner that runs the
+    preprocessor knows whether it counts. `partial` is what the text shows with every branch
+    taken (the line of each import, whether the unit opens with `module;`)."""
+
+    def __init__(self, message: str, pos: Position, partial: ModuleUnit):
+        super().__init__(message, pos)
+        self.partial = partial
 
 _SPLICE = re.compile(r"\\\r?\n")
 # What may open a logical line: whitespace and comments, then a directive `#` or a keyword.
@@ -95,6 +107,7 @@ class _ModuleDeclScanner:
         self.decl_line = 0
         self.gmf = False
         self.imports: dict[str, int] = {}  # name -> line, insertion-ordered
+        self.conditional: tuple[str, int] | None = None  # the first directive inside an #if
 
     # -- positions ---------------------------------------------------------------------------
     def pos(self, off: int) -> Position:
@@ -149,9 +162,16 @@ class _ModuleDeclScanner:
                 m = None if self.in_number(off) else _CHAR.match(s, off)
                 off = m.end() if m else off + 1
         imports = tuple(self.imports)
-        return ModuleUnit(
-            self.module, self.exported, imports, self.gmf, tuple(self.imports.values())
-        )
+        unit = ModuleUnit(self.module, self.exported, imports, self.gmf, tuple(self.imports.values()))
+        if self.conditional is not None:
+            message, off = self.conditional
+            raise NeedsPreprocessor(message, self.pos(off), unit)
+        return unit
+
+    def inside_conditional(self, what: str, directive: str, off: int) -> None:
+        """Note the first module directive under `#if`; scanning goes on, every branch taken."""
+        if self.depth and self.conditional is None:
+            self.conditional = (_CONDITIONAL.format(what, directive), off)
 
     def raw_prefix(self, off: int) -> bool:
         s = self.s
@@ -200,8 +220,7 @@ class _ModuleDeclScanner:
             if tok != "private" or exported:
                 raise self.fail(f"malformed {what}: expected a module name", ks)
             return self.expect_semicolon(end, what, ks)
-        if self.depth:
-            raise self.fail(_CONDITIONAL.format("module declaration", what), ks)
+        self.inside_conditional("module declaration", what, ks)
         if nxt == ";":
             if exported:
                 raise self.fail(f"malformed {what}: `export module;` needs a module name", ks)
@@ -214,6 +233,8 @@ class _ModuleDeclScanner:
             name = f"{name}:{part}"
         end = self.expect_semicolon(end, what, ks)
         line = self.pos(ks).line
+        if self.module is not None and self.conditional is not None:
+            return end  # alternatives under #if/#else: the preprocessing scanner picks one
         if self.module is not None:
             raise self.fail(
                 f"second module declaration in one file (`{name}` at line {line}; the first, "
@@ -234,8 +255,7 @@ class _ModuleDeclScanner:
                 "(use #include in the global module fragment)",
                 ks,
             )
-        if self.depth:
-            raise self.fail(_CONDITIONAL.format("`import`", "import"), ks)
+        self.inside_conditional("`import`", "import", ks)
         if nxt == ":":
             part, end = self.name(ne, what, ks)
             if self.module is None:

@@ -41,6 +41,10 @@ class Loader:
         stack.append((pkg, None))
         for spec in manifest.dependencies:
             self.add(pkg.deps, pkg, spec, stack)
+        # A build dependency is a rule package its program loads (`host-module = true`): an edge
+        # like any other, whose (Starlark-only) package links nothing.
+        for spec in manifest.build_dependencies:
+            self.add(pkg.deps, pkg, spec, stack)
         if dev:
             for spec in manifest.dev_dependencies:
                 self.add(pkg.dev_deps, pkg, spec, stack)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..conventions import CXX_EXTS, DEFAULT_GLOBS, HEADER_GLOBS, MODULE_EXTS, ROLES, Role
+from ..conventions import ASM_CPP_EXTS, ASM_EXTS, CXX_EXTS, DEFAULT_GLOBS, HEADER_GLOBS, MODULE_EXTS, ROLES, Role
 from ..errors import ManifestError
 from ..manifest import globs
 from .features import requested_features
@@ -78,8 +78,9 @@ def package_sources(pkg: Package) -> list[Source]:
             pos = m.build.sources_pos or m.position("build", "sources")
             raise ManifestError(
                 f"source file `{path}` has no role: extension `{os.path.splitext(path)[1] or '(none)'}` "
-                f"is not a C, C++, module-interface or header extension",
-                pos, [f"note: C++ sources: {' '.join(CXX_EXTS)}; modules: {' '.join(MODULE_EXTS)}; C: .c",
+                f"is not a C, C++, module-interface, assembler or header extension",
+                pos, [f"note: C++ sources: {' '.join(CXX_EXTS)}; modules: {' '.join(MODULE_EXTS)}; C: .c; "
+                      f"assembler: {' '.join(ASM_EXTS + ASM_CPP_EXTS)}",
                       "note: another extension is a device source only for a package that activates a "
                       "dependency's feature declaring it in `device_extensions`"])
         if role not in (Role.HEADER, Role.STARLARK):

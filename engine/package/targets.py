@@ -1,10 +1,15 @@
-"""Which targets a package links: what the planner plans and what a host tool dependency may name."""
+"""Which targets a package links (what the planner plans and what a host tool dependency may
+name) and which sources belong to one target alone."""
 from __future__ import annotations
 
 import os
 
+from ..conventions import HEADER_EXTS, Role
+from ..errors import ManifestError
+from ..manifest import globs
 from ..manifest.model import TargetSpec
 from .model import Package
+from .sources import Source, role_of
 
 
 def targets_of(pkg: Package) -> list[TargetSpec]:
@@ -17,3 +22,56 @@ def targets_of(pkg: Package) -> list[TargetSpec]:
     if os.path.isfile(os.path.join(m.root, "src", "main.cpp")):
         targets.append(TargetSpec(m.name, "bin", "src/main.cpp"))
     return targets
+
+
+def owned_sources(pkg: Package, target: TargetSpec) -> list[Source]:
+    """The sources only `target` compiles and links: its `main`, then its `sources` globs. They
+    are never part of the package's library, so one binary does not link another's files."""
+    m = pkg.manifest
+    paths = [target.main] if target.main else []
+    if target.sources:
+        paths += [p for p in globs.expand(m.root, list(target.sources)) if p not in paths]
+    out = []
+    for path in paths:
+        role = role_of(path)
+        if role in (Role.HEADER, Role.STARLARK):
+            continue
+        if role not in (Role.C, Role.CXX, Role.MODULE, Role.ASM, Role.ASM_CPP):
+            raise ManifestError(f"source file `{path}` of target `{target.name}` is not a C, C++, module or "
+                                f"assembler source",
+                                m.position("targets", target.name, "sources"))
+        out.append(Source(path, role))
+    return out
+
+
+def owned_by_targets(pkg: Package) -> set[str]:
+    """Every source a bin, test or shared target claims: what the package's static library leaves out."""
+    return {s.path for t in targets_of(pkg) if t.kind in ("bin", "test", "shared") for s in owned_sources(pkg, t)}
+
+
+def target_headers(pkg: Package, target: TargetSpec) -> list[str]:
+    """Absolute paths of the headers a target's own sources may include beyond the package's
+    pool: those beside its sources (`examples/util.h`) and under its `include_dirs`."""
+    m = pkg.manifest
+    dirs = {os.path.dirname(s.path) for s in owned_sources(pkg, target)}
+    patterns = [f"{d}/*{e}" if d else f"*{e}" for d in sorted(dirs) for e in HEADER_EXTS]
+    out = [os.path.join(m.root, p) for p in globs.expand(m.root, patterns)] if patterns else []
+    for d in target.include_dirs:
+        full = os.path.normpath(os.path.join(m.root, d))
+        if os.path.isdir(full):
+            out += [os.path.join(full, p) for p in globs.expand(full, ["**/*"], m.root)]
+    return sorted(set(out))
+
+
+def shared_names(t: TargetSpec) -> list[str]:
+    """The file names of a shared target, from the link a consumer names to the real file:
+    `[libz.so]`, or with a version `[libz.so, libz.so.1, libz.so.1.3.1]`. A `soname` of the
+    form `lib<x>.so[.N]` also names the files (a target `z-shared` with soname `libz.so.1`)."""
+    base = f"lib{t.name}.so"
+    if t.soname and ".so" in t.soname:
+        base = t.soname[:t.soname.index(".so") + 3]
+    if not t.version:
+        return [base] if not t.soname or t.soname == base else [base, t.soname]
+    soname = t.soname or f"{base}.{t.version.split('.')[0]}"
+    real = f"{base}.{t.version}"
+    return list(dict.fromkeys([base, soname, real]))

@@ -17,6 +17,19 @@ def std_flag(standard: str, is_c: bool) -> list[str]:
     return [f"-std={standard}"]
 
 
+# clang records the absolute paths of a module's interface source and of the headers its global
+# module fragment included, and an importer reopens them (templates instantiated across an import
+# need their source locations). Inside a sandbox the importer sees neither the producer's
+# directory nor those files, and a BMI restored from the cache names the directory of whichever
+# sandbox built it; embedding every file the interface read makes the BMI self-contained, so an
+# importer needs the BMI and nothing else, in every sandbox mode. The recorded paths stay
+# absolute (clang 19 has no flag for C++20 modules that makes them relative), so an importer's
+# debug info names the directory the BMI was built in: `/execroot` under bwrap and the checkout
+# under `off`, which the importer's own prefix map turns into `.` (objects byte-identical across
+# checkouts), but a private directory under `dir`, whose importers' objects differ in it.
+CLANG_EMBED_SOURCES = ["-Xclang", "-fmodules-embed-all-files"]
+
+
 def module_flags(tc: Toolchain, mapper: str | None, bmi_out: str | None, imports: list[tuple[str, str]]) -> list[str]:
     """Flags that make a compile see the BMIs of `imports` [(module, bmi path)] and write `bmi_out`."""
     if tc.family == "gcc":
@@ -77,4 +90,21 @@ def link_argv(tc: Toolchain, profile: Profile, out: str, objects: list[str], arc
     if shared:
         argv.append("-shared")
     argv += ["-o", out, *objects, *archives, *profile.ldflags, *ldflags, *extra]
+    return argv
+
+
+def asm_argv(tc: Toolchain, profile: Profile, *, source: str, obj: str, depfile: str | None,
+             defines: list[str], include_dirs: list[str]) -> list[str]:
+    """An assembler source through the C driver, as gcc and clang treat its extension: `.S`
+    (`depfile` given) is preprocessed first, so it takes the package's defines and include
+    directories and reports the headers it read; `.s` is assembled as written (the driver runs
+    no preprocessor for it and would ignore `-D`, `-I` and `-MD`)."""
+    argv = [tc.cc.path, *prefix_map_flags(gcc=tc.family == "gcc")]
+    if depfile is None:
+        return argv + ["-c", source, "-o", obj]
+    argv += list(profile.compile_flags())
+    argv += [f"-D{d}" for d in defines]
+    argv += [f"-I{d}" for d in include_dirs]
+    # `.sx` is the same language as `.S`, but only gcc knows its extension.
+    argv += ["-x", "assembler-with-cpp", "-c", source, "-o", obj, "-MD", "-MF", depfile]
     return argv

@@ -14,8 +14,10 @@ from typing import Callable
 from mcpp.cas.action import Action, ActionKind
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
+from ..conventions import Role
 from ..package.features import feature_define
 from ..package.model import Package
+from ..package.targets import target_headers
 from . import compile_flags as cf
 from .context import PlanContext, transitive_deps
 from .include_scan import reachable
@@ -23,26 +25,35 @@ from .model import ACTION_ENV, Plan
 from .module_graph import ModuleGraph
 from .rule_actions import action_id as rule_action_id
 from ..package.sources import header_pool, include_dirs
+from ..package.testsuite import test_headers
 from .std_module import LIBCXX_FLAG, libcxx_modules
+from ..modules.p1689 import PreprocessScan, scan_deps_tool
+from ..package.sources import Source
 from .units import Unit
 
 
 class Compiles:
     """Plans the compiles of one build into `plan`. `includes` maps an absolute path to its
-    include directives (cached by the caller), or is None to stage every pool header."""
+    include directives (cached by the caller), or is None to stage every pool header. `modules`
+    may be set after construction: the units it is made of are scanned with `scan_request`."""
 
-    def __init__(self, ctx: PlanContext, plan: Plan, modules: ModuleGraph,
+    def __init__(self, ctx: PlanContext, plan: Plan, modules: ModuleGraph | None,
                  includes: Callable[[str], object] | None):
         self.ctx = ctx
         self.plan = plan
         self.modules = modules
         self.includes = includes
-        self._pools: dict[Package, tuple[str, ...]] = {}  # a package's headers, execroot-relative
+        # a package's headers (and, keyed (package, "tests"), its tests' headers), execroot-relative
+        self._pools: dict[object, tuple[str, ...]] = {}
         # The headers a compile of (package, dev) may read, and their index by absolute path: made
         # once per package and shared by its compiles, never once per compile (a pool per compile
         # costs units x headers, which grows with the square of a project's size).
         self._pool_memo: dict[tuple[Package, bool], tuple[str, ...]] = {}
         self._pool_index: dict[tuple[Package, bool], dict[str, str]] = {}
+        # A target's own headers, and their union with its package's pool, by (id(package), id(target)):
+        # both live as long as the plan's graph, and a target's settings are not hashable.
+        self._target_memo: dict[tuple[int, int], tuple[str, ...]] = {}
+        self._target_pool_memo: dict[tuple[tuple[int, int], bool], tuple[str, ...]] = {}
         self._directive_memo: dict[str, object] = {}  # a header is scanned once per build
         self._gen_header_memo: dict[tuple[Package, bool], list[tuple[str, str]]] = {}
 
@@ -50,11 +61,19 @@ class Compiles:
     def compile(self, u: Unit) -> None:
         if u.pkg is None:
             return self.compile_std(u)
+        if u.source.role in (Role.ASM, Role.ASM_CPP):
+            return self.compile_asm(u)
         ctx, tc = self.ctx, self.ctx.tc
         pkg = u.pkg
         src = ctx.rel(os.path.join(pkg.root, u.source.path))
         is_test = u.source.path.startswith("tests/") and u.obj.startswith(f"{ctx.out}/test-obj/")
+        t = u.target  # a target's own settings add to the package's, for its sources alone
+        is_test = is_test or (t is not None and (t.kind == "test" or bool(t.deps)))
         user, defines, incs = self.flags_for(pkg, u.source.role, dev=is_test)
+        if t is not None:
+            user += list(t.cflags if u.source.role == "c" else t.cxxflags)
+            defines += list(t.defines)
+            incs = [ctx.rel(os.path.join(pkg.root, d)) for d in t.include_dirs] + incs
         needed = self.modules.closure(u)
         uses_modules = bool(needed or u.info.module or u.info.imports)
         gen_headers = self.generated_headers(pkg, is_test)
@@ -72,21 +91,78 @@ class Compiles:
             outputs.append(u.bmi)
         module = cf.module_flags(tc, mapper, u.bmi if uses_modules else None,
                                  [(n.info.module, n.bmi) for n in needed]) if uses_modules else []
-        pic = any(t.kind == "shared" for t in ctx.targets_of(pkg))
+        role = u.source.role
+        if u.bmi and tc.family == "clang":
+            module += cf.CLANG_EMBED_SOURCES
+            role = "module"  # a `.cc` interface or an implementation partition writes a BMI too
+        pic = u.pic
         depfile = u.obj[:-2] + ".d"
         argv = cf.compile_argv(tc, ctx.profile, source=src, obj=u.obj, depfile=depfile,
-                               role=u.source.role, standard=pkg.manifest.standard, user_flags=user,
+                               role=role, standard=pkg.manifest.standard, user_flags=user,
                                defines=defines, include_dirs=incs, module=module, pic=pic)
         if self.modules.libcxx and u.source.role != "c":
             argv.insert(1, LIBCXX_FLAG)
         compiler = argv[0]
+        may_read = self.may_read(pkg, is_test) if u.produced_by else self.headers_for(src, incs, user, pkg, is_test)
+        if t is not None:
+            may_read = self.with_target_headers(may_read, pkg, t, is_test)
         action = Action(
             id=u.action_id, argv=tuple(argv), outputs=tuple(outputs + [depfile]), inputs=tuple(inputs),
-            may_read=self.may_read(pkg, is_test) if u.produced_by else self.headers_for(src, incs, user, pkg, is_test),
+            may_read=may_read,
             tools=(compiler,), env=ACTION_ENV, depfile=depfile, kind=ActionKind.COMPILE,
             description=f"{pkg.name}: {u.source.path}")
         self.plan.add(action, pkg.name, [n.action_id for n in needed] + ([u.produced_by] if u.produced_by else [])
                       + [producer for _, producer in gen_headers])
+        self.plan.compile_commands.append({
+            "directory": ctx.execroot, "file": os.path.join(pkg.root, u.source.path),
+            "arguments": [a.replace(EXECROOT_PLACEHOLDER, ctx.execroot) for a in argv],
+            "output": os.path.join(ctx.execroot, u.obj)})
+
+    def scan_request(self, pkg: Package, src: Source, dev: bool) -> PreprocessScan | None:
+        """How to scan `src` with the preprocessor: its compile's flags (the same defines,
+        include directories and standard, so the scan takes the branches the compile will),
+        run by the toolchain's clang-scan-deps in the execroot; None where there is none."""
+        ctx, tc = self.ctx, self.ctx.tc
+        tool = scan_deps_tool(tc.cxx.path) if tc.family == "clang" else None
+        if tool is None:
+            return None
+        user, defines, incs = self.flags_for(pkg, src.role, dev)
+        obj = f"{ctx.out}/scan/{pkg.name}/{src.path}.o"  # named in the P1689 answer, never written
+        argv = cf.compile_argv(tc, ctx.profile, source=ctx.rel(os.path.join(pkg.root, src.path)), obj=obj,
+                               depfile=obj[:-2] + ".d", role=src.role, standard=pkg.manifest.standard,
+                               user_flags=user, defines=defines, include_dirs=incs, module=[], pic=False)
+        argv = argv[:argv.index("-MD")]  # the scan writes a depfile of its own
+        argv = [a.replace(EXECROOT_PLACEHOLDER, ctx.execroot) for a in argv]
+        return PreprocessScan(tool, tc.identity, tuple(argv), ctx.execroot)
+
+    def compile_asm(self, u: Unit) -> None:
+        """An assembler source: `.S` with the package's defines and include directories (it may
+        `#include` the package's headers, which the sandbox stages as for a C compile), `.s` as
+        written, with nothing to read but itself."""
+        ctx, pkg = self.ctx, u.pkg
+        src = ctx.rel(os.path.join(pkg.root, u.source.path))
+        is_test = u.source.path.startswith("tests/") and u.obj.startswith(f"{ctx.out}/test-obj/")
+        t = u.target  # a target's own defines and include directories add to the package's
+        is_test = is_test or (t is not None and (t.kind == "test" or bool(t.deps)))
+        preprocessed = u.source.role == Role.ASM_CPP
+        depfile = u.obj[:-2] + ".d" if preprocessed else None
+        _, defines, incs = self.flags_for(pkg, Role.C, dev=is_test)
+        if t is not None:
+            defines += list(t.defines)
+            incs = [ctx.rel(os.path.join(pkg.root, d)) for d in t.include_dirs] + incs
+        gen_headers = self.generated_headers(pkg, is_test) if preprocessed else []
+        argv = cf.asm_argv(ctx.tc, ctx.profile, source=src, obj=u.obj, depfile=depfile,
+                           defines=defines, include_dirs=incs)
+        may_read = self.headers_for(src, incs, [], pkg, is_test) if preprocessed else ()
+        if preprocessed and t is not None:
+            may_read = self.with_target_headers(may_read, pkg, t, is_test)
+        self.plan.add(Action(
+            id=u.action_id, argv=tuple(argv), outputs=(u.obj,) + ((depfile,) if depfile else ()),
+            inputs=tuple([src] + [h for h, _ in gen_headers]),
+            may_read=may_read,
+            tools=(argv[0],), env=ACTION_ENV, depfile=depfile, kind=ActionKind.COMPILE,
+            description=f"{pkg.name}: {u.source.path}"),
+            pkg.name, ([u.produced_by] if u.produced_by else []) + [producer for _, producer in gen_headers])
         self.plan.compile_commands.append({
             "directory": ctx.execroot, "file": os.path.join(pkg.root, u.source.path),
             "arguments": [a.replace(EXECROOT_PLACEHOLDER, ctx.execroot) for a in argv],
@@ -112,14 +188,34 @@ class Compiles:
     def may_read(self, pkg: Package, dev: bool) -> tuple[str, ...]:
         """Execroot-relative headers of `pkg` and its dependencies (computed once per package)."""
         pool = self._pool_memo.get((pkg, dev))
-        if pool is None:
-            out: list[str] = []
-            for p in [pkg] + transitive_deps(pkg, dev):
-                if p not in self._pools:
-                    self._pools[p] = tuple(self.ctx.rel(h) for h in header_pool(p))
-                out.extend(self._pools[p])
-            pool = self._pool_memo[(pkg, dev)] = tuple(dict.fromkeys(out))
+        if pool is not None:
+            return pool
+        out: list[str] = []
+        for p in [pkg] + transitive_deps(pkg, dev):
+            if p not in self._pools:
+                self._pools[p] = tuple(self.ctx.rel(h) for h in header_pool(p))
+            out.extend(self._pools[p])
+        if dev:  # a test may include the headers beside it (its framework, the suite's helpers)
+            if (pkg, "tests") not in self._pools:
+                self._pools[(pkg, "tests")] = tuple(self.ctx.rel(h) for h in test_headers(pkg))
+            out.extend(self._pools[(pkg, "tests")])
+        pool = self._pool_memo[(pkg, dev)] = tuple(dict.fromkeys(out))
         return pool
+
+    def with_target_headers(self, may_read: tuple[str, ...], pkg: Package, target, dev: bool) -> tuple[str, ...]:
+        """`may_read` plus the headers of a target's own sources. The target's headers (a glob
+        over its directories) are found once per target, and the union with the whole pool once
+        per (package, target): per compile either would grow with units x headers."""
+        key = (id(pkg), id(target))
+        own = self._target_memo.get(key)
+        if own is None:
+            own = self._target_memo[key] = tuple(self.ctx.rel(h) for h in target_headers(pkg, target))
+        if may_read is not self._pool_memo.get((pkg, dev)):
+            return tuple(dict.fromkeys(may_read + own))  # a scanned subset: small
+        whole = self._target_pool_memo.get((key, dev))
+        if whole is None:
+            whole = self._target_pool_memo[(key, dev)] = tuple(dict.fromkeys(may_read + own))
+        return whole
 
     def headers_for(self, src: str, incs: list[str], user: list[str], pkg: Package,
                     dev: bool) -> tuple[str, ...]:

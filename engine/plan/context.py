@@ -42,3 +42,17 @@ def transitive_deps(pkg: Package, dev: bool) -> list[Package]:
             out[p] = None
             todo.extend(p.deps)
     return list(out)
+
+
+def target_deps(pkg: Package, dev: bool, names: tuple[str, ...]) -> list[Package]:
+    """The dependencies a target names in `deps` that `transitive_deps(pkg, dev)` leaves out
+    (dev-dependencies of a binary), with theirs, transitively."""
+    have = transitive_deps(pkg, dev)
+    out: dict[Package, None] = {}
+    todo = [d for d in pkg.dev_deps if d.name in names and d not in have]
+    while todo:
+        p = todo.pop(0)
+        if p not in out and p not in have:
+            out[p] = None
+            todo.extend(p.deps)
+    return list(out)

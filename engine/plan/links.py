@@ -11,14 +11,19 @@ import os
 
 from mcpp.cas.action import Action, ActionKind
 
-from ..errors import McppError
+from ..conventions import ASM_CPP_EXTS, ASM_EXTS, C_DRIVER_ROLES, C_EXTS
 from ..package.model import Package
+from ..package.targets import shared_names
+from ..package.testsuite import test_name
 from . import compile_flags as cf
-from .context import PlanContext, transitive_deps
+from .context import PlanContext, target_deps, transitive_deps
 from .model import ACTION_ENV, Artifact, ArtifactKind, Plan
 from .module_graph import ModuleGraph
 from .std_module import LIBCXX_FLAG
 from .units import Unit
+
+# The objects of C and assembler sources (`x.c.o`, `x.S.o`): a link of only these needs no C++ runtime.
+C_DRIVER_OBJECTS = tuple(e + ".o" for e in C_EXTS + ASM_EXTS + ASM_CPP_EXTS)
 
 
 class Links:
@@ -30,15 +35,19 @@ class Links:
         self.std_link = [LIBCXX_FLAG] if modules.libcxx else []
         self.archives: dict[Package, str] = {}  # package -> its archive, once planned
 
-    def package_artifacts(self, pkg: Package, units: list[Unit], rule_objects: list[tuple[str, str]]) -> None:
-        """`pkg`'s archive and its targets. `rule_objects` are (object, producing action) of its
-        build program's `role = "object"` actions: they join the archive like compiled units."""
+    def package_artifacts(self, pkg: Package, units: list[Unit], rule_objects: list[tuple[str, str]],
+                          target_units: dict[str, list[Unit]] | None = None,
+                          pic_units: list[Unit] | None = None) -> None:
+        """`pkg`'s archive and its targets. `units` are the package library's units (no target's
+        own sources); `target_units` the units each bin, test or shared target links on top of
+        them; `pic_units` the library's units compiled position-independent for its shared
+        targets (None: `units` already are). `rule_objects` are (object, producing action) of
+        its build program's `role = "object"` actions: they join the archive like compiled units."""
         ctx = self.ctx
+        target_units = target_units or {}
         targets = ctx.targets_of(pkg)
-        mains = {t.main for t in targets if t.kind == "bin"}
-        lib_units = [u for u in units if u.source.path not in mains]
-        lib_objs = [u.obj for u in lib_units]
-        lib_ids = [u.action_id for u in lib_units]
+        lib_objs = [u.obj for u in units]
+        lib_ids = [u.action_id for u in units]
         for obj, producer in rule_objects:
             lib_objs.append(obj)
             lib_ids.append(producer)
@@ -52,61 +61,95 @@ class Links:
             self.archives[pkg] = archive
             if any(t.kind == "lib" for t in targets) or not targets:
                 self.plan.artifacts.append(Artifact(pkg.name, pkg.name, ArtifactKind.LIB, archive))
-        dep_archives, dep_ids = self._dep_archives(pkg, dev=False)
-        ldflags = self._ldflags(pkg, dev=False)
         for t in targets:
+            if t.kind in ("bin", "shared") and t.name not in target_units:
+                continue  # not built in this build (a dependency's own examples)
+            own = target_units.get(t.name, [])
+            dep_archives, dep_ids = self._dep_archives(pkg, dev=False, extra=t.deps)
+            ldflags = self._ldflags(pkg, dev=False, target=t)
             if t.kind == "bin":
-                main_unit = next((u for u in units if u.source.path == t.main), None)
-                if main_unit is None:
-                    if pkg.manifest.build.sources == () and not pkg.manifest.explicit_targets:
-                        continue  # `sources = []`: the package builds nothing (docs/manifest.md)
-                    raise McppError(f"the main source `{t.main}` of target `{t.name}` is not among the package's "
-                                    f"sources; add it to `[build] sources` (or write `sources = []` to build "
-                                    f"nothing)", pkg.manifest.position("build", "sources"))
                 out = f"{ctx.out}/{t.name}"
-                objs = [main_unit.obj] + lib_objs
-                self._link(pkg, f"link {pkg.name}:{t.name}", out, objs, dep_archives, ldflags, False,
-                           [main_unit.action_id] + lib_ids + dep_ids)
+                self._link(pkg, f"link {pkg.name}:{t.name}", out, [u.obj for u in own] + lib_objs, dep_archives,
+                           ldflags, False, [u.action_id for u in own] + lib_ids + dep_ids,
+                           c_only=self._c_only(own + units), target=t)
                 self.plan.artifacts.append(Artifact(pkg.name, t.name, ArtifactKind.BIN, out))
             elif t.kind == "shared":
-                out = f"{ctx.out}/lib{t.name}.so"
-                self._link(pkg, f"link {pkg.name}:{t.name}", out, lib_objs, dep_archives, ldflags, True,
-                           lib_ids + dep_ids)
-                self.plan.artifacts.append(Artifact(pkg.name, t.name, ArtifactKind.SHARED, out))
+                self._shared(pkg, t, own, units if pic_units is None else pic_units, rule_objects, dep_archives,
+                             dep_ids, ldflags)
             elif t.kind == "lib" and t.name != pkg.name and lib_objs:
                 self.plan.artifacts.append(Artifact(pkg.name, t.name, ArtifactKind.LIB, self.archives[pkg]))
 
-    def test_binary(self, pkg: Package, u: Unit, lib_units: list[Unit]) -> None:
-        """A test source of `pkg` linked with the package's library objects and its (dev-)dependencies."""
-        mains = {t.main for t in self.ctx.targets_of(pkg) if t.kind == "bin"}
-        objs = [u.obj] + [x.obj for x in lib_units if x.source.path not in mains]
-        ids = [u.action_id] + [x.action_id for x in lib_units if x.source.path not in mains]
+    def _shared(self, pkg: Package, t, own: list[Unit], lib_units: list[Unit], rule_objects, dep_archives,
+                dep_ids, ldflags: list[str]) -> None:
+        """`lib<name>.so`, or with `version` the real file `lib<name>.so.<version>` whose SONAME
+        (`soname`, else `lib<name>.so.<major>`) the loader looks for, and the links a consumer
+        and the loader follow (`libz.so -> libz.so.1 -> libz.so.1.3.1`), made after the build."""
+        units = own + lib_units
+        objs = [u.obj for u in units] + [o for o, _ in rule_objects]
+        ids = [u.action_id for u in units] + [p for _, p in rule_objects]
+        names = shared_names(t)
+        out = f"{self.ctx.out}/{names[-1]}"
+        flags = list(ldflags)
+        if t.soname or t.version:
+            flags.append(f"-Wl,-soname,{t.soname or names[1]}")
+        self._link(pkg, f"link {pkg.name}:{t.name}", out, objs, dep_archives, flags, True, ids + dep_ids,
+                   c_only=self._c_only(units), target=t)
+        aliases = tuple((f"{self.ctx.out}/{n}", names[i + 1]) for i, n in enumerate(names[:-1]))
+        self.plan.artifacts.append(Artifact(pkg.name, t.name, ArtifactKind.SHARED, out, aliases))
+
+    def test_binary(self, pkg: Package, u: Unit, lib_units: list[Unit], rule_objects: list[tuple[str, str]] = (),
+                    target=None, own: list[Unit] | None = None) -> None:
+        """A test source of `pkg` (or a `kind = "test"` target, `own` being its units) linked with
+        the package's library objects (its build program's `role = "object"` outputs included, as
+        in its bins) and its (dev-)dependencies."""
+        own = own if own is not None else [u]
+        objs = [x.obj for x in own] + [x.obj for x in lib_units] + [o for o, _ in rule_objects]
+        ids = [x.action_id for x in own] + [x.action_id for x in lib_units] + [p for _, p in rule_objects]
         dep_archives, dep_ids = self._dep_archives(pkg, dev=True)
-        name = os.path.splitext(os.path.basename(u.source.path))[0]
+        name = target.name if target is not None else test_name(u.source.path)  # `tests/unit/a.cpp` -> `unit/a`
         out = f"{self.ctx.out}/tests/{pkg.name}/{name}"
-        self._link(pkg, f"link-test {pkg.name}:{name}", out, objs, dep_archives, self._ldflags(pkg, True),
-                   False, ids + dep_ids, dev=True)
+        self._link(pkg, f"link-test {pkg.name}:{name}", out, objs, dep_archives,
+                   self._ldflags(pkg, True, target=target), False, ids + dep_ids, dev=True,
+                   c_only=self._c_only(own + lib_units), target=target)
         self.plan.artifacts.append(Artifact(pkg.name, name, ArtifactKind.TEST, out))
+
+    @staticmethod
+    def _c_only(units: list[Unit]) -> bool:
+        """A program of C sources alone links with the C driver: the C++ driver would add libstdc++
+        (and its libm, libgcc_s) to a binary that uses none of them."""
+        return bool(units) and all(u.source.role in C_DRIVER_ROLES for u in units)
 
     def _is_dependency(self, pkg: Package) -> bool:
         return any(pkg is d for p in self.ctx.graph.order for d in p.deps + p.dev_deps)
 
-    def _dep_archives(self, pkg: Package, dev: bool) -> tuple[list[str], list[str]]:
-        """(archive paths, archive action ids) of `pkg`'s dependencies, dependents first."""
-        deps = transitive_deps(pkg, dev)
+    def _dep_archives(self, pkg: Package, dev: bool, extra: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+        """(archive paths, archive action ids) of `pkg`'s dependencies (and the dev-dependencies
+        named in `extra`, a target's `deps`), dependents first."""
+        deps = transitive_deps(pkg, dev) + target_deps(pkg, dev, extra)
         order = [p for p in reversed(self.ctx.graph.order) if any(p is d for d in deps)]
         planned = [p for p in order if p in self.archives]
         return [self.archives[p] for p in planned], [f"archive {p.name}" for p in planned]
 
-    def _ldflags(self, pkg: Package, dev: bool) -> list[str]:
+    def _ldflags(self, pkg: Package, dev: bool, target=None) -> list[str]:
         flags = list(pkg.manifest.build.ldflags)
-        for p in transitive_deps(pkg, dev):
+        if target is not None:  # its own, after the package's; link inputs named execroot-relative
+            flags += [self._relocated(pkg, f, target.link_inputs) for f in target.ldflags]
+        for p in transitive_deps(pkg, dev) + target_deps(pkg, dev, target.deps if target else ()):
             flags += [f for f in p.manifest.build.ldflags if f not in flags]
         for p in [pkg] + transitive_deps(pkg, dev):  # a program's libraries reach every link above it
             if p.program is not None:
                 search = [f"-L{self._link_dir(d)}" for d in p.program.link_search]
                 flags += [f for f in search + [f"-l{lib}" for lib in p.program.link_libs] if f not in flags]
         return flags
+
+    def _relocated(self, pkg: Package, flag: str, link_inputs: tuple[str, ...]) -> str:
+        """`-Wl,--version-script=zlib.map` names the file relative to the package, as its author
+        wrote it; a link runs in the execroot, so the name is rewritten to the staged path."""
+        for rel in link_inputs:
+            for sep in ("=", ",", ""):
+                if flag == rel if sep == "" else flag.endswith(sep + rel):
+                    return flag[:len(flag) - len(rel)] + self.ctx.rel(os.path.join(pkg.root, rel))
+        return flag
 
     def _link_dir(self, d: str) -> str:
         """A package's own library directory is staged and named relative to the execroot (where
@@ -125,13 +168,25 @@ class Links:
         return out
 
     def _link(self, pkg: Package, action_id: str, out: str, objs: list[str], archives: list[str],
-              ldflags: list[str], shared: bool, prereqs: list[str], dev: bool = False) -> None:
+              ldflags: list[str], shared: bool, prereqs: list[str], dev: bool = False, c_only: bool = False,
+              target=None) -> None:
         ctx = self.ctx
         objs = objs + self.std_objects
         prereqs = prereqs + self.std_ids
+        c_only = c_only and not self.std_objects and not any(self._has_cxx(a) for a in archives)
         argv = cf.link_argv(ctx.tc, ctx.profile, out, objs, archives, ldflags, shared, self.std_link)
+        if c_only:
+            argv[0] = ctx.tc.cc.path
         libs = self._program_link_inputs(pkg, dev)
+        if target is not None:
+            libs += [ctx.rel(os.path.join(pkg.root, f)) for f in target.link_inputs]
         self.plan.add(Action(
             id=action_id, argv=tuple(argv), outputs=(out,), inputs=tuple(objs + archives + libs),
-            tools=(ctx.tc.cxx.path,), env=ACTION_ENV, kind=ActionKind.LINK,
+            tools=(argv[0],), env=ACTION_ENV, kind=ActionKind.LINK,
             description=f"{pkg.name}: {os.path.basename(out)}"), pkg.name, prereqs)
+
+    def _has_cxx(self, archive: str) -> bool:
+        """Whether a dependency's archive holds C++ objects (then the C++ driver links)."""
+        action = next((a for a in self.plan.actions if archive in a.outputs), None)
+        return action is None or any(not i.endswith(C_DRIVER_OBJECTS) for i in action.inputs)
+

@@ -27,6 +27,8 @@ class Artifact:
     name: str
     kind: ArtifactKind
     path: str  # execroot-relative
+    # (link, what it points to) made after the build: a shared library's libz.so -> libz.so.1
+    aliases: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass

@@ -1,6 +1,8 @@
 """Which source exports which C++ module, and what each unit must see compiled first.
 
-Every exported module (an interface or an interface partition) gets one BMI path. The graph is
+Every exported module (an interface or an interface partition) gets one BMI path, and so does
+an implementation partition (`module m:secret;`, imported inside `m` as `import :secret;`):
+it exports nothing, but its importers need its BMI all the same. The graph is
 checked as a whole before any compile is planned: a module imported but exported by no source,
 `import std;` without libc++, two sources exporting one name, and a cycle among interfaces
 (which no compile order can satisfy) are each an error naming the sources or modules involved.
@@ -35,7 +37,7 @@ class ModuleGraph:
         self.std_units: list[Unit] = []
         ext = ".gcm" if tc.family == "gcc" else ".pcm"
         for u in units:
-            if u.info.module and u.info.exported:
+            if u.info.module and (u.info.exported or ":" in u.info.module):
                 other = self.table.get(u.info.module)
                 if other is not None:
                     raise McppError(f"module `{u.info.module}` is declared by two sources: "

@@ -19,6 +19,7 @@ from ..modules.scanner import ModuleUnit
 from ..package.model import Package, PackageGraph
 from ..package.sources import package_sources
 from ..package.targets import targets_of
+from ..package.testsuite import package_tests
 from ..profiles import Profile
 from ..toolchain import Toolchain
 from .compiles import Compiles
@@ -28,7 +29,7 @@ from .model import ACTION_ENV, Artifact, ArtifactKind, Plan
 from .module_graph import ModuleGraph
 from . import rule_edges
 from .program_actions import ProgramActions
-from .units import Unit, UnitMaker, package_tests
+from .units import TargetUnits, Unit, UnitMaker
 
 __all__ = ["ACTION_ENV", "Artifact", "ArtifactKind", "Plan", "Planner", "targets_of"]
 
@@ -36,17 +37,20 @@ __all__ = ["ACTION_ENV", "Artifact", "ArtifactKind", "Plan", "Planner", "targets
 class Planner:
     """Plans one build into `layout` (its execroot, the directory every action runs under, must
     contain every package root and the target directory); `scan` maps an absolute source
-    path to its module facts and `includes` to its include directives (both cached by the
-    caller; `includes=None` stages every header a compile may read)."""
+    path (and, for a source only a preprocessing scan can answer, how to run one) to its module
+    facts and `includes` to its include directives (both cached by the caller; `includes=None`
+    stages every header a compile may read)."""
 
     def __init__(self, graph: PackageGraph, toolchain: Toolchain, profile: Profile, *, layout: Layout,
-                 scan: Callable[[str], ModuleUnit], with_tests: bool = False,
+                 scan: Callable[..., ModuleUnit], with_tests: bool = False,
                  includes: Callable[[str], object] | None = None):
         self.ctx = PlanContext(graph, toolchain, profile, layout, {p: targets_of(p) for p in graph.order})
         self.with_tests = with_tests
         self.includes = includes
         self.plan = Plan(layout.execroot)
         self.unit_maker = UnitMaker(self.ctx, scan)
+        self.compiles = Compiles(self.ctx, self.plan, None, includes)
+        self.unit_maker.preprocess = self.compiles.scan_request
         self.programs = ProgramActions(self.ctx, self.plan, self.unit_maker)
 
     def build(self) -> Plan:
@@ -58,14 +62,18 @@ class Planner:
             if pkg.program is not None:
                 units_by_pkg[pkg] += programs.units(pkg)
                 programs.plan_actions(pkg)
+        per_pkg = {pkg: TargetUnits.of(self.ctx, self.unit_maker, pkg, units_by_pkg[pkg], self.with_tests,
+                                       self._wanted()) for pkg in graph.order}
         test_units: dict[Package, list[Unit]] = {}
         if self.with_tests:
             for pkg in graph.members:
                 test_units[pkg] = self.unit_maker.make(pkg, package_tests(pkg), "test-obj")
-        all_units = [u for us in units_by_pkg.values() for u in us] + [u for us in test_units.values() for u in us]
+        all_units = [u for tu in per_pkg.values() for u in tu.all_units()] \
+            + [u for us in test_units.values() for u in us]
 
         modules = ModuleGraph(self.ctx, all_units)
-        compiles = Compiles(self.ctx, plan, modules, self.includes)
+        compiles = self.compiles
+        compiles.modules = modules
         for u in modules.std_units:
             compiles.compile_std(u)
         for u in all_units:
@@ -73,11 +81,20 @@ class Planner:
 
         links = Links(self.ctx, plan, modules)
         for pkg in graph.order:
-            links.package_artifacts(pkg, units_by_pkg[pkg], programs.objects_of(pkg))
+            tu = per_pkg[pkg]
+            links.package_artifacts(pkg, tu.library, programs.objects_of(pkg), tu.by_target, tu.pic)
         for pkg in graph.members:
             for u in test_units.get(pkg, []):
-                links.test_binary(pkg, u, units_by_pkg[pkg])
+                links.test_binary(pkg, u, per_pkg[pkg].library, programs.objects_of(pkg))
+            for t, own in per_pkg[pkg].tests:
+                links.test_binary(pkg, own[0], per_pkg[pkg].library, programs.objects_of(pkg), target=t, own=own)
         programs.plan_after_link()  # they may read the package's binaries
         rule_edges.settle(plan)  # producer edges, duplicate outputs and cycles, once all are planned
         programs.check_inputs()
         return plan
+
+    def _wanted(self) -> set[str]:
+        """Execroot-relative files the build programs' actions read: a dependency's binary that
+        one of them runs (`mcpp.bin(...)`) is built; its other binaries are not."""
+        actions = self.plan.actions + [a for _, a in self.programs.pending_after_link()]
+        return {p for a in actions for p in a.inputs}

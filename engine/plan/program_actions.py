@@ -22,6 +22,7 @@ from .model import ACTION_ENV, Plan
 from .rule_actions import action_id as rule_action_id, to_plan_action
 from ..package.sources import Source, role_of
 from .units import ORDINARY, Unit, UnitMaker
+from ..modules.scanner import ModuleUnit, scan_source
 
 
 class ProgramActions:
@@ -68,6 +69,10 @@ class ProgramActions:
             if (self.ctx.rel(path), producer) not in objs:
                 objs.append((self.ctx.rel(path), producer))
 
+    def pending_after_link(self) -> list[tuple[Package, Action]]:
+        """The `artifact` actions `plan_after_link` will plan."""
+        return list(self._after_link)
+
     def plan_after_link(self) -> None:
         """The `artifact` actions, each after every link of its package."""
         if not self._after_link:
@@ -113,14 +118,28 @@ class ProgramActions:
                 raise McppError(f"package `{pkg.name}`: generated source `{ctx.rel(path)}` is not an output of "
                                 f"any action its build program declares")
             role = role_of(path)
-            if role not in ("c", "cxx"):
+            info = ORDINARY
+            if role == "module":
+                info = self._written_module(pkg, path, producer)
+            elif role not in ("c", "cxx"):
                 raise McppError(f"package `{pkg.name}`: generated source `{ctx.rel(path)}` is not a C or C++ "
                                 f"source (a generated file joins the compile set by its extension: .c, .cpp, .cc, .cxx)")
             shown = "gen/" + os.path.relpath(path, gen_root)
-            units.append(Unit(pkg, Source(os.path.relpath(path, pkg.root), role), ORDINARY,
+            units.append(Unit(pkg, Source(os.path.relpath(path, pkg.root), role), info,
                               f"{ctx.out}/obj/{pkg.name}/{shown}.o", f"compile {pkg.name}:{shown}",
                               produced_by=producer))
         return units
+
+    def _written_module(self, pkg: Package, path: str, producer: str) -> ModuleUnit:
+        """A generated module interface must be planned (its name and imports ordered) before it
+        exists, so only one whose text the program already gave, with `mcpp.write()`, can be
+        one: that text is scanned here."""
+        written = [ra for ra in pkg.program.actions
+                   if rule_action_id(pkg, ra) == producer and ra.id.startswith("write ") and len(ra.argv) > 4]
+        if not written:
+            raise McppError(f"package `{pkg.name}`: generated module interface `{self.ctx.rel(path)}` is not written "
+                            f"with `mcpp.write()`; a module's name and imports are needed before the build runs")
+        return scan_source(written[0].argv[4], path)
 
     def _chosen(self, pkg: Package, rel: str) -> Source:
         role = role_of(rel)

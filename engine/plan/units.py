@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
+from ..conventions import C_DRIVER_ROLES
+from ..errors import McppError
+from ..manifest.model import TargetSpec
 from ..package.model import Package
-from ..modules.scanner import ModuleUnit
+from ..package.targets import owned_by_targets, owned_sources, targets_of
+from ..modules.scanner import ModuleUnit, NeedsPreprocessor
 from .context import PlanContext
 from ..package.sources import Source
 
-# What a source that is not a module and imports none scans as (and every C source, unscanned).
+# What a source that is not a module and imports none scans as (and every C or assembler source,
+# unscanned).
 ORDINARY = ModuleUnit(None, False, (), False, ())
 
 
@@ -24,6 +29,8 @@ class Unit:
     action_id: str
     bmi: str | None = None
     produced_by: str | None = None  # a generated source: the rule action that writes it
+    target: TargetSpec | None = None  # set when compiled with a target's own settings
+    pic: bool = False  # position-independent, for a shared library
 
     def shown(self) -> str:
         """The source as an error message names it: relative to the working directory."""
@@ -34,25 +41,142 @@ class UnitMaker:
     """Makes the units of a package's sources; `scan` maps an absolute path to its module facts
     (the caller caches scans across builds)."""
 
-    def __init__(self, ctx: PlanContext, scan: Callable[[str], ModuleUnit]):
+    def __init__(self, ctx: PlanContext, scan: Callable[..., ModuleUnit]):
         self.ctx = ctx
         self.scan = scan
+        # (package, source, dev) -> how to scan it with the preprocessor, or None (gcc): for a
+        # source whose module directives sit inside `#if` (engine/modules/p1689.py)
+        self.preprocess: Callable[[Package, Source, bool], object] | None = None
+        self._memo: dict[str, Unit] = {}  # object path -> its unit
 
     def make(self, pkg: Package, sources: list[Source], kind: str) -> list[Unit]:
         """`kind` is the object directory: `obj`, or `test-obj` for test sources."""
         out = []
         for src in sources:
             abs_path = os.path.join(pkg.root, src.path)
-            info = self.scan(abs_path) if src.role != "c" else ORDINARY
+            info = self._scan(pkg, src, abs_path, kind == "test-obj") if src.role not in C_DRIVER_ROLES else ORDINARY
             obj = f"{self.ctx.out}/{kind}/{pkg.name}/{src.path}.o"
             out.append(Unit(pkg, src, info, obj, f"compile {pkg.name}:{src.path}"))
         return out
 
+    def for_target(self, pkg: Package, target: TargetSpec, package_units: list[Unit]) -> list[Unit]:
+        """The units of the sources `target` alone links (its `main` and `sources`). Without
+        settings of its own a source compiles once, as the package's unit; with them (defines,
+        flags, include directories, dependencies) into objects of the target's own, so two
+        binaries built from one source with different defines do not share an object."""
+        by_path = {u.source.path: u for u in package_units if u.produced_by is None}
+        out = []
+        # A test target's sources always see the dev-dependencies, so they compile apart.
+        apart = target.compiles_apart or target.kind == "test"
+        for src in owned_sources(pkg, target):
+            if apart:
+                obj = f"{self.ctx.out}/obj/{pkg.name}.{target.name}/{src.path}.o"
+                out.append(self._unit(pkg, src, obj, f"compile {pkg.name}.{target.name}:{src.path}", target))
+            elif src.path in by_path:
+                out.append(by_path[src.path])
+            else:
+                out.append(self._unit(pkg, src, f"{self.ctx.out}/obj/{pkg.name}/{src.path}.o",
+                                      f"compile {pkg.name}:{src.path}", None))
+        return out
 
-def package_tests(pkg: Package) -> list[Source]:
-    """The package's `tests/*.cpp` (also .cc, .cxx): each one becomes a test binary."""
-    tests_dir = os.path.join(pkg.root, "tests")
-    if not os.path.isdir(tests_dir):
-        return []
-    names = sorted(n for n in os.listdir(tests_dir) if n.endswith((".cpp", ".cc", ".cxx")))
-    return [Source(f"tests/{n}", "cxx") for n in names]
+    def _scan(self, pkg: Package, src: Source, abs_path: str, dev: bool) -> ModuleUnit:
+        try:
+            return self.scan(abs_path)
+        except NeedsPreprocessor as e:
+            request = self.preprocess(pkg, src, dev) if self.preprocess else None
+            if request is None:
+                if self.ctx.tc.family == "clang":
+                    e.notes.append(f"note: `clang-scan-deps` of `{self.ctx.tc.cxx.path}` was not found; it scans "
+                                   "such a file with the preprocessor (apt-get install clang-tools-19)")
+                raise
+            return self.scan(abs_path, request)
+
+    def pic_variant(self, u: Unit) -> Unit:
+        """`u` compiled position-independent into `obj-pic/`: a shared library's objects are kept
+        apart from the static library's, which stay as fast as non-PIC code can be. (Never for a
+        module unit: its BMI is one file every importer reads, see `TargetUnits._make_pic`.)"""
+        return Unit(u.pkg, u.source, u.info, u.obj.replace(f"{self.ctx.out}/obj/", f"{self.ctx.out}/obj-pic/", 1),
+                    f"{u.action_id} (pic)", None, u.produced_by, u.target, True)
+
+    def _unit(self, pkg: Package, src: Source, obj: str, action_id: str, target: TargetSpec | None) -> Unit:
+        """One unit, made once per object path (two targets without settings may share a source)."""
+        memo = self._memo
+        if obj not in memo:
+            info = (self._scan(pkg, src, os.path.join(pkg.root, src.path), target is not None and target.kind == "test")
+                    if src.role not in C_DRIVER_ROLES else ORDINARY)
+            memo[obj] = Unit(pkg, src, info, obj, action_id, target=target)
+        return memo[obj]
+
+
+@dataclass
+class TargetUnits:
+    """How a package's units divide among its targets in one build: the library (every source
+    no target claims), each bin and shared target's own units, the test targets', and the
+    library's position-independent copies for its shared targets (None when the library units
+    are compiled position-independent themselves, or no shared target is built)."""
+
+    library: list[Unit]
+    by_target: dict[str, list[Unit]] = field(default_factory=dict)
+    tests: list[tuple[TargetSpec, list[Unit]]] = field(default_factory=list)
+    pic: list[Unit] | None = None
+
+    @classmethod
+    def of(cls, ctx: PlanContext, maker: UnitMaker, pkg: Package, units: list[Unit], with_tests: bool,
+           wanted: set[str]) -> "TargetUnits":
+        owned = owned_by_targets(pkg)
+        out = cls([u for u in units if u.produced_by or u.source.path not in owned])
+        member = any(pkg is m for m in ctx.graph.members)
+        for t in targets_of(pkg):
+            if t.kind == "bin" and not pkg.manifest.explicit_targets and not _among(t.main, units, pkg):
+                continue  # `sources = []`: the package builds nothing (docs/manifest.md)
+            if t.kind == "bin" and (member or f"{ctx.out}/{t.name}" in wanted):
+                out.by_target[t.name] = maker.for_target(pkg, t, units)
+            elif t.kind == "shared":
+                out.by_target[t.name] = maker.for_target(pkg, t, units)
+            elif t.kind == "test" and with_tests and member:
+                out.tests.append((t, maker.for_target(pkg, t, units)))
+        shared = [t for t in targets_of(pkg) if t.kind == "shared"]
+        if shared:
+            out._make_pic(ctx, maker, pkg, shared)
+        return out
+
+    def _make_pic(self, ctx: PlanContext, maker: UnitMaker, pkg: Package, shared: list[TargetSpec]) -> None:
+        targets = targets_of(pkg)
+        dependency = any(pkg is d for p in ctx.graph.order for d in p.deps + p.dev_deps)
+        static_used = dependency or not targets or any(t.kind == "lib" for t in targets) \
+            or any(t.kind == "bin" and t.name in self.by_target for t in targets) or bool(self.tests) \
+            or any(u.obj.startswith(f"{ctx.out}/test-obj/") for u in self.library)
+        # A module interface makes one BMI that every importer reads: its units are compiled
+        # once, position-independent, rather than kept apart.
+        modular = any(u.info.module or u.info.imports for u in self.library)
+        if static_used and not modular:
+            self.pic = [maker.pic_variant(u) for u in self.library]
+        else:
+            for u in self.library:
+                u.pic = True
+        for t in shared:
+            own = self.by_target[t.name]
+            if modular:
+                for u in own:
+                    u.pic = True
+            else:
+                self.by_target[t.name] = [u if u.pic else maker.pic_variant(u) for u in own]
+
+    def all_units(self) -> list[Unit]:
+        """Every unit this package compiles in this build, each once."""
+        units = self.library + (self.pic or []) + [u for us in self.by_target.values() for u in us] \
+            + [u for _, us in self.tests for u in us]
+        return list({u.action_id: u for u in units}.values())
+
+
+def _among(main: str, units: list[Unit], pkg: Package) -> bool:
+    """Whether the implied `src/main.cpp` is one of the package's sources. Only an explicit
+    target's `main` may lie outside them; leaving the implied one out is a mistake to name,
+    except with `sources = []`, which builds nothing."""
+    if any(u.source.path == main for u in units):
+        return True
+    if pkg.manifest.build.sources == ():
+        return False
+    raise McppError(f"the main source `{main}` of target `{pkg.name}` is not among the package's sources; add it to "
+                    f"`[build] sources` (or write `sources = []` to build nothing)",
+                    pkg.manifest.position("build", "sources"))

@@ -22,6 +22,7 @@ from .api_errors import ProgramApiError, _need_str
 from .api_providers import ProvidersApi
 from .context import ProgramContext
 from ..package.program_result import ROLES, ProgramResult, RuleAction
+from ..payloads import version as payload_version
 
 # `floor("name >= version")`: the shape checked here, compared with facts in driver.py.
 FLOOR = re.compile(r"\s*(?P<name>[A-Za-z0-9_.:+-]+)\s*(?P<op>>=|==)\s*(?P<version>\S+)\s*$")
@@ -108,13 +109,31 @@ class McppApi(ContextApi, ProvidersApi):
             f"whose entry says `reexport = true`")
 
     def xpkg_dir(self, a: str, b: str | None = None) -> str:
-        ns, name = (None, a) if b is None else (a, b)
+        """`xpkg_dir("xim:gen")`, `xpkg_dir("gen")`, `xpkg_dir("xim", "gen")`, with a version
+        requirement `xpkg_dir("xim:gen@>=1.2")` or `xpkg_dir("xim:gen", ">=1.2")`: the installed
+        directory of the build's one version of that payload, `""` when the environment has none
+        (or has one the requirement excludes). The environment is the project's, whichever
+        package or axis declared the payload."""
+        _need_str("xpkg_dir", "name", a)
+        requirement = ""
+        if b is not None:
+            _need_str("xpkg_dir", "name", b)
+            if _is_requirement(b):
+                requirement = b
+            else:
+                a = f"{a}:{b}"
+        ns, _, rest = a.rpartition(":")
+        name, _, at = rest.partition("@")
+        requirement = requirement or at
+        req = payload_version.parse(requirement)
+        if isinstance(req, str):
+            raise ProgramApiError(f"xpkg_dir(`{a}`): {req}")
         for p in self.ctx.payloads:
-            if p.name == name and (ns is None or ns == p.namespace):
+            if p.name == name and (not ns or ns == p.namespace):
                 if not p.directory:
-                    raise ProgramApiError(f"payload `{p.namespace}:{p.name}` is declared but not installed "
-                                          f"(this engine does not install payloads yet)")
-                return p.directory
+                    raise ProgramApiError(f"payload `{p.namespace}:{p.name}` is in the environment but not "
+                                          f"installed")
+                return p.directory if req.allows(p.version) else ""
         return ""
 
     # -- declarations ----------------------------------------------------------------------------
@@ -282,6 +301,11 @@ class McppApi(ContextApi, ProvidersApi):
             raise ProgramApiError(f"{where}: {what} `{shown}` is longer than a file system allows "
                                   f"({_NAME_MAX} bytes a name, {_PATH_MAX} a path)")
         return resolved
+
+
+def _is_requirement(text: str) -> bool:
+    """Whether the second argument of `xpkg_dir` is a version requirement rather than a name."""
+    return bool(re.match(r"^\s*(>=|<=|>|<|=|\^|~|\d)", text)) and not isinstance(payload_version.parse(text), str)
 
 
 def run_glob(root: str, pattern: str) -> list[str]:

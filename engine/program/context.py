@@ -42,6 +42,7 @@ class PayloadRef:
     namespace: str
     name: str
     directory: str  # "" when not installed
+    version: str = ""  # the resolved version, what a range given to `xpkg_dir` is checked against
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from ..package.sources import device_extensions, package_sources
 from .api import FLOOR, McppApi
 from .api_providers import dep_infos
 from .cache import ProgramCache, dependencies
-from .context import AccelEntry, PayloadRef, ProgramContext, RuleModuleRef, ToolRef
+from .context import AccelEntry, ProgramContext, RuleModuleRef, ToolRef
 from .evaluate import PROGRAM_NAME, Evaluation, loads_of, parse, program_path
 from .modules import Loader, RuleModule, library_path, resolve, unavailable, visible_rule_modules
 
@@ -104,7 +104,7 @@ class ProgramInputs:
     host: str
     accel: tuple[AccelEntry, ...]
     tools_of: Callable[[Package], list]  # package -> visible HostTools
-    payload_dir: Callable[[str, str, str], str]  # (namespace, name, version) -> directory or ""
+    payloads: tuple = ()  # PayloadRef of every resolved payload: one environment for every package
     extras: Callable[[Package, dict], dict] = lambda pkg, rule_modules: {}  # api_context.context_extras
 
 
@@ -118,7 +118,7 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
     for pkg in graph.order:
         c = checked[pkg]
         exts = device_extensions(pkg)
-        device = [s.path for s in package_sources(pkg) if s.role == Role.DEVICE] if exts else []
+        device = [s.path for s in package_sources(pkg) if s.role == Role.DEVICE]
         if c.path is None:
             pkg.program = None
             _check_claims(pkg, device, exts, ProgramResult())
@@ -152,8 +152,7 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
 
 def _context(pkg: Package, device: list[str], c: Checked, inputs: ProgramInputs) -> ProgramContext:
     m = pkg.manifest
-    payloads = tuple(PayloadRef(p.namespace, p.name, inputs.payload_dir(p.namespace, p.name, p.version))
-                     for p in m.xlings.deps + m.xlings.workspace)
+    payloads = inputs.payloads
     return ProgramContext(
         package=m.name, version=m.version or "", namespace=m.namespace or "", manifest_dir=pkg.root,
         out_dir=inputs.gen_dir(m.name), profile=inputs.profile, target=inputs.target,
@@ -172,10 +171,12 @@ def _check_claims(pkg: Package, device: list[str], exts: dict[str, str], result:
         ext = os.path.splitext(rel)[1]
         why = (f"no action of `{display_path(os.path.join(pkg.root, PROGRAM_NAME))}` reads it"
                if pkg.program is not None else f"`{pkg.name}` has no {PROGRAM_NAME} to declare one")
-        raise ManifestError(
-            f"device source `{rel}` is not claimed by any action: {why}", pkg.manifest.position("build", "sources"),
-            [f"note: `{ext}` is a device extension of `{exts.get(ext, '?')}`; its rule declares the action that "
-             f"compiles each source (`mcpp.action(..., inputs = [source])`)"])
+        note = (f"note: `{ext}` is a device extension of `{exts[ext]}`; its rule declares the action that "
+                f"compiles each source (`mcpp.action(..., inputs = [source])`)" if ext in exts else
+                f"note: `{ext}` is a device source (docs/accelerators.md); no rule package this package uses "
+                f"compiles it, so nothing would link its object")
+        raise ManifestError(f"device source `{rel}` is not claimed by any action: {why}",
+                            pkg.manifest.position("build", "sources"), [note])
 
 
 

@@ -16,6 +16,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent.parent
 EXAMPLES = REPO / "examples"
 
+# The warm build server (docs/server.md) is off for the suite unless MCPP_TEST_SERVER=1
+# (`make test-server`): then every `mcpp build/run/test` a test starts goes through a server,
+# and the suite checks that output, exit codes and Ctrl-C are the same as in process. Set in
+# os.environ so that tests which build their own environment from it get the same mode.
+SERVER_MODE = os.environ.get("MCPP_TEST_SERVER", "") not in ("", "0")
+if SERVER_MODE:
+    os.environ.pop("MCPP_NO_SERVER", None)
+    os.environ.setdefault("MCPP_SERVER_IDLE", "30")  # one server per test project: let them go soon
+else:
+    os.environ["MCPP_NO_SERVER"] = "1"
+
 
 def mcpp_executable() -> str:
     candidate = Path(sys.executable).parent / "mcpp"

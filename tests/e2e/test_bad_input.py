@@ -199,7 +199,7 @@ STATE = {
     "stat records": ("target/dev/.mcpp/stat", marshal.dumps(("mcpp-statcache-1", {"/x": (1, 2)}))),
     "action records": ("target/dev/.mcpp/actions",
                        marshal.dumps(("mcpp-state-3", {"compile p:src/main.cpp": 5}))),
-    "source scans": ("target/dev/.mcpp/scans", marshal.dumps(("mcpp-scans-1", {"x": 1}, {}))),
+    "source scans": ("target/dev/.mcpp/scans", marshal.dumps(("mcpp-scans-2", {"x": 1}, {}, {}))),
     "toolchains.json": ("$MCPP_HOME/toolchains.json", b"[]"),
     "toolchains.json damaged": ("$MCPP_HOME/toolchains.json", b'{"/usr/bin/g++": '),
     "program cache": ("target/dev/.mcpp/programs/p.json", b'"x"'),

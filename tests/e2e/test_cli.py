@@ -98,11 +98,12 @@ def test_progress_counter_on_a_terminal(tmp_path, mcpp):
     assert "Finished dev" in text
 
 
-def test_compile_commands_json_is_written_at_the_root(tmp_path, mcpp):
+def test_compile_commands_json_is_written_under_target(tmp_path, mcpp):
     import json
     root = copy_example("01-hello", tmp_path)
     mcpp("build", cwd=root, check=True)
-    entries = json.loads((root / "compile_commands.json").read_text())
+    assert not os.path.lexists(root / "compile_commands.json")  # the source tree is left alone unasked
+    entries = json.loads((root / "target" / "compile_commands.json").read_text())
     assert sorted(os.path.basename(e["file"]) for e in entries) == ["greeting.cpp", "main.cpp"]
     assert all(e["directory"] == str(root) for e in entries)
 

@@ -22,7 +22,7 @@ def test_02_with_deps_imports_a_named_module_from_a_path_dependency(mcpp, tmp_pa
     assert "Hello from the greet module!\nanswer = 42" in res.out
     assert "Compiling greet v0.2.0" in res.out and "Compiling app v0.1.0 (.)" in res.out
     assert (root / "target" / "dev" / "app").is_file()
-    assert (root / "compile_commands.json").is_file()
+    assert (root / "target" / "compile_commands.json").is_file()
 
 
 def test_04_workspace_builds_all_members_from_the_root_and_one_from_a_member(mcpp, tmp_path):

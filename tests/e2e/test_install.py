@@ -71,4 +71,4 @@ def test_wheel_installs_beside_a_distribution_named_engine(tmp_path):
     assert "Hello" in out.stdout, out.stdout
     star = run(venv / "bin" / "python", "-c",
                "import os, mcpp.starlark_rules as s; print(os.listdir(os.path.dirname(s.__file__)))")
-    assert "paths.star" in star.stdout
+    assert "paths.star" in star.stdout and "payload-index" in star.stdout

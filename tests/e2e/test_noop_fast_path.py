@@ -15,7 +15,7 @@ PROBE = ("import sys; sys.argv = ['mcpp', 'build']\n"
 
 
 def build_in_process(root, mcpp) -> str:
-    env = {**os.environ, "MCPP_HOME": str(mcpp.home)}
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home), "MCPP_NO_SERVER": "1"}  # the probe looks at this process
     p = subprocess.run([sys.executable, "-c", PROBE], cwd=root, env=env, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     return p.stderr.strip().splitlines()[-1]

@@ -115,7 +115,8 @@ def test_stale_sandbox_directories_of_a_killed_build_are_reclaimed(project, mcpp
     from e2e_support import default_sigint, mcpp_executable
 
     root = _slow_project(project)
-    env = {**os.environ, "MCPP_HOME": str(mcpp.home)}
+    # In process: the sandbox directories are named by the engine's pid, and the kill must reach it.
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home), "MCPP_NO_SERVER": "1"}
     proc = subprocess.Popen([mcpp_executable(), "build", "-j", "2", "--sandbox", "dir"], cwd=root, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     sandboxes = mcpp.home / "sandbox"

@@ -36,7 +36,8 @@ def test_paths_under_target_profile():
     assert layout.state_dir == "/w/target/release/.mcpp"
     state = {layout.action_state, layout.scan_cache, layout.stat_cache, layout.explain_log, layout.program_cache}
     assert len(state) == 5 and all(os.path.dirname(p) == layout.state_dir for p in state)
-    assert layout.compile_commands == "/w/compile_commands.json"
+    assert layout.compile_commands == "/w/target/compile_commands.json"
+    assert layout.compile_commands_link == "/w/compile_commands.json"
     assert layout.rel(layout.abs("target/release/x.o")) == "target/release/x.o"
 
 
@@ -80,4 +81,5 @@ def test_home_is_resolved_only_at_the_command_layer():
     engine = Path(__file__).resolve().parents[3] / "engine"
     callers = sorted(str(p.relative_to(engine)) for p in engine.rglob("*.py")
                      if re.search(r"Home\.default\b", p.read_text()))
-    assert callers == ["build.py", "cache_cmd.py"]
+    # server/paths.py: the command line's client names the server of this home (no store opened).
+    assert callers == ["build.py", "cache_cmd.py", "server/paths.py"]

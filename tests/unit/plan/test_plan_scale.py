@@ -26,11 +26,15 @@ SMALL = 64
 _names = itertools.count()
 
 
-def _project(project, n: int, *, computed_include: bool):
+def _project(project, n: int, *, computed_include: bool, target: bool = False):
     """One package of `n` sources and n/2 headers; each source includes two headers. With
     `computed_include` each source also includes through a macro, so the include scan cannot
-    bound what a compile reads and every compile falls back to the whole header pool."""
-    files = {"mcpp.toml": '[package]\nname = "big"\nversion = "0.1.0"\n\n[build]\ninclude_dirs = ["include"]\n'}
+    bound what a compile reads and every compile falls back to the whole header pool. With
+    `target` the sources belong to a `[targets.app]` with settings of its own, whose compiles
+    also read the headers beside the target's sources."""
+    files = {"mcpp.toml": '[package]\nname = "big"\nversion = "0.1.0"\n\n[build]\ninclude_dirs = ["include"]\n'
+             + ('\n[targets.app]\nmain = "src/main.cpp"\nsources = ["src/u*.cpp"]\ndefines = ["APP=1"]\n'
+                if target else "")}
     headers = n // 2
     for h in range(headers):
         files[f"include/big/h{h}.hpp"] = f"#pragma once\ninline int h{h}() {{ return {h}; }}\n"
@@ -68,12 +72,13 @@ def _count(root, execroot):
     return ops, sum(kept.values()), compiles
 
 
-@pytest.mark.parametrize("computed_include", [False, True], ids=["scanned", "whole-pool"])
-def test_planning_work_grows_linearly_with_units(project, tmp_path, computed_include):
+@pytest.mark.parametrize("computed_include,target", [(False, False), (True, False), (True, True)],
+                         ids=["scanned", "whole-pool", "whole-pool-target"])
+def test_planning_work_grows_linearly_with_units(project, tmp_path, computed_include, target):
     # The first plan of the session also imports and initializes the engine's modules: run one
     # before counting, so that only planning is counted.
-    _, n1, n2, n4 = (_count(_project(project, k * SMALL, computed_include=computed_include), tmp_path)
-                     for k in (1, 1, 2, 4))
+    _, n1, n2, n4 = (_count(_project(project, k * SMALL, computed_include=computed_include, target=target),
+                            tmp_path) for k in (1, 1, 2, 4))
     assert [c for *_, c in (n1, n2, n4)] == [SMALL + 1, 2 * SMALL + 1, 4 * SMALL + 1]
     # Work = fixed + per unit (+ per unit pair, if something is quadratic). Going from 2N to 4N
     # adds twice what going from N to 2N added when the work is linear, four times when the

@@ -77,7 +77,7 @@ def test_a_module_interface_compiles_before_its_importer_gcc(root, tmp_path):
     assert iface.outputs == ("app/target/dev/obj/geo/src/geo.cppm.o", "app/target/dev/bmi/geo.gcm",
                              "app/target/dev/obj/geo/src/geo.cppm.d")
     argv = list(iface.argv)
-    assert argv[0] == "/fake/bin/g++" and "-std=c++20" in argv
+    assert argv[0] == "/fake/bin/g++" and "-std=c++23" in argv
     assert "-fmodules-ts" in argv and "-fmodule-mapper=app/target/dev/obj/geo/src/geo.cppm.map" in argv
     assert argv[argv.index("-x") + 1] == "c++"
     assert argv[argv.index("-c") + 1] == "geo/src/geo.cppm"

@@ -1,0 +1,164 @@
+"""The build's environment: declarations -> one version per package -> installed directories.
+
+`resolve_environment` is the one entry point (see its docstring). The steps, in order:
+
+1. collect every declaration that applies (declarations.py); a manifest whose tool selector names
+   a resolved layer was already refused when it was read, so nothing below runs for it;
+2. arbitrate and validate per package (arbitrate.py);
+3. choose the release against the index: an exact pin must exist; `""` and ranges take the
+   highest release (for this host platform) that every requirement allows, and a range nothing
+   satisfies is refused naming the highest release there is;
+4. install (install.py) or adopt (system.py).
+
+Indexes are consulted only from step 3 on, and only when there is at least one declaration.
+"""
+from __future__ import annotations
+
+import os
+import platform as host_platform
+from dataclasses import dataclass, field
+
+from . import system, version as versions
+from .arbitrate import Choice, arbitrate
+from .declarations import collect
+from .descriptor import Descriptor
+from .errors import PayloadError
+from .index import IndexSet, configured
+from .install import install, installed
+
+
+@dataclass(frozen=True)
+class ResolvedPayload:
+    namespace: str
+    name: str
+    version: str
+    axis: str  # the winning declaration's: "host" | "target"
+    source: str  # "archive" | "dir" | "system"
+    directory: str  # "" when not installed (`mcpp payload list` without fetching)
+    declared_by: str  # the package whose declaration won
+    declared_at: str  # file:line:col of that declaration
+    why: str
+    bins: tuple[str, ...]  # relative to directory
+    index: str
+
+    @property
+    def address(self) -> str:
+        return f"{self.namespace}:{self.name}"
+
+    def to_json(self) -> dict:
+        return {"id": self.address, "version": self.version, "axis": self.axis, "source": self.source,
+                "directory": self.directory or None, "declared_by": self.declared_by,
+                "declared_at": self.declared_at, "why": self.why, "bins": list(self.bins), "index": self.index}
+
+
+@dataclass
+class Environment:
+    payloads: list[ResolvedPayload] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def roots(self) -> tuple[str, ...]:
+        """The installed directories (and where they really are), for the sandbox to show read-only."""
+        out: dict[str, None] = {}
+        for p in self.payloads:
+            if p.directory:
+                out.setdefault(p.directory, None)
+                out.setdefault(os.path.realpath(p.directory), None)
+        return tuple(out)
+
+    def to_json(self) -> dict:
+        return {"payloads": [p.to_json() for p in self.payloads]}
+
+
+def host_platform_key() -> str:
+    """`linux-x86_64`: the key of a descriptor's per-platform sources for this machine."""
+    return f"{host_platform.system().lower()}-{host_platform.machine()}"
+
+
+def resolve_environment(graph, payloads_root: str, home_root: str, *, install_missing: bool = True,
+                        status=None, warn=None, indexes: IndexSet | None = None) -> Environment:
+    """Resolve, and by default install, the payload environment of one build.
+
+    `graph` is the loaded `PackageGraph` (manifests folded for this build's target and accel set,
+    features expanded); `payloads_root` is `$MCPP_HOME/payloads` and `home_root` `$MCPP_HOME`
+    (whose config.toml lists indexes). With `install_missing=False` nothing is fetched or
+    unpacked and a payload not yet in the store has `directory == ""` (`mcpp payload list`).
+    `status(verb, text)` reports installs, `warn(text)` overridden pins. Raises `PayloadError`
+    (exit 2) for a refusal; returns the `Environment`: one `ResolvedPayload` per package, in
+    declaration order, whose `directory` is what `mcpp.xpkg_dir` answers.
+    """
+    declarations = collect(graph)
+    env = Environment()
+    if not declarations:
+        return env  # never contact an index for a build that needs no payload
+    choices = arbitrate(declarations)
+    indexes = indexes or IndexSet(configured(home_root))
+    platform = host_platform_key()
+    for choice in choices:
+        for note in choice.notes:
+            env.notes.append(note)
+            if warn is not None:
+                warn(note)
+        found = indexes.find(*choice.identity)
+        if found is None:
+            d = choice.winner
+            raise PayloadError(f"payload `{choice.address}` is not in any payload index (searched: "
+                               f"{indexes.describe()})", d.position,
+                               [f"help: add an index that describes it to `[payloads] index` in "
+                                f"{os.path.join(home_root, 'config.toml')} or to MCPP_PAYLOAD_INDEX"])
+        index, desc = found
+        chosen = _choose_version(choice, desc, platform)
+        source = desc.source(chosen, platform)
+        if install_missing:
+            directory = install(payloads_root, index, desc, chosen, source, status)
+        elif source.kind == "system":
+            directory = system.adopt(source, chosen)[0] or ""
+        else:
+            directory = installed(payloads_root, desc.namespace, desc.name, chosen) or ""
+        w = choice.winner
+        env.payloads.append(ResolvedPayload(desc.namespace, desc.name, chosen, w.spec.axis, source.kind, directory,
+                                            w.package, str(w.position), choice.why, desc.bins, index.location))
+    return env
+
+
+def _choose_version(choice: Choice, desc: Descriptor, platform: str) -> str:
+    w = choice.winner
+    listed = desc.versions_for(platform)
+    if not listed:
+        raise PayloadError(f"payload `{choice.address}` has no release for this machine ({platform}) in "
+                           f"{desc.location}", w.position)
+    available, unavailable = [], []
+    for v in listed:
+        s = desc.source(v, platform)
+        if s.kind == "system":
+            ok, why = system.adopt(s, v)
+            if ok is None:
+                unavailable.append(f"{v}: {why}")
+                continue
+        available.append(v)
+    reqs = [w.requirement] + [d.requirement for d in choice.requirements if d is not w]
+    if w.requirement.kind == "pin":
+        match = next((v for v in available if versions.compare(v, w.spec.version) == 0), None)
+        if match is None:
+            raise PayloadError(f"payload `{choice.address}` has no release {w.spec.version} for {platform} "
+                               f"(declared as {w.describe()}){_listing(available, unavailable)}", w.position,
+                               [f"help: pin one of the available versions, or write a requirement such as "
+                                f"`>={w.spec.version}`"])
+        return match
+    candidates = [v for v in available if all(r.allows(v) for r in reqs)]
+    if candidates:
+        return max(candidates, key=lambda v: versions.key(v) + (0,) * 8)
+    stating = [d for d in [w] + [r for r in choice.requirements if r is not w] if d.requirement.kind != "any"]
+    stated = " and ".join(d.describe() for d in stating)
+    highest = max(available, key=lambda v: versions.key(v) + (0,) * 8) if available else None
+    raise PayloadError(f"no release of `{choice.address}` satisfies {stated or 'the declarations'}; "
+                       f"the highest available for {platform} is {highest or 'none'}"
+                       f"{_listing(available, unavailable)}", w.position,
+                       [f"help: lower the requirement to one {highest} satisfies" if highest else
+                        "help: add a release to the index"])
+
+
+def _listing(available: list[str], unavailable: list[str]) -> str:
+    text = f"; available: {', '.join(available) or 'none'}"
+    if unavailable:
+        text += f"; not on this machine: {'; '.join(unavailable)}"
+    return text

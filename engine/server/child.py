@@ -1,0 +1,118 @@
+"""The forked child that runs one build for a client, as the `mcpp` process would have.
+
+The server forks a child per request, so nothing one build does to the process (environment,
+working directory, umask, signal handlers, module-level caches, open files) can reach the
+next: the child starts from the server's warm state and dies with the build. What it must
+restore is what a fresh `mcpp` process gets from its parent: the client's environment,
+working directory, umask and stdin/stdout/stderr (dup'ed onto 0, 1 and 2, and `sys.std*`
+rebuilt over them with the buffering and encoding Python would have picked).
+"""
+from __future__ import annotations
+
+import ctypes
+import io
+import locale
+import os
+import signal
+import sys
+import tempfile
+import time
+from typing import Callable
+
+_PR_SET_PDEATHSIG = 1
+
+
+def run(request: dict, fds: list[int], command: Callable[[list[str]], None]) -> int:
+    """Become the client's `mcpp` process, run `command(argv)`; the exit status."""
+    os.setpgid(0, 0)  # Ctrl-C forwarded to the group reaches the build's processes, as from a terminal
+    _die_with_server()
+    for target, fd in enumerate(fds[:3]):
+        os.dup2(fd, target, inheritable=True)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    _forget_environment_caches()
+    os.chdir(request["cwd"])
+    os.umask(request["umask"])
+    sys.argv = ["mcpp", *request["argv"]]
+    _reset_signals()
+    _reopen_stdio()
+    try:
+        command(list(request["argv"]))
+        code = 0
+    except SystemExit as e:
+        code = _exit_code(e.code)
+    except KeyboardInterrupt:
+        code = 130
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    return code
+
+
+def _forget_environment_caches() -> None:
+    """What the standard library read from the server's environment and kept: the temporary
+    directory (`TMPDIR`) and the time zone (`TZ`)."""
+    tempfile.tempdir = None
+    time.tzset()
+
+
+def _exit_code(value) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value & 0xFF
+    sys.stderr.write(f"{value}\n")
+    return 1
+
+
+def _die_with_server() -> None:
+    """A server killed mid-build takes its builds with it (SIGTERM: cancelled quietly, so the
+    client's in-process retry is the only build the user sees)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:  # the server died between fork and prctl
+        os._exit(1)
+
+
+def _orphaned(signum, frame):
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    raise KeyboardInterrupt
+
+
+def _reset_signals() -> None:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _orphaned)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def _reopen_stdio() -> None:
+    """`sys.stdin/stdout/stderr` as interpreter start-up makes them for these descriptors."""
+    try:
+        locale.setlocale(locale.LC_CTYPE, "")
+    except locale.Error:
+        pass
+    forced = os.environ.get("PYTHONIOENCODING", "")
+    encoding, _, errors = forced.partition(":")
+    encoding = encoding or ("utf-8" if sys.flags.utf8_mode else locale.getpreferredencoding(False))
+    c_locale = locale.setlocale(locale.LC_CTYPE) in ("C", "POSIX")
+    out_errors = errors or ("surrogateescape" if c_locale else "strict")
+
+    def stream(fd: int, mode: str, errs: str, line_buffering: bool):
+        raw = io.FileIO(fd, mode, closefd=False)
+        buffered = io.BufferedReader(raw) if mode == "r" else io.BufferedWriter(raw)
+        return io.TextIOWrapper(buffered, encoding=encoding, errors=errs, line_buffering=line_buffering)
+
+    sys.stdin = sys.__stdin__ = stream(0, "r", out_errors, False)
+    sys.stdout = sys.__stdout__ = stream(1, "w", out_errors, os.isatty(1))
+    sys.stderr = sys.__stderr__ = stream(2, "w", "backslashreplace", True)

@@ -1,0 +1,193 @@
+"""The `mcpp` side of the server: decide, connect (starting a server on first use), hand over.
+
+Only `build`, `run` and `test` go to a server; everything else, `--no-server`,
+`MCPP_NO_SERVER=1`, and a directory with no `mcpp.toml` above it run in process. Whatever goes
+wrong with the server itself (it cannot start, it dies mid-build, it answers nonsense) costs
+one warning and an in-process build: `route` returns None and the caller builds.
+
+This module runs before the engine is imported: the standard library and `protocol`/`paths`
+only.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from . import protocol
+from .paths import home_dir, log_file, server_dir, server_id, socket_address, workspace_root
+
+ROUTED = ("build", "run", "test")
+NO_SERVER_ENV = "MCPP_NO_SERVER"
+NO_SERVER_FLAG = "--no-server"
+_GLOBAL_WITH_VALUE = ("--color", "-j", "--jobs", "--manifest-path")
+_START_WAIT_S = 30.0
+
+
+class _Fallback(Exception):
+    """The server could not run this build; the message (if any) is the one warning."""
+
+
+def wanted(argv: list[str]) -> tuple[str, str | None] | None:
+    """(subcommand, --manifest-path) when this command line goes to a server, else None."""
+    if os.environ.get(NO_SERVER_ENV, "") not in ("", "0"):
+        return None
+    manifest_path = None
+    command = None
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            break
+        if a == NO_SERVER_FLAG:
+            return None
+        if command is None:
+            if a in _GLOBAL_WITH_VALUE:
+                if a == "--manifest-path" and i + 1 < len(argv):
+                    manifest_path = argv[i + 1]
+                i += 2
+                continue
+            if a.startswith("--manifest-path="):
+                manifest_path = a.split("=", 1)[1]
+            elif a in ("-h", "--help", "--version"):
+                return None
+            elif not a.startswith("-"):
+                command = a
+        i += 1
+    if command not in ROUTED:
+        return None
+    return command, manifest_path
+
+
+def route(argv: list[str]) -> int | None:
+    """The exit code of the build the server ran for `argv`, or None: build in process."""
+    target = wanted(argv)
+    if target is None:
+        return None
+    _command, manifest_path = target
+    start = os.path.dirname(os.path.abspath(manifest_path)) if manifest_path else os.getcwd()
+    root = workspace_root(start)
+    if root is None:
+        return None  # the in-process build says what is missing
+    home = home_dir()
+    ident = server_id(root, home)
+    request = {"op": "build", "version": protocol.version(), "argv": argv, "cwd": os.getcwd(),
+               "env": dict(os.environ), "umask": _umask()}
+    try:
+        return _run(ident, root, home, request)
+    except _Fallback as e:
+        if e.args:
+            sys.stderr.write(f"warning: {e.args[0]}; building in process\n")
+            sys.stderr.flush()
+        return None
+
+
+def _run(ident: str, root: str, home: str, request: dict) -> int:
+    for _attempt in range(3):
+        sock = connect(ident) or _start(ident, root, home)
+        try:
+            protocol.send(sock, request, [0, 1, 2])
+        except OSError:
+            sock.close()
+            continue
+        reply = _wait(sock)
+        if reply.get("restart"):  # another version: it has freed the name; start ours
+            _wait_gone(ident)
+            continue
+        if "exit" in reply:
+            return int(reply["exit"])
+        if "crashed" in reply:
+            raise _Fallback(f"the mcpp server's build process died (signal {reply['crashed']})")
+        raise _Fallback(f"the mcpp server answered {reply!r}")
+    raise _Fallback("the mcpp server kept restarting")
+
+
+def connect(ident: str) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(socket_address(ident))
+        if protocol.peer_uid(sock) != os.getuid():  # someone else's process holds the name
+            raise _Fallback("the mcpp server socket belongs to another user")
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def _start(ident: str, root: str, home: str) -> socket.socket:
+    """Start a server in its own session (it outlives this command) and wait for its socket."""
+    os.makedirs(server_dir(home), exist_ok=True)
+    code = "import sys; from mcpp.engine.entry import serve; serve(*sys.argv[1:])"
+    with open(os.devnull, "r+b") as null:
+        proc = subprocess.Popen([sys.executable, "-c", code, ident, root, home], stdin=null, stdout=null,
+                                stderr=null, start_new_session=True, close_fds=True, cwd=root)
+    deadline = time.monotonic() + _START_WAIT_S
+    delay = 0.005
+    while time.monotonic() < deadline:
+        sock = connect(ident)
+        if sock is not None:
+            return sock
+        if proc.poll() is not None:  # it exited: lost a race to another server (retry), or broken
+            sock = connect(ident)
+            if sock is not None:
+                return sock
+            break
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+    raise _Fallback(f"the mcpp server did not start (see {log_file(ident, home)})")
+
+
+def _wait_gone(ident: str) -> None:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        sock = connect(ident)
+        if sock is None:
+            return
+        sock.close()
+        time.sleep(0.02)
+
+
+def _wait(sock: socket.socket) -> dict:
+    """The server's answer, forwarding Ctrl-C (and TERM, HUP) to the build meanwhile."""
+    def forward(signum, _frame):
+        name = signal.Signals(signum).name[3:]
+        try:
+            protocol.send(sock, {"signal": name})
+        except OSError:
+            pass
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        reply = protocol.receive(sock)
+    except (OSError, protocol.ProtocolError):
+        reply = None
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        sock.close()
+    if reply is None:
+        raise _Fallback("the mcpp server stopped before the build finished")
+    return reply
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def request_once(ident: str, message: dict) -> dict | None:
+    """A one-shot request (`status`, `stop`) to a running server; None when none runs."""
+    sock = connect(ident)
+    if sock is None:
+        return None
+    try:
+        protocol.send(sock, message)
+        return protocol.receive(sock)
+    except (OSError, protocol.ProtocolError):
+        return None
+    finally:
+        sock.close()

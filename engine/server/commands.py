@@ -1,0 +1,49 @@
+"""`mcpp server status|stop`: the warm build server of the workspace here (docs/server.md)."""
+from __future__ import annotations
+
+import os
+
+import click
+
+from . import client
+from .paths import home_dir, server_id, workspace_root
+
+
+def _ident(manifest_path: str | None) -> str | None:
+    start = os.path.dirname(os.path.abspath(manifest_path)) if manifest_path else os.getcwd()
+    root = workspace_root(start)
+    if root is None:
+        return None
+    home = home_dir()
+    return server_id(root, home)
+
+
+@click.group("server")
+def server_group():
+    """The warm build server of this workspace (build, run and test go through it)."""
+
+
+@server_group.command("status")
+@click.pass_obj
+def status_cmd(ctx):
+    """Whether a server runs for this workspace, and what it holds."""
+    ident = _ident(ctx.manifest_path)
+    info = client.request_once(ident, {"op": "status"}) if ident else None
+    if info is None:
+        click.echo("no server running for this workspace")
+        return
+    for key, value in info.items():
+        click.echo(f"{key}: {value}")
+
+
+@server_group.command("stop")
+@click.pass_obj
+def stop_cmd(ctx):
+    """Stop this workspace's server (after the builds it is running)."""
+    ident = _ident(ctx.manifest_path)
+    info = client.request_once(ident, {"op": "stop"}) if ident else None
+    if info is None:
+        click.echo("no server running for this workspace")
+        return
+    running = info.get("running", 0)
+    click.echo(f"stopping server after its {running} running build(s)" if running else "stopped server")

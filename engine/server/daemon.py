@@ -1,0 +1,324 @@
+"""The server loop: one thread, one selector, one forked child per build.
+
+Single-threaded on purpose: the server forks, and a fork taken while another thread holds a
+lock (the import lock, a logging handler's) leaves the child stuck on it. Everything the loop
+waits on is a descriptor: the listening socket, each client connection (its Ctrl-C messages,
+or its end), a pidfd per running build, and the watcher's inotify descriptor.
+
+Builds of one workspace run as they would from several terminals: each child takes the build
+lock of its target directory, so a second build waits ("Blocking waiting for file lock") and
+the output says so exactly as in process.
+"""
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import child, protocol
+from .paths import socket_address
+
+IDLE_ENV = "MCPP_SERVER_IDLE"
+DEFAULT_IDLE_S = 3 * 3600  # as Bazel's and Gradle's daemons: a working day's pauses, not a week's
+_TICK_S = 5.0
+_FORWARDED = {"INT": signal.SIGINT, "TERM": signal.SIGTERM, "HUP": signal.SIGHUP, "QUIT": signal.SIGQUIT}
+
+
+@dataclass
+class _Build:
+    conn: socket.socket
+    pid: int
+    pidfd: int | None
+    started: float = field(default_factory=time.monotonic)
+
+
+class Server:
+    def __init__(self, ident: str, root: str, home: str, command: Callable[[list[str]], None],
+                 hooks=None):
+        self.ident, self.root, self.home = ident, root, home
+        self.command = command
+        self.hooks = hooks  # the warm state (warm.py): told when a build starts and ends
+        self.version = protocol.version()
+        self.started = time.time()
+        self.builds_served = 0
+        self.idle_s = _idle_seconds()
+        self.running: dict[int, _Build] = {}
+        self.stopping = False
+        self.last_active = time.monotonic()
+        self.selector = selectors.DefaultSelector()
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def bind(self) -> bool:
+        try:
+            self.listener.bind(socket_address(self.ident))
+        except OSError:  # another server of this workspace won the race
+            return False
+        self.listener.listen(64)
+        self.listener.setblocking(False)
+        self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
+        if self.hooks is not None and self.hooks.fileno() is not None:
+            self.selector.register(self.hooks.fileno(), selectors.EVENT_READ, ("watcher", None))
+        return True
+
+    def serve(self) -> None:
+        while True:
+            if self.stopping and not self.running:
+                return
+            if not self.running and not self.stopping and self._idle_for() > self.idle_s:
+                log("idle: exiting")
+                return
+            for key, _ in self.selector.select(self._timeout()):
+                kind, data = key.data
+                try:
+                    getattr(self, "_on_" + kind)(key.fileobj, data)
+                except Exception:  # noqa: BLE001 - one bad request must not take the server down
+                    log(traceback.format_exc())
+            self._reap_polled()
+            if not self.stopping and self._gone():
+                log("workspace, home or installed sources changed: exiting")
+                self._stop_listening()
+
+    def _timeout(self) -> float:
+        if any(b.pidfd is None for b in self.running.values()):
+            return 0.05
+        return _TICK_S
+
+    def _idle_for(self) -> float:
+        return time.monotonic() - self.last_active
+
+    def _gone(self) -> bool:
+        """Nothing left to serve: the workspace or home is gone, or mcpp was upgraded."""
+        now = time.monotonic()
+        if now - getattr(self, "_checked", 0.0) < _TICK_S:
+            return False
+        self._checked = now
+        if not os.path.isdir(self.root) or not os.path.isdir(self.home):
+            return True
+        return protocol.version() != self.version
+
+    def _stop_listening(self) -> None:
+        """Free the socket name at once (a new server may bind it); finish the running builds."""
+        if self.stopping:
+            return
+        self.stopping = True
+        try:
+            self.selector.unregister(self.listener)
+        except (KeyError, ValueError):
+            pass
+        self.listener.close()
+
+    # -- events -------------------------------------------------------------------------------
+
+    def _on_accept(self, listener, _data) -> None:
+        try:
+            conn, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        self.last_active = time.monotonic()
+        if protocol.peer_uid(conn) != os.getuid():
+            conn.close()
+            return
+        conn.setblocking(True)
+        conn.settimeout(10)
+        try:
+            request, fds = protocol.receive_with_fds(conn)
+        except (OSError, protocol.ProtocolError):
+            conn.close()
+            return
+        conn.settimeout(None)
+        if request is None:
+            conn.close()
+            return
+        op = request.get("op")
+        if op == "build":
+            self._start_build(conn, request, fds)
+            return
+        for fd in fds:
+            os.close(fd)
+        if op == "status":
+            self._reply(conn, self.status())
+        elif op == "stop":
+            self._reply(conn, {"stopping": True, "running": len(self.running)})
+            self._stop_listening()
+        else:
+            self._reply(conn, {"error": f"unknown request {op!r}"})
+
+    def _reply(self, conn: socket.socket, message: dict) -> None:
+        try:
+            protocol.send(conn, message)
+        except OSError:
+            pass
+        conn.close()
+
+    def status(self) -> dict:
+        info = {"pid": os.getpid(), "version": self.version, "root": self.root,
+                "uptime_s": round(time.time() - self.started, 1), "builds": self.builds_served,
+                "running": len(self.running), "idle_exit_s": self.idle_s, "memory_kb": _rss_kb()}
+        if self.hooks is not None:
+            info.update(self.hooks.status())
+        return info
+
+    def _start_build(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
+        if request.get("version") != self.version:
+            for fd in fds:
+                os.close(fd)
+            self._reply(conn, {"restart": "version"})
+            self._stop_listening()
+            return
+        if self.hooks is not None:
+            try:
+                self.hooks.before_fork(request)
+            except Exception:  # noqa: BLE001 - the warm state is an optimisation; the build runs anyway
+                log(traceback.format_exc())
+        pid = os.fork()
+        if pid == 0:
+            try:
+                self._in_child()
+                conn.close()
+                code = child.run(request, fds, self.command)
+                if self.hooks is not None:
+                    self.hooks.child_done()
+            except BaseException:  # noqa: BLE001 - the child could not become the client's process:
+                # die as a crash does, so the client warns once and builds in process
+                log(traceback.format_exc())
+                os.kill(os.getpid(), signal.SIGKILL)
+            os._exit(code)
+        if self.hooks is not None:
+            self.hooks.forked(pid)
+        for fd in fds:
+            os.close(fd)
+        self.builds_served += 1
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            pidfd = None
+        build = _Build(conn, pid, pidfd)
+        self.running[pid] = build
+        self.selector.register(conn, selectors.EVENT_READ, ("client", build))
+        if pidfd is not None:
+            self.selector.register(pidfd, selectors.EVENT_READ, ("exited", build))
+
+    def _in_child(self) -> None:
+        """Drop every descriptor the server holds, so no build keeps the socket name bound or
+        a client's connection open after the server is gone."""
+        self.selector.close()
+        if not self.stopping:
+            self.listener.close()
+        for build in self.running.values():
+            build.conn.close()
+            if build.pidfd is not None:
+                os.close(build.pidfd)
+        if self.hooks is not None:
+            self.hooks.in_child()
+
+    def _on_watcher(self, _fd, _data) -> None:
+        self.hooks.on_readable()
+
+    def _on_client(self, conn, build: _Build) -> None:
+        try:
+            message = protocol.receive(conn)
+        except (OSError, protocol.ProtocolError):
+            message = None
+        if message is None:  # the client is gone (killed): cancel its build quietly
+            self.selector.unregister(conn)
+            _signal_group(build.pid, signal.SIGTERM)
+            return
+        sig = _FORWARDED.get(message.get("signal", ""))
+        if sig is not None:
+            _signal_group(build.pid, sig)
+
+    def _on_exited(self, pidfd, build: _Build) -> None:
+        self._finish(build)
+
+    def _reap_polled(self) -> None:
+        for build in [b for b in self.running.values() if b.pidfd is None]:
+            self._finish(build, block=False)
+
+    def _finish(self, build: _Build, block: bool = True) -> None:
+        pid, status = os.waitpid(build.pid, 0 if block else os.WNOHANG)
+        if pid == 0:
+            return
+        del self.running[build.pid]
+        if build.pidfd is not None:
+            self.selector.unregister(build.pidfd)
+            os.close(build.pidfd)
+        try:
+            self.selector.unregister(build.conn)
+        except (KeyError, ValueError):
+            pass
+        self.last_active = time.monotonic()
+        if os.WIFSIGNALED(status):
+            message = {"crashed": os.WTERMSIG(status)}
+        else:
+            message = {"exit": os.WEXITSTATUS(status)}
+        if self.hooks is not None:
+            self.hooks.after_build(build.pid, message)
+        self._reply(build.conn, message)
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+
+def _idle_seconds() -> float:
+    try:
+        return float(os.environ.get(IDLE_ENV, DEFAULT_IDLE_S))
+    except ValueError:
+        return DEFAULT_IDLE_S
+
+
+def _rss_kb() -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+_LOG = None
+
+
+def log(text: str) -> None:
+    if _LOG is not None:
+        _LOG.write(f"{time.strftime('%H:%M:%S')} [{os.getpid()}] {text.rstrip()}\n")
+        _LOG.flush()
+
+
+def main(ident: str, root: str, home: str, command: Callable[[list[str]], None], hooks=None) -> None:
+    """Detached already (the client starts it in a new session); runs until idle or stopped."""
+    global _LOG
+    from .paths import log_file
+
+    os.makedirs(os.path.dirname(log_file(ident, home)), exist_ok=True)
+    _LOG = open(log_file(ident, home), "a", buffering=1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    server = Server(ident, root, home, command, hooks)
+    if not server.bind():
+        log("another server holds the socket: exiting")
+        return
+    log(f"serving {root} (version {server.version})")
+    try:
+        server.serve()
+    finally:
+        log("exit")
+    sys.exit(0)

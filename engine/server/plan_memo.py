@@ -1,0 +1,93 @@
+"""A build's plan, reused from the server's memory when nothing it was made from changed.
+
+Planning reads: the package graph (manifests folded for the build's context, with each build
+program's result attached), the toolchain, the profile, the directory listings the source globs
+walk, and, per source and header, what the module and include scanners found in it. A server
+holds the plan of the previous build of the same request (`warm.py`) and learns from its
+watcher what changed since that build began. Here, in the build child, the plan is taken again
+only when:
+
+- the watcher saw no change to the shape of any package tree (no file created, deleted, renamed
+  or re-moded: a glob could see it), only rewritten contents;
+- the graph, toolchain identity, profile and target directory are equal to the ones the plan was
+  made from (compared by value: the graph is loaded and its programs evaluated on every build);
+- every rewritten file the scanners read scans to the same module facts and include directives
+  (an edit inside a function body keeps the plan; an edit of an `#include` line does not).
+
+In process (no server) nothing is given and `plan` simply plans.
+"""
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass
+class Entry:
+    """A plan and what it was made from."""
+    plan: object
+    context: bytes  # pickled (graph, toolchain identity, profile, target dir, ...)
+    roots: list[str]  # the package roots: what the server's watcher must cover
+    scanned: dict[str, object] = field(default_factory=dict)  # path -> module facts
+    included: dict[str, object] = field(default_factory=dict)  # path -> include directives
+
+
+@dataclass
+class Given:
+    entry: Entry
+    changed: set[str]  # files whose contents were rewritten since `entry`'s build began
+
+
+# Set by the server in its own memory just before it forks a build child; the child reads them.
+active = False  # in a server's build child: plans are remembered
+given: Given | None = None
+# Set in the child by the build's planning: the new entry, pickled at once (the build that follows
+# must not be able to change what is remembered), or REUSED; the server collects it after the exit.
+REUSED = b"reused"
+produced: bytes | None = None
+
+
+def plan(make: Callable[[Callable, Callable | None], object], scan: Callable, includes: Callable | None,
+         graph, context: tuple, top: bool = True) -> object:
+    """`make(scan, includes)` or the given plan, when it provably equals what `make` would return.
+    `context` is everything besides `graph` planning reads; `top` is False for a host tool's
+    build inside the build, which is neither remembered nor given."""
+    global produced
+    if not active or not top:
+        return make(scan, includes)
+    try:
+        context = (graph, *context)
+        key = pickle.dumps(context, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - something in the graph does not pickle: plan every time
+        return make(scan, includes)
+    if given is not None and given.entry.context == key and _scans_hold(given, scan, includes):
+        produced = REUSED
+        return given.entry.plan
+    scanned: dict[str, object] = {}
+    included: dict[str, object] = {}
+
+    def recording_scan(path: str):
+        scanned[path] = result = scan(path)
+        return result
+
+    def recording_includes(path: str):
+        included[path] = result = includes(path)
+        return result
+
+    result = make(recording_scan, recording_includes if includes is not None else None)
+    try:
+        produced = pickle.dumps(Entry(result, key, [p.root for p in graph.order], scanned, included), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - a plan that does not pickle is planned again next time
+        produced = None
+    return result
+
+
+def _scans_hold(g: Given, scan: Callable, includes: Callable | None) -> bool:
+    entry = g.entry
+    for path in g.changed:
+        if path in entry.scanned and scan(path) != entry.scanned[path]:
+            return False
+        if path in entry.included and (includes is None or includes(path) != entry.included[path]):
+            return False
+    return True

@@ -1,0 +1,69 @@
+"""A build's incremental state (stat cache, action records, scan cache), loaded ahead of time.
+
+Every build opens three marshal files under `target/<profile>/.mcpp/` (engine/incremental.py);
+for a few hundred actions that is tens of milliseconds of a no-op. A server loads them after
+each build, while it waits for the next request, and a build child takes the loaded objects
+when each file still has the stat it had when the server read it: the objects are then exactly
+what loading the files would give (the stat cache's racy-timestamp guard reads the cache file's
+own mtime, not the clock). The child works on its own copy (the fork's), so nothing it changes
+reaches the server or the next build except through the files it saves.
+
+In process (no server) `open_state` simply opens the files.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+from mcpp.cas.statcache import StatCache
+
+from ..incremental import BuildState, ScanCache
+
+Paths = tuple[str, str, str, str]  # stat cache, action state, execroot, scan cache
+
+active = False  # in a server's build child: the paths opened are handed to the server
+given: dict[Paths, tuple[tuple, tuple]] = {}  # set by the server: paths -> (stamps, objects)
+used: list[Paths] = []
+
+
+def open_state(stat_cache: str, action_state: str, execroot: str, scan_cache: str
+               ) -> tuple[StatCache, BuildState, ScanCache]:
+    paths = (stat_cache, action_state, execroot, scan_cache)
+    if active:
+        used.append(paths)
+        held = given.get(paths)
+        if held is not None and held[0] == stamps(paths):
+            return held[1]
+    return load(paths)
+
+
+def load(paths: Paths) -> tuple[StatCache, BuildState, ScanCache]:
+    stat_cache, action_state, execroot, scan_cache = paths
+    stats = StatCache(stat_cache)
+    return stats, BuildState(action_state, execroot, stats), ScanCache(scan_cache, stats.digest)
+
+
+def stamps(paths: Paths) -> tuple:
+    out = []
+    for p in (paths[0], paths[1], paths[3]):
+        try:
+            st = os.stat(p)
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def preload(paths: Paths) -> tuple[tuple, tuple] | None:
+    """(stamps, objects) for the server to give, or None when the files were changing or would
+    warn (a damaged file is the build's to report, to the user, not the server's)."""
+    before = stamps(paths)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            objects = load(paths)
+        except Exception:  # noqa: BLE001 - the build opens the files itself and says what is wrong
+            return None
+    if caught or stamps(paths) != before:
+        return None
+    return before, objects

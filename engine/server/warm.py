@@ -1,0 +1,165 @@
+"""What a server keeps warm between builds, on the server's side of the fork.
+
+- the engine's modules, imported once (`preload`), so no build child pays for them;
+- the incremental state files of each profile built, loaded after each build (`state_memo.py`);
+- per request (argv, working directory, environment, umask: everything a build may depend on
+  besides the files), the last build's plan (`plan_memo.Entry`) and the watcher's token taken
+  just before that build began. Before the next build of the same request, the watcher says
+  what changed since then and the entry is handed to the child with that list, or dropped when
+  the shape of a tree changed. The child decides the rest (`plan_memo.py`).
+
+A build child's own memory dies with it; what it learned comes back as a file the server reads
+after the child has exited (`child_done`), off the client's critical path.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pickle
+from collections import OrderedDict
+
+from . import plan_memo, state_memo
+from .paths import server_dir
+from .watcher import StatScan, make_watcher
+
+# Imported lazily by the command line on the paths a build takes; the server pays once.
+_MODULES = (
+    "mcpp.engine.cli", "mcpp.engine.build", "mcpp.engine.run_command", "mcpp.engine.test_command",
+    "mcpp.engine.pipeline", "mcpp.engine.schedule", "mcpp.engine.plan.planner",
+    "mcpp.engine.program.driver", "mcpp.engine.program.evaluate", "mcpp.engine.program.bounded",
+    "mcpp.engine.modules.scanner", "mcpp.engine.plan.include_scan", "mcpp.sandbox", "mcpp.cas.statcache",
+    "starlark", "blake3", "zstandard",
+)
+_KEPT = 8  # requests remembered (build/run/test, dev/release, a couple of feature sets)
+
+
+def preload() -> None:
+    for name in _MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
+def request_key(request: dict) -> str:
+    return json.dumps([request["argv"], request["cwd"], sorted(request["env"].items()), request["umask"]])
+
+
+class Hooks:
+    """The daemon's calls around each build (daemon.py)."""
+
+    def __init__(self, root: str, ident: str, home: str):
+        self.ident, self.home = ident, home
+        self.watcher = make_watcher()
+        self.watcher.watch(root)
+        self.entries: OrderedDict[str, tuple[plan_memo.Entry, object]] = OrderedDict()
+        self.pending: dict[int, tuple[str, object]] = {}
+        self.states: dict[state_memo.Paths, tuple[tuple, tuple]] = {}
+        self.plans_reused = 0
+        self.plans_made = 0
+        self._next: tuple[str, object] | None = None
+
+    def fileno(self) -> int | None:
+        return self.watcher.fileno()
+
+    def on_readable(self) -> None:
+        self.watcher.drain()
+
+    # -- in the server ------------------------------------------------------------------------
+
+    def before_fork(self, request: dict) -> None:
+        self._next = None
+        plan_memo.given = None
+        key = request_key(request)
+        token = self.watcher.token()
+        plan_memo.active = state_memo.active = True
+        state_memo.given = self.states
+        held = self.entries.get(key)
+        if held is not None:
+            entry, since = held
+            changes = self.watcher.since(since)
+            if changes.everything:
+                del self.entries[key]
+            else:
+                plan_memo.given = plan_memo.Given(entry, changes.files)
+        self._next = (key, token)
+
+    def forked(self, pid: int) -> None:
+        if self._next is not None:
+            self.pending[pid] = self._next
+        plan_memo.given = None
+
+    def after_build(self, pid: int, message: dict) -> None:
+        key, token = self.pending.pop(pid, (None, None))
+        path = self._handoff(pid)
+        try:
+            with open(path, "rb") as f:
+                handoff = pickle.load(f)
+            os.unlink(path)
+        except Exception:  # noqa: BLE001 - no hand-off (the build failed early) or a damaged one
+            return
+        for paths in dict.fromkeys(handoff["state"]):
+            loaded = state_memo.preload(paths)
+            if loaded is None:
+                self.states.pop(paths, None)
+            else:
+                self.states[paths] = loaded
+        data = handoff["plan"]
+        if key is None or data is None:
+            return
+        if data == plan_memo.REUSED:
+            held = self.entries.get(key)
+            if held is None:
+                return
+            entry = held[0]
+            self.plans_reused += 1
+        else:
+            try:
+                entry = pickle.loads(data)
+            except Exception:  # noqa: BLE001 - a damaged hand-off is a plan made again
+                return
+            self.plans_made += 1
+            for root in entry.roots:
+                if not self.watcher.watch(root):  # out of inotify watches: scan instead
+                    self._fall_back()
+                    return
+        self.entries[key] = (entry, token)
+        self.entries.move_to_end(key)
+        while len(self.entries) > _KEPT:
+            self.entries.popitem(last=False)
+
+    def _fall_back(self) -> None:
+        roots = self.watcher.roots
+        self.watcher.close()
+        self.watcher = StatScan()
+        for r in roots:
+            self.watcher.watch(r)
+        self.entries.clear()
+
+    def _handoff(self, pid: int) -> str:
+        return os.path.join(server_dir(self.home), f"{self.ident}-{pid}.plan")
+
+    def status(self) -> dict:
+        return {"watcher": self.watcher.kind, "states_held": len(self.states), "plans_held": len(self.entries),
+                "plans_reused": self.plans_reused, "plans_made": self.plans_made}
+
+    # -- in the build child -------------------------------------------------------------------
+
+    def in_child(self) -> None:
+        self.watcher.close()
+
+    def child_done(self) -> None:
+        """Tell the server what this build planned and which state files it opened."""
+        path = self._handoff(os.getpid())
+        tmp = f"{path}.tmp"
+        try:
+            with open(tmp, "wb") as f:
+                pickle.dump({"plan": plan_memo.produced, "state": state_memo.used}, f,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except Exception:  # noqa: BLE001 - only a cache: the next build plans and loads
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass

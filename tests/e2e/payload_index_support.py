@@ -1,0 +1,105 @@
+"""A real payload index for the e2e tests: archives of a small code generator, descriptors with
+their blake3, served over HTTP on 127.0.0.1 by a server that counts the requests it answers."""
+from __future__ import annotations
+
+import http.server
+import io
+import tarfile
+import threading
+from pathlib import Path
+
+import blake3
+
+# `gen OUT`: writes a C++ source whose function returns the generator's version number.
+GEN = "#!/bin/sh\nprintf 'int gen_value() { return %s; }\\n' {num} > \"$1\"\n"
+
+
+def tar_gz(members: list[tuple[str, bytes | None, str]]) -> bytes:
+    """members: (name, content or None for a symlink, link target)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for name, content, link in members:
+            info = tarfile.TarInfo(name)
+            if content is None:
+                info.type = tarfile.SYMTYPE
+                info.linkname = link
+            else:
+                info.size = len(content)
+                info.mode = 0o755
+            t.addfile(info, io.BytesIO(content) if content is not None else None)
+    return buf.getvalue()
+
+
+def gen_archive(version: str) -> bytes:
+    num = version.replace(".", "")
+    return tar_gz([(f"gen-{version}/bin/gen", GEN.replace("{num}", num).encode(), "")])
+
+
+def make_index(root: Path, versions=("1.0.0", "2.0.0"), archives: dict[str, bytes] | None = None,
+               digests: dict[str, str] | None = None) -> Path:
+    """An index at `root` describing `xim:gen` with one archive per version."""
+    (root / "pkgs" / "xim").mkdir(parents=True, exist_ok=True)
+    (root / "archives").mkdir(exist_ok=True)
+    (root / "index.toml").write_text('[index]\nname = "test"\nformat = 1\n')
+    lines = ['[package]', 'name = "gen"', 'namespace = "xim"', 'bins = ["bin/gen"]', '']
+    for v in versions:
+        data = (archives or {}).get(v) or gen_archive(v)
+        (root / "archives" / f"gen-{v}.tar.gz").write_bytes(data)
+        digest = (digests or {}).get(v) or blake3.blake3(data).hexdigest()
+        lines += ['[[release]]', f'version = "{v}"',
+                  f'linux-x86_64 = {{ url = "archives/gen-{v}.tar.gz", blake3 = "{digest}", size = {len(data)}, '
+                  f'strip = 1 }}', '']
+    (root / "pkgs" / "xim" / "gen.toml").write_text("\n".join(lines))
+    return root
+
+
+class IndexServer:
+    """Serves a directory on 127.0.0.1; `requests` lists the paths asked for. `stall` set: the
+    archive requests send half the body and hang until `release` is set, then send the rest: a
+    download a test can kill half-way, or hold while a second build starts."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.requests: list[str] = []
+        self.stall = threading.Event()
+        self.release = threading.Event()
+        self.stalled = threading.Event()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                server.requests.append(self.path)
+                path = server.root / self.path.lstrip("/")
+                if not path.is_file():
+                    self.send_error(404)
+                    return
+                data = path.read_bytes()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if server.stall.is_set() and self.path.startswith("/archives/"):
+                    self.wfile.write(data[: len(data) // 2])
+                    self.wfile.flush()
+                    server.stalled.set()
+                    server.release.wait(60)
+                    data = data[len(data) // 2:]  # then the rest (a killed client no longer reads it)
+                try:
+                    self.wfile.write(data)
+                except OSError:
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()

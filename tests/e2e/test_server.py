@@ -1,0 +1,289 @@
+"""The warm build server (docs/server.md): builds through it behave as in process.
+
+These tests turn the server on whatever mode the suite runs in; each stops its server at the end.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from e2e_support import Mcpp, default_sigint, mcpp_executable, write_tree
+
+ON = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60"}
+
+HELLO = {
+    "mcpp.toml": """
+        [package]
+        name = "hello"
+        version = "0.1.0"
+    """,
+    "src/main.cpp": """
+        #include <cstdio>
+        #include "greet.hpp"
+        int main() { std::puts(GREETING); }
+    """,
+    "src/greet.hpp": '#pragma once\n#define GREETING "hello"\n',
+}
+
+
+def _slow_project(root, units: int = 6) -> None:
+    """A build that takes seconds at -j1: each unit includes <regex> and instantiates it."""
+    files = dict(HELLO)
+    for i in range(units):
+        files[f"src/slow{i}.cpp"] = (f'#include <regex>\n#include <string>\n'
+                                     f'bool slow{i}(const std::string& s) {{ return std::regex_match(s, std::regex("a+{i}")); }}\n')
+    write_tree(root, files)
+
+
+def _status(mcpp: Mcpp, root) -> dict:
+    res = mcpp("server", "status", cwd=root, env=ON)
+    assert res.code == 0, res.err
+    if res.out.startswith("no server"):
+        return {}
+    return dict(line.split(": ", 1) for line in res.out.splitlines())
+
+
+@pytest.fixture
+def served(tmp_path, mcpp):
+    """(root, mcpp) for a hello project; its server is stopped afterwards."""
+    root = write_tree(tmp_path / "hello", HELLO)
+    yield root, mcpp
+    mcpp("server", "stop", cwd=root, env=ON)
+
+
+def _popen(mcpp: Mcpp, root, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home), **ON}
+    env.pop("TERM", None)
+    return subprocess.Popen([mcpp_executable(), *args], cwd=root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+
+
+def _wait_for_line(proc: subprocess.Popen, needle: str) -> list[str]:
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if needle in line:
+            return lines
+    raise AssertionError(f"no {needle!r} in {lines}")
+
+
+def test_build_goes_through_a_server_and_reuses_it(served):
+    root, mcpp = served
+    first = mcpp("build", cwd=root, env=ON)
+    assert first.code == 0 and "Compiling hello" in first.out, first.err
+    assert first.err == ""
+    status = _status(mcpp, root)
+    assert status["root"] == str(root) and int(status["builds"]) == 1
+    res = mcpp("run", cwd=root, env=ON)
+    assert res.code == 0 and res.out.endswith("hello\n"), res.err
+    again = _status(mcpp, root)
+    assert again["pid"] == status["pid"] and int(again["builds"]) == 2
+
+
+def test_no_server_flag_and_env_build_in_process(served):
+    root, mcpp = served
+    assert mcpp("build", "--no-server", cwd=root, env=ON).code == 0
+    assert mcpp("--no-server", "build", cwd=root, env=ON).code == 0
+    assert mcpp("build", cwd=root, env={"MCPP_NO_SERVER": "1"}).code == 0
+    assert _status(mcpp, root) == {}
+
+
+def test_output_exit_code_and_json_match_in_process(tmp_path, mcpp):
+    files = {**HELLO, "src/main.cpp": "int main() { return undeclared; }\n"}
+    results = {}
+    for mode, env in (("in-process", {"MCPP_NO_SERVER": "1"}), ("server", ON)):
+        root = write_tree(tmp_path / mode / "hello", files)
+        human = mcpp("build", cwd=root, env=env)
+        json_res = mcpp("build", "--message-format", "json", cwd=root, env=env)
+        results[mode] = (human, json_res)
+        mcpp("server", "stop", cwd=root, env=ON)
+    (h1, j1), (h2, j2) = results["in-process"], results["server"]
+    assert h1.code == h2.code == 1
+    assert h1.err == h2.err and "error: 'undeclared' was not declared" in h2.err
+    assert j1.code == j2.code == 1
+
+    def shape(res):
+        return [(e.get("reason"), e.get("id"), e.get("status")) for e in
+                (json.loads(line) for line in res.out.splitlines())]
+
+    assert shape(j1) == shape(j2)
+
+
+def test_run_passes_stdin_arguments_and_exit_code(served):
+    root, mcpp = served
+    (root / "src/main.cpp").write_text(
+        "#include <iostream>\n#include <string>\n"
+        "int main(int argc, char** argv) { std::string s; std::getline(std::cin, s);\n"
+        "  std::cout << s << ' ' << argv[1] << std::endl; return 7; }\n")
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home), **ON}
+    p = subprocess.run([mcpp_executable(), "-q", "run", "--", "arg"], cwd=root, env=env, input="typed\n",
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 7 and p.stdout == "typed arg\n", p.stderr
+    assert _status(mcpp, root) != {}
+
+
+def test_environment_and_working_directory_are_the_clients(served):
+    """A build program's environment variable and the working directory come from each client,
+    never from the server or the build before."""
+    root, mcpp = served
+    (root / "build.star").write_text(
+        'mode = mcpp.rerun_if_env_changed("GREETING_MODE")\n'
+        'if mode:\n    mcpp.define("GREETING_MODE=\\"" + mode + "\\"")\n')
+    (root / "src/main.cpp").write_text(
+        '#include <cstdio>\n#ifndef GREETING_MODE\n#define GREETING_MODE "plain"\n#endif\n'
+        'int main() { std::puts(GREETING_MODE); }\n')
+    assert mcpp("-q", "run", cwd=root, env={**ON, "GREETING_MODE": "loud"}).out == "loud\n"
+    assert mcpp("-q", "run", cwd=root, env=ON).out == "plain\n"
+    (root / "src/sub").mkdir()
+    outputs = []
+    for env in (ON, {"MCPP_NO_SERVER": "1"}):
+        (root / "src/main.cpp").write_text(f'#include <cstdio>\nint main() {{ std::puts("{len(outputs)}"); }}\n')
+        res = mcpp("--manifest-path", "../../mcpp.toml", "build", cwd=root / "src/sub", env=env)
+        assert res.code == 0, res.err
+        outputs.append(re.sub(r"in [0-9.]+s", "in Ts", res.out))
+    assert outputs[0] == outputs[1] and "Compiling hello" in outputs[0]
+
+
+def test_ctrl_c_cancels_the_build_as_in_process(tmp_path, mcpp):
+    root = tmp_path / "slow"
+    _slow_project(root)
+    try:
+        proc = _popen(mcpp, root, "build", "-j", "1")
+        _wait_for_line(proc, "Compiling")
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and "error: interrupted" in err
+        res = mcpp("build", "-j", "2", cwd=root, env=ON)  # the build lock was released
+        assert res.code == 0, res.err
+    finally:
+        mcpp("server", "stop", cwd=root, env=ON)
+
+
+def test_killed_server_mid_build_costs_one_warning_and_the_next_build_is_right(tmp_path, mcpp):
+    root = tmp_path / "slow"
+    _slow_project(root)
+    try:
+        mcpp("metadata", cwd=root)  # nothing: just a project that loads
+        proc = _popen(mcpp, root, "build", "-j", "1")
+        _wait_for_line(proc, "Compiling")
+        pid = int(_status(mcpp, root)["pid"])
+        time.sleep(0.3)
+        os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+        assert warnings == ["warning: the mcpp server stopped before the build finished; building in process"]
+        assert "Finished dev" in out
+        # The next build, through a fresh server, finds everything built and right.
+        res = mcpp("build", "--message-format", "json", cwd=root, env={**ON, "MCPP_NO_FAST_PATH": "1"})
+        assert res.code == 0 and res.executed() == [], res.out
+        assert int(_status(mcpp, root)["pid"]) != pid
+        assert mcpp("-q", "run", cwd=root, env=ON).out == "hello\n"
+    finally:
+        mcpp("server", "stop", cwd=root, env=ON)
+
+
+def test_a_crashed_build_process_costs_one_warning_and_builds_in_process(tmp_path, mcpp):
+    """The server lives on; its build child for this request dies (as a segfault would)."""
+    root = tmp_path / "slow"
+    _slow_project(root)
+    try:
+        proc = _popen(mcpp, root, "build", "-j", "1")
+        _wait_for_line(proc, "Compiling")
+        server = int(_status(mcpp, root)["pid"])
+        with open(f"/proc/{server}/task/{server}/children") as f:
+            (build_child,) = [int(p) for p in f.read().split()]
+        os.kill(build_child, signal.SIGKILL)
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+        assert warnings == ["warning: the mcpp server's build process died (signal 9); building in process"]
+        assert "Finished dev" in out
+        assert int(_status(mcpp, root)["pid"]) == server
+        assert mcpp("-q", "run", cwd=root, env=ON).out == "hello\n"
+    finally:
+        mcpp("server", "stop", cwd=root, env=ON)
+
+
+def test_a_server_of_another_version_steps_aside(served):
+    root, mcpp = served
+    assert mcpp("build", cwd=root, env=ON).code == 0
+    old = _status(mcpp, root)
+    # Speak to it as a client of another mcpp would.
+    from mcpp.engine.server import paths, protocol
+
+    ident = paths.server_id(str(root), str(mcpp.home))
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(paths.socket_address(ident))
+    protocol.send(sock, {"op": "build", "version": "another", "argv": ["build"]}, [0, 1, 2])
+    assert protocol.receive(sock) == {"restart": "version"}
+    sock.close()
+    res = mcpp("build", cwd=root, env={**ON, "MCPP_NO_FAST_PATH": "1"})
+    assert res.code == 0 and res.err == ""
+    assert _status(mcpp, root)["pid"] != old["pid"]
+
+
+def test_server_stop_and_idle_exit(served):
+    root, mcpp = served
+    assert mcpp("build", cwd=root, env={**ON, "MCPP_SERVER_IDLE": "1"}).code == 0
+    pid = int(_status(mcpp, root)["pid"])
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.2)
+    assert not _alive(pid)
+    assert mcpp("build", cwd=root, env={**ON, "MCPP_NO_FAST_PATH": "1"}).code == 0
+    assert _status(mcpp, root) != {}
+    res = mcpp("server", "stop", cwd=root, env=ON)
+    assert res.out.strip() == "stopped server"
+    assert re.match(r"no server", mcpp("server", "status", cwd=root, env=ON).out)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("watcher", ["inotify", "stat"])
+def test_the_plan_is_reused_only_while_it_holds(served, watcher):
+    root, mcpp = served
+    env = {**ON, "MCPP_SERVER_WATCHER": watcher, "MCPP_NO_FAST_PATH": "1"}
+    (root / "src/other.hpp").write_text('#pragma once\n#define OTHER "other"\n')
+
+    def run_and_status(expected: str) -> dict:
+        res = mcpp("-q", "run", cwd=root, env=env)
+        assert res.code == 0 and res.out == expected, res.err
+        status = _status(mcpp, root)
+        assert status["watcher"] == ("inotify" if watcher == "inotify" else "stat scan")
+        return {k: int(status[k]) for k in ("plans_made", "plans_reused")}
+
+    assert run_and_status("hello\n") == {"plans_made": 1, "plans_reused": 0}
+    assert run_and_status("hello\n") == {"plans_made": 1, "plans_reused": 1}
+    # A body edit: same includes, same module facts: the plan holds, the compile runs.
+    (root / "src/main.cpp").write_text('#include <cstdio>\n#include "greet.hpp"\n'
+                                       'int main() { std::puts(GREETING "!"); }\n')
+    assert run_and_status("hello!\n") == {"plans_made": 1, "plans_reused": 2}
+    # A new #include line: planned again (the compile's header set changed).
+    (root / "src/main.cpp").write_text('#include <cstdio>\n#include "greet.hpp"\n#include "other.hpp"\n'
+                                       'int main() { std::puts(OTHER); }\n')
+    assert run_and_status("other\n") == {"plans_made": 2, "plans_reused": 2}
+    # The included header's edit reaches the binary (its new contents are read, not remembered).
+    (root / "src/other.hpp").write_text('#pragma once\n#define OTHER "changed"\n')
+    assert run_and_status("changed\n")["plans_reused"] == 3
+    # A new source file: the shape of the tree changed, planned again, and it is compiled.
+    (root / "src/extra.cpp").write_text("int extra() { return 1; }\n")
+    assert run_and_status("changed\n") == {"plans_made": 3, "plans_reused": 3}
+    assert (root / "target/dev/obj/hello/src/extra.cpp.o").is_file()
+    # A manifest edit: the graph differs, planned again.
+    (root / "mcpp.toml").write_text('[package]\nname = "hello"\nversion = "0.2.0"\n')
+    assert run_and_status("changed\n")["plans_made"] == 4

@@ -1,0 +1,87 @@
+"""The server's watcher (engine/server/watcher.py) on a real file system: inotify and the stat
+scan answer the same question the same way."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from mcpp.engine.server.watcher import Inotify, StatScan
+
+
+@pytest.fixture(params=[Inotify, StatScan], ids=["inotify", "stat"])
+def tree(request, tmp_path):
+    (tmp_path / "src/sub").mkdir(parents=True)
+    (tmp_path / "src/a.cpp").write_text("int a;\n")
+    (tmp_path / "src/sub/b.cpp").write_text("int b;\n")
+    (tmp_path / "mcpp.toml").write_text("[package]\n")
+    watcher = request.param()
+    assert watcher.watch(str(tmp_path))
+    yield tmp_path, watcher
+    watcher.close()
+
+
+def test_nothing_changed(tree):
+    root, w = tree
+    assert not w.since(w.token()).everything and w.since(w.token()).files == set()
+
+
+def test_a_rewrite_is_one_changed_file(tree):
+    root, w = tree
+    t = w.token()
+    (root / "src/sub/b.cpp").write_text("int b2;\n")
+    changes = w.since(t)
+    assert not changes.everything and changes.files == {str(root / "src/sub/b.cpp")}
+
+
+def test_a_rename_over_an_existing_file_is_a_rewrite(tree):
+    """How many editors save: write a temporary file, rename it over the original."""
+    root, w = tree
+    t = w.token()
+    (root / "src/a.cpp.new").write_text("int a2;\n")
+    w.drain()  # the server reads events as they come: the temporary name is seen, then gone
+    os.rename(root / "src/a.cpp.new", root / "src/a.cpp")
+    changes = w.since(t)
+    assert not changes.everything and str(root / "src/a.cpp") in changes.files
+
+
+@pytest.mark.parametrize("change", ["create", "delete", "mkdir", "chmod", "rename"])
+def test_a_change_of_shape_is_everything(tree, change):
+    root, w = tree
+    t = w.token()
+    if change == "create":
+        (root / "src/new.cpp").write_text("int n;\n")
+    elif change == "delete":
+        (root / "src/sub/b.cpp").unlink()
+    elif change == "mkdir":
+        (root / "src/more").mkdir()
+    elif change == "chmod":
+        os.chmod(root / "src/a.cpp", 0o000)
+    else:
+        os.rename(root / "src/a.cpp", root / "src/c.cpp")
+    assert w.since(t).everything
+
+
+def test_target_and_dot_directories_are_not_watched(tree):
+    root, w = tree
+    t = w.token()
+    (root / "target/dev").mkdir(parents=True)
+    (root / "target/dev/x.o").write_text("o")
+    (root / "compile_commands.json").write_text("[]")
+    (root / ".git").mkdir()
+    (root / ".git/index").write_text("i")
+    (root / "src/.a.cpp.swp").write_text("s")
+    changes = w.since(t)
+    assert not changes.everything and changes.files == set()
+
+
+def test_a_new_directory_is_watched_from_then_on(tree):
+    root, w = tree
+    (root / "src/more").mkdir()
+    w.drain()
+    (root / "src/more/m.cpp").write_text("int m;\n")
+    w.drain()
+    t = w.token()
+    (root / "src/more/m.cpp").write_text("int m2;\n")
+    changes = w.since(t)
+    assert not changes.everything and changes.files == {str(root / "src/more/m.cpp")}
