@@ -402,6 +402,9 @@ def server_memory(b: Bench) -> str:
     text = p.stdout + p.stderr
     if p.returncode != 0:
         return "n/a (no `mcpp server status`)"
+    m = re.search(r"\bmemory_kb\W+(\d+)", text)  # `mcpp server status` prints `memory_kb: N`
+    if m:
+        return f"{int(m.group(1)) / 1024:.0f} MiB (`memory_kb` of `mcpp server status`)"
     m = re.search(r"\b(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB|kB|MB|GB)\b", text)
     if m:
         return f"{m.group(1)} {m.group(2)} (as reported)"
