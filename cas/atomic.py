@@ -6,6 +6,13 @@ the *same directory* (so the rename stays on one file system), which is then ren
 final name with `os.replace`. A crash leaves at most a stray temp file, never a partial file
 under the final name, and two writers of the same name both succeed (the last rename wins).
 
+A file that is never rewritten once it exists (a store blob, a materialized copy: both named by
+their content) is published instead (`publish`): written into an unnamed `O_TMPFILE` inode of
+the target directory and given its final name with one `link`. No temporary name exists at any
+moment, so a crash or a SIGKILL leaves nothing behind to sweep, and there is no rename to pay
+for; a name that already exists means another writer published the same bytes first, which is
+success. Where the file system lacks `O_TMPFILE`, a named temp file is linked instead.
+
 Temp files are named `.tmp-<random hex>` (`TMP_PREFIX`): directory scans of the stores skip
 dot files, and `mcpp cache gc` sweeps abandoned ones by that prefix.
 
@@ -18,6 +25,7 @@ through it before anything else is imported.
 """
 from __future__ import annotations
 
+import errno
 import os
 
 TMP_PREFIX = ".tmp-"
@@ -46,6 +54,80 @@ def temp_name(directory: str) -> str:
     """A temporary name in `directory` that is not created here, for `os.link` (which needs a
     free name); the random part keeps concurrent callers apart. Same prefix as `temp_file`."""
     return os.path.join(directory, TMP_PREFIX + os.urandom(6).hex())
+
+
+_TMPFILE = getattr(os, "O_TMPFILE", 0)
+# Errors that say "this file system (or kernel) has no O_TMPFILE": fall back to a named temp file.
+_NO_TMPFILE = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOTSUP}
+# Linking an unnamed inode goes through its /proc/self/fd name (linkat with AT_EMPTY_PATH needs
+# a capability; following the /proc link does not). `os.link` calls linkat with
+# AT_SYMLINK_FOLLOW only when given a directory fd, hence `_proc_fds`.
+_tmpfile_works = bool(_TMPFILE) and os.path.isdir("/proc/self/fd")
+_proc = (-1, -1)  # (pid, fd of /proc/<pid>/fd): reopened in a forked child
+
+
+def _proc_fds() -> int:
+    global _proc
+    pid = os.getpid()
+    if _proc[0] != pid:
+        _proc = (pid, os.open(f"/proc/{pid}/fd", os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)))
+    return _proc[1]
+
+
+def publish(path: str, chunks, *, perms: int) -> bool:
+    """Create `path` (a content-named file nobody rewrites) holding the concatenated `chunks`
+    (bytes-like objects), with mode `perms`, or leave an existing `path` alone. True when this
+    call created it. The directory is created on demand.
+
+    One unnamed inode and one `link(2)`: no temp name, no rename (see the module docstring).
+    """
+    global _tmpfile_works
+    directory = os.path.dirname(path) or "."
+    if _tmpfile_works:
+        try:
+            fd = _open_tmpfile(directory)
+        except OSError as e:
+            if e.errno not in _NO_TMPFILE:
+                raise
+            _tmpfile_works = False  # remembered: one failed open per process, not one per file
+        else:
+            try:
+                _write_all(fd, chunks, perms)
+                os.link(str(fd), path, src_dir_fd=_proc_fds(), follow_symlinks=True)
+                return True
+            except FileExistsError:
+                return False
+            finally:
+                os.close(fd)
+    fd, tmp = temp_file(directory)
+    try:
+        try:
+            _write_all(fd, chunks, perms)
+        finally:
+            os.close(fd)
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        discard(tmp)
+
+
+def _open_tmpfile(directory: str) -> int:
+    flags = _TMPFILE | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(directory, flags, PRIVATE)
+    except FileNotFoundError:
+        os.makedirs(directory, exist_ok=True)
+        return os.open(directory, flags, PRIVATE)
+
+
+def _write_all(fd: int, chunks, perms: int) -> None:
+    for chunk in chunks:
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fd, view):]
+    os.fchmod(fd, perms)
 
 
 def commit(tmp: str, path: str) -> None:

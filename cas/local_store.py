@@ -6,9 +6,10 @@ content size in the header (zstd does so whenever the size is pledged up front, 
 pledge it), which lets `mcpp cache stats` report uncompressed bytes by reading 18 bytes per blob
 and lets `get` refuse a header that disagrees with the digest before allocating anything.
 
-Atomicity (cas/atomic.py): bytes go to a temporary file (`.tmp-*` in the shard directory when the
-digest is known up front, `<root>/tmp/` when a streamed file's digest is known only at the end;
-both on the same file system) and are renamed over the final name only once fully written. A
+Atomicity (cas/atomic.py): a blob whose digest is known up front is compressed in memory and
+`publish`ed (an unnamed `O_TMPFILE` inode linked under its final name: no temp name, no rename);
+a streamed file, whose digest is known only at the end, goes to a temporary file under
+`<root>/tmp/` (same file system) renamed over the final name once fully written. A
 crash leaves a stray temp file (removed by `maintenance.gc`) but never a partial blob under a
 final name, and two writers of one blob both succeed because they rename identical bytes. There
 is no fsync: a blob torn by a power cut is caught by `VerifyingStore` on its next read and
@@ -32,7 +33,7 @@ import zstandard
 
 from .blobstore import BlobNotFound, CorruptBlob
 from .digest import Digest
-from .atomic import TMP_PREFIX, atomic_file, commit, discard, temp_file
+from .atomic import TMP_PREFIX, commit, discard, publish, temp_file
 from .home import iter_sharded, shard
 
 LEVEL = 3
@@ -144,19 +145,24 @@ class LocalZstdStore:
         return io.BufferedReader(_DecodingReader(d, raw), buffer_size=_CHUNK)  # type: ignore[return-value]
 
     def put(self, data: bytes) -> Digest:
-        d = Digest(blake3.blake3(data).hexdigest(), len(data))
+        return self.put_digested(Digest(blake3.blake3(data).hexdigest(), len(data)), data)
+
+    def put_digested(self, d: Digest, data: bytes) -> Digest:
+        """`put` for bytes whose digest the caller has just computed from these very bytes (an
+        action's output, hashed once for its key): the store does not hash them again."""
         path = self.path_of(d)
         if os.path.exists(path):
             self._touch(d.hash, path)
             return d
-        with atomic_file(path, perms=BLOB_MODE) as out:
-            if len(data) <= SMALL_BLOB:
-                out.write(self._cctx().compress(data))
-            else:
-                view = memoryview(data)
-                with self._cctx().stream_writer(out, size=len(data), closefd=False) as w:
-                    for i in range(0, len(view), _CHUNK):
-                        w.write(view[i : i + _CHUNK])
+        if len(data) <= SMALL_BLOB:
+            publish(path, [self._cctx().compress(data)], perms=BLOB_MODE)
+        else:
+            out = io.BytesIO()
+            view = memoryview(data)
+            with self._cctx().stream_writer(out, size=len(data), closefd=False) as w:
+                for i in range(0, len(view), _CHUNK):
+                    w.write(view[i : i + _CHUNK])
+            publish(path, [out.getbuffer()], perms=BLOB_MODE)
         self._touched.add(d.hash)
         return d
 

@@ -18,7 +18,8 @@ mode is caught where its bytes are read in full: `copy_into` (restoring outputs 
 hashes what it copied and re-creates the entry from the verified blob on a mismatch, and
 `mcpp cache verify` re-hashes every entry (cas/maintenance.py).
 
-Creation is atomic (temp file + `os.replace`) so concurrent builds can materialize the same
+Creation is atomic (`atomic.publish`: an unnamed inode linked under the final name; a tampered
+entry is replaced with temp file + `os.replace`) so concurrent builds can materialize the same
 blob. Where a hard link is impossible (another file system: EXDEV; too many links: EMLINK; a file
 system without links: EPERM/ENOTSUP) `link_into` copies instead.
 """
@@ -32,7 +33,7 @@ import stat as stat_mod
 import blake3
 
 from .blobstore import BlobStore
-from .atomic import temp_name
+from .atomic import publish, temp_name
 from .digest import Digest, digest_file
 from .home import shard, temp_file, unlink_quietly
 
@@ -105,6 +106,23 @@ class Materializer:
         self.created += 1
         return p
 
+    def publish_bytes(self, d: Digest, data: bytes, executable: bool = False) -> str:
+        """Fill the area's entry for `d` from `data`, bytes the caller hashed to `d` itself (an
+        output it just read for its key): no second read and no second hash."""
+        p = self._mat_path(d, executable)
+        mode = EXEC_MODE if executable else FILE_MODE
+        try:
+            st = os.stat(p)
+            if st.st_size == d.size and stat_mod.S_IMODE(st.st_mode) == mode:
+                return p
+            self._create(d, p, mode, replace=True, data=data)  # tampered with: replace it
+            return p
+        except FileNotFoundError:
+            pass
+        if publish(p, [data], perms=mode):
+            self.created += 1
+        return p
+
     def copy_into(self, d: Digest, dest: str | os.PathLike[str], executable: bool = False) -> None:
         """Make `dest` an independent copy of the blob (atomically replacing it), read-only like
         an output the build just produced (engine/pipeline.py), so an action reading it in place
@@ -118,6 +136,9 @@ class Materializer:
         src = self._ensure(d, executable)[0]
         directory = os.path.dirname(dest) or "."
         os.makedirs(directory, exist_ok=True)
+        if d.size <= _SMALL:
+            self._copy_small(d, src, dest, directory, executable)
+            return
         tmp = temp_name(directory)
         try:
             shutil.copyfile(src, tmp)
@@ -126,6 +147,32 @@ class Materializer:
                 self._create(d, src, EXEC_MODE if executable else FILE_MODE, replace=True)
                 shutil.copyfile(src, tmp)
             os.chmod(tmp, EXEC_MODE if executable else FILE_MODE)
+            os.replace(tmp, dest)
+        except BaseException:
+            unlink_quietly(tmp)
+            raise
+        self.copied += 1
+
+    def _copy_small(self, d: Digest, src: str, dest: str, directory: str, executable: bool) -> None:
+        """`copy_into` for a blob read whole: the bytes are read once, hashed and written from
+        memory (a copy, then a second read to hash it, is twice the I/O on the restore path)."""
+        mode = EXEC_MODE if executable else FILE_MODE
+        with open(src, "rb") as f:
+            data = f.read()
+        if len(data) != d.size or blake3.blake3(data).hexdigest() != d.hash:
+            # The area's file was changed in place: take the store's (verified) bytes.
+            self.repaired += 1
+            data = self.store.get(d)
+            self._create(d, src, mode, replace=True, data=data)
+        fd, tmp = temp_file(directory)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fchmod(fd, mode)
+            finally:
+                os.close(fd)
             os.replace(tmp, dest)
         except BaseException:
             unlink_quietly(tmp)
@@ -175,18 +222,24 @@ class Materializer:
         self._create(d, p, mode, replace=tampered)
         return p, os.stat(p)
 
-    def _create(self, d: Digest, p: str, mode: int, replace: bool) -> None:
-        """Write the blob out under a temporary name, then publish it at `p`.
+    def _create(self, d: Digest, p: str, mode: int, replace: bool, data: bytes | None = None) -> None:
+        """Write the blob (or `data`, its bytes) out and publish it at `p`.
 
-        A new file is published with `link` rather than `rename`: renaming over a file that a
-        concurrent builder is hard-linking from drops the old inode's link count to zero, and
-        Linux then fails that builder's `link(2)` with ENOENT although the name never went
-        away. Only a tampered file (wrong size or mode) is replaced.
+        A new file is published with `link` rather than `rename` (`atomic.publish`): renaming
+        over a file that a concurrent builder is hard-linking from drops the old inode's link
+        count to zero, and Linux then fails that builder's `link(2)` with ENOENT although the
+        name never went away. Only a tampered file (wrong size or mode) is replaced.
         """
+        if not replace and (data is not None or d.size <= _SMALL):
+            publish(p, [data if data is not None else self.store.get(d)], perms=mode)
+            self.created += 1
+            return
         fd, tmp = temp_file(os.path.dirname(p))
         try:
             with open(fd, "wb") as out:
-                if d.size <= _SMALL:
+                if data is not None:
+                    out.write(data)
+                elif d.size <= _SMALL:
                     out.write(self.store.get(d))
                 else:
                     with self.store.open(d) as src:

@@ -304,8 +304,10 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                            execute=timings.timed(pipeline.restore_or_run) if timings else pipeline.restore_or_run,
                            finish=pipeline.finish, keep_going=opts.keep_going,
                            on_start=on_start, on_progress=reporter.progress)
+        pipeline.drain(result)  # the store ingest the actions left behind (cas/ingest.py)
         completed = True
     finally:
+        pipeline.ingest.abandon()  # interrupted: jobs not started are dropped, none is torn
         if isinstance(runner, SandboxRunner):
             runner.shutdown()  # also on Ctrl-C: kills running actions, removes their directories
         reporter.end_progress()

@@ -11,9 +11,12 @@
 3. *Remote* (with `--remote`): on a local miss the remote cache is asked (`cas.remote`); a hit's
    outputs are fetched, verified and put into the local store, and a local entry is written, so
    the next build is a local hit.
-4. *Run*: through the `ActionRunner` seam; the outputs go into the store and an entry into the
-   action cache, so the next build anywhere on this `$MCPP_HOME` is a hit (and, with
-   `--remote-upload`, the result is queued for upload to the remote cache).
+4. *Run*: through the `ActionRunner` seam; the outputs are hashed on the worker (their digests
+   key the dependents, which start at once), then stored and an entry written into the action
+   cache by the background ingest (cas/ingest.py), so the next build anywhere on this
+   `$MCPP_HOME` is a hit. The build waits for the ingest at its end (`drain`); with
+   `--remote-upload` the ingest runs inline and the result is queued for upload to the remote
+   cache.
 
 The scheduler calls `check` and `finish` on its own thread and `restore_or_run` on worker
 threads; all bookkeeping of keys and state happens on the scheduler's thread.
@@ -32,6 +35,7 @@ from mcpp.cas.action_cache import ActionEntry
 from mcpp.cas.atomic import write_if_changed
 from mcpp.cas.blobstore import StoreError
 from mcpp.cas.digest import Digest
+from mcpp.cas.ingest import Ingest, PendingBlob, pending_bytes, store_blobs, take_output
 from mcpp.cas.remote.trust import event_origin
 from mcpp.cas import tree
 
@@ -57,7 +61,9 @@ class Outcome:
     entry: ActionEntry | None = None  # set when restored from the action cache
     key: str = ""
     discovered: tuple[str, ...] = ()
-    outputs: dict[str, Digest] = field(default_factory=dict)  # stored outputs of a successful run
+    outputs: dict[str, Digest] = field(default_factory=dict)  # hashed outputs of a successful run
+    pending: list[PendingBlob] = field(default_factory=list)  # those of them the ingest stores
+    modes: dict[str, int] = field(default_factory=dict)  # 0o555 or 0o444 for each of `outputs`
     remote: bool = False  # `entry` came from the remote cache (its local key is computed in finish)
 
 
@@ -95,6 +101,8 @@ class ActionPipeline:
         self.counters = Counters()
         self.timings = None  # a TimingsRecorder when the build reports its timings (`--timings`)
         self.warned = WarnedActions(state.file + ".warned")
+        # Uploads read the blobs from the store right away: with them the ingest runs inline.
+        self.ingest = Ingest(inline=remote is not None and remote.upload_enabled)
 
     # -- scheduler thread -------------------------------------------------------------------
     def check(self, action_id: str) -> bool:
@@ -146,19 +154,23 @@ class ActionPipeline:
         if res.exit_code == 0 and all(_present(self._abs(o)) for o in a.outputs):
             for o in a.outputs:
                 path = self._abs(o)
-                executable = _read_only(path)
                 if o.endswith("/"):
+                    _read_only(path)
+                    outcome.modes[o] = 0o555 if os.stat(path).st_mode & 0o111 else 0o444
                     try:
                         outcome.outputs[o] = tree.capture(path, self.store)
                     except (tree.TreeError, OSError) as e:
                         outcome.outputs.clear()
+                        outcome.pending.clear()
                         res.exit_code = 1
                         res.stderr += f"error: action `{a.id}`: output {o}{e}\n".encode()
                         break
                     continue
-                d = outcome.outputs[o] = self.store.put_file(path)
-                # The next action stages this output from the area: fill it here, in parallel.
-                self.mat.publish_file(d, path, executable=executable)
+                # Hashed here (the dependents' keys need the digest); stored by the ingest.
+                blob = take_output(path)
+                outcome.outputs[o] = blob.digest
+                outcome.modes[o] = 0o555 if blob.executable else 0o444
+                outcome.pending.append(blob)
         return outcome
 
     def _remote_lookup(self, a: Action) -> Outcome | None:
@@ -253,17 +265,27 @@ class ActionPipeline:
         self.keys.outputs_settled(outcome.outputs)
         key = self.keys.key(a, discovered)
         inputs = self._keyed_inputs(a, discovered)
+        texts = [pending_bytes(t) if t else None for t in (res.stdout, res.stderr)]
         entry = ActionEntry(
-            outputs={o: (d, 0o555 if os.stat(self._abs(o)).st_mode & 0o111 else 0o444)
-                     for o, d in outcome.outputs.items()},
+            outputs={o: (d, outcome.modes[o]) for o, d in outcome.outputs.items()},
             exit_code=0,
-            stdout=self.store.put(res.stdout) if res.stdout else None,
-            stderr=self.store.put(res.stderr) if res.stderr else None,
+            stdout=texts[0].digest if texts[0] else None,
+            stderr=texts[1].digest if texts[1] else None,
             inputs=inputs)
-        self.ac.put(key, entry)
+        blobs = outcome.pending + [t for t in texts if t]
+        outcome.pending = []
+        key1 = self.candidates[a.id][0] if a.depfile else None
+
+        def ingest() -> None:
+            # Blobs first, then the records that name them: an interrupted ingest leaves no
+            # entry pointing at a missing blob.
+            store_blobs(blobs, self.store, self.mat)
+            self.ac.put(key, entry)
+            if key1 is not None:
+                self.ac.add_manifest(key1, discovered)
+
+        self.ingest.submit(a.id, ingest)
         self.warned.set(a.id, key, bool(res.stdout or res.stderr))
-        if a.depfile:
-            self.ac.add_manifest(self.candidates[a.id][0], discovered)
         if self.remote is not None and self.remote.upload_enabled:
             self.remote.upload(a, self.keys.platform, self.remote_keys[a.id][1], inputs, discovered, entry)
         self.state.record(a.id, key, discovered, {o: str(d) for o, d in outcome.outputs.items()})
@@ -273,6 +295,17 @@ class ActionPipeline:
         self.counters.executed += 1
         self._event(a, "executed", exit_code=0, duration=round(res.duration, 3), origin=origin)
         return True
+
+    def drain(self, result) -> None:
+        """Wait for the background ingest (called once, after the last action); an action whose
+        outputs could not be stored fails the build (`result.failed`) and runs again next time."""
+        for label, err in self.ingest.wait():
+            self.reporter.error(f"error: action `{label}`: its outputs could not be stored: {err}")
+            self.state.forget(label)
+            self.counters.failed += 1
+            if label in result.succeeded:
+                result.succeeded.remove(label)
+            result.failed.append(label)
 
     # -- helpers ----------------------------------------------------------------------------------
     def _keyed_inputs(self, a: Action, discovered: tuple[str, ...]) -> dict[str, Digest]:

@@ -45,7 +45,15 @@ class Compiles:
         self.includes = includes
         # a package's headers (and, keyed (package, "tests"), its tests' headers), execroot-relative
         self._pools: dict[object, tuple[str, ...]] = {}
-        self._pool_index: dict[tuple[str, ...], dict[str, str]] = {}
+        # The headers a compile of (package, dev) may read, and their index by absolute path: made
+        # once per package and shared by its compiles, never once per compile (a pool per compile
+        # costs units x headers, which grows with the square of a project's size).
+        self._pool_memo: dict[tuple[Package, bool], tuple[str, ...]] = {}
+        self._pool_index: dict[tuple[Package, bool], dict[str, str]] = {}
+        # A target's own headers, and their union with its package's pool, by (id(package), id(target)):
+        # both live as long as the plan's graph, and a target's settings are not hashable.
+        self._target_memo: dict[tuple[int, int], tuple[str, ...]] = {}
+        self._target_pool_memo: dict[tuple[tuple[int, int], bool], tuple[str, ...]] = {}
         self._directive_memo: dict[str, object] = {}  # a header is scanned once per build
         self._gen_header_memo: dict[tuple[Package, bool], list[tuple[str, str]]] = {}
 
@@ -97,7 +105,7 @@ class Compiles:
         compiler = argv[0]
         may_read = self.may_read(pkg, is_test) if u.produced_by else self.headers_for(src, incs, user, pkg, is_test)
         if t is not None:
-            may_read = tuple(dict.fromkeys(may_read + tuple(ctx.rel(h) for h in target_headers(pkg, t))))
+            may_read = self.with_target_headers(may_read, pkg, t, is_test)
         action = Action(
             id=u.action_id, argv=tuple(argv), outputs=tuple(outputs + [depfile]), inputs=tuple(inputs),
             may_read=may_read,
@@ -147,7 +155,7 @@ class Compiles:
                            defines=defines, include_dirs=incs)
         may_read = self.headers_for(src, incs, [], pkg, is_test) if preprocessed else ()
         if preprocessed and t is not None:
-            may_read = tuple(dict.fromkeys(may_read + tuple(ctx.rel(h) for h in target_headers(pkg, t))))
+            may_read = self.with_target_headers(may_read, pkg, t, is_test)
         self.plan.add(Action(
             id=u.action_id, argv=tuple(argv), outputs=(u.obj,) + ((depfile,) if depfile else ()),
             inputs=tuple([src] + [h for h, _ in gen_headers]),
@@ -179,6 +187,9 @@ class Compiles:
     # -- headers -------------------------------------------------------------------------------
     def may_read(self, pkg: Package, dev: bool) -> tuple[str, ...]:
         """Execroot-relative headers of `pkg` and its dependencies (computed once per package)."""
+        pool = self._pool_memo.get((pkg, dev))
+        if pool is not None:
+            return pool
         out: list[str] = []
         for p in [pkg] + transitive_deps(pkg, dev):
             if p not in self._pools:
@@ -188,7 +199,23 @@ class Compiles:
             if (pkg, "tests") not in self._pools:
                 self._pools[(pkg, "tests")] = tuple(self.ctx.rel(h) for h in test_headers(pkg))
             out.extend(self._pools[(pkg, "tests")])
-        return tuple(dict.fromkeys(out))
+        pool = self._pool_memo[(pkg, dev)] = tuple(dict.fromkeys(out))
+        return pool
+
+    def with_target_headers(self, may_read: tuple[str, ...], pkg: Package, target, dev: bool) -> tuple[str, ...]:
+        """`may_read` plus the headers of a target's own sources. The target's headers (a glob
+        over its directories) are found once per target, and the union with the whole pool once
+        per (package, target): per compile either would grow with units x headers."""
+        key = (id(pkg), id(target))
+        own = self._target_memo.get(key)
+        if own is None:
+            own = self._target_memo[key] = tuple(self.ctx.rel(h) for h in target_headers(pkg, target))
+        if may_read is not self._pool_memo.get((pkg, dev)):
+            return tuple(dict.fromkeys(may_read + own))  # a scanned subset: small
+        whole = self._target_pool_memo.get((key, dev))
+        if whole is None:
+            whole = self._target_pool_memo[(key, dev)] = tuple(dict.fromkeys(may_read + own))
+        return whole
 
     def headers_for(self, src: str, incs: list[str], user: list[str], pkg: Package,
                     dev: bool) -> tuple[str, ...]:
@@ -198,9 +225,9 @@ class Compiles:
             return pool  # a forced include (`-include x.h`) is not in any source: stage everything
         execroot = self.ctx.execroot
         search = list(incs) + [f[2:] for f in user if f.startswith("-I") and len(f) > 2]
-        index = self._pool_index.get(pool)
+        index = self._pool_index.get((pkg, dev))
         if index is None:
-            index = self._pool_index[pool] = {os.path.join(execroot, h): h for h in pool}
+            index = self._pool_index[(pkg, dev)] = {os.path.join(execroot, h): h for h in pool}
         found = reachable(os.path.join(execroot, src), [os.path.join(execroot, d) for d in search],
                           index, self._directives)
         return pool if found is None else tuple(sorted(found))

@@ -75,9 +75,14 @@ class ProgramActions:
 
     def plan_after_link(self) -> None:
         """The `artifact` actions, each after every link of its package."""
+        if not self._after_link:
+            return
+        links: dict[str, list[str]] = {}  # one pass over the plan, not one per artifact action
+        for a in self.plan.actions:
+            if a.kind == "link":
+                links.setdefault(self.plan.package_of[a.id], []).append(a.id)
         for pkg, action in self._after_link:
-            links = [a.id for a in self.plan.actions if self.plan.package_of[a.id] == pkg.name and a.kind == "link"]
-            self.plan.add(action, pkg.name, self.plan.producers(action) + links)
+            self.plan.add(action, pkg.name, self.plan.producers(action) + links.get(pkg.name, []))
 
     def check_inputs(self) -> None:
         """A rule action's input must exist or be made by an action of this build."""

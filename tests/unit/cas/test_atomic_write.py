@@ -63,3 +63,39 @@ def test_write_if_changed_keeps_an_unchanged_file(tmp_path):
     assert os.stat(path).st_mtime_ns == 1
     write_if_changed(str(path), b"[1]")
     assert path.read_bytes() == b"[1]" and os.stat(path).st_mtime_ns != 1
+
+
+# -- publish: content-named files (blobs, materialized copies) ----------------------------------
+
+from mcpp.cas import atomic  # noqa: E402
+
+
+@pytest.mark.parametrize("tmpfile", [True, False], ids=["O_TMPFILE", "named-temp"])
+def test_publish_creates_once_and_leaves_only_the_final_name(tmp_path, monkeypatch, tmpfile):
+    monkeypatch.setattr(atomic, "_tmpfile_works", tmpfile and atomic._tmpfile_works)
+    path = str(tmp_path / "ab" / "cdef")
+    assert atomic.publish(path, [b"he", memoryview(b"llo")], perms=0o444) is True
+    assert atomic.publish(path, [b"other writer, same name"], perms=0o444) is False  # first one stays
+    assert open(path, "rb").read() == b"hello"
+    assert _mode(path) == 0o444
+    assert os.listdir(tmp_path / "ab") == ["cdef"]
+
+
+def test_publish_never_shows_a_temporary_name(tmp_path, monkeypatch):
+    """With O_TMPFILE the bytes are written into an inode without a name: a process killed
+    mid-write leaves nothing in the directory for `gc` to sweep, and no rename is paid."""
+    if not atomic._tmpfile_works:
+        pytest.skip("no O_TMPFILE on this file system")
+    seen = []
+    real = os.fchmod
+
+    def spy(fd, mode):  # called once the bytes are written, before the link
+        seen.append(sorted(os.listdir(tmp_path)))
+        real(fd, mode)
+
+    monkeypatch.setattr(os, "fchmod", spy)
+    renames = []
+    monkeypatch.setattr(os, "replace", lambda *a: renames.append(a))
+    assert atomic.publish(str(tmp_path / "blob"), [b"x" * 100], perms=0o444)
+    assert seen == [[]] and renames == []
+    assert os.listdir(tmp_path) == ["blob"]

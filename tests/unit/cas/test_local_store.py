@@ -148,11 +148,15 @@ def test_header_disagreeing_with_digest_is_rejected_before_decompressing(local):
         local.get(d)
 
 
-def test_failed_write_leaves_no_final_and_no_temp(local, monkeypatch):
-    def boom(src, dst):
+@pytest.mark.parametrize("tmpfile", [True, False], ids=["O_TMPFILE", "named-temp"])
+def test_failed_write_leaves_no_final_and_no_temp(local, monkeypatch, tmpfile):
+    from mcpp.cas import atomic
+
+    def boom(src, dst, **kw):
         raise OSError("disk full")
 
-    monkeypatch.setattr(os, "replace", boom)
+    monkeypatch.setattr(atomic, "_tmpfile_works", tmpfile and atomic._tmpfile_works)
+    monkeypatch.setattr(os, "link", boom)  # the one call that publishes a blob
     with pytest.raises(OSError, match="disk full"):
         local.put(b"will not land")
     monkeypatch.undo()

@@ -224,3 +224,22 @@ def test_copy_into_is_an_independent_read_only_copy_replacing_the_destination(ma
     assert os.stat(dest).st_ino != os.stat(mat.path(d, executable=True)).st_ino
     mat.copy_into(d, tmp_path / "target" / "data")
     assert os.stat(tmp_path / "target" / "data").st_mode & 0o777 == 0o444
+
+
+@pytest.mark.parametrize("size", [12, (1 << 20) + 5], ids=["read-whole", "streamed"])
+def test_copy_into_repairs_an_area_file_changed_in_place(mat, store, tmp_path, size):
+    """Same size and mode, other bytes (someone chmod-ed and wrote it): the copy in target/ gets
+    the store's verified bytes, and the area's file is re-created from them."""
+    data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    d = store.put(data)
+    area = mat.path(d)
+    os.chmod(area, 0o644)
+    with open(area, "r+b") as f:
+        f.write(b"Z")
+    os.chmod(area, 0o444)
+    dest = tmp_path / "target" / "out.o"
+    mat.copy_into(d, dest)
+    assert dest.read_bytes() == data and mat.repaired == 1
+    assert open(mat.path(d), "rb").read() == data
+    assert os.stat(dest).st_mode & 0o777 == 0o444
+    assert [n for n in os.listdir(dest.parent) if n.startswith(".tmp-")] == []

@@ -74,6 +74,7 @@ def build(ws, home: Home, runner: FakeRunner):
                               ExplainLog(layout.explain_log, "fake"))
     result = run_graph([a.id for a in plan.actions], plan.prereqs, jobs=2, check=pipeline.check,
                        execute=pipeline.restore_or_run, finish=pipeline.finish)
+    pipeline.drain(result)
     state.save()
     pipeline.explain.save()
     events = [json.loads(line) for line in out.getvalue().splitlines()]
@@ -137,3 +138,114 @@ def test_a_failed_action_is_forgotten_and_not_cached(ws, tmp_path):
     assert status == {UPPER.id: "executed", JOIN.id: "failed"}
     assert state.recorded(JOIN.id) is None and state.recorded(UPPER.id) is not None
     assert sum(1 for f in stores.ac.iter_files() if not f.manifest) == 1
+
+
+# -- the store ingest runs behind the build (cas/ingest.py) -------------------------------------
+
+import threading  # noqa: E402
+
+from mcpp.cas.digest import digest_bytes  # noqa: E402
+from mcpp.engine import pipeline as pipeline_mod  # noqa: E402
+
+
+def _no_entry_names_a_missing_blob(stores) -> int:
+    """Every action-cache entry's blobs are in the store; answers how many entries there are."""
+    n = 0
+    for f in stores.ac.iter_files():
+        if not f.manifest:
+            entry = stores.ac.get(f.key)
+            assert stores.blobs.find_missing(entry.blobs()) == [], f"entry {f.key} names a missing blob"
+            n += 1
+    return n
+
+
+def test_a_dependent_starts_before_its_inputs_are_stored(ws, tmp_path, monkeypatch):
+    """JOIN runs while UPPER's output is still only in target/ (hashed, not yet compressed into
+    the store); both are stored, with their entries, by the time the build returns."""
+    home = Home(tmp_path / "home")
+    gate = threading.Event()
+    real = pipeline_mod.store_blobs
+
+    def held(blobs, store, mat):
+        assert gate.wait(10), "the dependent never ran while the ingest was held"
+        real(blobs, store, mat)
+
+    monkeypatch.setattr(pipeline_mod, "store_blobs", held)
+    a_txt = digest_bytes(b"HELLO ")
+    seen = {}
+
+    class Watching(FakeRunner):
+        def run(self, action):
+            if action is JOIN:
+                seen["upper stored when join ran"] = Stores.open(home).blobs.has(a_txt)
+                gate.set()
+            return super().run(action)
+
+    status, state, stores, _, ok = build(ws, home, Watching(str(ws)))
+    assert ok and status == {UPPER.id: "executed", JOIN.id: "executed"}
+    assert seen == {"upper stored when join ran": False}
+    assert stores.blobs.get(a_txt) == b"HELLO "
+    assert _no_entry_names_a_missing_blob(stores) == 2
+
+
+def test_a_failed_ingest_fails_the_build_and_the_action_runs_again(ws, tmp_path, monkeypatch):
+    home = Home(tmp_path / "home")
+    real = pipeline_mod.store_blobs
+
+    def disk_full(blobs, store, mat):
+        if any(b.data == b"HELLO world!" for b in blobs):
+            raise OSError(28, "No space left on device")
+        real(blobs, store, mat)
+
+    monkeypatch.setattr(pipeline_mod, "store_blobs", disk_full)
+    runner = FakeRunner(str(ws))
+    status, state, stores, _, ok = build(ws, home, runner)
+    assert not ok
+    assert state.recorded(JOIN.id) is None and state.recorded(UPPER.id) is not None
+    assert _no_entry_names_a_missing_blob(stores) == 1  # UPPER's entry only
+    monkeypatch.undo()
+    status, *_ = build(ws, home, runner)
+    assert status == {UPPER.id: "fresh", JOIN.id: "executed"}
+
+
+def test_an_interrupted_build_leaves_no_entry_naming_a_missing_blob(ws, tmp_path, monkeypatch):
+    """Ctrl-C while ingest jobs wait: `abandon` drops the jobs not started; whatever was
+    written is whole (blobs before entries)."""
+    home = Home(tmp_path / "home")
+    started = threading.Event()
+    release = threading.Event()
+    real = pipeline_mod.store_blobs
+
+    def slow(blobs, store, mat):
+        started.set()
+        release.wait(10)
+        real(blobs, store, mat)
+
+    monkeypatch.setattr(pipeline_mod, "store_blobs", slow)
+
+    class Interrupted(FakeRunner):
+        def run(self, action):
+            if action is JOIN:
+                started.wait(10)
+                threading.Timer(0.2, release.set).start()  # the running job finishes after the stop
+                raise KeyboardInterrupt
+            return super().run(action)
+
+    layout = Layout(str(ws), str(ws / "target"), str(ws), "dev")
+    plan = Plan(layout.execroot, generated={"gen/msg.txt": b"world"})
+    plan.add(UPPER, "p", [])
+    plan.add(JOIN, "p", [UPPER.id])
+    state = BuildState(layout.action_state, layout.execroot, StatCache(layout.stat_cache))
+    stores = Stores.open(home)
+    pipeline = ActionPipeline(plan, state, KeyComputer(state, PLATFORM, plan.generated), Interrupted(str(ws)),
+                              stores, Reporter(json_mode=True, out=io.StringIO(), err=io.StringIO()),
+                              ExplainLog(layout.explain_log, "fake"))
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            run_graph([a.id for a in plan.actions], plan.prereqs, jobs=2, check=pipeline.check,
+                      execute=pipeline.restore_or_run, finish=pipeline.finish)
+        finally:
+            pipeline.ingest.abandon()
+    assert _no_entry_names_a_missing_blob(stores) == 1  # the running job finished, whole
+    tmp_names = [n for d, _, fs in os.walk(home.root) for n in fs if n.startswith(".tmp-")]
+    assert tmp_names == []

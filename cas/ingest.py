@@ -1,0 +1,158 @@
+"""Store ingest off the critical path: what a finished action leaves for the store to do.
+
+An action's outputs are needed by the rest of the build the moment they are on disk, hashed:
+a dependent's key needs their digests and a dependent's sandbox links them. Compressing them
+into the CAS, materializing their read-only copies and writing the action-cache entry that
+names them are needed only by a *later* build. So the engine hashes an output once, on the
+worker that ran the action (`take_output`), and hands the bytes to `Ingest`, one background
+thread that does the rest in submission order while the next actions run; the build waits for
+it once, at its end (`wait`), and an ingest that failed fails the build.
+
+Crash safety, which comes from the order inside one job (`store_blobs`, then the records):
+every blob is published atomically under its content name (cas/atomic.py: an unnamed inode
+linked in place, so an interrupted write leaves no name at all), and the records (action-cache
+entry, header manifest) are written only after all of the job's blobs exist. An interrupted
+build (Ctrl-C: `abandon` drops the jobs not started and lets the running one finish; a SIGKILL:
+the unnamed inode vanishes) therefore leaves neither half-written store files nor cache entries
+naming missing blobs; it leaves only fewer entries, which cost a re-run.
+
+A dependent that is staged before its input's job ran materializes the copy itself
+(`Materializer.publish_file`); whichever writer links the name first wins, and both wrote the
+same bytes.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+import blake3
+
+from .digest import Digest, digest_file
+
+# Outputs up to this size are read whole once (hash now, compress and copy later from the same
+# bytes); larger ones are hashed streaming now and read again by the job.
+WHOLE = 64 << 20
+_READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+
+
+@dataclass(frozen=True)
+class PendingBlob:
+    """Bytes the store does not have yet: `data` when read whole, else the file at `path`."""
+
+    digest: Digest
+    data: bytes | None = None
+    path: str | None = None
+    executable: bool = False
+    materialize: bool = False  # also fill the materialization area (outputs that later actions stage)
+
+
+def pending_bytes(data: bytes) -> PendingBlob:
+    """A blob for captured text (an action's stdout or stderr)."""
+    return PendingBlob(Digest(blake3.blake3(data).hexdigest(), len(data)), data=data)
+
+
+def take_output(path: str) -> PendingBlob:
+    """Make a produced output file read-only (0444, or 0555 when executable: the mode a
+    restored output has) and hash it, reading it once; a symlink keeps its target's mode.
+
+    One open, one fstat, one fchmod and the reads: the stat that says "executable" is the one
+    the mode is chosen from, and the bytes hashed are the bytes the job stores."""
+    link = False
+    try:
+        fd = os.open(path, _READ | os.O_NOFOLLOW)
+    except OSError as e:
+        if e.errno != errno.ELOOP:
+            raise
+        fd, link = os.open(path, _READ), True  # a symlink output: its target keeps its mode
+    try:
+        st = os.fstat(fd)
+        executable = bool(st.st_mode & 0o111)
+        if not link:
+            os.fchmod(fd, 0o555 if executable else 0o444)
+        if st.st_size <= WHOLE:
+            with open(fd, "rb", closefd=False) as f:
+                data = f.read()
+            d = Digest(blake3.blake3(data).hexdigest(), len(data))
+            return PendingBlob(d, data=data, executable=executable, materialize=True)
+    finally:
+        os.close(fd)
+    return PendingBlob(digest_file(path), path=path, executable=executable, materialize=True)
+
+
+class IngestError(Exception):
+    """A file changed between being hashed and being stored."""
+
+
+def store_blobs(blobs, store, mat) -> None:
+    """Put every blob into `store` (and the materialization area where asked), area first:
+    a dependent about to be staged looks there."""
+    for b in blobs:
+        if b.data is not None:
+            if b.materialize:
+                mat.publish_bytes(b.digest, b.data, executable=b.executable)
+            store.put_digested(b.digest, b.data)
+            continue
+        got = store.put_file(b.path)
+        if got != b.digest:
+            raise IngestError(f"{b.path} changed between being hashed and being stored")
+        if b.materialize:
+            mat.publish_file(b.digest, b.path, executable=b.executable)
+
+
+class Ingest:
+    """One background thread running store jobs in submission order (see the module docstring).
+
+    Jobs run first in, first out on a single thread, so a job's records are written after its
+    own blobs and after every earlier job's. A `SimpleQueue` hands them over: `put` takes no
+    Python-level lock, so the scheduler's thread, which submits, never waits on the ingest.
+    `inline=True` (a remote cache that uploads from the store right after) runs each job on the
+    caller's thread instead."""
+
+    def __init__(self, inline: bool = False) -> None:
+        self.inline = inline
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._dropping = False  # set by `abandon`: jobs still queued are skipped
+        self.errors: list[tuple[str, BaseException]] = []  # (label, what went wrong)
+        self.jobs = 0
+
+    def submit(self, label: str, job: Callable[[], None]) -> None:
+        self.jobs += 1
+        if self.inline:
+            self._run(label, job)
+            return
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="mcpp-ingest", daemon=True)
+            self._thread.start()
+        self._queue.put((label, job))
+
+    def wait(self) -> list[tuple[str, BaseException]]:
+        """Block until every job has run; the failures, by label."""
+        self._stop()
+        return self.errors
+
+    def abandon(self) -> None:
+        """On an interrupted build: drop the jobs not started, let the running one finish."""
+        self._dropping = True
+        self._stop()
+
+    def _stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def _loop(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if not self._dropping:
+                self._run(*item)
+
+    def _run(self, label: str, job: Callable[[], None]) -> None:
+        try:
+            job()
+        except Exception as e:  # reported by `wait`; the next jobs still run
+            self.errors.append((label, e))

@@ -1,0 +1,60 @@
+"""cas/ingest.py: outputs hashed once on the worker, stored later in order by one thread."""
+from __future__ import annotations
+
+import os
+import stat
+import threading
+
+from mcpp.cas.digest import digest_bytes
+from mcpp.cas.ingest import Ingest, store_blobs, take_output
+from mcpp.cas.local_store import LocalZstdStore
+from mcpp.cas.materialize import Materializer
+from mcpp.cas.verifying_store import VerifyingStore
+
+
+def test_take_output_hashes_once_and_makes_the_file_read_only(tmp_path):
+    plain, tool = tmp_path / "a.o", tmp_path / "tool"
+    plain.write_bytes(b"object")
+    tool.write_bytes(b"#!/bin/sh\n")
+    tool.chmod(0o755)
+    a, t = take_output(str(plain)), take_output(str(tool))
+    assert a.digest == digest_bytes(b"object") and a.data == b"object" and not a.executable
+    assert t.executable
+    assert stat.S_IMODE(os.stat(plain).st_mode) == 0o444 and stat.S_IMODE(os.stat(tool).st_mode) == 0o555
+
+
+def test_store_blobs_fills_the_store_and_the_area_without_hashing_again(tmp_path):
+    store = VerifyingStore(LocalZstdStore(tmp_path / "cas"))
+    mat = Materializer(store, tmp_path / "mat")
+    (tmp_path / "out").write_bytes(b"bytes")
+    blob = take_output(str(tmp_path / "out"))
+    store_blobs([blob], store, mat)
+    assert store.get(blob.digest) == b"bytes"
+    assert open(mat.path(blob.digest), "rb").read() == b"bytes" and mat.created == 1
+
+
+def test_jobs_run_in_order_and_failures_are_collected():
+    ingest, seen = Ingest(), []
+    ingest.submit("a", lambda: seen.append("a"))
+    ingest.submit("b", lambda: (_ for _ in ()).throw(OSError("disk full")))
+    ingest.submit("c", lambda: seen.append("c"))
+    errors = ingest.wait()
+    assert seen == ["a", "c"]
+    assert [(label, str(e)) for label, e in errors] == [("b", "disk full")]
+
+
+def test_abandon_lets_the_running_job_finish_and_drops_the_rest():
+    ingest, seen = Ingest(), []
+    running, release = threading.Event(), threading.Event()
+
+    def first():
+        running.set()
+        release.wait(10)
+        seen.append("first")
+
+    ingest.submit("first", first)
+    ingest.submit("second", lambda: seen.append("second"))
+    running.wait(10)
+    threading.Timer(0.1, release.set).start()
+    ingest.abandon()
+    assert seen == ["first"]
