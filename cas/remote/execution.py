@@ -182,10 +182,14 @@ class RemoteExecutor:
             for op in call:
                 if op.HasField("metadata"):
                     meta = xp.ExecuteOperationMetadata()
-                    if op.metadata.Unpack(meta) and meta.stage >= xp.STAGE_EXECUTING:
+                    if op.metadata.Unpack(meta):
                         with self._lock:
-                            self._queued.pop(key, None)
-                            self._progress = time.monotonic()
+                            if meta.stage >= xp.STAGE_EXECUTING:
+                                self._queued.pop(key, None)
+                                self._progress = time.monotonic()
+                            elif meta.stage == xp.STAGE_QUEUED:
+                                # again, after a worker that had leased it was declared dead
+                                self._queued[key] = call
                 if op.done:
                     with self._lock:
                         self._queued.pop(key, None)

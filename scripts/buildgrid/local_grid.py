@@ -184,7 +184,11 @@ class LocalGrid:
         proc = self.workers.pop(i, None)
         if proc is not None and proc.poll() is None:
             os.killpg(proc.pid, sig)
-            proc.wait(timeout=10)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
 
     # --- all --------------------------------------------------------------------------------
 
@@ -206,7 +210,7 @@ class LocalGrid:
         if self.bgd is not None and self.bgd.poll() is None:
             os.killpg(self.bgd.pid, signal.SIGTERM)
             try:
-                self.bgd.wait(timeout=10)
+                self.bgd.wait(timeout=3)
             except subprocess.TimeoutExpired:
                 os.killpg(self.bgd.pid, signal.SIGKILL)
                 self.bgd.wait(timeout=10)
