@@ -38,8 +38,9 @@ from typing import Mapping
 from .signing import PublicKey, SecretKey, SigningKeyError, load_secret_key, parse_public_key
 
 CONFIG_FILE = "config.toml"
-_KEYS = {"url": str, "upload": bool, "execute": bool, "instance": str, "timeout": (int, float), "sign-key": str,
-         "trusted-keys": list, "tls-ca": str, "tls-cert": str, "tls-key": str, "token-file": str}
+_KEYS = {"url": str, "upload": bool, "instance": str, "timeout": (int, float), "sign-key": str,
+         "trusted-keys": list, "tls-ca": str, "tls-cert": str, "tls-key": str, "token-file": str,
+         "execute": bool}
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
