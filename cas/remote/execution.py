@@ -173,7 +173,10 @@ class RemoteExecutor:
         """`Execute`, then follow the operation to its end; None when it was abandoned because no
         worker made progress (or the stream broke after remote execution was turned off)."""
         request = xp.ExecuteRequest(instance_name=client.instance, action_digest=action_digest.to_proto(),
-                                    skip_cache_lookup=False, digest_function=client.digest_function.value)
+                                    digest_function=client.digest_function.value,
+                                    # With trusted keys, an unsigned result some other client's
+                                    # execution left in the server's cache must not pass as a run.
+                                    skip_cache_lookup=self.settings.trusted_keys is not None)
         call = self._execute(request, timeout=None)
         key = id(call)
         with self._lock:
