@@ -34,10 +34,6 @@ from mcpp.cas.home import Home
 
 from .errors import McppError
 
-HEARTBEAT = 2.0  # seconds between keep-alive calls while an action runs
-LONG_POLL = 10.0  # deadline of an idle UpdateBotSession (the server answers at 80% of it)
-
-
 @click.command("worker")
 @click.option("--remote", "remote", metavar="URL", required=True,
               help="The BuildGrid server: grpc://HOST:PORT, grpcs://HOST:PORT or unix:PATH.")

@@ -29,8 +29,8 @@ from mcpp.cas.remote.worker_cas import WorkerCas
 from mcpp.sandbox import make_sandbox
 
 from .worker_action import ToolMismatch, run_leased_action
-from .worker_cmd import HEARTBEAT, LONG_POLL
-
+HEARTBEAT = 2.0  # seconds between keep-alive calls while an action runs
+LONG_POLL = 10.0  # deadline of an idle UpdateBotSession (the server answers at 80% of it)
 _RETRY_PAUSE = 1.0
 
 
