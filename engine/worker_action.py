@@ -48,8 +48,10 @@ def run_leased_action(action, client: RemoteClient, cas: WorkerCas, sandbox, wor
                       worker_name: str, tool_digests: dict[str, str]) -> LeaseOutcome:
     """Run one REAPI `Action` message; `tool_digests` maps each tool this worker has to its blake3."""
     start = time.monotonic()
+    command_digest = RemoteDigest.from_proto(action.command_digest)
+    cas.ensure([command_digest, RemoteDigest.from_proto(action.input_root_digest)])  # one request for both
     command = pb.Command()
-    command.ParseFromString(cas.read(RemoteDigest.from_proto(action.command_digest)))
+    command.ParseFromString(cas.read(command_digest))
     props = decode_command(command)
     tools = []
     for p in command.platform.properties:
@@ -97,10 +99,8 @@ def run_leased_action(action, client: RemoteClient, cas: WorkerCas, sandbox, wor
                 d = client.digest_function.of_bytes(data)
                 blobs[d] = data
                 getattr(result, f"{name}_digest").CopyFrom(d.to_proto())
-        if blobs:
-            missing = client.find_missing(list(blobs))
-            if missing:
-                client.upload({d: blobs[d] for d in missing})
+        if blobs:  # outputs are new bytes as a rule: upload without asking first (one request)
+            client.upload(blobs)
         result.execution_metadata.worker = worker_name
         return LeaseOutcome(result, timed_out, produced, code, time.monotonic() - start)
     finally:

@@ -158,16 +158,21 @@ class RemoteExecutor:
     # --- steps ------------------------------------------------------------------------------
 
     def _upload(self, client: RemoteClient, blobs: dict[RemoteDigest, bytes], files: dict[RemoteDigest, str]) -> None:
-        """Only what the server lacks: one `FindMissingBlobs` over everything not known present."""
+        """Only what the server lacks: one `FindMissingBlobs` over every file and message not
+        known present. When every file is known present, the few new messages (this action's
+        `Action`, `Command` and some `Directory`s, small and mostly new) are sent without asking:
+        one request instead of two per action, which is what the server's CPU pays for."""
         with self._lock:
-            wanted = [d for d in list(files) + list(blobs) if d not in self._present]
-        if not wanted:
+            new_files = [d for d in files if d not in self._present]
+            new_msgs = [d for d in blobs if d not in self._present]
+        if not new_files and not new_msgs:
             return
-        missing = client.find_missing(wanted)
+        missing = client.find_missing(new_files + new_msgs) if new_files else new_msgs
         if missing:
             client.upload({d: blobs[d] if d in blobs else _opener(files[d]) for d in missing})
         with self._lock:
-            self._present.update(wanted)
+            self._present.update(new_files)
+            self._present.update(new_msgs)
 
     def _wait(self, client: RemoteClient, action_digest: RemoteDigest):
         """`Execute`, then follow the operation to its end; None when it was abandoned because no
