@@ -80,4 +80,4 @@ def test_home_is_resolved_only_at_the_command_layer():
     engine = Path(__file__).resolve().parents[3] / "engine"
     callers = sorted(str(p.relative_to(engine)) for p in engine.rglob("*.py")
                      if re.search(r"Home\.default\b", p.read_text()))
-    assert callers == ["build.py", "cache_cmd.py"]
+    assert callers == ["build.py", "cache_cmd.py", "worker_cmd.py"]  # commands: build, cache, worker
