@@ -88,6 +88,7 @@ class RemoteExecutor:
         self._tool_digests: dict[str, Digest] = {}
         self._present: set[RemoteDigest] = set()  # blobs the server said it has, this build
         self._queued: dict[int, object] = {}  # id -> gRPC call of an operation not yet executing
+        self._inflight: dict[int, list] = {}  # id -> [gRPC call, operation name, time of its last update]
         self._progress = time.monotonic()
         self._watchdog: threading.Thread | None = None
         self._closed = threading.Event()
@@ -186,8 +187,11 @@ class RemoteExecutor:
         key = id(call)
         with self._lock:
             self._queued[key] = call
+            self._inflight[key] = [call, "", time.monotonic()]
         try:
             for op in call:
+                with self._lock:
+                    self._inflight[key][1:] = [op.name, time.monotonic()]
                 if op.HasField("metadata"):
                     meta = xp.ExecuteOperationMetadata()
                     if op.metadata.Unpack(meta):
@@ -216,6 +220,31 @@ class RemoteExecutor:
         finally:
             with self._lock:
                 self._queued.pop(key, None)
+                self._inflight.pop(key, None)
+
+    def _stage_now(self, name: str) -> int | None:
+        """The operation's stage as the server has it now: the first message of `WaitExecution`.
+        BuildGrid does not always tell an open `Execute` stream that a lease whose worker died
+        went back to the queue; asking again does."""
+        client = self._client
+        if client is None or not name:
+            return None
+        wait = client._channel.unary_stream(xp.WAIT_EXECUTION, request_serializer=_ser,
+                                            response_deserializer=xp.Operation.FromString)
+        stream = wait(xp.WaitExecutionRequest(name=name), timeout=5.0)
+        try:
+            for op in stream:
+                meta = xp.ExecuteOperationMetadata()
+                if op.done:
+                    return xp.STAGE_COMPLETED
+                if op.HasField("metadata") and op.metadata.Unpack(meta):
+                    return meta.stage
+                return None
+        except grpc.RpcError:
+            return None
+        finally:
+            stream.cancel()
+        return None
 
     def _streams(self, store: RemoteStore, result) -> tuple[bytes, bytes]:
         out = []
@@ -302,6 +331,19 @@ class RemoteExecutor:
     def _watch(self) -> None:
         """Abandon the queued operations when no worker has made progress for `worker_wait` s."""
         while not self._closed.wait(0.5):
+            now = time.monotonic()
+            with self._lock:
+                silent = [(key, entry[1]) for key, entry in self._inflight.items()
+                          if key not in self._queued and now - entry[2] > self.worker_wait]
+            for key, name in silent:  # "executing" without a word for a long time: still so?
+                stage = self._stage_now(name)
+                with self._lock:
+                    entry = self._inflight.get(key)
+                    if entry is None:
+                        continue
+                    entry[2] = time.monotonic()
+                    if stage == xp.STAGE_QUEUED:
+                        self._queued[key] = entry[0]
             with self._lock:
                 if self._disabled:
                     return
