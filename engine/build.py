@@ -23,6 +23,7 @@ from mcpp.sandbox import SandboxUnavailable, make_sandbox
 from . import noop, prebuilt, trust
 from .action_runner import ActionRunner, SandboxRunner
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
+from .remote_exec_runner import remote_exec_jobs, with_remote_execution
 from .empty_packages import empty_package_warnings
 from .errors import BuildFailed, McppError
 from .explain import ExplainLog
@@ -65,6 +66,7 @@ class BuildOptions:
     sandbox: str | None = None  # bwrap | dir | off; None: bwrap when it works, else dir
     remote: str | None = None  # --remote URL; None: MCPP_REMOTE, then [remote] url in config.toml
     remote_upload: bool | None = None  # --remote-upload/--no-remote-upload; None: env, then config
+    remote_exec: bool | None = None  # --remote-exec; None: MCPP_REMOTE_EXEC, then [remote] execute
     target_override: str | None = None  # build into this directory instead of <workspace>/target (host tools)
     # `$MCPP_HOME`, resolved once when the command's options are made; every store, cache and
     # record of this build (and of the host tool builds it starts) lives under this one home.
@@ -233,7 +235,7 @@ def _hits(counters: Counters) -> str:
 def resolve_remote(opts: BuildOptions) -> RemoteSettings | None:
     """`--remote` > `MCPP_REMOTE` > `[remote]` in `$MCPP_HOME/config.toml` (cas/remote/config.py)."""
     try:
-        return resolve_settings(opts.remote, opts.remote_upload, os.environ, opts.home.root)
+        return resolve_settings(opts.remote, opts.remote_upload, os.environ, opts.home.root, opts.remote_exec)
     except RemoteConfigError as e:
         raise McppError(str(e)) from None
 
@@ -274,7 +276,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
 
         runner = SandboxRunner(lambda: _make_sandbox(opts.sandbox, str(stores.home.root), reporter, payload_roots),
                                plan.execroot, stage)
-    jobs = opts.jobs or os.cpu_count() or 1
+    executing = stores.remote is not None and stores.remote.execute and isinstance(runner, SandboxRunner)
+    jobs = opts.jobs or (remote_exec_jobs(0) if executing else os.cpu_count() or 1)
     workers, slots = jobs, None
     remote = stores.remote_cache(_content_of(plan), reporter.warning,
                                  note=lambda text: reporter.raw_warning(f"note: {text}"))
@@ -282,6 +285,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         # Remote lookups mostly wait on the server: let several overlap, but run at most -j
         # local processes (the pipeline takes a slot around each one).
         workers, slots = max(jobs, min(4 * jobs, 32)), threading.BoundedSemaphore(jobs)
+    if executing:  # remote runs hold no local slot; the runner keeps local ones at the core count
+        runner, slots = with_remote_execution(runner, stores, opts.sandbox, reporter.warning), None
     pipeline = ActionPipeline(plan, state, keys, runner, stores, reporter,
                               ExplainLog(layout.explain_log, f"{platform.toolchain} on {platform.host}"), remote, slots)
     pipeline.timings = timings

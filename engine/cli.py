@@ -19,6 +19,7 @@ from mcpp.sandbox import NAMES as SANDBOXES
 from .build import BuildOptions, build
 from .cache_cmd import cache_group
 from .payload_cmd import payload_group
+from .worker_cmd import worker_command
 from .errors import EXIT_USER_ERROR, McppError, display_path, environment_error
 from .package.graph import load_graph
 from .package.model import Selection
@@ -89,6 +90,8 @@ def build_flags(fn):
                           "(else MCPP_REMOTE, else [remote] url in $MCPP_HOME/config.toml)."),
         click.option("--remote-upload/--no-remote-upload", "remote_upload", default=None,
                      help="Upload results of actions run here to the remote cache."),
+        click.option("--remote-exec/--no-remote-exec", "remote_exec", default=None,
+                     help="Run actions on the remote server's workers (REAPI Execute; docs/remote.md)."),
         click.option("--message-format", type=click.Choice(["human", "json"]), default="human",
                      help="json: one JSON object per build event on stdout."),
         click.option("--timings", type=click.Choice(["html", "json"]), is_flag=False, flag_value="html",
@@ -125,7 +128,8 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
                             with_dev_deps=with_dev, target=kw["target"], accel=kw["accel"],
                             no_accel=kw["no_accel"], strict=kw["strict"]),
         jobs=jobs or 0, keep_going=kw["keep_going"], toolchain=kw["toolchain"], sandbox=kw["sandbox"],
-        remote=kw["remote"], remote_upload=kw["remote_upload"], timings=kw["timings"], trace=kw["trace"])
+        remote=kw["remote"], remote_upload=kw["remote_upload"], timings=kw["timings"], trace=kw["trace"],
+        remote_exec=kw["remote_exec"])
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -282,6 +286,7 @@ def _finish_scaffold(ctx: _Ctx, path: str, vcs: str) -> None:
 cli.add_command(cache_group)
 cli.add_command(payload_group)
 cli.add_command(server_group)
+cli.add_command(worker_command)
 
 
 @cli.command("explain")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the system packages the test suite needs on Debian 12: clang-19 with libc++ (for
-# `import std;`) and ninja (for the benchmark's comparison). gcc/g++ are assumed present.
+# `import std;`), ninja (for the benchmark's comparison) and PostgreSQL 15 (the job scheduler of
+# the remote-execution tests' BuildGrid). gcc/g++ are assumed present.
 # Idempotent: installs only what is missing. Needs root (or sudo) when something is missing.
 #
 # apt's own output is shown (a silent minute-long install looks like a hang). A fresh cloud
@@ -9,13 +10,13 @@
 set -euo pipefail
 
 need=()
-for p in clang-19 libc++-19-dev libc++abi-19-dev clang-tools-19 ninja-build; do
+for p in clang-19 libc++-19-dev libc++abi-19-dev clang-tools-19 ninja-build postgresql-15; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 want_chromium=0
 dpkg -s chromium >/dev/null 2>&1 || want_chromium=1
 if ((${#need[@]} == 0 && want_chromium == 0)); then
-    echo "install-system-deps: all present (clang-19, libc++-19, clang-tools-19, ninja-build, chromium)"
+    echo "install-system-deps: all present (clang-19, libc++-19, clang-tools-19, ninja-build, postgresql-15, chromium)"
     exit 0
 fi
 

@@ -22,6 +22,15 @@ One concept per module, lowest first:
   building when the server fails, background uploads);
 - `config`: `--remote` > `MCPP_REMOTE` > `[remote]` in `$MCPP_HOME/config.toml`.
 
+Remote execution (`--remote-exec`, docs/remote.md "Remote execution"):
+
+- `exec_protocol`: the Execution, long-running Operations and Bots (Remote Workers) messages;
+- `exec_messages`: an mcpp `Action` as the `Command`, input root and `Action` a worker runs, with
+  the platform properties BuildGrid schedules on (OS, ISA, each tool's digest);
+- `execution`: `RemoteExecutor`, one action through `Execute` (FindMissingBlobs-only uploads,
+  the operation stream, verified outputs), and the fall-back to local runs when the service fails;
+- `worker_cas`: a worker's own cache of the server's blobs (`engine/worker_cmd.py` is the worker).
+
 Importing this package (or `config`) does not import gRPC; the names below load on first use.
 """
 from __future__ import annotations

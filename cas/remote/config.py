@@ -5,6 +5,7 @@
 [remote]
 url = "grpcs://cache.example.com:8980"  # TLS; "grpc://HOST:PORT" is plain text; or "unix:/run/buildgrid.sock"
 upload = true          # like --remote-upload (CI writes; laptops read)
+execute = true         # like --remote-exec: run actions on the server's workers (docs/remote.md)
 instance = ""          # REAPI instance_name, when the server hosts several
 timeout = 60           # seconds per request before the server counts as unavailable
 sign-key = "keys/ci.secret"                 # sign what this machine uploads (relative: to $MCPP_HOME)
@@ -22,7 +23,8 @@ key settings. Without trusted keys every remote result is accepted unverified (s
 docs/remote.md for the trust model).
 
 The same precedence holds for uploading: `--remote-upload`/`--no-remote-upload` >
-`MCPP_REMOTE_UPLOAD` (1/0, true/false, yes/no, on/off) > `upload`. This module imports no gRPC,
+`MCPP_REMOTE_UPLOAD` (1/0, true/false, yes/no, on/off) > `upload`, and for remote execution:
+`--remote-exec` > `MCPP_REMOTE_EXEC` > `execute`. This module imports no gRPC,
 so a build without a remote pays nothing for it.
 """
 from __future__ import annotations
@@ -37,7 +39,8 @@ from .signing import PublicKey, SecretKey, SigningKeyError, load_secret_key, par
 
 CONFIG_FILE = "config.toml"
 _KEYS = {"url": str, "upload": bool, "instance": str, "timeout": (int, float), "sign-key": str,
-         "trusted-keys": list, "tls-ca": str, "tls-cert": str, "tls-key": str, "token-file": str}
+         "trusted-keys": list, "tls-ca": str, "tls-cert": str, "tls-key": str, "token-file": str,
+         "execute": bool}
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -67,6 +70,7 @@ class RemoteSettings:
     sign_key: SecretKey | None = None  # signs every uploaded result
     trusted_keys: tuple[PublicKey, ...] | None = None  # None: remote results are accepted unverified
     security: ChannelSecurity = ChannelSecurity()
+    execute: bool = False  # run actions remotely (REAPI Execute), not only look them up
 
 
 def parse_remote_url(url: str) -> str:
@@ -120,23 +124,17 @@ def load_config(home_root: str | os.PathLike[str]) -> dict:
 
 
 def resolve_settings(flag_url: str | None, flag_upload: bool | None, environ: Mapping[str, str],
-                     home_root: str | os.PathLike[str]) -> RemoteSettings | None:
+                     home_root: str | os.PathLike[str], flag_execute: bool | None = None) -> RemoteSettings | None:
     """The remote settings of one build, or None when no remote cache is configured."""
     table = load_config(home_root)
     url = flag_url or environ.get("MCPP_REMOTE") or table.get("url") or None
-    upload = flag_upload
-    if upload is None and environ.get("MCPP_REMOTE_UPLOAD") is not None:
-        value = environ["MCPP_REMOTE_UPLOAD"].strip().lower()
-        if value not in _TRUE | _FALSE:
-            raise RemoteConfigError(f"MCPP_REMOTE_UPLOAD={environ['MCPP_REMOTE_UPLOAD']!r}: expected 1 or 0 "
-                                    "(also true/false, yes/no, on/off)")
-        upload = value in _TRUE
-    if upload is None:
-        upload = bool(table.get("upload", False))
+    upload = _switch(flag_upload, environ, "MCPP_REMOTE_UPLOAD", table, "upload")
+    execute = _switch(flag_execute, environ, "MCPP_REMOTE_EXEC", table, "execute")
     if url is None:
-        if flag_upload:
-            raise RemoteConfigError("--remote-upload needs a remote cache: pass --remote URL, set MCPP_REMOTE, "
-                                    f"or set `url` under [remote] in {os.path.join(home_root, CONFIG_FILE)}")
+        for flag, name in ((flag_upload, "--remote-upload"), (flag_execute, "--remote-exec")):
+            if flag:
+                raise RemoteConfigError(f"{name} needs a remote server: pass --remote URL, set MCPP_REMOTE, "
+                                        f"or set `url` under [remote] in {os.path.join(home_root, CONFIG_FILE)}")
         return None
     timeout = float(table.get("timeout", 60.0))
     if timeout <= 0:
@@ -146,7 +144,19 @@ def resolve_settings(flag_url: str | None, flag_upload: bool | None, environ: Ma
     return RemoteSettings(url=url, target=target, upload=upload,
                           instance_name=table.get("instance", ""), timeout=timeout,
                           sign_key=sign_key, trusted_keys=trusted,
-                          security=_security(url, target, table, environ, home_root))
+                          security=_security(url, target, table, environ, home_root), execute=execute)
+
+
+def _switch(flag: bool | None, environ: Mapping[str, str], var: str, table: dict, key: str) -> bool:
+    """A yes/no setting: the flag, else the environment variable, else the config key."""
+    if flag is not None:
+        return flag
+    if environ.get(var) is not None:
+        value = environ[var].strip().lower()
+        if value not in _TRUE | _FALSE:
+            raise RemoteConfigError(f"{var}={environ[var]!r}: expected 1 or 0 (also true/false, yes/no, on/off)")
+        return value in _TRUE
+    return bool(table.get(key, False))
 
 
 _LOOPBACK = re.compile(r"(localhost|127(\.\d{1,3}){3}|\[::1\]):\d+")

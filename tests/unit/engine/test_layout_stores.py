@@ -81,5 +81,6 @@ def test_home_is_resolved_only_at_the_command_layer():
     engine = Path(__file__).resolve().parents[3] / "engine"
     callers = sorted(str(p.relative_to(engine)) for p in engine.rglob("*.py")
                      if re.search(r"Home\.default\b", p.read_text()))
-    # server/paths.py: the command line's client names the server of this home (no store opened).
-    assert callers == ["build.py", "cache_cmd.py", "server/paths.py"]
+    # server/paths.py: the command line's client names the server of this home (no store opened);
+    # build.py, cache_cmd.py and worker_cmd.py are the commands that open stores.
+    assert callers == ["build.py", "cache_cmd.py", "server/paths.py", "worker_cmd.py"]

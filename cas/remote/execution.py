@@ -1,0 +1,392 @@
+"""`RemoteExecutor`: run one action on a remote worker through REAPI `Execute`, or say "run it here".
+
+What one remote run is:
+
+1. the action's `Command`, its input root (every declared input and candidate header, as
+   `Directory` trees) and its `Action` are encoded (`exec_messages.py`);
+2. `FindMissingBlobs` over every file and message, then only the missing ones are uploaded (a
+   second compile of the same package sends its one new source file);
+3. `Execute`, then the operation stream is read until the operation is done; the server queues
+   the action, a worker leases it (`engine/worker_cmd.py`), runs it in its sandbox and reports
+   the `ActionResult`;
+4. the result is taken as a cache hit is (`RemoteStore.fetch`): every output, stdout and stderr
+   is downloaded and verified against its digest before it is written into the execroot. The
+   engine then stores the outputs, writes the local action cache entry (and uploads and signs
+   it with `--remote-upload`) exactly as for a local run.
+
+A failure of the *action* (exit code, stderr) is an answer like a local one. A failure of the
+*service* never fails a build: `run` answers None, the engine runs the action here, and the
+first such failure prints one warning and turns remote execution off for the rest of the build:
+
+- the server unreachable or refusing requests (`UNAVAILABLE`, a timeout, ...);
+- no worker making progress: when actions stay queued and no operation has started or finished
+  for `worker_wait` seconds (every worker gone, or none matches these actions' platform), the
+  queued operations are abandoned and what remains runs locally.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import grpc
+
+from ..action import Action
+from ..blobstore import BlobStore
+from ..digest import Digest, digest_file
+from . import exec_protocol as xp
+from . import protocol as pb
+from .actions import relative_to, result_outputs, _working_directory
+from .client import BlobMissing, RemoteClient, RemoteError, _error, _ser
+from .config import RemoteSettings
+from .digests import RemoteDigest
+from .exec_messages import exec_messages
+from .store import RemoteCorrupt, RemoteStore
+
+DEFAULT_WORKER_WAIT = 30.0  # seconds without any progress before the workers count as gone
+_DEADLINE_EXCEEDED = 4
+
+
+@dataclass
+class ExecResult:
+    """What the worker's run answered, with the outputs already written into the execroot."""
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+    duration: float
+    timed_out: bool
+    worker: str
+
+
+@dataclass
+class ExecCounters:
+    executed: int = 0  # actions a worker ran (whatever their exit code)
+    local: int = 0  # actions handed back to run here after remote execution was turned off
+
+
+class RemoteExecutor:
+    """Thread-safe: the engine's workers call `run` concurrently, one action each."""
+
+    def __init__(self, settings: RemoteSettings, local: BlobStore, warn: Callable[[str], None],
+                 worker_wait: float | None = None) -> None:
+        self.settings = settings
+        self.local = local
+        self.warn = warn
+        env_wait = os.environ.get("MCPP_REMOTE_EXEC_WAIT")
+        self.worker_wait = worker_wait if worker_wait is not None else (
+            float(env_wait) if env_wait else DEFAULT_WORKER_WAIT)
+        self.counters = ExecCounters()
+        self._lock = threading.Lock()
+        self._client: RemoteClient | None = None
+        self._store: RemoteStore | None = None
+        self._execute = None
+        self._disabled: str | None = None
+        self._file_digests: dict[tuple[str, int, int], RemoteDigest] = {}
+        self._tool_digests: dict[str, Digest] = {}
+        self._present: set[RemoteDigest] = set()  # blobs the server said it has, this build
+        self._queued: dict[int, object] = {}  # id -> gRPC call of an operation not yet executing
+        self._inflight: dict[int, list] = {}  # id -> [gRPC call, operation name, time of its last update]
+        self._progress = time.monotonic()
+        self._watchdog: threading.Thread | None = None
+        self._closed = threading.Event()
+
+    @property
+    def url(self) -> str:
+        return self.settings.url
+
+    @property
+    def disabled(self) -> str | None:
+        return self._disabled
+
+    # --- one action (engine worker threads) -------------------------------------------------
+
+    def run(self, action: Action, inputs: Mapping[str, str], execroot: str) -> ExecResult | None:
+        """Run `action` remotely; `inputs` maps each execroot path it may read to a local file with
+        its bytes. None: run it here (remote execution is off, or was just turned off)."""
+        if not self._ready():
+            return self._local()
+        client, store = self._client, self._store
+        assert client is not None and store is not None
+        try:
+            files = {rel: self._file(path) for rel, path in inputs.items()}
+            tools = {t: self._tool(t) for t in action.tools}
+            msgs = exec_messages(action, tools, files, client.digest_function)
+        except (OSError, ValueError) as e:
+            self.warn(f"remote execution of `{action.id}` impossible ({e}); the action runs locally")
+            return self._local(counted=False)
+        start = time.monotonic()
+        try:
+            self._upload(client, msgs.blobs, msgs.files)
+            response = self._wait(client, msgs.action_digest)
+            if response is None:
+                return self._local()
+            status = response.status
+            if status.code not in (0, _DEADLINE_EXCEEDED):
+                # The service could not run it (a lease retried until BuildGrid gave up, a platform
+                # no worker offers): an answer about the service, not about the action.
+                self._disable_with(f"{_code(status.code)}: {status.message}")
+                return self._local()
+            result = response.result
+            stdout, stderr = self._streams(store, result)
+            if result.exit_code == 0 and status.code == 0:
+                self._write_outputs(store, action, result, execroot)
+        except RemoteCorrupt as e:
+            self.warn(f"remote execution at {self.url} sent a corrupt blob for `{action.id}` ({e.reason}); "
+                      "the action runs locally")
+            return self._local(counted=False)
+        except BlobMissing as e:
+            self._disable_with(str(e))
+            return self._local()
+        except RemoteError as e:
+            self._disable_with(str(e))
+            return self._local()
+        with self._lock:
+            self.counters.executed += 1
+        worker = result.execution_metadata.worker if result.HasField("execution_metadata") else ""
+        return ExecResult(result.exit_code, stdout, stderr, time.monotonic() - start,
+                          status.code == _DEADLINE_EXCEEDED, worker)
+
+    def close(self) -> None:
+        self._closed.set()
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    # --- steps ------------------------------------------------------------------------------
+
+    def _upload(self, client: RemoteClient, blobs: dict[RemoteDigest, bytes], files: dict[RemoteDigest, str]) -> None:
+        """Only what the server lacks: one `FindMissingBlobs` over every file and message not
+        known present. When every file is known present, the few new messages (this action's
+        `Action`, `Command` and some `Directory`s, small and mostly new) are sent without asking:
+        one request instead of two per action, which is what the server's CPU pays for."""
+        with self._lock:
+            new_files = [d for d in files if d not in self._present]
+            new_msgs = [d for d in blobs if d not in self._present]
+        if not new_files and not new_msgs:
+            return
+        missing = client.find_missing(new_files + new_msgs) if new_files else new_msgs
+        if missing:
+            client.upload({d: blobs[d] if d in blobs else _opener(files[d]) for d in missing})
+        with self._lock:
+            self._present.update(new_files)
+            self._present.update(new_msgs)
+
+    def _wait(self, client: RemoteClient, action_digest: RemoteDigest):
+        """`Execute`, then follow the operation to its end; None when it was abandoned because no
+        worker made progress (or the stream broke after remote execution was turned off)."""
+        request = xp.ExecuteRequest(instance_name=client.instance, action_digest=action_digest.to_proto(),
+                                    digest_function=client.digest_function.value,
+                                    # With trusted keys, an unsigned result some other client's
+                                    # execution left in the server's cache must not pass as a run.
+                                    skip_cache_lookup=self.settings.trusted_keys is not None)
+        call = self._execute(request, timeout=None)
+        key = id(call)
+        with self._lock:
+            self._queued[key] = call
+            self._inflight[key] = [call, "", time.monotonic()]
+        try:
+            for op in call:
+                with self._lock:
+                    self._inflight[key][1:] = [op.name, time.monotonic()]
+                if op.HasField("metadata"):
+                    meta = xp.ExecuteOperationMetadata()
+                    if op.metadata.Unpack(meta):
+                        with self._lock:
+                            if meta.stage >= xp.STAGE_EXECUTING:
+                                self._queued.pop(key, None)
+                                self._progress = time.monotonic()
+                            elif meta.stage == xp.STAGE_QUEUED:
+                                # again, after a worker that had leased it was declared dead
+                                self._queued[key] = call
+                if op.done:
+                    with self._lock:
+                        self._queued.pop(key, None)
+                        self._progress = time.monotonic()
+                    if op.HasField("error") and op.error.code:
+                        raise RemoteError(_code(op.error.code), op.error.message)
+                    response = xp.ExecuteResponse()
+                    if not op.response.Unpack(response):
+                        raise RemoteError("INTERNAL", f"operation {op.name} answered {op.response.type_url}")
+                    return response
+            raise RemoteError("UNAVAILABLE", "the operation stream ended before the operation was done")
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.CANCELLED and self._disabled:
+                return None  # abandoned by the watchdog: it already warned
+            raise _error(e) from None
+        finally:
+            with self._lock:
+                self._queued.pop(key, None)
+                self._inflight.pop(key, None)
+
+    def _stage_now(self, name: str) -> int | None:
+        """The operation's stage as the server has it now: the first message of `WaitExecution`.
+        BuildGrid does not always tell an open `Execute` stream that a lease whose worker died
+        went back to the queue; asking again does."""
+        client = self._client
+        if client is None or not name:
+            return None
+        wait = client._channel.unary_stream(xp.WAIT_EXECUTION, request_serializer=_ser,
+                                            response_deserializer=xp.Operation.FromString)
+        stream = wait(xp.WaitExecutionRequest(name=name), timeout=5.0)
+        try:
+            for op in stream:
+                meta = xp.ExecuteOperationMetadata()
+                if op.done:
+                    return xp.STAGE_COMPLETED
+                if op.HasField("metadata") and op.metadata.Unpack(meta):
+                    return meta.stage
+                return None
+        except grpc.RpcError:
+            return None
+        finally:
+            stream.cancel()
+        return None
+
+    def _streams(self, store: RemoteStore, result) -> tuple[bytes, bytes]:
+        out = []
+        for name in ("stdout", "stderr"):
+            raw = getattr(result, f"{name}_raw")
+            if raw:
+                out.append(bytes(raw))
+            elif result.HasField(f"{name}_digest") and getattr(result, f"{name}_digest").size_bytes:
+                rd = RemoteDigest.from_proto(getattr(result, f"{name}_digest"))
+                out.append(self.local.get(store.fetch([rd])[rd]))
+            else:
+                out.append(b"")
+        return out[0], out[1]
+
+    def _write_outputs(self, store: RemoteStore, action: Action, result, execroot: str) -> None:
+        """Fetch and verify every output, then write it where the action would have."""
+        outputs = dict(result_outputs(action, result) or {})
+        if action.depfile:
+            cwd = _working_directory(action.cwd)
+            rel = relative_to(action.depfile, cwd)
+            for f in result.output_files:
+                if f.path == rel:
+                    outputs[action.depfile] = (RemoteDigest.from_proto(f.digest), False)
+        local = store.fetch([d for d, _x in outputs.values()])
+        for path, (rd, executable) in outputs.items():
+            target = os.path.join(execroot, path)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            tmp = f"{target}.mcpp-remote-{os.getpid()}-{threading.get_ident()}"
+            with open(tmp, "wb") as f:
+                f.write(self.local.get(local[rd]))
+            os.chmod(tmp, 0o755 if executable else 0o644)
+            os.replace(tmp, target)
+
+    # --- digests --------------------------------------------------------------------------
+
+    def _file(self, path: str) -> tuple[RemoteDigest, bool, str]:
+        """(remote digest, executable, path) of a staged input. Staged files are the store's
+        read-only materialized copies, so (path, size, mtime) names one content for the build."""
+        st = os.stat(path)
+        key = (path, st.st_size, st.st_mtime_ns)
+        with self._lock:
+            rd = self._file_digests.get(key)
+        if rd is None:
+            assert self._client is not None
+            rd = self._client.digest_function.of_file(path)
+            with self._lock:
+                self._file_digests[key] = rd
+        return rd, bool(st.st_mode & 0o111), path
+
+    def _tool(self, path: str) -> Digest:
+        with self._lock:
+            d = self._tool_digests.get(path)
+        if d is None:
+            d = digest_file(path)
+            with self._lock:
+                self._tool_digests[path] = d
+        return d
+
+    # --- connection and degradation --------------------------------------------------------
+
+    def _ready(self) -> bool:
+        with self._lock:
+            if self._disabled:
+                return False
+            if self._client is not None:
+                return True
+            client = RemoteClient(self.settings.target, self.settings.instance_name, self.settings.timeout,
+                                  self.settings.security)
+            try:
+                client.connect()
+            except RemoteError as e:
+                client.close()
+                self._disable_locked(str(e))
+                return False
+            self._client = client
+            self._store = RemoteStore(client, self.local, None)
+            self._execute = client._channel.unary_stream(xp.EXECUTE, request_serializer=_ser,
+                                                         response_deserializer=xp.Operation.FromString)
+            self._progress = time.monotonic()
+            self._watchdog = threading.Thread(target=self._watch, name="mcpp-remote-exec-watchdog", daemon=True)
+            self._watchdog.start()
+            return True
+
+    def _watch(self) -> None:
+        """Abandon the queued operations when no worker has made progress for `worker_wait` s."""
+        while not self._closed.wait(0.5):
+            now = time.monotonic()
+            with self._lock:
+                silent = [(key, entry[1]) for key, entry in self._inflight.items()
+                          if key not in self._queued and now - entry[2] > self.worker_wait]
+            for key, name in silent:  # "executing" without a word for a long time: still so?
+                stage = self._stage_now(name)
+                with self._lock:
+                    entry = self._inflight.get(key)
+                    if entry is None:
+                        continue
+                    entry[2] = time.monotonic()
+                    if stage == xp.STAGE_QUEUED:
+                        self._queued[key] = entry[0]
+            with self._lock:
+                if self._disabled:
+                    return
+                stalled = self._queued and time.monotonic() - self._progress > self.worker_wait
+                if not stalled:
+                    continue
+                calls = list(self._queued.values())
+                self._disable_locked(f"no worker took an action for {self.worker_wait:.0f}s", what="no workers")
+            for call in calls:
+                call.cancel()
+            return
+
+    def _local(self, counted: bool = True) -> None:
+        if counted:
+            with self._lock:
+                self.counters.local += 1
+        return None
+
+    def _disable_with(self, reason: str) -> None:
+        with self._lock:
+            self._disable_locked(reason)
+
+    def _disable_locked(self, reason: str, what: str = "unavailable") -> None:
+        if self._disabled:
+            return
+        reason = reason.splitlines()[0] if reason else what
+        self._disabled = reason if len(reason) <= 200 else reason[:197] + "..."
+        if what == "no workers":
+            self.warn(f"remote execution at {self.url}: {self._disabled}; the remaining actions run locally")
+        else:
+            self.warn(f"remote execution at {self.url} unavailable ({self._disabled}); building locally")
+
+
+def _opener(path: str):
+    size = os.path.getsize(path)
+    if size <= (1 << 20):
+        with open(path, "rb") as f:
+            return f.read()
+    return lambda: open(path, "rb")
+
+
+def _code(code: int) -> str:
+    for c in grpc.StatusCode:
+        if c.value[0] == code:
+            return c.name
+    return str(code)

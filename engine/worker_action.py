@@ -1,0 +1,129 @@
+"""One leased REAPI `Action` run by `mcpp worker`: stage, run in the sandbox, upload, answer.
+
+The worker runs an action as a local build does: the same `SandboxSpec` (argv and environment
+with the `@@EXECROOT@@` placeholder, the declared inputs staged by hard link, the tools mounted
+read-only, the depfile checked for undeclared inputs, the timeout enforced on the process
+group) through the same sandbox (bwrap when it works), and stdout/stderr made portable the same
+way (`action_output.portable`), so a diagnostic reads the same whether the compile ran here or
+on the worker. The inputs come from the worker's CAS cache (`cas/remote/worker_cas.py`).
+
+Outputs, stdout and stderr are uploaded (only what the server lacks) before the `ActionResult`
+naming them is returned: the server then answers the client and stores the result in its
+action cache.
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+
+from mcpp.cas.digest import digest_file
+from mcpp.cas.remote import protocol as pb
+from mcpp.cas.remote.client import RemoteClient
+from mcpp.cas.remote.digests import RemoteDigest
+from mcpp.cas.remote.exec_messages import TOOL_PROPERTY, decode_command
+from mcpp.cas.remote.worker_cas import WorkerCas
+from mcpp.sandbox import SandboxSpec, SandboxSpecError
+
+from .action_output import portable
+
+
+@dataclass
+class LeaseOutcome:
+    result: object  # pb.ActionResult
+    timed_out: bool
+    outputs: list[str]  # execroot-relative paths produced
+    exit_code: int
+    duration: float
+
+
+class ToolMismatch(Exception):
+    """The action names a tool whose bytes here differ from the ones it was keyed on."""
+
+
+def run_leased_action(action, client: RemoteClient, cas: WorkerCas, sandbox, work_dir: str,
+                      worker_name: str, tool_digests: dict[str, str]) -> LeaseOutcome:
+    """Run one REAPI `Action` message; `tool_digests` maps each tool this worker has to its blake3."""
+    start = time.monotonic()
+    command_digest = RemoteDigest.from_proto(action.command_digest)
+    cas.ensure([command_digest, RemoteDigest.from_proto(action.input_root_digest)])  # one request for both
+    command = pb.Command()
+    command.ParseFromString(cas.read(command_digest))
+    props = decode_command(command)
+    tools = []
+    for p in command.platform.properties:
+        if p.name == TOOL_PROPERTY:
+            path, _, want = p.value.partition("=blake3:")
+            if tool_digests.get(path) != want:
+                raise ToolMismatch(f"tool {path} here is not blake3:{want}")
+            tools.append(path)
+    files = _input_files(cas, RemoteDigest.from_proto(action.input_root_digest))
+    cas.ensure(d for d, _x in files.values())
+    inputs = {rel: cas.staged(d, x) for rel, (d, x) in files.items()}
+    wd = command.working_directory
+    outputs = tuple(posixpath.normpath(posixpath.join(wd, p)) for p in command.output_paths)
+    timeout = float(props["mcpp-timeout"]) if props.get("mcpp-timeout") else None
+    out_dir = tempfile.mkdtemp(prefix="out-", dir=work_dir)
+    try:
+        spec = SandboxSpec(
+            argv=tuple(command.arguments), env={e.name: e.value for e in command.environment_variables},
+            inputs=inputs, tools=tuple(tools), outputs=outputs, cwd=wd or ".", timeout=timeout,
+            label=f"`remote action {RemoteDigest.from_proto(action.command_digest).hash[:12]}`",
+            depfile=props.get("mcpp-depfile") or None, out_dir=out_dir)
+        try:
+            res = sandbox.run(spec)
+            code, out, err = res.exit_code, portable(res.stdout, res.root_seen), portable(res.stderr, res.root_seen)
+            timed_out = res.timed_out
+        except SandboxSpecError as e:
+            code, out, err, timed_out = 2, b"", f"error: remote action: {e}\n".encode(), False
+        result = pb.ActionResult(exit_code=code)
+        blobs: dict[RemoteDigest, bytes] = {}
+        produced = []
+        if code == 0 and not timed_out:
+            for rel, wd_rel in zip(outputs, command.output_paths):
+                path = os.path.join(out_dir, rel)
+                if not os.path.isfile(path):
+                    continue
+                with open(path, "rb") as f:
+                    data = f.read()
+                d = client.digest_function.of_bytes(data)
+                blobs[d] = data
+                result.output_files.add(path=wd_rel, digest=d.to_proto(),
+                                        is_executable=bool(os.stat(path).st_mode & 0o111))
+                produced.append(rel)
+        for name, data in (("stdout", out), ("stderr", err)):
+            if data:
+                d = client.digest_function.of_bytes(data)
+                blobs[d] = data
+                getattr(result, f"{name}_digest").CopyFrom(d.to_proto())
+        if blobs:  # outputs are new bytes as a rule: upload without asking first (one request)
+            client.upload(blobs)
+        result.execution_metadata.worker = worker_name
+        return LeaseOutcome(result, timed_out, produced, code, time.monotonic() - start)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def _input_files(cas: WorkerCas, root: RemoteDigest) -> dict[str, tuple[RemoteDigest, bool]]:
+    """execroot path -> (digest, executable) of every file under the input root."""
+    out: dict[str, tuple[RemoteDigest, bool]] = {}
+    level = [("", root)]
+    while level:
+        cas.ensure(d for _p, d in level)
+        nxt = []
+        for prefix, d in level:
+            directory = pb.Directory()
+            directory.ParseFromString(cas.read(d))
+            for f in directory.files:
+                out[prefix + f.name] = (RemoteDigest.from_proto(f.digest), f.is_executable)
+            for sub in directory.directories:
+                nxt.append((prefix + sub.name + "/", RemoteDigest.from_proto(sub.digest)))
+        level = nxt
+    return out
+
+
+def tool_digest(path: str) -> str:
+    return digest_file(path).hash

@@ -1,0 +1,173 @@
+"""The bot session loop of `mcpp worker` (see `worker_cmd.py` for what the worker is).
+
+One thread per slot, each with a `BotSession` of capacity 1 of its own: a slot that finishes
+reports at once, without waiting for another slot's long-poll to return. A slot's loop:
+
+    CreateBotSession (properties, capacity 1)
+    loop:
+        UpdateBotSession      idle: the server holds the call until it has a lease (or ~8 s)
+        a lease ACTIVE  ->    run it in a thread; call back every HEARTBEAT s with it ACTIVE
+                              (the keep-alive), then once with it COMPLETED and its result
+
+A transport failure (the server restarting) is retried with a new session after a pause; the
+lease in hand is lost to this worker, and the server, seeing the session gone, queues it again.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import grpc
+
+from mcpp.cas.home import Home
+from mcpp.cas.remote import exec_protocol as xp
+from mcpp.cas.remote import protocol as pb
+from mcpp.cas.remote.client import RemoteClient, RemoteError, _ser
+from mcpp.cas.remote.exec_messages import TOOL_PROPERTY, host_isa, host_os, tool_property
+from mcpp.cas.remote.worker_cas import WorkerCas
+from mcpp.sandbox import make_sandbox
+
+from .worker_action import ToolMismatch, run_leased_action
+HEARTBEAT = 2.0  # seconds between keep-alive calls while an action runs
+LONG_POLL = 10.0  # deadline of an idle UpdateBotSession (the server answers at 80% of it)
+_RETRY_PAUSE = 1.0
+
+
+class Worker:
+    def __init__(self, target: str, instance: str, security, home: Home, slots: int,
+                 tools: dict[str, str], name: str, log) -> None:
+        self.target, self.instance, self.home = target, instance, home
+        self.slots, self.tools, self.name, self.log = slots, tools, name, log
+        self.client = RemoteClient(target, instance, timeout=60.0, security=security)
+        ch = self.client._channel
+        self._create = ch.unary_unary(xp.CREATE_BOT_SESSION, request_serializer=_ser,
+                                      response_deserializer=xp.BotSession.FromString)
+        self._update = ch.unary_unary(xp.UPDATE_BOT_SESSION, request_serializer=_ser,
+                                      response_deserializer=xp.BotSession.FromString)
+        self.work_dir = os.path.join(str(home.root), "worker")
+        os.makedirs(self.work_dir, exist_ok=True)
+        self.cas: WorkerCas | None = None
+        self.sandbox = None
+
+    def properties(self) -> list[tuple[str, str]]:
+        props = [("OSFamily", host_os()), ("ISA", host_isa())]
+        return props + [(TOOL_PROPERTY, tool_property(p, d)) for p, d in sorted(self.tools.items())]
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                self.client.connect()
+                break
+            except RemoteError as e:
+                self.log({"event": "server-unavailable", "worker": self.name, "reason": str(e)})
+                stop.wait(_RETRY_PAUSE)
+        if stop.is_set():
+            return
+        self.cas = WorkerCas(os.path.join(self.work_dir, "cas"), self.client)
+        self.sandbox, warning = make_sandbox(None, self.work_dir)
+        self.log({"event": "worker-started", "worker": self.name, "slots": self.slots,
+                  "sandbox": self.sandbox.name, "properties": [f"{k}={v}" for k, v in self.properties()],
+                  **({"warning": warning} if warning else {})})
+        threads = [threading.Thread(target=self._slot, args=(i, stop), name=f"mcpp-worker-slot-{i}", daemon=True)
+                   for i in range(self.slots)]
+        for t in threads:
+            t.start()
+        while not stop.wait(0.5):
+            pass
+        self.sandbox.shutdown()
+        self.log({"event": "worker-stopped", "worker": self.name})
+
+    # --- one slot -------------------------------------------------------------------------
+
+    def _session(self, slot: int):
+        device = xp.Device(handle=f"{self.name}/{slot}")
+        for k, v in self.properties():
+            device.properties.add(key=k, value=v)
+        worker = xp.Worker(devices=[device])
+        worker.configs.add(key="capacity", value="1")
+        session = xp.BotSession(bot_id=f"{self.name}/{slot}", status=xp.BOT_OK, worker=worker)
+        return self._create(xp.CreateBotSessionRequest(parent=self.instance, bot_session=session),
+                            timeout=LONG_POLL)
+
+    def _slot(self, slot: int, stop: threading.Event) -> None:
+        session = None
+        while not stop.is_set():
+            try:
+                if session is None:
+                    session = self._session(slot)
+                lease = next((l for l in session.leases if l.state in (xp.LEASE_PENDING, xp.LEASE_ACTIVE)), None)
+                if lease is None:
+                    session = self._call(session, LONG_POLL)
+                    continue
+                if lease.state == xp.LEASE_PENDING:
+                    lease.state = xp.LEASE_ACTIVE
+                    session = self._call(session, LONG_POLL)
+                    continue
+                session = self._work(session, lease, stop)
+            except grpc.RpcError as e:
+                if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED and session is not None:
+                    continue  # an idle long-poll that outlived its deadline: call again
+                self.log({"event": "session-lost", "worker": self.name, "slot": slot,
+                          "reason": f"{e.code().name}: {e.details()}"})
+                session = None
+                stop.wait(_RETRY_PAUSE)
+            except Exception as e:  # a bug here must not silently stop the slot: say it, start over
+                self.log({"event": "slot-error", "worker": self.name, "slot": slot,
+                          "reason": f"{type(e).__name__}: {e}"})
+                session = None
+                stop.wait(_RETRY_PAUSE)
+
+    def _call(self, session, timeout: float):
+        return self._update(xp.UpdateBotSessionRequest(name=session.name, bot_session=session), timeout=timeout)
+
+    def _work(self, session, lease, stop: threading.Event):
+        """Run the lease's action in a thread, keeping the session alive; then report it."""
+        box: dict = {}
+        action = pb.Action()
+        digest = ""
+        if lease.payload.Is(pb.Action.DESCRIPTOR):
+            lease.payload.Unpack(action)
+        else:  # a server that sends the Action's digest instead of the Action
+            d = pb.Digest()
+            lease.payload.Unpack(d)
+            action.ParseFromString(self.cas.read(_rd(d)))
+
+        def target():
+            try:
+                box["outcome"] = run_leased_action(action, self.client, self.cas, self.sandbox, self.work_dir,
+                                                   self.name, self.tools)
+            except BaseException as e:  # reported to the server as the lease's status
+                box["error"] = e
+
+        thread = threading.Thread(target=target, daemon=True)
+        thread.start()
+        while thread.is_alive():
+            thread.join(HEARTBEAT)
+            if thread.is_alive():
+                session = self._call(session, LONG_POLL)  # keep-alive: the lease is still ACTIVE
+        current = next((l for l in session.leases if l.id == lease.id), None)
+        if current is None:  # the server cancelled it meanwhile: nothing to report
+            return session
+        outcome = box.get("outcome")
+        current.state = xp.LEASE_COMPLETED
+        if outcome is not None:
+            current.result.Pack(outcome.result)
+            if outcome.timed_out:
+                current.status.code, current.status.message = 4, "the action timed out"  # DEADLINE_EXCEEDED
+            self.log({"event": "action-executed", "worker": self.name, "lease": lease.id,
+                      "outputs": outcome.outputs, "exit_code": outcome.exit_code,
+                      "timed_out": outcome.timed_out, "duration": round(outcome.duration, 3)})
+        else:
+            e = box.get("error")
+            # INTERNAL is retried by BuildGrid (on another worker); a tool that differs is not.
+            current.status.code = 9 if isinstance(e, ToolMismatch) else 13
+            current.status.message = f"mcpp worker {self.name}: {type(e).__name__}: {e}"
+            self.log({"event": "action-failed", "worker": self.name, "lease": lease.id, "reason": str(e)})
+        return self._call(session, LONG_POLL)
+
+
+def _rd(d):
+    from mcpp.cas.remote.digests import RemoteDigest
+
+    return RemoteDigest.from_proto(d)

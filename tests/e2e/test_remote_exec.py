@@ -1,0 +1,211 @@
+"""Remote execution end to end: a real PostgreSQL cluster, a real BuildGrid (CAS, action cache,
+Execution, Bots with the SQL scheduler) and two real `mcpp worker` processes (bwrap), started by
+the fixture through `scripts/buildgrid/local_grid.py`.
+
+- a 200-unit project built with `--remote-exec` from an empty `$MCPP_HOME`: every compile was
+  run by a worker (the workers' logs name every object file) and the binary is byte-identical
+  to a local build's;
+- a worker SIGKILLed mid-build: BuildGrid requeues its lease, the build succeeds, the program
+  prints what the locally built one prints;
+- a compile error run remotely prints exactly the local diagnostic and exit code;
+- an action whose remote run outlives its timeout is reported as timed out, and its process
+  group is gone from the worker;
+- faults: an unreachable server and a grid whose workers are all gone each give one warning and
+  a local build.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from e2e_support import REPO, Mcpp, copy_example
+
+sys.path.insert(0, str(REPO / "scripts" / "buildgrid"))
+from local_grid import LocalGrid, _pg_tool  # noqa: E402
+
+
+def _requirements() -> str | None:
+    try:
+        _pg_tool("initdb")
+        import psycopg2  # noqa: F401
+    except (FileNotFoundError, ImportError) as e:
+        return f"remote execution needs PostgreSQL and psycopg2 ({e})"
+    if not (Path(sys.executable).parent / "bgd").exists() and shutil.which("bgd") is None:
+        return "BuildGrid is not installed (pip install -e '.[test]')"
+    return None
+
+
+@pytest.fixture(scope="module")
+def grid():
+    why = _requirements()
+    if why:
+        pytest.skip(why)
+    g = LocalGrid(keepalive=4)
+    g.start(workers=2, slots=1)
+    yield g
+    g.stop()
+
+
+@pytest.fixture(scope="module")
+def project200(tmp_path_factory):
+    root = tmp_path_factory.mktemp("p200") / "proj"
+    subprocess.run([sys.executable, str(REPO / "bench" / "gen_project.py"), "--sources", "200", "--out", str(root)],
+                   check=True, capture_output=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def local_build(project200, tmp_path_factory):
+    """The 200-unit project built here (-j2): its binary's bytes and what the program prints."""
+    local = tmp_path_factory.mktemp("local") / "proj"
+    shutil.copytree(project200, local)
+    Mcpp(local.parent / "home")("build", "-j2", cwd=local, check=True)
+    binary = local / "target/dev/bench"
+    return binary.read_bytes(), subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout
+
+
+def _objects(target: Path) -> set[str]:
+    return {str(p.relative_to(target.parent)) for p in target.rglob("*.o")}
+
+
+def _executed_outputs(grid: LocalGrid) -> dict[str, int]:
+    """output path -> how many times a worker produced it (across every worker's log)."""
+    seen: dict[str, int] = {}
+    for i in (0, 1, 2):
+        for e in grid.events(i):
+            if e.get("event") == "action-executed":
+                for o in e["outputs"]:
+                    seen[o] = seen.get(o, 0) + 1
+    return seen
+
+
+def test_a_clean_remote_build_runs_every_compile_on_a_worker_and_matches_a_local_build(grid, project200,
+                                                                                       local_build, tmp_path):
+    remote = tmp_path / "remote"
+    shutil.copytree(project200, remote)
+    mcpp = Mcpp(tmp_path / "home-remote")  # empty: nothing can come from a local cache
+    res = mcpp("build", "--remote", grid.url, "--remote-exec", "--message-format", "json", cwd=remote, check=True)
+    assert "warning" not in res.err, res.err
+
+    compiles = [e for e in res.events if e.get("reason") == "action-finished" and e.get("kind") == "compile"]
+    assert len(compiles) == 201 and all(e["status"] == "executed" for e in compiles)
+    objects = _objects(remote / "target")
+    assert len(objects) == 201
+    produced = _executed_outputs(grid)
+    assert objects <= set(produced), sorted(objects - set(produced))[:5]
+    # both workers took part
+    assert all(any(e.get("event") == "action-executed" for e in grid.events(i)) for i in (0, 1))
+    assert (remote / "target/dev/bench").read_bytes() == local_build[0]
+
+
+def test_a_worker_killed_mid_build_loses_nothing(grid, tmp_path):
+    proj = tmp_path / "kill"
+    subprocess.run([sys.executable, str(REPO / "bench" / "gen_project.py"), "--sources", "40", "--out", str(proj)],
+                   check=True, capture_output=True)
+    local = tmp_path / "local"
+    shutil.copytree(proj, local)
+    Mcpp(tmp_path / "home-local")("build", "-j2", cwd=local, check=True)
+    reference = subprocess.run([str(local / "target/dev/bench")], capture_output=True, text=True, check=True).stdout
+    # New compile commands (the define changes no code), so no result is in the server's cache.
+    toml = proj / "mcpp.toml"
+    toml.write_text(toml.read_text().replace('include_dirs = ["include"]',
+                                             'include_dirs = ["include"]\ncxxflags = ["-DKILL_TEST=1"]'))
+    before = len([e for e in grid.events(0) if e.get("event") == "action-executed"])
+    env = {**os.environ, "MCPP_HOME": str(tmp_path / "home"), "MCPP_REMOTE_EXEC_WAIT": "60"}
+    build = subprocess.Popen([Mcpp(tmp_path / "home").exe, "build", "--remote", grid.url, "--remote-exec"],
+                             cwd=proj, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len([e for e in grid.events(0) if e.get("event") == "action-executed"]) < before + 4:
+        assert build.poll() is None and time.monotonic() < deadline, build.communicate()
+        time.sleep(0.05)
+    grid.kill_worker(0)  # SIGKILL to its process group: mid-lease or between two
+    out, err = build.communicate(timeout=120)
+    grid.start_worker(0)  # for the tests after this one
+    assert build.returncode == 0, err
+    assert "warning" not in err, err  # nothing fell back to a local run
+    binary = proj / "target/dev/bench"
+    assert subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout == reference
+    grid.wait_workers()
+
+
+BROKEN = "int main() {\n    int x = ;\n    return undefined_name;\n}\n"
+
+
+def test_a_remote_compile_error_reads_exactly_as_a_local_one(grid, tmp_path):
+    outcomes = []
+    for name, args in (("local", ()), ("remote", ("--remote", grid.url, "--remote-exec"))):
+        proj = copy_example("01-hello", tmp_path / name)
+        (proj / "src/main.cpp").write_text(BROKEN)
+        res = Mcpp(tmp_path / f"home-{name}")("build", *args, cwd=proj)
+        outcomes.append((res.code, res.err))
+    assert outcomes[0][0] != 0
+    assert "error: expected primary-expression" in outcomes[0][1]
+    assert outcomes[1] == outcomes[0]
+    failed = [e for i in (0, 1) for e in grid.events(i)
+              if e.get("event") == "action-executed" and e["exit_code"] != 0]
+    assert failed, "the failing compile did not run on a worker"
+
+
+def test_a_remote_action_past_its_timeout_is_killed_with_its_process_group(grid):
+    from mcpp.cas.remote import exec_protocol as xp
+    from mcpp.cas.remote import protocol as pb
+    from mcpp.cas.remote.client import RemoteClient, _ser
+    from mcpp.cas.remote.exec_messages import host_isa, host_os
+
+    client = RemoteClient(grid.url, timeout=30)
+    client.connect()
+    fn = client.digest_function
+    marker = f"{os.getpid()}.{time.monotonic_ns() % 1000}"
+    props = [("ISA", host_isa()), ("OSFamily", host_os())]
+    command = pb.Command(arguments=["/bin/sh", "-c", f"sleep 3{marker} & sleep 3{marker}"],
+                         platform=pb.Platform(properties=[pb.Platform.Property(name=n, value=v) for n, v in
+                                                          props + [("mcpp-timeout", "1.0")]]))
+    cd, cb = fn.of_message(command)
+    root, rb = fn.of_message(pb.Directory())
+    action = pb.Action(command_digest=cd.to_proto(), input_root_digest=root.to_proto(),
+                       platform=pb.Platform(properties=[pb.Platform.Property(name=n, value=v) for n, v in props]))
+    ad, ab = fn.of_message(action)
+    client.upload({cd: cb, root: rb, ad: ab})
+    execute = client._channel.unary_stream(xp.EXECUTE, request_serializer=_ser,
+                                           response_deserializer=xp.Operation.FromString)
+    start = time.monotonic()
+    op = [o for o in execute(xp.ExecuteRequest(action_digest=ad.to_proto(), digest_function=fn.value),
+                             timeout=60)][-1]
+    assert op.done
+    response = xp.ExecuteResponse()
+    op.response.Unpack(response)
+    assert response.status.code == 4, response  # DEADLINE_EXCEEDED
+    assert time.monotonic() - start < 15
+    leftovers = subprocess.run(["pgrep", "-f", f"sleep 3{marker}"], capture_output=True, text=True).stdout
+    assert leftovers == ""
+    client.close()
+
+
+def test_an_unreachable_server_is_one_warning_and_a_local_build(tmp_path):
+    proj = copy_example("01-hello", tmp_path)
+    res = Mcpp(tmp_path / "home")("build", "--remote", f"unix:{tmp_path}/nobody.sock", "--remote-exec", cwd=proj)
+    assert res.code == 0, res.err
+    warnings = [line for line in res.err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) <= 2 and any("remote execution at" in w and "building locally" in w for w in warnings), res.err
+    assert (proj / "target/dev/hello").exists()
+
+
+def test_when_every_worker_is_gone_the_build_waits_a_bounded_time_then_runs_locally(grid, tmp_path):
+    for i in list(grid.workers):
+        grid.kill_worker(i)
+    proj = copy_example("01-hello", tmp_path)
+    start = time.monotonic()
+    res = Mcpp(tmp_path / "home")("build", "--remote", grid.url, "--remote-exec", cwd=proj,
+                                  env={"MCPP_REMOTE_EXEC_WAIT": "3"})
+    assert res.code == 0, res.err
+    warnings = [line for line in res.err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "no worker took an action for 3s" in warnings[0], res.err
+    assert time.monotonic() - start < 30
+    assert (proj / "target/dev/hello").exists()
