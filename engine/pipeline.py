@@ -43,6 +43,7 @@ from .action_output import shown
 from .diagnostics import coloured, parse, plain
 from .action_runner import ActionRunner, RunResult
 from .discovered_inputs import discovered_inputs
+from .errors import environment_error
 from .explain import ExplainLog
 from .link_hints import link_hint
 from .incremental import BuildState, KeyComputer
@@ -298,14 +299,22 @@ class ActionPipeline:
 
     def drain(self, result) -> None:
         """Wait for the background ingest (called once, after the last action); an action whose
-        outputs could not be stored fails the build (`result.failed`) and runs again next time."""
+        outputs could not be stored fails the build (`result.failed`) and runs again next time.
+        A file system that refused the store (a file where `$MCPP_HOME/cas` belongs, a read-only
+        or full disk) is one error naming what is in the way, not one per action."""
+        refused: OSError | None = None
         for label, err in self.ingest.wait():
-            self.reporter.error(f"error: action `{label}`: its outputs could not be stored: {err}")
             self.state.forget(label)
             self.counters.failed += 1
             if label in result.succeeded:
                 result.succeeded.remove(label)
             result.failed.append(label)
+            if isinstance(err, OSError):
+                refused = refused or err
+            else:
+                self.reporter.error(f"error: action `{label}`: its outputs could not be stored: {err}")
+        if refused is not None:
+            raise environment_error(refused)
 
     # -- helpers ----------------------------------------------------------------------------------
     def _keyed_inputs(self, a: Action, discovered: tuple[str, ...]) -> dict[str, Digest]:

@@ -14,6 +14,7 @@ from mcpp.cas.action import Action, Platform
 from mcpp.cas.home import Home
 from mcpp.cas.statcache import StatCache
 from mcpp.engine.action_runner import RunResult, prepare_outputs
+from mcpp.engine.errors import BuildFailed
 from mcpp.engine.explain import ExplainLog, load_records
 from mcpp.engine.incremental import BuildState, KeyComputer
 from mcpp.engine.layout import Layout
@@ -59,12 +60,13 @@ def ws(execroot):
     return execroot
 
 
-def build(ws, home: Home, runner: FakeRunner):
+def build(ws, home: Home, runner: FakeRunner, refused: list | None = None):
     """One build of the plan as `build._run_plan` does it: fresh state objects from disk."""
     layout = Layout(str(ws), str(ws / "target"), str(ws), "dev")
     plan = Plan(layout.execroot, generated={"gen/msg.txt": b"world"})
     plan.add(UPPER, "p", [])
     plan.add(JOIN, "p", [UPPER.id])
+    refused = [] if refused is None else refused
     stats = StatCache(layout.stat_cache)
     state = BuildState(layout.action_state, layout.execroot, stats)
     out = io.StringIO()
@@ -74,7 +76,10 @@ def build(ws, home: Home, runner: FakeRunner):
                               ExplainLog(layout.explain_log, "fake"))
     result = run_graph([a.id for a in plan.actions], plan.prereqs, jobs=2, check=pipeline.check,
                        execute=pipeline.restore_or_run, finish=pipeline.finish)
-    pipeline.drain(result)
+    try:
+        pipeline.drain(result)
+    except BuildFailed as e:  # the store's file system refused (named once, as the command line shows it)
+        refused.append(e.message)
     state.save()
     pipeline.explain.save()
     events = [json.loads(line) for line in out.getvalue().splitlines()]
@@ -199,8 +204,9 @@ def test_a_failed_ingest_fails_the_build_and_the_action_runs_again(ws, tmp_path,
 
     monkeypatch.setattr(pipeline_mod, "store_blobs", disk_full)
     runner = FakeRunner(str(ws))
-    status, state, stores, _, ok = build(ws, home, runner)
-    assert not ok
+    refused: list[str] = []
+    status, state, stores, _, ok = build(ws, home, runner, refused)
+    assert not ok and refused == ["No space left on device (errno 28)"]
     assert state.recorded(JOIN.id) is None and state.recorded(UPPER.id) is not None
     assert _no_entry_names_a_missing_blob(stores) == 1  # UPPER's entry only
     monkeypatch.undo()
