@@ -119,7 +119,10 @@ def connect(ident: str) -> socket.socket | None:
 
 def _start(ident: str, root: str, home: str) -> socket.socket:
     """Start a server in its own session (it outlives this command) and wait for its socket."""
-    os.makedirs(server_dir(home), exist_ok=True)
+    try:
+        os.makedirs(server_dir(home), exist_ok=True)
+    except OSError:  # a home that cannot be written: the in-process build names the problem
+        raise _Fallback() from None
     code = "import sys; from mcpp.engine.entry import serve; serve(*sys.argv[1:])"
     with open(os.devnull, "r+b") as null:
         proc = subprocess.Popen([sys.executable, "-c", code, ident, root, home], stdin=null, stdout=null,

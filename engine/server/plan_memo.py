@@ -29,7 +29,7 @@ class Entry:
     plan: object
     context: bytes  # pickled (graph, toolchain identity, profile, target dir, ...)
     roots: list[str]  # the package roots: what the server's watcher must cover
-    scanned: dict[str, object] = field(default_factory=dict)  # path -> module facts
+    scanned: dict[str, object] = field(default_factory=dict)  # path -> (how it was scanned, module facts)
     included: dict[str, object] = field(default_factory=dict)  # path -> include directives
 
 
@@ -67,8 +67,11 @@ def plan(make: Callable[[Callable, Callable | None], object], scan: Callable, in
     scanned: dict[str, object] = {}
     included: dict[str, object] = {}
 
-    def recording_scan(path: str):
-        scanned[path] = result = scan(path)
+    def recording_scan(path: str, *how):
+        # `how`: for a file only a preprocessing scan can answer, how to run one (the unit's
+        # flags); the same call answers again whether the file still scans the same
+        result = scan(path, *how)
+        scanned[path] = (how, result)
         return result
 
     def recording_includes(path: str):
@@ -86,8 +89,13 @@ def plan(make: Callable[[Callable, Callable | None], object], scan: Callable, in
 def _scans_hold(g: Given, scan: Callable, includes: Callable | None) -> bool:
     entry = g.entry
     for path in g.changed:
-        if path in entry.scanned and scan(path) != entry.scanned[path]:
-            return False
-        if path in entry.included and (includes is None or includes(path) != entry.included[path]):
+        try:
+            if path in entry.scanned:
+                how, facts = entry.scanned[path]
+                if scan(path, *how) != facts:
+                    return False
+            if path in entry.included and (includes is None or includes(path) != entry.included[path]):
+                return False
+        except Exception:  # noqa: BLE001 - the file no longer scans: plan again, which reports it
             return False
     return True

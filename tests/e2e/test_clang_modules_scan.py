@@ -110,3 +110,24 @@ def test_a_failing_conditional_scan_shows_clangs_diagnostic(project, mcpp):
     assert "scanning `src/main.cpp` for modules failed" in res.err
     assert "'missing.hpp' file not found" in res.err
 
+
+
+@needs_clang
+def test_a_conditional_import_edited_under_the_warm_server(project, mcpp):
+    """The server reuses a plan only while every rewritten file scans the same; a file only a
+    preprocessing scan answers is scanned again the way it was (with its unit's flags)."""
+    on = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60"}
+    root = conditional_project(project)
+    try:
+        res = mcpp("run", cwd=root, env=on)
+        assert res.code == 0 and res.out.strip().endswith("109"), res.err
+        main = root / "src" / "main.cpp"
+        main.write_text(main.read_text().replace("speed() + more()", "speed() + more() + 1000"))  # same imports
+        res = mcpp("run", cwd=root, env=on)
+        assert res.code == 0 and res.out.strip().endswith("1109"), res.err
+        main.write_text(main.read_text().replace("#ifdef FAST", "#ifndef FAST"))  # the other import
+        res = mcpp("run", cwd=root, env=on)
+        assert res.code == 0 and res.out.strip().endswith("1101"), res.err
+        assert "warning" not in res.err, res.err
+    finally:
+        mcpp("server", "stop", cwd=root, env=on)

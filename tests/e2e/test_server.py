@@ -287,3 +287,15 @@ def test_the_plan_is_reused_only_while_it_holds(served, watcher):
     # A manifest edit: the graph differs, planned again.
     (root / "mcpp.toml").write_text('[package]\nname = "hello"\nversion = "0.2.0"\n')
     assert run_and_status("changed\n")["plans_made"] == 4
+
+
+def test_a_home_that_cannot_hold_the_server_is_named_by_the_build(tmp_path, mcpp):
+    """The client cannot make `$MCPP_HOME/server`: no traceback and no server warning; the
+    in-process build names what is in the way, as without a server."""
+    root = write_tree(tmp_path / "hello", HELLO)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    res = mcpp("build", cwd=root, env={**ON, "MCPP_HOME": str(blocker / "home")})
+    assert res.code == 2 and "Traceback" not in res.err, res.err
+    assert f"error: {blocker}/home/config.toml: cannot read: Not a directory" in res.err, res.err
+    assert "server" not in res.err, res.err
