@@ -110,8 +110,14 @@ def manifest_action(first_level: RemoteAction, fn: DigestFunction) -> RemoteActi
 
 def input_root(files: Mapping[str, RemoteDigest], fn: DigestFunction) -> RemoteDigest:
     """The digest of the canonical `Directory` tree holding `files` (relative paths)."""
+    return _encode_directory(nest(files), fn)
+
+
+def nest(files: Mapping[str, object]) -> dict:
+    """Relative paths -> their leaves, as nested dicts of path components (the shape of a
+    `Directory` tree); a path that is both a file and a directory is refused."""
     tree: dict = {}
-    for path, d in files.items():
+    for path, leaf in files.items():
         parts = _parts(path)
         node = tree
         for name in parts[:-1]:
@@ -120,8 +126,8 @@ def input_root(files: Mapping[str, RemoteDigest], fn: DigestFunction) -> RemoteD
                 raise ValueError(f"input {path!r}: {name!r} is both a file and a directory")
         if isinstance(node.get(parts[-1]), dict):
             raise ValueError(f"input {path!r} is both a file and a directory")
-        node[parts[-1]] = d
-    return _encode_directory(tree, fn)
+        node[parts[-1]] = leaf
+    return tree
 
 
 # --- results ---------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from typing import Mapping
 from ..action import Action
 from ..digest import Digest
 from . import protocol as pb
-from .actions import relative_to, _parts, _working_directory
+from .actions import nest, relative_to, _working_directory
 from .digests import DigestFunction, RemoteDigest
 
 TOOL_PROPERTY = "mcpp-tool"
@@ -94,20 +94,10 @@ def _platform(props: list[tuple[str, str]]):
 
 
 def _nest(inputs: Mapping[str, tuple[RemoteDigest, bool, str]]) -> dict:
-    tree: dict = {}
-    for path, (d, executable, _local) in inputs.items():
-        if posixpath.isabs(path):
-            continue  # a host file (a system header): the worker has its own, the tool digests say which
-        parts = _parts(path)
-        node = tree
-        for name in parts[:-1]:
-            node = node.setdefault(name, {})
-            if not isinstance(node, dict):
-                raise ValueError(f"input {path!r}: {name!r} is both a file and a directory")
-        if isinstance(node.get(parts[-1]), dict):
-            raise ValueError(f"input {path!r} is both a file and a directory")
-        node[parts[-1]] = (d, executable)
-    return tree
+    # a host file (an absolute path: a system header) is left out: the worker has its own, and
+    # the tool digests say which
+    return nest({path: (d, executable) for path, (d, executable, _local) in inputs.items()
+                 if not posixpath.isabs(path)})
 
 
 def _encode_tree(node: dict, fn: DigestFunction, blobs: dict[RemoteDigest, bytes]) -> RemoteDigest:
