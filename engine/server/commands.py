@@ -27,10 +27,8 @@ def server_group():
 @click.pass_obj
 def status_cmd(ctx):
     """Whether a server runs for this workspace, and what it holds."""
-    ident = _ident(ctx.manifest_path)
-    info = client.request_once(ident, {"op": "status"}) if ident else None
+    info = _ask(ctx, "status")
     if info is None:
-        click.echo("no server running for this workspace")
         return
     for key, value in info.items():
         click.echo(f"{key}: {value}")
@@ -40,10 +38,17 @@ def status_cmd(ctx):
 @click.pass_obj
 def stop_cmd(ctx):
     """Stop this workspace's server (after the builds it is running)."""
-    ident = _ident(ctx.manifest_path)
-    info = client.request_once(ident, {"op": "stop"}) if ident else None
+    info = _ask(ctx, "stop")
     if info is None:
-        click.echo("no server running for this workspace")
         return
     running = info.get("running", 0)
     click.echo(f"stopping server after its {running} running build(s)" if running else "stopped server")
+
+
+def _ask(ctx, op: str) -> dict | None:
+    """The answer of this workspace's server to `op`, or None (said to the user) when none runs."""
+    ident = _ident(ctx.manifest_path)
+    info = client.request_once(ident, {"op": op}) if ident else None
+    if info is None:
+        click.echo("no server running for this workspace")
+    return info
