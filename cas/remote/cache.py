@@ -42,7 +42,7 @@ from . import protocol as pb
 from . import tree_codec
 from .action_cache import RemoteActionCache
 from .actions import action_result, remote_action, result_outputs
-from .client import BlobMissing, RemoteClient, RemoteError, ServerInfo
+from .client import BlobMissing, RemoteClient, RemoteError, ServerInfo, open_client
 from .config import RemoteSettings
 from .digests import RemoteDigest
 from .side_index import SideIndex
@@ -351,12 +351,9 @@ class RemoteCache:
                 return False
             if self._store is not None:
                 return True
-            client = RemoteClient(self.settings.target, self.settings.instance_name, self.settings.timeout,
-                                  self.settings.security)
             try:
-                info = client.connect()
+                client, info = open_client(self.settings)
             except RemoteError as e:
-                client.close()
                 self._disable_locked(e)
                 return False
             self.info = info

@@ -34,7 +34,7 @@ if _QUIET:
     del os.environ["GRPC_VERBOSITY"]
 
 from . import protocol as pb
-from .config import ChannelSecurity
+from .config import ChannelSecurity, RemoteSettings
 from .digests import DigestFunction, RemoteDigest, choose, function_names
 
 CHUNK = 1 << 20  # ByteStream chunk size (at most 1 MiB per message)
@@ -339,3 +339,14 @@ def _chunks(source: BlobSource) -> Iterator[bytes]:
 def _read_all(opener: Callable[[], BinaryIO]) -> bytes:
     with opener() as f:
         return f.read()
+
+
+def open_client(settings: RemoteSettings) -> tuple[RemoteClient, ServerInfo]:
+    """A client for `settings`, connected (capabilities read); when the server cannot be reached
+    the channel is closed before the RemoteError goes to the caller, which degrades."""
+    client = RemoteClient(settings.target, settings.instance_name, settings.timeout, settings.security)
+    try:
+        return client, client.connect()
+    except RemoteError:
+        client.close()
+        raise

@@ -39,7 +39,7 @@ from ..digest import Digest, digest_file
 from . import exec_protocol as xp
 from . import protocol as pb
 from .actions import relative_to, result_outputs, _working_directory
-from .client import BlobMissing, RemoteClient, RemoteError, _error, _ser
+from .client import BlobMissing, RemoteClient, RemoteError, _error, _ser, open_client
 from .config import RemoteSettings
 from .digests import RemoteDigest
 from .exec_messages import exec_messages
@@ -311,12 +311,9 @@ class RemoteExecutor:
                 return False
             if self._client is not None:
                 return True
-            client = RemoteClient(self.settings.target, self.settings.instance_name, self.settings.timeout,
-                                  self.settings.security)
             try:
-                client.connect()
+                client, _info = open_client(self.settings)
             except RemoteError as e:
-                client.close()
                 self._disable_locked(str(e))
                 return False
             self._client = client
