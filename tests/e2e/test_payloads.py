@@ -273,3 +273,19 @@ def test_the_digest_of_a_payload_tool_is_in_the_key_of_the_action_running_it(pro
     tool.write_text(tool.read_text().replace("200", "201"))
     changed = mcpp("build", "--message-format", "json", cwd=root, env={"MCPP_PAYLOAD_INDEX": server.url})
     assert changed.code == 0 and "rule app:gen" in changed.executed(), changed.out
+
+
+def test_an_action_cannot_rewrite_an_installed_payload(project, mcpp, server):
+    """The attack: an action overwrites the payload tool every later build (and every other
+    project on the machine) runs. Under bwrap the payload is mounted read-only, so the write
+    fails, the build fails, and the installed tool is unchanged."""
+    root = app(project, '[xlings.workspace]\n"xim:gen" = "2.0.0"\n')
+    (root / "build.star").write_text(STAR + '''
+    tool = gen + "/bin/gen"
+    mcpp.action(id = "tamper", argv = ["/bin/sh", "-c", "echo 'exit 0' > " + tool + " && touch " + mcpp.out_dir() + "/t"],
+                inputs = [], outputs = [mcpp.out_dir() + "/t"], tools = ["/bin/sh", tool], role = "check")
+''')
+    res = mcpp("build", "--sandbox", "bwrap", cwd=root, env={"MCPP_PAYLOAD_INDEX": server.url})
+    assert res.code == 1 and "Read-only file system" in res.err, res.err
+    tool = mcpp.home / "payloads" / "xim" / "gen" / "2.0.0" / "bin" / "gen"
+    assert "gen_value" in tool.read_text()
