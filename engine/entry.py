@@ -1,28 +1,29 @@
 """Console-script entry point: `mcpp = engine.entry:main`.
 
-Imports nothing heavy before the no-op fast path (see `engine/noop.py`) and the build server's
-client (`engine/server/client.py`) have had their chance: a repeated `mcpp build` is answered
-from stats, and any other `build`, `run` or `test` goes to the workspace's warm server when
-one can run it. Everything else, and every fallback, is the in-process command line.
+Imports nothing heavy before the build server's client (`engine/server/client.py`) and the
+no-op fast path (`engine/noop.py`) have had their chance: a `build`, `run` or `test` goes to the
+workspace's warm server when one is up (which answers a repeated `mcpp build` from stats
+itself), and where none is, a repeated `mcpp build` is answered from stats here before a server
+is started. Everything else, and every fallback, is the in-process command line.
 """
-from __future__ import annotations
 
 import sys
 
 
-def main() -> None:
+def _fast_noop(argv: list[str]) -> bool:
     from .noop import try_fast_noop
 
-    argv = sys.argv[1:]
     try:
-        done = try_fast_noop(argv)
+        return try_fast_noop(argv)
     except Exception:  # noqa: BLE001 - only a shortcut: anything odd takes the full build, which says why
-        done = False
-    if done:
-        sys.exit(0)
+        return False
+
+
+def main() -> None:
     from .server.client import route
 
-    code = route(argv)
+    argv = sys.argv[1:]
+    code = route(argv, unserved=lambda: _fast_noop(argv))
     if code is not None:
         sys.exit(code)
     from .cli import main as cli_main

@@ -34,72 +34,122 @@ _FORMAT = "mcpp-noop-3"
 _MISSING = -1
 
 
-def _home() -> str:
-    return os.environ.get("MCPP_HOME") or os.path.join(os.path.expanduser("~"), ".mcpp")
+def _home(env=None) -> str:
+    env = os.environ if env is None else env
+    return env.get("MCPP_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".mcpp")
 
 
-def _ident(argv: list[str]) -> str:
-    return "\0".join([os.getcwd(), os.environ.get("PATH", ""), _home(), *argv])
+def _ident(argv: list[str], cwd: str | None = None, env=None) -> str:
+    env = os.environ if env is None else env
+    return "\0".join([cwd or os.getcwd(), env.get("PATH", ""), _home(env), *argv])
 
 
-def _record_path(ident: str) -> str:
+def _record_path(ident: str, env=None) -> str:
     # crc32 only spreads records over file names; the record holds the full ident and is
     # used only when it matches exactly. (hashlib costs a few ms of import on this path.)
-    return os.path.join(_home(), "noop", f"{zlib.crc32(ident.encode()):08x}")
+    return os.path.join(_home(env), "noop", f"{zlib.crc32(ident.encode()):08x}")
 
 
 def try_fast_noop(argv: list[str]) -> bool:
     """True when the recorded build for `argv` still holds (and its line was printed)."""
-    if os.environ.get("MCPP_NO_FAST_PATH"):
+    text = answer(argv, os.getcwd(), os.environ, sys.stdout.isatty(), time.monotonic())
+    if text is None:
         return False
-    start = time.monotonic()
-    ident = _ident(argv)
+    if text:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return True
+
+
+def answer(argv: list[str], cwd: str, env, tty: bool, start: float) -> str | None:
+    """What the build of `argv` run in `cwd` with `env` would print when its record still holds
+    ("" for nothing), else None: build. `tty`: whether that output goes to a terminal (the
+    line is coloured as the build would colour it); `start`: when the command began. The warm
+    build server asks the same question for its clients (engine/server/noop_watch.py)."""
+    if env.get("MCPP_NO_FAST_PATH"):
+        return None
+    found = load_record(argv, cwd, env)
+    if found is None or not holds(found):
+        return None
+    return finish(found, argv, env, tty, start)
+
+
+class Record:
+    """A no-op record as read: what a later check compares and what it prints."""
+
+    def __init__(self, path: str, written: int, line, paths: str, stamps: bytes, dir_paths: str,
+                 dir_stamps: bytes, last_build: str):
+        self.path, self.written, self.line, self.last_build = path, written, line, last_build
+        self.paths = paths.split("\0") if paths else []
+        self.stamps = array("q")
+        self.stamps.frombytes(stamps)
+        self.dir_paths = dir_paths.split("\0") if dir_paths else []
+        self.dir_stamps = array("q")
+        self.dir_stamps.frombytes(dir_stamps)
+
+
+def load_record(argv: list[str], cwd: str, env) -> Record | None:
+    """The record of the last successful build of `argv` from `cwd` with `env`, if any."""
+    ident = _ident(argv, cwd, env)
+    path = _record_path(ident, env)
     try:
-        with open(_record_path(ident), "rb") as f:
+        with open(path, "rb") as f:
             written = os.fstat(f.fileno()).st_mtime_ns
-            fmt, recorded_ident, line, paths, stamps, dir_paths, dir_stamps, last_build = marshal.load(f)
+            fmt, recorded_ident, *fields = marshal.load(f)
     except (OSError, EOFError, ValueError, TypeError):
-        return False
+        return None
     if fmt != _FORMAT or recorded_ident != ident:
-        return False
-    want = array("q")
-    want.frombytes(stamps)
+        return None
+    try:
+        return Record(path, written, *fields)
+    except (TypeError, ValueError):
+        return None
+
+
+def holds(record: Record, only: range | list[int] | None = None) -> bool:
+    """Whether every file (those at the indexes `only`, when given) and every directory still
+    has the stat it had when the record was written."""
     stat = os.stat
-    i = 0
-    for p in paths.split("\0") if paths else ():
+    want, written = record.stamps, record.written
+    paths = record.paths
+    for k in (range(len(paths)) if only is None else only):
+        i = 4 * k
         try:
-            st = stat(p)
+            st = stat(paths[k])
         except OSError:
             if want[i] != _MISSING:
                 return False
-            i += 4
             continue
         if (st.st_ino != want[i] or st.st_size != want[i + 1] or st.st_mtime_ns != want[i + 2]
                 or st.st_ctime_ns != want[i + 3] or max(st.st_mtime_ns, st.st_ctime_ns) >= written):
             return False
-        i += 4
-    want_dirs = array("q")
-    want_dirs.frombytes(dir_stamps)
-    for j, d in enumerate(dir_paths.split("\0") if dir_paths else ()):
+    if only is not None:
+        return True
+    for j, d in enumerate(record.dir_paths):
         try:
             mtime = stat(d).st_mtime_ns
         except OSError:
             mtime = _MISSING
-        if mtime != want_dirs[j] or mtime >= written:
+        if mtime != record.dir_stamps[j] or mtime >= written:
             return False
-    if line:
-        verb, message = line
-        if sys.stdout.isatty() and "NO_COLOR" not in os.environ and "--color" not in " ".join(argv):
-            verb = f"\x1b[1;32m{verb}\x1b[0m"
-        sys.stdout.write(f"{verb} {message.replace('{elapsed}', f'{time.monotonic() - start:.2f}s')}\n")
-        sys.stdout.flush()
-    _write_last_build(last_build)
     return True
 
 
-def _write_last_build(text: str) -> None:
+def finish(record: Record, argv: list[str], env, tty: bool, start: float) -> str:
+    """The no-op's output, and its `last-build.json`."""
+    text = ""
+    if record.line:
+        verb, message = record.line
+        if tty and "NO_COLOR" not in env and "--color" not in " ".join(argv):
+            verb = f"\x1b[1;32m{verb}\x1b[0m"
+        text = f"{verb} {message.replace('{elapsed}', f'{time.monotonic() - start:.2f}s')}\n"
+    _write_last_build(record.last_build, env)
+    return text
+
+
+def _write_last_build(text: str, env=None) -> None:
     """`mcpp cache stats` reports the last build; rewrite the file only when it changes."""
-    path = os.path.join(_home(), "last-build.json")
+    path = os.path.join(_home(env), "last-build.json")
     try:
         with open(path) as f:
             if f.read() == text:

@@ -5,17 +5,18 @@ Only `build`, `run` and `test` go to a server; everything else, `--no-server`,
 wrong with the server itself (it cannot start, it dies mid-build, it answers nonsense) costs
 one warning and an in-process build: `route` returns None and the caller builds.
 
-This module runs before the engine is imported: the standard library and `protocol`/`paths`
-only.
+This module runs before the engine is imported, on every `mcpp build`: it uses only what the
+interpreter loaded at start-up and `protocol`/`paths` (the `socket` and `signal` modules alone
+cost a no-op more than the server takes to answer it); `subprocess` is imported only to start a
+server.
 """
-from __future__ import annotations
 
+import _signal
+import _socket
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
+from _collections_abc import Callable  # what `collections.abc` re-exports, already loaded
 
 from . import protocol
 from .paths import home_dir, log_file, server_dir, server_id, socket_address, workspace_root
@@ -25,6 +26,7 @@ NO_SERVER_ENV = "MCPP_NO_SERVER"
 NO_SERVER_FLAG = "--no-server"
 _GLOBAL_WITH_VALUE = ("--color", "-j", "--jobs", "--manifest-path")
 _START_WAIT_S = 30.0
+_FORWARDED = {_signal.SIGINT: "INT", _signal.SIGTERM: "TERM", _signal.SIGHUP: "HUP"}
 
 
 class _Fallback(Exception):
@@ -62,22 +64,24 @@ def wanted(argv: list[str]) -> tuple[str, str | None] | None:
     return command, manifest_path
 
 
-def route(argv: list[str]) -> int | None:
-    """The exit code of the build the server ran for `argv`, or None: build in process."""
+def route(argv: list[str], unserved: Callable[[], bool] = lambda: False) -> int | None:
+    """The exit code of the build the server ran for `argv`, or None: build in process.
+    `unserved()` runs when no server is up, before one is started; True means it answered the
+    command (the no-op fast path) and the exit code is 0."""
     target = wanted(argv)
     if target is None:
-        return None
+        return 0 if unserved() else None
     _command, manifest_path = target
     start = os.path.dirname(os.path.abspath(manifest_path)) if manifest_path else os.getcwd()
     root = workspace_root(start)
     if root is None:
-        return None  # the in-process build says what is missing
+        return 0 if unserved() else None  # the in-process build says what is missing
     home = home_dir()
     ident = server_id(root, home)
-    request = {"op": "build", "version": protocol.version(), "argv": argv, "cwd": os.getcwd(),
-               "env": dict(os.environ), "umask": _umask()}
+    request = {"op": "build", "identity": protocol.identity(), "root": root, "home": home, "argv": argv,
+               "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask(), "started": time.time()}
     try:
-        return _run(ident, root, home, request)
+        return _run(ident, root, home, request, unserved)
     except _Fallback as e:
         if e.args:
             sys.stderr.write(f"warning: {e.args[0]}; building in process\n")
@@ -85,9 +89,14 @@ def route(argv: list[str]) -> int | None:
         return None
 
 
-def _run(ident: str, root: str, home: str, request: dict) -> int:
+def _run(ident: str, root: str, home: str, request: dict, unserved: Callable[[], bool]) -> int:
     for _attempt in range(3):
-        sock = connect(ident) or _start(ident, root, home)
+        sock = connect(ident)
+        if sock is None:
+            if unserved():
+                return 0
+            unserved = lambda: False  # noqa: E731 - asked once
+            sock = _start(ident, root, home)
         try:
             protocol.send(sock, request, [0, 1, 2])
         except OSError:
@@ -99,14 +108,16 @@ def _run(ident: str, root: str, home: str, request: dict) -> int:
             continue
         if "exit" in reply:
             return int(reply["exit"])
+        if "refused" in reply:
+            raise _Fallback(reply["refused"])
         if "crashed" in reply:
             raise _Fallback(f"the mcpp server's build process died (signal {reply['crashed']})")
         raise _Fallback(f"the mcpp server answered {reply!r}")
     raise _Fallback("the mcpp server kept restarting")
 
 
-def connect(ident: str) -> socket.socket | None:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def connect(ident: str) -> "_socket.socket | None":
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.connect(socket_address(ident))
         if protocol.peer_uid(sock) != os.getuid():  # someone else's process holds the name
@@ -117,8 +128,10 @@ def connect(ident: str) -> socket.socket | None:
     return sock
 
 
-def _start(ident: str, root: str, home: str) -> socket.socket:
+def _start(ident: str, root: str, home: str) -> "_socket.socket":
     """Start a server in its own session (it outlives this command) and wait for its socket."""
+    import subprocess
+
     try:
         os.makedirs(server_dir(home), exist_ok=True)
     except OSError:  # a home that cannot be written: the in-process build names the problem
@@ -153,23 +166,22 @@ def _wait_gone(ident: str) -> None:
         time.sleep(0.02)
 
 
-def _wait(sock: socket.socket) -> dict:
+def _wait(sock) -> dict:
     """The server's answer, forwarding Ctrl-C (and TERM, HUP) to the build meanwhile."""
     def forward(signum, _frame):
-        name = signal.Signals(signum).name[3:]
         try:
-            protocol.send(sock, {"signal": name})
+            protocol.send(sock, {"signal": _FORWARDED[signum]})
         except OSError:
             pass
 
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    previous = {s: _signal.signal(s, forward) for s in _FORWARDED}
     try:
         reply = protocol.receive(sock)
     except (OSError, protocol.ProtocolError):
         reply = None
     finally:
         for s, handler in previous.items():
-            signal.signal(s, handler)
+            _signal.signal(s, handler)
         sock.close()
     if reply is None:
         raise _Fallback("the mcpp server stopped before the build finished")

@@ -8,6 +8,10 @@ or its end), a pidfd per running build, and the watcher's inotify descriptor.
 Builds of one workspace run as they would from several terminals: each child takes the build
 lock of its target directory, so a second build waits ("Blocking waiting for file lock") and
 the output says so exactly as in process.
+
+A repeated `mcpp build` whose no-op record still holds (engine/noop.py) is answered here,
+without a fork: a few thousand `stat` calls in a warm process, where the client alone would
+pay for them plus its imports.
 """
 from __future__ import annotations
 
@@ -22,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import child, protocol
+from .noop_watch import NoopWatch
+from .source_watch import SourceWatch
 from .paths import socket_address
 
 IDLE_ENV = "MCPP_SERVER_IDLE"
@@ -44,9 +50,13 @@ class Server:
         self.ident, self.root, self.home = ident, root, home
         self.command = command
         self.hooks = hooks  # the warm state (warm.py): told when a build starts and ends
+        self.identity = protocol.identity()
+        self.sources = SourceWatch(protocol.source_dirs())  # before the digest: no write falls between
         self.version = protocol.version()
         self.started = time.time()
         self.builds_served = 0
+        self.noops_answered = 0
+        self.noops = NoopWatch()
         self.idle_s = _idle_seconds()
         self.running: dict[int, _Build] = {}
         self.stopping = False
@@ -64,6 +74,8 @@ class Server:
         self.listener.listen(64)
         self.listener.setblocking(False)
         self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
+        if self.noops.fileno() is not None:
+            self.selector.register(self.noops.fileno(), selectors.EVENT_READ, ("noop_watch", None))
         if self.hooks is not None and self.hooks.fileno() is not None:
             self.selector.register(self.hooks.fileno(), selectors.EVENT_READ, ("watcher", None))
         return True
@@ -102,7 +114,11 @@ class Server:
         self._checked = now
         if not os.path.isdir(self.root) or not os.path.isdir(self.home):
             return True
-        return protocol.version() != self.version
+        return not self._current()
+
+    def _current(self) -> bool:
+        """Whether the installed sources are still the ones this server runs."""
+        return self.sources.quiet() or protocol.version() == self.version
 
     def _stop_listening(self) -> None:
         """Free the socket name at once (a new server may bind it); finish the running builds."""
@@ -161,17 +177,29 @@ class Server:
     def status(self) -> dict:
         info = {"pid": os.getpid(), "version": self.version, "root": self.root,
                 "uptime_s": round(time.time() - self.started, 1), "builds": self.builds_served,
+                "noops_answered": self.noops_answered, "noops_from_watch": self.noops.answered_from_watch,
                 "running": len(self.running), "idle_exit_s": self.idle_s, "memory_kb": _rss_kb()}
         if self.hooks is not None:
             info.update(self.hooks.status())
         return info
 
     def _start_build(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
-        if request.get("version") != self.version:
+        if request.get("identity") != self.identity or not self._current():
             for fd in fds:
                 os.close(fd)
             self._reply(conn, {"restart": "version"})
             self._stop_listening()
+            return
+        if request.get("root") != self.root or request.get("home") != self.home:
+            for fd in fds:
+                os.close(fd)
+            self._reply(conn, {"refused": f"the mcpp server named for this workspace serves {self.root}"})
+            return
+        if self._answer_noop(request, fds):
+            for fd in fds:
+                os.close(fd)
+            self.noops_answered += 1
+            self._reply(conn, {"exit": 0})
             return
         if self.hooks is not None:
             try:
@@ -206,10 +234,28 @@ class Server:
         if pidfd is not None:
             self.selector.register(pidfd, selectors.EVENT_READ, ("exited", build))
 
+    def _answer_noop(self, request: dict, fds: list[int]) -> bool:
+        """Print the `Finished` line of a no-op for the client, when its record holds."""
+        if len(fds) < 2:
+            return False
+        start = time.monotonic() - max(0.0, time.time() - request.get("started", time.time()))
+        try:
+            text = self.noops.answer(request["argv"], request["cwd"], request["env"], os.isatty(fds[1]), start)
+            if text:
+                data = text.encode("utf-8", "surrogateescape")
+                while data:
+                    data = data[os.write(fds[1], data):]
+        except Exception:  # noqa: BLE001 - only a shortcut: the build child decides instead
+            log(traceback.format_exc())
+            return False
+        return text is not None
+
     def _in_child(self) -> None:
         """Drop every descriptor the server holds, so no build keeps the socket name bound or
         a client's connection open after the server is gone."""
         self.selector.close()
+        self.noops.close()
+        self.sources.close()
         if not self.stopping:
             self.listener.close()
         for build in self.running.values():
@@ -218,6 +264,9 @@ class Server:
                 os.close(build.pidfd)
         if self.hooks is not None:
             self.hooks.in_child()
+
+    def _on_noop_watch(self, _fd, _data) -> None:
+        self.noops.drain()
 
     def _on_watcher(self, _fd, _data) -> None:
         self.hooks.on_readable()
@@ -259,9 +308,9 @@ class Server:
             message = {"crashed": os.WTERMSIG(status)}
         else:
             message = {"exit": os.WEXITSTATUS(status)}
-        if self.hooks is not None:
-            self.hooks.after_build(build.pid, message)
         self._reply(build.conn, message)
+        if self.hooks is not None:  # after the reply: the client is not kept waiting for it
+            self.hooks.after_build(build.pid, message)
 
 
 def _signal_group(pid: int, sig: int) -> None:

@@ -4,13 +4,12 @@ The root is found the way a person would: the nearest directory above the workin
 (or `--manifest-path`) with an `mcpp.toml`, or, further up, one whose `mcpp.toml` declares a
 `[workspace]`. It only names the server; the build itself still finds its manifests by the
 engine's own rules, so a guess that is too narrow or too wide costs a second server, never a wrong build.
+
+Like `protocol.py`, this runs on every `mcpp build` before anything else: plain `os` only.
 """
-from __future__ import annotations
 
-import hashlib
 import os
-
-from mcpp.cas.home import Home
+import zlib
 
 MANIFEST = "mcpp.toml"
 
@@ -38,7 +37,11 @@ def _declares_workspace(manifest: str) -> bool:
 
 
 def server_id(root: str, home: str) -> str:
-    return hashlib.sha256(f"{home}\0{root}".encode()).hexdigest()[:24]
+    """A name for the server of `root` and `home`. Two checksums make a name two workspaces
+    share only by a 1-in-2^64 chance, and the server still refuses a request for another root
+    or home (`daemon.py`), so even then no build runs in the wrong place."""
+    key = f"{home}\0{root}".encode()
+    return f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}"
 
 
 def socket_address(ident: str) -> bytes:
@@ -48,7 +51,9 @@ def socket_address(ident: str) -> bytes:
 
 
 def home_dir() -> str:
-    return str(Home.default().root)
+    """`$MCPP_HOME`, else `~/.mcpp`, as `cas/home.py` finds it (without its imports)."""
+    value = os.environ.get("MCPP_HOME")
+    return os.path.abspath(value if value else os.path.join(os.path.expanduser("~"), ".mcpp"))
 
 
 def server_dir(home: str | None = None) -> str:

@@ -1,25 +1,31 @@
-"""Framed JSON messages over a unix stream socket, file descriptors passed with the first one.
+"""Framed messages over a unix stream socket, file descriptors passed with the first one.
 
-A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON. The client's request
-carries its stdin, stdout and stderr as `SCM_RIGHTS` file descriptors: the build writes straight
-to the user's terminal or pipe, so `isatty`, colours, the live progress line, the order of
-stdout and stderr and a `mcpp run` program reading stdin are exactly as in process.
+A frame is a 4-byte big-endian length and that many bytes of `marshal` data (dicts of strings,
+numbers and lists). The client's request carries its stdin, stdout and stderr as `SCM_RIGHTS`
+file descriptors: the build writes straight to the user's terminal or pipe, so `isatty`,
+colours, the live progress line, the order of stdout and stderr and a `mcpp run` program
+reading stdin are exactly as in process.
 
-The version both ends compute is a digest of the installed mcpp sources (path, size, mtime of
-every `.py` file) and the interpreter: a client never hands a build to a server running other
-code; the server steps aside and the client starts a fresh one.
+The client runs before anything else on every `mcpp build`, so this module is written against
+what the interpreter has already loaded at start-up (`_socket`, `_struct` and `marshal` are
+built in; `json`, `socket`, `hashlib` would cost milliseconds of imports on a no-op). `marshal`
+is safe to read here only because both ends check that the other runs as the same user
+(`peer_uid`), who could run any code as that user anyway.
+
+Versions: the client names its interpreter and where its mcpp is installed (`identity`); the
+server compares that and, before each build, a digest of its installed sources (`version`:
+path, size and mtime of every `.py` file), so a build never runs on code other than the
+client's: a server that finds either changed steps aside and the client starts a fresh one.
 """
-from __future__ import annotations
 
-import hashlib
-import importlib.util
-import json
+import _socket
+import _struct
+import marshal
 import os
-import socket
-import struct
 import sys
 
-_HEADER = struct.Struct(">I")
+_HEADER = ">I"
+_HEADER_SIZE = 4
 MAX_FRAME = 64 << 20
 PACKAGES = ("mcpp.engine", "mcpp.cas", "mcpp.sandbox", "mcpp.starlark_rules")
 
@@ -29,20 +35,21 @@ class ProtocolError(Exception):
 
 
 def encode(message: dict) -> bytes:
-    data = json.dumps(message, separators=(",", ":")).encode()
-    return _HEADER.pack(len(data)) + data
+    data = marshal.dumps(message)
+    return _struct.pack(_HEADER, len(data)) + data
 
 
-def send(sock: socket.socket, message: dict, fds: list[int] | None = None) -> None:
+def send(sock, message: dict, fds: list[int] | None = None) -> None:
     data = encode(message)
     if fds:
-        sent = socket.send_fds(sock, [data], fds)
+        rights = _struct.pack(f"{len(fds)}i", *fds)
+        sent = sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)])
         data = data[sent:]
     if data:
         sock.sendall(data)
 
 
-def _exactly(sock: socket.socket, n: int, got: bytes = b"") -> bytes:
+def _exactly(sock, n: int, got: bytes = b"") -> bytes:
     chunks = [got]
     have = len(got)
     while have < n:
@@ -54,26 +61,32 @@ def _exactly(sock: socket.socket, n: int, got: bytes = b"") -> bytes:
     return b"".join(chunks)
 
 
-def receive(sock: socket.socket) -> dict | None:
+def receive(sock) -> dict | None:
     """The next message; None when the other end closed the connection between frames."""
-    head = sock.recv(_HEADER.size)
+    head = sock.recv(_HEADER_SIZE)
     if not head:
         return None
-    return _body(sock, _exactly(sock, _HEADER.size, head))
+    return _body(sock, _exactly(sock, _HEADER_SIZE, head))
 
 
-def receive_with_fds(sock: socket.socket, max_fds: int = 3) -> tuple[dict | None, list[int]]:
-    data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, max_fds)
+def receive_with_fds(sock, max_fds: int = 3) -> tuple[dict | None, list[int]]:
+    int_size = _struct.calcsize("i")
+    data, ancillary, _flags, _addr = sock.recvmsg(1 << 16, _socket.CMSG_SPACE(max_fds * int_size))
+    fds: list[int] = []
+    for level, kind, payload in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            usable = len(payload) - len(payload) % int_size
+            fds.extend(_struct.unpack(f"{usable // int_size}i", payload[:usable]))
     if not data:
         for fd in fds:
             os.close(fd)
         return None, []
     try:
-        head = _exactly(sock, _HEADER.size, data[:_HEADER.size])
-        (length,) = _HEADER.unpack(head)
+        head = _exactly(sock, _HEADER_SIZE, data[:_HEADER_SIZE])
+        (length,) = _struct.unpack(_HEADER, head)
         if length > MAX_FRAME:
             raise ProtocolError("frame too large")
-        body = _exactly(sock, length, data[_HEADER.size:])
+        body = _exactly(sock, length, data[_HEADER_SIZE:])
         return _decode(body), fds
     except BaseException:
         for fd in fds:
@@ -81,8 +94,8 @@ def receive_with_fds(sock: socket.socket, max_fds: int = 3) -> tuple[dict | None
         raise
 
 
-def _body(sock: socket.socket, head: bytes) -> dict:
-    (length,) = _HEADER.unpack(head)
+def _body(sock, head: bytes) -> dict:
+    (length,) = _struct.unpack(_HEADER, head)
     if length > MAX_FRAME:
         raise ProtocolError("frame too large")
     return _decode(_exactly(sock, length))
@@ -90,36 +103,58 @@ def _body(sock: socket.socket, head: bytes) -> dict:
 
 def _decode(body: bytes) -> dict:
     try:
-        message = json.loads(body)
-    except ValueError:
-        raise ProtocolError("frame is not JSON") from None
+        message = marshal.loads(body)
+    except (ValueError, EOFError, TypeError):
+        raise ProtocolError("frame is not a message") from None
     if not isinstance(message, dict):
-        raise ProtocolError("frame is not an object")
+        raise ProtocolError("frame is not a message")
     return message
 
 
-def peer_uid(sock: socket.socket) -> int:
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", creds)
+def peer_uid(sock) -> int:
+    creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, _struct.calcsize("3i"))
+    _pid, uid, _gid = _struct.unpack("3i", creds)
     return uid
 
 
-def version() -> str:
-    """What must match for a client and a server to talk (see the module docstring)."""
-    h = hashlib.sha256(f"{sys.version}\0{sys.executable}".encode())
+def identity() -> str:
+    """The interpreter and the installed mcpp this process runs: cheap enough for every client."""
+    engine = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return f"{sys.version}\0{sys.executable}\0{engine}"
+
+
+def source_dirs() -> list[str]:
+    """Every directory of the installed mcpp packages."""
+    import importlib.util
+
+    out = []
     for name in PACKAGES:
         spec = importlib.util.find_spec(name)
         if spec is None or not spec.submodule_search_locations:
             continue
         for root in spec.submodule_search_locations:
-            for dirpath, dirnames, filenames in os.walk(root):
+            for dirpath, dirnames, _ in os.walk(root):
                 dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-                for f in sorted(filenames):
-                    if f.endswith(".py"):
-                        path = os.path.join(dirpath, f)
-                        try:
-                            st = os.stat(path)
-                        except OSError:
-                            continue
-                        h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+                out.append(dirpath)
+    return out
+
+
+def version() -> str:
+    """A digest of the installed sources and the interpreter (see the module docstring)."""
+    import hashlib
+
+    h = hashlib.sha256(identity().encode())
+    for dirpath in source_dirs():
+        try:
+            names = sorted(os.listdir(dirpath))
+        except OSError:
+            continue
+        for f in names:
+            if f.endswith(".py"):
+                path = os.path.join(dirpath, f)
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()[:32]

@@ -43,6 +43,33 @@ _SHAPE = IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DE
 _EVENT = struct.Struct("iIII")
 
 
+def inotify_open():
+    """(libc, a non-blocking inotify descriptor); OSError or AttributeError where there is none."""
+    libc_name = ctypes.util.find_library("c") or "libc.so.6"
+    libc = ctypes.CDLL(libc_name, use_errno=True)
+    fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "inotify_init1")
+    return libc, fd
+
+
+def read_events(fd: int):
+    """Every queued event: (watch descriptor, mask, name in the watched directory or "")."""
+    while True:
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return
+        if not data:
+            return
+        offset = 0
+        while offset < len(data):
+            wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+            name = data[offset + _EVENT.size: offset + _EVENT.size + length].rstrip(b"\0")
+            offset += _EVENT.size + length
+            yield wd, mask, os.fsdecode(name)
+
+
 class Changes:
     """What changed since a token: `everything` (the shape of a tree), else the files whose
     contents were written."""
@@ -91,12 +118,7 @@ class Inotify:
     kind = "inotify"
 
     def __init__(self):
-        libc_name = ctypes.util.find_library("c") or "libc.so.6"
-        self._libc = ctypes.CDLL(libc_name, use_errno=True)
-        fd = self._libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
-        if fd < 0:
-            raise OSError(ctypes.get_errno(), "inotify_init1")
-        self.fd = fd
+        self._libc, self.fd = inotify_open()
         self.roots: set[str] = set()
         self._dirs: dict[int, str] = {}
         self._listing: dict[str, dict[str, tuple[bool, int]] | None] = {}
@@ -134,19 +156,8 @@ class Inotify:
 
     def drain(self) -> None:
         """Read every queued event into the log."""
-        while True:
-            try:
-                data = os.read(self.fd, 1 << 16)
-            except BlockingIOError:
-                return
-            if not data:
-                return
-            offset = 0
-            while offset < len(data):
-                wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-                name = data[offset + _EVENT.size: offset + _EVENT.size + length].rstrip(b"\0")
-                offset += _EVENT.size + length
-                self._event(wd, mask, os.fsdecode(name))
+        for wd, mask, name in read_events(self.fd):
+            self._event(wd, mask, name)
 
     def _event(self, wd: int, mask: int, name: str) -> None:
         if mask & IN_Q_OVERFLOW:

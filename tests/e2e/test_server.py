@@ -223,7 +223,7 @@ def test_a_server_of_another_version_steps_aside(served):
     ident = paths.server_id(str(root), str(mcpp.home))
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(paths.socket_address(ident))
-    protocol.send(sock, {"op": "build", "version": "another", "argv": ["build"]}, [0, 1, 2])
+    protocol.send(sock, {"op": "build", "identity": "another mcpp", "argv": ["build"]}, [0, 1, 2])
     assert protocol.receive(sock) == {"restart": "version"}
     sock.close()
     res = mcpp("build", cwd=root, env={**ON, "MCPP_NO_FAST_PATH": "1"})

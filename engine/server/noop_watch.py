@@ -1,0 +1,172 @@
+"""The server's answer to a repeated `mcpp build`: the no-op record, kept true by inotify.
+
+A no-op record (engine/noop.py) lists the stat of every file a successful build depended on:
+sources, headers (the system's too), outputs, compilers, manifests, the engine's own sources
+and the directories globs walked. Checking it costs a `stat` per file, a thousand or more for a
+few hundred units. Once a check has passed, the server watches every directory those files
+live in (the directory of each path, and of each path's real location when links lead
+elsewhere); while no event arrives from any of them, the record still holds and the next
+identical request is answered with no `stat` at all.
+
+The watches are added before the check that arms them, so a change made during the check is
+an event, not a miss. Any event in a watched directory (a write, an attribute change, a create,
+delete or rename of any entry) disarms every record watching it; a queue overflow disarms all.
+Two things inotify cannot see are checked by `stat` on every request instead: files with more
+than one hard link (a write through the other name raises no event in this directory), and
+everything when inotify is unavailable or out of watches (then only the plain check runs).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .. import noop
+from .watcher import IN_ATTRIB, IN_CLOSE_WRITE, IN_CREATE, IN_DELETE, IN_DELETE_SELF, IN_IGNORED, \
+    IN_MODIFY, IN_MOVE_SELF, IN_MOVED_FROM, IN_MOVED_TO, IN_Q_OVERFLOW, inotify_open, read_events
+
+_MASK = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
+         | IN_DELETE_SELF | IN_MOVE_SELF)
+_MAX_WATCHES = 4096  # directories one server may watch for no-op records; beyond that, stat
+
+
+@dataclass
+class _Armed:
+    ident: str
+    since: int  # the event serial when its watches were in place, before its check
+    wds: frozenset[int]
+    record: noop.Record
+    linked: list[int]  # indexes of files with several hard links: stat-checked every time
+
+
+class NoopWatch:
+    def __init__(self):
+        try:
+            self._libc, self.fd = inotify_open()
+        except (OSError, AttributeError):
+            self._libc, self.fd = None, None
+        self._wds: dict[str, int] = {}  # directory -> watch descriptor
+        self._last: dict[int, int] = {}  # watch descriptor -> serial of its last event
+        self._serial = 0
+        self._overflow = 0  # serial of the last queue overflow: every record armed before it is void
+        self._armed: dict[str, _Armed] = {}  # record file -> its watch
+        self.answered_from_watch = 0
+
+    def fileno(self) -> int | None:
+        return self.fd
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def drain(self) -> None:
+        if self.fd is None:
+            return
+        for wd, mask, _name in read_events(self.fd):
+            self._serial += 1
+            if mask & IN_Q_OVERFLOW:
+                self._overflow = self._serial
+            elif mask & IN_IGNORED:  # the directory is gone: forget the watch, void its records
+                self._last[wd] = self._serial
+                self._wds = {d: w for d, w in self._wds.items() if w != wd}
+            else:
+                self._last[wd] = self._serial
+
+    def answer(self, argv: list[str], cwd: str, env, tty: bool, start: float) -> str | None:
+        """As `noop.answer`, from the watch when it is armed and quiet."""
+        if env.get("MCPP_NO_FAST_PATH"):
+            return None
+        ident = noop._ident(argv, cwd, env)
+        self.drain()
+        armed = self._armed.get(noop._record_path(ident, env))
+        if armed is not None and armed.ident == ident and self._quiet(armed) and noop.holds(armed.record, armed.linked):
+            self.answered_from_watch += 1
+            return noop.finish(armed.record, argv, env, tty, start)
+        record = noop.load_record(argv, cwd, env)
+        if record is None:
+            return None
+        armed = self._arm(ident, record)
+        if not noop.holds(record):
+            if armed is not None:
+                del self._armed[record.path]
+            return None
+        return noop.finish(record, argv, env, tty, start)
+
+    def _quiet(self, armed: _Armed) -> bool:
+        if self._overflow > armed.since:
+            return False
+        last = self._last
+        return all(last.get(wd, 0) <= armed.since for wd in armed.wds)
+
+    def _arm(self, ident: str, record: noop.Record) -> _Armed | None:
+        """Watch the record's directories, before the check that decides whether it holds."""
+        if self.fd is None:
+            return None
+        dirs = {os.path.dirname(record.path)}
+        linked = []
+        for k, p in enumerate(record.paths):
+            dirs.add(os.path.dirname(p))
+            if os.path.realpath(p) != p:  # links on the way: each may be re-pointed
+                dirs.update(_resolution_dirs(p))
+            if record.stamps[4 * k] != noop._MISSING and _links(p) > 1:
+                linked.append(k)
+        dirs.update(record.dir_paths)
+        wds = []
+        for d in dirs:
+            wd = self._watch(d)
+            if wd is None:
+                return None
+            wds.append(wd)
+        self.drain()
+        armed = _Armed(ident, self._serial, frozenset(wds), record, linked)
+        self._armed[record.path] = armed
+        return armed
+
+    def _watch(self, directory: str) -> int | None:
+        """The watch descriptor of `directory`, or of its nearest existing ancestor when it does
+        not exist (which sees it appear); None when the kernel refuses more watches."""
+        while True:
+            wd = self._wds.get(directory)
+            if wd is not None:
+                return wd
+            if len(self._wds) >= _MAX_WATCHES:
+                return None
+            wd = self._libc.inotify_add_watch(self.fd, os.fsencode(directory), _MASK)
+            if wd >= 0:
+                self._wds[directory] = wd
+                return wd
+            parent = os.path.dirname(directory)
+            if os.path.isdir(directory) or parent == directory:  # there, yet refused: limits, rights
+                return None
+            directory = parent
+
+
+def _resolution_dirs(path: str) -> set[str]:
+    """Every directory holding a symbolic link met while resolving `path`, and the directory of
+    what it finally names: re-pointing any of those links changes what `path` reads."""
+    out: set[str] = set()
+    todo = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on links followed
+        out.add(os.path.dirname(todo))
+        parts = todo.strip("/").split("/")
+        prefix = "/"
+        for i, part in enumerate(parts):
+            prefix = os.path.join(prefix, part)
+            if os.path.islink(prefix):
+                out.add(os.path.dirname(prefix))
+                try:
+                    target = os.readlink(prefix)
+                except OSError:
+                    return out
+                todo = os.path.normpath(os.path.join(os.path.dirname(prefix), target, *parts[i + 1:]))
+                break
+        else:
+            return out
+    return out
+
+
+def _links(path: str) -> int:
+    try:
+        return os.stat(path).st_nlink
+    except OSError:
+        return 1
