@@ -74,17 +74,26 @@ EXCLUDED_FIELDS = {
 }
 
 
+def encoded_input(path: str, digest: Digest | str) -> str:
+    """One input's part of the key encoding: `put("input", path, digest)` spelled out."""
+    d = str(digest)
+    return f"5:input{len(path)}:{path}{len(d)}:{d}"
+
+
 def action_key(
     action: Action,
     platform: Platform,
     digest_of: Callable[[str], Digest],
     tool_digest_of: Callable[[str], Digest],
     discovered: Iterable[str] = (),
+    encoded: Callable[[str], str] | None = None,
 ) -> str:
     """blake3 over a canonical, length-prefixed encoding of everything the result depends on.
 
     `digest_of(path)` answers an execroot-relative input's digest; `tool_digest_of(path)` an
     absolute tool's. `discovered` are inputs reported by the action's previous depfile.
+    `encoded(path)`, when given, answers `encoded_input(path, digest_of(path))` (a caller that
+    keys hundreds of actions over the same headers keeps those strings instead of remaking them).
     """
     parts: list[str] = []
 
@@ -101,11 +110,13 @@ def action_key(
     put("argv", str(len(action.argv)), *action.argv)
     for k, v in sorted(action.env):
         put("env", k, v)
-    for path in sorted(set(action.inputs) | set(discovered)):
-        # put("input", path, digest) spelled out: a compile has a hundred or more inputs with its
-        # system headers, and this loop is most of a no-op build's key computation.
-        d = str(digest_of(path))
-        parts.append(f"5:input{len(path)}:{path}{len(d)}:{d}")
+    # A compile has a hundred or more inputs with its system headers: this loop is most of a
+    # no-op build's key computation.
+    paths = sorted(set(action.inputs).union(discovered))
+    if encoded is not None:
+        parts += map(encoded, paths)
+    else:
+        parts += [encoded_input(path, digest_of(path)) for path in paths]
     for tool in sorted(action.tools):
         put("tool", tool, str(tool_digest_of(tool)))
     for out in sorted(action.outputs):

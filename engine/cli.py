@@ -316,6 +316,8 @@ def explain_cmd(ctx: _Ctx, action, release, profile):
         return
     action_id = find_action(records, action)
     try:
+        if not isinstance(records[action_id], list):
+            raise TypeError
         lines = explain_lines(action_id, records[action_id])
     except (AttributeError, IndexError, KeyError, TypeError, ValueError):
         raise damaged from None

@@ -4,31 +4,40 @@ Every time an action runs or is restored from the cache, the inputs of its key a
 (command, environment, input and tool digests, platform); the log keeps the last two records
 per action, so `explain` can show the key of the last run and what changed since the one
 before. The log is only read and written when something ran: a no-op build never touches it.
+
+The log is a directory with one small file per action (named by a digest of the action's id),
+so a build that ran one compile and the link reads and writes two files, not the records of
+every action of the project: an edit costs the same with 10 or 10,000 units.
 """
 from __future__ import annotations
 
 import marshal
+import os
 
 from mcpp.cas.action import Action
-from mcpp.cas.atomic import atomic_file
+from mcpp.cas.atomic import write_atomic
+from mcpp.cas.digest import digest_bytes
 from mcpp.cas.remote.trust import describe as describe_origin
 
 from .errors import McppError
 
-_FORMAT = "mcpp-explain-1"
+_FORMAT = "mcpp-explain-2"
 
 
 class ExplainLog:
     def __init__(self, path: str, platform: str):
-        self.file = path
+        self.dir = path
         self.platform = platform
-        self._records: dict[str, list[dict]] | None = None
-        self._dirty = False
+        self._histories: dict[str, list[dict]] = {}  # the actions read or recorded by this build
+        self._dirty: set[str] = set()
 
-    def _load(self) -> dict[str, list[dict]]:
-        if self._records is None:
-            self._records = load_records(self.file)
-        return self._records
+    def _history(self, action_id: str) -> list[dict]:
+        history = self._histories.get(action_id)
+        if history is None:
+            found = _read(_file(self.dir, action_id))
+            history = found[1] if found is not None and found[0] == action_id and isinstance(found[1], list) else []
+            self._histories[action_id] = history
+        return history
 
     def record(self, action: Action, key: str, inputs: dict, keys, origin: dict | None = None,
                outputs: dict[str, str] | None = None) -> None:
@@ -42,31 +51,58 @@ class ExplainLog:
             "origin": origin,  # where the result came from (cas/remote/trust.py)
             "outputs": outputs or {},  # output path -> digest
         }
-        history = self._load().setdefault(action.id, [])
-        if history and history[-1]["key"] == key:
+        history = self._history(action.id)
+        if history and history[-1].get("key") == key:
             if (history[-1].get("origin"), history[-1].get("outputs")) != (origin, rec["outputs"]):
                 history[-1].update(origin=origin, outputs=rec["outputs"])  # same key, result restored anew
-                self._dirty = True
+                self._dirty.add(action.id)
             return
         history.append(rec)
         del history[:-2]
-        self._dirty = True
+        self._dirty.add(action.id)
 
     def save(self) -> None:
         if not self._dirty:
             return
-        with atomic_file(self.file) as f:
-            marshal.dump((_FORMAT, self._records), f)
-        self._dirty = False
+        if os.path.isfile(self.dir):  # the single-file log of earlier versions
+            os.unlink(self.dir)
+        for action_id in sorted(self._dirty):
+            write_atomic(_file(self.dir, action_id),
+                         marshal.dumps((_FORMAT, action_id, self._histories[action_id])))
+        self._dirty.clear()
+
+
+def _file(directory: str, action_id: str) -> str:
+    return os.path.join(directory, digest_bytes(action_id.encode()).hash[:32])
+
+
+def _read(path: str) -> tuple[str, object] | None:
+    """(action id, history) of one action's file; None when it is missing or unreadable."""
+    try:
+        with open(path, "rb") as f:
+            fmt, action_id, history = marshal.load(f)
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if fmt != _FORMAT or not isinstance(action_id, str):
+        return None
+    return action_id, history
 
 
 def load_records(path: str) -> dict[str, list[dict]]:
+    """Every action's history in the log at `path` (a history of the wrong shape is returned as
+    it is: the caller names the log as damaged when it cannot read it)."""
     try:
-        with open(path, "rb") as f:
-            fmt, records = marshal.load(f)
-        return records if fmt == _FORMAT else {}
-    except (OSError, EOFError, ValueError, TypeError):
+        names = sorted(os.listdir(path))
+    except OSError:
         return {}
+    records = {}
+    for name in names:
+        if name.startswith("."):
+            continue
+        found = _read(os.path.join(path, name))
+        if found is not None:
+            records[found[0]] = found[1]
+    return records
 
 
 def find_action(records: dict[str, list[dict]], query: str) -> str:

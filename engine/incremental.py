@@ -16,7 +16,7 @@ import marshal
 import os
 from typing import Callable, Mapping
 
-from mcpp.cas.action import Action, Platform, action_key
+from mcpp.cas.action import Action, Platform, action_key, encoded_input
 from mcpp.cas.atomic import atomic_file
 from mcpp.cas.digest import Digest, digest_bytes
 from mcpp.cas.statcache import StatCache, discard
@@ -197,23 +197,39 @@ class KeyComputer:
         self.platform = platform
         self.produced: dict[str, Digest] = {}  # outputs of actions settled in this build
         self.generated = {path: digest_bytes(data) for path, data in generated.items()}
-        # Host files a depfile named (absolute paths, engine/depfile.py): hundreds of compiles
-        # read the same system headers, so each is stat'ed once per build, not once per compile.
-        self.host: dict[str, Digest] = {}
+        # Files no action of this build writes (sources, headers, system headers), by path: each is
+        # stat'ed once per build, not once per action that reads it (hundreds of compiles read
+        # the same headers), and its part of the key encoding is made once.
+        self.settled: dict[str, Digest] = {}
+        self.encoded: dict[str, str] = {}
+        self.tools: dict[str, Digest] = {}
 
     def digest_of(self, rel: str) -> Digest:
         d = self.produced.get(rel) or self.generated.get(rel)
-        if d is None and rel.startswith("/"):
-            d = self.host.get(rel)
-            if d is None:
-                d = self.host[rel] = self.state.digest(rel)
-        return d if d is not None else self.state.digest(rel)
+        if d is not None:
+            return d
+        d = self.settled.get(rel)
+        if d is None:
+            d = self.settled[rel] = self.state.digest(rel)
+        return d
+
+    def _encoded(self, rel: str) -> str:
+        d = self.produced.get(rel) or self.generated.get(rel)
+        if d is not None:
+            return encoded_input(rel, d)
+        part = self.encoded.get(rel)
+        if part is None:
+            part = self.encoded[rel] = encoded_input(rel, self.digest_of(rel))
+        return part
 
     def tool_digest(self, path: str) -> Digest:
-        return self.state.tool_digest(path)
+        d = self.tools.get(path)
+        if d is None:
+            d = self.tools[path] = self.state.tool_digest(path)
+        return d
 
     def key(self, action: Action, discovered: tuple[str, ...]) -> str:
-        return action_key(action, self.platform, self.digest_of, self.state.tool_digest, discovered)
+        return action_key(action, self.platform, self.digest_of, self.tool_digest, discovered, self._encoded)
 
     def outputs_settled(self, outputs: Mapping[str, Digest]) -> None:
         """Outputs an action just produced or restored: the keys of the actions that read them

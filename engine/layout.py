@@ -82,7 +82,8 @@ class Layout:
 
     @property
     def explain_log(self) -> str:
-        """The key inputs of each action's last two runs (`mcpp explain`)."""
+        """The key inputs of each action's last two runs (`mcpp explain`): a directory, a
+        file per action."""
         return os.path.join(self.state_dir, "explain")
 
     @property

@@ -231,8 +231,10 @@ def test_wrong_shaped_last_build_is_ignored_by_cache_stats(project, mcpp):
 
 def test_wrong_shaped_explain_log_is_named(project, mcpp):
     root = _built(project, mcpp)
-    (root / "target/dev/.mcpp/explain").write_bytes(
-        marshal.dumps(("mcpp-explain-1", {"compile p:src/main.cpp": [{"key": 1}]})))
+    log = root / "target/dev/.mcpp/explain"
+    files = [f for f in log.iterdir() if marshal.loads(f.read_bytes())[1] == "compile p:src/main.cpp"]
+    assert len(files) == 1
+    files[0].write_bytes(marshal.dumps(("mcpp-explain-2", "compile p:src/main.cpp", [{"key": 1}])))
     clean_failure(mcpp("explain", "compile p:src/main.cpp", cwd=root), 2,
                   "error: the explain log `target/dev/.mcpp/explain` is damaged")
 

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from mcpp.cas.home import Home
 from mcpp.cas.remote.config import RemoteSettings
 from mcpp.engine import noop
+from mcpp.engine.server import paths as server_paths
 from mcpp.engine.build import BuildOptions
 from mcpp.engine.layout import Layout
 from mcpp.engine.stores import Stores
@@ -71,8 +72,10 @@ def test_one_home_per_command(monkeypatch, tmp_path):
     monkeypatch.setenv("MCPP_HOME", str(tmp_path / "h"))
     assert BuildOptions().home == Home(tmp_path / "h")
     assert noop._home() == str(Home.default().root)
+    assert server_paths.home_dir() == str(Home.default().root)  # names the server of this home
     monkeypatch.delenv("MCPP_HOME")
     assert noop._home() == str(Home.default().root)
+    assert server_paths.home_dir() == str(Home.default().root)
 
 
 def test_home_is_resolved_only_at_the_command_layer():
@@ -81,6 +84,5 @@ def test_home_is_resolved_only_at_the_command_layer():
     engine = Path(__file__).resolve().parents[3] / "engine"
     callers = sorted(str(p.relative_to(engine)) for p in engine.rglob("*.py")
                      if re.search(r"Home\.default\b", p.read_text()))
-    # server/paths.py: the command line's client names the server of this home (no store opened);
     # build.py, cache_cmd.py and worker_cmd.py are the commands that open stores.
-    assert callers == ["build.py", "cache_cmd.py", "server/paths.py", "worker_cmd.py"]
+    assert callers == ["build.py", "cache_cmd.py", "worker_cmd.py"]
