@@ -29,6 +29,7 @@ from .errors import BuildFailed, McppError
 from .explain import ExplainLog
 from .host_tools import HostTools, ToolBuilder
 from .incremental import BuildState, KeyComputer, ScanCache
+from .unchanged import Knowledge, learn
 from .layout import Layout
 from .manifest.load import display_path
 from .package.graph import load_graph
@@ -138,7 +139,7 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
             reporter.raw_warning(w)
         timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
-                                     timings, env.roots())
+                                     timings, env.roots(), top=opts.target_override is None)
         if timings is not None:  # also for a failed build: where the time went is as telling
             timings.finish(skipped=len(result.skipped))
             for path in timings.write(layout.target_dir, opts.timings, opts.trace):
@@ -253,11 +254,12 @@ def record_last_build(home: Home, counters: Counters) -> None:
 def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolchain, opts: BuildOptions,
               reporter: Reporter, state: BuildState, scans: ScanCache, runner: ActionRunner | None,
               stores: Stores, timings: TimingsRecorder | None = None,
-              payload_roots: tuple[str, ...] = ()) -> tuple[ScheduleResult, Counters]:
-    """Schedule every action of the plan through the pipeline; save the state, also on failure."""
+              payload_roots: tuple[str, ...] = (), top: bool = True) -> tuple[ScheduleResult, Counters]:
+    """Schedule every action of the plan through the pipeline; save the state, also on failure.
+    `top`: the build the user asked for, not a host tool's build inside it."""
     # `--sandbox off` results are keyed apart (engine/trust.py).
     platform = trust.platform_for(toolchain.identity, host_triple(), opts.sandbox)
-    keys = KeyComputer(state, platform, plan.generated)
+    keys = KeyComputer(state, platform, plan.generated, plan_memo.unchanged() if top else None)
     store, mat = stores.blobs, stores.mat
     if runner is None:
         staged: dict[str, str] = {}  # one file has one content during a build: resolve it once
@@ -311,6 +313,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                            on_start=on_start, on_progress=reporter.progress)
         pipeline.drain(result)  # the store ingest the actions left behind (cas/ingest.py)
         completed = True
+        if top and plan_memo.active:
+            plan_memo.learned = _knowledge(result, state, keys)
     finally:
         pipeline.ingest.abandon()  # interrupted: jobs not started are dropped, none is torn
         if isinstance(runner, SandboxRunner):
@@ -323,6 +327,16 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         if remote is not None:
             remote.close(wait=completed)  # uploads still queued finish before `Finished`
     return result, pipeline.counters
+
+
+def _knowledge(result: ScheduleResult, state: BuildState, keys: KeyComputer) -> Knowledge:
+    """What the next server build of this request may take as known (engine/unchanged.py)."""
+    validated = {}
+    for action_id in (*result.fresh, *result.succeeded):
+        rec = state.recorded(action_id)
+        if rec is not None:
+            validated[action_id] = rec[0]
+    return learn(validated, keys.produced, keys.settled, keys.tools)
 
 
 def _content_of(plan: Plan):

@@ -25,6 +25,7 @@ from mcpp.cas.tree import TreeError, digest_of_directory
 from .modules.p1689 import PreprocessScan, run_scan
 from .modules.scanner import ModuleUnit, NeedsPreprocessor, scan_source
 from .plan.include_scan import parse_includes
+from .unchanged import Unchanged
 
 _FORMAT = "mcpp-state-3"
 _SCAN_FORMAT = "mcpp-scans-2"
@@ -192,10 +193,14 @@ class ScanCache:
 class KeyComputer:
     """Computes action keys with digests from the state and from outputs produced this build."""
 
-    def __init__(self, state: BuildState, platform: Platform, generated: dict[str, bytes]):
+    def __init__(self, state: BuildState, platform: Platform, generated: dict[str, bytes],
+                 unchanged: Unchanged | None = None):
         self.state = state
         self.platform = platform
+        # What a warm server knows did not change since the last build (engine/unchanged.py)
+        self.unchanged = unchanged
         self.produced: dict[str, Digest] = {}  # outputs of actions settled in this build
+        self.rewritten: set[str] = set()  # of those, the ones an action wrote or restored
         self.generated = {path: digest_bytes(data) for path, data in generated.items()}
         # Files no action of this build writes (sources, headers, system headers), by path: each is
         # stat'ed once per build, not once per action that reads it (hundreds of compiles read
@@ -237,6 +242,7 @@ class KeyComputer:
         for rel, digest in outputs.items():
             self.state.remember_output(rel, digest)
             self.produced[rel] = digest
+            self.rewritten.add(rel)
 
     def fresh(self, action: Action) -> bool:
         """True when the last run's key still holds and its outputs are intact."""
@@ -244,7 +250,7 @@ class KeyComputer:
         if rec is None:
             return False
         key, discovered, outputs = rec
-        if self.key(action, discovered) != key:
+        if not self._known_unchanged(action, key, discovered) and self.key(action, discovered) != key:
             return False
         for out in action.outputs:
             want = outputs.get(out)
@@ -253,6 +259,22 @@ class KeyComputer:
         for out in action.outputs:
             self.produced[out] = Digest.parse(outputs[out])
         return True
+
+
+    def _known_unchanged(self, action: Action, key: str, discovered: tuple[str, ...]) -> bool:
+        """True when the server's knowledge proves `key` still is the action's key."""
+        known = self.unchanged
+        if known is None or known.validated(action.id) != key:
+            return False
+        rewritten, generated = self.rewritten, self.generated
+        for rel in (*action.inputs, *discovered):
+            if rel in rewritten:
+                return False
+            if rel in generated:  # the plan's own bytes, and the plan is the previous build's
+                continue
+            if not known.path(rel, self.digest_of):
+                return False
+        return all(known.tool(t, self.tool_digest) for t in action.tools)
 
 
 def _str_dict(d, value_ok) -> bool:

@@ -22,6 +22,8 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..unchanged import Knowledge, Unchanged
+
 
 @dataclass
 class Entry:
@@ -37,6 +39,7 @@ class Entry:
 class Given:
     entry: Entry
     changed: set[str]  # files whose contents were rewritten since `entry`'s build began
+    knowledge: Knowledge | None = None  # what the previous build of this request ended with
 
 
 # Set by the server in its own memory just before it forks a build child; the child reads them.
@@ -46,6 +49,16 @@ given: Given | None = None
 # must not be able to change what is remembered), or REUSED; the server collects it after the exit.
 REUSED = b"reused"
 produced: bytes | None = None
+# Set in the child at the end of its build (engine/unchanged.py): handed to the next build of
+# the same request when that one reuses the plan.
+learned: Knowledge | None = None
+
+
+def unchanged() -> Unchanged | None:
+    """In a build child whose plan was the given one: what the previous build left, else None."""
+    if produced == REUSED and given is not None and given.knowledge is not None:
+        return Unchanged(given.knowledge)
+    return None
 
 
 def plan(make: Callable[[Callable, Callable | None], object], scan: Callable, includes: Callable | None,

@@ -3,8 +3,9 @@
 - the engine's modules, imported once (`preload`), so no build child pays for them;
 - the incremental state files of each profile built, loaded after each build (`state_memo.py`);
 - per request (argv, working directory, environment, umask: everything a build may depend on
-  besides the files), the last build's plan (`plan_memo.Entry`) and the watcher's token taken
-  just before that build began. Before the next build of the same request, the watcher says
+  besides the files), the last build's plan (`plan_memo.Entry`), the watcher's token taken
+  just before that build began, and the keys and digests that build ended with
+  (engine/unchanged.py: the next build need not recompute a key none of whose inputs changed). Before the next build of the same request, the watcher says
   what changed since then and the entry is handed to the child with that list, or dropped when
   the shape of a tree changed. The child decides the rest (`plan_memo.py`).
 
@@ -53,7 +54,8 @@ class Hooks:
         self.ident, self.home = ident, home
         self.watcher = make_watcher()
         self.watcher.watch(root)
-        self.entries: OrderedDict[str, tuple[plan_memo.Entry, object]] = OrderedDict()
+        # request -> (plan entry, watcher token before its build, what that build ended with)
+        self.entries: OrderedDict[str, tuple[plan_memo.Entry, object, object]] = OrderedDict()
         self.pending: dict[int, tuple[str, object]] = {}
         self.states: dict[state_memo.Paths, tuple[tuple, tuple]] = {}
         self.plans_reused = 0
@@ -77,12 +79,12 @@ class Hooks:
         state_memo.given = self.states
         held = self.entries.get(key)
         if held is not None:
-            entry, since = held
+            entry, since, knowledge = held
             changes = self.watcher.since(since)
             if changes.everything:
                 del self.entries[key]
             else:
-                plan_memo.given = plan_memo.Given(entry, changes.files)
+                plan_memo.given = plan_memo.Given(entry, changes.files, knowledge)
         self._next = (key, token)
 
     def forked(self, pid: int) -> None:
@@ -106,6 +108,7 @@ class Hooks:
             else:
                 self.states[paths] = loaded
         data = handoff["plan"]
+        knowledge = handoff.get("knowledge")
         if key is None or data is None:
             return
         if data == plan_memo.REUSED:
@@ -124,7 +127,7 @@ class Hooks:
                 if not self.watcher.watch(root):  # out of inotify watches: scan instead
                     self._fall_back()
                     return
-        self.entries[key] = (entry, token)
+        self.entries[key] = (entry, token, knowledge)
         self.entries.move_to_end(key)
         while len(self.entries) > _KEPT:
             self.entries.popitem(last=False)
@@ -155,8 +158,8 @@ class Hooks:
         tmp = f"{path}.tmp"
         try:
             with open(tmp, "wb") as f:
-                pickle.dump({"plan": plan_memo.produced, "state": state_memo.used}, f,
-                            protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump({"plan": plan_memo.produced, "state": state_memo.used, "knowledge": plan_memo.learned},
+                            f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, path)
         except Exception:  # noqa: BLE001 - only a cache: the next build plans and loads
             try:

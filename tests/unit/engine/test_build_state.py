@@ -129,3 +129,80 @@ def test_fresh_needs_the_same_key_and_intact_outputs(execroot, state_dir):
     _write(execroot, "out/a.txt", "one")
     assert KeyComputer(state, PLATFORM, {}).fresh(a)
     assert not KeyComputer(state, PLATFORM, {}).fresh(_action(argv=("cat", "-n", "src/a.txt")))
+
+
+# -- KeyComputer with a server's knowledge (engine/unchanged.py) -------------------------------
+
+def _known_build(execroot, state_dir, tool):
+    """A first build of `link` (reads a source, the output of `gen`, and a tool): what it
+    recorded and what it leaves for the next build."""
+    from mcpp.engine.unchanged import learn
+
+    _write(execroot, "src/a.txt", "one")
+    _write(execroot, "gen/g.txt", "generated")
+    _write(execroot, "out/l.txt", "linked")
+    state = open_state(execroot, state_dir)
+    keys = KeyComputer(state, PLATFORM, {})
+    keys.outputs_settled({"gen/g.txt": digest_bytes(b"generated")})
+    keys.outputs_settled({"out/l.txt": digest_bytes(b"linked")})
+    link = _action(id="link", inputs=("src/a.txt", "gen/g.txt"), outputs=("out/l.txt",), tools=(tool,))
+    key = keys.key(link, ())
+    state.record(link.id, key, (), {"out/l.txt": str(digest_bytes(b"linked"))})
+    state.save()
+    produced = {"gen/g.txt": digest_bytes(b"generated")}
+    return link, learn({link.id: key}, produced, dict(keys.settled), dict(keys.tools))
+
+
+def _next(execroot, state_dir, knowledge, gen=b"generated", rewritten=False):
+    from mcpp.engine.unchanged import Unchanged
+
+    keys = KeyComputer(open_state(execroot, state_dir), PLATFORM, {}, Unchanged(knowledge))
+    keys.outputs_settled({}) if not rewritten else keys.outputs_settled({"gen/g.txt": digest_bytes(gen)})
+    if not rewritten:
+        keys.produced["gen/g.txt"] = digest_bytes(gen)  # as a fresh producer leaves it
+    return keys
+
+
+@pytest.fixture
+def tool(tmp_path):
+    path = tmp_path / "tool"
+    path.write_text("v1")
+    return str(path)
+
+
+def test_known_unchanged_inputs_skip_the_key(execroot, state_dir, tool, monkeypatch):
+    link, knowledge = _known_build(execroot, state_dir, tool)
+    keys = _next(execroot, state_dir, knowledge)
+    monkeypatch.setattr(incremental, "action_key", lambda *a, **k: pytest.fail("the key was computed"))
+    assert keys.fresh(link)
+
+
+CHANGES = {
+    "a source": lambda execroot, tool: _write(execroot, "src/a.txt", "two!"),
+    "the tool": lambda execroot, tool: open(tool, "w").write("v2!!"),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_changed_input_or_tool_computes_the_key(execroot, state_dir, tool, change):
+    link, knowledge = _known_build(execroot, state_dir, tool)
+    CHANGES[change](execroot, tool)
+    assert not _next(execroot, state_dir, knowledge).fresh(link)
+
+
+def test_a_producer_that_wrote_other_bytes_computes_the_key(execroot, state_dir, tool):
+    """Rewritten in this build, or fresh under another record since (same key, other bytes)."""
+    link, knowledge = _known_build(execroot, state_dir, tool)
+    assert not _next(execroot, state_dir, knowledge, gen=b"regenerated", rewritten=True).fresh(link)
+    assert not _next(execroot, state_dir, knowledge, gen=b"regenerated").fresh(link)
+    assert _next(execroot, state_dir, knowledge, rewritten=True).fresh(link)  # same bytes: same key
+
+
+def test_a_key_other_than_the_validated_one_computes_the_key(execroot, state_dir, tool, monkeypatch):
+    link, knowledge = _known_build(execroot, state_dir, tool)
+    knowledge.validated[link.id] = "another request's key"
+    calls = []
+    real = incremental.action_key
+    monkeypatch.setattr(incremental, "action_key", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert _next(execroot, state_dir, knowledge).fresh(link)  # the same inputs: fresh, by its key
+    assert calls
