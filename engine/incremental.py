@@ -266,13 +266,15 @@ class KeyComputer:
         known = self.unchanged
         if known is None or known.validated(action.id) != key:
             return False
-        rewritten, generated = self.rewritten, self.generated
+        rewritten, generated, seen = self.rewritten, self.generated, known.seen
         for rel in (*action.inputs, *discovered):
             if rel in rewritten:
                 return False
-            if rel in generated:  # the plan's own bytes, and the plan is the previous build's
-                continue
-            if not known.path(rel, self.digest_of):
+            same = seen.get(rel)  # asked already this build: thousands of inputs are shared headers
+            if same is None:
+                # the plan's own bytes, and the plan is the previous build's
+                same = rel in generated or known.path(rel, self.digest_of)
+            if not same:
                 return False
         return all(known.tool(t, self.tool_digest) for t in action.tools)
 

@@ -35,7 +35,7 @@ class Knowledge:
 class Unchanged:
     def __init__(self, previous: Knowledge):
         self.previous = previous
-        self._paths: dict[str, bool] = {}
+        self.seen: dict[str, bool] = {}  # path -> answered `path()` this build
         self._tools: dict[str, bool] = {}
 
     def validated(self, action_id: str) -> str | None:
@@ -44,10 +44,10 @@ class Unchanged:
     def path(self, rel: str, digest_now: Callable[[str], Digest]) -> bool:
         """Whether input `rel` has the digest the previous build keyed. Only for a file no action
         rewrites later in this build (the caller's check)."""
-        known = self._paths.get(rel)
+        known = self.seen.get(rel)
         if known is None:
             before = self.previous.digests.get(rel)
-            known = self._paths[rel] = before is not None and str(digest_now(rel)) == before
+            known = self.seen[rel] = before is not None and str(digest_now(rel)) == before
         return known
 
     def tool(self, path: str, digest_now: Callable[[str], Digest]) -> bool:
