@@ -40,6 +40,8 @@ LEVEL = 3
 # Files up to this size are read whole (one read, one compress call); larger ones stream.
 SMALL_BLOB = 4 << 20
 _CHUNK = 1 << 20
+_PARALLEL_BLOB = 1 << 20  # from this size on, compression uses every core (`_cctx`)
+_CORES = min(8, os.cpu_count() or 1)
 # The largest zstd frame header (magic 4 + descriptor 1 + window 1 + dict id 4 + size 8).
 _MAX_FRAME_HEADER = 18
 BLOB_MODE = 0o444  # blobs are immutable; read-only catches accidental writes through a stray path
@@ -155,11 +157,11 @@ class LocalZstdStore:
             self._touch(d.hash, path)
             return d
         if len(data) <= SMALL_BLOB:
-            publish(path, [self._cctx().compress(data)], perms=BLOB_MODE)
+            publish(path, [self._cctx(len(data)).compress(data)], perms=BLOB_MODE)
         else:
             out = io.BytesIO()
             view = memoryview(data)
-            with self._cctx().stream_writer(out, size=len(data), closefd=False) as w:
+            with self._cctx(len(data)).stream_writer(out, size=len(data), closefd=False) as w:
                 for i in range(0, len(view), _CHUNK):
                     w.write(view[i : i + _CHUNK])
             publish(path, [out.getbuffer()], perms=BLOB_MODE)
@@ -217,7 +219,7 @@ class LocalZstdStore:
                 buf = bytearray(_CHUNK)
                 view = memoryview(buf)
                 try:
-                    with self._cctx().stream_writer(out, size=size, closefd=False) as w:
+                    with self._cctx(size).stream_writer(out, size=size, closefd=False) as w:
                         while n := f.readinto(buf):
                             chunk = view[:n]
                             hasher.update(chunk)
@@ -251,7 +253,15 @@ class LocalZstdStore:
         except OSError:
             pass  # a read-only cache (shared, another user's) is still readable
 
-    def _cctx(self) -> zstandard.ZstdCompressor:
+    def _cctx(self, size: int = 0) -> zstandard.ZstdCompressor:
+        """This thread's compressor; for a blob of a megabyte or more one that spreads the work
+        over the cores (the same frame format): the largest blob is usually the last action's
+        binary, whose compression the build then waits for with every core idle."""
+        if size >= _PARALLEL_BLOB and _CORES > 1:
+            c = getattr(self._local, "parallel", None)
+            if c is None:
+                c = self._local.parallel = zstandard.ZstdCompressor(level=self.level, threads=_CORES)
+            return c
         c = getattr(self._local, "c", None)
         if c is None:
             c = self._local.c = zstandard.ZstdCompressor(level=self.level)
