@@ -41,6 +41,8 @@ class _Build:
     conn: socket.socket
     pid: int
     pidfd: int | None
+    done: int | None = None  # the read end of the pipe the child reports its exit status on
+    replied: bool = False
     started: float = field(default_factory=time.monotonic)
 
 
@@ -206,12 +208,17 @@ class Server:
                 self.hooks.before_fork(request)
             except Exception:  # noqa: BLE001 - the warm state is an optimisation; the build runs anyway
                 log(traceback.format_exc())
+        done_r, done_w = os.pipe2(os.O_CLOEXEC)
         pid = os.fork()
         if pid == 0:
             try:
                 self._in_child()
                 conn.close()
+                os.close(done_r)
                 code = child.run(request, fds, self.command)
+                # The build is over for the user (its output flushed): the client gets its exit
+                # status now, not after the hand-off below and this process's teardown.
+                os.write(done_w, bytes([code & 0xFF]))
                 if self.hooks is not None:
                     self.hooks.child_done()
             except BaseException:  # noqa: BLE001 - the child could not become the client's process:
@@ -219,6 +226,7 @@ class Server:
                 log(traceback.format_exc())
                 os.kill(os.getpid(), signal.SIGKILL)
             os._exit(code)
+        os.close(done_w)
         if self.hooks is not None:
             self.hooks.forked(pid)
         for fd in fds:
@@ -228,9 +236,10 @@ class Server:
             pidfd = os.pidfd_open(pid)
         except (AttributeError, OSError):
             pidfd = None
-        build = _Build(conn, pid, pidfd)
+        build = _Build(conn, pid, pidfd, done_r)
         self.running[pid] = build
         self.selector.register(conn, selectors.EVENT_READ, ("client", build))
+        self.selector.register(done_r, selectors.EVENT_READ, ("done", build))
         if pidfd is not None:
             self.selector.register(pidfd, selectors.EVENT_READ, ("exited", build))
 
@@ -262,6 +271,8 @@ class Server:
             build.conn.close()
             if build.pidfd is not None:
                 os.close(build.pidfd)
+            if build.done is not None:
+                os.close(build.done)
         if self.hooks is not None:
             self.hooks.in_child()
 
@@ -284,6 +295,37 @@ class Server:
         if sig is not None:
             _signal_group(build.pid, sig)
 
+    def _on_done(self, fd, build: _Build) -> None:
+        """The child reported its exit status (or closed the pipe by dying first)."""
+        if build.done != fd:  # closed already, by its exit handled in the same round
+            return
+        try:
+            status = os.read(fd, 1)
+        except OSError:
+            status = b""
+        self._close_done(build)
+        if status:
+            self._reply_once(build, {"exit": status[0]})
+
+    def _close_done(self, build: _Build) -> None:
+        if build.done is not None:
+            try:
+                self.selector.unregister(build.done)
+            except (KeyError, ValueError):
+                pass
+            os.close(build.done)
+            build.done = None
+
+    def _reply_once(self, build: _Build, message: dict) -> None:
+        if build.replied:
+            return
+        build.replied = True
+        try:
+            self.selector.unregister(build.conn)  # its end is no longer a cancellation
+        except (KeyError, ValueError):
+            pass
+        self._reply(build.conn, message)
+
     def _on_exited(self, pidfd, build: _Build) -> None:
         self._finish(build)
 
@@ -299,16 +341,13 @@ class Server:
         if build.pidfd is not None:
             self.selector.unregister(build.pidfd)
             os.close(build.pidfd)
-        try:
-            self.selector.unregister(build.conn)
-        except (KeyError, ValueError):
-            pass
+        self._close_done(build)
         self.last_active = time.monotonic()
         if os.WIFSIGNALED(status):
             message = {"crashed": os.WTERMSIG(status)}
         else:
             message = {"exit": os.WEXITSTATUS(status)}
-        self._reply(build.conn, message)
+        self._reply_once(build, message)
         if self.hooks is not None:  # after the reply: the client is not kept waiting for it
             self.hooks.after_build(build.pid, message)
 
