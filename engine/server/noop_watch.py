@@ -18,6 +18,7 @@ everything when inotify is unavailable or out of watches (then only the plain ch
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 
 from .. import noop
@@ -103,12 +104,23 @@ class NoopWatch:
         if self.fd is None:
             return None
         dirs = {os.path.dirname(record.path)}
+        plain_dirs: dict[str, bool] = {}  # directory -> reached without a link on the way
         linked = []
         for k, p in enumerate(record.paths):
-            dirs.add(os.path.dirname(p))
-            if os.path.realpath(p) != p:  # links on the way: each may be re-pointed
+            d = os.path.dirname(p)
+            dirs.add(d)
+            if d not in plain_dirs:
+                plain_dirs[d] = os.path.realpath(d) == d
+                if not plain_dirs[d]:  # links on the way to the directory: each may be re-pointed
+                    dirs.update(_resolution_dirs(os.path.join(d, "_")))
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue  # not there: its directory (or the nearest one that is) sees it appear
+            if stat.S_ISLNK(st.st_mode):
                 dirs.update(_resolution_dirs(p))
-            if record.stamps[4 * k] != noop._MISSING and _links(p) > 1:
+                st = _stat_or(p, st)
+            if st.st_nlink > 1:
                 linked.append(k)
         dirs.update(record.dir_paths)
         wds = []
@@ -165,8 +177,8 @@ def _resolution_dirs(path: str) -> set[str]:
     return out
 
 
-def _links(path: str) -> int:
+def _stat_or(path: str, fallback: os.stat_result) -> os.stat_result:
     try:
-        return os.stat(path).st_nlink
+        return os.stat(path)
     except OSError:
-        return 1
+        return fallback
