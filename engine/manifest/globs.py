@@ -52,11 +52,44 @@ def match(pattern: str, relpath: str) -> bool:
     return _compile(pattern.removeprefix("!")).regex.fullmatch(relpath) is not None
 
 
+# A warm build server's build (engine/server/warm.py) remembers each expansion it made and is given
+# those of the previous build of the same request when its watcher saw no directory under the
+# package roots change shape since that build began (no file created, deleted, renamed or
+# re-moded): an expansion reads nothing else, so it is the same. Only expansions wholly inside a
+# watched root are taken (`covered`), and none whose patterns name a directory the watcher skips.
+given: dict | None = None
+made: dict | None = None
+
+
+def covered(path: str) -> bool:  # replaced in a server's build child: whether `path` is watched
+    return False
+
+
 def expand(root: str, patterns: Sequence[str], boundary: str | None = None) -> list[str]:
     """The sorted, unique, `/`-separated relative paths of the regular files under `root` that the
     patterns select. Raises ManifestError for a pattern that is empty, absolute or uses `..`, for a
     selected or walked symlink that leads outside `boundary` (default: `root`), and for a directory
     or selected file that cannot be read."""
+    key = (root, tuple(patterns), boundary)
+    if given is not None and key in given and covered(boundary or root) and _watched(patterns):
+        found = given[key]
+    else:
+        found = _expand(root, patterns, boundary)
+    if made is not None:
+        made[key] = found
+    return list(found)
+
+
+def _watched(patterns: Sequence[str]) -> bool:
+    """No pattern names a directory the server's watcher skips (dot directories, `target/`)."""
+    for p in patterns:
+        parts = p.removeprefix("!").split("/")
+        if parts[0] == "target" or any(part.startswith(".") for part in parts):
+            return False
+    return True
+
+
+def _expand(root: str, patterns: Sequence[str], boundary: str | None) -> list[str]:
     positive = [_compile(p) for p in patterns if not p.startswith("!")]
     if not positive:
         return []

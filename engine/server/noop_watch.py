@@ -28,13 +28,15 @@ from .watcher import IN_ATTRIB, IN_CLOSE_WRITE, IN_CREATE, IN_DELETE, IN_DELETE_
 _MASK = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
          | IN_DELETE_SELF | IN_MOVE_SELF)
 _MAX_WATCHES = 4096  # directories one server may watch for no-op records; beyond that, stat
+_MAX_LOG = 100_000  # events kept while some record is armed; more void every record
+ANY = None  # interest in every entry of a directory (its listing is what a glob or PATH reads)
 
 
 @dataclass
 class _Armed:
     ident: str
     since: int  # the event serial when its watches were in place, before its check
-    wds: frozenset[int]
+    interest: dict[int, set[str] | None]  # watch -> the entry names that matter in it, or ANY
     record: noop.Record
     linked: list[int]  # indexes of files with several hard links: stat-checked every time
 
@@ -46,9 +48,9 @@ class NoopWatch:
         except (OSError, AttributeError):
             self._libc, self.fd = None, None
         self._wds: dict[str, int] = {}  # directory -> watch descriptor
-        self._last: dict[int, int] = {}  # watch descriptor -> serial of its last event
+        self._log: list[tuple[int, int, str]] = []  # (serial, watch, entry name or "" for the directory)
         self._serial = 0
-        self._overflow = 0  # serial of the last queue overflow: every record armed before it is void
+        self._void = 0  # serial up to which every armed record is void (queue overflow, log cut)
         self._armed: dict[str, _Armed] = {}  # record file -> its watch
         self.answered_from_watch = 0
 
@@ -63,15 +65,25 @@ class NoopWatch:
     def drain(self) -> None:
         if self.fd is None:
             return
-        for wd, mask, _name in read_events(self.fd):
+        for wd, mask, name in read_events(self.fd):
             self._serial += 1
             if mask & IN_Q_OVERFLOW:
-                self._overflow = self._serial
-            elif mask & IN_IGNORED:  # the directory is gone: forget the watch, void its records
-                self._last[wd] = self._serial
+                self._void = self._serial
+                continue
+            if mask & IN_IGNORED:  # the directory is gone: forget the watch, void its records
                 self._wds = {d: w for d, w in self._wds.items() if w != wd}
-            else:
-                self._last[wd] = self._serial
+                name = ""
+            self._log.append((self._serial, wd, name))
+        self._trim()
+
+    def _trim(self) -> None:
+        """Keep the events an armed record may still have to look at, within bounds."""
+        oldest = min((a.since for a in self._armed.values()), default=self._serial)
+        if self._log and self._log[0][0] <= oldest:
+            self._log = [e for e in self._log if e[0] > oldest]
+        if len(self._log) > _MAX_LOG:
+            self._void = self._serial
+            self._log.clear()
 
     def answer(self, argv: list[str], cwd: str, env, tty: bool, start: float) -> str | None:
         """As `noop.answer`, from the watch when it is armed and quiet."""
@@ -94,63 +106,88 @@ class NoopWatch:
         return noop.finish(record, argv, env, tty, start)
 
     def _quiet(self, armed: _Armed) -> bool:
-        if self._overflow > armed.since:
+        """No event since the record was armed touched an entry it depends on."""
+        if self._void > armed.since:
             return False
-        last = self._last
-        return all(last.get(wd, 0) <= armed.since for wd in armed.wds)
+        interest = armed.interest
+        for serial, wd, name in reversed(self._log):
+            if serial <= armed.since:
+                return True
+            if wd in interest:
+                names = interest[wd]
+                if names is ANY or not name or name in names:
+                    return False
+        return True
 
     def _arm(self, ident: str, record: noop.Record) -> _Armed | None:
         """Watch the record's directories, before the check that decides whether it holds."""
         if self.fd is None:
             return None
-        dirs = {os.path.dirname(record.path)}
+        wanted: dict[str, set[str] | None] = {}  # directory -> names that matter, or ANY
+
+        def want(directory: str, name: str | None) -> None:
+            if name is ANY:
+                wanted[directory] = ANY
+            elif wanted.get(directory, set()) is not ANY:
+                wanted.setdefault(directory, set()).add(name)
+
+        want(os.path.dirname(record.path), os.path.basename(record.path))
         plain_dirs: dict[str, bool] = {}  # directory -> reached without a link on the way
         linked = []
         for k, p in enumerate(record.paths):
             d = os.path.dirname(p)
-            dirs.add(d)
+            want(d, os.path.basename(p))
             if d not in plain_dirs:
                 plain_dirs[d] = os.path.realpath(d) == d
                 if not plain_dirs[d]:  # links on the way to the directory: each may be re-pointed
-                    dirs.update(_resolution_dirs(os.path.join(d, "_")))
+                    for r in _resolution_dirs(os.path.join(d, "_")):
+                        want(r, ANY)
             try:
                 st = os.lstat(p)
             except OSError:
                 continue  # not there: its directory (or the nearest one that is) sees it appear
             if stat.S_ISLNK(st.st_mode):
-                dirs.update(_resolution_dirs(p))
+                for r in _resolution_dirs(p):
+                    want(r, ANY)
                 st = _stat_or(p, st)
             if st.st_nlink > 1:
                 linked.append(k)
-        dirs.update(record.dir_paths)
-        wds = []
-        for d in dirs:
-            wd = self._watch(d)
-            if wd is None:
+        for d in record.dir_paths:
+            want(d, ANY)
+        interest: dict[int, set[str] | None] = {}
+        for d, names in wanted.items():
+            found = self._watch(d)
+            if found is None:
                 return None
-            wds.append(wd)
+            wd, exact = found
+            if not exact or names is ANY or interest.get(wd, set()) is ANY:
+                interest[wd] = ANY  # an ancestor standing in for a missing directory: anything there
+            else:
+                interest.setdefault(wd, set()).update(names)
         self.drain()
-        armed = _Armed(ident, self._serial, frozenset(wds), record, linked)
+        armed = _Armed(ident, self._serial, interest, record, linked)
         self._armed[record.path] = armed
         return armed
 
-    def _watch(self, directory: str) -> int | None:
-        """The watch descriptor of `directory`, or of its nearest existing ancestor when it does
-        not exist (which sees it appear); None when the kernel refuses more watches."""
+    def _watch(self, directory: str) -> tuple[int, bool] | None:
+        """(watch descriptor, whether it is `directory`'s own): the nearest existing ancestor's
+        when `directory` does not exist (it sees it appear); None when the kernel refuses more
+        watches."""
+        exact = True
         while True:
             wd = self._wds.get(directory)
             if wd is not None:
-                return wd
+                return wd, exact
             if len(self._wds) >= _MAX_WATCHES:
                 return None
             wd = self._libc.inotify_add_watch(self.fd, os.fsencode(directory), _MASK)
             if wd >= 0:
                 self._wds[directory] = wd
-                return wd
+                return wd, exact
             parent = os.path.dirname(directory)
             if os.path.isdir(directory) or parent == directory:  # there, yet refused: limits, rights
                 return None
-            directory = parent
+            directory, exact = parent, False
 
 
 def _resolution_dirs(path: str) -> set[str]:

@@ -40,6 +40,8 @@ class Given:
     entry: Entry
     changed: set[str]  # files whose contents were rewritten since `entry`'s build began
     knowledge: Knowledge | None = None  # what the previous build of this request ended with
+    globs: dict | None = None  # its source glob expansions (engine/manifest/globs.py)
+    watched: frozenset = frozenset()  # the roots the watcher covered since that build began
 
 
 # Set by the server in its own memory just before it forks a build child; the child reads them.

@@ -5,7 +5,8 @@
 - per request (argv, working directory, environment, umask: everything a build may depend on
   besides the files), the last build's plan (`plan_memo.Entry`), the watcher's token taken
   just before that build began, and the keys and digests that build ended with
-  (engine/unchanged.py: the next build need not recompute a key none of whose inputs changed). Before the next build of the same request, the watcher says
+  (engine/unchanged.py: the next build need not recompute a key none of whose inputs changed),
+  and its source glob expansions (the next build takes them while no directory changed shape). Before the next build of the same request, the watcher says
   what changed since then and the entry is handed to the child with that list, or dropped when
   the shape of a tree changed. The child decides the rest (`plan_memo.py`).
 
@@ -19,7 +20,9 @@ import json
 import os
 import pickle
 from collections import OrderedDict
+from dataclasses import dataclass
 
+from ..manifest import globs
 from . import plan_memo, state_memo
 from .paths import server_dir
 from .watcher import StatScan, make_watcher
@@ -47,6 +50,16 @@ def request_key(request: dict) -> str:
     return json.dumps([request["argv"], request["cwd"], sorted(request["env"].items()), request["umask"]])
 
 
+@dataclass
+class _Held:
+    """What the last build of a request left, and since when the watcher speaks for it."""
+    entry: plan_memo.Entry
+    token: object  # the watcher's position just before that build began
+    knowledge: object  # the keys and digests it ended with (engine/unchanged.py)
+    globs: dict | None  # its source glob expansions (engine/manifest/globs.py)
+    watched: frozenset  # the roots the watcher covered from `token` on
+
+
 class Hooks:
     """The daemon's calls around each build (daemon.py)."""
 
@@ -54,13 +67,12 @@ class Hooks:
         self.ident, self.home = ident, home
         self.watcher = make_watcher()
         self.watcher.watch(root)
-        # request -> (plan entry, watcher token before its build, what that build ended with)
-        self.entries: OrderedDict[str, tuple[plan_memo.Entry, object, object]] = OrderedDict()
-        self.pending: dict[int, tuple[str, object]] = {}
+        self.entries: OrderedDict[str, _Held] = OrderedDict()  # request -> what its last build left
+        self.pending: dict[int, tuple[str, object, frozenset]] = {}
         self.states: dict[state_memo.Paths, tuple[tuple, tuple]] = {}
         self.plans_reused = 0
         self.plans_made = 0
-        self._next: tuple[str, object] | None = None
+        self._next: tuple[str, object, frozenset] | None = None
 
     def fileno(self) -> int | None:
         return self.watcher.fileno()
@@ -79,13 +91,15 @@ class Hooks:
         state_memo.given = self.states
         held = self.entries.get(key)
         if held is not None:
-            entry, since, knowledge = held
-            changes = self.watcher.since(since)
+            changes = self.watcher.since(held.token)
             if changes.everything:
                 del self.entries[key]
             else:
-                plan_memo.given = plan_memo.Given(entry, changes.files, knowledge)
-        self._next = (key, token)
+                plan_memo.given = plan_memo.Given(held.entry, changes.files, held.knowledge, held.globs,
+                                                  held.watched)
+        # The roots watched from this token on: a root first watched later (a new path
+        # dependency's) may have changed unseen while this build globbed it.
+        self._next = (key, token, frozenset(self.watcher.roots))
 
     def forked(self, pid: int) -> None:
         if self._next is not None:
@@ -93,7 +107,7 @@ class Hooks:
         plan_memo.given = None
 
     def after_build(self, pid: int, message: dict) -> None:
-        key, token = self.pending.pop(pid, (None, None))
+        key, token, watched = self.pending.pop(pid, (None, None, frozenset()))
         path = self._handoff(pid)
         try:
             with open(path, "rb") as f:
@@ -115,7 +129,7 @@ class Hooks:
             held = self.entries.get(key)
             if held is None:
                 return
-            entry = held[0]
+            entry = held.entry
             self.plans_reused += 1
         else:
             try:
@@ -127,7 +141,7 @@ class Hooks:
                 if not self.watcher.watch(root):  # out of inotify watches: scan instead
                     self._fall_back()
                     return
-        self.entries[key] = (entry, token, knowledge)
+        self.entries[key] = _Held(entry, token, knowledge, handoff.get("globs"), watched)
         self.entries.move_to_end(key)
         while len(self.entries) > _KEPT:
             self.entries.popitem(last=False)
@@ -151,6 +165,12 @@ class Hooks:
 
     def in_child(self) -> None:
         self.watcher.close()
+        globs.made = {}
+        given = plan_memo.given
+        if given is not None and given.globs is not None:
+            roots = tuple(r.rstrip("/") + "/" for r in given.watched)
+            globs.given = given.globs
+            globs.covered = lambda path: (path.rstrip("/") + "/").startswith(roots)
 
     def child_done(self) -> None:
         """Tell the server what this build planned and which state files it opened."""
@@ -158,8 +178,8 @@ class Hooks:
         tmp = f"{path}.tmp"
         try:
             with open(tmp, "wb") as f:
-                pickle.dump({"plan": plan_memo.produced, "state": state_memo.used, "knowledge": plan_memo.learned},
-                            f, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump({"plan": plan_memo.produced, "state": state_memo.used, "knowledge": plan_memo.learned,
+                             "globs": globs.made}, f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, path)
         except Exception:  # noqa: BLE001 - only a cache: the next build plans and loads
             try:

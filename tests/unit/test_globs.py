@@ -335,3 +335,24 @@ def test_many_files_are_fast(tmp_path):
         got = expand(root, patterns)
     assert time.perf_counter() - start < 2
     assert len(got) == 2000 - 100 - 19
+
+
+def test_a_servers_remembered_expansion_is_taken_only_where_its_watcher_looks(tmp_path, monkeypatch):
+    """A warm server's build is given the previous build's expansions (no directory changed shape
+    since): taken for a root the watcher covers, with patterns that stay out of the directories
+    it skips; expanded again otherwise. Every expansion made is handed on."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/a.cpp").write_text("")
+    (tmp_path / ".gen").mkdir()
+    (tmp_path / ".gen/b.cpp").write_text("")
+    root = str(tmp_path)
+    remembered = {(root, ("src/*.cpp",), None): ["src/remembered.cpp"],
+                  (root, (".gen/*.cpp",), None): ["remembered"]}
+    monkeypatch.setattr(globs, "given", remembered)
+    monkeypatch.setattr(globs, "made", {})
+    monkeypatch.setattr(globs, "covered", lambda path: path == root)
+    assert globs.expand(root, ["src/*.cpp"]) == ["src/remembered.cpp"]
+    assert globs.expand(root, [".gen/*.cpp"]) == [".gen/b.cpp"]  # the watcher skips dot directories
+    monkeypatch.setattr(globs, "covered", lambda path: False)
+    assert globs.expand(root, ["src/*.cpp"]) == ["src/a.cpp"]
+    assert globs.made[(root, ("src/*.cpp",), None)] == ["src/a.cpp"]

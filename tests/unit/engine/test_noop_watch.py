@@ -28,7 +28,10 @@ def world(tmp_path, monkeypatch):
     os.symlink("../v1", tmp_path / "links/cur")
     (tmp_path / "src").mkdir()
     (tmp_path / "src/a.c").write_text("a")
-    files = [str(tmp_path / "links/cur/cfg.h"), str(tmp_path / "src/a.c"), str(tmp_path / "gone/maybe.h")]
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc/h.h").write_text("h")
+    files = [str(tmp_path / "links/cur/cfg.h"), str(tmp_path / "src/a.c"), str(tmp_path / "gone/maybe.h"),
+             str(tmp_path / "inc/h.h")]
     noop.record(ARGV, ("Finished", "dev in {elapsed}"), files, [str(tmp_path / "src")], 1)
     time.sleep(0.02)  # files as new as the record are doubted; these are older now
     watch = NoopWatch()
@@ -55,8 +58,17 @@ def _repoint(tmp_path):
     os.symlink("../v2", tmp_path / "links/cur")
 
 
+def test_a_neighbour_no_record_lists_disarms_nothing(world):
+    tmp_path, watch = world
+    assert ask(watch, tmp_path) is not None  # checked and armed
+    (tmp_path / "inc/notes.txt").write_text("a file beside a header, in no glob's directory")
+    assert ask(watch, tmp_path) is not None
+    assert watch.answered_from_watch == 1
+
+
 CHANGES = {
     "a plain file rewritten": lambda t: (t / "src/a.c").write_text("b"),
+    "a header beside other files rewritten": lambda t: (t / "inc/h.h").write_text("H"),
     "a file behind a link rewritten": lambda t: (t / "v1/cfg.h").write_text("V1"),
     "a link on the way re-pointed": _repoint,
     "a missing file appearing in a missing directory": lambda t: ((t / "gone").mkdir(), (t / "gone/maybe.h").write_text("")),
