@@ -98,6 +98,9 @@ class ActionPipeline:
         # action id -> (input digests, tool digests) the key used, for the remote cache's workers
         self.remote_keys: dict[str, tuple[dict[str, Digest], dict[str, Digest]]] = {}
         self.by_id: dict[str, Action] = {a.id: a for a in plan.actions}
+        # Actions some other action reads the outputs of: only their outputs are put into the
+        # materialization area as they are stored (the others' are made there when first needed).
+        self.read_by_actions = {p for prereqs in plan.prereqs.values() for p in prereqs}
         self.candidates: dict[str, tuple[str, list[tuple[str, tuple[str, ...]]]]] = {}
         self.counters = Counters()
         self.timings = None  # a TimingsRecorder when the build reports its timings (`--timings`)
@@ -169,6 +172,8 @@ class ActionPipeline:
                     continue
                 # Hashed here (the dependents' keys need the digest); stored by the ingest.
                 blob = take_output(path)
+                if a.id not in self.read_by_actions:  # a binary no action stages: no copy for sandboxes
+                    blob = replace(blob, materialize=False)
                 outcome.outputs[o] = blob.digest
                 outcome.modes[o] = 0o555 if blob.executable else 0o444
                 outcome.pending.append(blob)
