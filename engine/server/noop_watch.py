@@ -22,11 +22,8 @@ import stat
 from dataclasses import dataclass
 
 from .. import noop
-from .watcher import IN_ATTRIB, IN_CLOSE_WRITE, IN_CREATE, IN_DELETE, IN_DELETE_SELF, IN_IGNORED, \
-    IN_MODIFY, IN_MOVE_SELF, IN_MOVED_FROM, IN_MOVED_TO, IN_Q_OVERFLOW, inotify_open, read_events
+from .watcher import EVERY_CHANGE, IN_IGNORED, IN_Q_OVERFLOW, Descriptor, inotify_open, read_events
 
-_MASK = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
-         | IN_DELETE_SELF | IN_MOVE_SELF)
 _MAX_WATCHES = 4096  # directories one server may watch for no-op records; beyond that, stat
 _MAX_LOG = 100_000  # events kept while some record is armed; more void every record
 ANY = None  # interest in every entry of a directory (its listing is what a glob or PATH reads)
@@ -41,7 +38,7 @@ class _Armed:
     linked: list[int]  # indexes of files with several hard links: stat-checked every time
 
 
-class NoopWatch:
+class NoopWatch(Descriptor):
     def __init__(self):
         try:
             self._libc, self.fd = inotify_open()
@@ -53,14 +50,6 @@ class NoopWatch:
         self._void = 0  # serial up to which every armed record is void (queue overflow, log cut)
         self._armed: dict[str, _Armed] = {}  # record file -> its watch
         self.answered_from_watch = 0
-
-    def fileno(self) -> int | None:
-        return self.fd
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
 
     def drain(self) -> None:
         if self.fd is None:
@@ -180,7 +169,7 @@ class NoopWatch:
                 return wd, exact
             if len(self._wds) >= _MAX_WATCHES:
                 return None
-            wd = self._libc.inotify_add_watch(self.fd, os.fsencode(directory), _MASK)
+            wd = self._libc.inotify_add_watch(self.fd, os.fsencode(directory), EVERY_CHANGE)
             if wd >= 0:
                 self._wds[directory] = wd
                 return wd, exact

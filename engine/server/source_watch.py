@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import os
 
-from .watcher import IN_ATTRIB, IN_CLOSE_WRITE, IN_CREATE, IN_DELETE, IN_DELETE_SELF, IN_ISDIR, IN_MODIFY, \
-    IN_MOVE_SELF, IN_MOVED_FROM, IN_MOVED_TO, inotify_open, read_events
-
-_MASK = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
-         | IN_DELETE_SELF | IN_MOVE_SELF)
+from .watcher import EVERY_CHANGE, IN_ISDIR, Descriptor, inotify_open, read_events
 
 
-class SourceWatch:
+class SourceWatch(Descriptor):
     def __init__(self, dirs: list[str]):
         self.fd = None
         self.touched = False
@@ -25,18 +21,10 @@ class SourceWatch:
         except (OSError, AttributeError):
             return
         for d in dirs:
-            if libc.inotify_add_watch(fd, os.fsencode(d), _MASK) < 0:
+            if libc.inotify_add_watch(fd, os.fsencode(d), EVERY_CHANGE) < 0:
                 os.close(fd)
                 return
         self.fd = fd
-
-    def fileno(self) -> int | None:
-        return self.fd
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
 
     def drain(self) -> None:
         if self.fd is not None:

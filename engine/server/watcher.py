@@ -40,6 +40,7 @@ IN_CLOEXEC = 0o2000000
 
 _CONTENT = IN_MODIFY | IN_CLOSE_WRITE
 _SHAPE = IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
+EVERY_CHANGE = _CONTENT | _SHAPE  # what a watch asks for: every write, attribute change, entry made or gone
 _EVENT = struct.Struct("iIII")
 
 
@@ -51,6 +52,21 @@ def inotify_open():
     if fd < 0:
         raise OSError(ctypes.get_errno(), "inotify_init1")
     return libc, fd
+
+
+class Descriptor:
+    """Something that owns an inotify descriptor (or None where there is no inotify): the
+    server's selector waits on `fileno()`; a build child closes it."""
+
+    fd: int | None = None
+
+    def fileno(self) -> int | None:
+        return self.fd
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def read_events(fd: int):
