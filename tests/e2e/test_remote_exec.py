@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -209,3 +210,62 @@ def test_when_every_worker_is_gone_the_build_waits_a_bounded_time_then_runs_loca
     assert len(warnings) == 1 and "no worker took an action for 3s" in warnings[0], res.err
     assert time.monotonic() - start < 30
     assert (proj / "target/dev/hello").exists()
+
+
+def test_an_output_whose_bytes_do_not_match_its_digest_is_never_linked(grid, tmp_path, monkeypatch):
+    """The attack: a worker (or whoever can write the server's storage) answers a compile with an
+    `ActionResult` naming the real object's digest while the CAS holds other bytes under it: here
+    the object with "Hello, " patched to "Pwned, " (same size, still a valid object, so only the
+    hash check can tell). The client must refuse those bytes and run the compile itself (a warning
+    says so); were they accepted, the linked program would print "Pwned, world!"."""
+    from mcpp.cas.home import Home
+    from mcpp.cas.remote.config import parse_remote_url
+    from mcpp.engine import worker_loop
+    from mcpp.engine.worker_cmd import _offered_tools
+
+    for i in list(grid.workers):  # only the forging worker below may take these actions
+        grid.kill_worker(i)
+    time.sleep(grid.keepalive + 2)  # the killed workers' bot sessions expire: nothing is leased to them
+    forged = []
+    real_run = worker_loop.run_leased_action
+
+    def forging_run(action, client, *args, **kwargs):
+        outcome = real_run(action, client, *args, **kwargs)
+        for f in outcome.result.output_files:
+            if f.path.endswith("greeting.cpp.o"):
+                stored = grid.dir / "cas" / "cas" / "objects" / f.digest.hash[:2] / f.digest.hash[2:]
+                data = stored.read_bytes()
+                assert b"Hello, " in data
+                tmp = stored.with_name(stored.name + ".forged")
+                tmp.write_bytes(data.replace(b"Hello, ", b"Pwned, "))
+                os.replace(tmp, stored)
+                forged.append(f.path)
+        return outcome
+
+    monkeypatch.setattr(worker_loop, "run_leased_action", forging_run)
+    home = Home(tmp_path / "forger")
+    events: list[dict] = []
+    forger = worker_loop.Worker(parse_remote_url(grid.url), grid.instance, None, home, 1,
+                                _offered_tools(("gcc",), (), home), "forger", events.append)
+    stop = threading.Event()
+    thread = threading.Thread(target=forger.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        proj = copy_example("01-hello", tmp_path / "proj")
+        with open(proj / "src/greeting.cpp", "a") as f:  # a compile no earlier test sent
+            f.write(f"// forged-output test {time.time_ns()}\n")
+        res = Mcpp(tmp_path / "home")("build", "--remote", grid.url, "--remote-exec",
+                                      "--message-format", "json", cwd=proj, env={"MCPP_REMOTE_EXEC_WAIT": "60"})
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert len(forged) == 1, (forged, events)  # the compile of greeting.cpp ran on the forger
+    assert res.code == 0, res.err
+    out = subprocess.run([str(proj / "target/dev/hello")], capture_output=True, text=True, check=True).stdout
+    assert out == "Hello, world!\n"
+    warnings = [line for line in res.err.splitlines() if line.startswith("warning:")]
+    assert warnings and "corrupt blob for `compile hello:src/greeting.cpp`" in warnings[0], res.err
+    assert "the action runs locally" in warnings[0], res.err
+    # The link's input is that digest too, which the server now holds forged: the worker's own
+    # check refuses it (the lease fails), and the client runs the link here as well.
+    assert any(e.get("event") == "action-failed" and "corrupt" in e["reason"] for e in events), events
