@@ -4,8 +4,9 @@ What one remote run is:
 
 1. the action's `Command`, its input root (every declared input and candidate header, as
    `Directory` trees) and its `Action` are encoded (`exec_messages.py`);
-2. `FindMissingBlobs` over every file and message, then only the missing ones are uploaded (a
-   second compile of the same package sends its one new source file);
+2. the files and messages not yet known to be on the server are uploaded, after a
+   `FindMissingBlobs` when they are large (a second compile of the same package sends its one
+   new source file and its new messages, in one request);
 3. `Execute`, then the operation stream is read until the operation is done; the server queues
    the action, a worker leases it (`engine/worker_cmd.py`), runs it in its sandbox and reports
    the `ActionResult`;
@@ -47,6 +48,7 @@ from .store import RemoteCorrupt, RemoteStore
 
 DEFAULT_WORKER_WAIT = 30.0  # seconds without any progress before the workers count as gone
 _DEADLINE_EXCEEDED = 4
+_SEND_WITHOUT_ASKING = 64 << 10  # bytes of new input files sent without a FindMissingBlobs first
 
 
 @dataclass
@@ -159,16 +161,22 @@ class RemoteExecutor:
     # --- steps ------------------------------------------------------------------------------
 
     def _upload(self, client: RemoteClient, blobs: dict[RemoteDigest, bytes], files: dict[RemoteDigest, str]) -> None:
-        """Only what the server lacks: one `FindMissingBlobs` over every file and message not
-        known present. When every file is known present, the few new messages (this action's
-        `Action`, `Command` and some `Directory`s, small and mostly new) are sent without asking:
-        one request instead of two per action, which is what the server's CPU pays for."""
+        """Only what the server may lack: the files and messages not known present this build.
+        When those files are small in all (the common case: a compile's own source, once the
+        shared headers went up with the first action), they are sent with the new messages
+        (this action's `Action`, `Command` and some `Directory`s, small and mostly new) without
+        asking first: one request instead of two per action, and a request is what the server's
+        CPU pays for (re-sending a few KiB it already has costs it less than a round trip).
+        Larger sets ask `FindMissingBlobs` first, so a big input is never sent twice."""
         with self._lock:
             new_files = [d for d in files if d not in self._present]
             new_msgs = [d for d in blobs if d not in self._present]
         if not new_files and not new_msgs:
             return
-        missing = client.find_missing(new_files + new_msgs) if new_files else new_msgs
+        if sum(d.size for d in new_files) > _SEND_WITHOUT_ASKING:
+            missing = client.find_missing(new_files + new_msgs)
+        else:
+            missing = new_files + new_msgs
         if missing:
             client.upload({d: blobs[d] if d in blobs else _opener(files[d]) for d in missing})
         with self._lock:
