@@ -21,9 +21,12 @@ protocol's overhead, not a speed-up. From the runs:
 - `c`: the mean local run of an action (JSON event `duration` of (1));
 - `r`: the mean remote run as the client sees it (event `duration` of (2): upload of missing
   inputs, `Execute`, queueing, the worker's staging, run and upload, the result's download);
-- `w`: the mean worker-side time (worker log `duration`: staging, sandboxed run, upload);
+- `w`: the mean worker-side time (worker log `duration`: staging, sandboxed run, upload; the
+  log's `stage`, `run` and `upload` split it);
 - `a`: client CPU seconds per action in (2) (the build process's user+sys / actions): what
-  bounds the client however many workers there are;
+  bounds the client however many workers there are. Both builds run in process
+  (`MCPP_NO_SERVER=1`): through the warm build server the build's CPU would be spent in the
+  server's process, not in the measured `mcpp` one;
 - `s`: server CPU seconds per action in (2) (BuildGrid and PostgreSQL processes' user+sys / actions).
 
 With K remote cores and enough in-flight actions (-j >= K), a clean build of n actions takes about
@@ -95,7 +98,7 @@ def build(proj: str, home: str, args: list[str], env: dict | None = None) -> tup
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     p = subprocess.run([MCPP, "build", "--message-format", "json", *args], cwd=proj, capture_output=True, text=True,
-                       env={**os.environ, "MCPP_HOME": home, **(env or {})})
+                       env={**os.environ, "MCPP_HOME": home, "MCPP_NO_SERVER": "1", **(env or {})})
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
@@ -158,7 +161,9 @@ def main() -> int:
             rows.append(dict(n=n, local=lw, remote=rw, local_cpu=lcpu, client_cpu=rcpu, server_cpu=scpu,
                              c=statistics.mean(e["duration"] for e in executed(lev)),
                              r=statistics.mean(e["duration"] for e in executed(rev)),
-                             w=statistics.mean(e["duration"] for e in wev), output=out_l.strip()))
+                             w=statistics.mean(e["duration"] for e in wev),
+                             **{f"w_{k}": statistics.mean(e.get(k, 0.0) for e in wev) for k in ("stage", "run", "upload")},
+                             output=out_l.strip()))
             print(json.dumps(rows[-1]), flush=True)
     finally:
         grid.stop()
@@ -172,6 +177,8 @@ def main() -> int:
     print(f"per action: local run c = {m['c'] * 1000:.0f} ms, remote as the client sees it r = {m['r'] * 1000:.0f} ms, "
           f"worker side w = {w * 1000:.0f} ms, client CPU a = {a * 1000:.1f} ms, server CPU s = {s * 1000:.1f} ms; "
           f"t0 = {t0:.2f} s")
+    print(f"worker side: stage {m['w_stage'] * 1000:.0f} ms, sandboxed run {m['w_run'] * 1000:.0f} ms, "
+          f"upload {m['w_upload'] * 1000:.0f} ms")
     print("projection T(K) = t0 + n * max(w/K, a, s)  (server on one core):")
     for k in args.k:
         tk = t0 + n * max(w / k, a, s)

@@ -157,7 +157,8 @@ class Worker:
                 current.status.code, current.status.message = 4, "the action timed out"  # DEADLINE_EXCEEDED
             self.log({"event": "action-executed", "worker": self.name, "lease": lease.id,
                       "outputs": outcome.outputs, "exit_code": outcome.exit_code,
-                      "timed_out": outcome.timed_out, "duration": round(outcome.duration, 3)})
+                      "timed_out": outcome.timed_out, "duration": round(outcome.duration, 3),
+                      **{k: round(v, 4) for k, v in outcome.phases.items()}})
         else:
             e = box.get("error")
             # INTERNAL is retried by BuildGrid (on another worker); a tool that differs is not.
