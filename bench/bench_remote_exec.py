@@ -1,10 +1,10 @@
 """Remote execution: a `--remote-exec` clean build with local workers vs a local `-j J` build, and
 a projected speed-up with K remote cores from the measured per-action overhead.
 
-    .venv/bin/python bench/bench_remote_exec.py [--sources 200] [--jobs 2] [--workers 2] [--runs 1]
+    .venv/bin/python bench/bench_remote_exec.py [--sources 200] [--jobs 2] [--workers 2] [--slots 1] [--runs 1]
 
 Starts a grid on this machine (`scripts/buildgrid/local_grid.py`: PostgreSQL, BuildGrid with the
-SQL scheduler, `--workers` `mcpp worker` processes of one slot each), generates the bench project
+SQL scheduler, `--workers` `mcpp worker` processes of `--slots` slots each), generates the bench project
 (`gen_project.py`), then times whole `mcpp build --message-format json` commands (wall clock):
 
 1. *local*: a copy, an empty `MCPP_HOME`, `-j J`, no remote;
@@ -117,6 +117,7 @@ def main() -> int:
     ap.add_argument("--sources", type=int, default=200)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--slots", type=int, default=1, help="actions each worker runs at once")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--k", type=int, nargs="*", default=[8, 16, 32, 64])
     args = ap.parse_args()
@@ -129,7 +130,7 @@ def main() -> int:
                     "--out", src], check=True, capture_output=True)
     grid = LocalGrid(keepalive=30)
     t = time.monotonic()
-    grid.start(workers=args.workers, slots=1)
+    grid.start(workers=args.workers, slots=args.slots)
     print(f"grid up in {time.monotonic() - t:.1f}s ({grid.url})", flush=True)
     rows = []
     try:
@@ -173,7 +174,7 @@ def main() -> int:
     a, s, w = m["client_cpu"] / n, m["server_cpu"] / n, m["w"]
     t0 = max(0.0, m["local"] - n * m["c"] / args.jobs)  # what no number of cores shortens
     print(f"\n{n} actions; local -j{args.jobs}: {m['local']:.2f} s; --remote-exec with {args.workers} local "
-          f"workers: {m['remote']:.2f} s; ratio {m['remote'] / m['local']:.2f}x (goal <= 1.3x)")
+          f"workers of {args.slots} slot(s): {m['remote']:.2f} s; ratio {m['remote'] / m['local']:.2f}x (goal <= 1.3x)")
     print(f"per action: local run c = {m['c'] * 1000:.0f} ms, remote as the client sees it r = {m['r'] * 1000:.0f} ms, "
           f"worker side w = {w * 1000:.0f} ms, client CPU a = {a * 1000:.1f} ms, server CPU s = {s * 1000:.1f} ms; "
           f"t0 = {t0:.2f} s")
