@@ -12,8 +12,8 @@ reports at once, without waiting for another slot's long-poll to return. A slot'
 
 Each slot runs its actions on one long-lived runner thread, not a new thread per action: the
 bwrap sandbox keeps one warm namespace (and executor process) per thread, so a thread per
-action paid a fresh namespace and executor start for every action, a large part of a small
-compile.
+action paid a fresh namespace and executor start for every action (a large part of a small
+compile) and left each dead thread's executor behind as a zombie process.
 
 A transport failure (the server restarting) is retried with a new session after a pause; the
 lease in hand is lost to this worker, and the server, seeing the session gone, queues it again.
