@@ -132,9 +132,13 @@ class RemoteExecutor:
                 self._disable_with(f"{_code(status.code)}: {status.message}")
                 return self._local()
             result = response.result
-            stdout, stderr = self._streams(store, result)
-            if result.exit_code == 0 and status.code == 0:
-                self._write_outputs(store, action, result, execroot)
+            outputs = self._outputs(action, result) if result.exit_code == 0 and status.code == 0 else {}
+            streams = {name: _stream_digest(result, name) for name in ("stdout", "stderr")}
+            # One download for the outputs and stdout/stderr (each checked against its digest).
+            local = store.fetch([d for d, _x in outputs.values()] + [d for d in streams.values() if d])
+            stdout, stderr = (bytes(getattr(result, f"{name}_raw")) if d is None else self.local.get(local[d])
+                              for name, d in streams.items())
+            self._write_outputs(outputs, local, execroot)
         except RemoteCorrupt as e:
             self.warn(f"remote execution at {self.url} sent a corrupt blob for `{action.id}` ({e.reason}); "
                       "the action runs locally")
@@ -254,21 +258,9 @@ class RemoteExecutor:
             stream.cancel()
         return None
 
-    def _streams(self, store: RemoteStore, result) -> tuple[bytes, bytes]:
-        out = []
-        for name in ("stdout", "stderr"):
-            raw = getattr(result, f"{name}_raw")
-            if raw:
-                out.append(bytes(raw))
-            elif result.HasField(f"{name}_digest") and getattr(result, f"{name}_digest").size_bytes:
-                rd = RemoteDigest.from_proto(getattr(result, f"{name}_digest"))
-                out.append(self.local.get(store.fetch([rd])[rd]))
-            else:
-                out.append(b"")
-        return out[0], out[1]
-
-    def _write_outputs(self, store: RemoteStore, action: Action, result, execroot: str) -> None:
-        """Fetch and verify every output, then write it where the action would have."""
+    def _outputs(self, action: Action, result) -> dict[str, tuple[RemoteDigest, bool]]:
+        """execroot path -> (digest, executable) of every output the result names, the depfile
+        included."""
         outputs = dict(result_outputs(action, result) or {})
         if action.depfile:
             cwd = _working_directory(action.cwd)
@@ -276,7 +268,11 @@ class RemoteExecutor:
             for f in result.output_files:
                 if f.path == rel:
                     outputs[action.depfile] = (RemoteDigest.from_proto(f.digest), False)
-        local = store.fetch([d for d, _x in outputs.values()])
+        return outputs
+
+    def _write_outputs(self, outputs: dict[str, tuple[RemoteDigest, bool]], local: dict[RemoteDigest, Digest],
+                       execroot: str) -> None:
+        """Write every (fetched, verified) output where the action would have."""
         for path, (rd, executable) in outputs.items():
             target = os.path.join(execroot, path)
             os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -380,6 +376,14 @@ class RemoteExecutor:
             self.warn(f"remote execution at {self.url}: {self._disabled}; the remaining actions run locally")
         else:
             self.warn(f"remote execution at {self.url} unavailable ({self._disabled}); building locally")
+
+
+def _stream_digest(result, name: str) -> RemoteDigest | None:
+    """The digest of the result's stdout or stderr to download; None when it is inline (or empty)."""
+    if getattr(result, f"{name}_raw") or not result.HasField(f"{name}_digest"):
+        return None
+    d = getattr(result, f"{name}_digest")
+    return RemoteDigest.from_proto(d) if d.size_bytes else None
 
 
 def _opener(path: str):

@@ -155,6 +155,25 @@ def test_a_remote_compile_error_reads_exactly_as_a_local_one(grid, tmp_path):
     assert failed, "the failing compile did not run on a worker"
 
 
+def test_a_remote_compile_with_a_warning_prints_it_as_a_local_one_and_keeps_its_object(grid, tmp_path):
+    """A compile that succeeds with a diagnostic: its stderr and its outputs come back in one
+    download, and both reach the build (the diagnostic on screen, the object in the link)."""
+    outcomes = []
+    before = _executed_outputs(grid).get("target/dev/obj/hello/src/greeting.cpp.o", 0)
+    for name, args in (("local", ()), ("remote", ("--remote", grid.url, "--remote-exec"))):
+        proj = copy_example("01-hello", tmp_path / name)
+        with open(proj / "src/greeting.cpp", "a") as f:
+            f.write(f'#warning "checked {os.getpid()}"\n')
+        res = Mcpp(tmp_path / f"home-{name}")("build", *args, "--message-format", "json", cwd=proj)
+        program = subprocess.run([str(proj / "target/dev/hello")], capture_output=True, text=True).stdout
+        compiles = {e["id"]: e["status"] for e in res.events if e.get("reason") == "action-finished"}
+        outcomes.append((res.code, [line for line in res.err.splitlines() if "warning" in line], program))
+    assert outcomes[0][0] == 0 and any("checked" in line for line in outcomes[0][1]), outcomes[0]
+    assert outcomes[1] == outcomes[0]
+    assert compiles["compile hello:src/greeting.cpp"] == "executed"
+    assert _executed_outputs(grid).get("target/dev/obj/hello/src/greeting.cpp.o", 0) == before + 1
+
+
 def test_a_remote_action_past_its_timeout_is_killed_with_its_process_group(grid):
     from mcpp.cas.remote import exec_protocol as xp
     from mcpp.cas.remote import protocol as pb
