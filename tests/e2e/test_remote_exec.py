@@ -163,7 +163,8 @@ def test_a_remote_compile_with_a_warning_prints_it_as_a_local_one_and_keeps_its_
     for name, args in (("local", ()), ("remote", ("--remote", grid.url, "--remote-exec"))):
         proj = copy_example("01-hello", tmp_path / name)
         with open(proj / "src/greeting.cpp", "a") as f:
-            f.write(f'#warning "checked {os.getpid()}"\n')
+            # code of its own too: a later test's plain hello must not find this link cached
+            f.write(f'#warning "checked {os.getpid()}"\nint warned_{os.getpid()}() {{ return 1; }}\n')
         res = Mcpp(tmp_path / f"home-{name}")("build", *args, "--message-format", "json", cwd=proj)
         program = subprocess.run([str(proj / "target/dev/hello")], capture_output=True, text=True).stdout
         compiles = {e["id"]: e["status"] for e in res.events if e.get("reason") == "action-finished"}
