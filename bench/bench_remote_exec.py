@@ -1,10 +1,10 @@
 """Remote execution: a `--remote-exec` clean build with local workers vs a local `-j J` build, and
 a projected speed-up with K remote cores from the measured per-action overhead.
 
-    .venv/bin/python bench/bench_remote_exec.py [--sources 200] [--jobs 2] [--workers 2] [--runs 1]
+    .venv/bin/python bench/bench_remote_exec.py [--sources 200] [--jobs 2] [--workers 2] [--slots 1] [--runs 1]
 
 Starts a grid on this machine (`scripts/buildgrid/local_grid.py`: PostgreSQL, BuildGrid with the
-SQL scheduler, `--workers` `mcpp worker` processes of one slot each), generates the bench project
+SQL scheduler, `--workers` `mcpp worker` processes of `--slots` slots each), generates the bench project
 (`gen_project.py`), then times whole `mcpp build --message-format json` commands (wall clock):
 
 1. *local*: a copy, an empty `MCPP_HOME`, `-j J`, no remote;
@@ -21,9 +21,12 @@ protocol's overhead, not a speed-up. From the runs:
 - `c`: the mean local run of an action (JSON event `duration` of (1));
 - `r`: the mean remote run as the client sees it (event `duration` of (2): upload of missing
   inputs, `Execute`, queueing, the worker's staging, run and upload, the result's download);
-- `w`: the mean worker-side time (worker log `duration`: staging, sandboxed run, upload);
+- `w`: the mean worker-side time (worker log `duration`: staging, sandboxed run, upload; the
+  log's `stage`, `run` and `upload` split it);
 - `a`: client CPU seconds per action in (2) (the build process's user+sys / actions): what
-  bounds the client however many workers there are;
+  bounds the client however many workers there are. Both builds run in process
+  (`MCPP_NO_SERVER=1`): through the warm build server the build's CPU would be spent in the
+  server's process, not in the measured `mcpp` one;
 - `s`: server CPU seconds per action in (2) (BuildGrid and PostgreSQL processes' user+sys / actions).
 
 With K remote cores and enough in-flight actions (-j >= K), a clean build of n actions takes about
@@ -95,7 +98,7 @@ def build(proj: str, home: str, args: list[str], env: dict | None = None) -> tup
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     p = subprocess.run([MCPP, "build", "--message-format", "json", *args], cwd=proj, capture_output=True, text=True,
-                       env={**os.environ, "MCPP_HOME": home, **(env or {})})
+                       env={**os.environ, "MCPP_HOME": home, "MCPP_NO_SERVER": "1", **(env or {})})
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
@@ -114,6 +117,7 @@ def main() -> int:
     ap.add_argument("--sources", type=int, default=200)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--slots", type=int, default=1, help="actions each worker runs at once")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--k", type=int, nargs="*", default=[8, 16, 32, 64])
     args = ap.parse_args()
@@ -126,7 +130,7 @@ def main() -> int:
                     "--out", src], check=True, capture_output=True)
     grid = LocalGrid(keepalive=30)
     t = time.monotonic()
-    grid.start(workers=args.workers, slots=1)
+    grid.start(workers=args.workers, slots=args.slots)
     print(f"grid up in {time.monotonic() - t:.1f}s ({grid.url})", flush=True)
     rows = []
     try:
@@ -158,7 +162,9 @@ def main() -> int:
             rows.append(dict(n=n, local=lw, remote=rw, local_cpu=lcpu, client_cpu=rcpu, server_cpu=scpu,
                              c=statistics.mean(e["duration"] for e in executed(lev)),
                              r=statistics.mean(e["duration"] for e in executed(rev)),
-                             w=statistics.mean(e["duration"] for e in wev), output=out_l.strip()))
+                             w=statistics.mean(e["duration"] for e in wev),
+                             **{f"w_{k}": statistics.mean(e.get(k, 0.0) for e in wev) for k in ("stage", "run", "upload")},
+                             output=out_l.strip()))
             print(json.dumps(rows[-1]), flush=True)
     finally:
         grid.stop()
@@ -168,10 +174,12 @@ def main() -> int:
     a, s, w = m["client_cpu"] / n, m["server_cpu"] / n, m["w"]
     t0 = max(0.0, m["local"] - n * m["c"] / args.jobs)  # what no number of cores shortens
     print(f"\n{n} actions; local -j{args.jobs}: {m['local']:.2f} s; --remote-exec with {args.workers} local "
-          f"workers: {m['remote']:.2f} s; ratio {m['remote'] / m['local']:.2f}x (goal <= 1.3x)")
+          f"workers of {args.slots} slot(s): {m['remote']:.2f} s; ratio {m['remote'] / m['local']:.2f}x (goal <= 1.3x)")
     print(f"per action: local run c = {m['c'] * 1000:.0f} ms, remote as the client sees it r = {m['r'] * 1000:.0f} ms, "
           f"worker side w = {w * 1000:.0f} ms, client CPU a = {a * 1000:.1f} ms, server CPU s = {s * 1000:.1f} ms; "
           f"t0 = {t0:.2f} s")
+    print(f"worker side: stage {m['w_stage'] * 1000:.0f} ms, sandboxed run {m['w_run'] * 1000:.0f} ms, "
+          f"upload {m['w_upload'] * 1000:.0f} ms")
     print("projection T(K) = t0 + n * max(w/K, a, s)  (server on one core):")
     for k in args.k:
         tk = t0 + n * max(w / k, a, s)

@@ -26,6 +26,7 @@ class RunResult:
     stderr: bytes
     duration: float = 0.0
     timed_out: bool = False
+    worker: str = ""  # the remote worker that ran it (`--remote-exec`); "" for a local run
 
 
 class ActionRunner(Protocol):

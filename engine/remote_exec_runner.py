@@ -62,7 +62,7 @@ class RemoteExecRunner(SandboxRunner):
                 stderr = res.stderr
                 if res.timed_out:
                     stderr += f"error: action `{action.id}` timed out after {action.timeout}s\n".encode()
-                return RunResult(res.exit_code, res.stdout, stderr, res.duration, res.timed_out)
+                return RunResult(res.exit_code, res.stdout, stderr, res.duration, res.timed_out, res.worker)
         with self.local_slots:
             return super().run(action)
 

@@ -38,6 +38,9 @@ class LeaseOutcome:
     outputs: list[str]  # execroot-relative paths produced
     exit_code: int
     duration: float
+    # seconds in each part of `duration`: fetching and staging inputs, the sandboxed run, the
+    # upload of outputs (what a worker adds to the run itself is stage + upload)
+    phases: dict[str, float]
 
 
 class ToolMismatch(Exception):
@@ -67,6 +70,7 @@ def run_leased_action(action, client: RemoteClient, cas: WorkerCas, sandbox, wor
     outputs = tuple(posixpath.normpath(posixpath.join(wd, p)) for p in command.output_paths)
     timeout = float(props["mcpp-timeout"]) if props.get("mcpp-timeout") else None
     out_dir = tempfile.mkdtemp(prefix="out-", dir=work_dir)
+    staged = time.monotonic()
     try:
         spec = SandboxSpec(
             argv=tuple(command.arguments), env={e.name: e.value for e in command.environment_variables},
@@ -79,6 +83,7 @@ def run_leased_action(action, client: RemoteClient, cas: WorkerCas, sandbox, wor
             timed_out = res.timed_out
         except SandboxSpecError as e:
             code, out, err, timed_out = 2, b"", f"error: remote action: {e}\n".encode(), False
+        ran = time.monotonic()
         result = pb.ActionResult(exit_code=code)
         blobs: dict[RemoteDigest, bytes] = {}
         produced = []
@@ -102,7 +107,9 @@ def run_leased_action(action, client: RemoteClient, cas: WorkerCas, sandbox, wor
         if blobs:  # outputs are new bytes as a rule: upload without asking first (one request)
             client.upload(blobs)
         result.execution_metadata.worker = worker_name
-        return LeaseOutcome(result, timed_out, produced, code, time.monotonic() - start)
+        end = time.monotonic()
+        return LeaseOutcome(result, timed_out, produced, code, end - start,
+                            {"stage": staged - start, "run": ran - staged, "upload": end - ran})
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
 

@@ -6,8 +6,14 @@ reports at once, without waiting for another slot's long-poll to return. A slot'
     CreateBotSession (properties, capacity 1)
     loop:
         UpdateBotSession      idle: the server holds the call until it has a lease (or ~8 s)
-        a lease ACTIVE  ->    run it in a thread; call back every HEARTBEAT s with it ACTIVE
-                              (the keep-alive), then once with it COMPLETED and its result
+        a lease ACTIVE  ->    run it on the slot's runner thread; call back every HEARTBEAT s
+                              with it ACTIVE (the keep-alive), then once with it COMPLETED and
+                              its result (which also hands the slot its next lease, if queued)
+
+Each slot runs its actions on one long-lived runner thread, not a new thread per action: the
+bwrap sandbox keeps one warm namespace (and executor process) per thread, so a thread per
+action paid a fresh namespace and executor start for every action (a large part of a small
+compile) and left each dead thread's executor behind as a zombie process.
 
 A transport failure (the server restarting) is retried with a new session after a pause; the
 lease in hand is lost to this worker, and the server, seeing the session gone, queues it again.
@@ -17,6 +23,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
@@ -92,6 +99,7 @@ class Worker:
 
     def _slot(self, slot: int, stop: threading.Event) -> None:
         session = None
+        runner = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"mcpp-worker-run-{slot}")
         while not stop.is_set():
             try:
                 if session is None:
@@ -104,7 +112,7 @@ class Worker:
                     lease.state = xp.LEASE_ACTIVE
                     session = self._call(session, LONG_POLL)
                     continue
-                session = self._work(session, lease, stop)
+                session = self._work(session, lease, runner)
             except grpc.RpcError as e:
                 if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED and session is not None:
                     continue  # an idle long-poll that outlived its deadline: call again
@@ -121,8 +129,9 @@ class Worker:
     def _call(self, session, timeout: float):
         return self._update(xp.UpdateBotSessionRequest(name=session.name, bot_session=session), timeout=timeout)
 
-    def _work(self, session, lease, stop: threading.Event):
-        """Run the lease's action in a thread, keeping the session alive; then report it."""
+    def _work(self, session, lease, runner: ThreadPoolExecutor):
+        """Run the lease's action on the slot's runner thread, keeping the session alive; then
+        report it."""
         box: dict = {}
         action = pb.Action()
         digest = ""
@@ -140,11 +149,12 @@ class Worker:
             except BaseException as e:  # reported to the server as the lease's status
                 box["error"] = e
 
-        thread = threading.Thread(target=target, daemon=True)
-        thread.start()
-        while thread.is_alive():
-            thread.join(HEARTBEAT)
-            if thread.is_alive():
+        done = runner.submit(target)
+        while True:
+            try:
+                done.result(timeout=HEARTBEAT)
+                break
+            except TimeoutError:
                 session = self._call(session, LONG_POLL)  # keep-alive: the lease is still ACTIVE
         current = next((l for l in session.leases if l.id == lease.id), None)
         if current is None:  # the server cancelled it meanwhile: nothing to report
@@ -157,7 +167,8 @@ class Worker:
                 current.status.code, current.status.message = 4, "the action timed out"  # DEADLINE_EXCEEDED
             self.log({"event": "action-executed", "worker": self.name, "lease": lease.id,
                       "outputs": outcome.outputs, "exit_code": outcome.exit_code,
-                      "timed_out": outcome.timed_out, "duration": round(outcome.duration, 3)})
+                      "timed_out": outcome.timed_out, "duration": round(outcome.duration, 3),
+                      **{k: round(v, 4) for k, v in outcome.phases.items()}})
         else:
             e = box.get("error")
             # INTERNAL is retried by BuildGrid (on another worker); a tool that differs is not.

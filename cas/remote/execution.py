@@ -4,8 +4,9 @@ What one remote run is:
 
 1. the action's `Command`, its input root (every declared input and candidate header, as
    `Directory` trees) and its `Action` are encoded (`exec_messages.py`);
-2. `FindMissingBlobs` over every file and message, then only the missing ones are uploaded (a
-   second compile of the same package sends its one new source file);
+2. the files and messages not yet known to be on the server are uploaded, after a
+   `FindMissingBlobs` when they are large (a second compile of the same package sends its one
+   new source file and its new messages, in one request);
 3. `Execute`, then the operation stream is read until the operation is done; the server queues
    the action, a worker leases it (`engine/worker_cmd.py`), runs it in its sandbox and reports
    the `ActionResult`;
@@ -47,6 +48,7 @@ from .store import RemoteCorrupt, RemoteStore
 
 DEFAULT_WORKER_WAIT = 30.0  # seconds without any progress before the workers count as gone
 _DEADLINE_EXCEEDED = 4
+_SEND_WITHOUT_ASKING = 64 << 10  # bytes of new input files sent without a FindMissingBlobs first
 
 
 @dataclass
@@ -130,9 +132,13 @@ class RemoteExecutor:
                 self._disable_with(f"{_code(status.code)}: {status.message}")
                 return self._local()
             result = response.result
-            stdout, stderr = self._streams(store, result)
-            if result.exit_code == 0 and status.code == 0:
-                self._write_outputs(store, action, result, execroot)
+            outputs = self._outputs(action, result) if result.exit_code == 0 and status.code == 0 else {}
+            streams = {name: _stream_digest(result, name) for name in ("stdout", "stderr")}
+            # One download for the outputs and stdout/stderr (each checked against its digest).
+            local = store.fetch([d for d, _x in outputs.values()] + [d for d in streams.values() if d])
+            stdout, stderr = (bytes(getattr(result, f"{name}_raw")) if d is None else self.local.get(local[d])
+                              for name, d in streams.items())
+            self._write_outputs(outputs, local, execroot)
         except RemoteCorrupt as e:
             self.warn(f"remote execution at {self.url} sent a corrupt blob for `{action.id}` ({e.reason}); "
                       "the action runs locally")
@@ -159,16 +165,22 @@ class RemoteExecutor:
     # --- steps ------------------------------------------------------------------------------
 
     def _upload(self, client: RemoteClient, blobs: dict[RemoteDigest, bytes], files: dict[RemoteDigest, str]) -> None:
-        """Only what the server lacks: one `FindMissingBlobs` over every file and message not
-        known present. When every file is known present, the few new messages (this action's
-        `Action`, `Command` and some `Directory`s, small and mostly new) are sent without asking:
-        one request instead of two per action, which is what the server's CPU pays for."""
+        """Only what the server may lack: the files and messages not known present this build.
+        When those files are small in all (the common case: a compile's own source, once the
+        shared headers went up with the first action), they are sent with the new messages
+        (this action's `Action`, `Command` and some `Directory`s, small and mostly new) without
+        asking first: one request instead of two per action, and a request is what the server's
+        CPU pays for (re-sending a few KiB it already has costs it less than a round trip).
+        Larger sets ask `FindMissingBlobs` first, so a big input is never sent twice."""
         with self._lock:
             new_files = [d for d in files if d not in self._present]
             new_msgs = [d for d in blobs if d not in self._present]
         if not new_files and not new_msgs:
             return
-        missing = client.find_missing(new_files + new_msgs) if new_files else new_msgs
+        if sum(d.size for d in new_files) > _SEND_WITHOUT_ASKING:
+            missing = client.find_missing(new_files + new_msgs)
+        else:
+            missing = new_files + new_msgs
         if missing:
             client.upload({d: blobs[d] if d in blobs else _opener(files[d]) for d in missing})
         with self._lock:
@@ -246,21 +258,9 @@ class RemoteExecutor:
             stream.cancel()
         return None
 
-    def _streams(self, store: RemoteStore, result) -> tuple[bytes, bytes]:
-        out = []
-        for name in ("stdout", "stderr"):
-            raw = getattr(result, f"{name}_raw")
-            if raw:
-                out.append(bytes(raw))
-            elif result.HasField(f"{name}_digest") and getattr(result, f"{name}_digest").size_bytes:
-                rd = RemoteDigest.from_proto(getattr(result, f"{name}_digest"))
-                out.append(self.local.get(store.fetch([rd])[rd]))
-            else:
-                out.append(b"")
-        return out[0], out[1]
-
-    def _write_outputs(self, store: RemoteStore, action: Action, result, execroot: str) -> None:
-        """Fetch and verify every output, then write it where the action would have."""
+    def _outputs(self, action: Action, result) -> dict[str, tuple[RemoteDigest, bool]]:
+        """execroot path -> (digest, executable) of every output the result names, the depfile
+        included."""
         outputs = dict(result_outputs(action, result) or {})
         if action.depfile:
             cwd = _working_directory(action.cwd)
@@ -268,7 +268,11 @@ class RemoteExecutor:
             for f in result.output_files:
                 if f.path == rel:
                     outputs[action.depfile] = (RemoteDigest.from_proto(f.digest), False)
-        local = store.fetch([d for d, _x in outputs.values()])
+        return outputs
+
+    def _write_outputs(self, outputs: dict[str, tuple[RemoteDigest, bool]], local: dict[RemoteDigest, Digest],
+                       execroot: str) -> None:
+        """Write every (fetched, verified) output where the action would have."""
         for path, (rd, executable) in outputs.items():
             target = os.path.join(execroot, path)
             os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -372,6 +376,14 @@ class RemoteExecutor:
             self.warn(f"remote execution at {self.url}: {self._disabled}; the remaining actions run locally")
         else:
             self.warn(f"remote execution at {self.url} unavailable ({self._disabled}); building locally")
+
+
+def _stream_digest(result, name: str) -> RemoteDigest | None:
+    """The digest of the result's stdout or stderr to download; None when it is inline (or empty)."""
+    if getattr(result, f"{name}_raw") or not result.HasField(f"{name}_digest"):
+        return None
+    d = getattr(result, f"{name}_digest")
+    return RemoteDigest.from_proto(d) if d.size_bytes else None
 
 
 def _opener(path: str):

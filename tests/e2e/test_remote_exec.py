@@ -15,11 +15,13 @@ the fixture through `scripts/buildgrid/local_grid.py`.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -153,6 +155,26 @@ def test_a_remote_compile_error_reads_exactly_as_a_local_one(grid, tmp_path):
     assert failed, "the failing compile did not run on a worker"
 
 
+def test_a_remote_compile_with_a_warning_prints_it_as_a_local_one_and_keeps_its_object(grid, tmp_path):
+    """A compile that succeeds with a diagnostic: its stderr and its outputs come back in one
+    download, and both reach the build (the diagnostic on screen, the object in the link)."""
+    outcomes = []
+    before = _executed_outputs(grid).get("target/dev/obj/hello/src/greeting.cpp.o", 0)
+    for name, args in (("local", ()), ("remote", ("--remote", grid.url, "--remote-exec"))):
+        proj = copy_example("01-hello", tmp_path / name)
+        with open(proj / "src/greeting.cpp", "a") as f:
+            # code of its own too: a later test's plain hello must not find this link cached
+            f.write(f'#warning "checked {os.getpid()}"\nint warned_{os.getpid()}() {{ return 1; }}\n')
+        res = Mcpp(tmp_path / f"home-{name}")("build", *args, "--message-format", "json", cwd=proj)
+        program = subprocess.run([str(proj / "target/dev/hello")], capture_output=True, text=True).stdout
+        compiles = {e["id"]: e["status"] for e in res.events if e.get("reason") == "action-finished"}
+        outcomes.append((res.code, [line for line in res.err.splitlines() if "warning" in line], program))
+    assert outcomes[0][0] == 0 and any("checked" in line for line in outcomes[0][1]), outcomes[0]
+    assert outcomes[1] == outcomes[0]
+    assert compiles["compile hello:src/greeting.cpp"] == "executed"
+    assert _executed_outputs(grid).get("target/dev/obj/hello/src/greeting.cpp.o", 0) == before + 1
+
+
 def test_a_remote_action_past_its_timeout_is_killed_with_its_process_group(grid):
     from mcpp.cas.remote import exec_protocol as xp
     from mcpp.cas.remote import protocol as pb
@@ -209,3 +231,108 @@ def test_when_every_worker_is_gone_the_build_waits_a_bounded_time_then_runs_loca
     assert len(warnings) == 1 and "no worker took an action for 3s" in warnings[0], res.err
     assert time.monotonic() - start < 30
     assert (proj / "target/dev/hello").exists()
+
+
+@contextlib.contextmanager
+def _only_worker(grid: LocalGrid, home: Path, name: str):
+    """An `mcpp worker` run in this process (so a test can wrap its functions), the grid's only
+    worker while the block runs: the others are killed first and their bot sessions left to
+    expire, so that nothing is leased to them. Yields the list its log events go to."""
+    from mcpp.cas.home import Home
+    from mcpp.cas.remote.config import parse_remote_url
+    from mcpp.engine import worker_loop
+    from mcpp.engine.worker_cmd import _offered_tools
+
+    for i in list(grid.workers):
+        grid.kill_worker(i)
+    time.sleep(grid.keepalive + 2)
+    events: list[dict] = []
+    worker = worker_loop.Worker(parse_remote_url(grid.url), grid.instance, None, Home(home), 1,
+                                _offered_tools(("gcc",), (), Home(home)), name, events.append)
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield events
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+def _hello(tmp_path: Path, tag: str) -> Path:
+    """01-hello with a greeting.cpp no other test sent (so no result is in the server's cache)."""
+    proj = copy_example("01-hello", tmp_path / "proj")
+    with open(proj / "src/greeting.cpp", "a") as f:
+        f.write(f"// {tag} {time.time_ns()}\n")
+    return proj
+
+
+def test_an_output_whose_bytes_do_not_match_its_digest_is_never_linked(grid, tmp_path, monkeypatch):
+    """The attack: a worker (or whoever can write the server's storage) answers a compile with an
+    `ActionResult` naming the real object's digest while the CAS holds other bytes under it: here
+    the object with "Hello, " patched to "Pwned, " (same size, still a valid object, so only the
+    hash check can tell). The client must refuse those bytes and run the compile itself (a warning
+    says so); were they accepted, the linked program would print "Pwned, world!"."""
+    from mcpp.engine import worker_loop
+
+    forged = []
+    real_run = worker_loop.run_leased_action
+
+    def forging_run(action, client, *args, **kwargs):
+        outcome = real_run(action, client, *args, **kwargs)
+        for f in outcome.result.output_files:
+            if f.path.endswith("greeting.cpp.o"):
+                stored = grid.dir / "cas" / "cas" / "objects" / f.digest.hash[:2] / f.digest.hash[2:]
+                data = stored.read_bytes()
+                assert b"Hello, " in data
+                tmp = stored.with_name(stored.name + ".forged")
+                tmp.write_bytes(data.replace(b"Hello, ", b"Pwned, "))
+                os.replace(tmp, stored)
+                forged.append((stored, data))
+        return outcome
+
+    monkeypatch.setattr(worker_loop, "run_leased_action", forging_run)
+    proj = _hello(tmp_path, "forged-output test")
+    with _only_worker(grid, tmp_path / "forger", "forger") as events:
+        try:
+            res = Mcpp(tmp_path / "home")("build", "--remote", grid.url, "--remote-exec", cwd=proj,
+                                          env={"MCPP_REMOTE_EXEC_WAIT": "60"})
+        finally:  # the genuine bytes back: later builds of the same object must not meet the forgery
+            for stored, data in forged:
+                stored.write_bytes(data)
+    assert len(forged) == 1, (forged, events)  # the compile of greeting.cpp ran on the forger
+    assert res.code == 0, res.err
+    out = subprocess.run([str(proj / "target/dev/hello")], capture_output=True, text=True, check=True).stdout
+    assert out == "Hello, world!\n"
+    warnings = [line for line in res.err.splitlines() if line.startswith("warning:")]
+    assert warnings and "corrupt blob for `compile hello:src/greeting.cpp`" in warnings[0], res.err
+    assert "the action runs locally" in warnings[0], res.err
+    # The link's input is that digest too, which the server now holds forged: the worker's own
+    # check refuses it (the lease fails), and the client runs the link here as well.
+    assert any(e.get("event") == "action-failed" and "corrupt" in e["reason"] for e in events), events
+
+
+def test_a_worker_slot_runs_its_actions_in_one_warm_sandbox(grid, tmp_path, monkeypatch):
+    """The bwrap sandbox keeps one namespace and executor process per thread; a worker slot runs
+    every action it leases on one thread, so a build's actions on a one-slot worker start one
+    executor, not one each (a fresh one costs about as much as a small compile)."""
+    from mcpp.sandbox import bwrap
+
+    started = []
+
+    class Counted(bwrap.Worker):
+        def __init__(self, *args, **kwargs):
+            started.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(bwrap, "Worker", Counted)
+    proj = _hello(tmp_path, "warm-sandbox test")
+    with _only_worker(grid, tmp_path / "warm", "warm") as events:
+        res = Mcpp(tmp_path / "home")("build", "--remote", grid.url, "--remote-exec", cwd=proj)
+    assert res.code == 0 and "warning" not in res.err, res.err
+    runs = [e for e in events if e.get("event") == "action-executed"]
+    if not any(e.get("sandbox") == "bwrap" for e in events if e.get("event") == "worker-started"):
+        pytest.skip("bwrap does not work here: the directory sandbox has no per-thread executor to keep")
+    # greeting.cpp's compile and the link at least (main.cpp's may come from the server's cache)
+    assert len(runs) >= 2, events
+    assert len(started) == 1, started

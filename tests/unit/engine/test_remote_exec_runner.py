@@ -36,3 +36,15 @@ def test_jobs_default_to_four_per_core_when_executing_remotely():
 
     assert remote_exec_jobs(0) == 4 * (os.cpu_count() or 1)
     assert remote_exec_jobs(3) == 3
+
+
+def test_a_remote_run_says_which_worker_ran_it(tmp_path):
+    from mcpp.cas.remote.execution import ExecResult
+
+    class Answering(_Executor):
+        def run(self, action, inputs, execroot):
+            return ExecResult(0, b"", b"", 0.05, False, "host-7/0")
+
+    r = RemoteExecRunner(lambda: None, str(tmp_path), lambda rel: rel, Answering(), 2, None)
+    res = r.run(_action())
+    assert (res.exit_code, res.worker) == (0, "host-7/0")
