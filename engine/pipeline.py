@@ -262,7 +262,8 @@ class ActionPipeline:
                 missing = [o for o in a.outputs if not _present(self._abs(o))]
                 self.reporter.error(f"error: action `{a.id}` did not produce {', '.join(missing)} (as a file)")
             self.counters.failed += 1
-            self._event(a, "failed", exit_code=res.exit_code, duration=round(res.duration, 3))
+            self._event(a, "failed", exit_code=res.exit_code, duration=round(res.duration, 3),
+                        **({"worker": res.worker} if res.worker else {}))
             return False
         discovered: tuple[str, ...] = ()
         if a.depfile:
@@ -299,7 +300,8 @@ class ActionPipeline:
         self.explain.record(a, key, inputs, self.keys, origin=origin,
                             outputs={o: str(d) for o, d in outcome.outputs.items()})
         self.counters.executed += 1
-        self._event(a, "executed", exit_code=0, duration=round(res.duration, 3), origin=origin)
+        self._event(a, "executed", exit_code=0, duration=round(res.duration, 3), origin=origin,
+                    **({"worker": res.worker} if res.worker else {}))
         return True
 
     def drain(self, result) -> None:

@@ -98,6 +98,9 @@ def test_a_clean_remote_build_runs_every_compile_on_a_worker_and_matches_a_local
 
     compiles = [e for e in res.events if e.get("reason") == "action-finished" and e.get("kind") == "compile"]
     assert len(compiles) == 201 and all(e["status"] == "executed" for e in compiles)
+    # each event names the worker that ran it (the result's ExecutedActionMetadata.worker)
+    assert len({e.get("worker") for e in compiles}) == 2 and all(e.get("worker") for e in compiles), \
+        sorted({str(e.get("worker")) for e in compiles})
     objects = _objects(remote / "target")
     assert len(objects) == 201
     produced = _executed_outputs(grid)
