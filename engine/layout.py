@@ -82,8 +82,7 @@ class Layout:
 
     @property
     def explain_log(self) -> str:
-        """The key inputs of each action's last two runs (`mcpp explain`): a directory, a
-        file per action."""
+        """The key inputs of each action's last two runs (`mcpp explain`): an append-only log."""
         return os.path.join(self.state_dir, "explain")
 
     @property

@@ -1,10 +1,11 @@
-"""The explain log keeps one file per action: a build that ran one action rewrites one file."""
+"""The explain log is append-only: a build appends what it ran and reads nothing."""
 from __future__ import annotations
 
 import os
 
 from mcpp.cas.action import Action
 from mcpp.cas.digest import digest_bytes
+from mcpp.engine import explain
 from mcpp.engine.explain import ExplainLog, load_records
 
 
@@ -17,37 +18,56 @@ def _action(name: str) -> Action:
     return Action(id=f"compile p:{name}", argv=("cc", "-c", name), inputs=(name,), outputs=(f"{name}.o",))
 
 
-def _log(path) -> ExplainLog:
-    return ExplainLog(str(path), "gcc on x86_64-linux")
+def _run(path, *runs: tuple[str, str, str]) -> None:
+    """One build that ran each (source, key, origin kind)."""
+    log = ExplainLog(str(path), "gcc on x86_64-linux")
+    for name, key, origin in runs:
+        log.record(_action(name), key, {name: digest_bytes(key.encode())}, _Keys(), origin={"kind": origin})
+    log.save()
 
 
-def test_one_file_per_action_and_only_the_recorded_ones_are_rewritten(tmp_path):
+def test_a_build_appends_only_what_it_ran(tmp_path):
     path = tmp_path / "explain"
-    first = _log(path)
-    for name in ("a.c", "b.c"):
-        first.record(_action(name), "k1-" + name, {name: digest_bytes(b"1")}, _Keys())
-    first.save()
-    files = sorted(os.listdir(path))
-    assert len(files) == 2
-    os.utime(path / files[0], ns=(1, 1))
-    os.utime(path / files[1], ns=(1, 1))
-
-    second = _log(path)
-    second.record(_action("a.c"), "k2-a.c", {"a.c": digest_bytes(b"2")}, _Keys())
-    second.save()
-    changed = [f for f in files if os.stat(path / f).st_mtime_ns != 1]
-    assert len(changed) == 1  # b.c's file is not rewritten
+    _run(path, ("a.c", "k1", "executed"), ("b.c", "k1", "executed"))
+    before = path.read_bytes()
+    _run(path, ("a.c", "k2", "executed"))
+    after = path.read_bytes()
+    assert after.startswith(before) and len(after) - len(before) < len(before) / 1.5
     records = load_records(str(path))
-    assert [r["key"] for r in records["compile p:a.c"]] == ["k1-a.c", "k2-a.c"]
-    assert [r["key"] for r in records["compile p:b.c"]] == ["k1-b.c"]
+    assert [r["key"] for r in records["compile p:a.c"]] == ["k1", "k2"]
+    assert [r["key"] for r in records["compile p:b.c"]] == ["k1"]
 
 
-def test_the_last_two_runs_are_kept_and_a_single_file_log_is_replaced(tmp_path):
+def test_the_last_two_keys_are_kept_and_a_restore_of_the_same_key_replaces_its_record(tmp_path):
     path = tmp_path / "explain"
+    for key in ("k0", "k1", "k2"):
+        _run(path, ("a.c", key, "executed"))
+    _run(path, ("a.c", "k2", "cached"))
+    history = load_records(str(path))["compile p:a.c"]
+    assert [(r["key"], r["origin"]["kind"]) for r in history] == [("k1", "executed"), ("k2", "cached")]
+
+
+def test_a_cut_short_log_reads_up_to_the_cut_and_other_formats_start_over(tmp_path):
+    path = tmp_path / "explain"
+    _run(path, ("a.c", "k1", "executed"))
+    _run(path, ("b.c", "k1", "executed"))
+    path.write_bytes(path.read_bytes()[:-5])  # a build killed mid-write
+    assert set(load_records(str(path))) == {"compile p:a.c"}
     path.write_bytes(b"the single-file log of an earlier version")
-    for i in range(4):
-        log = _log(path)
-        log.record(_action("a.c"), f"k{i}", {"a.c": digest_bytes(str(i).encode())}, _Keys())
-        log.save()
-    assert path.is_dir()
-    assert [r["key"] for r in load_records(str(path))["compile p:a.c"]] == ["k2", "k3"]
+    assert load_records(str(path)) == {}
+    _run(path, ("a.c", "k1", "executed"))
+    assert set(load_records(str(path))) == {"compile p:a.c"}
+    os.unlink(path)
+    path.mkdir()  # the directory-per-action log of an earlier version
+    (path / "x").write_bytes(b"")
+    _run(path, ("a.c", "k1", "executed"))
+    assert path.is_file() and set(load_records(str(path))) == {"compile p:a.c"}
+
+
+def test_a_log_past_its_bound_is_compacted(tmp_path, monkeypatch):
+    monkeypatch.setattr(explain, "_COMPACT_BYTES", 4000)
+    path = tmp_path / "explain"
+    for i in range(40):
+        _run(path, ("a.c", f"k{i}", "executed"))
+    assert os.path.getsize(path) < 4000 + 1000
+    assert [r["key"] for r in load_records(str(path))["compile p:a.c"]] == ["k38", "k39"]
