@@ -111,7 +111,10 @@ def ninja_file(paths: list[str]) -> str:
         "  description = CXX $in",
         "",
         "rule link",
-        "  command = $cxx -o $out $in",
+        # Past a few thousand objects the command line no longer fits in one argument to the
+        # shell (MAX_ARG_STRLEN, 128 KiB): ninja then links from a response file.
+        *(["  command = $cxx -o $out @$out.rsp", "  rspfile = $out.rsp", "  rspfile_content = $in"]
+          if len(paths) > 3000 else ["  command = $cxx -o $out $in"]),
         "  description = LINK $out",
         "",
     ]
