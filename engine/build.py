@@ -307,7 +307,9 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
 
     completed = False
     try:
-        result = run_graph([a.id for a in plan.actions], plan.prereqs, jobs=workers, check=pipeline.check,
+        order = plan_memo.edited_first(plan.actions, plan.execroot, state.discovered) if top else \
+            [a.id for a in plan.actions]
+        result = run_graph(order, plan.prereqs, jobs=workers, check=pipeline.check,
                            execute=timings.timed(pipeline.restore_or_run) if timings else pipeline.restore_or_run,
                            finish=pipeline.finish, keep_going=opts.keep_going,
                            on_start=on_start, on_progress=reporter.progress)

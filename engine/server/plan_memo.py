@@ -18,6 +18,7 @@ In process (no server) nothing is given and `plan` simply plans.
 """
 from __future__ import annotations
 
+import os
 import pickle
 from dataclasses import dataclass, field
 from typing import Callable
@@ -61,6 +62,25 @@ def unchanged() -> Unchanged | None:
     if produced == REUSED and given is not None and given.knowledge is not None:
         return Unchanged(given.knowledge)
     return None
+
+
+def edited_first(actions: list, execroot: str, discovered: Callable[[str], tuple]) -> list[str]:
+    """The ids of `actions` in plan order, except that in a build child whose plan was given,
+    the actions reading a file the watcher saw rewritten come first: the scheduler checks
+    actions in this order and starts the first stale one at once, so an edit's compile does not
+    wait behind the checks of the units before it."""
+    ids = [a.id for a in actions]
+    if produced != REUSED or given is None or not given.changed:
+        return ids
+    changed = set()
+    for path in given.changed:
+        rel = os.path.relpath(path, execroot)
+        changed.update((rel, path))  # inputs are execroot-relative, system headers absolute
+    first = [a.id for a in actions if not changed.isdisjoint(a.inputs) or not changed.isdisjoint(discovered(a.id))]
+    if not first:
+        return ids
+    ahead = set(first)
+    return first + [i for i in ids if i not in ahead]
 
 
 def plan(make: Callable[[Callable, Callable | None], object], scan: Callable, includes: Callable | None,

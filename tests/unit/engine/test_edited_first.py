@@ -1,0 +1,36 @@
+"""A server build checks first the actions that read a file the watcher saw rewritten."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from mcpp.engine.server import plan_memo
+
+
+def _a(i: str, *inputs: str):
+    return SimpleNamespace(id=i, inputs=inputs)
+
+
+ACTIONS = [_a("c1", "src/a.cpp"), _a("c2", "src/b.cpp"), _a("c3", "src/c.cpp"), _a("link", "a.o", "b.o", "c.o")]
+DISCOVERED = {"c1": ("include/h.hpp",), "c3": ("/usr/include/stdio.h",)}
+
+
+@pytest.fixture
+def given(monkeypatch):
+    def give(*changed: str, reused: bool = True):
+        monkeypatch.setattr(plan_memo, "produced", plan_memo.REUSED if reused else b"new plan")
+        monkeypatch.setattr(plan_memo, "given", plan_memo.Given(entry=None, changed=set(changed)))
+        return plan_memo.edited_first(ACTIONS, "/ws", lambda i: DISCOVERED.get(i, ()))
+    return give
+
+
+def test_the_readers_of_rewritten_files_come_first_the_rest_in_plan_order(given):
+    assert given("/ws/src/c.cpp") == ["c3", "c1", "c2", "link"]
+    assert given("/ws/include/h.hpp") == ["c1", "c2", "c3", "link"]  # a discovered header
+    assert given("/ws/src/b.cpp", "/ws/src/c.cpp") == ["c2", "c3", "c1", "link"]
+
+
+def test_plan_order_without_a_given_plan_or_a_change(given):
+    assert given("/ws/src/c.cpp", reused=False) == ["c1", "c2", "c3", "link"]
+    assert given() == ["c1", "c2", "c3", "link"]
