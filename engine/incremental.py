@@ -260,7 +260,6 @@ class KeyComputer:
             self.produced[out] = Digest.parse(outputs[out])
         return True
 
-
     def _known_unchanged(self, action: Action, key: str, discovered: tuple[str, ...]) -> bool:
         """True when the server's knowledge proves `key` still is the action's key."""
         known = self.unchanged

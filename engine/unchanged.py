@@ -44,18 +44,19 @@ class Unchanged:
     def path(self, rel: str, digest_now: Callable[[str], Digest]) -> bool:
         """Whether input `rel` has the digest the previous build keyed. Only for a file no action
         rewrites later in this build (the caller's check)."""
-        known = self.seen.get(rel)
-        if known is None:
-            before = self.previous.digests.get(rel)
-            known = self.seen[rel] = before is not None and str(digest_now(rel)) == before
-        return known
+        return _same(self.seen, self.previous.digests, rel, digest_now)
 
     def tool(self, path: str, digest_now: Callable[[str], Digest]) -> bool:
-        known = self._tools.get(path)
-        if known is None:
-            before = self.previous.tools.get(path)
-            known = self._tools[path] = before is not None and str(digest_now(path)) == before
-        return known
+        return _same(self._tools, self.previous.tools, path, digest_now)
+
+
+def _same(answers: dict[str, bool], before: dict[str, str], path: str, digest_now: Callable[[str], Digest]) -> bool:
+    """Whether `path` has the digest `before` holds for it, asked once per build (`answers`)."""
+    same = answers.get(path)
+    if same is None:
+        was = before.get(path)
+        same = answers[path] = was is not None and str(digest_now(path)) == was
+    return same
 
 
 def learn(validated: dict[str, str], produced: dict[str, Digest], settled: dict[str, Digest],

@@ -45,6 +45,7 @@ from .actions import action_result, remote_action, result_outputs
 from .client import BlobMissing, RemoteClient, RemoteError, ServerInfo, open_client
 from .config import RemoteSettings
 from .digests import RemoteDigest
+from .memo import Memo
 from .side_index import SideIndex
 from .signing import sign
 from .store import RemoteCorrupt, RemoteStore
@@ -94,7 +95,7 @@ class RemoteCache:
         self._store: RemoteStore | None = None
         self._ac: RemoteActionCache | None = None
         self._disabled: str | None = None
-        self._memo: dict[str, RemoteDigest] = {}  # discovered input path -> digest, this build
+        self._memo: Memo[RemoteDigest] = Memo()  # discovered input path -> digest, this build
         self._pool: ThreadPoolExecutor | None = None
         self._pending: list[Future] = []
 
@@ -334,14 +335,11 @@ class RemoteCache:
 
     def _discovered_digest(self, path: str) -> RemoteDigest:
         """A discovered input's remote digest (its local digest is not at hand in a worker)."""
-        with self._lock:
-            rd = self._memo.get(path)
-        if rd is None:
+        def digest() -> RemoteDigest:
             assert self._store is not None
-            rd = self._store.of_bytes(self.content_of(path))
-            with self._lock:
-                self._memo[path] = rd
-        return rd
+            return self._store.of_bytes(self.content_of(path))
+
+        return self._memo.get(path, digest)
 
     # --- connection -----------------------------------------------------------------------
 

@@ -44,6 +44,7 @@ from .client import BlobMissing, RemoteClient, RemoteError, _error, _ser, open_c
 from .config import RemoteSettings
 from .digests import RemoteDigest
 from .exec_messages import exec_messages
+from .memo import Memo
 from .store import RemoteCorrupt, RemoteStore
 
 DEFAULT_WORKER_WAIT = 30.0  # seconds without any progress before the workers count as gone
@@ -86,8 +87,8 @@ class RemoteExecutor:
         self._store: RemoteStore | None = None
         self._execute = None
         self._disabled: str | None = None
-        self._file_digests: dict[tuple[str, int, int], RemoteDigest] = {}
-        self._tool_digests: dict[str, Digest] = {}
+        self._file_digests: Memo[RemoteDigest] = Memo()  # (path, size, mtime) -> digest
+        self._tool_digests: Memo[Digest] = Memo()
         self._present: set[RemoteDigest] = set()  # blobs the server said it has, this build
         self._queued: dict[int, object] = {}  # id -> gRPC call of an operation not yet executing
         self._inflight: dict[int, list] = {}  # id -> [gRPC call, operation name, time of its last update]
@@ -289,23 +290,14 @@ class RemoteExecutor:
         read-only materialized copies, so (path, size, mtime) names one content for the build."""
         st = os.stat(path)
         key = (path, st.st_size, st.st_mtime_ns)
-        with self._lock:
-            rd = self._file_digests.get(key)
-        if rd is None:
+        def digest() -> RemoteDigest:
             assert self._client is not None
-            rd = self._client.digest_function.of_file(path)
-            with self._lock:
-                self._file_digests[key] = rd
-        return rd, bool(st.st_mode & 0o111), path
+            return self._client.digest_function.of_file(path)
+
+        return self._file_digests.get(key, digest), bool(st.st_mode & 0o111), path
 
     def _tool(self, path: str) -> Digest:
-        with self._lock:
-            d = self._tool_digests.get(path)
-        if d is None:
-            d = digest_file(path)
-            with self._lock:
-                self._tool_digests[path] = d
-        return d
+        return self._tool_digests.get(path, lambda: digest_file(path))
 
     # --- connection and degradation --------------------------------------------------------
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from descriptor_fields import fields
 
 from mcpp.cas.remote import exec_protocol as xp
 from mcpp.cas.remote import protocol as pb
@@ -17,12 +18,6 @@ MESSAGES = [
 ]
 
 
-def _fields(descriptor):
-    return {f.name: (f.number, f.type, f.is_repeated,
-                     (f.message_type or f.enum_type).full_name if (f.message_type or f.enum_type) else None)
-            for f in descriptor.fields}
-
-
 @pytest.fixture(scope="module")
 def reference_pool():
     pytest.importorskip("buildgrid._protos.google.devtools.remoteworkers.v1test2.bots_pb2")
@@ -35,8 +30,8 @@ def reference_pool():
 
 @pytest.mark.parametrize("name", MESSAGES)
 def test_every_declared_field_has_the_upstream_name_number_and_type(name, reference_pool):
-    ours = _fields(pb.POOL.FindMessageTypeByName(name))
-    theirs = _fields(reference_pool.FindMessageTypeByName(name))
+    ours = fields(pb.POOL.FindMessageTypeByName(name))
+    theirs = fields(reference_pool.FindMessageTypeByName(name))
     assert ours
     for field, spec in ours.items():
         assert field in theirs, f"{name}.{field} does not exist upstream"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from descriptor_fields import fields
 
 from mcpp.cas.remote import protocol as pb
 
@@ -19,12 +20,6 @@ MESSAGES = [
 ]
 
 
-def _fields(descriptor):
-    return {f.name: (f.number, f.type, f.is_repeated,
-                     (f.message_type or f.enum_type).full_name if (f.message_type or f.enum_type) else None)
-            for f in descriptor.fields}
-
-
 @pytest.fixture(scope="module")
 def reference_pool():
     """The descriptors BuildGrid generated from the upstream .proto files (a test dependency)."""
@@ -37,8 +32,8 @@ def reference_pool():
 
 @pytest.mark.parametrize("name", MESSAGES)
 def test_every_declared_field_has_the_upstream_name_number_and_type(name, reference_pool):
-    ours = _fields(pb.POOL.FindMessageTypeByName(name))
-    theirs = _fields(reference_pool.FindMessageTypeByName(name))
+    ours = fields(pb.POOL.FindMessageTypeByName(name))
+    theirs = fields(reference_pool.FindMessageTypeByName(name))
     for field, spec in ours.items():
         assert field in theirs, f"{name}.{field} does not exist upstream"
         assert spec == theirs[field], f"{name}.{field}: ours {spec}, upstream {theirs[field]}"
@@ -60,7 +55,7 @@ def test_method_paths_name_upstream_services(reference_pool):
         assert reference_pool.FindServiceByName(service).FindMethodByName(method) is not None
 
 
-def test_a_message_round_trips_and_keeps_unknown_fields():
+def test_a_message_round_trips_and_keeps_unknownfields():
     cmd = pb.Command(arguments=["g++", "-c"], output_paths=["a.o"], working_directory="sub")
     cmd.environment_variables.add(name="LC_ALL", value="C")
     data = cmd.SerializeToString()
