@@ -2,8 +2,8 @@
 
 Every time an action runs or is restored from the cache, the inputs of its key are logged
 (command, environment, input and tool digests, platform); `explain` shows the key of the last
-run and what changed since the one before. The log is only read and written when something
-ran: a no-op build never touches it.
+run and what changed since the one before. A build writes to the log only when something ran
+(a no-op build never touches it), and never reads it.
 
 The log is append-only: a build appends the records of what it ran, in one write, and reads
 nothing; an edit that ran a compile and the link costs two records, whatever the size of the

@@ -187,21 +187,15 @@ class Server:
 
     def _start_build(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
         if request.get("identity") != self.identity or not self._current():
-            for fd in fds:
-                os.close(fd)
-            self._reply(conn, {"restart": "version"})
+            self._answer(conn, fds, {"restart": "version"})
             self._stop_listening()
             return
         if request.get("root") != self.root or request.get("home") != self.home:
-            for fd in fds:
-                os.close(fd)
-            self._reply(conn, {"refused": f"the mcpp server named for this workspace serves {self.root}"})
+            self._answer(conn, fds, {"refused": f"the mcpp server named for this workspace serves {self.root}"})
             return
         if self._answer_noop(request, fds):
-            for fd in fds:
-                os.close(fd)
             self.noops_answered += 1
-            self._reply(conn, {"exit": 0})
+            self._answer(conn, fds, {"exit": 0})
             return
         if self.hooks is not None:
             try:
@@ -242,6 +236,12 @@ class Server:
         self.selector.register(done_r, selectors.EVENT_READ, ("done", build))
         if pidfd is not None:
             self.selector.register(pidfd, selectors.EVENT_READ, ("exited", build))
+
+    def _answer(self, conn: socket.socket, fds: list[int], message: dict) -> None:
+        """Answer a build request without a build process (the client's descriptors closed)."""
+        for fd in fds:
+            os.close(fd)
+        self._reply(conn, message)
 
     def _answer_noop(self, request: dict, fds: list[int]) -> bool:
         """Print the `Finished` line of a no-op for the client, when its record holds."""

@@ -3,12 +3,13 @@
 - the engine's modules, imported once (`preload`), so no build child pays for them;
 - the incremental state files of each profile built, loaded after each build (`state_memo.py`);
 - per request (argv, working directory, environment, umask: everything a build may depend on
-  besides the files), the last build's plan (`plan_memo.Entry`), the watcher's token taken
-  just before that build began, and the keys and digests that build ended with
-  (engine/unchanged.py: the next build need not recompute a key none of whose inputs changed),
-  and its source glob expansions (the next build takes them while no directory changed shape). Before the next build of the same request, the watcher says
-  what changed since then and the entry is handed to the child with that list, or dropped when
-  the shape of a tree changed. The child decides the rest (`plan_memo.py`).
+  besides the files), what its last build left (`_Held`): the plan (`plan_memo.Entry`), the
+  watcher's token taken just before that build began, the keys and digests the build ended
+  with (engine/unchanged.py: the next build need not recompute a key none of whose inputs
+  changed) and its source glob expansions (taken while no directory changed shape). Before the
+  next build of the same request, the watcher says what changed since then and all of it is
+  handed to the child with that list, or dropped when the shape of a tree changed. The child
+  decides the rest (`plan_memo.py`).
 
 A build child's own memory dies with it; what it learned comes back as a file the server reads
 after the child has exited (`child_done`), off the client's critical path.
