@@ -134,7 +134,7 @@ def list_lines(records: dict[str, list[dict]], profile: str) -> list[str]:
     if not records:
         return [f"no action has run in the `{profile}` build of this target directory yet; "
                 f"build first, then `mcpp explain ACTION`"]
-    return [f"actions that can be explained (`mcpp explain ACTION`, any unique part of the name):",
+    return ["actions that can be explained (`mcpp explain ACTION`, any unique part of the name):",
             *(f"  {a}" for a in sorted(records))]
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -134,7 +133,6 @@ class Worker:
         report it."""
         box: dict = {}
         action = pb.Action()
-        digest = ""
         if lease.payload.Is(pb.Action.DESCRIPTOR):
             lease.payload.Unpack(action)
         else:  # a server that sends the Action's digest instead of the Action

@@ -38,7 +38,6 @@ from ..action import Action
 from ..blobstore import BlobStore
 from ..digest import Digest, digest_file
 from . import exec_protocol as xp
-from . import protocol as pb
 from .actions import relative_to, result_outputs, _working_directory
 from .client import BlobMissing, RemoteClient, RemoteError, _error, _ser, open_client
 from .config import RemoteSettings
