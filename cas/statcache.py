@@ -107,6 +107,25 @@ class StatCache:
         self._dirty = True
         return d
 
+    def holding(self, files) -> list[str]:
+        """The names among `files` ((name, path, blake3 bytes), ...) whose file still has the
+        stat this cache recorded that hash under: `digest` would answer that hash, by the same
+        one `stat` each, without building a `Digest` per file (thousands per no-op build)."""
+        entries, stat = self._entries, self._stat
+        out = []
+        for name, path, hash_bytes in files:
+            e = entries.get(path)
+            if e is None or e[5] != hash_bytes:
+                continue
+            try:
+                st = stat(path)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == e[:5]:
+                out.append(name)
+        self.hits += len(out)
+        return out
+
     def remember(self, path: str | os.PathLike[str], digest: Digest) -> None:
         """Record a digest the caller already knows (it just wrote or hashed the file), so the
         next `digest` of an unchanged file costs only a stat."""

@@ -259,7 +259,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     `top`: the build the user asked for, not a host tool's build inside it."""
     # `--sandbox off` results are keyed apart (engine/trust.py).
     platform = trust.platform_for(toolchain.identity, host_triple(), opts.sandbox)
-    keys = KeyComputer(state, platform, plan.generated, plan_memo.unchanged() if top else None)
+    keys = KeyComputer(state, platform, plan.generated, plan_memo.unchanged(plan.execroot) if top else None)
     store, mat = stores.blobs, stores.mat
     if runner is None:
         staged: dict[str, str] = {}  # one file has one content during a build: resolve it once
@@ -309,10 +309,11 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     try:
         order = plan_memo.edited_first(plan.actions, plan.execroot, state.discovered) if top else \
             [a.id for a in plan.actions]
-        result = run_graph(order, plan.prereqs, jobs=workers, check=pipeline.check,
-                           execute=timings.timed(pipeline.restore_or_run) if timings else pipeline.restore_or_run,
-                           finish=pipeline.finish, keep_going=opts.keep_going,
-                           on_start=on_start, on_progress=reporter.progress)
+        with reporter.held():
+            result = run_graph(order, plan.prereqs, jobs=workers, check=pipeline.check,
+                               execute=timings.timed(pipeline.restore_or_run) if timings else pipeline.restore_or_run,
+                               finish=pipeline.finish, keep_going=opts.keep_going,
+                               on_start=on_start, on_progress=reporter.progress, before_wait=reporter.flush)
         pipeline.drain(result)  # the store ingest the actions left behind (cas/ingest.py)
         completed = True
         if top and plan_memo.active:
@@ -338,7 +339,7 @@ def _knowledge(result: ScheduleResult, state: BuildState, keys: KeyComputer) -> 
         rec = state.recorded(action_id)
         if rec is not None:
             validated[action_id] = rec[0]
-    return learn(validated, keys.produced, keys.settled, keys.tools)
+    return learn(state.execroot, validated, keys.produced, keys.settled, keys.tools, keys.proven)
 
 
 def _content_of(plan: Plan):

@@ -208,6 +208,11 @@ class KeyComputer:
         self.settled: dict[str, Digest] = {}
         self.encoded: dict[str, str] = {}
         self.tools: dict[str, Digest] = {}
+        # Known files found unchanged this build, by path (their digests as text), and the paths
+        # an action may take as unchanged: those plus the plan's own generated files (the plan
+        # is the previous build's when there is knowledge). Filled on the first known check.
+        self.proven: dict[str, str] = {}
+        self._same: set[str] | None = None
 
     def digest_of(self, rel: str) -> Digest:
         d = self.produced.get(rel) or self.generated.get(rel)
@@ -215,7 +220,8 @@ class KeyComputer:
             return d
         d = self.settled.get(rel)
         if d is None:
-            d = self.settled[rel] = self.state.digest(rel)
+            known = self.proven.get(rel)  # stat'ed once this build already
+            d = self.settled[rel] = Digest.parse(known) if known is not None else self.state.digest(rel)
         return d
 
     def _encoded(self, rel: str) -> str:
@@ -252,9 +258,10 @@ class KeyComputer:
         key, discovered, outputs = rec
         if not self._known_unchanged(action, key, discovered) and self.key(action, discovered) != key:
             return False
+        proven = self.proven
         for out in action.outputs:
             want = outputs.get(out)
-            if want is None or str(self.state.digest(out)) != want:
+            if want is None or (proven.get(out) != want and str(self.state.digest(out)) != want):
                 return False
         for out in action.outputs:
             self.produced[out] = Digest.parse(outputs[out])
@@ -265,17 +272,16 @@ class KeyComputer:
         known = self.unchanged
         if known is None or known.validated(action.id) != key:
             return False
-        rewritten, generated, seen = self.rewritten, self.generated, known.seen
-        for rel in (*action.inputs, *discovered):
-            if rel in rewritten:
+        inputs = action.inputs
+        for changed in (known.touched, self.rewritten):  # the watcher saw it written; an action wrote it
+            if changed and not (changed.isdisjoint(inputs) and changed.isdisjoint(discovered)):
                 return False
-            same = seen.get(rel)  # asked already this build: thousands of inputs are shared headers
-            if same is None:
-                # the plan's own bytes, and the plan is the previous build's
-                same = rel in generated or known.path(rel, self.digest_of)
-            if not same:
-                return False
-        return all(known.tool(t, self.tool_digest) for t in action.tools)
+        same = self._same
+        if same is None:
+            self.proven = known.proven(self.state.stats)
+            same = self._same = {*self.proven, *self.generated}
+        return (same.issuperset(inputs) and same.issuperset(discovered)
+                and all(known.tool(t, self.tool_digest) for t in action.tools))
 
 
 def _str_dict(d, value_ok) -> bool:

@@ -14,6 +14,7 @@ import re
 import sys
 import threading
 import time
+from contextlib import contextmanager
 
 
 # Control characters other than newline and tab: in a manifest value, a build program's warning,
@@ -57,6 +58,8 @@ class Reporter:
         # Compilers colour their diagnostics when told to (not in JSON, whose `rendered` is plain).
         self.compiler_colour = self.color and not json_mode
         self.warned = False  # any warning shown (a build that warned is never answered by the no-op fast path)
+        self._held = False  # within `held()`: lines to stdout wait for `flush()`
+        self._pending = False  # written to stdout, not yet flushed
 
     # -- plain lines ---------------------------------------------------------------------------
     def _paint(self, text: str, code: str) -> str:
@@ -105,8 +108,35 @@ class Reporter:
     def _write(self, stream, line: str) -> None:
         with self._lock:
             self._clear_progress()
+            if stream is self.out and self._held:
+                stream.write(line + "\n")
+                self._pending = True
+                return
+            if self._pending:  # what stdout holds goes first, as unbuffered lines would have
+                self._pending = False
+                self.out.flush()
             stream.write(line + "\n")
             stream.flush()
+
+    @contextmanager
+    def held(self):
+        """Within: lines to stdout are not flushed one by one but by `flush()`, which the
+        scheduler calls before it waits for a running action, and on the way out; a line to
+        another stream flushes them first. A no-op build's thousand `fresh` events are then one
+        write, not a thousand wake-ups of whatever reads them, and nothing waits in the buffer
+        while the build does."""
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+            self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._pending:
+                self._pending = False
+                self.out.flush()
 
     # -- the live counter ------------------------------------------------------------------------
     def progress(self, done: int, total: int, running: list[str]) -> None:

@@ -8,6 +8,9 @@ tests can drive it deterministically with fakes (ninja's DiskInterface idea):
 - `execute(id) -> object`: runs on a worker thread (at most `jobs` at once); returns an outcome.
 - `finish(id, outcome) -> bool`: runs on the scheduling thread; False marks the action failed.
 
+`before_wait()`, if given, runs on the scheduling thread each time it is about to block until a
+running action completes (the reporter flushes the lines it held back then).
+
 On the first failure no new action starts (running ones finish) unless `keep_going` is set, in
 which case everything that does not depend on a failed action still runs.
 """
@@ -42,6 +45,7 @@ def run_graph(
     keep_going: bool = False,
     on_start: Callable[[str], None] = lambda _id: None,
     on_progress: Callable[[int, int, list[str]], None] = lambda done, total, running: None,
+    before_wait: Callable[[], None] = lambda: None,
 ) -> ScheduleResult:
     ids = list(order)
     waiting = {i: len(prereqs.get(i, ())) for i in ids}
@@ -93,6 +97,7 @@ def run_graph(
                 on_progress(done_count, total, list(running))
             if not running:
                 break
+            before_wait()
             i, fut = completions.get()
             del running[i]
             try:

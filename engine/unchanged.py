@@ -11,17 +11,25 @@ with it (`Knowledge.validated`), and the digest of every file those keys were co
 (`Knowledge.digests`: sources, headers, system headers, other actions' outputs) and of every
 tool. An action whose recorded key is its validated key, and each of whose inputs (declared,
 discovered, tools) has the digest it had then, has that key still: nothing the key encodes
-changed. The digests are the stat cache's, one `stat` per file per build as the full check
-takes; only the encoding and the hashing are saved. Outputs are still checked by the caller.
-Anything not known (a plan made anew, an in-process build, a path never seen) counts as
-changed, and the key is computed as always.
+changed.
+
+Which files still have those digests is asked once per build, for all of them together
+(`Unchanged.proven`): one `stat` per file, compared with the stamp the stat cache recorded the
+digest under, as a full check takes; only the encoding and the hashing are saved, and the
+per-file work is one tight loop instead of a walk through the key's layers per action. A file
+the watcher saw rewritten since the previous build (`touched`) makes the actions reading it
+compute their keys at once, before that loop runs: the edited unit's compile is not held up.
+Anything not known (a plan made anew, an in-process build, a path never seen, a stat cache
+entry dropped as racy) counts as changed, and the key is computed as always.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
 from mcpp.cas.digest import Digest
+from mcpp.cas.statcache import StatCache
 
 
 @dataclass
@@ -30,38 +38,50 @@ class Knowledge:
     validated: dict[str, str] = field(default_factory=dict)  # action id -> key it ended the build with
     digests: dict[str, str] = field(default_factory=dict)  # input path -> digest the keys used
     tools: dict[str, str] = field(default_factory=dict)  # tool path -> digest
+    execroot: str = ""  # what the input paths are relative to
+    # [(path, absolute path, blake3 bytes)]: what `StatCache.holding` checks, made once per
+    # knowledge, by the server while it waits for the next request (warm.py)
+    _files: list[tuple[str, str, bytes]] | None = field(default=None, repr=False, compare=False)
+
+    def files(self) -> list[tuple[str, str, bytes]]:
+        if self._files is None:
+            join, root = os.path.join, self.execroot
+            self._files = [(rel, join(root, rel), bytes.fromhex(d.partition("/")[0]))
+                           for rel, d in self.digests.items()]
+        return self._files
 
 
 class Unchanged:
-    def __init__(self, previous: Knowledge):
+    def __init__(self, previous: Knowledge, touched: frozenset[str] | set[str] = frozenset()):
         self.previous = previous
-        self.seen: dict[str, bool] = {}  # path -> answered `path()` this build
+        self.touched = touched  # execroot-relative files the watcher saw rewritten since the previous build began
+        self._proven: dict[str, str] | None = None
         self._tools: dict[str, bool] = {}
 
     def validated(self, action_id: str) -> str | None:
         return self.previous.validated.get(action_id)
 
-    def path(self, rel: str, digest_now: Callable[[str], Digest]) -> bool:
-        """Whether input `rel` has the digest the previous build keyed. Only for a file no action
-        rewrites later in this build (the caller's check)."""
-        return _same(self.seen, self.previous.digests, rel, digest_now)
+    def proven(self, stats: StatCache) -> dict[str, str]:
+        """Path -> digest of every known file that still has the digest the previous build
+        keyed (checked on the first call, for all files at once)."""
+        if self._proven is None:
+            digests = self.previous.digests
+            self._proven = {rel: digests[rel] for rel in stats.holding(self.previous.files())}
+        return self._proven
 
     def tool(self, path: str, digest_now: Callable[[str], Digest]) -> bool:
-        return _same(self._tools, self.previous.tools, path, digest_now)
+        same = self._tools.get(path)
+        if same is None:
+            was = self.previous.tools.get(path)
+            same = self._tools[path] = was is not None and str(digest_now(path)) == was
+        return same
 
 
-def _same(answers: dict[str, bool], before: dict[str, str], path: str, digest_now: Callable[[str], Digest]) -> bool:
-    """Whether `path` has the digest `before` holds for it, asked once per build (`answers`)."""
-    same = answers.get(path)
-    if same is None:
-        was = before.get(path)
-        same = answers[path] = was is not None and str(digest_now(path)) == was
-    return same
-
-
-def learn(validated: dict[str, str], produced: dict[str, Digest], settled: dict[str, Digest],
-          tools: dict[str, Digest]) -> Knowledge:
-    """The knowledge a build leaves: its validated keys and the digests they were computed from."""
-    digests = {rel: str(d) for rel, d in settled.items()}
+def learn(execroot: str, validated: dict[str, str], produced: dict[str, Digest], settled: dict[str, Digest],
+          tools: dict[str, Digest], proven: dict[str, str] | None = None) -> Knowledge:
+    """The knowledge a build leaves: its validated keys and the digests they were computed from
+    (`proven`: the files this build found unchanged without computing their digests)."""
+    digests = dict(proven or ())
+    digests.update((rel, str(d)) for rel, d in settled.items())
     digests.update((rel, str(d)) for rel, d in produced.items())
-    return Knowledge(validated, digests, {t: str(d) for t, d in tools.items()})
+    return Knowledge(validated, digests, {t: str(d) for t, d in tools.items()}, execroot)

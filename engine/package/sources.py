@@ -24,7 +24,8 @@ class Source:
     role: Role  # C, CXX, MODULE, or DEVICE (compiled by a rule's action, not by the engine)
 
     def __post_init__(self):
-        object.__setattr__(self, "role", Role(self.role))  # a role spelled as its value is the role
+        if type(self.role) is not Role:  # a role spelled as its value is the role
+            object.__setattr__(self, "role", Role(self.role))
 
 
 def role_of(path: str, device_exts: frozenset[str] = frozenset()) -> Role | None:

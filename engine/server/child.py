@@ -51,7 +51,18 @@ def run(request: dict, fds: list[int], command: Callable[[list[str]], None]) -> 
             stream.flush()
         except (OSError, ValueError):
             pass
+    # Let go of the client's descriptors once the build's output is out: whoever reads it
+    # through a pipe (`$(mcpp build)`, a CI log, a benchmark) sees its end when the client
+    # exits, not when this process has also handed its state to the server.
+    _to_devnull(0, 1, 2)
     return code
+
+
+def _to_devnull(*fds: int) -> None:
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in fds:
+        os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _forget_environment_caches() -> None:
@@ -83,9 +94,7 @@ def _die_with_server() -> None:
 
 
 def _orphaned(signum, frame):
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
+    _to_devnull(1, 2)
     raise KeyboardInterrupt
 
 

@@ -57,11 +57,20 @@ produced: bytes | None = None
 learned: Knowledge | None = None
 
 
-def unchanged() -> Unchanged | None:
+def unchanged(execroot: str) -> Unchanged | None:
     """In a build child whose plan was the given one: what the previous build left, else None."""
     if produced == REUSED and given is not None and given.knowledge is not None:
-        return Unchanged(given.knowledge)
+        return Unchanged(given.knowledge, _touched(execroot))
     return None
+
+
+def _touched(execroot: str) -> set[str]:
+    """The files the watcher saw rewritten since the given plan's build began, as actions name
+    them: execroot-relative, and absolute (system headers are named so)."""
+    out: set[str] = set()
+    for path in given.changed if given is not None else ():
+        out.update((os.path.relpath(path, execroot), path))
+    return out
 
 
 def edited_first(actions: list, execroot: str, discovered: Callable[[str], tuple]) -> list[str]:
@@ -72,10 +81,7 @@ def edited_first(actions: list, execroot: str, discovered: Callable[[str], tuple
     ids = [a.id for a in actions]
     if produced != REUSED or given is None or not given.changed:
         return ids
-    changed = set()
-    for path in given.changed:
-        rel = os.path.relpath(path, execroot)
-        changed.update((rel, path))  # inputs are execroot-relative, system headers absolute
+    changed = _touched(execroot)
     first = [a.id for a in actions if not changed.isdisjoint(a.inputs) or not changed.isdisjoint(discovered(a.id))]
     if not first:
         return ids

@@ -35,6 +35,7 @@ _MODULES = (
     "mcpp.engine.program.driver", "mcpp.engine.program.evaluate", "mcpp.engine.program.bounded",
     "mcpp.engine.modules.scanner", "mcpp.engine.plan.include_scan", "mcpp.sandbox", "mcpp.cas.statcache",
     "starlark", "blake3", "zstandard",
+    "difflib",  # click's "no such option" (which `-j2` meets before it is read as `-j 2`) imports it
 )
 _KEPT = 8  # requests remembered (build/run/test, dev/release, a couple of feature sets)
 
@@ -73,6 +74,7 @@ class Hooks:
         self.states: dict[state_memo.Paths, tuple[tuple, tuple]] = {}
         self.plans_reused = 0
         self.plans_made = 0
+        self.states_loaded = 0  # state files read back after a build that saved them
         self._next: tuple[str, object, frozenset] | None = None
 
     def fileno(self) -> int | None:
@@ -117,6 +119,10 @@ class Hooks:
         except Exception:  # noqa: BLE001 - no hand-off (the build failed early) or a damaged one
             return
         for paths in dict.fromkeys(handoff["state"]):
+            held_state = self.states.get(paths)
+            if held_state is not None and held_state[0] == state_memo.stamps(paths):
+                continue  # the build saved nothing (a no-op): what the server holds is still the files
+            self.states_loaded += 1
             loaded = state_memo.preload(paths)
             if loaded is None:
                 self.states.pop(paths, None)
@@ -142,6 +148,8 @@ class Hooks:
                 if not self.watcher.watch(root):  # out of inotify watches: scan instead
                     self._fall_back()
                     return
+        if knowledge is not None:
+            knowledge.files()  # made now, while idle, not in the next build
         self.entries[key] = _Held(entry, token, knowledge, handoff.get("globs"), watched)
         self.entries.move_to_end(key)
         while len(self.entries) > _KEPT:
@@ -159,7 +167,8 @@ class Hooks:
         return os.path.join(server_dir(self.home), f"{self.ident}-{pid}.plan")
 
     def status(self) -> dict:
-        return {"watcher": self.watcher.kind, "states_held": len(self.states), "plans_held": len(self.entries),
+        return {"watcher": self.watcher.kind, "states_held": len(self.states), "states_loaded": self.states_loaded,
+                "plans_held": len(self.entries),
                 "plans_reused": self.plans_reused, "plans_made": self.plans_made}
 
     # -- in the build child -------------------------------------------------------------------

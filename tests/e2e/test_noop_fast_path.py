@@ -7,7 +7,8 @@ import sys
 
 from e2e_support import copy_example
 
-PROBE = ("import sys; sys.argv = ['mcpp', 'build']\n"
+PROBE = ("import os, sys; sys.argv = ['mcpp', 'build']\n"
+         "os._exit = sys.exit  # an answered command ends with os._exit: let the probe look first\n"
          "import mcpp.engine.entry\n"
          "try:\n    mcpp.engine.entry.main()\n"
          "except SystemExit:\n    pass\n"

@@ -289,6 +289,26 @@ def test_the_plan_is_reused_only_while_it_holds(served, watcher):
     assert run_and_status("changed\n")["plans_made"] == 4
 
 
+def test_a_build_that_saved_nothing_leaves_the_servers_state_as_it_is(served):
+    """A no-op through the full engine writes no state file, so the server does not read its
+    state back (a thousand units: tens of milliseconds a later build would wait behind)."""
+    root, mcpp = served
+    env = {**ON, "MCPP_NO_FAST_PATH": "1"}
+
+    def build_and_status() -> tuple[int, int]:
+        res = mcpp("build", "--message-format", "json", cwd=root, env=env)
+        assert res.code == 0, res.err
+        status = _status(mcpp, root)
+        return int(status["states_loaded"]), int(status["states_held"])
+
+    built = build_and_status()
+    assert built[0] >= 1 and built[1] >= 1
+    assert build_and_status() == built
+    time.sleep(0.02)  # a new stamp for the edit
+    (root / "src/main.cpp").write_text('#include <cstdio>\n#include "greet.hpp"\nint main() { std::puts(GREETING "!"); }\n')
+    assert build_and_status()[0] > built[0]
+
+
 def test_a_home_that_cannot_hold_the_server_is_named_by_the_build(tmp_path, mcpp):
     """The client cannot make `$MCPP_HOME/server`: no traceback and no server warning; the
     in-process build names what is in the way, as without a server."""

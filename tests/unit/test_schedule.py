@@ -56,3 +56,15 @@ def test_keep_going_runs_everything_not_downstream_of_a_failure():
     result, started, _ = run(fail={"a"}, jobs=1, keep_going=True)
     assert sorted(started) == ["a", "b", "e"]
     assert sorted(result.skipped) == ["c", "d"]
+
+
+def test_before_wait_runs_each_time_the_scheduler_blocks():
+    """The reporter flushes the lines it held at `before_wait`: it must come after the fresh
+    actions checked so far and before the scheduler blocks on a running action."""
+    log = []
+    run_graph(list(GRAPH), GRAPH, jobs=1, check=lambda i: log.append(f"check {i}") or i in {"a", "e"},
+              execute=lambda i: True, finish=lambda i, ok: log.append(f"done {i}") or ok,
+              before_wait=lambda: log.append("wait"))
+    # a is fresh, b runs (one job: the scheduler waits for it), then c, then d, then e (fresh)
+    assert log == ["check a", "check b", "wait", "done b", "check c", "wait", "done c", "check d",
+                   "wait", "done d", "check e"]

@@ -54,6 +54,25 @@ def test_persisted_cache_answers_without_hashing(tmp_path):
     assert (c2.hashed, c2.hits, c2.racy) == (0, 50, 0)
 
 
+def test_holding_names_the_files_that_still_have_the_recorded_hash(tmp_path):
+    names = ["same", "rewritten", "other-hash", "never-hashed", "gone", "racy"]
+    paths = {n: tmp_path / n for n in names}
+    for n, p in paths.items():
+        p.write_bytes(n.encode())
+    c = StatCache(tmp_path / "stat")
+    hashes = {n: bytes.fromhex(c.digest(p).hash) for n, p in paths.items() if n != "never-hashed"}
+    settle(tmp_path, *paths.values())
+    c.save()
+    paths["rewritten"].write_bytes(b"REWRITTEN")
+    paths["gone"].unlink()
+    hashes["other-hash"] = bytes.fromhex(digest_bytes(b"not its bytes").hash)
+    hashes["never-hashed"] = bytes.fromhex(digest_bytes(b"never-hashed").hash)
+    c2 = StatCache(tmp_path / "stat")
+    c2._entries.pop(str(paths["racy"]))  # as the guard drops an entry stamped in the tick of the write
+    assert c2.holding([(n, str(paths[n]), hashes[n]) for n in names]) == ["same"]
+    assert c2.hashed == 0
+
+
 def test_changed_file_is_rehashed(tmp_path):
     f = tmp_path / "a.h"
     f.write_bytes(b"#define A 1\n")

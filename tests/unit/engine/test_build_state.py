@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -148,14 +149,21 @@ def _known_build(execroot, state_dir, tool):
     link = _action(id="link", inputs=("src/a.txt", "gen/g.txt"), outputs=("out/l.txt",), tools=(tool,))
     key = keys.key(link, ())
     state.record(link.id, key, (), {"out/l.txt": str(digest_bytes(b"linked"))})
+    # Saved a clock tick after the writes, as a build's end is: the stat cache then trusts the
+    # stamps it recorded (a file stamped no older than the cache is racy, and hashed again).
+    time.sleep(0.02)
     state.save()
-    produced = {"gen/g.txt": digest_bytes(b"generated")}
-    return link, learn({link.id: key}, produced, dict(keys.settled), dict(keys.tools))
+    produced = {"gen/g.txt": digest_bytes(b"generated"), "out/l.txt": digest_bytes(b"linked")}
+    return link, learn(execroot, {link.id: key}, produced, dict(keys.settled), dict(keys.tools))
 
 
 def _next(execroot, state_dir, knowledge, gen=b"generated", rewritten=False):
+    """The next build, `gen/g.txt` holding `gen`: written by its producer in this build
+    (`rewritten`), else as its producer's (fresh) record says it was left."""
     from mcpp.engine.unchanged import Unchanged
 
+    if gen != b"generated":
+        _write(execroot, "gen/g.txt", gen.decode())
     keys = KeyComputer(open_state(execroot, state_dir), PLATFORM, {}, Unchanged(knowledge))
     keys.outputs_settled({}) if not rewritten else keys.outputs_settled({"gen/g.txt": digest_bytes(gen)})
     if not rewritten:
@@ -206,3 +214,53 @@ def test_a_key_other_than_the_validated_one_computes_the_key(execroot, state_dir
     monkeypatch.setattr(incremental, "action_key", lambda *a, **k: calls.append(1) or real(*a, **k))
     assert _next(execroot, state_dir, knowledge).fresh(link)  # the same inputs: fresh, by its key
     assert calls
+
+
+def test_known_files_are_checked_together_once_not_per_action(execroot, state_dir, tool, monkeypatch):
+    """With knowledge, the inputs and outputs of a fresh action are checked by one pass over
+    every known file (`StatCache.holding`), not by a digest per path; only the tool is asked."""
+    link, knowledge = _known_build(execroot, state_dir, tool)
+    keys = _next(execroot, state_dir, knowledge)
+    passes, asked = [], []
+    real_holding, real_digest = StatCache.holding, StatCache.digest
+    monkeypatch.setattr(StatCache, "holding", lambda self, files: passes.append(1) or real_holding(self, files))
+    monkeypatch.setattr(StatCache, "digest", lambda self, path: asked.append(path) or real_digest(self, path))
+    assert keys.fresh(link)
+    assert keys.fresh(link)  # asked again: the pass is not repeated
+    assert passes == [1] and asked == [tool]
+    assert keys.proven["src/a.txt"] == str(digest_bytes(b"one"))
+
+
+def test_a_racy_stat_cache_entry_is_not_proven_the_key_is_computed(execroot, state_dir, tool, monkeypatch):
+    link, knowledge = _known_build(execroot, state_dir, tool)
+    _write(execroot, "src/a.txt", "one")  # the same bytes, a new stamp: the cache's entry no longer holds
+    keys = _next(execroot, state_dir, knowledge)
+    calls = []
+    real = incremental.action_key
+    monkeypatch.setattr(incremental, "action_key", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert keys.fresh(link) and calls
+    assert "src/a.txt" not in keys.proven
+
+
+def test_an_action_reading_a_file_the_watcher_saw_rewritten_skips_the_pass(execroot, state_dir, tool):
+    """The edited unit's key is computed at once: its compile does not wait for the pass over
+    every known file (which runs when the first other action is checked)."""
+    from mcpp.engine.unchanged import Unchanged
+
+    link, knowledge = _known_build(execroot, state_dir, tool)
+    _write(execroot, "src/a.txt", "two!")
+    known = Unchanged(knowledge, touched={"src/a.txt"})
+    keys = KeyComputer(open_state(execroot, state_dir), PLATFORM, {}, known)
+    keys.produced["gen/g.txt"] = digest_bytes(b"generated")
+    assert not keys.fresh(link)
+    assert known._proven is None and keys.proven == {}
+
+
+def test_the_next_knowledge_carries_the_proven_files(execroot, state_dir, tool):
+    from mcpp.engine.unchanged import learn
+
+    link, knowledge = _known_build(execroot, state_dir, tool)
+    keys = _next(execroot, state_dir, knowledge)
+    assert keys.fresh(link)
+    again = learn(str(execroot), {link.id: link.id}, keys.produced, keys.settled, keys.tools, keys.proven)
+    assert again.digests == knowledge.digests
