@@ -23,7 +23,7 @@ def write_compile_commands(layout: Layout, plan: Plan, changed: bool, link_at_ro
     does not serialize them again."""
     path = layout.compile_commands
     if changed or not os.path.exists(path):
-        write_if_changed(path, (json.dumps(plan.compile_commands, indent=1) + "\n").encode())
+        write_if_changed(path, _json_lines(plan.compile_commands))
     root_link = layout.compile_commands_link
     current = os.readlink(root_link) if os.path.islink(root_link) else None
     wanted = os.path.relpath(path, os.path.dirname(root_link))
@@ -31,6 +31,15 @@ def write_compile_commands(layout: Layout, plan: Plan, changed: bool, link_at_ro
         _replace_link(root_link, wanted)
     elif not link_at_root and current == wanted:
         os.unlink(root_link)  # ours, from a build that asked for it: the manifest no longer does
+
+
+def _json_lines(entries: list) -> bytes:
+    """A JSON array with one entry per line: as readable as an indented file, and encoded by
+    the json module's C encoder (an indent makes it use the pure-Python one: 7 ms at 1,000
+    compiles, on every build that ran an action)."""
+    if not entries:
+        return b"[]\n"
+    return ("[\n" + ",\n".join(json.dumps(e) for e in entries) + "\n]\n").encode()
 
 
 def make_artifact_links(plan: Plan) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from json.encoder import encode_basestring_ascii as _quoted
 import re
 import sys
 import threading
@@ -103,7 +104,7 @@ class Reporter:
 
     def event(self, reason: str, **fields) -> None:
         if self.json_mode:
-            self._write(self.out, json.dumps({"reason": reason, **fields}, sort_keys=False))
+            self._write(self.out, _event_line(reason, fields))
 
     def _write(self, stream, line: str) -> None:
         with self._lock:
@@ -162,6 +163,18 @@ class Reporter:
             self.status_stream.write("\r\x1b[2K")
             self.status_stream.flush()
             self._progress_shown = False
+
+
+def _event_line(reason: str, fields: dict) -> str:
+    """`json.dumps({"reason": reason, **fields})`, in a third of the time when every value is
+    a string (an `action-finished` event: a thousand per no-op build)."""
+    parts = ['{"reason": ', _quoted(reason)]
+    for name, value in fields.items():
+        if type(value) is not str:
+            return json.dumps({"reason": reason, **fields})
+        parts += [", ", _quoted(name), ": ", _quoted(value)]
+    parts.append("}")
+    return "".join(parts)
 
 
 def _terminal_columns() -> int:

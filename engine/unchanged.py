@@ -52,9 +52,13 @@ class Knowledge:
 
 
 class Unchanged:
-    def __init__(self, previous: Knowledge, touched: frozenset[str] | set[str] = frozenset()):
+    def __init__(self, previous: Knowledge, touched: frozenset[str] | set[str] = frozenset(),
+                 watched: tuple[dict[str, str], set[str]] | None = None):
         self.previous = previous
         self.touched = touched  # execroot-relative files the watcher saw rewritten since the previous build began
+        # files the server proved after the previous build and kept watching, and those of them
+        # an event may have touched since (server/known_watch.py)
+        self.watched = watched
         self._proven: dict[str, str] | None = None
         self._tools: dict[str, bool] = {}
 
@@ -65,8 +69,14 @@ class Unchanged:
         """Path -> digest of every known file that still has the digest the previous build
         keyed (checked on the first call, for all files at once)."""
         if self._proven is None:
-            digests = self.previous.digests
-            self._proven = {rel: digests[rel] for rel in stats.holding(self.previous.files())}
+            digests, files = self.previous.digests, self.previous.files()
+            proven: dict[str, str] = {}
+            if self.watched is not None:
+                proven, touched = self.watched
+                if touched:
+                    proven = {rel: d for rel, d in proven.items() if rel not in touched}
+                files = [f for f in files if f[0] not in proven]
+            self._proven = {**proven, **{rel: digests[rel] for rel in stats.holding(files)}}
         return self._proven
 
     def tool(self, path: str, digest_now: Callable[[str], Digest]) -> bool:

@@ -59,6 +59,8 @@ class Server:
         self.builds_served = 0
         self.noops_answered = 0
         self.noops = NoopWatch()
+        if hooks is not None:
+            hooks.share(self.noops)
         self.idle_s = _idle_seconds()
         self.running: dict[int, _Build] = {}
         self.stopping = False

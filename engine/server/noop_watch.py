@@ -34,8 +34,9 @@ class _Armed:
     ident: str
     since: int  # the event serial when its watches were in place, before its check
     interest: dict[int, set[str] | None]  # watch -> the entry names that matter in it, or ANY
-    record: noop.Record
+    record: noop.Record | None  # None: files armed for a build (`arm_files`)
     linked: list[int]  # indexes of files with several hard links: stat-checked every time
+    paths: list[str]  # the files watched by name
 
 
 class NoopWatch(Descriptor):
@@ -110,6 +111,51 @@ class NoopWatch(Descriptor):
 
     def _arm(self, ident: str, record: noop.Record) -> _Armed | None:
         """Watch the record's directories, before the check that decides whether it holds."""
+        armed = self._arm_paths(ident, record.paths, record.dir_paths, record.path, record)
+        if armed is not None:
+            self._armed[record.path] = armed
+        return armed
+
+    def arm_files(self, key: str, paths: list[str]) -> _Armed | None:
+        """Watch the directories of `paths` (each file by name, as a record's), for a check the
+        caller makes next; `changed(armed)` then says which of them an event may have touched
+        since. Re-arming a key replaces its watch. None where inotify cannot watch them all."""
+        self._armed.pop(key, None)
+        self.drain()
+        armed = self._arm_paths(key, paths)
+        if armed is not None:
+            self._armed[key] = armed
+        return armed
+
+    def disarm(self, key: str) -> None:
+        self._armed.pop(key, None)
+
+    def changed(self, armed: _Armed) -> set[str] | None:
+        """The files of `armed` (an `arm_files` watch, still armed) that may have changed since
+        it was armed: those named by an event, and those with several hard links (a write
+        through another name raises no event here); None when anything may have (a queue
+        overflow, an event on the directory itself or on one where links are resolved)."""
+        self.drain()
+        if self._armed.get(armed.ident) is not armed or self._void > armed.since:
+            return None
+        hit: set[tuple[int, str]] = set()
+        interest = armed.interest
+        for serial, wd, name in reversed(self._log):
+            if serial <= armed.since:
+                break
+            names = interest.get(wd, ())
+            if names is ANY or (wd in interest and not name):
+                return None
+            if name in names:
+                hit.add((wd, name))
+        out = {armed.paths[k] for k in armed.linked}
+        if hit:
+            dirs = {wd: d for d, wd in self._wds.items()}
+            out.update(os.path.join(dirs[wd], name) for wd, name in hit if wd in dirs)
+        return out
+
+    def _arm_paths(self, ident: str, paths: list[str], dir_paths: list[str] = (), own: str | None = None,
+                   record: noop.Record | None = None) -> _Armed | None:
         if self.fd is None:
             return None
         wanted: dict[str, set[str] | None] = {}  # directory -> names that matter, or ANY
@@ -120,10 +166,11 @@ class NoopWatch(Descriptor):
             elif wanted.get(directory, set()) is not ANY:
                 wanted.setdefault(directory, set()).add(name)
 
-        want(os.path.dirname(record.path), os.path.basename(record.path))
+        if own is not None:
+            want(os.path.dirname(own), os.path.basename(own))
         plain_dirs: dict[str, bool] = {}  # directory -> reached without a link on the way
         linked = []
-        for k, p in enumerate(record.paths):
+        for k, p in enumerate(paths):
             d = os.path.dirname(p)
             want(d, os.path.basename(p))
             if d not in plain_dirs:
@@ -141,7 +188,7 @@ class NoopWatch(Descriptor):
                 st = _stat_or(p, st)
             if st.st_nlink > 1:
                 linked.append(k)
-        for d in record.dir_paths:
+        for d in dir_paths:
             want(d, ANY)
         interest: dict[int, set[str] | None] = {}
         for d, names in wanted.items():
@@ -154,9 +201,7 @@ class NoopWatch(Descriptor):
             else:
                 interest.setdefault(wd, set()).update(names)
         self.drain()
-        armed = _Armed(ident, self._serial, interest, record, linked)
-        self._armed[record.path] = armed
-        return armed
+        return _Armed(ident, self._serial, interest, record, linked, paths)
 
     def _watch(self, directory: str) -> tuple[int, bool] | None:
         """(watch descriptor, whether it is `directory`'s own): the nearest existing ancestor's

@@ -43,6 +43,9 @@ class Given:
     knowledge: Knowledge | None = None  # what the previous build of this request ended with
     globs: dict | None = None  # its source glob expansions (engine/manifest/globs.py)
     watched: frozenset = frozenset()  # the roots the watcher covered since that build began
+    # the knowledge's files the server proved after that build, and those of them an event may
+    # have touched since (known_watch.py); None: none proven
+    proven: tuple[dict[str, str], set[str]] | None = None
 
 
 # Set by the server in its own memory just before it forks a build child; the child reads them.
@@ -60,7 +63,7 @@ learned: Knowledge | None = None
 def unchanged(execroot: str) -> Unchanged | None:
     """In a build child whose plan was the given one: what the previous build left, else None."""
     if produced == REUSED and given is not None and given.knowledge is not None:
-        return Unchanged(given.knowledge, _touched(execroot))
+        return Unchanged(given.knowledge, _touched(execroot), given.proven)
     return None
 
 

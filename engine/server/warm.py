@@ -24,7 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..manifest import globs
-from . import plan_memo, state_memo
+from . import known_watch, plan_memo, state_memo
 from .paths import server_dir
 from .watcher import StatScan, make_watcher
 
@@ -48,6 +48,10 @@ def preload() -> None:
             pass
 
 
+def _watch_key(key: str) -> str:
+    return "known " + key  # apart from the no-op records' keys (their files' paths)
+
+
 def request_key(request: dict) -> str:
     return json.dumps([request["argv"], request["cwd"], sorted(request["env"].items()), request["umask"]])
 
@@ -60,6 +64,7 @@ class _Held:
     knowledge: object  # the keys and digests it ended with (engine/unchanged.py)
     globs: dict | None  # its source glob expansions (engine/manifest/globs.py)
     watched: frozenset  # the roots the watcher covered from `token` on
+    proof: known_watch.Proof | None = None  # the knowledge's files, watched since checked
 
 
 class Hooks:
@@ -76,6 +81,10 @@ class Hooks:
         self.plans_made = 0
         self.states_loaded = 0  # state files read back after a build that saved them
         self._next: tuple[str, object, frozenset] | None = None
+        self.files_watch = None  # the daemon's NoopWatch (`share`): keeps the knowledge's files proven
+
+    def share(self, files_watch) -> None:
+        self.files_watch = files_watch
 
     def fileno(self) -> int | None:
         return self.watcher.fileno()
@@ -96,10 +105,11 @@ class Hooks:
         if held is not None:
             changes = self.watcher.since(held.token)
             if changes.everything:
-                del self.entries[key]
+                self._forget(key)
             else:
+                proven = known_watch.given(self.files_watch, held.proof) if held.proof is not None else None
                 plan_memo.given = plan_memo.Given(held.entry, changes.files, held.knowledge, held.globs,
-                                                  held.watched)
+                                                  held.watched, proven)
         # The roots watched from this token on: a root first watched later (a new path
         # dependency's) may have changed unseen while this build globbed it.
         self._next = (key, token, frozenset(self.watcher.roots))
@@ -148,12 +158,28 @@ class Hooks:
                 if not self.watcher.watch(root):  # out of inotify watches: scan instead
                     self._fall_back()
                     return
+        proof = None
         if knowledge is not None:
             knowledge.files()  # made now, while idle, not in the next build
-        self.entries[key] = _Held(entry, token, knowledge, handoff.get("globs"), watched)
+            stats = self._stat_cache(handoff["state"], knowledge.execroot)
+            if stats is not None and self.files_watch is not None:
+                proof = known_watch.arm(self.files_watch, _watch_key(key), knowledge, stats)
+        self.entries[key] = _Held(entry, token, knowledge, handoff.get("globs"), watched, proof)
         self.entries.move_to_end(key)
         while len(self.entries) > _KEPT:
-            self.entries.popitem(last=False)
+            self._forget(next(iter(self.entries)))
+
+    def _stat_cache(self, opened: list, execroot: str):
+        """The stat cache the server holds for the build of `execroot`, if it holds one."""
+        for paths in opened:
+            if paths[2] == execroot and paths in self.states:
+                return self.states[paths][1][0]
+        return None
+
+    def _forget(self, key: str) -> None:
+        self.entries.pop(key, None)
+        if self.files_watch is not None:
+            self.files_watch.disarm(_watch_key(key))
 
     def _fall_back(self) -> None:
         roots = self.watcher.roots
@@ -161,7 +187,8 @@ class Hooks:
         self.watcher = StatScan()
         for r in roots:
             self.watcher.watch(r)
-        self.entries.clear()
+        for key in list(self.entries):
+            self._forget(key)
 
     def _handoff(self, pid: int) -> str:
         return os.path.join(server_dir(self.home), f"{self.ident}-{pid}.plan")

@@ -39,3 +39,13 @@ def test_held_events_reach_the_reader_at_flush_and_before_any_other_line():
         r.event("d")
         assert log[1:] == ['out: \'{"reason": "c"}\\n\'', "err: 'warning: w\\n'"]
     assert log[-1] == 'out: \'{"reason": "d"}\\n\''  # on the way out
+
+
+def test_an_event_line_is_what_json_dumps_writes():
+    import json
+
+    from mcpp.engine.report import _event_line
+
+    for fields in ({}, {"id": "compile a:src/ü \"x\".cpp", "kind": "compile", "status": "fresh"},
+                   {"id": "x", "exit_code": 1, "duration": 0.5, "origin": {"by": "me"}}, {"ok": True}):
+        assert _event_line("action-finished", fields) == json.dumps({"reason": "action-finished", **fields})

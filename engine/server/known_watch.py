@@ -1,0 +1,49 @@
+"""The files a build's knowledge names, kept proven by inotify between builds.
+
+A server build hands the next build of the same request the digest of every file its keys were
+computed from (engine/unchanged.py); the next build proves which files still have them, one
+`stat` each: at a thousand units, three thousand stats, most of a no-op's time. The server does
+that work between builds instead, the way it keeps a no-op record true (noop_watch.py): after
+the build, it watches the directory of every file by name, then checks every file against the
+stat cache; while no event names a file, the file still has the digest it was checked to have.
+The next build stats only what an event named, the files with several hard links (a write
+through another name raises no event here) and whatever the check could not prove; where
+anything may have changed (a queue overflow, an event on a watched directory itself) it checks
+every file, as without a server.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcpp.cas.statcache import StatCache
+
+from ..unchanged import Knowledge
+from .noop_watch import NoopWatch
+
+
+@dataclass
+class Proof:
+    armed: object  # the watch (noop_watch._Armed)
+    proven: dict[str, str]  # path -> digest: the files the check after arming found unchanged
+    rel_of: dict[str, str]  # absolute path -> execroot-relative path
+
+
+def arm(watch: NoopWatch, key: str, knowledge: Knowledge, stats: StatCache) -> Proof | None:
+    """Watch the knowledge's files, then check them (in that order: a change during the check
+    is an event)."""
+    files = knowledge.files()
+    armed = watch.arm_files(key, [f[1] for f in files])
+    if armed is None:
+        return None
+    digests = knowledge.digests
+    return Proof(armed, {rel: digests[rel] for rel in stats.holding(files)}, {f[1]: f[0] for f in files})
+
+
+def given(watch: NoopWatch, proof: Proof) -> tuple[dict[str, str], set[str]] | None:
+    """(files proven at arming, those of them an event may have touched since), for the next
+    build; None when anything may have changed."""
+    changed = watch.changed(proof.armed)
+    if changed is None:
+        return None
+    rel_of = proof.rel_of
+    return proof.proven, {rel_of[p] for p in changed if p in rel_of}

@@ -1,0 +1,94 @@
+"""The knowledge's files kept proven between builds (engine/server/known_watch.py): what the
+server checked after a build stays proven until an event names a file, and every way a file
+can change under the watch makes the next build check it (or everything) again."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from mcpp.cas.statcache import StatCache
+from mcpp.engine.server import known_watch
+from mcpp.engine.server.noop_watch import NoopWatch
+from mcpp.engine.unchanged import Knowledge, Unchanged
+
+NAMES = ("src/a.c", "src/b.c", "inc/h.h", "out/a.o")
+
+
+@pytest.fixture
+def world(tmp_path):
+    """An execroot whose files a build keyed, the stat cache it left, its knowledge, and a
+    proof armed over them (as the server makes after the build)."""
+    for rel in NAMES:
+        (tmp_path / rel).parent.mkdir(exist_ok=True)
+        (tmp_path / rel).write_text(rel)
+    stats = StatCache(tmp_path / "stat")
+    digests = {rel: str(stats.digest(tmp_path / rel)) for rel in NAMES}
+    time.sleep(0.02)  # saved a clock tick after the writes, as a build's end is
+    stats.save()
+    stats = StatCache(tmp_path / "stat")
+    knowledge = Knowledge({}, digests, {}, str(tmp_path))
+    watch = NoopWatch()
+    if watch.fileno() is None:
+        pytest.skip("no inotify on this kernel: the build checks every file itself")
+    proof = known_watch.arm(watch, "known", knowledge, stats)
+    yield tmp_path, watch, knowledge, stats, proof
+    watch.close()
+
+
+def test_every_file_is_proven_after_the_check_and_stays_so_without_events(world):
+    tmp_path, watch, knowledge, stats, proof = world
+    assert proof.proven == knowledge.digests
+    assert known_watch.given(watch, proof) == (knowledge.digests, set())
+
+
+def test_the_next_build_stats_only_what_an_event_named(world, monkeypatch):
+    tmp_path, watch, knowledge, stats, proof = world
+    (tmp_path / "src/b.c").write_text("edited")
+    given = known_watch.given(watch, proof)
+    assert given == (knowledge.digests, {"src/b.c"})
+    asked = []
+    real = StatCache.holding
+    monkeypatch.setattr(StatCache, "holding", lambda self, files: asked.extend(f[0] for f in files) or real(self, files))
+    proven = Unchanged(knowledge, watched=given).proven(stats)
+    assert asked == ["src/b.c"]
+    assert set(proven) == set(NAMES) - {"src/b.c"}
+
+
+def test_a_file_with_another_hard_link_is_always_checked(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/a.c").write_text("a")
+    os.link(tmp_path / "src/a.c", tmp_path / "elsewhere.c")  # a write through it raises no event in src/
+    stats = StatCache(tmp_path / "stat")
+    knowledge = Knowledge({}, {"src/a.c": str(stats.digest(tmp_path / "src/a.c"))}, {}, str(tmp_path))
+    watch = NoopWatch()
+    if watch.fileno() is None:
+        pytest.skip("no inotify on this kernel")
+    proof = known_watch.arm(watch, "known", knowledge, stats)
+    with open(tmp_path / "elsewhere.c", "w") as f:
+        f.write("b")
+    assert known_watch.given(watch, proof)[1] == {"src/a.c"}
+    watch.close()
+
+
+@pytest.mark.parametrize("change", ["a directory removed", "a directory renamed", "re-armed elsewhere"])
+def test_when_anything_may_have_changed_nothing_is_given(world, change):
+    tmp_path, watch, knowledge, stats, proof = world
+    if change == "a directory removed":
+        os.unlink(tmp_path / "out/a.o")
+        os.rmdir(tmp_path / "out")
+    elif change == "a directory renamed":
+        os.rename(tmp_path / "inc", tmp_path / "inc2")
+        os.mkdir(tmp_path / "inc")
+        (tmp_path / "inc/h.h").write_text("inc/h.h")
+    else:
+        known_watch.arm(watch, "known", knowledge, stats)  # the old proof is no longer armed
+    assert known_watch.given(watch, proof) is None
+
+
+def test_a_file_changed_before_the_check_is_not_proven(world):
+    tmp_path, watch, knowledge, stats, proof = world
+    (tmp_path / "src/a.c").write_text("changed after the build, before the server looked")
+    again = known_watch.arm(watch, "known", knowledge, stats)
+    assert "src/a.c" not in again.proven and set(again.proven) == set(NAMES) - {"src/a.c"}
