@@ -19,6 +19,8 @@ digest under, as a full check takes; only the encoding and the hashing are saved
 per-file work is one tight loop instead of a walk through the key's layers per action. A file
 the watcher saw rewritten since the previous build (`touched`) makes the actions reading it
 compute their keys at once, before that loop runs: the edited unit's compile is not held up.
+A server that kept watching the files after the previous build (server/known_watch.py) hands
+over those it proved then and still saw no event for: only the others are stat'ed here.
 Anything not known (a plan made anew, an in-process build, a path never seen, a stat cache
 entry dropped as racy) counts as changed, and the key is computed as always.
 """
