@@ -260,7 +260,7 @@ class KeyComputer:
         if not self._known_unchanged(action, key, discovered) and self.key(action, discovered) != key:
             return False
         proven = self.proven
-        checked = []  # outputs found intact by their digest (a proven one is known as proven)
+        checked = []  # outputs found intact through the stat cache, not the proof: their digests are produced
         for out in action.outputs:
             want = outputs.get(out)
             if want is None:

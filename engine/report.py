@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-from json.encoder import encode_basestring_ascii as _quoted
 import re
 import sys
 import threading
 import time
 from contextlib import contextmanager
+from json.encoder import encode_basestring_ascii as _quoted
 
 
 # Control characters other than newline and tab: in a manifest value, a build program's warning,

@@ -57,7 +57,9 @@ class Unchanged:
     def __init__(self, previous: Knowledge, touched: frozenset[str] | set[str] = frozenset(),
                  watched: tuple[dict[str, str], set[str]] | None = None):
         self.previous = previous
-        self.touched = touched  # execroot-relative files the watcher saw rewritten since the previous build began
+        # the files the watcher saw rewritten since the previous build began, as actions name
+        # them (execroot-relative; system headers absolute)
+        self.touched = touched
         # files the server proved after the previous build and kept watching, and those of them
         # an event may have touched since (server/known_watch.py)
         self.watched = watched
