@@ -48,7 +48,8 @@ from .program.probe import configure as configure_probes
 from .profiles import Profile, resolve_profile
 from .report import Reporter, Stopwatch
 from .schedule import ScheduleResult, run_graph
-from .server import plan_memo, state_memo
+from .sandbox_warm_up import SandboxWarmUp
+from .server import after_reply, plan_memo, state_memo
 from .shell_text import pasteable
 from .stores import Stores
 from .timings import TimingsRecorder
@@ -125,10 +126,12 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
     profile = resolve_profile(graph.root_manifest, opts.profile)
     layout = Layout.of(graph, profile.name)
     lock = _BuildLock(layout.lock_file, reporter)
+    warm = None
     try:
         stats, state, scans = state_memo.open_state(layout.stat_cache, layout.action_state, layout.execroot,
                                                     layout.scan_cache)
         env = _environment(graph, layout, opts, reporter)
+        warm = _warm_up(opts, reporter, stores, env, runner)
         watched = _programs(graph, layout, toolchain, profile, opts, reporter, env)
         prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
         plan = plan_memo.plan(lambda scan, includes: Planner(graph, toolchain, profile, layout=layout, scan=scan,
@@ -139,7 +142,7 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
             reporter.raw_warning(w)
         timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
-                                     timings, env.roots(), top=opts.target_override is None)
+                                     timings, env.roots(), top=opts.target_override is None, warm=warm)
         if timings is not None:  # also for a failed build: where the time went is as telling
             timings.finish(skipped=len(result.skipped))
             for path in timings.write(layout.target_dir, opts.timings, opts.trace):
@@ -152,6 +155,8 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
             make_artifact_links(plan)
     finally:
         lock.release()
+        if warm is not None:
+            after_reply.later(warm.close)
     outcome = BuildOutcome(graph, plan, layout, profile, toolchain, result, clock.elapsed(),
                            {a.id: state.discovered(a.id) for a in plan.actions}, *watched)
     record_last_build(opts.home, counters)
@@ -254,9 +259,11 @@ def record_last_build(home: Home, counters: Counters) -> None:
 def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolchain, opts: BuildOptions,
               reporter: Reporter, state: BuildState, scans: ScanCache, runner: ActionRunner | None,
               stores: Stores, timings: TimingsRecorder | None = None,
-              payload_roots: tuple[str, ...] = (), top: bool = True) -> tuple[ScheduleResult, Counters]:
+              payload_roots: tuple[str, ...] = (), top: bool = True,
+              warm: SandboxWarmUp | None = None) -> tuple[ScheduleResult, Counters]:
     """Schedule every action of the plan through the pipeline; save the state, also on failure.
-    `top`: the build the user asked for, not a host tool's build inside it."""
+    `top`: the build the user asked for, not a host tool's build inside it; `warm`: its
+    sandbox, made ahead (`_warm_up`)."""
     # `--sandbox off` results are keyed apart (engine/trust.py).
     platform = trust.platform_for(toolchain.identity, host_triple(), opts.sandbox)
     keys = KeyComputer(state, platform, plan.generated, plan_memo.unchanged(plan.execroot) if top else None)
@@ -276,8 +283,9 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                 staged[rel] = path
             return path
 
-        runner = SandboxRunner(lambda: _make_sandbox(opts.sandbox, str(stores.home.root), reporter, payload_roots),
-                               plan.execroot, stage)
+        make = warm.get if warm is not None else \
+            lambda: _make_sandbox(opts.sandbox, str(stores.home.root), reporter, payload_roots)
+        runner = SandboxRunner(make, plan.execroot, stage)
     executing = stores.remote is not None and stores.remote.execute and isinstance(runner, SandboxRunner)
     jobs = opts.jobs or (remote_exec_jobs(0) if executing else os.cpu_count() or 1)
     workers, slots = jobs, None
@@ -314,22 +322,36 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                                execute=timings.timed(pipeline.restore_or_run) if timings else pipeline.restore_or_run,
                                finish=pipeline.finish, keep_going=opts.keep_going,
                                on_start=on_start, on_progress=reporter.progress, before_wait=reporter.flush)
+        # The records go to disk while the ingest finishes the last outputs (zstd lets go of
+        # the GIL): an action whose outputs then fail to store is forgotten by `drain`, and the
+        # state is written again below. A crash in between leaves a state that takes the action
+        # as done, which it is (its outputs are in target/); only its cache entry is missing.
+        _save_records(state, scans, pipeline)
         pipeline.drain(result)  # the store ingest the actions left behind (cas/ingest.py)
         completed = True
-        if top and plan_memo.active:
-            plan_memo.learned = _knowledge(result, state, keys)
+        if top and plan_memo.active:  # for the server, made after the client has its answer
+            plan_memo.learned = lambda: _knowledge(result, state, keys)
     finally:
         pipeline.ingest.abandon()  # interrupted: jobs not started are dropped, none is torn
         if isinstance(runner, SandboxRunner):
-            runner.shutdown()  # also on Ctrl-C: kills running actions, removes their directories
+            # On Ctrl-C or a failure now: it kills running actions and removes their directories.
+            # After a whole build only idle workers and their slots are left: after the reply.
+            if completed and top:
+                after_reply.later(runner.shutdown)
+            else:
+                runner.shutdown()
         reporter.end_progress()
-        state.save()
-        scans.save()
-        pipeline.explain.save()
-        pipeline.warned.save()
+        _save_records(state, scans, pipeline)  # each writes only what changed since it last wrote
         if remote is not None:
             remote.close(wait=completed)  # uploads still queued finish before `Finished`
     return result, pipeline.counters
+
+
+def _save_records(state: BuildState, scans: ScanCache, pipeline: ActionPipeline) -> None:
+    state.save()
+    scans.save()
+    pipeline.explain.save()
+    pipeline.warned.save()
 
 
 def _knowledge(result: ScheduleResult, state: BuildState, keys: KeyComputer) -> Knowledge:
@@ -357,9 +379,10 @@ def _content_of(plan: Plan):
 _SANDBOX_WARNED: set[str] = set()
 
 
-def _make_sandbox(name: str | None, work_root: str, reporter: Reporter, payload_roots: tuple[str, ...] = ()):
+def _make_sandbox(name: str | None, work_root: str, reporter: Reporter, payload_roots: tuple[str, ...] = (),
+                  worker_ahead: bool = False):
     try:
-        sandbox, warning = make_sandbox(name, work_root, payload_roots)
+        sandbox, warning = make_sandbox(name, work_root, payload_roots, worker_ahead)
     except SandboxUnavailable as e:
         raise McppError(str(e)) from None
     if warning and warning not in _SANDBOX_WARNED:
@@ -369,6 +392,20 @@ def _make_sandbox(name: str | None, work_root: str, reporter: Reporter, payload_
         reporter.warning("--sandbox off: actions run directly in the project directory with no isolation; "
                          "this build is not hermetic")
     return sandbox
+
+
+def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, env: Environment,
+             runner: ActionRunner | None) -> SandboxWarmUp | None:
+    """Make the sandbox and start its first worker while the build plans, when it will
+    probably run an action: in a server's build child whose watcher saw a file change since
+    the last build of the same request, or that has no such build to go by. Never for a no-op
+    (the watcher saw nothing), a host tool's build, `--sandbox off`, remote execution, or a
+    runner given by the caller."""
+    if runner is not None or opts.target_override is not None or opts.sandbox == "off":
+        return None
+    if (stores.remote is not None and stores.remote.execute) or not plan_memo.likely_work():
+        return None
+    return SandboxWarmUp(lambda: _make_sandbox(opts.sandbox, str(stores.home.root), reporter, env.roots(), True))
 
 
 def _shown_dir(path: str) -> str:

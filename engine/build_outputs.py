@@ -23,7 +23,7 @@ def write_compile_commands(layout: Layout, plan: Plan, changed: bool, link_at_ro
     does not serialize them again."""
     path = layout.compile_commands
     if changed or not os.path.exists(path):
-        write_if_changed(path, _json_lines(plan.compile_commands))
+        write_if_changed(path, compile_commands_json(plan))
     root_link = layout.compile_commands_link
     current = os.readlink(root_link) if os.path.islink(root_link) else None
     wanted = os.path.relpath(path, os.path.dirname(root_link))
@@ -31,6 +31,14 @@ def write_compile_commands(layout: Layout, plan: Plan, changed: bool, link_at_ro
         _replace_link(root_link, wanted)
     elif not link_at_root and current == wanted:
         os.unlink(root_link)  # ours, from a build that asked for it: the manifest no longer does
+
+
+def compile_commands_json(plan: Plan) -> bytes:
+    """The file's bytes for `plan`, encoded once per plan: a warm server encodes them while idle
+    for the plan it keeps (server/warm.py), so a build that reuses the plan only compares."""
+    if plan.compile_commands_json is None:
+        plan.compile_commands_json = _json_lines(plan.compile_commands)
+    return plan.compile_commands_json
 
 
 def _json_lines(entries: list) -> bytes:

@@ -214,6 +214,10 @@ class KeyComputer:
         self.proven: dict[str, str] = {}
         self._same: set[str] | None = None
         self._tools_same: dict[tuple[str, ...], bool] = {}
+        # Keys computed this build, by (action, discovered inputs): a check asks for the same key
+        # twice (is the last one still right; the key to look up) and the finish a third time,
+        # and a link's key hashes a thousand inputs. See `key` for why a key cannot go stale.
+        self._keys: dict[tuple[str, tuple[str, ...]], str] = {}
 
     def digest_of(self, rel: str) -> Digest:
         d = self.produced.get(rel) or self.generated.get(rel)
@@ -241,7 +245,17 @@ class KeyComputer:
         return d
 
     def key(self, action: Action, discovered: tuple[str, ...]) -> str:
-        return action_key(action, self.platform, self.digest_of, self.tool_digest, discovered, self._encoded)
+        """The action's key over its inputs' digests this build. An action is first asked for
+        once its prerequisites have finished, and within a build an input's digest changes only
+        when its producer settles it, so the key stays right for the rest of the build; except
+        for an action that rewrites one of its own inputs, whose key after it ran differs."""
+        memo = (action.id, discovered)
+        k = self._keys.get(memo)
+        if k is None:
+            k = action_key(action, self.platform, self.digest_of, self.tool_digest, discovered, self._encoded)
+            if not _rewrites_an_input(action, discovered):
+                self._keys[memo] = k
+        return k
 
     def outputs_settled(self, outputs: Mapping[str, Digest]) -> None:
         """Outputs an action just produced or restored: the keys of the actions that read them
@@ -293,6 +307,11 @@ class KeyComputer:
         if ok is None:
             ok = self._tools_same[tools] = all(known.tool(t, self.tool_digest) for t in tools)
         return ok
+
+
+def _rewrites_an_input(action: Action, discovered: tuple[str, ...]) -> bool:
+    outputs = set(action.outputs)
+    return not (outputs.isdisjoint(action.inputs) and outputs.isdisjoint(discovered))
 
 
 def _str_dict(d, value_ok) -> bool:

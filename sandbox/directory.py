@@ -74,7 +74,7 @@ class DirSandbox(StagedSandbox):
             self._retire(worker)
             raise
         if worker.alive:
-            slot.clear()
+            slot.release()
         else:
             self._retire(worker)
         return result

@@ -12,7 +12,8 @@ from .spec import Sandbox
 NAMES = ("bwrap", "dir", "off")
 
 
-def make_sandbox(name: str | None, work_root: str, ro_roots: tuple[str, ...] = ()) -> tuple[Sandbox, str | None]:
+def make_sandbox(name: str | None, work_root: str, ro_roots: tuple[str, ...] = (),
+                 worker_ahead: bool = False) -> tuple[Sandbox, str | None]:
     """The sandbox called ``name``, or the best available one when ``name`` is None.
 
     Returns ``(sandbox, warning)``; ``warning`` (without a ``warning:`` prefix, for the CLI to
@@ -21,6 +22,9 @@ def make_sandbox(name: str | None, work_root: str, ro_roots: tuple[str, ...] = (
     name raises ``ValueError`` naming the accepted ones. The bwrap probe runs once per process.
     Creating the sandbox reclaims stale directories of dead engines under ``work_root``.
     ``ro_roots`` (the build's installed payloads) are visible read-only to every action.
+    ``worker_ahead``: start bwrap's first worker now (from the calling thread, which must
+    outlive it: `BwrapSandbox.prestart`) and take its answer as the probe's, which then does
+    not run; a worker that does not answer leaves the choice to the probe, as without it.
     """
     if name is not None and name not in NAMES:
         raise ValueError(f"unknown sandbox {name!r}: expected one of {', '.join(NAMES)}")
@@ -29,6 +33,11 @@ def make_sandbox(name: str | None, work_root: str, ro_roots: tuple[str, ...] = (
     if name == "off":
         return LocalSandbox(pool=SandboxPool(work_root)), None
     bwrap = find_bwrap()
+    if bwrap is not None and worker_ahead:
+        early = BwrapSandbox(bwrap=bwrap, pool=SandboxPool(work_root), ro_roots=ro_roots)
+        if early.start_proven():
+            return early, None
+        early.shutdown()
     reason = NOT_FOUND if bwrap is None else probe_bwrap(bwrap)
     if reason is None:
         return BwrapSandbox(bwrap=bwrap, pool=SandboxPool(work_root), ro_roots=ro_roots), None

@@ -1,13 +1,18 @@
-"""A reused action directory, one per engine thread: a bwrap worker's ``/execroot`` on the
+"""A reused action directory, one per worker: a bwrap worker's ``/execroot`` on the
 host, or the directory the ``dir`` sandbox runs that thread's actions in.
 
 A fresh action directory costs a ``mkdir`` per directory level of every input and output
 (``target/dev/obj/pkg/src/...``), and creating a directory is the slowest file operation on the
 development VMs (about 0.3 ms, against 0.01 ms for a hard link). A slot keeps its directories
-from one action to the next and removes every *file* after each action. Before the next action
+from one action to the next and removes every *file* an action left. Before the next action
 it removes the directories that action does not need and creates the ones it lacks, so the
 action sees exactly the tree a fresh directory would hold: its inputs, and the parents of its
 inputs, outputs and working directory.
+
+The files go when the next action is prepared, not when the last one ends (`release`): a link
+that staged a thousand objects leaves a thousand names to unlink (7 ms), and after the last
+action of a build nobody should wait for that. The pool removes the whole slot when it shuts
+down (after the client has its answer, in a server's build child: engine/server/after_reply.py).
 """
 from __future__ import annotations
 
@@ -27,15 +32,22 @@ SLOT_SUFFIX = ".slot"
 class Slot:
     def __init__(self, path: str) -> None:
         self.path = path
-        self.dirs: set[str] = set()  # relative directories present (and no file anywhere)
+        self.dirs: set[str] = set()  # relative directories present (and no file anywhere, unless `dirty`)
+        self.dirty = False  # the last action's files are still here
         self._runs = itertools.count()
 
     def next_tag(self) -> str:
         """A name for one action's collected outputs, unique across every slot and action."""
         return f"{os.path.basename(self.path)}-{next(self._runs)}"
 
+    def release(self) -> None:
+        """The action that used the slot is over: its files go before the next one is prepared."""
+        self.dirty = True
+
     def prepare(self, spec: SandboxSpec) -> set[str]:
         """Make the directory tree exactly what `spec` needs; return it (relative paths)."""
+        if self.dirty:
+            self.clear()
         rels = [relpath(r, "input", spec.label) for r in spec.inputs]
         rels += [relpath(o, "output", spec.label) for o in spec.outputs]
         cwd = relpath(spec.cwd, "cwd", spec.label)
@@ -61,6 +73,7 @@ class Slot:
                 for name in files:
                     os.unlink(f"{top}/{name}")
             self.dirs = dirs
+            self.dirty = False
         except OSError:  # an action changed permissions, say: start from nothing
             self.reset()
 
@@ -71,3 +84,4 @@ class Slot:
             else:
                 os.unlink(entry.path)
         self.dirs = set()
+        self.dirty = False

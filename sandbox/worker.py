@@ -1,4 +1,5 @@
-"""A process that runs many actions, one at a time: one per engine thread.
+"""A process that runs many actions, one at a time (under bwrap, any engine thread's; under
+``dir``, one per engine thread).
 
 Under bwrap, setting up and tearing down the namespaces (the network namespace above all) costs
 about 7 ms per action on the development VMs, a fifth of a small compile. A worker pays it once:
@@ -34,8 +35,9 @@ the child: about 4 ms less per action on the development VMs.
 
 A timeout is the executor's to enforce (it kills the action's processes and answers
 ``timed_out``); the engine keeps a later deadline of its own and ends the whole worker if even
-that passes. A worker belongs to the thread that started it: ``--die-with-parent`` is tied to
-that thread, and one thread runs one action at a time.
+that passes. A worker runs one action at a time, for whichever thread took it (bwrap.py keeps
+the idle ones); its ``--die-with-parent`` is tied to the thread that started it, which must live
+as long as the worker is used (the scheduler's threads and the build's warm-up thread do).
 
 Only actions whose tools all live under the system roots use a bwrap worker (its mounts are
 fixed when it starts); others, and actions that ask for the network, run one bwrap each.
@@ -43,6 +45,7 @@ fixed when it starts); others, and actions that ask for the network, run one bwr
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import select
 import subprocess
@@ -61,7 +64,10 @@ GRACE_S = 10.0
 # Runs as the worker's main process. Requests and responses are one JSON line each; a response
 # is followed by the action's stdout and stderr bytes.
 EXECUTOR = r"""
-import ctypes, json, os, select, shutil, signal, subprocess, sys, time
+# Only modules that cost nothing to import (about 12 ms of the worker's start-up went to
+# subprocess, signal and json, which pull in enum and re): actions start with posix_spawn,
+# requests come as marshal, replies go out as JSON written by hand.
+import _signal, ctypes, marshal, os, select, sys, time
 me = os.getpid()
 IN_NS = sys.argv[1] == "ns"
 libc = ctypes.CDLL(None, use_errno=True)
@@ -90,6 +96,7 @@ BASELINE = {d: listing(d) for d in ("/", "/etc", "/tmp", "/dev", "/dev/shm")} if
 
 def remove(path):
     if os.path.isdir(path) and not os.path.islink(path):
+        import shutil  # only when an action left a directory behind
         shutil.rmtree(path, ignore_errors=True)
     else:
         try:
@@ -141,12 +148,12 @@ def kill_leftovers():
     left = leftovers()
     if IN_NS and left:
         try:
-            os.kill(-1, signal.SIGKILL)
+            os.kill(-1, _signal.SIGKILL)
         except OSError:
             pass
     for pid in left:
         try:
-            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, _signal.SIGKILL)
         except OSError:
             pass
 
@@ -213,10 +220,10 @@ def unprotect(done):
     for p in reversed(done):
         check(libc.umount2(p, 2), f"umount {p.decode()}")  # MNT_DETACH
 
-def wait(proc, timeout):
+def wait(pid, timeout):
     # True when the action exited before its timeout
     if timeout is not None:
-        fd = os.pidfd_open(proc.pid)
+        fd = os.pidfd_open(pid)
         try:
             poller = select.poll()
             poller.register(fd, select.POLLIN)
@@ -224,44 +231,98 @@ def wait(proc, timeout):
                 return False
         finally:
             os.close(fd)
-    proc.wait()
     return True
 
+def reap(pid):
+    # the exit code as subprocess reports it: -N for a death by signal N
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+def program(name, env):
+    # what execvp would run for `name` under the action's PATH (as subprocess does with env=)
+    if "/" in name:
+        return name
+    for d in os.get_exec_path(env):
+        path = os.path.join(d, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    raise FileNotFoundError(2, "No such file or directory")
+
+# Python ignores SIGPIPE (and SIGXFSZ); an exec keeps an ignored signal ignored, so an action
+# gets the default back, as subprocess's restore_signals gives it.
+DEFAULT_SIGNALS = (_signal.SIGPIPE, _signal.SIGXFSZ)
+for fd in os.listdir("/proc/self/fd"):  # whatever the executor was started with stays out of actions
+    if int(fd) > 2:
+        try:
+            os.set_inheritable(int(fd), False)
+        except OSError:
+            pass
+
+def spawn(req, out_fd, err_fd):
+    # the action's main process: its own session in a namespace, stdin from /dev/null, stdout
+    # and stderr captured, the request's env and cwd (posix_spawn has no cwd: we go there and back)
+    env = req["env"]
+    path = program(req["argv"][0], env)
+    files = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+             (os.POSIX_SPAWN_DUP2, out_fd, 1), (os.POSIX_SPAWN_DUP2, err_fd, 2)]
+    os.chdir(req["cwd"])
+    try:
+        return os.posix_spawn(path, req["argv"], env, file_actions=files, setsid=IN_NS,
+                              setsigdef=DEFAULT_SIGNALS)
+    finally:
+        os.chdir("/")
+
+def reply(code, failure, timed_out, o, e):
+    # the header line is JSON; every value is a number, a boolean or null
+    fail = "null" if failure is None else ('"setup"' if failure == "setup" else str(int(failure)))
+    out.write(f'{{"code": {int(code)}, "failure": {fail}, "timed_out": {"true" if timed_out else "false"}, '
+              f'"out": {len(o)}, "err": {len(e)}}}\n'.encode())
+    out.write(o + e)
+    out.flush()
+
+def requests(stream):
+    # each request is a 4-byte little-endian length and that many bytes of marshal
+    while True:
+        head = stream.read(4)
+        if len(head) < 4:
+            return
+        yield marshal.loads(stream.read(int.from_bytes(head, "little")))
+
 out = sys.stdout.buffer
-for line in sys.stdin.buffer:
-    req = json.loads(line)
+for req in requests(sys.stdin.buffer):
+    if "ping" in req:  # the engine asks whether this namespace came up: it did
+        out.write(b'{"pong": 1}\n')
+        out.flush()
+        continue
     try:
         mounted = protect(req["ro"])
     except OSError as e:  # the engine runs the action another way
-        o = f"the sandbox could not mount the inputs read-only: {e}".encode()
-        out.write(json.dumps({"code": 126, "failure": "setup", "timed_out": False, "out": 0,
-                              "err": len(o)}).encode() + b"\n")
-        out.write(o)
-        out.flush()
+        reply(126, "setup", False, b"", f"the sandbox could not mount the inputs read-only: {e}".encode())
         continue
     out_fd, err_fd = capture(), capture()
     timed_out = False
     try:
-        proc = subprocess.Popen(req["argv"], env=req["env"], cwd=req["cwd"], stdin=subprocess.DEVNULL,
-                                stdout=out_fd, stderr=err_fd, start_new_session=IN_NS, close_fds=True)
-        timed_out = not wait(proc, req.get("timeout"))
+        pid = spawn(req, out_fd, err_fd)
+        timed_out = not wait(pid, req.get("timeout"))
         if timed_out:
             kill_leftovers()
-        code = proc.wait()
+        code = reap(pid)
         failure = None
     except OSError as e:
-        code, failure = 127, [e.errno, e.strerror]
+        code, failure = 127, e.errno or 0
     sweep()
     unprotect(mounted)
     for d, before in BASELINE.items():
         for name in listing(d) - before:
             remove(os.path.join(d, name))
-    o, e = read_all(out_fd), read_all(err_fd)
-    out.write(json.dumps({"code": code, "failure": failure, "timed_out": timed_out,
-                          "out": len(o), "err": len(e)}).encode() + b"\n")
-    out.write(o + e)
-    out.flush()
+    reply(code, failure, timed_out, read_all(out_fd), read_all(err_fd))
 """
+
+
+def _frame(request: dict) -> bytes:
+    """A request as the executor reads it: a 4-byte little-endian length, then marshal (plain
+    strings, numbers, lists and dicts: what the executor gets without importing json)."""
+    data = marshal.dumps(request)
+    return len(data).to_bytes(4, "little") + data
 
 
 class WorkerFailed(Exception):
@@ -296,8 +357,7 @@ class Worker:
                 ro: list[str] = ()) -> tuple[int, bool, bytes, bytes]:
         """Run one action; (exit code, timed out, stdout, stderr) as `run_group` answers. `ro`:
         paths (as the action sees them) mounted read-only for this action (bwrap only)."""
-        request = json.dumps({"argv": argv, "env": env, "cwd": cwd, "timeout": timeout,
-                              "ro": list(ro)}).encode() + b"\n"
+        request = _frame({"argv": list(argv), "env": dict(env), "cwd": cwd, "timeout": timeout, "ro": list(ro)})
         try:
             self.proc.stdin.write(request)
             self.proc.stdin.flush()
@@ -317,8 +377,23 @@ class Worker:
             raise WorkerFailed(body[reply["out"]:].decode(errors="replace").strip())
         self.answered += 1
         if reply["failure"] is not None:  # as Popen outside would: the caller reports it
-            raise OSError(*reply["failure"])
+            raise OSError(reply["failure"], os.strerror(reply["failure"]))
         return reply["code"], reply["timed_out"], body[: reply["out"]], body[reply["out"]:]
+
+    def ping(self, timeout: float) -> bool:
+        """Whether the worker comes up and answers within `timeout` seconds: the namespace was
+        made, the executor's Python started and kept its mount capability (which is all the
+        bwrap probe shows, and more). A worker that does not answer is closed."""
+        try:
+            self.proc.stdin.write(_frame({"ping": 1}))
+            self.proc.stdin.flush()
+            line = self._read_line(time.monotonic() + timeout)
+        except (OSError, WorkerFailed):
+            line = None
+        if line is not None and json.loads(line) == {"pong": 1}:
+            return True
+        self.close()
+        return False
 
     def _read_line(self, deadline: float | None) -> bytes | None:
         """The next line from the worker; None when `deadline` passes first."""

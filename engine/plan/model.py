@@ -41,6 +41,8 @@ class Plan:
     artifacts: list[Artifact] = field(default_factory=list)
     compile_commands: list[dict] = field(default_factory=list)
     made_by: dict[str, str] = field(default_factory=dict)  # execroot path -> id of the action writing it
+    # `compile_commands` as the file's bytes, made once per plan (engine/build_outputs.py)
+    compile_commands_json: bytes | None = field(default=None, repr=False, compare=False)
 
     def add(self, action: Action, package: str, prereqs: list[str]) -> None:
         self.actions.append(action)

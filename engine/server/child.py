@@ -19,11 +19,14 @@ import tempfile
 import time
 from typing import Callable
 
+from . import after_reply
+
 _PR_SET_PDEATHSIG = 1
 
 
 def run(request: dict, fds: list[int], command: Callable[[list[str]], None]) -> int:
     """Become the client's `mcpp` process, run `command(argv)`; the exit status."""
+    after_reply.start()
     os.setpgid(0, 0)  # Ctrl-C forwarded to the group reaches the build's processes, as from a terminal
     _die_with_server()
     for target, fd in enumerate(fds[:3]):

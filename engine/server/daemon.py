@@ -25,7 +25,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import child, protocol
+from . import after_reply, child, protocol
 from .noop_watch import NoopWatch
 from .source_watch import SourceWatch
 from .paths import socket_address
@@ -217,6 +217,7 @@ class Server:
                 os.write(done_w, bytes([code & 0xFF]))
                 if self.hooks is not None:
                     self.hooks.child_done()
+                after_reply.run(log)
             except BaseException:  # noqa: BLE001 - the child could not become the client's process:
                 # die as a crash does, so the client warns once and builds in process
                 log(traceback.format_exc())

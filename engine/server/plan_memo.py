@@ -55,9 +55,17 @@ given: Given | None = None
 # must not be able to change what is remembered), or REUSED; the server collects it after the exit.
 REUSED = b"reused"
 produced: bytes | None = None
-# Set in the child at the end of its build (engine/unchanged.py): handed to the next build of
-# the same request when that one reuses the plan.
-learned: Knowledge | None = None
+# Set in the child at the end of its build: how to make what it learned (engine/unchanged.py),
+# called once the client has its answer; handed to the next build of the same request when that
+# one reuses the plan.
+learned: Callable[[], Knowledge] | None = None
+
+
+def likely_work() -> bool:
+    """In a build child: whether the build will probably run an action, because the watcher saw
+    a file change since the last build of the same request, or there is no such build to go
+    by. False outside a server (no watcher to ask)."""
+    return active and (given is None or bool(given.changed))
 
 
 def unchanged(execroot: str) -> Unchanged | None:

@@ -23,7 +23,9 @@ import pickle
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from ..build_outputs import compile_commands_json
 from ..manifest import globs
+from ..plan.model import Plan
 from . import known_watch, plan_memo, state_memo
 from .paths import server_dir
 from .watcher import StatScan, make_watcher
@@ -158,6 +160,8 @@ class Hooks:
                 if not self.watcher.watch(root):  # out of inotify watches: scan instead
                     self._fall_back()
                     return
+        if isinstance(entry.plan, Plan):
+            compile_commands_json(entry.plan)  # encoded now, while idle: the next build only compares
         proof = None
         if knowledge is not None:
             knowledge.files()  # made now, while idle, not in the next build
@@ -215,7 +219,8 @@ class Hooks:
         tmp = f"{path}.tmp"
         try:
             with open(tmp, "wb") as f:
-                pickle.dump({"plan": plan_memo.produced, "state": state_memo.used, "knowledge": plan_memo.learned,
+                knowledge = plan_memo.learned() if plan_memo.learned is not None else None
+                pickle.dump({"plan": plan_memo.produced, "state": state_memo.used, "knowledge": knowledge,
                              "globs": globs.made}, f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, path)
         except Exception:  # noqa: BLE001 - only a cache: the next build plans and loads

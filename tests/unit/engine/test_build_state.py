@@ -104,6 +104,33 @@ def test_key_follows_input_content(execroot, state_dir):
     assert KeyComputer(open_state(execroot, state_dir), PLATFORM, {}).key(_action(), ()) != k1
 
 
+def test_a_key_is_computed_once_per_action_and_discovered_inputs_in_a_build(execroot, state_dir, monkeypatch):
+    _write(execroot, "src/a.txt", "one")
+    _write(execroot, "src/b.h", "b")
+    keys = KeyComputer(open_state(execroot, state_dir), PLATFORM, {})
+    computed = []
+    real = incremental.action_key
+    monkeypatch.setattr(incremental, "action_key", lambda *a, **k: computed.append(a[0].id) or real(*a, **k))
+    a = _action()
+    first = keys.key(a, ())
+    assert keys.key(a, ()) == first  # the check asks twice, the finish once more
+    with_header = keys.key(a, ("src/b.h",))
+    assert with_header != first and keys.key(a, ("src/b.h",)) == with_header
+    assert computed == ["cat a", "cat a"]
+
+
+def test_an_action_that_rewrites_its_own_input_gets_the_key_of_what_it_left(execroot, state_dir):
+    _write(execroot, "lib.a", "before")
+    keys = KeyComputer(open_state(execroot, state_dir), PLATFORM, {})
+    ar = _action(id="ar", argv=("ar", "r", "lib.a"), inputs=("lib.a",), outputs=("lib.a",))
+    before = keys.key(ar, ())
+    _write(execroot, "lib.a", "after!")
+    keys.outputs_settled({"lib.a": digest_bytes(b"after!")})
+    after = keys.key(ar, ())
+    assert after != before  # recorded after the run: the next build computes this one from the file
+    assert after == KeyComputer(open_state(execroot, state_dir), PLATFORM, {}).key(ar, ())
+
+
 def test_digest_of_prefers_this_builds_outputs_then_generated_files(execroot, state_dir):
     _write(execroot, "gen/x.h", "on disk")
     keys = KeyComputer(open_state(execroot, state_dir), PLATFORM, {"gen/x.h": b"planned"})

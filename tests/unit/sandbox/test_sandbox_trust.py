@@ -23,17 +23,21 @@ def test_an_action_cannot_change_a_staged_input(mode, make, mkspec, tmp_path):
     src = tmp_path / "store-file"
     src.write_text("original\n")
     os.chmod(src, 0o444)
-    r = make(mode).run(mkspec(["sh", "-c", ATTACK], inputs={"in/data.txt": str(src)}, outputs=("out/seen",),
-                              label="//t:attack"))
+    sb = make(mode)
+    r = sb.run(mkspec(["sh", "-c", ATTACK], inputs={"in/data.txt": str(src)}, outputs=("out/seen",),
+                      label="//t:attack"))
     assert src.read_text() == "original\n"
-    assert os.stat(src).st_nlink == 1  # nothing kept a link to it
     if mode == "bwrap":  # the read-only mount refused every step; the action went on
         assert r.exit_code == 0, r.stderr
         assert b"Read-only file system" in r.stderr
         assert r.outputs and open(r.outputs["out/seen"]).read() == "original\n"
+        assert os.stat(r.outputs["out/seen"]).st_ino != os.stat(src).st_ino
     else:  # a private copy was changed: the action fails, nothing is collected
         assert r.exit_code == 1 and r.outputs == {}
         assert b"error: action //t:attack modified its input in/data.txt" in r.stderr
+    # The slot's staged name goes with the slot; nothing else kept a link to the file.
+    sb.shutdown()
+    assert os.stat(src).st_nlink == 1
 
 
 def test_inputs_in_a_directory_that_also_holds_outputs_are_read_only_one_by_one():

@@ -101,3 +101,99 @@ def test_a_program_that_cannot_start_is_reported_as_outside_a_worker(bwrap_sb, m
     assert r.exit_code == 127
     assert r.stderr == b"error: action //t:x could not start '/no/such/program': No such file or directory\n"
     assert len(slots(work_root)) == 1  # the worker answered and stays
+
+
+def _files(path):
+    return sorted(os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(path) for f in fs)
+
+
+def test_an_actions_files_go_when_the_next_action_is_prepared_or_the_sandbox_shuts_down(
+        bwrap_sb, mkspec, tmp_path, work_root):
+    a = tmp_path / "a.txt"
+    a.write_text("a\n")
+    first = bwrap_sb.run(mkspec(["sh", "-c", "echo junk > junk; cat a.txt > out"], inputs={"a.txt": str(a)},
+                                outputs=("out",)))
+    assert first.exit_code == 0, first.stderr
+    [slot] = slots(work_root)
+    # Nobody waits for the unlinks after an action: its input and its undeclared file are still there...
+    assert _files(os.path.join(work_root, "sandbox", slot)) == ["a.txt", "junk"]
+    assert os.stat(a).st_nlink == 2  # the staged hard link
+    # ...and gone before the next action sees the directory.
+    second = bwrap_sb.run(mkspec(["sh", "-c", "find . | sort"]))
+    assert second.stdout.decode().split() == ["."]
+    assert os.stat(a).st_nlink == 1
+    bwrap_sb.shutdown()
+    assert slots(work_root) == []
+
+
+def test_a_worker_started_ahead_answers_and_serves_the_actions_of_every_thread(bwrap_sb, mkspec, work_root):
+    started = threading.Event()
+    done = threading.Event()
+    proven = []
+
+    def keeper():  # a worker dies with the thread that started it: this one lives through the test
+        proven.append(bwrap_sb.start_proven())
+        started.set()
+        done.wait()
+
+    t = threading.Thread(target=keeper)
+    t.start()
+    try:
+        started.wait()
+        assert proven == [True]
+        ahead = slots(work_root)
+        assert len(ahead) == 1
+        results = []
+
+        def one():  # one thread after the other, as a compile and then its link
+            results.append(bwrap_sb.run(mkspec(["sh", "-c", "echo $$"])))
+
+        for _ in range(2):
+            r = threading.Thread(target=one)
+            r.start()
+            r.join()
+        assert [r.exit_code for r in results] == [0, 0]
+        assert slots(work_root) == ahead  # both ran in the worker started ahead; none was started late
+    finally:
+        done.set()
+        t.join()
+
+
+def test_a_worker_whose_thread_ended_is_replaced(bwrap_sb, mkspec, work_root):
+    t = threading.Thread(target=bwrap_sb.start_proven)
+    t.start()
+    t.join()  # bwrap's --die-with-parent ends the worker with this thread
+    [first] = slots(work_root)
+    deadline = time.monotonic() + 5
+    while bwrap_sb._idle[0].alive and time.monotonic() < deadline:
+        time.sleep(0.01)
+    r = bwrap_sb.run(mkspec(["sh", "-c", "echo ok"]))
+    assert (r.exit_code, r.stdout) == (0, b"ok\n")
+    assert first not in slots(work_root)  # the dead one's slot went with it
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_an_action_in_a_worker_starts_as_from_a_shell(mode, make, mkspec, tmp_path):
+    """The executor starts actions with posix_spawn: SIGPIPE is back to its default (Python
+    ignores it, and an exec would keep it ignored), stdin is /dev/null, and no descriptor of
+    the executor's reaches the action."""
+    sb = make(mode)
+    r = sb.run(mkspec(["sh", "-c", "yes | head -n1; read x || echo no-input; ls /proc/self/fd | sort -n | tr '\\n' ' '"]))
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr == b""  # `yes` died of SIGPIPE quietly, not "Broken pipe" on an ignored signal
+    lines = r.stdout.decode().splitlines()
+    assert lines[:2] == ["y", "no-input"]
+    assert lines[2].split() == ["0", "1", "2", "3"]  # 3: the directory `ls` opened
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_a_program_is_found_on_the_actions_path_not_the_executors(mode, make, mkspec, tmp_path):
+    tool = tmp_path / "hello-tool"
+    tool.write_text("#!/bin/sh\necho from-bin\n")
+    tool.chmod(0o755)
+    sb = make(mode)
+    env = {"PATH": "@@EXECROOT@@/bin:/usr/bin:/bin"}
+    r = sb.run(mkspec(["hello-tool"], env=env, inputs={"bin/hello-tool": str(tool)}))
+    assert (r.exit_code, r.stdout) == (0, b"from-bin\n"), r.stderr
+    missing = sb.run(mkspec(["hello-tool"], env={"PATH": "/usr/bin:/bin"}, inputs={"bin/hello-tool": str(tool)}))
+    assert missing.exit_code == 127 and b"hello-tool" in missing.stderr

