@@ -20,7 +20,7 @@ from mcpp.cas.remote.config import RemoteConfigError, RemoteSettings, resolve_se
 
 from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
-from . import noop, prebuilt, trust
+from . import after_reply, noop, prebuilt, trust
 from .action_runner import ActionRunner, SandboxRunner
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .remote_exec_runner import remote_exec_jobs, with_remote_execution
@@ -48,8 +48,9 @@ from .program.probe import configure as configure_probes
 from .profiles import Profile, resolve_profile
 from .report import Reporter, Stopwatch
 from .schedule import ScheduleResult, run_graph
+from . import sandbox_warm_up
 from .sandbox_warm_up import SandboxWarmUp
-from .server import after_reply, plan_memo, state_memo
+from .server import plan_memo, state_memo
 from .shell_text import pasteable
 from .stores import Stores
 from .timings import TimingsRecorder
@@ -379,19 +380,22 @@ def _content_of(plan: Plan):
 _SANDBOX_WARNED: set[str] = set()
 
 
-def _make_sandbox(name: str | None, work_root: str, reporter: Reporter, payload_roots: tuple[str, ...] = (),
-                  worker_ahead: bool = False):
+def _make_sandbox(name: str | None, work_root: str, reporter: Reporter, payload_roots: tuple[str, ...] = ()):
     try:
-        sandbox, warning = make_sandbox(name, work_root, payload_roots, worker_ahead)
+        sandbox, warning = make_sandbox(name, work_root, payload_roots)
     except SandboxUnavailable as e:
         raise McppError(str(e)) from None
-    if warning and warning not in _SANDBOX_WARNED:
-        _SANDBOX_WARNED.add(warning)
-        reporter.warning(warning)
+    _sandbox_warning(reporter, warning)
     if sandbox.name == "off":
         reporter.warning("--sandbox off: actions run directly in the project directory with no isolation; "
                          "this build is not hermetic")
     return sandbox
+
+
+def _sandbox_warning(reporter: Reporter, warning: str | None) -> None:
+    if warning and warning not in _SANDBOX_WARNED:
+        _SANDBOX_WARNED.add(warning)
+        reporter.warning(warning)
 
 
 def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, env: Environment,
@@ -401,11 +405,17 @@ def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, env: Enviro
     the last build of the same request, or that has no such build to go by. Never for a no-op
     (the watcher saw nothing), a host tool's build, `--sandbox off`, remote execution, or a
     runner given by the caller."""
-    if runner is not None or opts.target_override is not None or opts.sandbox == "off":
+    if runner is not None or opts.target_override is not None:
         return None
-    if (stores.remote is not None and stores.remote.execute) or not plan_memo.likely_work():
-        return None
-    return SandboxWarmUp(lambda: _make_sandbox(opts.sandbox, str(stores.home.root), reporter, env.roots(), True))
+    settings = (opts.sandbox, str(stores.home.root), tuple(env.roots()))
+    plan_memo.sandbox = settings
+    warm = sandbox_warm_up.adopt(settings)
+    if warm is None and opts.sandbox != "off" and not (stores.remote is not None and stores.remote.execute) \
+            and plan_memo.likely_work():
+        warm = SandboxWarmUp(settings)
+    if warm is not None:
+        warm.report = lambda warning: _sandbox_warning(reporter, warning)
+    return warm
 
 
 def _shown_dir(path: str) -> str:

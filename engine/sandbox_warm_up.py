@@ -1,18 +1,19 @@
-"""The build's sandbox, made ahead of its first action while the build still loads and plans.
+"""The build's sandbox, begun ahead of its first action while the build still loads and plans.
 
 The first action of a build waits for three things no earlier step needed: the bwrap probe
 (one `bwrap ... true`, about 8 ms), the sandbox's pool, and its worker process (a namespace and
-the executor's Python: about 25 ms before it answers; sandbox/worker.py). In an edit-one build
-that is a tenth of the engine's own time, all of it on the critical path before the compile.
-When the build will probably run something (a warm server saw files change since the last
-build, or has no last build to compare with), `SandboxWarmUp` makes the sandbox on a thread of
-its own while the main thread plans, starting its first worker at once and taking the worker's
-answer for the probe's (which then does not run: sandbox/select.py). The first action finds the
-sandbox made and that worker answering; the link after it finds the same worker idle.
+the executor's Python: about 15 ms before it answers; sandbox/worker.py). In an edit-one build
+all of it would be on the critical path before the compile. When the build will probably run
+something (a warm server saw files change since the last build, or has no last build to compare
+with), `SandboxWarmUp` begins the sandbox early: the build's main thread starts bwrap's first
+worker (`sandbox.begin_sandbox`), and a thread waits for the worker's answer and takes it for
+the probe's, which then does not run. The first action finds the sandbox made and that worker
+answering; the link after it finds the same worker idle.
 
-The thread stays alive until the build ends (`close`): bwrap's ``--die-with-parent`` ends a
-worker when the *thread* that started it exits, and the worker started here serves the
-scheduler's threads.
+The worker is started from the main thread because bwrap's ``--die-with-parent`` ends it when the
+*thread* that started it exits; the main thread lives as long as the build. In a server's build
+child the warm-up begins before the command line is read (`start_early`), for the sandbox the
+last build of the same request used, and the build adopts it when it wants the same (`adopt`).
 """
 from __future__ import annotations
 
@@ -20,47 +21,106 @@ import sys
 import threading
 from typing import Callable
 
+from . import after_reply
+from .errors import McppError
+from mcpp.sandbox import SandboxUnavailable, begin_sandbox
+
 SWITCH_S = 0.0002  # the interpreter's switch interval while the warm-up runs
 
 
 class SandboxWarmUp:
-    def __init__(self, make: Callable[[], object]) -> None:
-        """`make()` makes the sandbox and starts its first worker (from this object's thread)."""
-        self._make = make
-        self._made = threading.Event()
-        self._closing = threading.Event()
-        self._sandbox = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._keep, name="mcpp-sandbox-warm-up", daemon=True)
-        self._thread.start()
+    """The sandbox for `settings` = (`--sandbox` value, work root, payload roots), begun now.
 
-    def _keep(self) -> None:
-        # This thread mostly waits (for fork and exec, for the worker's answer), and each time it wakes it
-        # needs the GIL from a main thread that is planning: at the default switch interval
-        # (5 ms) each hand-over costs up to 5 ms, which doubled the warm-up. Short while it runs.
-        interval = sys.getswitchinterval()
+    The calling thread (a build's main thread, which lives as long as the build) starts bwrap's
+    first worker, about 3 ms of its time; a thread of this object's own waits for the worker's
+    answer (or, where bwrap cannot be used, makes the sandbox the usual way) and ends."""
+
+    def __init__(self, settings: tuple) -> None:
+        self.settings = settings
+        self.report: Callable[[str], None] | None = None  # the build's way to show the warning
+        self._made = threading.Event()
+        self._sandbox = None
+        self._warning: str | None = None
+        self._error: BaseException | None = None
+        # Each hand-over of the GIL (the waiting thread's wake-up, then the first action's once
+        # the sandbox is made) would wait up to the switch interval (5 ms) for a main thread
+        # busy planning and checking: short until the first action has the sandbox.
+        self._interval = sys.getswitchinterval()
         sys.setswitchinterval(SWITCH_S)
         try:
-            self._sandbox = self._make()
+            finish = _begin(settings)
+        except Exception as e:  # noqa: BLE001 - given to the first action, which reports it as before
+            finish = _raising(e)
+        threading.Thread(target=self._finish, args=(finish,), name="mcpp-sandbox-warm-up", daemon=True).start()
+
+    def _finish(self, finish: Callable[[], tuple[object, str | None]]) -> None:
+        try:
+            self._sandbox, self._warning = finish()
         except BaseException as e:  # noqa: BLE001 - given to the first action, which reports it as before
             self._error = e
         finally:
-            sys.setswitchinterval(interval)
             self._made.set()
-        self._closing.wait()
 
     def get(self):
         """The sandbox (made once; waits for the warm-up), or the error making it raised."""
         self._made.wait()
+        self._restore_interval()
         if self._error is not None:
             raise self._error
+        if self._warning is not None and self.report is not None:
+            warning, self._warning = self._warning, None
+            self.report(warning)
         return self._sandbox
 
     def close(self) -> None:
         """End the warm-up: its sandbox is shut down (the runner that took it shuts it down
-        too; a second shutdown does nothing) and the thread exits."""
-        self._closing.set()
+        too; a second shutdown does nothing)."""
         self._made.wait()
+        self._restore_interval()
         if self._sandbox is not None:
             self._sandbox.shutdown()
-        self._thread.join()
+
+    def _restore_interval(self) -> None:
+        if self._interval is not None:
+            sys.setswitchinterval(self._interval)
+            self._interval = None
+
+
+def _begin(settings: tuple) -> Callable[[], tuple[object, str | None]]:
+    name, work_root, payload_roots = settings
+    finish = begin_sandbox(name, work_root, payload_roots)
+
+    def finished() -> tuple[object, str | None]:
+        try:
+            return finish()
+        except SandboxUnavailable as e:
+            raise McppError(str(e)) from None
+    return finished
+
+
+def _raising(error: BaseException) -> Callable[[], tuple[object, str | None]]:
+    def finish() -> tuple[object, str | None]:
+        raise error
+    return finish
+
+
+# In a server's build child: a warm-up begun before the command line was even read, for the
+# sandbox the last build of the same request used (server/warm.py); the build adopts it when it
+# wants the same one.
+_early: SandboxWarmUp | None = None
+
+
+def start_early(settings: tuple) -> None:
+    global _early
+    _early = SandboxWarmUp(settings)
+
+
+def adopt(settings: tuple) -> SandboxWarmUp | None:
+    """The early warm-up, when it was begun for `settings`; one begun for other settings is
+    closed (after the client's answer: nothing waits for it)."""
+    global _early
+    early, _early = _early, None
+    if early is None or early.settings == settings:
+        return early
+    after_reply.later(early.close)
+    return None

@@ -162,18 +162,25 @@ class BwrapSandbox(StagedSandbox):
         self._idle: list[Worker] = []
         self._idle_lock = threading.Lock()
 
-    def start_proven(self, timeout: float = PROBE_TIMEOUT_S) -> bool:
-        """Start one worker and wait for it to answer (`Worker.ping`); True when it did, and it
-        then waits for the first action. A build starts it while it still plans, so its first
-        compile does not wait ~25 ms for a namespace and the executor's Python; and an answering
-        worker shows that bwrap works here, so the engine need not also run the probe
-        (`make_sandbox(..., worker_ahead=True)`). Its ``--die-with-parent`` is tied to the
-        calling thread, which must outlive the sandbox's use (engine/sandbox_warm_up.py keeps
-        one alive until the build ends)."""
+    def start_ahead(self) -> Worker | None:
+        """Start a worker before any action needs it and ask it to answer (`Worker.ping`); give
+        it to `take_ahead` to wait for that answer. A build starts one while it still plans, so
+        its first compile does not wait ~15 ms for a namespace and the executor's Python. Its
+        ``--die-with-parent`` is tied to the calling thread, which must outlive the sandbox's
+        use (a build starts it from its main thread). None: workers are off here."""
         if not self.use_workers:
-            return False
+            return None
         worker = Worker(self._prefix, self.pool.new_action_dir(SLOT_SUFFIX), self.pool)
-        if not worker.ping(timeout):
+        if not worker.send_ping():
+            self._retire(worker)
+            return None
+        return worker
+
+    def take_ahead(self, worker: Worker, timeout: float = PROBE_TIMEOUT_S) -> bool:
+        """Wait for `start_ahead`'s worker to answer; True when it did, and it then waits for
+        the first action. An answering worker shows that bwrap works here, so the engine need
+        not also run the probe (sandbox/select.py: `begin_sandbox`)."""
+        if not worker.pong(timeout):
             self._retire(worker)
             return False
         self._give_back(worker)

@@ -1,6 +1,8 @@
 """Choosing a sandbox by name (``--sandbox bwrap|dir|off``) or by what this machine can do."""
 from __future__ import annotations
 
+from typing import Callable
+
 from .bwrap import NOT_FOUND, BwrapSandbox, find_bwrap, probe_bwrap
 from .directory import DirSandbox
 from .errors import SandboxUnavailable
@@ -12,8 +14,7 @@ from .spec import Sandbox
 NAMES = ("bwrap", "dir", "off")
 
 
-def make_sandbox(name: str | None, work_root: str, ro_roots: tuple[str, ...] = (),
-                 worker_ahead: bool = False) -> tuple[Sandbox, str | None]:
+def make_sandbox(name: str | None, work_root: str, ro_roots: tuple[str, ...] = ()) -> tuple[Sandbox, str | None]:
     """The sandbox called ``name``, or the best available one when ``name`` is None.
 
     Returns ``(sandbox, warning)``; ``warning`` (without a ``warning:`` prefix, for the CLI to
@@ -22,9 +23,6 @@ def make_sandbox(name: str | None, work_root: str, ro_roots: tuple[str, ...] = (
     name raises ``ValueError`` naming the accepted ones. The bwrap probe runs once per process.
     Creating the sandbox reclaims stale directories of dead engines under ``work_root``.
     ``ro_roots`` (the build's installed payloads) are visible read-only to every action.
-    ``worker_ahead``: start bwrap's first worker now (from the calling thread, which must
-    outlive it: `BwrapSandbox.prestart`) and take its answer as the probe's, which then does
-    not run; a worker that does not answer leaves the choice to the probe, as without it.
     """
     if name is not None and name not in NAMES:
         raise ValueError(f"unknown sandbox {name!r}: expected one of {', '.join(NAMES)}")
@@ -33,11 +31,6 @@ def make_sandbox(name: str | None, work_root: str, ro_roots: tuple[str, ...] = (
     if name == "off":
         return LocalSandbox(pool=SandboxPool(work_root)), None
     bwrap = find_bwrap()
-    if bwrap is not None and worker_ahead:
-        early = BwrapSandbox(bwrap=bwrap, pool=SandboxPool(work_root), ro_roots=ro_roots)
-        if early.start_proven():
-            return early, None
-        early.shutdown()
     reason = NOT_FOUND if bwrap is None else probe_bwrap(bwrap)
     if reason is None:
         return BwrapSandbox(bwrap=bwrap, pool=SandboxPool(work_root), ro_roots=ro_roots), None
@@ -48,6 +41,29 @@ def make_sandbox(name: str | None, work_root: str, ro_roots: tuple[str, ...] = (
         "from compiler depfiles, the network is not isolated"
     )
     return _with_roots(DirSandbox(pool=SandboxPool(work_root)), ro_roots), warning
+
+
+def begin_sandbox(name: str | None, work_root: str,
+                  ro_roots: tuple[str, ...] = ()) -> Callable[[], tuple[Sandbox, str | None]]:
+    """`make_sandbox` in two halves, for a build that makes its sandbox while it plans. This
+    call only starts bwrap's first worker, from the calling thread (whose end ends that worker:
+    bwrap's ``--die-with-parent``); the `finish()` it returns, callable from any thread, waits
+    for the worker's answer and takes it for the probe's, which then does not run. A worker that
+    does not answer leaves the choice to `make_sandbox`, probe and all."""
+    if name in (None, "bwrap"):
+        bwrap = find_bwrap()
+        if bwrap is not None:
+            early = BwrapSandbox(bwrap=bwrap, pool=SandboxPool(work_root), ro_roots=ro_roots)
+            worker = early.start_ahead()
+            if worker is not None:
+                def finish() -> tuple[Sandbox, str | None]:
+                    if early.take_ahead(worker):
+                        return early, None
+                    early.shutdown()
+                    return make_sandbox(name, work_root, ro_roots)
+                return finish
+            early.shutdown()
+    return lambda: make_sandbox(name, work_root, ro_roots)
 
 
 def _with_roots(sandbox, ro_roots: tuple[str, ...]):

@@ -12,7 +12,7 @@ inputs, outputs and working directory.
 The files go when the next action is prepared, not when the last one ends (`release`): a link
 that staged a thousand objects leaves a thousand names to unlink (7 ms), and after the last
 action of a build nobody should wait for that. The pool removes the whole slot when it shuts
-down (after the client has its answer, in a server's build child: engine/server/after_reply.py).
+down (after the client has its answer, in a server's build child: engine/after_reply.py).
 """
 from __future__ import annotations
 

@@ -380,13 +380,22 @@ class Worker:
             raise OSError(reply["failure"], os.strerror(reply["failure"]))
         return reply["code"], reply["timed_out"], body[: reply["out"]], body[reply["out"]:]
 
-    def ping(self, timeout: float) -> bool:
-        """Whether the worker comes up and answers within `timeout` seconds: the namespace was
-        made, the executor's Python started and kept its mount capability (which is all the
-        bwrap probe shows, and more). A worker that does not answer is closed."""
+    def send_ping(self) -> bool:
+        """Ask the worker to answer once it is up (`pong` reads the answer); False when it is
+        already gone."""
         try:
             self.proc.stdin.write(_frame({"ping": 1}))
             self.proc.stdin.flush()
+            return True
+        except OSError:
+            self.close()
+            return False
+
+    def pong(self, timeout: float) -> bool:
+        """Whether the worker answered `send_ping` within `timeout` seconds: the namespace was
+        made, the executor's Python started and kept its mount capability (which is all the
+        bwrap probe shows, and more). A worker that does not answer is closed."""
+        try:
             line = self._read_line(time.monotonic() + timeout)
         except (OSError, WorkerFailed):
             line = None

@@ -19,13 +19,15 @@ import tempfile
 import time
 from typing import Callable
 
-from . import after_reply
+from .. import after_reply
 
 _PR_SET_PDEATHSIG = 1
 
 
-def run(request: dict, fds: list[int], command: Callable[[list[str]], None]) -> int:
-    """Become the client's `mcpp` process, run `command(argv)`; the exit status."""
+def run(request: dict, fds: list[int], command: Callable[[list[str]], None],
+        ready: Callable[[], None] | None = None) -> int:
+    """Become the client's `mcpp` process, run `command(argv)`; the exit status. `ready()`
+    runs once the process is the client's, just before the command."""
     after_reply.start()
     os.setpgid(0, 0)  # Ctrl-C forwarded to the group reaches the build's processes, as from a terminal
     _die_with_server()
@@ -43,6 +45,8 @@ def run(request: dict, fds: list[int], command: Callable[[list[str]], None]) -> 
     _reset_signals()
     _reopen_stdio()
     try:
+        if ready is not None:
+            ready()
         command(list(request["argv"]))
         code = 0
     except SystemExit as e:

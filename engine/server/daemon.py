@@ -25,7 +25,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import after_reply, child, protocol
+from .. import after_reply
+from . import child, protocol
 from .noop_watch import NoopWatch
 from .source_watch import SourceWatch
 from .paths import socket_address
@@ -211,7 +212,7 @@ class Server:
                 self._in_child()
                 conn.close()
                 os.close(done_r)
-                code = child.run(request, fds, self.command)
+                code = child.run(request, fds, self.command, self.hooks.child_ready if self.hooks else None)
                 # The build is over for the user (its output flushed): the client gets its exit
                 # status now, not after the hand-off below and this process's teardown.
                 os.write(done_w, bytes([code & 0xFF]))

@@ -46,6 +46,7 @@ class Given:
     # the knowledge's files the server proved after that build, and those of them an event may
     # have touched since (known_watch.py); None: none proven
     proven: tuple[dict[str, str], set[str]] | None = None
+    sandbox: tuple | None = None  # the sandbox settings that build used (engine/sandbox_warm_up.py)
 
 
 # Set by the server in its own memory just before it forks a build child; the child reads them.
@@ -59,6 +60,9 @@ produced: bytes | None = None
 # called once the client has its answer; handed to the next build of the same request when that
 # one reuses the plan.
 learned: Callable[[], Knowledge] | None = None
+# Set in the child by the build: the sandbox settings it used, so that the next build of the same
+# request can start that sandbox before it has read its command line (engine/sandbox_warm_up.py).
+sandbox: tuple | None = None
 
 
 def likely_work() -> bool:
@@ -93,7 +97,18 @@ def edited_first(actions: list, execroot: str, discovered: Callable[[str], tuple
     if produced != REUSED or given is None or not given.changed:
         return ids
     changed = _touched(execroot)
-    first = [a.id for a in actions if not changed.isdisjoint(a.inputs) or not changed.isdisjoint(discovered(a.id))]
+    # A source's edit names its compile among the declared inputs (a few per action); only an
+    # edited header needs the discovered ones, a hundred system headers per compile (5 ms at
+    # 1,000 units, before the edited compile can start).
+    readers = [a for a in actions if not changed.isdisjoint(a.inputs)]
+    seen: set[str] = set()
+    for a in readers:
+        seen.update(changed.intersection(a.inputs))
+    if all(path in seen or os.path.relpath(path, execroot) in seen for path in given.changed):
+        first = [a.id for a in readers]
+    else:
+        first = [a.id for a in actions
+                 if not changed.isdisjoint(a.inputs) or not changed.isdisjoint(discovered(a.id))]
     if not first:
         return ids
     ahead = set(first)

@@ -23,6 +23,7 @@ import pickle
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from .. import sandbox_warm_up
 from ..build_outputs import compile_commands_json
 from ..manifest import globs
 from ..plan.model import Plan
@@ -67,6 +68,7 @@ class _Held:
     globs: dict | None  # its source glob expansions (engine/manifest/globs.py)
     watched: frozenset  # the roots the watcher covered from `token` on
     proof: known_watch.Proof | None = None  # the knowledge's files, watched since checked
+    sandbox: tuple | None = None  # the sandbox settings it used (engine/sandbox_warm_up.py)
 
 
 class Hooks:
@@ -111,7 +113,7 @@ class Hooks:
             else:
                 proven = known_watch.given(self.files_watch, held.proof) if held.proof is not None else None
                 plan_memo.given = plan_memo.Given(held.entry, changes.files, held.knowledge, held.globs,
-                                                  held.watched, proven)
+                                                  held.watched, proven, held.sandbox)
         # The roots watched from this token on: a root first watched later (a new path
         # dependency's) may have changed unseen while this build globbed it.
         self._next = (key, token, frozenset(self.watcher.roots))
@@ -168,7 +170,7 @@ class Hooks:
             stats = self._stat_cache(handoff["state"], knowledge.execroot)
             if stats is not None and self.files_watch is not None:
                 proof = known_watch.arm(self.files_watch, _watch_key(key), knowledge, stats)
-        self.entries[key] = _Held(entry, token, knowledge, handoff.get("globs"), watched, proof)
+        self.entries[key] = _Held(entry, token, knowledge, handoff.get("globs"), watched, proof, handoff.get("sandbox"))
         self.entries.move_to_end(key)
         while len(self.entries) > _KEPT:
             self._forget(next(iter(self.entries)))
@@ -213,6 +215,15 @@ class Hooks:
             globs.given = given.globs
             globs.covered = lambda path: (path.rstrip("/") + "/").startswith(roots)
 
+    def child_ready(self) -> None:
+        """In the child, its process set up as the client's, before the command line runs: when
+        the watcher saw a change since the last build of this request, start the sandbox that
+        build used (its worker takes ~15 ms to answer; reading the command line, loading and
+        planning take about as long)."""
+        given = plan_memo.given
+        if given is not None and given.sandbox is not None and given.changed and given.sandbox[0] != "off":
+            sandbox_warm_up.start_early(given.sandbox)
+
     def child_done(self) -> None:
         """Tell the server what this build planned and which state files it opened."""
         path = self._handoff(os.getpid())
@@ -221,6 +232,7 @@ class Hooks:
             with open(tmp, "wb") as f:
                 knowledge = plan_memo.learned() if plan_memo.learned is not None else None
                 pickle.dump({"plan": plan_memo.produced, "state": state_memo.used, "knowledge": knowledge,
+                             "sandbox": plan_memo.sandbox,
                              "globs": globs.made}, f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, path)
         except Exception:  # noqa: BLE001 - only a cache: the next build plans and loads

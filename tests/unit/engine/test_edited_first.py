@@ -34,3 +34,10 @@ def test_the_readers_of_rewritten_files_come_first_the_rest_in_plan_order(given)
 def test_plan_order_without_a_given_plan_or_a_change(given):
     assert given("/ws/src/c.cpp", reused=False) == ["c1", "c2", "c3", "link"]
     assert given() == ["c1", "c2", "c3", "link"]
+
+
+def test_an_edited_source_is_found_among_declared_inputs_without_the_discovered_ones(monkeypatch):
+    monkeypatch.setattr(plan_memo, "produced", plan_memo.REUSED)
+    monkeypatch.setattr(plan_memo, "given", plan_memo.Given(entry=None, changed={"/ws/src/c.cpp"}))
+    order = plan_memo.edited_first(ACTIONS, "/ws", lambda i: pytest.fail("read the discovered inputs"))
+    assert order == ["c3", "c1", "c2", "link"]

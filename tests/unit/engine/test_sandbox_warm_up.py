@@ -1,6 +1,6 @@
 """The sandbox made ahead of a build's first action (engine/sandbox_warm_up.py), the worker whose
 answer stands for the bwrap probe (sandbox/select.py), and the teardown left for after the
-client's answer (engine/server/after_reply.py). Real bwrap, real workers."""
+client's answer (engine/after_reply.py). Real bwrap, real workers."""
 from __future__ import annotations
 
 import os
@@ -8,9 +8,12 @@ import threading
 
 import pytest
 
+from mcpp.engine import sandbox_warm_up
 from mcpp.engine.sandbox_warm_up import SandboxWarmUp
-from mcpp.engine.server import after_reply, plan_memo
-from mcpp.sandbox import SandboxSpec, bwrap as bwrap_module, select, worker
+from mcpp.engine import after_reply
+from mcpp.engine.server import plan_memo
+from mcpp.engine.errors import McppError
+from mcpp.sandbox import SandboxSpec, SandboxUnavailable, bwrap as bwrap_module, select, worker
 from mcpp.sandbox.bwrap import BwrapSandbox, find_bwrap, probe_bwrap
 from mcpp.sandbox.slot import SLOT_SUFFIX
 
@@ -38,7 +41,7 @@ def _spec(argv):
 
 def test_a_worker_that_answers_stands_for_the_probe(work_root, monkeypatch):
     monkeypatch.setattr(select, "probe_bwrap", lambda *a: pytest.fail("the probe ran"))
-    sandbox, warning = select.make_sandbox(None, work_root, worker_ahead=True)
+    sandbox, warning = select.begin_sandbox(None, work_root)()
     try:
         assert isinstance(sandbox, BwrapSandbox) and warning is None
         assert len(_slots(work_root)) == 1  # the worker started ahead, idle
@@ -54,7 +57,7 @@ def test_a_worker_that_cannot_start_leaves_the_choice_to_the_probe(work_root, mo
     probed = []
     real = select.probe_bwrap
     monkeypatch.setattr(select, "probe_bwrap", lambda *a: probed.append(1) or real(*a))
-    sandbox, _ = select.make_sandbox(None, work_root, worker_ahead=True)
+    sandbox, _ = select.begin_sandbox(None, work_root)()
     try:
         assert probed == [1]
         assert sandbox.run(_spec(["echo", "hi"])).stdout == b"hi\n"  # one bwrap per action
@@ -62,13 +65,14 @@ def test_a_worker_that_cannot_start_leaves_the_choice_to_the_probe(work_root, mo
         sandbox.shutdown()
 
 
-def test_the_warm_up_makes_the_sandbox_on_a_thread_that_outlives_its_worker(work_root):
-    warm = SandboxWarmUp(lambda: select.make_sandbox(None, work_root, worker_ahead=True)[0])
+def test_the_warm_ups_worker_serves_the_actions_of_every_thread_and_goes_with_close(work_root):
+    warm = SandboxWarmUp((None, work_root, ()))  # the worker is started here, on the test's main thread
+    assert len(_slots(work_root)) == 1
     sandbox = warm.get()
     assert warm.get() is sandbox
     results = []
 
-    def action():  # the scheduler's threads come and go; the worker was started by the warm-up's
+    def action():  # the scheduler's threads come and go
         results.append(sandbox.run(_spec(["sh", "-c", "echo $$"])))
 
     for _ in range(2):
@@ -81,13 +85,16 @@ def test_the_warm_up_makes_the_sandbox_on_a_thread_that_outlives_its_worker(work
     assert _slots(work_root) == []
 
 
-def test_an_error_making_the_sandbox_reaches_every_action_that_asks(work_root):
-    def make():
-        raise RuntimeError("--sandbox bwrap: bwrap does not work here")
+def test_an_error_making_the_sandbox_reaches_every_action_that_asks(work_root, monkeypatch):
+    def begin(*settings):
+        def finish():
+            raise SandboxUnavailable("--sandbox bwrap: bwrap does not work here")
+        return finish
 
-    warm = SandboxWarmUp(make)
+    monkeypatch.setattr(sandbox_warm_up, "begin_sandbox", begin)
+    warm = SandboxWarmUp(("bwrap", work_root, ()))
     for _ in range(2):
-        with pytest.raises(RuntimeError, match="does not work here"):
+        with pytest.raises(McppError, match="does not work here"):
             warm.get()
     warm.close()
 
@@ -123,3 +130,36 @@ def test_teardown_waits_for_the_reply_only_in_a_build_child(monkeypatch):
     assert len(logged) == 1 and "ZeroDivisionError" in logged[0]
     after_reply.later(lambda: done.append("again at once"))
     assert done[-1] == "again at once"
+
+
+def test_a_warning_about_the_sandbox_made_ahead_is_shown_once_by_the_build_that_uses_it(work_root, monkeypatch):
+    class Made:
+        def shutdown(self):
+            pass
+
+    monkeypatch.setattr(sandbox_warm_up, "begin_sandbox",
+                        lambda *settings: lambda: (Made(), "bwrap does not work here; using the directory sandbox"))
+    warm = SandboxWarmUp((None, work_root, ()))
+    shown = []
+    warm.report = shown.append
+    warm.get()
+    warm.get()
+    assert shown == ["bwrap does not work here; using the directory sandbox"]
+    warm.close()
+
+
+def test_a_build_adopts_the_early_warm_up_only_for_the_sandbox_it_was_started_for(work_root, monkeypatch):
+    settings = (None, work_root, ())
+    sandbox_warm_up.start_early(settings)
+    early = sandbox_warm_up._early
+    assert sandbox_warm_up.adopt(settings) is early
+    assert sandbox_warm_up.adopt(settings) is None  # taken once
+    early.close()
+
+    closed = []
+    monkeypatch.setattr(after_reply, "later", lambda task: closed.append(task) or task())
+    sandbox_warm_up.start_early(settings)
+    other = sandbox_warm_up._early
+    assert sandbox_warm_up.adopt(("dir", work_root, ())) is None  # another sandbox: this one goes
+    assert closed == [other.close]
+    assert _slots(work_root) == []

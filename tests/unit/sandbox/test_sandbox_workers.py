@@ -132,7 +132,7 @@ def test_a_worker_started_ahead_answers_and_serves_the_actions_of_every_thread(b
     proven = []
 
     def keeper():  # a worker dies with the thread that started it: this one lives through the test
-        proven.append(bwrap_sb.start_proven())
+        proven.append(bwrap_sb.take_ahead(bwrap_sb.start_ahead()))
         started.set()
         done.wait()
 
@@ -160,7 +160,7 @@ def test_a_worker_started_ahead_answers_and_serves_the_actions_of_every_thread(b
 
 
 def test_a_worker_whose_thread_ended_is_replaced(bwrap_sb, mkspec, work_root):
-    t = threading.Thread(target=bwrap_sb.start_proven)
+    t = threading.Thread(target=lambda: bwrap_sb.take_ahead(bwrap_sb.start_ahead()))
     t.start()
     t.join()  # bwrap's --die-with-parent ends the worker with this thread
     [first] = slots(work_root)
