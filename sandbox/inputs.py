@@ -23,6 +23,7 @@ import os
 import posixpath
 import shutil
 import stat
+import threading
 from typing import Callable, Collection, Iterable, Mapping
 
 from .errors import SandboxSpecError
@@ -141,25 +142,65 @@ def stage_inputs(inputs: Mapping[str, str], root: str, label: str = "",
     created again); an input among ``outputs`` is always a copy of its own."""
     made: set[str] = set(existing or ())
     staged: set[str] = set()
+    links: list[tuple[str, str, str]] = []  # (rel, src, dst): plain hard links, made together below
     for rel, src in inputs.items():
         rel = relpath(rel, "input", label)
         if rel in staged:
             continue
         _make_parents(root, rel, made)
-        try:
-            dst = f"{root}/{rel}"
-            if rel in outputs:
-                _copy(src, dst)
-            elif copies is not None:
-                copies.stage(src, dst)
-            else:
-                _link_or_copy(src, dst)
-        except FileNotFoundError:
-            who = f"action {label}: " if label else ""
-            msg = f"{who}input {rel!r}: its source {src!r} does not exist"
-            raise SandboxSpecError(msg) from None
+        dst = f"{root}/{rel}"
+        if rel in outputs or copies is not None:
+            try:
+                _copy(src, dst) if rel in outputs else copies.stage(src, dst)
+            except FileNotFoundError:
+                raise _no_source(label, rel, src) from None
+        else:
+            links.append((rel, src, dst))
         staged.add(rel)
+    _link_all(links, label)
     return staged
+
+
+# From this many links on, a second thread makes half of them: a link is one system call that
+# lets go of the GIL (~10 us on the development VMs), and a link action stages a thousand
+# objects spread over several directories, whose links the kernel makes side by side.
+PARALLEL_LINKS = 256
+
+
+def _link_all(links: list[tuple[str, str, str]], label: str) -> None:
+    if len(links) < PARALLEL_LINKS:
+        _link_each(links, label)
+        return
+    half = len(links) // 2
+    failed: list[BaseException] = []
+
+    def first_half() -> None:
+        try:
+            _link_each(links[:half], label)
+        except BaseException as e:  # noqa: BLE001 - raised below, on the caller's thread
+            failed.append(e)
+
+    helper = threading.Thread(target=first_half, name="mcpp-stage")
+    helper.start()
+    try:
+        _link_each(links[half:], label)
+    finally:
+        helper.join()
+    if failed:
+        raise failed[0]
+
+
+def _link_each(links: list[tuple[str, str, str]], label: str) -> None:
+    for rel, src, dst in links:
+        try:
+            _link_or_copy(src, dst)
+        except FileNotFoundError:
+            raise _no_source(label, rel, src) from None
+
+
+def _no_source(label: str, rel: str, src: str) -> SandboxSpecError:
+    who = f"action {label}: " if label else ""
+    return SandboxSpecError(f"{who}input {rel!r}: its source {src!r} does not exist")
 
 
 def prepare_dirs(root: str, rels: Iterable[str], existing: set[str] | None = None) -> None:
