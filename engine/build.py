@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import platform as host_platform
+import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -117,6 +118,19 @@ class _BuildLock:
 def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
           runner: ActionRunner | None = None) -> BuildOutcome:
     clock = Stopwatch()
+    # The build's threads (the scheduler's, the ingest, the warm-up) mostly wait on processes and
+    # on C calls that let go of the GIL; each time one comes back it waits for the GIL, which a
+    # busy main thread keeps for up to the switch interval: 5 ms by default, per hand-over.
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch, SWITCH_S))
+    try:
+        return _build(opts, reporter, clock, with_tests, runner)
+    finally:
+        sys.setswitchinterval(switch)
+
+
+def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests: bool,
+           runner: ActionRunner | None) -> BuildOutcome:
     # `--sandbox off` results are never uploaded (engine/trust.py).
     stores = Stores.open(opts.home, trust.without_upload(resolve_remote(opts), opts.sandbox, reporter.warning))
     graph = load_graph(opts.cwd, opts.manifest_path, opts.selection, opts.target_override)
@@ -378,6 +392,7 @@ def _content_of(plan: Plan):
 
 
 _SANDBOX_WARNED: set[str] = set()
+SWITCH_S = 0.0002  # the interpreter's switch interval during a build (see `build`)
 
 
 def _make_sandbox(name: str | None, work_root: str, reporter: Reporter, payload_roots: tuple[str, ...] = ()):

@@ -17,7 +17,6 @@ last build of the same request used, and the build adopts it when it wants the s
 """
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Callable
 
@@ -25,7 +24,6 @@ from . import after_reply
 from .errors import McppError
 from mcpp.sandbox import SandboxUnavailable, begin_sandbox
 
-SWITCH_S = 0.0002  # the interpreter's switch interval while the warm-up runs
 
 
 class SandboxWarmUp:
@@ -42,11 +40,6 @@ class SandboxWarmUp:
         self._sandbox = None
         self._warning: str | None = None
         self._error: BaseException | None = None
-        # Each hand-over of the GIL (the waiting thread's wake-up, then the first action's once
-        # the sandbox is made) would wait up to the switch interval (5 ms) for a main thread
-        # busy planning and checking: short until the first action has the sandbox.
-        self._interval = sys.getswitchinterval()
-        sys.setswitchinterval(SWITCH_S)
         try:
             finish = _begin(settings)
         except Exception as e:  # noqa: BLE001 - given to the first action, which reports it as before
@@ -64,7 +57,6 @@ class SandboxWarmUp:
     def get(self):
         """The sandbox (made once; waits for the warm-up), or the error making it raised."""
         self._made.wait()
-        self._restore_interval()
         if self._error is not None:
             raise self._error
         if self._warning is not None and self.report is not None:
@@ -76,14 +68,8 @@ class SandboxWarmUp:
         """End the warm-up: its sandbox is shut down (the runner that took it shuts it down
         too; a second shutdown does nothing)."""
         self._made.wait()
-        self._restore_interval()
         if self._sandbox is not None:
             self._sandbox.shutdown()
-
-    def _restore_interval(self) -> None:
-        if self._interval is not None:
-            sys.setswitchinterval(self._interval)
-            self._interval = None
 
 
 def _begin(settings: tuple) -> Callable[[], tuple[object, str | None]]:
