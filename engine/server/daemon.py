@@ -15,6 +15,7 @@ pay for them plus its imports.
 """
 from __future__ import annotations
 
+import functools
 import os
 import selectors
 import signal
@@ -22,6 +23,7 @@ import socket
 import sys
 import time
 import traceback
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -68,6 +70,10 @@ class Server:
         self.last_active = time.monotonic()
         self.selector = selectors.DefaultSelector()
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # What a finished build leaves the server to do (warm.py's after_build: reading its
+        # hand-off, proving its knowledge's files: 40 ms at 1,000 units), done when no event
+        # waits: a request that comes first is served first, with what the server held before.
+        self.later: deque[Callable[[], None]] = deque()
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -88,20 +94,35 @@ class Server:
     def serve(self) -> None:
         while True:
             if self.stopping and not self.running:
+                self._run_later()  # each takes its build's hand-off file away
                 return
             if not self.running and not self.stopping and self._idle_for() > self.idle_s:
                 log("idle: exiting")
+                self._run_later()
                 return
-            for key, _ in self.selector.select(self._timeout()):
+            events = self.selector.select(0 if self.later else self._timeout())
+            for key, _ in events:
                 kind, data = key.data
                 try:
                     getattr(self, "_on_" + kind)(key.fileobj, data)
                 except Exception:  # noqa: BLE001 - one bad request must not take the server down
                     log(traceback.format_exc())
+            if not events and self.later:
+                self._run_later(1)
             self._reap_polled()
             if not self.stopping and self._gone():
                 log("workspace, home or installed sources changed: exiting")
                 self._stop_listening()
+
+    def _run_later(self, n: int | None = None) -> None:
+        """Run `n` of the tasks left for when nothing waits (all of them: None)."""
+        while self.later and n != 0:
+            task = self.later.popleft()
+            n = None if n is None else n - 1
+            try:
+                task()
+            except Exception:  # noqa: BLE001 - the warm state is an optimisation; builds run anyway
+                log(traceback.format_exc())
 
     def _timeout(self) -> float:
         if any(b.pidfd is None for b in self.running.values()):
@@ -180,6 +201,7 @@ class Server:
         conn.close()
 
     def status(self) -> dict:
+        self._run_later()  # what the server holds once every finished build is taken in
         info = {"pid": os.getpid(), "version": self.version, "root": self.root,
                 "uptime_s": round(time.time() - self.started, 1), "builds": self.builds_served,
                 "noops_answered": self.noops_answered, "noops_from_watch": self.noops.answered_from_watch,
@@ -352,8 +374,8 @@ class Server:
         else:
             message = {"exit": os.WEXITSTATUS(status)}
         self._reply_once(build, message)
-        if self.hooks is not None:  # after the reply: the client is not kept waiting for it
-            self.hooks.after_build(build.pid, message)
+        if self.hooks is not None:  # after the reply, and after any request already waiting
+            self.later.append(functools.partial(self.hooks.after_build, build.pid, message))
 
 
 def _signal_group(pid: int, sig: int) -> None:

@@ -39,6 +39,28 @@ def arm(watch: NoopWatch, key: str, knowledge: Knowledge, stats: StatCache) -> P
     return Proof(armed, {rel: digests[rel] for rel in stats.holding(files)}, {f[1]: f[0] for f in files})
 
 
+def refresh(watch: NoopWatch, proof: Proof, knowledge: Knowledge, stats: StatCache) -> Proof | None:
+    """The proof of the same knowledge after another build: only the files an event may have
+    touched since it was armed are checked again (a no-op build leaves the knowledge it was given;
+    arming and checking its three thousand files again cost the server 35 ms after each one,
+    while the next request waited or ran beside it). None: arm it afresh."""
+    changed = watch.changed(proof.armed)
+    if changed is None:
+        return None
+    armed = watch.rearm(proof.armed)  # events from here on; the changed files are checked next
+    if armed is None:
+        return None
+    proven = {rel: d for rel, d in proof.proven.items() if knowledge.digests.get(rel) == d}
+    rel_of = proof.rel_of
+    suspects = {rel_of[p] for p in changed if p in rel_of}
+    for rel in suspects:
+        proven.pop(rel, None)
+    recheck = [f for f in knowledge.files() if f[0] in suspects]
+    digests = knowledge.digests
+    proven.update((rel, digests[rel]) for rel in stats.holding(recheck))
+    return Proof(armed, proven, rel_of)
+
+
 def given(watch: NoopWatch, proof: Proof) -> tuple[dict[str, str], set[str]] | None:
     """(files proven at arming, those of them an event may have touched since), for the next
     build; None when anything may have changed."""

@@ -127,6 +127,16 @@ class NoopWatch(Descriptor):
             self._armed[key] = armed
         return armed
 
+    def rearm(self, armed: _Armed) -> _Armed | None:
+        """`armed`'s watches again, counting events from now on (the caller has just taken
+        `changed(armed)` and checks those files next); None when `armed` is no longer armed."""
+        self.drain()
+        if self._armed.get(armed.ident) is not armed:
+            return None
+        again = _Armed(armed.ident, self._serial, armed.interest, armed.record, armed.linked, armed.paths)
+        self._armed[armed.ident] = again
+        return again
+
     def disarm(self, key: str) -> None:
         self._armed.pop(key, None)
 

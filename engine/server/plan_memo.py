@@ -60,6 +60,8 @@ produced: bytes | None = None
 # called once the client has its answer; handed to the next build of the same request when that
 # one reuses the plan.
 learned: Callable[[], Knowledge] | None = None
+# Handed back instead of the knowledge when it is the one the build was given (a no-op's).
+SAME = b"same"
 # Set in the child by the build: the sandbox settings it used, so that the next build of the same
 # request can start that sandbox before it has read its command line (engine/sandbox_warm_up.py).
 sandbox: tuple | None = None

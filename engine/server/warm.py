@@ -84,6 +84,7 @@ class Hooks:
         self.plans_reused = 0
         self.plans_made = 0
         self.states_loaded = 0  # state files read back after a build that saved them
+        self.proofs_refreshed = 0  # knowledge handed back unchanged: only its touched files checked again
         self._next: tuple[str, object, frozenset] | None = None
         self.files_watch = None  # the daemon's NoopWatch (`share`): keeps the knowledge's files proven
 
@@ -146,8 +147,12 @@ class Hooks:
         knowledge = handoff.get("knowledge")
         if key is None or data is None:
             return
+        held = self.entries.get(key)
+        if knowledge == plan_memo.SAME:
+            if held is None or held.knowledge is None:
+                return
+            knowledge = held.knowledge
         if data == plan_memo.REUSED:
-            held = self.entries.get(key)
             if held is None:
                 return
             entry = held.entry
@@ -169,7 +174,11 @@ class Hooks:
             knowledge.files()  # made now, while idle, not in the next build
             stats = self._stat_cache(handoff["state"], knowledge.execroot)
             if stats is not None and self.files_watch is not None:
-                proof = known_watch.arm(self.files_watch, _watch_key(key), knowledge, stats)
+                if held is not None and held.proof is not None and held.knowledge is knowledge:
+                    proof = known_watch.refresh(self.files_watch, held.proof, knowledge, stats)
+                    self.proofs_refreshed += proof is not None
+                if proof is None:
+                    proof = known_watch.arm(self.files_watch, _watch_key(key), knowledge, stats)
         self.entries[key] = _Held(entry, token, knowledge, handoff.get("globs"), watched, proof, handoff.get("sandbox"))
         self.entries.move_to_end(key)
         while len(self.entries) > _KEPT:
@@ -201,6 +210,7 @@ class Hooks:
 
     def status(self) -> dict:
         return {"watcher": self.watcher.kind, "states_held": len(self.states), "states_loaded": self.states_loaded,
+                "proofs_refreshed": self.proofs_refreshed,
                 "plans_held": len(self.entries),
                 "plans_reused": self.plans_reused, "plans_made": self.plans_made}
 
@@ -231,6 +241,9 @@ class Hooks:
         try:
             with open(tmp, "wb") as f:
                 knowledge = plan_memo.learned() if plan_memo.learned is not None else None
+                given = plan_memo.given
+                if knowledge is not None and given is not None and given.knowledge == knowledge:
+                    knowledge = plan_memo.SAME  # the server has it, and its files proven
                 pickle.dump({"plan": plan_memo.produced, "state": state_memo.used, "knowledge": knowledge,
                              "sandbox": plan_memo.sandbox,
                              "globs": globs.made}, f, protocol=pickle.HIGHEST_PROTOCOL)

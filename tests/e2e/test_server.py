@@ -309,6 +309,27 @@ def test_a_build_that_saved_nothing_leaves_the_servers_state_as_it_is(served):
     assert build_and_status()[0] > built[0]
 
 
+def test_a_no_op_hands_back_the_knowledge_it_was_given_and_the_server_keeps_its_proof(served):
+    """A full-engine no-op ends with the knowledge it was given: the server refreshes the proof
+    it holds (only files touched since are checked again) instead of proving three thousand
+    files anew after every build; an edit's build is still right after it."""
+    root, mcpp = served
+    env = {**ON, "MCPP_NO_FAST_PATH": "1"}
+
+    def build(expect_out: str) -> dict:
+        res = mcpp("run", "--message-format", "json", cwd=root, env=env)
+        assert res.code == 0, res.err
+        assert res.out.splitlines()[-1] == expect_out
+        return _status(mcpp, root)
+
+    build("hello")
+    first = int(build("hello")["proofs_refreshed"])
+    assert int(build("hello")["proofs_refreshed"]) > first
+    time.sleep(0.02)
+    (root / "src/greet.hpp").write_text('#pragma once\n#define GREETING "hi"\n')
+    assert int(build("hi")["plans_reused"]) >= 1
+
+
 def test_a_home_that_cannot_hold_the_server_is_named_by_the_build(tmp_path, mcpp):
     """The client cannot make `$MCPP_HOME/server`: no traceback and no server warning; the
     in-process build names what is in the way, as without a server."""

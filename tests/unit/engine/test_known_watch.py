@@ -92,3 +92,27 @@ def test_a_file_changed_before_the_check_is_not_proven(world):
     (tmp_path / "src/a.c").write_text("changed after the build, before the server looked")
     again = known_watch.arm(watch, "known", knowledge, stats)
     assert "src/a.c" not in again.proven and set(again.proven) == set(NAMES) - {"src/a.c"}
+
+
+def test_a_refreshed_proof_checks_again_only_what_an_event_named(world, monkeypatch):
+    """A no-op build hands the same knowledge back: the server keeps its proof, checking only
+    the files touched since, and counts events from the refresh on."""
+    tmp_path, watch, knowledge, stats, proof = world
+    (tmp_path / "inc/h.h").write_text("inc/h.h")  # the same bytes, a new stat: checked, left to the build to hash
+    (tmp_path / "src/a.c").write_text("edited!")  # other bytes: no longer proven
+    asked = []
+    real = StatCache.holding
+    monkeypatch.setattr(StatCache, "holding", lambda self, files: asked.extend(f[0] for f in files) or real(self, files))
+    again = known_watch.refresh(watch, proof, knowledge, stats)
+    assert sorted(asked) == ["inc/h.h", "src/a.c"]
+    assert set(again.proven) == set(NAMES) - {"src/a.c", "inc/h.h"}
+    assert known_watch.given(watch, again) == (again.proven, set())  # those events are behind it now
+    (tmp_path / "src/b.c").write_text("later")
+    assert known_watch.given(watch, again)[1] == {"src/b.c"}
+    assert known_watch.given(watch, proof) is None  # the old proof is replaced
+
+
+def test_a_proof_whose_watch_saw_everything_may_have_changed_is_armed_afresh(world):
+    tmp_path, watch, knowledge, stats, proof = world
+    os.rename(tmp_path / "src", tmp_path / "src-moved")  # an event on a watched directory itself
+    assert known_watch.refresh(watch, proof, knowledge, stats) is None
