@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 
 import pytest
 
@@ -91,3 +92,15 @@ def host_exe(tmp_path_factory, gcc):
         return cache[name]
 
     return build
+
+
+@pytest.fixture
+def one_thread_after_another():
+    """f(fn, n=2): call `fn` on `n` new threads, each started when the one before has ended (as
+    a build's compile and then its link may be given to different scheduler threads)."""
+    def run(fn, n: int = 2) -> None:
+        for _ in range(n):
+            t = threading.Thread(target=fn)
+            t.start()
+            t.join()
+    return run

