@@ -110,3 +110,12 @@ def adopt(settings: tuple) -> SandboxWarmUp | None:
         return early
     after_reply.later(early.close)
     return None
+
+
+def discard_early() -> None:
+    """Close an early warm-up that no build adopted (the build failed before it wanted a sandbox,
+    or was not a build at all), after the client's answer."""
+    global _early
+    early, _early = _early, None
+    if early is not None:
+        after_reply.later(early.close)

@@ -236,6 +236,7 @@ class Hooks:
 
     def child_done(self) -> None:
         """Tell the server what this build planned and which state files it opened."""
+        sandbox_warm_up.discard_early()
         path = self._handoff(os.getpid())
         tmp = f"{path}.tmp"
         try:

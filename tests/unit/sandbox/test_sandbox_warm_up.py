@@ -150,3 +150,16 @@ def test_a_build_adopts_the_early_warm_up_only_for_the_sandbox_it_was_started_fo
     assert sandbox_warm_up.adopt(("dir", work_root, ())) is None  # another sandbox: this one goes
     assert closed == [other.close]
     assert _slots(work_root) == []
+
+
+def test_an_early_warm_up_no_build_adopted_is_closed_after_the_answer(work_root):
+    sandbox_warm_up.start_early((None, work_root, ()))
+    assert len(_slots(work_root)) == 1
+    after_reply.start()
+    try:
+        sandbox_warm_up.discard_early()
+        assert len(_slots(work_root)) == 1  # nothing the answer waits for
+    finally:
+        after_reply.run(lambda text: pytest.fail(text))
+    assert _slots(work_root) == []
+    assert sandbox_warm_up.adopt((None, work_root, ())) is None
