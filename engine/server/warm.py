@@ -6,13 +6,18 @@
   besides the files), what its last build left (`_Held`): the plan (`plan_memo.Entry`), the
   watcher's token taken just before that build began, the keys and digests the build ended
   with (engine/unchanged.py: the next build need not recompute a key none of whose inputs
-  changed) and its source glob expansions (taken while no directory changed shape). Before the
-  next build of the same request, the watcher says what changed since then and all of it is
-  handed to the child with that list, or dropped when the shape of a tree changed. The child
-  decides the rest (`plan_memo.py`).
+  changed), those files proven by a watch (`known_watch.py`; refreshed, not redone, when a
+  no-op hands the same knowledge back), its source glob expansions (taken while no directory
+  changed shape) and the sandbox settings it used. Before the next build of the same request,
+  the watcher says what changed since then and all of it is handed to the child with that
+  list, or dropped when the shape of a tree changed. The child decides the rest (`plan_memo.py`),
+  and begins that sandbox before it reads its command line when something changed
+  (`child_ready`, engine/sandbox_warm_up.py);
+- per plan, `compile_commands.json`'s bytes, encoded while the server waits.
 
 A build child's own memory dies with it; what it learned comes back as a file the server reads
-after the child has exited (`child_done`), off the client's critical path.
+after the child has exited (`child_done`), off the client's critical path: daemon.py takes it in
+when no request is waiting.
 """
 from __future__ import annotations
 
