@@ -281,7 +281,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     sandbox, made ahead (`_warm_up`)."""
     # `--sandbox off` results are keyed apart (engine/trust.py).
     platform = trust.platform_for(toolchain.identity, host_triple(), opts.sandbox)
-    keys = KeyComputer(state, platform, plan.generated, plan_memo.unchanged(plan.execroot) if top else None)
+    keys = KeyComputer(state, platform, plan.generated, plan_memo.unchanged(plan.execroot) if top else None,
+                       memo=opts.sandbox != "off")
     store, mat = stores.blobs, stores.mat
     if runner is None:
         staged: dict[str, str] = {}  # one file has one content during a build: resolve it once

@@ -194,7 +194,7 @@ class KeyComputer:
     """Computes action keys with digests from the state and from outputs produced this build."""
 
     def __init__(self, state: BuildState, platform: Platform, generated: dict[str, bytes],
-                 unchanged: Unchanged | None = None):
+                 unchanged: Unchanged | None = None, memo: bool = True):
         self.state = state
         self.platform = platform
         # What a warm server knows did not change since the last build (engine/unchanged.py)
@@ -218,6 +218,9 @@ class KeyComputer:
         # twice (is the last one still right; the key to look up) and the finish a third time,
         # and a link's key hashes a thousand inputs. See `key` for why a key cannot go stale.
         self._keys: dict[tuple[str, tuple[str, ...]], str] = {}
+        # Off where an action may read a file no prerequisite of its writes (`--sandbox off`):
+        # another action may still rewrite it after the first key was computed.
+        self._memo = memo
 
     def digest_of(self, rel: str) -> Digest:
         d = self.produced.get(rel) or self.generated.get(rel)
@@ -253,7 +256,7 @@ class KeyComputer:
         k = self._keys.get(memo)
         if k is None:
             k = action_key(action, self.platform, self.digest_of, self.tool_digest, discovered, self._encoded)
-            if not _rewrites_an_input(action, discovered):
+            if self._memo and not _rewrites_an_input(action, discovered):
                 self._keys[memo] = k
         return k
 

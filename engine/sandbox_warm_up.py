@@ -17,6 +17,7 @@ last build of the same request used, and the build adopts it when it wants the s
 """
 from __future__ import annotations
 
+import os
 import threading
 from typing import Callable
 
@@ -35,6 +36,9 @@ class SandboxWarmUp:
 
     def __init__(self, settings: tuple) -> None:
         self.settings = settings
+        # the payload roots there now: a worker's mounts are fixed when it starts, so one begun
+        # before a payload was installed cannot see it (`adopt` compares)
+        self.roots_present = _present(settings)
         self.report: Callable[[str], None] | None = None  # the build's way to show the warning
         self._made = threading.Event()
         self._sandbox = None
@@ -106,10 +110,14 @@ def adopt(settings: tuple) -> SandboxWarmUp | None:
     closed (after the client's answer: nothing waits for it)."""
     global _early
     early, _early = _early, None
-    if early is None or early.settings == settings:
+    if early is None or (early.settings == settings and early.roots_present == _present(settings)):
         return early
     after_reply.later(early.close)
     return None
+
+
+def _present(settings: tuple) -> tuple[str, ...]:
+    return tuple(r for r in settings[2] if os.path.isdir(r)) if len(settings) > 2 else ()
 
 
 def discard_early() -> None:

@@ -54,7 +54,11 @@ def begin_sandbox(name: str | None, work_root: str,
         bwrap = find_bwrap()
         if bwrap is not None:
             early = BwrapSandbox(bwrap=bwrap, pool=SandboxPool(work_root), ro_roots=ro_roots)
-            worker = early.start_ahead()
+            try:
+                worker = early.start_ahead()
+            except BaseException:
+                early.shutdown()
+                raise
             if worker is not None:
                 def finish() -> tuple[Sandbox, str | None]:
                     if early.take_ahead(worker):

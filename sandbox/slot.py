@@ -63,7 +63,7 @@ class Slot:
         """Remove every file the last action left (inputs, undeclared outputs, anything)."""
         try:
             dirs: set[str] = set()
-            for top, subdirs, files in os.walk(self.path):
+            for top, subdirs, files in os.walk(self.path, onerror=_raise):  # unreadable: start over
                 rel_top = os.path.relpath(top, self.path)
                 for name in subdirs:
                     if os.path.islink(f"{top}/{name}"):
@@ -85,3 +85,7 @@ class Slot:
                 os.unlink(entry.path)
         self.dirs = set()
         self.dirty = False
+
+
+def _raise(error: OSError) -> None:
+    raise error

@@ -237,15 +237,12 @@ def reap(pid):
     # the exit code as subprocess reports it: -N for a death by signal N
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
-def program(name, env):
-    # what execvp would run for `name` under the action's PATH (as subprocess does with env=)
+def programs(name, env):
+    # the files execvp would try for `name` under the action's PATH (as subprocess does with env=),
+    # relative entries from the action's working directory
     if "/" in name:
-        return name
-    for d in os.get_exec_path(env):
-        path = os.path.join(d, name)
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-    raise FileNotFoundError(2, "No such file or directory")
+        return [name]
+    return [os.path.join(d, name) for d in os.get_exec_path(env)]
 
 # Python ignores SIGPIPE (and SIGXFSZ); an exec keeps an ignored signal ignored, so an action
 # gets the default back, as subprocess's restore_signals gives it.
@@ -261,13 +258,20 @@ def spawn(req, out_fd, err_fd):
     # the action's main process: its own session in a namespace, stdin from /dev/null, stdout
     # and stderr captured, the request's env and cwd (posix_spawn has no cwd: we go there and back)
     env = req["env"]
-    path = program(req["argv"][0], env)
     files = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
              (os.POSIX_SPAWN_DUP2, out_fd, 1), (os.POSIX_SPAWN_DUP2, err_fd, 2)]
     os.chdir(req["cwd"])
     try:
-        return os.posix_spawn(path, req["argv"], env, file_actions=files, setsid=IN_NS,
-                              setsigdef=DEFAULT_SIGNALS)
+        first = None
+        for path in programs(req["argv"][0], env):
+            try:
+                return os.posix_spawn(path, req["argv"], env, file_actions=files, setsid=IN_NS,
+                                      setsigdef=DEFAULT_SIGNALS)
+            except OSError as e:  # execvp's rule: go on after these, report the first other error
+                if e.errno not in (2, 13, 8, 20):  # ENOENT, EACCES, ENOEXEC, ENOTDIR
+                    raise
+                first = first or e
+        raise first or FileNotFoundError(2, "No such file or directory")
     finally:
         os.chdir("/")
 
@@ -287,8 +291,11 @@ def requests(stream):
             return
         yield marshal.loads(stream.read(int.from_bytes(head, "little")))
 
-out = sys.stdout.buffer
-for req in requests(sys.stdin.buffer):
+# The engine's pipes come as descriptors of their own (sys.argv[2:4]), not as stdin/stdout: bwrap's
+# own pid 1 in the namespace keeps stdin and stdout open, holds no capability, and runs as the
+# action's user, so an action could open /proc/1/fd/0 and write requests of its own to us.
+out = os.fdopen(int(sys.argv[3]), "wb")
+for req in requests(os.fdopen(int(sys.argv[2]), "rb")):
     if "ping" in req:  # the engine asks whether this namespace came up: it did
         out.write(b'{"pong": 1}\n')
         out.flush()
@@ -321,7 +328,7 @@ for req in requests(sys.stdin.buffer):
 def _frame(request: dict) -> bytes:
     """A request as the executor reads it: a 4-byte little-endian length, then marshal (plain
     strings, numbers, lists and dicts: what the executor gets without importing json)."""
-    data = marshal.dumps(request)
+    data = marshal.dumps(request, 4)  # a version every Python 3 reads, whichever runs the executor
     return len(data).to_bytes(4, "little") + data
 
 
@@ -338,15 +345,31 @@ class Worker:
         self.in_ns = bool(prefix)
         self.answered = 0  # actions this worker ran to an answer: 0 means it may never have worked
         self.unusable = False  # it could not give an action its read-only inputs
+        # Requests and replies go through pipes passed as descriptors 3 and up, never as the
+        # worker's stdin/stdout: inside bwrap those would also be held by bwrap's pid 1, whose
+        # /proc/1/fd an action may open (it runs as the same user and has no capability).
+        requests_r, requests_w = os.pipe()
+        replies_r, replies_w = os.pipe()
+        fds = [str(requests_r), str(replies_w)]
         if self.in_ns:
             argv = [*prefix, *WORKER_CAPS, "--bind", slot, "/execroot", "--chdir", "/", "--",
-                    PYTHON, "-I", "-S", "-c", EXECUTOR, "ns"]
+                    PYTHON, "-I", "-S", "-c", EXECUTOR, "ns", *fds]
         else:
-            argv = [sys.executable, "-I", "-S", "-c", EXECUTOR, "dir"]
-        self.proc = subprocess.Popen(argv, env={}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
-                                     cwd="/")
+            argv = [sys.executable, "-I", "-S", "-c", EXECUTOR, "dir", *fds]
+        try:
+            self.proc = subprocess.Popen(argv, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                                         pass_fds=(requests_r, replies_w), cwd="/")
+        except BaseException:
+            for fd in (requests_w, replies_r):
+                os.close(fd)
+            raise
+        finally:
+            os.close(requests_r)
+            os.close(replies_w)
         pool.track(self.proc)
+        self._requests = os.fdopen(requests_w, "wb")
+        self._replies = replies_r
         self._buf = b""
 
     @property
@@ -359,8 +382,8 @@ class Worker:
         paths (as the action sees them) mounted read-only for this action (bwrap only)."""
         request = _frame({"argv": list(argv), "env": dict(env), "cwd": cwd, "timeout": timeout, "ro": list(ro)})
         try:
-            self.proc.stdin.write(request)
-            self.proc.stdin.flush()
+            self._requests.write(request)
+            self._requests.flush()
         except (BrokenPipeError, OSError) as e:
             self.close()
             raise WorkerFailed(f"the sandbox worker is gone: {e}") from None
@@ -384,8 +407,8 @@ class Worker:
         """Ask the worker to answer once it is up (`pong` reads the answer); False when it is
         already gone."""
         try:
-            self.proc.stdin.write(_frame({"ping": 1}))
-            self.proc.stdin.flush()
+            self._requests.write(_frame({"ping": 1}))
+            self._requests.flush()
             return True
         except OSError:
             self.close()
@@ -420,7 +443,7 @@ class Worker:
 
     def _fill(self, deadline: float | None) -> bool:
         """Read what the worker has written; False when `deadline` passed with nothing to read."""
-        fd = self.proc.stdout.fileno()
+        fd = self._replies
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
@@ -439,9 +462,11 @@ class Worker:
             self.proc.wait()
         finally:
             self.pool.untrack(self.proc)
-            for stream in (self.proc.stdin, self.proc.stdout):
-                try:
-                    stream.close()
-                except OSError:
-                    pass
+            try:
+                self._requests.close()
+            except OSError:
+                pass
+            if self._replies is not None:
+                os.close(self._replies)
+                self._replies = None
 

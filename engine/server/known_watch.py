@@ -47,9 +47,10 @@ def refresh(watch: NoopWatch, proof: Proof, knowledge: Knowledge, stats: StatCac
     changed = watch.changed(proof.armed)
     if changed is None:
         return None
-    armed = watch.rearm(proof.armed)  # events from here on; the changed files are checked next
+    armed = watch.rearm(proof.armed)  # events from where `changed` stopped; those files are checked next
     if armed is None:
         return None
+    changed |= {armed.paths[k] for k in armed.linked}  # several names now: checked, as every time after
     proven = {rel: d for rel, d in proof.proven.items() if knowledge.digests.get(rel) == d}
     rel_of = proof.rel_of
     suspects = {rel_of[p] for p in changed if p in rel_of}

@@ -128,12 +128,20 @@ class NoopWatch(Descriptor):
         return armed
 
     def rearm(self, armed: _Armed) -> _Armed | None:
-        """`armed`'s watches again, counting events from now on (the caller has just taken
-        `changed(armed)` and checks those files next); None when `armed` is no longer armed."""
-        self.drain()
+        """`armed`'s watches again, counting events from the serial `changed(armed)` has just
+        read up to (no drain in between: an event read here would be in neither), for the files
+        the caller checks next; the files' link counts are taken again (a link made since, from
+        another directory, raises no event here). None when `armed` is no longer armed."""
         if self._armed.get(armed.ident) is not armed:
             return None
-        again = _Armed(armed.ident, self._serial, armed.interest, armed.record, armed.linked, armed.paths)
+        linked = []
+        for k, p in enumerate(armed.paths):
+            try:
+                if os.stat(p).st_nlink > 1:
+                    linked.append(k)
+            except OSError:
+                continue
+        again = _Armed(armed.ident, self._serial, armed.interest, armed.record, linked, armed.paths)
         self._armed[armed.ident] = again
         return again
 

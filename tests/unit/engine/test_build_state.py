@@ -119,6 +119,18 @@ def test_a_key_is_computed_once_per_action_and_discovered_inputs_in_a_build(exec
     assert computed == ["cat a", "cat a"]
 
 
+def test_without_a_sandbox_a_key_is_computed_each_time_it_is_asked(execroot, state_dir):
+    """Under `--sandbox off` an action may read a file no prerequisite of its writes, which
+    another action may rewrite after the first key: no key is remembered."""
+    _write(execroot, "src/a.txt", "one")
+    _write(execroot, "gen/h.h", "before")
+    keys = KeyComputer(open_state(execroot, state_dir), PLATFORM, {}, memo=False)
+    first = keys.key(_action(), ("gen/h.h",))
+    _write(execroot, "gen/h.h", "generated meanwhile")
+    keys.outputs_settled({"gen/h.h": digest_bytes(b"generated meanwhile")})
+    assert keys.key(_action(), ("gen/h.h",)) != first
+
+
 def test_an_action_that_rewrites_its_own_input_gets_the_key_of_what_it_left(execroot, state_dir):
     _write(execroot, "lib.a", "before")
     keys = KeyComputer(open_state(execroot, state_dir), PLATFORM, {})

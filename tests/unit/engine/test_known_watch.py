@@ -116,3 +116,29 @@ def test_a_proof_whose_watch_saw_everything_may_have_changed_is_armed_afresh(wor
     tmp_path, watch, knowledge, stats, proof = world
     os.rename(tmp_path / "src", tmp_path / "src-moved")  # an event on a watched directory itself
     assert known_watch.refresh(watch, proof, knowledge, stats) is None
+
+
+def test_an_event_right_after_the_refresh_read_the_watch_is_not_lost(world, monkeypatch):
+    """The refresh reads what changed, then counts events from there: a write landing between
+    the two is named by the next build, not swallowed by a second read of the queue."""
+    tmp_path, watch, knowledge, stats, proof = world
+    real = NoopWatch.changed
+
+    def changed_then_a_write(self, armed):
+        out = real(self, armed)
+        (tmp_path / "src/b.c").write_text("written just after the read")
+        time.sleep(0.05)  # the event is in the kernel's queue before the refresh goes on
+        return out
+
+    monkeypatch.setattr(NoopWatch, "changed", changed_then_a_write)
+    again = known_watch.refresh(watch, proof, knowledge, stats)
+    monkeypatch.setattr(NoopWatch, "changed", real)
+    assert "src/b.c" in known_watch.given(watch, again)[1]
+
+
+def test_a_hard_link_made_after_arming_makes_the_refresh_check_the_file_from_then_on(world, tmp_path_factory):
+    tmp_path, watch, knowledge, stats, proof = world
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    os.link(tmp_path / "inc/h.h", elsewhere / "h.h")  # no event in a watched directory
+    again = known_watch.refresh(watch, proof, knowledge, stats)
+    assert "inc/h.h" in known_watch.given(watch, again)[1]  # a write through the other name raises none either

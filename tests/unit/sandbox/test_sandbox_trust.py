@@ -163,3 +163,34 @@ def test_a_user_namespace_inside_the_action_does_not_lift_the_read_only_mounts(m
     assert r.exit_code == 0, r.stderr
     assert b"wrote" not in r.stdout
     assert src.read_text() == "original\n"
+
+
+INJECT = r"""
+import marshal, os
+forged = marshal.dumps({"argv": ["sh", "-c", "echo injected > /execroot/planted"], "env": {}, "cwd": "/execroot",
+                        "timeout": None, "ro": []}, 4)
+reply = b'{"code": 0, "failure": null, "timed_out": false, "out": 0, "err": 0}\n'
+reached = []
+for pid in ("1", "self/../1"):
+    for fd, data in (("0", len(forged).to_bytes(4, "little") + forged), ("1", reply)):
+        try:
+            with open(f"/proc/{pid}/fd/{fd}", "wb") as f:
+                f.write(data)
+            reached.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            pass
+print(sorted(set(reached)))
+"""
+
+
+def test_an_action_cannot_reach_its_workers_request_or_reply_pipe(make, mkspec):
+    """bwrap's pid 1 in the namespace runs as the action's user without capabilities, so an
+    action may open its /proc/1/fd: the worker's pipes must not be there. A forged request would
+    run a command of the action's choosing after it (with the store's files still staged), and a
+    forged reply would shift every later answer by one: a failing action reported as passing."""
+    sb = make("bwrap")
+    attack = sb.run(mkspec(["/usr/bin/python3", "-c", INJECT]))
+    assert attack.exit_code == 0, attack.stderr
+    assert "pipe:" not in attack.stdout.decode()  # what it could open was /dev/null, not a pipe
+    after = sb.run(mkspec(["sh", "-c", "ls; exit 3"]))
+    assert (after.exit_code, after.stdout) == (3, b"")  # its own answer, in a slot with nothing planted

@@ -163,3 +163,17 @@ def test_an_early_warm_up_no_build_adopted_is_closed_after_the_answer(work_root)
         after_reply.run(lambda text: pytest.fail(text))
     assert _slots(work_root) == []
     assert sandbox_warm_up.adopt((None, work_root, ())) is None
+
+
+def test_an_early_warm_up_begun_before_a_payload_was_installed_is_not_adopted(work_root, tmp_path):
+    payload = tmp_path / "payload-root"
+    settings = (None, work_root, (str(payload),))
+    sandbox_warm_up.start_early(settings)
+    early = sandbox_warm_up._early
+    payload.mkdir()  # installed by this build, after the worker's mounts were fixed
+    after_reply.start()
+    try:
+        assert sandbox_warm_up.adopt(settings) is None
+    finally:
+        after_reply.run(lambda text: pytest.fail(text))
+    assert early._made.is_set() and _slots(work_root) == []

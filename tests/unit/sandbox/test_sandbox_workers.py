@@ -192,3 +192,20 @@ def test_a_program_is_found_on_the_actions_path_not_the_executors(mode, make, mk
     assert (r.exit_code, r.stdout) == (0, b"from-bin\n"), r.stderr
     missing = sb.run(mkspec(["hello-tool"], env={"PATH": "/usr/bin:/bin"}, inputs={"bin/hello-tool": str(tool)}))
     assert missing.exit_code == 127 and b"hello-tool" in missing.stderr
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_a_relative_path_entry_is_taken_from_the_actions_working_directory(mode, make, mkspec, tmp_path):
+    tool = tmp_path / "local-tool"
+    tool.write_text("#!/bin/sh\necho from-cwd\n")
+    tool.chmod(0o755)
+    broken = tmp_path / "broken-tool"
+    broken.write_text("#!/nonexistent/interpreter\n")
+    broken.chmod(0o755)
+    sb = make(mode)
+    r = sb.run(mkspec(["local-tool"], env={"PATH": ".:/usr/bin:/bin"}, inputs={"local-tool": str(tool)}))
+    assert (r.exit_code, r.stdout) == (0, b"from-cwd\n"), r.stderr
+    # as execvp: a candidate that cannot be run does not end the search
+    r = sb.run(mkspec(["local-tool"], env={"PATH": "@@EXECROOT@@/a:@@EXECROOT@@/b"},
+                      inputs={"a/local-tool": str(broken), "b/local-tool": str(tool)}))
+    assert (r.exit_code, r.stdout) == (0, b"from-cwd\n"), r.stderr
