@@ -61,8 +61,9 @@ WORKER_CAPS = ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
 # how long past an action's own timeout the engine waits for the executor's answer
 GRACE_S = 10.0
 
-# Runs as the worker's main process. Requests and responses are one JSON line each; a response
-# is followed by the action's stdout and stderr bytes.
+# Runs as the worker's main process (argv: ns|dir, the request pipe's descriptor, the reply
+# pipe's). A request is a 4-byte length and a marshal'ed dict (`_frame`); a reply is one JSON line,
+# followed by the action's stdout and stderr bytes.
 EXECUTOR = r"""
 # Only modules that cost nothing to import (about 12 ms of the worker's start-up went to
 # subprocess, signal and json, which pull in enum and re): actions start with posix_spawn,
