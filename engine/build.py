@@ -21,7 +21,7 @@ from mcpp.cas.remote.config import RemoteConfigError, RemoteSettings, resolve_se
 
 from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
-from . import after_reply, noop, prebuilt, trust
+from . import after_reply, noop, prebuilt, sandbox_warm_up, trust
 from .action_runner import ActionRunner, SandboxRunner
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .remote_exec_runner import remote_exec_jobs, with_remote_execution
@@ -49,7 +49,6 @@ from .program.probe import configure as configure_probes
 from .profiles import Profile, resolve_profile
 from .report import Reporter, Stopwatch
 from .schedule import ScheduleResult, run_graph
-from . import sandbox_warm_up
 from .sandbox_warm_up import SandboxWarmUp
 from .server import plan_memo, state_memo
 from .shell_text import pasteable

@@ -21,10 +21,10 @@ import os
 import threading
 from typing import Callable
 
-from . import after_reply
-from .errors import McppError
 from mcpp.sandbox import SandboxUnavailable, begin_sandbox
 
+from . import after_reply
+from .errors import McppError
 
 
 class SandboxWarmUp:
@@ -117,7 +117,7 @@ def adopt(settings: tuple) -> SandboxWarmUp | None:
 
 
 def _present(settings: tuple) -> tuple[str, ...]:
-    return tuple(r for r in settings[2] if os.path.isdir(r)) if len(settings) > 2 else ()
+    return tuple(r for r in settings[2] if os.path.isdir(r))
 
 
 def discard_early() -> None:

@@ -68,7 +68,7 @@ EXECUTOR = r"""
 # Only modules that cost nothing to import (about 12 ms of the worker's start-up went to
 # subprocess, signal and json, which pull in enum and re): actions start with posix_spawn,
 # requests come as marshal, replies go out as JSON written by hand.
-import _signal, ctypes, marshal, os, select, sys, time
+import _signal, ctypes, errno, marshal, os, select, sys, time
 me = os.getpid()
 IN_NS = sys.argv[1] == "ns"
 libc = ctypes.CDLL(None, use_errno=True)
@@ -269,10 +269,10 @@ def spawn(req, out_fd, err_fd):
                 return os.posix_spawn(path, req["argv"], env, file_actions=files, setsid=IN_NS,
                                       setsigdef=DEFAULT_SIGNALS)
             except OSError as e:  # execvp's rule: go on after these, report the first other error
-                if e.errno not in (2, 13, 8, 20):  # ENOENT, EACCES, ENOEXEC, ENOTDIR
+                if e.errno not in (errno.ENOENT, errno.EACCES, errno.ENOEXEC, errno.ENOTDIR):
                     raise
                 first = first or e
-        raise first or FileNotFoundError(2, "No such file or directory")
+        raise first or FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
     finally:
         os.chdir("/")
 
