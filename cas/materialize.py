@@ -133,12 +133,12 @@ class Materializer:
         make the stat cache and the no-op fast path distrust an unchanged output.
         """
         dest = os.fspath(dest)
-        src = self._ensure(d, executable)[0]
         directory = os.path.dirname(dest) or "."
         os.makedirs(directory, exist_ok=True)
         if d.size <= _SMALL:
-            self._copy_small(d, src, dest, directory, executable)
+            self._copy_small(d, dest, directory, executable)
             return
+        src = self._ensure(d, executable)[0]
         tmp = temp_name(directory)
         try:
             shutil.copyfile(src, tmp)
@@ -153,17 +153,28 @@ class Materializer:
             raise
         self.copied += 1
 
-    def _copy_small(self, d: Digest, src: str, dest: str, directory: str, executable: bool) -> None:
+    def _copy_small(self, d: Digest, dest: str, directory: str, executable: bool) -> None:
         """`copy_into` for a blob read whole: the bytes are read once, hashed and written from
-        memory (a copy, then a second read to hash it, is twice the I/O on the restore path)."""
+        memory (a copy, then a second read to hash it, is twice the I/O on the restore path).
+
+        A blob the area does not hold is written from the store's (verified) bytes without
+        being materialized: the engine materializes only what sandboxes stage (a depfile is
+        restored, never staged), and a sandbox that stages it later makes the copy then."""
         mode = EXEC_MODE if executable else FILE_MODE
-        with open(src, "rb") as f:
-            data = f.read()
-        if len(data) != d.size or blake3.blake3(data).hexdigest() != d.hash:
-            # The area's file was changed in place: take the store's (verified) bytes.
-            self.repaired += 1
+        src = self._mat_path(d, executable)
+        try:
+            with open(src, "rb") as f:
+                st = os.fstat(f.fileno())
+                data = f.read()
+        except FileNotFoundError:
             data = self.store.get(d)
-            self._create(d, src, mode, replace=True, data=data)
+        else:
+            if (stat_mod.S_IMODE(st.st_mode) != mode or len(data) != d.size
+                    or blake3.blake3(data).hexdigest() != d.hash):
+                # The area's file was changed in place: take the store's (verified) bytes.
+                self.repaired += 1
+                data = self.store.get(d)
+                self._create(d, src, mode, replace=True, data=data)
         fd, tmp = temp_file(directory)
         try:
             try:

@@ -18,12 +18,15 @@ def discovered_inputs(depfile_text: str, execroot: str, declared: set[str]) -> t
     the stat cache, so a no-op build stats them and hashes nothing. Module BMIs are declared
     inputs already.
     """
+    # A prefix test on normalized absolute paths says what `os.path.relpath` would, at a tenth
+    # of its cost: a compile names some thirty files, and a clean build parses every depfile.
+    root = os.path.abspath(execroot)
+    prefix = root if root.endswith("/") else root + "/"
     out: dict[str, None] = {}
     for dep in parse_depfile(depfile_text):
-        path = os.path.normpath(os.path.join(execroot, dep))
-        rel = os.path.relpath(path, execroot)
-        if rel == ".." or rel.startswith("../"):
-            rel = path  # outside the build: keyed by its absolute path
+        path = os.path.normpath(dep if dep.startswith("/") else prefix + dep)
+        # outside the build: keyed by its absolute path
+        rel = path[len(prefix):] if path.startswith(prefix) else path
         if rel in declared or rel.endswith((".gcm", ".pcm")):
             continue
         if os.path.isfile(path):

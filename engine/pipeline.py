@@ -98,9 +98,11 @@ class ActionPipeline:
         # action id -> (input digests, tool digests) the key used, for the remote cache's workers
         self.remote_keys: dict[str, tuple[dict[str, Digest], dict[str, Digest]]] = {}
         self.by_id: dict[str, Action] = {a.id: a for a in plan.actions}
-        # Actions some other action reads the outputs of: only their outputs are put into the
-        # materialization area as they are stored (the others' are made there when first needed).
-        self.read_by_actions = {p for prereqs in plan.prereqs.values() for p in prereqs}
+        # Outputs another action stages (the inputs of actions that have prerequisites): only
+        # these are put into the materialization area as they are stored. The rest (a depfile, a
+        # binary no action runs) are restored into `target/` straight from the store, and made
+        # there only if a later action stages them: a clean build creates a file fewer for each.
+        self.staged_outputs = {p for a in plan.actions if plan.prereqs.get(a.id) for p in a.inputs}
         self.candidates: dict[str, tuple[str, list[tuple[str, tuple[str, ...]]]]] = {}
         self.counters = Counters()
         self.timings = None  # a TimingsRecorder when the build reports its timings (`--timings`)
@@ -172,7 +174,7 @@ class ActionPipeline:
                     continue
                 # Hashed here (the dependents' keys need the digest); stored by the ingest.
                 blob = take_output(path)
-                if a.id not in self.read_by_actions:  # a binary no action stages: no copy for sandboxes
+                if o not in self.staged_outputs:  # no copy for sandboxes (see __init__)
                     blob = replace(blob, materialize=False)
                 outcome.outputs[o] = blob.digest
                 outcome.modes[o] = 0o555 if blob.executable else 0o444

@@ -63,15 +63,18 @@ class Slot:
         """Remove every file the last action left (inputs, undeclared outputs, anything)."""
         try:
             dirs: set[str] = set()
-            for top, subdirs, files in os.walk(self.path, onerror=_raise):  # unreadable: start over
-                rel_top = os.path.relpath(top, self.path)
-                for name in subdirs:
-                    if os.path.islink(f"{top}/{name}"):
-                        os.unlink(f"{top}/{name}")
-                    else:
-                        dirs.add(name if rel_top == "." else f"{rel_top}/{name}")
-                for name in files:
-                    os.unlink(f"{top}/{name}")
+            # One scandir per directory, its entries' types from the directory itself (no stat,
+            # no relpath): this runs before every action.
+            pending = [("", self.path)]
+            while pending:
+                rel, full = pending.pop()
+                with os.scandir(full) as entries:  # unreadable: start over (below)
+                    for entry in entries:
+                        if entry.is_dir(follow_symlinks=False):
+                            dirs.add(rel + entry.name)
+                            pending.append((f"{rel}{entry.name}/", entry.path))
+                        else:  # a file, or a symlink (to a directory too): the name goes
+                            os.unlink(entry.path)
             self.dirs = dirs
             self.dirty = False
         except OSError:  # an action changed permissions, say: start from nothing
@@ -85,7 +88,3 @@ class Slot:
                 os.unlink(entry.path)
         self.dirs = set()
         self.dirty = False
-
-
-def _raise(error: OSError) -> None:
-    raise error

@@ -171,3 +171,32 @@ def test_explain_names_what_changed(tmp_path, mcpp):
     assert "flag added: -DLOUD" in res.out
     assert "input changed: src/greeting.cpp " in res.out
     assert mcpp("explain", "nothing-like-this", cwd=root).code == 2
+
+
+def _area_file(home: Path, data: bytes) -> Path:
+    import blake3
+
+    h = blake3.blake3(data).hexdigest()
+    return home / "mat" / h[:2] / h[2:]
+
+
+def test_only_outputs_another_action_stages_are_materialized(project, mcpp):
+    """The materialization area holds the copies sandboxes hard-link from: an object the link
+    stages is put there as it is stored; a depfile or the final binary, which no action stages,
+    is not (a clean build writes one file fewer per compile), and `rm -rf target` still restores
+    both, byte for byte, from the store."""
+    root = many_sources(project, n=2, name="staged")
+    assert mcpp("build", cwd=root).code == 0
+    obj_dir = root / "target" / "dev" / "obj" / "staged" / "src"
+    obj, depfile, binary = obj_dir / "f0.cpp.o", obj_dir / "f0.cpp.d", root / "target" / "dev" / "staged"
+    saved = {p: p.read_bytes() for p in (obj, depfile, binary)}
+    assert _area_file(mcpp.home, saved[obj]).is_file()
+    assert not _area_file(mcpp.home, saved[depfile]).exists()
+    assert not any(_area_file(mcpp.home, saved[binary]).parent.glob(_area_file(mcpp.home, saved[binary]).name + "*"))
+
+    shutil.rmtree(root / "target")
+    again = mcpp.build_json(cwd=root)
+    assert again.executed() == []
+    assert {p: p.read_bytes() for p in saved} == saved
+    assert not _area_file(mcpp.home, saved[depfile]).exists()
+    assert os.stat(depfile).st_mode & 0o777 == 0o444

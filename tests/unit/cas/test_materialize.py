@@ -243,3 +243,29 @@ def test_copy_into_repairs_an_area_file_changed_in_place(mat, store, tmp_path, s
     assert open(mat.path(d), "rb").read() == data
     assert os.stat(dest).st_mode & 0o777 == 0o444
     assert [n for n in os.listdir(dest.parent) if n.startswith(".tmp-")] == []
+
+
+def test_copy_into_a_small_blob_the_area_lacks_writes_the_stores_bytes_and_materializes_nothing(mat, store, local,
+                                                                                                  tmp_path):
+    """A depfile is restored into `target/` but never staged: its restore costs no file in the area."""
+    d = store.put(b"target/a.o: src/a.cpp include/a.hpp\n")
+    dest = tmp_path / "target" / "a.o.d"
+    mat.copy_into(d, dest)
+    assert dest.read_bytes() == b"target/a.o: src/a.cpp include/a.hpp\n"
+    assert os.stat(dest).st_mode & 0o777 == 0o444
+    assert not os.path.exists(mat._mat_path(d, False)) and mat.created == 0
+    flip_byte(local.path_of(d), os.path.getsize(local.path_of(d)) // 2)  # verified on the way
+    with pytest.raises(CorruptBlob):
+        mat.copy_into(d, tmp_path / "target" / "b.o.d")
+    assert not os.path.exists(tmp_path / "target" / "b.o.d")
+
+
+def test_copy_into_repairs_an_area_file_whose_mode_was_changed(mat, store, tmp_path):
+    """A writable area file could be written through a sandbox's hard link: a restore that reads
+    it puts the read-only copy back."""
+    d = store.put(b"object")
+    area = mat.path(d)
+    os.chmod(area, 0o644)
+    mat.copy_into(d, tmp_path / "out.o")
+    assert (tmp_path / "out.o").read_bytes() == b"object"
+    assert os.stat(mat.path(d)).st_mode & 0o777 == 0o444

@@ -61,6 +61,25 @@ def test_the_tree_is_what_a_fresh_directory_would_hold(mode, make, mkspec, tmp_p
 
 
 @pytest.mark.parametrize("mode", ["bwrap", "dir"])
+def test_clearing_a_slot_removes_what_an_action_left_and_follows_no_symlink(mode, make, mkspec, tmp_path):
+    """The slot is cleared on the host, where a symlink the action left resolves: clearing must
+    unlink the link, never descend through it into the directory it names."""
+    sb = make(mode)
+    victim = tmp_path / "victim"
+    (victim / "sub").mkdir(parents=True)
+    (victim / "sub" / "precious").write_text("keep\n")
+    f = tmp_path / "f"
+    f.write_text("f\n")
+    r1 = sb.run(mkspec(["sh", "-c", f"cd @@EXECROOT@@ && ln -s {victim} o/to-host && ln -s {victim}/sub/precious "
+                                    "o/file-link && mkdir -p o/n/e/s/t && echo junk > o/n/e/s/t/junk"],
+                       inputs={"x/f": str(f)}, outputs=("o/out",)))
+    assert r1.exit_code == 0, r1.stderr
+    r2 = sb.run(mkspec(["sh", "-c", "cd @@EXECROOT@@ && find . | sort"], inputs={"y": str(f)}, outputs=()))
+    assert r2.stdout.decode().split() == [".", "./y"]
+    assert (victim / "sub" / "precious").read_text() == "keep\n"
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "dir"])
 def test_a_timeout_kills_every_process_of_the_action_and_the_worker_goes_on(mode, make, mkspec, tmp_path):
     mark = tmp_path / "mark"
     sb = make(mode)

@@ -1,0 +1,39 @@
+"""engine/discovered_inputs.py: the files a compile read beyond its declared inputs, from its depfile."""
+from __future__ import annotations
+
+import pytest
+
+from mcpp.engine.discovered_inputs import discovered_inputs
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root = tmp_path / "ws"
+    for rel in ("src/a.cpp", "include/h.hpp", "include/sub/g.hpp"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("//\n")
+    outside = tmp_path / "elsewhere" / "x.hpp"
+    outside.parent.mkdir()
+    outside.write_text("//\n")
+    return root, outside
+
+
+@pytest.mark.parametrize("spelled", ["plain", "trailing slash", "dotted"])
+def test_files_of_the_build_are_relative_and_others_absolute(tree, spelled):
+    root, outside = tree
+    execroot = {"plain": str(root), "trailing slash": f"{root}/", "dotted": f"{root}/include/.."}[spelled]
+    depfile = (f"target/a.o: src/a.cpp include/h.hpp ./include/sub/../sub/g.hpp \\\n"
+               f" {root}/include/h.hpp ../elsewhere/x.hpp {outside} /usr/include/stdio.h include/gone.hpp\n")
+    got = discovered_inputs(depfile, execroot, {"src/a.cpp", "target/a.o"})
+    # declared inputs and outputs, duplicates and files that no longer exist are left out;
+    # a path that climbs out of the build is keyed by its absolute path
+    assert got == tuple(sorted({"include/h.hpp", "include/sub/g.hpp", str(outside), "/usr/include/stdio.h"}))
+
+
+def test_the_build_root_itself_and_a_sibling_with_the_same_prefix_are_not_inside(tree, tmp_path):
+    root, _ = tree
+    sibling = tmp_path / "ws2" / "y.hpp"  # shares "…/ws" as a string prefix, not as a directory
+    sibling.parent.mkdir()
+    sibling.write_text("//\n")
+    got = discovered_inputs(f"a.o: . {sibling} ../ws2/y.hpp\n", str(root), set())
+    assert got == (str(sibling),)
