@@ -13,12 +13,9 @@ which server answered.
 """
 from __future__ import annotations
 
-import http.client
 import os
 import tomllib
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Mapping
 
 from mcpp import starlark_rules
@@ -41,14 +38,20 @@ def fetch(url: str) -> bytes:
     """The bytes at `url` (a path, `file://` or `http(s)://`); `NotFound` when there is none."""
     scheme = urllib.parse.urlsplit(url).scheme
     if scheme in ("http", "https"):
+        # Imported here: the HTTP client (http.client, ssl, email) costs every build 13 ms of
+        # start-up, and only an index on a server needs it.
+        from http.client import HTTPException
+        from urllib.error import HTTPError, URLError
+        from urllib.request import urlopen
+
         try:
-            with urllib.request.urlopen(url, timeout=TIMEOUT_S) as r:
+            with urlopen(url, timeout=TIMEOUT_S) as r:
                 return r.read()
-        except urllib.error.HTTPError as e:
+        except HTTPError as e:
             if e.code in (404, 410):
                 raise NotFound(url) from None
             raise PayloadError(f"payload index: {url}: HTTP {e.code} {e.reason}") from None
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+        except (URLError, OSError, HTTPException) as e:
             reason = getattr(e, "reason", None) or e.__class__.__name__
             raise PayloadError(f"payload index unreachable: {url}: {reason}") from None
     path = urllib.parse.unquote(urllib.parse.urlsplit(url).path) if scheme == "file" else url
