@@ -24,6 +24,7 @@ import sys
 import time
 import traceback
 from collections import deque
+from stat import S_ISDIR
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -53,6 +54,10 @@ class Server:
     def __init__(self, ident: str, root: str, home: str, command: Callable[[list[str]], None],
                  hooks=None):
         self.ident, self.root, self.home = ident, root, home
+        # The directories themselves, not their names: a home or workspace moved aside and made
+        # again under the same path (`mv ~/.mcpp ~/.mcpp.old`) is another one, which this
+        # server's memory (its plan, proofs, what the stores hold) does not describe.
+        self.places = _places(root, home)
         self.command = command
         self.hooks = hooks  # the warm state (warm.py): told when a build starts and ends
         self.identity = protocol.identity()
@@ -138,9 +143,11 @@ class Server:
         if now - getattr(self, "_checked", 0.0) < _TICK_S:
             return False
         self._checked = now
-        if not os.path.isdir(self.root) or not os.path.isdir(self.home):
-            return True
-        return not self._current()
+        return self._moved() or not self._current()
+
+    def _moved(self) -> bool:
+        """Whether the workspace or the home is gone, or another directory now has its path."""
+        return _places(self.root, self.home) != self.places
 
     def _current(self) -> bool:
         """Whether the installed sources are still the ones this server runs."""
@@ -213,6 +220,11 @@ class Server:
     def _start_build(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
         if request.get("identity") != self.identity or not self._current():
             self._answer(conn, fds, {"restart": "version"})
+            self._stop_listening()
+            return
+        if self._moved():  # checked on each request: `_gone` looks only every few seconds
+            log("workspace or home replaced: a new server takes over")
+            self._answer(conn, fds, {"restart": "moved"})
             self._stop_listening()
             return
         if request.get("root") != self.root or request.get("home") != self.home:
@@ -415,6 +427,18 @@ def log(text: str) -> None:
     if _LOG is not None:
         _LOG.write(f"{time.strftime('%H:%M:%S')} [{os.getpid()}] {text.rstrip()}\n")
         _LOG.flush()
+
+
+def _places(*paths: str) -> tuple[tuple[int, int] | None, ...]:
+    """The directory each path names now, as (device, inode); None where there is none."""
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            out.append((st.st_dev, st.st_ino) if S_ISDIR(st.st_mode) else None)
+        except OSError:
+            out.append(None)
+    return tuple(out)
 
 
 def main(ident: str, root: str, home: str, command: Callable[[list[str]], None], hooks=None) -> None:

@@ -340,3 +340,30 @@ def test_a_home_that_cannot_hold_the_server_is_named_by_the_build(tmp_path, mcpp
     assert res.code == 2 and "Traceback" not in res.err, res.err
     assert f"error: {blocker}/home/config.toml: cannot read: Not a directory" in res.err, res.err
     assert "server" not in res.err, res.err
+
+
+@pytest.mark.parametrize("moved", ["home", "workspace"])
+def test_a_home_or_workspace_replaced_under_the_same_path_gets_a_new_server(served, moved):
+    """The server is named by paths; what it holds describes the directories it started with.
+    One moved aside and made again under the same path is another directory: the server hands
+    over at the next request (the client starts a new one), and the old one exits."""
+    import shutil
+
+    root, mcpp = served
+    assert mcpp("build", cwd=root, env=ON).code == 0
+    old = int(_status(mcpp, root)["pid"])
+    if moved == "home":
+        os.rename(mcpp.home, f"{mcpp.home}.old")
+        os.mkdir(mcpp.home)
+    else:
+        os.rename(root, f"{root}.old")
+        shutil.copytree(f"{root}.old", root, symlinks=True)
+    res = mcpp("build", "--message-format", "json", cwd=root, env={**ON, "MCPP_NO_FAST_PATH": "1"})
+    assert res.code == 0 and "warning" not in res.err, res.err
+    new = int(_status(mcpp, root)["pid"])
+    assert new != old
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and _alive(old):
+        time.sleep(0.2)
+    assert not _alive(old)
+    assert mcpp("run", cwd=root, env=ON).out.endswith("hello\n")
