@@ -39,10 +39,12 @@ def main() -> None:
     cli_main()
 
 
-def serve(ident: str, root: str, home: str) -> None:
-    """The server process (started by `server/client.py`): import the engine once, then serve."""
+def serve(ident: str, root: str, home: str, ready: str | None = None) -> None:
+    """The server process (started by `server/client.py`): import the engine once, then serve.
+    `ready`: the descriptor to tell the client on that the socket listens."""
     from .cli import main as cli_main
     from .server import daemon, warm
 
     warm.preload()
-    daemon.main(ident, root, home, cli_main, warm.Hooks(root, ident, home))
+    daemon.main(ident, root, home, cli_main, warm.Hooks(root, ident, home),
+                ready=int(ready) if ready is not None else None)

@@ -441,19 +441,30 @@ def _places(*paths: str) -> tuple[tuple[int, int] | None, ...]:
     return tuple(out)
 
 
-def main(ident: str, root: str, home: str, command: Callable[[list[str]], None], hooks=None) -> None:
-    """Detached already (the client starts it in a new session); runs until idle or stopped."""
+def main(ident: str, root: str, home: str, command: Callable[[list[str]], None], hooks=None,
+         ready: int | None = None) -> None:
+    """Detached already (the client starts it in a new session); runs until idle or stopped.
+    `ready`: a pipe to write one byte on once the socket listens (closed in any case)."""
     global _LOG
     from .paths import log_file
 
-    os.makedirs(os.path.dirname(log_file(ident, home)), exist_ok=True)
-    _LOG = open(log_file(ident, home), "a", buffering=1)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    server = Server(ident, root, home, command, hooks)
-    if not server.bind():
-        log("another server holds the socket: exiting")
-        return
+    try:
+        os.makedirs(os.path.dirname(log_file(ident, home)), exist_ok=True)
+        _LOG = open(log_file(ident, home), "a", buffering=1)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        server = Server(ident, root, home, command, hooks)
+        if not server.bind():
+            log("another server holds the socket: exiting")
+            return
+        if ready is not None:
+            try:
+                os.write(ready, b"1")
+            except OSError:  # the client went away meanwhile: serve the next one
+                pass
+    finally:
+        if ready is not None:
+            os.close(ready)  # the client stops waiting: it connects to whichever server listens
     log(f"serving {root} (version {server.version})")
     try:
         server.serve()

@@ -1,0 +1,75 @@
+"""engine/toolchain.py: a compiler's identity is asked of it once per change of its file, and a
+first build asks every question of every compiler at once."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from mcpp.cas.home import Home
+from mcpp.engine.errors import McppError
+from mcpp.engine.toolchain import resolve_toolchain
+
+# A stand-in compiler: answers like gcc 12, logs each question, and first waits (up to 10 s) until
+# all six questions of a probe have been asked: asked one after another, the first never returns.
+FAKE = """#!/bin/sh
+echo "$0 $1" >> "{log}"
+: > "{started}/$(basename "$0")$1"
+i=0
+while [ "$(ls "{started}" | wc -l)" -lt {wait_for} ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+[ $i -lt 200 ] || {{ echo "asked one at a time" >&2; exit 9; }}
+case "$1" in
+  -dumpversion) echo 12 ;;
+  -dumpfullversion) {full} ;;
+  -dumpmachine) {machine} ;;
+esac
+"""
+
+
+@pytest.fixture
+def fakes(tmp_path, monkeypatch):
+    bindir, started, log = tmp_path / "bin", tmp_path / "started", tmp_path / "asked.log"
+    bindir.mkdir()
+    started.mkdir()
+
+    def make(full="echo 12.2.0", machine="echo x86_64-linux-gnu", wait_for=6):
+        for name in ("gcc", "g++"):
+            path = bindir / name
+            path.write_text(FAKE.format(log=log, started=started, wait_for=wait_for, full=full, machine=machine))
+            path.chmod(path.stat().st_mode | stat.S_IXUSR)
+        for f in started.iterdir():
+            f.unlink()
+        return log
+
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    return make
+
+
+def test_a_first_probe_asks_both_compilers_everything_at_once_and_the_next_asks_nothing(fakes, tmp_path):
+    log = fakes()
+    home = Home(tmp_path / "home")
+    home.root.mkdir()
+    tc = resolve_toolchain("gcc", home)
+    assert (tc.cc.version, tc.cxx.version, tc.cxx.target) == ("12.2.0", "12.2.0", "x86_64-linux-gnu")
+    assert len(log.read_text().splitlines()) == 6
+    assert set(json.loads(home.toolchains.read_text())) == {tc.cc.path, tc.cxx.path}
+    again = resolve_toolchain("gcc", home)
+    assert again == tc and len(log.read_text().splitlines()) == 6  # from the cache: no process
+
+
+def test_a_compiler_without_dumpfullversion_is_known_by_its_dumpversion(fakes, tmp_path):
+    fakes(full="exit 1", wait_for=0)
+    home = Home(tmp_path / "home")
+    home.root.mkdir()
+    assert resolve_toolchain("gcc", home).cxx.version == "12"
+
+
+def test_a_question_a_compiler_fails_is_an_error_naming_it(fakes, tmp_path):
+    fakes(machine="echo 'no target' >&2; exit 1", wait_for=0)
+    home = Home(tmp_path / "home")
+    home.root.mkdir()
+    with pytest.raises(McppError, match=r"`.*/gcc -dumpmachine` failed: no target"):
+        resolve_toolchain("gcc", home)
+    assert not home.toolchains.exists()  # nothing half-learned is kept
