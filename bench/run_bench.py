@@ -95,7 +95,7 @@ class Trash:
             return
         os.makedirs(self.root, exist_ok=True)
         self.count += 1
-        os.rename(path, os.path.join(self.root, f"{os.getpid()}-{self.count}-{os.path.basename(path)}"))
+        os.rename(path, os.path.join(self.root, f"{os.getpid()}-{time.time_ns()}-{self.count}-{os.path.basename(path)}"))
 
     def empty(self) -> None:
         rm(self.root)

@@ -162,19 +162,14 @@ class Materializer:
         restored, never staged), and a sandbox that stages it later makes the copy then."""
         mode = EXEC_MODE if executable else FILE_MODE
         src = self._mat_path(d, executable)
-        try:
-            with open(src, "rb") as f:
-                st = os.fstat(f.fileno())
-                data = f.read()
-        except FileNotFoundError:
+        data = _read_entry(src, d.size, mode)
+        if data is None:  # not materialized: nothing stages it
             data = self.store.get(d)
-        else:
-            if (stat_mod.S_IMODE(st.st_mode) != mode or len(data) != d.size
-                    or blake3.blake3(data).hexdigest() != d.hash):
-                # The area's file was changed in place: take the store's (verified) bytes.
-                self.repaired += 1
-                data = self.store.get(d)
-                self._create(d, src, mode, replace=True, data=data)
+        elif data is False or blake3.blake3(data).hexdigest() != d.hash:
+            # The area's entry was changed (bytes, mode, a link, a FIFO): the store's verified bytes.
+            self.repaired += 1
+            data = self.store.get(d)
+            self._create(d, src, mode, replace=True, data=data)
         fd, tmp = temp_file(directory)
         try:
             try:
@@ -289,6 +284,32 @@ class Materializer:
                 os.chmod(tmp, EXEC_MODE if executable else FILE_MODE)
                 self.copied += 1
                 return
+
+
+def _read_entry(path: str, size: int, mode: int) -> bytes | None | bool:
+    """An area entry's bytes when it is a regular file of `size` bytes and mode `mode`; None when
+    there is none; False when something else holds the name. Opened without following a link and
+    without blocking (a FIFO), checked before it is read, and read no further than `size`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError:  # a symlink (ELOOP), an unreadable mode (EACCES), ...
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat_mod.S_ISREG(st.st_mode) or st.st_size != size or stat_mod.S_IMODE(st.st_mode) != mode:
+            return False
+        chunks, left = [], size
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                return False
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def file_digest_matches(path: str | os.PathLike[str], d: Digest) -> bool:

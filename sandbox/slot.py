@@ -68,13 +68,14 @@ class Slot:
             pending = [("", self.path)]
             while pending:
                 rel, full = pending.pop()
-                with os.scandir(full) as entries:  # unreadable: start over (below)
-                    for entry in entries:
-                        if entry.is_dir(follow_symlinks=False):
-                            dirs.add(rel + entry.name)
-                            pending.append((f"{rel}{entry.name}/", entry.path))
-                        else:  # a file, or a symlink (to a directory too): the name goes
-                            os.unlink(entry.path)
+                with os.scandir(full) as listing:  # unreadable: start over (below)
+                    entries = list(listing)  # whole before any unlink: some file systems skip otherwise
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        dirs.add(rel + entry.name)
+                        pending.append((f"{rel}{entry.name}/", entry.path))
+                    else:  # a file, or a symlink (to a directory too): the name goes
+                        os.unlink(entry.path)
             self.dirs = dirs
             self.dirty = False
         except OSError:  # an action changed permissions, say: start from nothing

@@ -148,10 +148,15 @@ def _start(ident: str, root: str, home: str) -> "_socket.socket":
             proc = subprocess.Popen([sys.executable, "-c", code, ident, root, home, str(ready_w)], stdin=null,
                                     stdout=null, stderr=null, start_new_session=True, close_fds=True,
                                     pass_fds=(ready_w,), cwd=root)
+    except BaseException:
+        os.close(ready_r)
+        raise
     finally:
         os.close(ready_w)
     try:
-        select.select([ready_r], [], [], _START_WAIT_S)
+        waiting = select.poll()
+        waiting.register(ready_r, select.POLLIN)
+        waiting.poll(_START_WAIT_S * 1000)
     finally:
         os.close(ready_r)
     sock = connect(ident)  # ours, or the server that won a race to the name (ours then exited)

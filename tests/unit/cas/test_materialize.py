@@ -269,3 +269,24 @@ def test_copy_into_repairs_an_area_file_whose_mode_was_changed(mat, store, tmp_p
     mat.copy_into(d, tmp_path / "out.o")
     assert (tmp_path / "out.o").read_bytes() == b"object"
     assert os.stat(mat.path(d)).st_mode & 0o777 == 0o444
+
+
+@pytest.mark.parametrize("planted", ["fifo", "symlink", "larger file"])
+def test_copy_into_repairs_an_area_entry_replaced_by_something_else_without_reading_it(mat, store, tmp_path, planted):
+    """A FIFO would block the restore, a link to /dev/zero or a huge file would be read whole:
+    the entry is checked (a regular file of the blob's size and mode) before it is read."""
+    d = store.put(b"object bytes")
+    area = mat.path(d)
+    os.chmod(area, 0o644)
+    os.unlink(area)
+    if planted == "fifo":
+        os.mkfifo(area)
+    elif planted == "symlink":
+        os.symlink("/dev/zero", area)
+    else:
+        with open(area, "wb") as f:
+            f.truncate(1 << 30)
+        os.chmod(area, 0o444)
+    mat.copy_into(d, tmp_path / "out.o")
+    assert (tmp_path / "out.o").read_bytes() == b"object bytes"
+    assert mat.repaired == 1 and open(mat.path(d), "rb").read() == b"object bytes"
