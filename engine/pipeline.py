@@ -67,6 +67,12 @@ class Outcome:
     modes: dict[str, int] = field(default_factory=dict)  # 0o555 or 0o444 for each of `outputs`
     remote: bool = False  # `entry` came from the remote cache (its local key is computed in finish)
 
+    @property
+    def succeeded(self) -> bool:
+        """What `finish` will answer, known on the lane (the scheduler's `proceed`): restored
+        from a cache, or run with every output present and hashed."""
+        return self.entry is not None or bool(self.outputs)
+
 
 @dataclass
 class Counters:

@@ -18,7 +18,6 @@ two walks of the roots. A queue overflow or a root that disappears means "everyt
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import os
 import struct
@@ -46,8 +45,9 @@ _EVENT = struct.Struct("iIII")
 
 def inotify_open():
     """(libc, a non-blocking inotify descriptor); OSError or AttributeError where there is none."""
-    libc_name = ctypes.util.find_library("c") or "libc.so.6"
-    libc = ctypes.CDLL(libc_name, use_errno=True)
+    # The interpreter's own symbols include the C library's; find_library would run
+    # `ldconfig -p` (three processes, 10 ms of a server's start).
+    libc = ctypes.CDLL(None, use_errno=True)
     fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
     if fd < 0:
         raise OSError(ctypes.get_errno(), "inotify_init1")

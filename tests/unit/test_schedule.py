@@ -65,6 +65,62 @@ def test_before_wait_runs_each_time_the_scheduler_blocks():
     run_graph(list(GRAPH), GRAPH, jobs=1, check=lambda i: log.append(f"check {i}") or i in {"a", "e"},
               execute=lambda i: True, finish=lambda i, ok: log.append(f"done {i}") or ok,
               before_wait=lambda: log.append("wait"))
-    # a is fresh, b runs (one job: the scheduler waits for it), then c, then d, then e (fresh)
-    assert log == ["check a", "check b", "wait", "done b", "check c", "wait", "done c", "check d",
-                   "wait", "done d", "check e"]
+    # a is fresh, b is handed to the one lane and e (fresh) checked as the action queued behind
+    # it; then the scheduler waits for b, then c, then d
+    assert log == ["check a", "check b", "check e", "wait", "done b", "check c", "wait", "done c",
+                   "check d", "wait", "done d"]
+
+
+def test_a_lane_starts_its_next_action_while_the_last_one_is_finished():
+    """The scheduling thread's `finish` (depfile, key, the reported line) is off the lane's
+    path: with one lane, b starts while a is still being finished."""
+    b_started = threading.Event()
+    seen = {}
+
+    def execute(i):
+        if i == "b":
+            b_started.set()
+        return True
+
+    def finish(i, ok):
+        if i == "a":
+            seen["b started during a's finish"] = b_started.wait(timeout=10)
+        return ok
+
+    result = run_graph(["a", "b"], {}, jobs=1, check=lambda i: False, execute=execute, finish=finish)
+    assert result.ok and seen == {"b started during a's finish": True}
+
+
+def test_a_lane_whose_action_failed_starts_nothing_before_the_verdict():
+    """b is queued behind a on the one lane; a fails (`proceed` says so on the lane), so the lane
+    waits for the scheduling thread, which stops the build: b never starts."""
+    started = []
+    result = run_graph(["a", "b"], {}, jobs=1, check=lambda i: False,
+                       execute=lambda i: started.append(i) or i != "a", finish=lambda i, ok: ok,
+                       proceed=bool)
+    assert started == ["a"] and result.failed == ["a"] and result.skipped == ["b"]
+
+
+def test_a_failure_with_keep_going_lets_the_lane_go_on():
+    started = []
+    result = run_graph(["a", "b", "c"], {}, jobs=1, check=lambda i: False, keep_going=True,
+                       execute=lambda i: started.append(i) or i != "a", finish=lambda i, ok: ok,
+                       proceed=bool)
+    assert started == ["a", "b", "c"] and result.failed == ["a"] and sorted(result.succeeded) == ["b", "c"]
+
+
+def test_an_exception_in_an_action_reaches_the_caller_and_no_lane_is_left():
+    def execute(i):
+        if i == "a":
+            raise RuntimeError("boom")
+        return True
+
+    before = threading.active_count()
+    try:
+        run_graph(["a", "b", "c"], {}, jobs=2, check=lambda i: False, execute=execute,
+                  finish=lambda i, ok: ok)
+    except RuntimeError as e:
+        assert str(e) == "boom"
+    else:
+        raise AssertionError("the exception was swallowed")
+    assert threading.active_count() == before
