@@ -7,7 +7,8 @@ import sys
 from mcpp.sandbox import parse_depfile
 
 
-def discovered_inputs(depfile_text: str, execroot: str, declared: set[str]) -> tuple[str, ...]:
+def discovered_inputs(depfile_text: str, execroot: str, declared: set[str],
+                      files_outside: set[str] | None = None) -> tuple[str, ...]:
     """The files the compile read beyond its declared inputs: execroot-relative paths for files
     of the build, absolute ones for files outside it.
 
@@ -17,6 +18,10 @@ def discovered_inputs(depfile_text: str, execroot: str, declared: set[str]) -> t
     rebuild (and must not let `rm -rf target` restore the old object). Their digests come from
     the stat cache, so a no-op build stats them and hashes nothing. Module BMIs are declared
     inputs already.
+
+    `files_outside`: the paths outside the execroot already seen to be files in this build,
+    filled here. Every compile names the same thirty system headers, and a `stat` each on the
+    scheduler thread lets go of the GIL thirty times beside the lanes that want it.
     """
     # A prefix test on normalized absolute paths says what `os.path.relpath` would, at a tenth
     # of its cost: a compile names some thirty files, and a clean build parses every depfile.
@@ -29,7 +34,11 @@ def discovered_inputs(depfile_text: str, execroot: str, declared: set[str]) -> t
         rel = path[len(prefix):] if path.startswith(prefix) else path
         if rel in declared or rel.endswith((".gcm", ".pcm")):
             continue
-        if os.path.isfile(path):
+        if files_outside is not None and rel is path and path in files_outside:
+            out.setdefault(sys.intern(rel))
+        elif os.path.isfile(path):
+            if files_outside is not None and rel is path:
+                files_outside.add(path)
             # Interned: hundreds of compiles name the same system headers, and the state file
             # (marshal) then stores each path once, not once per compile.
             out.setdefault(sys.intern(rel))

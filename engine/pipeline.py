@@ -110,6 +110,7 @@ class ActionPipeline:
         # there only if a later action stages them: a clean build creates a file fewer for each.
         self.staged_outputs = {p for a in plan.actions if plan.prereqs.get(a.id) for p in a.inputs}
         self.candidates: dict[str, tuple[str, list[tuple[str, tuple[str, ...]]]]] = {}
+        self.files_outside: set[str] = set()  # system headers seen to be files (discovered_inputs)
         self.counters = Counters()
         self.timings = None  # a TimingsRecorder when the build reports its timings (`--timings`)
         self.warned = WarnedActions(state.file + ".warned")
@@ -276,7 +277,8 @@ class ActionPipeline:
         discovered: tuple[str, ...] = ()
         if a.depfile:
             with open(self._abs(a.depfile), encoding="utf-8", errors="replace") as f:
-                discovered = discovered_inputs(f.read(), self.plan.execroot, set(a.inputs) | set(a.outputs))
+                discovered = discovered_inputs(f.read(), self.plan.execroot, set(a.inputs) | set(a.outputs),
+                                               self.files_outside)
         self.keys.outputs_settled(outcome.outputs)
         key = self.keys.key(a, discovered)
         inputs = self._keyed_inputs(a, discovered)

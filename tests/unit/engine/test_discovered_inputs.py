@@ -37,3 +37,19 @@ def test_the_build_root_itself_and_a_sibling_with_the_same_prefix_are_not_inside
     sibling.write_text("//\n")
     got = discovered_inputs(f"a.o: . {sibling} ../ws2/y.hpp\n", str(root), set())
     assert got == (str(sibling),)
+
+
+def test_a_file_outside_the_build_is_stat_once_per_build(tree, tmp_path):
+    """Every compile names the same system headers: the pipeline passes one set for the build,
+    and a path found to be a file is not looked at again (here it is gone by the second compile,
+    and still named: the key's digest, taken from the stat cache, is what notices a change)."""
+    root, outside = tree
+    seen: set[str] = set()
+    first = discovered_inputs(f"a.o: src/a.cpp {outside}\n", str(root), {"src/a.cpp"}, seen)
+    assert first == (str(outside),) and seen == {str(outside)}
+    outside.unlink()
+    assert discovered_inputs(f"b.o: {outside}\n", str(root), set(), seen) == (str(outside),)
+    assert discovered_inputs(f"b.o: {outside}\n", str(root), set()) == ()  # without the set: stat again
+    # files of the build are always looked at
+    (root / "include" / "h.hpp").unlink()
+    assert discovered_inputs("c.o: include/h.hpp\n", str(root), set(), seen) == ()
