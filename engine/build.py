@@ -40,12 +40,8 @@ from .payloads import Environment, resolve_environment
 from .payloads import record as payload_record
 from .pipeline import ActionPipeline, Counters
 from .plan.planner import Plan, Planner
-from .program.api_context import context_extras
-from .program.cache import ProgramCache
-from .program.context import AccelEntry, PayloadRef
 from .program.driver import ProgramInputs, check_loads, evaluate
-from .program.evaluate import PROGRAM_NAME
-from .program.probe import configure as configure_probes
+from .program.paths import PROGRAM_NAME
 from .profiles import Profile, resolve_profile
 from .report import Reporter, Stopwatch
 from .schedule import ScheduleResult, run_graph
@@ -220,16 +216,23 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
         # A tool an `off` build makes is published apart from hermetic ones (engine/trust.py).
         tools = ToolBuilder(graph, toolchain.identity, trust.tool_host(host_triple(), opts.sandbox), profile.name,
                             build_package, reporter.status, opts.home).resolve()
-    home = opts.home
-    inputs = ProgramInputs(
-        gen_dir=layout.gen_dir, profile=profile.name,
-        target=graph.context.target.text, host=graph.context.host.text,
-        accel=tuple(AccelEntry(e.name, e.version, tuple(e.archs), e.floor) for e in graph.context.accel.entries),
-        tools_of=tools.visible_to,
-        payloads=tuple(PayloadRef(p.namespace, p.name, p.directory, p.version) for p in (env.payloads if env else ())),
-        extras=lambda pkg, modules: context_extras(pkg, modules, toolchain, profile, layout.out_dir))
-    configure_probes(opts.sandbox, str(home.root), os.path.join(layout.program_cache, "probes"))
-    watched, reads_env = evaluate(graph, checked, inputs, ProgramCache(layout.program_cache), reporter)
+    inputs = cache = None
+    if any(c.path is not None for c in checked.values()):  # the evaluator is imported only then
+        from .program.api_context import context_extras
+        from .program.cache import ProgramCache
+        from .program.context import AccelEntry, PayloadRef
+        from .program.probe import configure as configure_probes
+
+        inputs = ProgramInputs(
+            gen_dir=layout.gen_dir, profile=profile.name,
+            target=graph.context.target.text, host=graph.context.host.text,
+            accel=tuple(AccelEntry(e.name, e.version, tuple(e.archs), e.floor) for e in graph.context.accel.entries),
+            tools_of=tools.visible_to,
+            payloads=tuple(PayloadRef(p.namespace, p.name, p.directory, p.version) for p in (env.payloads if env else ())),
+            extras=lambda pkg, modules: context_extras(pkg, modules, toolchain, profile, layout.out_dir))
+        configure_probes(opts.sandbox, str(opts.home.root), os.path.join(layout.program_cache, "probes"))
+        cache = ProgramCache(layout.program_cache)
+    watched, reads_env = evaluate(graph, checked, inputs, cache, reporter)
     # Every package's build.star, present or not: one appearing must end the no-op.
     programs = [os.path.join(p.root, PROGRAM_NAME) for p in graph.order]
     return watched + programs + tools.watched_files, tools.watched_dirs, reads_env

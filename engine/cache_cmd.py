@@ -5,12 +5,10 @@ import json
 
 import click
 
-from mcpp.cas import maintenance
 from mcpp.cas.home import Home
 from mcpp.cas.units import format_size, parse_age, parse_size
 
 from .errors import McppError
-from .payloads.gc import gc as payload_gc
 
 
 def _home() -> Home:
@@ -32,6 +30,7 @@ def cache_dir():
 @click.option("--format", "fmt", type=click.Choice(["human", "json"]), default="human")
 def cache_stats(fmt):
     """Blob count, stored vs uncompressed bytes, action entries, hit rate of the last build."""
+    from mcpp.cas import maintenance  # only these commands need it (its imports cost a cold start)
     home = _home()
     s = maintenance.stats(home)
     last = _last_build(home)
@@ -59,6 +58,7 @@ def cache_stats(fmt):
 @click.option("--delete", is_flag=True, help="Remove the corrupted blobs (the next build re-creates them).")
 def cache_verify(delete):
     """Re-hash every blob and materialized file; name the corrupted ones (exit 1 when there are any)."""
+    from mcpp.cas import maintenance  # only these commands need it (its imports cost a cold start)
     bad = maintenance.verify(_home(), delete=delete)
     tampered = maintenance.verify_materialized(_home())
     for path in tampered:
@@ -87,6 +87,8 @@ def _corrupt(n: int, deleted: bool) -> McppError:
 @click.option("--older-than", metavar="AGE", help="Evict entries not used for AGE (e.g. 7d, 12h).")
 def cache_gc(max_size, older_than):
     """Evict least recently used entries; never a blob a remaining entry needs."""
+    from .payloads.gc import gc as payload_gc
+    from mcpp.cas import maintenance  # only these commands need it (its imports cost a cold start)
     try:
         size = parse_size(max_size) if max_size else None
         age = parse_age(older_than) if older_than else None
@@ -117,6 +119,7 @@ def cache_gc(max_size, older_than):
 @cache_group.command("clean")
 def cache_clean():
     """Empty the stores (blobs, action cache, materialized files, host tools)."""
+    from mcpp.cas import maintenance  # only these commands need it (its imports cost a cold start)
     home = _home()
     maintenance.clean(home)
     click.echo(f"emptied {home.root}")

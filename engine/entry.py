@@ -47,4 +47,4 @@ def serve(ident: str, root: str, home: str, ready: str | None = None) -> None:
 
     warm.preload()
     daemon.main(ident, root, home, cli_main, warm.Hooks(root, ident, home),
-                ready=int(ready) if ready is not None else None)
+                ready=int(ready) if ready is not None else None, later=(warm.preload_later,))

@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -140,6 +139,8 @@ class ToolBuilder:
             for builds in missing.values():
                 in_turn(builds)
             return
+        from concurrent.futures import ThreadPoolExecutor  # a build with host tools to make
+
         with ThreadPoolExecutor(max_workers=len(missing), thread_name_prefix="host-tool") as pool:
             futures = [pool.submit(in_turn, builds) for builds in missing.values()]
             errors = [f.exception() for f in futures]

@@ -33,9 +33,10 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-from .signing import PublicKey, SecretKey, SigningKeyError, load_secret_key, parse_public_key
+if TYPE_CHECKING:  # the key code is imported by a build that has a remote (see `_keys`)
+    from .signing import PublicKey, SecretKey
 
 CONFIG_FILE = "config.toml"
 _KEYS = {"url": str, "upload": bool, "instance": str, "timeout": (int, float), "sign-key": str,
@@ -206,6 +207,8 @@ def _keys(table: dict, environ: Mapping[str, str], home_root: str | os.PathLike[
           ) -> tuple[SecretKey | None, tuple[PublicKey, ...] | None]:
     """The signing key (a path in MCPP_REMOTE_SIGN_KEY, relative to the working directory, or in
     `sign-key`, relative to $MCPP_HOME) and the trusted public keys."""
+    from .signing import SigningKeyError, load_secret_key, parse_public_key
+
     where = os.path.join(home_root, CONFIG_FILE)
     try:
         sign_key = None

@@ -18,13 +18,18 @@ import os
 import platform as host_platform
 from dataclasses import dataclass, field
 
-from . import system, version as versions
-from .arbitrate import Choice, arbitrate
+from typing import TYPE_CHECKING
+
+from . import version as versions
 from .declarations import collect
-from .descriptor import Descriptor
 from .errors import PayloadError
-from .index import IndexSet, configured
-from .install import install, installed
+
+# Arbitration, the indexes, the installer (tarfile, zip, HTTP) are imported by a build that
+# declares a payload; one that declares none (most) never loads them.
+if TYPE_CHECKING:
+    from .arbitrate import Choice
+    from .descriptor import Descriptor
+    from .index import IndexSet
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,11 @@ def resolve_environment(graph, payloads_root: str, home_root: str, *, install_mi
     env = Environment()
     if not declarations:
         return env  # never contact an index for a build that needs no payload
+    from . import system
+    from .arbitrate import arbitrate
+    from .index import IndexSet, configured
+    from .install import install, installed
+
     choices = arbitrate(declarations)
     indexes = indexes or IndexSet(configured(home_root))
     platform = host_platform_key()
@@ -121,6 +131,7 @@ def resolve_environment(graph, payloads_root: str, home_root: str, *, install_mi
 
 
 def _choose_version(choice: Choice, desc: Descriptor, platform: str) -> str:
+    from . import system
     w = choice.winner
     listed = desc.versions_for(platform)
     if not listed:

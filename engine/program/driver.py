@@ -11,22 +11,23 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import ManifestError, McppError, Position
-from packaging.version import InvalidVersion, Version
 
 from ..conventions import Role
 from ..manifest.load import display_path
 from ..package.model import Package, PackageGraph
 from ..package.program_result import ProgramResult
 from ..package.sources import device_extensions, package_sources
-from .api import FLOOR, McppApi
-from .api_providers import dep_infos
-from .cache import ProgramCache, dependencies
-from .context import AccelEntry, ProgramContext, RuleModuleRef, ToolRef
-from .evaluate import PROGRAM_NAME, Evaluation, loads_of, parse, program_path
 from .modules import Loader, RuleModule, library_path, resolve, unavailable, visible_rule_modules
+from .paths import PROGRAM_NAME, program_path
+
+# The evaluator (starlark-pyo3, the `mcpp` struct, its prelude: some 10 ms of a cold start) is
+# imported where a package has a build.star; a graph without one never loads it.
+if TYPE_CHECKING:
+    from .cache import ProgramCache
+    from .context import AccelEntry, ProgramContext
 
 
 @dataclass
@@ -50,6 +51,7 @@ def check_loads(graph: PackageGraph, announce: Callable[[RuleModule], None]) -> 
         path = program_path(pkg.root)
         ast = None
         if path is not None:
+            from .evaluate import loads_of, parse
             ast = parse(path)
             for module_id in loads_of(ast):
                 if library_path(module_id) is None and module_id not in modules:
@@ -63,6 +65,7 @@ def _check_rule_files(path: str, ast, loader: Loader, modules: dict[str, RuleMod
                       seen: set[str]) -> None:
     """Follow the loads of `path` through the rule files they reach, refusing (or failing to
     parse) as the evaluation would, with the same position and `load` chain."""
+    from .evaluate import loads_of, parse
     for module_id in loads_of(ast):
         found = resolve(loader, module_id, modules)
         pos = _load_position(path, module_id)
@@ -108,7 +111,8 @@ class ProgramInputs:
     extras: Callable[[Package, dict], dict] = lambda pkg, rule_modules: {}  # api_context.context_extras
 
 
-def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: ProgramInputs, cache: ProgramCache,
+def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: ProgramInputs | None,
+             cache: ProgramCache | None,
              reporter, environ: dict[str, str] | None = None) -> tuple[list[str], bool]:
     """Evaluate every program (or reuse its cached result) into `pkg.program`; returns the files
     the results depend on and whether any read the environment, for the no-op record."""
@@ -130,6 +134,9 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
         if hit is not None:
             result, files, env = hit
         else:
+            from .api import McppApi
+            from .cache import dependencies
+            from .evaluate import Evaluation
             api = McppApi(ctx, environ)
             evaluation = Evaluation(api, c.rule_modules)
             try:
@@ -151,6 +158,8 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
 
 
 def _context(pkg: Package, device: list[str], c: Checked, inputs: ProgramInputs) -> ProgramContext:
+    from .api_providers import dep_infos
+    from .context import ProgramContext, RuleModuleRef, ToolRef
     m = pkg.manifest
     payloads = inputs.payloads
     return ProgramContext(
@@ -182,22 +191,27 @@ def _check_claims(pkg: Package, device: list[str], exts: dict[str, str], result:
 
 def _check_floors(graph: PackageGraph) -> None:
     """The probe channel: every `floor("x >= v")` needs a `fact("x", w)` with w satisfying it."""
+    floors = [(pkg, f) for pkg in graph.order for f in (pkg.program.floors if pkg.program else ())]
+    if not floors:
+        return
+    from packaging.version import InvalidVersion, Version
+
+    from .api import FLOOR
     facts: dict[str, tuple[str, str]] = {}
     for pkg in graph.order:
         for name, version in (pkg.program.facts if pkg.program else {}).items():
             facts.setdefault(name, (version, pkg.name))
-    for pkg in graph.order:
-        for floor in (pkg.program.floors if pkg.program else ()):
-            m = FLOOR.match(floor)
-            fact = facts.get(m["name"])
-            if fact is None:
-                raise McppError(f"package `{pkg.name}` requires `{floor}`, and no build program states a fact "
-                                f"`{m['name']}` (`mcpp.fact(\"{m['name']}\", version)`)")
-            have, who = fact
-            try:
-                ok = Version(have) >= Version(m["version"]) if m["op"] == ">=" else Version(have) == Version(m["version"])
-            except InvalidVersion:
-                ok = have == m["version"] if m["op"] == "==" else have >= m["version"]
-            if not ok:
-                raise McppError(f"package `{pkg.name}` requires `{floor}`, but `{who}` states "
-                                f"{m['name']} {have}")
+    for pkg, floor in floors:
+        m = FLOOR.match(floor)
+        fact = facts.get(m["name"])
+        if fact is None:
+            raise McppError(f"package `{pkg.name}` requires `{floor}`, and no build program states a fact "
+                            f"`{m['name']}` (`mcpp.fact(\"{m['name']}\", version)`)")
+        have, who = fact
+        try:
+            ok = Version(have) >= Version(m["version"]) if m["op"] == ">=" else Version(have) == Version(m["version"])
+        except InvalidVersion:
+            ok = have == m["version"] if m["op"] == "==" else have >= m["version"]
+        if not ok:
+            raise McppError(f"package `{pkg.name}` requires `{floor}`, but `{who}` states "
+                            f"{m['name']} {have}")

@@ -28,8 +28,8 @@ from .api_context import PRELUDE_NAME, member, outside_prelude, struct_prelude
 from .api_providers import WRAPPERS
 from .bounded import TIME_LIMIT_ENV, run_bounded, time_limit
 from .modules import Loader, RuleModule, resolve
+from .paths import PROGRAM_NAME
 
-PROGRAM_NAME = "build.star"
 
 _GLOBALS = sl.Globals.extended_by([sl.LibraryExtension.StructType, sl.LibraryExtension.Json,
                                    sl.LibraryExtension.CallStack])
@@ -187,6 +187,3 @@ def program_error(text: str) -> McppError:
     return McppError(text_message, pos, notes)
 
 
-def program_path(pkg_root: str) -> str | None:
-    path = os.path.join(pkg_root, PROGRAM_NAME)
-    return path if os.path.isfile(path) else None

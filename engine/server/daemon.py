@@ -79,6 +79,8 @@ class Server:
         # hand-off, proving its knowledge's files: 40 ms at 1,000 units), done when no event
         # waits: a request that comes first is served first, with what the server held before.
         self.later: deque[Callable[[], None]] = deque()
+        # Tasks for after the first build has started (`main`'s `later`): not before it.
+        self.after_first_build: tuple[Callable[[], None], ...] = ()
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -264,6 +266,8 @@ class Server:
         for fd in fds:
             os.close(fd)
         self.builds_served += 1
+        self.later.extend(self.after_first_build)
+        self.after_first_build = ()
         try:
             pidfd = os.pidfd_open(pid)
         except (AttributeError, OSError):
@@ -442,9 +446,10 @@ def _places(*paths: str) -> tuple[tuple[int, int] | None, ...]:
 
 
 def main(ident: str, root: str, home: str, command: Callable[[list[str]], None], hooks=None,
-         ready: int | None = None) -> None:
+         ready: int | None = None, later: tuple[Callable[[], None], ...] = ()) -> None:
     """Detached already (the client starts it in a new session); runs until idle or stopped.
-    `ready`: a pipe to write one byte on once the socket listens (closed in any case)."""
+    `ready`: a pipe to write one byte on once the socket listens (closed in any case); `later`:
+    tasks for when the first build has started and no request waits (imports it may not need)."""
     global _LOG
     from .paths import log_file
 
@@ -454,6 +459,7 @@ def main(ident: str, root: str, home: str, command: Callable[[list[str]], None],
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         server = Server(ident, root, home, command, hooks)
+        server.after_first_build = later
         if not server.bind():
             log("another server holds the socket: exiting")
             return

@@ -39,21 +39,28 @@ from .watcher import StatScan, make_watcher
 # Imported lazily by the command line on the paths a build takes; the server pays once.
 _MODULES = (
     "mcpp.engine.cli", "mcpp.engine.build", "mcpp.engine.run_command", "mcpp.engine.test_command",
-    "mcpp.engine.pipeline", "mcpp.engine.schedule", "mcpp.engine.plan.planner",
-    "mcpp.engine.program.driver", "mcpp.engine.program.evaluate", "mcpp.engine.program.bounded",
+    "mcpp.engine.pipeline", "mcpp.engine.schedule", "mcpp.engine.plan.planner", "mcpp.engine.program.driver",
     "mcpp.engine.modules.scanner", "mcpp.engine.plan.include_scan", "mcpp.sandbox", "mcpp.cas.statcache",
-    "starlark", "blake3", "zstandard",
+    "blake3", "zstandard",
     "difflib",  # click's "no such option" (which `-j2` meets before it is read as `-j 2`) imports it
 )
+# The build program evaluator: only packages with a build.star need it, so a cold server imports
+# it after it has started the first build (`preload_later`, when no request waits), not before.
+_LATER_MODULES = ("mcpp.engine.program.evaluate", "mcpp.engine.program.bounded", "mcpp.engine.program.cache",
+                  "mcpp.engine.program.api_context", "mcpp.engine.program.probe", "starlark")
 _KEPT = 8  # requests remembered (build/run/test, dev/release, a couple of feature sets)
 
 
-def preload() -> None:
-    for name in _MODULES:
+def preload(names: tuple[str, ...] = _MODULES) -> None:
+    for name in names:
         try:
             importlib.import_module(name)
         except ImportError:
             pass
+
+
+def preload_later() -> None:
+    preload(_LATER_MODULES)
 
 
 def _watch_key(key: str) -> str:

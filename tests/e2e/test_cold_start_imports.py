@@ -1,0 +1,57 @@
+"""A cold start imports only what the build uses: a graph without a build.star never loads the
+build program evaluator (starlark-pyo3, the `mcpp` struct and its prelude), one that declares no
+payload never loads the installer (tarfile, zip, the indexes), one without a remote never loads
+the signing code, and `mcpp build` never loads the store's maintenance (`mcpp cache`): some
+15 ms of every cold start (a new server, or a build in process)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from e2e_support import write_tree
+
+PROJECT = {
+    "mcpp.toml": """
+        [package]
+        name = "hello"
+        version = "0.1.0"
+    """,
+    "src/main.cpp": "int main() { return 0; }\n",
+}
+PROGRAM = 'mcpp.define("FROM_PROGRAM=1")\n'
+
+# Builds in this interpreter (no server) and prints which evaluator modules it imported.
+PROBE = """
+import json, sys
+from mcpp.engine.cli import main
+try:
+    main(["build", "--no-server", "--sandbox", "off", "--message-format", "json"])
+except SystemExit as e:
+    code = e.code
+loaded = sorted(m for m in sys.modules if m in ("starlark", "tarfile", "mcpp.engine.payloads.install",
+                                                 "mcpp.cas.remote.signing", "mcpp.cas.maintenance")
+                or m.startswith("mcpp.engine.program."))
+print(json.dumps({"code": code, "loaded": loaded}))
+"""
+
+
+def _build(root, home) -> dict:
+    p = subprocess.run([sys.executable, "-c", PROBE], cwd=root, capture_output=True, text=True, timeout=300,
+                       env={"PATH": "/usr/local/bin:/usr/bin:/bin", "MCPP_HOME": str(home)})
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+def test_a_plain_build_imports_no_evaluator_installer_signing_or_maintenance(tmp_path):
+    write_tree(tmp_path / "p", PROJECT)
+    got = _build(tmp_path / "p", tmp_path / "home")
+    assert got["code"] in (0, None)
+    assert not {"starlark", "mcpp.engine.program.evaluate", "tarfile", "mcpp.engine.payloads.install",
+                "mcpp.cas.remote.signing", "mcpp.cas.maintenance"} & set(got["loaded"]), got
+
+
+def test_a_build_with_a_program_does(tmp_path):
+    write_tree(tmp_path / "p", {**PROJECT, "build.star": PROGRAM})
+    got = _build(tmp_path / "p", tmp_path / "home")
+    assert got["code"] in (0, None)
+    assert {"starlark", "mcpp.engine.program.evaluate"} <= set(got["loaded"]), got
