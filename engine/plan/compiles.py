@@ -56,6 +56,9 @@ class Compiles:
         self._target_pool_memo: dict[tuple[tuple[int, int], bool], tuple[str, ...]] = {}
         self._directive_memo: dict[str, object] = {}  # a header is scanned once per build
         self._gen_header_memo: dict[tuple[Package, bool], list[tuple[str, str]]] = {}
+        self._flags_memo: dict[tuple[Package, str, bool], tuple[list[str], list[str], list[str]]] = {}
+        # what each header reaches, per pool (package, dev) and search path (include_scan.py)
+        self._closures: dict[tuple, dict[str, set[str] | None]] = {}
 
     # -- a unit of a package -------------------------------------------------------------------
     def compile(self, u: Unit) -> None:
@@ -169,7 +172,14 @@ class Compiles:
             "output": os.path.join(ctx.execroot, u.obj)})
 
     def flags_for(self, pkg: Package, role: str, dev: bool) -> tuple[list[str], list[str], list[str]]:
-        """(user flags, defines, execroot-relative include directories) of a compile of `pkg`."""
+        """(user flags, defines, execroot-relative include directories) of a compile of `pkg`:
+        the same for each of its sources, so made once (fresh lists each call: callers add)."""
+        made = self._flags_memo.get((pkg, role, dev))
+        if made is None:
+            made = self._flags_memo[(pkg, role, dev)] = self._flags(pkg, role, dev)
+        return list(made[0]), list(made[1]), list(made[2])
+
+    def _flags(self, pkg: Package, role: str, dev: bool) -> tuple[list[str], list[str], list[str]]:
         m = pkg.manifest
         user = list(m.build.cflags if role == "c" else m.build.cxxflags)
         defines = [feature_define(f) for f in sorted(pkg.features)]
@@ -228,8 +238,9 @@ class Compiles:
         index = self._pool_index.get((pkg, dev))
         if index is None:
             index = self._pool_index[(pkg, dev)] = {os.path.join(execroot, h): h for h in pool}
-        found = reachable(os.path.join(execroot, src), [os.path.join(execroot, d) for d in search],
-                          index, self._directives)
+        dirs = [os.path.join(execroot, d) for d in search]
+        closures = self._closures.setdefault((pkg, dev, tuple(dirs)), {})
+        found = reachable(os.path.join(execroot, src), dirs, index, self._directives, closures)
         return pool if found is None else tuple(sorted(found))
 
     def _directives(self, path: str):

@@ -20,11 +20,17 @@ class PlanContext:
         self.profile = profile
         self.layout = layout
         self.execroot = layout.execroot
+        root = os.path.abspath(self.execroot)
+        self._prefix = root if root.endswith("/") else root + "/"
         self.targets = targets  # every package of the graph -> its targets
         self.out_abs = layout.out_dir
         self.out = self.rel(self.out_abs)  # the profile's output directory, execroot-relative
 
     def rel(self, path: str) -> str:
+        # A normalized path under the execroot (nearly every one the planner asks about: a
+        # thousand a plan) by a prefix test; `relpath` (two abspaths and a split each) otherwise.
+        if path.startswith(self._prefix) and os.path.normpath(path) == path:
+            return path[len(self._prefix):]
         return os.path.relpath(path, self.execroot)
 
     def targets_of(self, pkg: Package) -> list[TargetSpec]:

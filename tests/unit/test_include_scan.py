@@ -54,3 +54,32 @@ def test_cycles_terminate(tmp_path):
     pool = tree(tmp_path, {"src/main.cpp": '#include "a.h"\n', "src/a.h": '#include "b.h"\n',
                            "src/b.h": '#include "a.h"\n'})
     assert reachable(str(tmp_path / "src/main.cpp"), [], pool, directives) == {"src/a.h", "src/b.h"}
+
+
+def test_closures_shared_by_many_sources_answer_what_a_walk_per_source_does(tmp_path):
+    """`closures` keeps what each header reaches for the next source: every answer must be the
+    one a walk from scratch gives, cycles, quoted lookups beside each header and give-ups included."""
+    import random
+
+    rng = random.Random(7)
+    files = {}
+    headers = [f"inc/h{i}.h" for i in range(12)] + [f"inc/sub/s{i}.h" for i in range(4)]
+    bounded = [h for h in headers if h != "inc/sub/s3.h"]
+    for h in headers:
+        names = rng.sample(bounded, 2) + (["inc/sub/s3.h"] if h == "inc/h0.h" else [])
+        lines = [f'#include "{os.path.basename(n)}"' if os.path.dirname(n) == os.path.dirname(h)
+                 else f"#include <{n[4:]}>" for n in names]
+        files[h] = "\n".join(lines) + "\n"
+    files["inc/sub/s3.h"] = "#include HEADER\n"  # one header nobody can bound
+    for i in range(20):
+        files[f"src/u{i}.cpp"] = "".join(f"#include <{n[4:]}>\n" for n in rng.sample(headers, 1))
+    pool = tree(tmp_path, files)
+    dirs = [str(tmp_path / "inc")]
+    closures: dict = {}
+    answers = set()
+    for i in range(20):
+        src = str(tmp_path / f"src/u{i}.cpp")
+        alone = reachable(src, dirs, pool, directives)
+        assert reachable(src, dirs, pool, directives, closures) == alone
+        answers.add(alone is None)
+    assert answers == {True, False}  # both kinds of answer were compared
