@@ -30,15 +30,14 @@ def discovered_inputs(depfile_text: str, execroot: str, declared: set[str],
     out: dict[str, None] = {}
     for dep in parse_depfile(depfile_text):
         path = os.path.normpath(dep if dep.startswith("/") else prefix + dep)
-        # outside the build: keyed by its absolute path
-        rel = path[len(prefix):] if path.startswith(prefix) else path
+        inside = path.startswith(prefix)
+        rel = path[len(prefix):] if inside else path  # outside the build: its absolute path
         if rel in declared or rel.endswith((".gcm", ".pcm")):
             continue
-        if files_outside is not None and rel is path and path in files_outside:
-            out.setdefault(sys.intern(rel))
-        elif os.path.isfile(path):
-            if files_outside is not None and rel is path:
-                files_outside.add(path)
+        seen = files_outside if files_outside is not None and not inside else None
+        if (seen is not None and path in seen) or os.path.isfile(path):
+            if seen is not None:
+                seen.add(path)
             # Interned: hundreds of compiles name the same system headers, and the state file
             # (marshal) then stores each path once, not once per compile.
             out.setdefault(sys.intern(rel))

@@ -228,12 +228,13 @@ class BwrapSandbox(StagedSandbox):
         outside the system roots (a worker's mounts are fixed when it starts)."""
         if not self.use_workers or spec.network or (spec.tools and self._binds_for(tuple(spec.tools))):
             return None
+        with self._idle_lock:
+            self._served += 1
         while True:
             with self._idle_lock:
                 # One that has tidied up after its last action (worker.py: `await_clean`) if
                 # any, else the one idle longest: its unmounts are the likeliest to be over.
                 worker = next((w for w in self._idle if self._clean_now(w)), None)
-                self._served += 1
                 if worker is None and self._idle and (self._spare or self._served < SPARE_AFTER):
                     worker = self._idle[0]
                 elif worker is None and self._idle:

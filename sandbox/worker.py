@@ -28,9 +28,9 @@ whole directories that hold only inputs, single files elsewhere) read-only over 
 the action's last process is gone it answers, then unmounts them again and says so (a
 ``clean`` line: the engine prepares the worker's slot for another action only after it). An
 unmount waits for an RCU grace period, milliseconds on a machine whose cores are compiling,
-so the engine collects the outputs meanwhile and prefers an idle worker that is already clean. A read-only mount stops a write, a
-``chmod`` and a ``link`` into a writable directory (``EXDEV``) whatever the action's uid, root
-included. No action gets a capability to undo it: at startup the executor empties its bounding,
+so the engine collects the outputs meanwhile and prefers an idle worker that is already clean.
+A read-only mount stops a write, a ``chmod`` and a ``link`` into a writable directory
+(``EXDEV``) whatever the action's uid, root included. No action gets a capability to undo it: at startup the executor empties its bounding,
 inheritable and ambient sets, so every program it starts has none (root and file capabilities
 included), while the executor keeps its own effective set. Doing the mounts in the executor
 rather than in a mount namespace per action lets actions start with ``vfork`` and no Python in
