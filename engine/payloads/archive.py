@@ -1,133 +1,169 @@
 """Unpacking a payload archive (`.tar.zst`, `.tar.gz`, `.zip`) without trusting it.
 
-Every member is checked before anything is written: an absolute path, a `..` component, a link
-whose target leaves the payload, a device or fifo are refused with the member's name. Checking
-first, rather than as members are extracted, means a refused archive writes nothing: the
-install's temporary directory never holds half an archive that could be mistaken for a payload.
-`strip` drops leading path components (a release usually unpacks to `gen-2.0.0/...`).
+The archive is read from a file as a stream, one member at a time, and each member goes into a
+`Tree` (tree.py), which never writes through a link, never lets a member replace another,
+resolves every symlink by walking the finished tree, and counts bytes and members against the
+payload's `Limits` as they are written. Here are the archive-level refusals: an absolute path or
+a `..` component (in a name or a hard link's target), a device, fifo or sparse member, and tar
+metadata blocks (long names, pax headers) larger than a path could need, which `tarfile` would
+otherwise read whole into memory. `strip` drops leading path components (a release usually
+unpacks to `gen-2.0.0/...`).
+
+A refusal raises `PayloadError` naming the archive and the member; the caller unpacks into a
+private temporary directory and removes it, so a refused archive installs nothing.
 """
 from __future__ import annotations
 
-import io
-import os
-import posixpath
 import stat
 import tarfile
 import zipfile
-from dataclasses import dataclass
+import zlib
 
 import zstandard
 
 from .errors import PayloadError
+from .tree import MAX_LINK_TEXT, Limits, Tree
+
+# A pax header or GNU long name holds paths and a few numbers; anything larger is not a payload.
+MAX_METADATA = 1 << 20
+_METADATA_TYPES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
+                   tarfile.SOLARIS_XHDTYPE)
+_TAR_ERRORS = (tarfile.TarError, zstandard.ZstdError, EOFError, zlib.error)
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
 
 
-@dataclass(frozen=True)
-class Member:
-    name: str  # after strip, relative, normalized
-    kind: str  # "file" | "dir" | "symlink" | "hardlink"
-    mode: int
-    link: str = ""  # symlink target as written; hardlink: the member it names (after strip)
-    source: object = None  # the tarfile.TarInfo / zipfile.ZipInfo
+class _Unsupported(Exception):
+    """A tar header this unpacker will not process; `why` completes "member `<name>` ..."."""
+
+    def __init__(self, name: str, why: str):
+        super().__init__(why)
+        self.name, self.why = name, why
 
 
-def _refuse(url: str, member: str, why: str) -> PayloadError:
-    return PayloadError(f"payload archive {url}: member `{member}` {why}; nothing was installed")
+class _BoundedInfo(tarfile.TarInfo):
+    """A `TarInfo` that refuses, before `tarfile` reads them, metadata blocks over
+    `MAX_METADATA` and sparse members (whose maps `tarfile` reads without bound)."""
+
+    def _proc_member(self, tarfile_):
+        if self.type in _METADATA_TYPES and self.size > MAX_METADATA:
+            raise _Unsupported(self.name, f"has a {self.size}-byte metadata block (a long name or pax header)")
+        return super()._proc_member(tarfile_)
+
+    def _proc_sparse(self, tarfile_):
+        raise _Unsupported(self.name, "is a sparse file")
+
+    def _proc_gnusparse_10(self, next_, pax_headers, tarfile_):
+        raise _Unsupported(next_.name, "is a sparse file")
+
+
+def _refuser(url: str, shown: dict[str, str] | None = None):
+    """Makes the error for a member; `shown` maps a member's name after `strip` back to its
+    name in the archive, which is what the message names."""
+    def refuse(member: str, why: str) -> PayloadError:
+        member = (shown or {}).get(member, member)
+        return PayloadError(f"payload archive {url}: member `{member}` {why}; nothing was installed")
+    return refuse
 
 
 def _relative(url: str, raw: str, strip: int, what: str = "") -> str | None:
     """The member path after `strip`, or None when strip consumes it; refuses escapes."""
     if raw.startswith("/") or (len(raw) > 1 and raw[1] == ":"):
-        raise _refuse(url, raw, f"has an absolute {what}path")
+        raise _refuser(url)(raw, f"has an absolute {what}path")
     parts = [p for p in raw.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise _refuse(url, raw, f"has a `..` component in its {what}path")
+        raise _refuser(url)(raw, f"has a `..` component in its {what}path")
     parts = parts[strip:]
     return "/".join(parts) if parts else None
 
 
-def _inside(link_from: str, target: str) -> bool:
-    """Whether symlink `link_from` -> `target` stays in the payload root."""
-    if target.startswith("/"):
-        return False
-    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(link_from), target))
-    return resolved != ".." and not resolved.startswith("../") and resolved != "/"
+def extract(path: str, url: str, dest: str, strip: int = 0, limits: Limits | None = None) -> None:
+    """Unpack the archive file at `path` (fetched from `url`) into `dest`, a directory this
+    creates; `PayloadError` naming the archive when any member is refused or a limit passed."""
+    shown: dict[str, str] = {}
+    with Tree(dest, _refuser(url, shown), limits) as tree, open(path, "rb") as f:
+        if url.endswith(".zip"):
+            _unzip(f, url, tree, strip, limits, shown)
+        else:
+            _untar(f, url, tree, strip, shown)
+        tree.finish()
 
 
-def members(data: bytes, url: str, strip: int) -> tuple[list[Member], object]:
-    """The checked members of the archive and the opened archive object."""
-    if url.endswith(".zip"):
-        z = zipfile.ZipFile(io.BytesIO(data))
-        out = []
-        for info in z.infolist():
-            name = _relative(url, info.filename, strip)
-            if name is None:
-                continue
-            mode = (info.external_attr >> 16) & 0xFFFF
-            if stat.S_ISLNK(mode):
-                target = z.read(info).decode()
-                if not _inside(name, target):
-                    raise _refuse(url, info.filename, f"is a link to `{target}`, outside the payload")
-                out.append(Member(name, "symlink", 0o777, target, info))
-            else:
-                out.append(Member(name, "dir" if info.is_dir() else "file", mode & 0o777 or 0o644, "", info))
-        return out, z
-    raw = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)).read() if url.endswith(".zst") else data
+def _unreadable(url: str, e: BaseException) -> PayloadError:
+    return PayloadError(f"payload archive {url}: not a readable archive ({e or type(e).__name__}); "
+                        f"nothing was installed")
+
+
+def _untar(f, url: str, tree: Tree, strip: int, shown: dict[str, str]) -> None:
+    gz = url.endswith((".gz", ".tgz"))
     try:
-        t = tarfile.open(fileobj=io.BytesIO(raw), mode="r:gz" if url.endswith((".gz", ".tgz")) else "r:")
-    except (tarfile.TarError, OSError, EOFError) as e:
-        raise PayloadError(f"payload archive {url}: not a readable archive ({e}); nothing was installed") from None
-    out = []
-    names = set()
-    for info in t.getmembers():
-        name = _relative(url, info.name, strip)
-        if name is None:
-            continue
-        if info.issym():
-            if not _inside(name, info.linkname):
-                raise _refuse(url, info.name, f"is a link to `{info.linkname}`, outside the payload")
-            out.append(Member(name, "symlink", 0o777, info.linkname, info))
-        elif info.islnk():
-            target = _relative(url, info.linkname, strip, "link ")
-            if target is None or target not in names:
-                raise _refuse(url, info.name, f"is a hard link to `{info.linkname}`, which is not an earlier "
-                                              f"member of the payload")
-            out.append(Member(name, "hardlink", info.mode & 0o777, target, info))
-        elif info.isdir():
-            out.append(Member(name, "dir", info.mode & 0o777, "", info))
-        elif info.isfile():
-            out.append(Member(name, "file", info.mode & 0o777, "", info))
-        else:
-            raise _refuse(url, info.name, "is a device, fifo or other special file")
-        names.add(name)
-    return out, t
+        stream = zstandard.ZstdDecompressor().stream_reader(f) if url.endswith(".zst") else f
+        with tarfile.open(fileobj=stream, mode="r|gz" if gz else "r|", tarinfo=_BoundedInfo) as t:
+            while (info := t.next()) is not None:
+                t.members.clear()  # a stream is read once: a member's header is not kept after it
+                _tar_member(t, info, url, tree, strip, shown)
+    except _Unsupported as e:
+        raise _refuser(url)(e.name, e.why) from None
+    except _TAR_ERRORS as e:
+        raise _unreadable(url, e) from None
 
 
-def extract(data: bytes, url: str, dest: str, strip: int = 0) -> None:
-    """Unpack into the existing, empty directory `dest`, after checking every member."""
-    checked, archive = members(data, url, strip)
-    # A member under a symlinked directory would be written through the link: refuse that too.
-    links = {m.name for m in checked if m.kind == "symlink"}
-    for m in checked:
-        parent = m.name
-        while "/" in parent:
-            parent = parent.rsplit("/", 1)[0]
-            if parent in links:
-                raise _refuse(url, m.name, f"lies under the link `{parent}`")
-    for m in checked:
-        path = os.path.join(dest, m.name)
-        if m.kind == "dir":
-            os.makedirs(path, exist_ok=True)
-            continue
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        if m.kind == "symlink":
-            os.symlink(m.link, path)
-        elif m.kind == "hardlink":
-            os.link(os.path.join(dest, m.link), path)
-        else:
-            if isinstance(archive, zipfile.ZipFile):
-                content = archive.read(m.source)
-            else:
-                content = archive.extractfile(m.source).read()
-            with open(path, "wb") as f:
-                f.write(content)
-            os.chmod(path, (m.mode | 0o444) & 0o755)
+def _tar_member(t: tarfile.TarFile, info: tarfile.TarInfo, url: str, tree: Tree, strip: int,
+                shown: dict[str, str]) -> None:
+    name = _relative(url, info.name, strip)
+    if name is not None:
+        shown[name] = info.name
+    if info.sparse is not None:
+        raise _Unsupported(info.name, "is a sparse file")
+    if info.islnk():
+        target = _relative(url, info.linkname, strip, "link ")
+        if name is not None:
+            if target is None:
+                raise _refuser(url)(info.name, f"is a hard link to `{info.linkname}`, which is not an earlier "
+                                               f"file of the payload")
+            tree.add_hardlink(name, target)
+        return
+    if name is None:
+        return
+    if info.issym():
+        tree.add_symlink(name, info.linkname)
+    elif info.isdir():
+        tree.add_dir(name)
+    elif info.isreg():
+        tree.add_file(name, t.extractfile(info), info.mode & 0o777)
+    else:
+        raise tree.refuse_special(info.name)
+
+
+def _unzip(f, url: str, tree: Tree, strip: int, limits: Limits | None, shown: dict[str, str]) -> None:
+    try:
+        z = zipfile.ZipFile(f)
+    except _ZIP_ERRORS as e:
+        raise _unreadable(url, e) from None
+    with z:
+        infos = z.infolist()
+        if limits is not None and len(infos) > limits.max_members:
+            raise PayloadError(f"payload archive {url}: has {len(infos)} members, more than "
+                               f"{limits.max_members}, {limits.members_origin}; nothing was installed")
+        try:
+            for info in infos:
+                name = _relative(url, info.filename, strip)
+                if name is None:
+                    continue
+                shown[name] = info.filename
+                mode = (info.external_attr >> 16) & 0xFFFF
+                if stat.S_ISLNK(mode):
+                    with z.open(info) as link:
+                        text = link.read(MAX_LINK_TEXT + 1)
+                    try:
+                        tree.add_symlink(name, text.decode())
+                    except UnicodeDecodeError:
+                        raise _refuser(url)(info.filename, "is a link with no usable target") from None
+                elif info.is_dir() or stat.S_ISDIR(mode):
+                    tree.add_dir(name)
+                elif stat.S_IFMT(mode) in (0, stat.S_IFREG):
+                    with z.open(info) as content:
+                        tree.add_file(name, content, mode & 0o777 or 0o644)
+                else:
+                    raise tree.refuse_special(info.filename)
+        except _ZIP_ERRORS as e:
+            raise _unreadable(url, e) from None

@@ -25,6 +25,7 @@ class Source:
     blake3: str = ""
     size: int | None = None
     strip: int = 0
+    unpacked_size: int | None = None  # archive: the most its members may add up to (limits.py)
     dir: str = ""  # dir: relative to the index
     system: str = ""  # system: the absolute root adopted
     probe: tuple[str, ...] = ()  # system: argv, its first word relative to the root
@@ -113,7 +114,10 @@ def _source(spec, fail) -> Source:
         strip = spec.get("strip", 0)
         if not isinstance(strip, int) or strip < 0:
             raise fail("`strip` must be a number of leading path components")
-        return Source("archive", url=url, blake3=digest, size=size, strip=strip)
+        unpacked = spec.get("unpacked-size")
+        if unpacked is not None and (not isinstance(unpacked, int) or isinstance(unpacked, bool) or unpacked < 0):
+            raise fail("`unpacked-size` must be a byte count")
+        return Source("archive", url=url, blake3=digest, size=size, strip=strip, unpacked_size=unpacked)
     if kind == "dir":
         d = spec["dir"]
         if not isinstance(d, str) or not d or d.startswith("/") or ".." in d.split("/"):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import tomllib
 import urllib.parse
-from typing import Mapping
+from typing import BinaryIO, Mapping
 
 from mcpp import starlark_rules
 
@@ -36,6 +36,17 @@ class NotFound(Exception):
 
 def fetch(url: str) -> bytes:
     """The bytes at `url` (a path, `file://` or `http(s)://`); `NotFound` when there is none."""
+    with open_url(url) as r:
+        try:
+            return r.read()
+        except stream_errors(url) as e:
+            raise read_failed(url, e) from None
+
+
+def open_url(url: str) -> BinaryIO:
+    """A stream of the bytes at `url`, for reading without holding them all (an archive);
+    `NotFound` when there is none. A failure while reading it is `read_failed(url, e)` for
+    the exceptions `stream_errors(url)` names."""
     scheme = urllib.parse.urlsplit(url).scheme
     if scheme in ("http", "https"):
         # Imported here: the HTTP client (http.client, ssl, email) costs every build 13 ms of
@@ -45,23 +56,36 @@ def fetch(url: str) -> bytes:
         from urllib.request import urlopen
 
         try:
-            with urlopen(url, timeout=TIMEOUT_S) as r:
-                return r.read()
+            return urlopen(url, timeout=TIMEOUT_S)
         except HTTPError as e:
             if e.code in (404, 410):
                 raise NotFound(url) from None
             raise PayloadError(f"payload index: {url}: HTTP {e.code} {e.reason}") from None
         except (URLError, OSError, HTTPException) as e:
-            reason = getattr(e, "reason", None) or e.__class__.__name__
-            raise PayloadError(f"payload index unreachable: {url}: {reason}") from None
+            raise read_failed(url, e) from None
     path = urllib.parse.unquote(urllib.parse.urlsplit(url).path) if scheme == "file" else url
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        return open(path, "rb")
     except (FileNotFoundError, NotADirectoryError):
         raise NotFound(url) from None
     except OSError as e:
         raise PayloadError(f"payload index: {url}: {e.strerror}") from None
+
+
+def stream_errors(url: str) -> tuple[type[BaseException], ...]:
+    """What reading an `open_url` stream raises when the transfer fails."""
+    if urllib.parse.urlsplit(url).scheme in ("http", "https"):
+        from http.client import HTTPException
+
+        return OSError, HTTPException
+    return (OSError,)
+
+
+def read_failed(url: str, e: BaseException) -> PayloadError:
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https") and isinstance(e, OSError):
+        return PayloadError(f"payload index: {url}: {e.strerror}")
+    reason = getattr(e, "reason", None) or e.__class__.__name__
+    return PayloadError(f"payload index unreachable: {url}: {reason}")
 
 
 def is_url(location: str) -> bool:

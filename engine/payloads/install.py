@@ -1,31 +1,38 @@
 """The payload store, `$MCPP_HOME/payloads/<namespace>/<name>/<version>/`.
 
 A payload is installed once per machine and then only read. Installing is all-or-nothing: the
-archive is fetched whole, its size and blake3 compared with the descriptor's *before* anything
-is unpacked, the members checked (archive.py), the tree built in a temporary directory under
-`payloads/.tmp/` and renamed into place. The version directory therefore exists only complete:
-a killed install leaves a temporary directory (`mcpp cache gc` sweeps it) and the next build
-installs again. A lock per payload makes two builds that need it at the same time install it
-once: the second waits, then finds the directory.
+archive is streamed to a file in a private temporary directory under `payloads/.tmp/`, its size
+and blake3 compared with the descriptor's *before* anything is unpacked, then unpacked beside
+it (archive.py, tree.py: no member written through a link, every link resolved inside, bytes
+and members bounded) and the tree renamed into place. The version directory therefore exists
+only complete: a refused archive leaves nothing, a killed install leaves a temporary directory
+(`mcpp cache gc` sweeps it) and the next build installs again. A lock per payload makes two
+builds that need it at the same time install it once: the second waits, then finds the directory.
 
-A `dir` source (a directory inside a local index) is copied the same way, so what a build reads
-does not change when the index's checkout does. A `system` source is not installed at all: the
-installation is adopted in place (system.py).
+A `dir` source (a directory inside a local index) is copied the same way, through a `Tree`, so
+what a build reads does not change when the index's checkout does, and nothing outside the
+index is copied. A `system` source is not installed at all: the installation is adopted in
+place (system.py).
 """
 from __future__ import annotations
 
 import fcntl
 import os
 import shutil
+import stat
+import tempfile
 
 import blake3
 
 from mcpp.cas.atomic import TMP_PREFIX
 
+from .. import containment
 from . import archive, system
 from .descriptor import Descriptor, Source
 from .errors import PayloadError
-from .index import Index, NotFound, fetch
+from .index import Index, NotFound, open_url, read_failed, stream_errors
+from .limits import limits_for
+from .tree import CHUNK, Limits, Tree, open_dir
 
 LOCKS = ".locks"
 TMP = ".tmp"
@@ -77,54 +84,134 @@ def install(payloads_root: str, index: Index, desc: Descriptor, version: str, so
             status("Installing", f"{address} {version}")
         tmp_root = os.path.join(payloads_root, TMP)
         os.makedirs(tmp_root, exist_ok=True)
-        tmp = os.path.join(tmp_root, TMP_PREFIX + os.urandom(6).hex())
-        os.makedirs(tmp)
+        tmp = tempfile.mkdtemp(prefix=TMP_PREFIX, dir=tmp_root)  # private (0700) while it is built
         try:
+            root = os.path.join(tmp, "root")
             if source.kind == "archive":
-                _unpack(index, desc, source, tmp)
+                _unpack(index, desc, source, tmp, root)
             else:
-                _copy_dir(index, desc, source, tmp)
+                _copy_dir(index, desc, source, root)
             os.makedirs(os.path.dirname(final), exist_ok=True)
-            os.rename(tmp, final)
-        except BaseException:
+            os.rename(root, final)
+        finally:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise
         return final
     finally:
         os.close(fd)
 
 
-def _unpack(index: Index, desc: Descriptor, source: Source, tmp: str) -> None:
+def _unpack(index: Index, desc: Descriptor, source: Source, tmp: str, root: str) -> None:
     url = index.url(source.url)
+    limits = limits_for(source, os.environ)
+    path = os.path.join(tmp, "archive")
+    _download(url, path, desc, source, limits)
+    archive.extract(path, url, root, source.strip, limits)
+
+
+def _download(url: str, path: str, desc: Descriptor, source: Source, limits: Limits) -> None:
+    """Stream the archive at `url` into `path`, hashing it on the way; its size and blake3
+    must be the descriptor's. A download is bounded by the descriptor's `size`, else by the
+    unpacked limit (an archive is not larger than what it may unpack to)."""
+    cap, cap_origin = ((source.size, "the descriptor's `size`") if source.size is not None
+                       else (limits.max_bytes, limits.bytes_origin))
     try:
-        data = fetch(url)
+        stream = open_url(url)
     except NotFound:
         raise PayloadError(f"payload `{desc.namespace}:{desc.name}`: archive {url} is not there "
                            f"(descriptor {desc.location})") from None
-    if source.size is not None and len(data) != source.size:
+    digest, n = blake3.blake3(), 0
+    with stream, open(path, "wb") as out:
+        while True:
+            try:
+                chunk = stream.read(CHUNK)
+            except stream_errors(url) as e:
+                raise read_failed(url, e) from None
+            if not chunk:
+                break
+            n += len(chunk)
+            if n > cap:
+                if source.size is not None:
+                    raise PayloadError(f"payload archive {url}: size mismatch: the descriptor says {source.size} "
+                                       f"bytes, more were read; nothing was installed")
+                raise PayloadError(f"payload archive {url}: larger than {cap} bytes, {cap_origin}; "
+                                   f"nothing was installed")
+            digest.update(chunk)
+            out.write(chunk)
+    if source.size is not None and n != source.size:
         raise PayloadError(f"payload archive {url}: size mismatch: the descriptor says {source.size} bytes, "
-                           f"{len(data)} were read; nothing was installed")
-    actual = blake3.blake3(data).hexdigest()
+                           f"{n} were read; nothing was installed")
+    actual = digest.hexdigest()
     if actual != source.blake3:
         raise PayloadError(f"payload archive {url}: blake3 mismatch: expected {source.blake3}, got {actual}; "
                            f"nothing was installed (the archive changed after the descriptor was written, or "
                            f"the download was altered)")
-    archive.extract(data, url, tmp, source.strip)
 
 
-def _copy_dir(index: Index, desc: Descriptor, source: Source, tmp: str) -> None:
+def _copy_dir(index: Index, desc: Descriptor, source: Source, root: str) -> None:
+    """Copy the index's directory `source.dir` into the new tree `root`. The directory is
+    resolved by walking from the index's root and must stay inside the index; it is then read
+    without following any link, and its own symlinks are copied as links that must resolve
+    inside the payload (tree.py), so nothing outside the index reaches the store."""
+    address = f"{desc.namespace}:{desc.name}"
     src = index.local_path(source.dir)
-    if src is None:
-        raise PayloadError(f"payload `{desc.namespace}:{desc.name}`: a `dir` source needs a local index "
+    index_root = index.local_path(".")
+    if src is None or index_root is None:
+        raise PayloadError(f"payload `{address}`: a `dir` source needs a local index "
                            f"(a directory or file:// URL), and {index.location} is remote; publish an archive")
-    if not os.path.isdir(src):
-        raise PayloadError(f"payload `{desc.namespace}:{desc.name}`: directory {src} of the index does not exist "
-                           f"(descriptor {desc.location})")
-    real_root = os.path.realpath(src)
-    for dirpath, dirs, files in os.walk(src):
-        for f in dirs + files:  # a link to a directory is listed with the directories
-            p = os.path.join(dirpath, f)
-            if os.path.islink(p) and not os.path.realpath(p).startswith(real_root + "/"):
-                raise PayloadError(f"payload `{desc.namespace}:{desc.name}`: {p} is a link out of the payload "
-                                   f"directory; nothing was installed")
-    shutil.copytree(src, tmp, symlinks=True, dirs_exist_ok=True)
+    src, index_root = os.path.normpath(src), os.path.normpath(index_root)
+    try:
+        real = containment.check(src, index_root)
+    except containment.SymlinkEscape as e:
+        raise PayloadError(f"payload `{address}`: directory {src} of the index leads outside the index "
+                           f"({index_root}): `{e.symlink}` is a symlink to `{e.target}`; nothing was installed "
+                           f"(descriptor {desc.location})") from None
+    real_root = os.path.realpath(index_root)
+    rel = os.path.relpath(real, real_root)
+    parts = [] if rel == "." else rel.split(os.sep)
+
+    def refuse(member: str, why: str) -> PayloadError:
+        return PayloadError(f"payload `{address}`: {os.path.join(src, member)} {why}; nothing was installed "
+                            f"(descriptor {desc.location})")
+
+    try:
+        top = os.open(real_root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            base = open_dir(top, parts)
+        finally:
+            os.close(top)
+    except OSError:
+        raise PayloadError(f"payload `{address}`: directory {src} of the index does not exist "
+                           f"(descriptor {desc.location})") from None
+    try:
+        with Tree(root, refuse) as tree:
+            _copy_tree(base, tree)
+            tree.finish()
+    finally:
+        os.close(base)
+
+
+def _copy_tree(base: int, tree: Tree) -> None:
+    """Everything below directory `base` into `tree`, depth first, no link followed: each
+    directory is opened from `base` component by component (`open_dir`), so the descriptors
+    held at once do not grow with the tree."""
+    pending = [""]
+    while pending:
+        prefix = pending.pop()
+        fd = open_dir(base, prefix.split("/") if prefix else [])
+        try:
+            with os.scandir(fd) as it:
+                entries = sorted((e.name, e.stat(follow_symlinks=False).st_mode) for e in it)
+            for leaf, mode in entries:
+                name = f"{prefix}/{leaf}" if prefix else leaf
+                if stat.S_ISLNK(mode):
+                    tree.add_symlink(name, os.readlink(leaf, dir_fd=fd))
+                elif stat.S_ISDIR(mode):
+                    tree.add_dir(name)
+                    pending.append(name)
+                elif stat.S_ISREG(mode):
+                    with open(os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd), "rb") as f:
+                        tree.add_file(name, f, mode & 0o777)
+                else:
+                    raise tree.refuse_special(name)
+        finally:
+            os.close(fd)

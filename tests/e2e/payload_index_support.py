@@ -14,10 +14,10 @@ import blake3
 GEN = "#!/bin/sh\nprintf 'int gen_value() { return %s; }\\n' {num} > \"$1\"\n"
 
 
-def tar_gz(members: list[tuple[str, bytes | None, str]]) -> bytes:
+def tar_gz(members: list[tuple[str, bytes | None, str]], mode: str = "w:gz") -> bytes:
     """members: (name, content or None for a symlink, link target)."""
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+    with tarfile.open(fileobj=buf, mode=mode) as t:
         for name, content, link in members:
             info = tarfile.TarInfo(name)
             if content is None:
@@ -35,20 +35,53 @@ def gen_archive(version: str) -> bytes:
     return tar_gz([(f"gen-{version}/bin/gen", GEN.replace("{num}", num).encode(), "")])
 
 
+def climbing_links(prefix: str, levels: int) -> tuple[list[tuple[str, bytes | None, str]], str]:
+    """Symlink members (for `tar_gz`) whose texts each stay inside the payload when read as
+    text, and the path (relative to the payload root) of the last one, which resolves `levels`
+    directories above the root: `c1/u -> ..` is the root, `c<k+1>/u -> ../c<k>/u/..` is one
+    above `c<k>/u`. Each text normalizes to a directory of the payload; only walking the links
+    shows where they lead."""
+    members = [(f"{prefix}c1/u", None, "..")]
+    for k in range(1, levels + 1):
+        members.append((f"{prefix}c{k + 1}/u", None, f"../c{k}/u/.."))
+    return members, f"c{levels + 1}/u"
+
+
+def zeros_tar_zst(path: Path, member: str, size: int) -> None:
+    """A `.tar.zst` at `path` whose one file `member` holds `size` zero bytes, written as a
+    stream: neither the archive nor the member is ever in memory whole (a decompression bomb)."""
+    import zstandard
+
+    info = tarfile.TarInfo(member)
+    info.size, info.mode = size, 0o644
+    zero = bytes(1 << 20)
+    with open(path, "wb") as f, zstandard.ZstdCompressor(level=1).stream_writer(f) as z:
+        z.write(info.tobuf(format=tarfile.GNU_FORMAT))
+        left = size
+        while left:
+            n = min(left, len(zero))
+            z.write(zero[:n])
+            left -= n
+        z.write(bytes(-size % tarfile.BLOCKSIZE + 2 * tarfile.BLOCKSIZE))
+
+
 def make_index(root: Path, versions=("1.0.0", "2.0.0"), archives: dict[str, bytes] | None = None,
-               digests: dict[str, str] | None = None) -> Path:
-    """An index at `root` describing `xim:gen` with one archive per version."""
+               digests: dict[str, str] | None = None, suffix: str = ".tar.gz", extra: str = "") -> Path:
+    """An index at `root` describing `xim:gen` with one archive per version (`archives/gen-<v>
+    <suffix>`; one already there is kept); `extra` is more keys for each source (`a = 1, `)."""
     (root / "pkgs" / "xim").mkdir(parents=True, exist_ok=True)
     (root / "archives").mkdir(exist_ok=True)
     (root / "index.toml").write_text('[index]\nname = "test"\nformat = 1\n')
     lines = ['[package]', 'name = "gen"', 'namespace = "xim"', 'bins = ["bin/gen"]', '']
     for v in versions:
-        data = (archives or {}).get(v) or gen_archive(v)
-        (root / "archives" / f"gen-{v}.tar.gz").write_bytes(data)
-        digest = (digests or {}).get(v) or blake3.blake3(data).hexdigest()
+        path = root / "archives" / f"gen-{v}{suffix}"
+        if (archives or {}).get(v) or not path.exists():
+            path.write_bytes((archives or {}).get(v) or gen_archive(v))
+        with open(path, "rb") as f:
+            digest = (digests or {}).get(v) or blake3.blake3(f.read()).hexdigest()
         lines += ['[[release]]', f'version = "{v}"',
-                  f'linux-x86_64 = {{ url = "archives/gen-{v}.tar.gz", blake3 = "{digest}", size = {len(data)}, '
-                  f'strip = 1 }}', '']
+                  f'linux-x86_64 = {{ url = "archives/gen-{v}{suffix}", blake3 = "{digest}", '
+                  f'size = {path.stat().st_size}, {extra}strip = 1 }}', '']
     (root / "pkgs" / "xim" / "gen.toml").write_text("\n".join(lines))
     return root
 

@@ -28,6 +28,9 @@ def test_the_three_sources():
     assert d.versions_for("linux-x86_64") == ["1.2.0", "2.0.0", "13.0.88"] and d.versions_for("macos-arm64") == []
     assert d.source("1.2.0", "linux-x86_64").kind == "dir"
     assert d.source("2.0.0", "linux-x86_64").strip == 1
+    assert d.source("2.0.0", "linux-x86_64").unpacked_size is None
+    stated = parse_descriptor(GOOD.replace("strip = 1 }", "strip = 1, unpacked-size = 4096 }"), "d", "xim", "gen")
+    assert stated.source("2.0.0", "linux-x86_64").unpacked_size == 4096
     assert d.source("13.0.88", "linux-x86_64").probe == ("bin/nvcc", "--version")
 
 
@@ -37,6 +40,7 @@ def test_the_three_sources():
     (('{ dir = "trees/gen-1.2.0" }', '{ dir = "a", system = "/x" }'), "names exactly one source"),
     (('match = "V([0-9.]+)"', 'match = "V"'), "must have a group"),
     (('name = "gen"', 'name = "other"'), "but its path says `xim:gen`"),
+    (("strip = 1 }", 'strip = 1, unpacked-size = "big" }'), "`unpacked-size` must be a byte count"),
 ])
 def test_refusals_name_the_descriptor(edit, message):
     with pytest.raises(PayloadError) as e:

@@ -123,6 +123,51 @@ def test_a_package_in_no_index_is_refused_at_its_declaration(tmp_path, index):
 def test_a_dir_source_with_a_link_out_of_it_is_refused(tmp_path, index):
     os.symlink("/etc", index / "trees" / "2.0.0" / "etc")
     root = project(tmp_path, '[xlings.workspace]\n"xim:gen" = "2.0.0"\n')
-    with pytest.raises(PayloadError, match="is a link out of the payload directory; nothing was installed"):
+    with pytest.raises(PayloadError, match="trees/2.0.0/etc is a link to `/etc`, outside the payload; nothing was "
+                                           "installed"):
         resolve(tmp_path, index, root)
     assert not (tmp_path / "home" / "payloads" / "xim" / "gen" / "2.0.0").exists()
+
+
+def test_a_dir_release_that_is_a_symlink_out_of_the_index_is_refused(tmp_path, index):
+    host = tmp_path / "host"
+    write(host, {"bin/gen": "a host file\n"})
+    os.rename(index / "trees" / "2.0.0", tmp_path / "moved")
+    os.symlink(host, index / "trees" / "2.0.0")
+    root = project(tmp_path, '[xlings.workspace]\n"xim:gen" = "2.0.0"\n')
+    with pytest.raises(PayloadError) as e:
+        resolve(tmp_path, index, root)
+    assert f"directory {index}/trees/2.0.0 of the index leads outside the index ({index}): " \
+           f"`{index}/trees/2.0.0` is a symlink to `{host}`; nothing was installed" in e.value.message
+    assert not (tmp_path / "home" / "payloads" / "xim" / "gen" / "2.0.0").exists()
+
+
+def test_a_dir_release_may_be_a_link_inside_the_index_and_is_copied_as_what_it_names(tmp_path, index):
+    os.rename(index / "trees" / "2.0.0", tmp_path / "moved")
+    os.symlink("1.5.0", index / "trees" / "2.0.0")
+    os.symlink("gen", index / "trees" / "1.5.0" / "bin" / "g")
+    root = project(tmp_path, '[xlings.workspace]\n"xim:gen" = "2.0.0"\n')
+    env = resolve(tmp_path, index, root)
+    installed = tmp_path / "home" / "payloads" / "xim" / "gen" / "2.0.0"
+    assert not installed.is_symlink() and (installed / "bin" / "gen").read_text() == "#!/bin/sh\necho 1.5.0\n"
+    assert os.readlink(installed / "bin" / "g") == "gen"
+    assert only(env).directory == str(installed)
+
+
+@pytest.mark.parametrize("target", ["../../1.0.0/bin/gen", "../../../pkgs"])
+def test_a_dir_release_with_a_link_out_of_itself_is_refused(tmp_path, index, target):
+    """A link that leaves the release (even to elsewhere in the index) would lead out of the
+    payload once copied into the store."""
+    os.symlink(target, index / "trees" / "2.0.0" / "bin" / "other")
+    root = project(tmp_path, '[xlings.workspace]\n"xim:gen" = "2.0.0"\n')
+    with pytest.raises(PayloadError) as e:
+        resolve(tmp_path, index, root)
+    assert f"trees/2.0.0/bin/other is a link to `{target}`, outside the payload" in e.value.message
+    assert not (tmp_path / "home" / "payloads" / "xim" / "gen" / "2.0.0").exists()
+
+
+def test_a_fifo_in_a_dir_release_is_refused_not_read(tmp_path, index):
+    os.mkfifo(index / "trees" / "2.0.0" / "pipe")
+    root = project(tmp_path, '[xlings.workspace]\n"xim:gen" = "2.0.0"\n')
+    with pytest.raises(PayloadError, match="trees/2.0.0/pipe is a device, fifo or other special file"):
+        resolve(tmp_path, index, root)
