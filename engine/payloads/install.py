@@ -110,10 +110,9 @@ def _unpack(index: Index, desc: Descriptor, source: Source, tmp: str, root: str)
 
 def _download(url: str, path: str, desc: Descriptor, source: Source, limits: Limits) -> None:
     """Stream the archive at `url` into `path`, hashing it on the way; its size and blake3
-    must be the descriptor's. A download is bounded by the descriptor's `size`, else by the
-    unpacked limit (an archive is not larger than what it may unpack to)."""
-    cap, cap_origin = ((source.size, "the descriptor's `size`") if source.size is not None
-                       else (limits.max_bytes, limits.bytes_origin))
+    must be the descriptor's. The download is bounded by the descriptor's `size`, else by twice
+    the bytes it may unpack to (headers and padding never double a compressed archive)."""
+    cap = source.size if source.size is not None else 2 * limits.max_bytes + CHUNK
     try:
         stream = open_url(url)
     except NotFound:
@@ -133,8 +132,9 @@ def _download(url: str, path: str, desc: Descriptor, source: Source, limits: Lim
                 if source.size is not None:
                     raise PayloadError(f"payload archive {url}: size mismatch: the descriptor says {source.size} "
                                        f"bytes, more were read; nothing was installed")
-                raise PayloadError(f"payload archive {url}: larger than {cap} bytes, {cap_origin}; "
-                                   f"nothing was installed")
+                raise PayloadError(f"payload archive {url}: the download passed {cap} bytes, more than an "
+                                   f"archive that may unpack to {limits.max_bytes} bytes ({limits.bytes_origin}) "
+                                   f"can be; nothing was installed")
             digest.update(chunk)
             out.write(chunk)
     if source.size is not None and n != source.size:

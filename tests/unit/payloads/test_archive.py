@@ -91,7 +91,8 @@ def test_a_link_that_dangles_inside_the_payload_is_kept(tmp_path):
     ([("a/fifo", None, tarfile.FIFOTYPE, "")], "is a device, fifo"),
     ([("a/dev", None, tarfile.CHRTYPE, "")], "is a device, fifo"),
     ([f("a/ok")], "is listed twice (first as a file)"),
-    ([("a/sub", None, tarfile.DIRTYPE, ""), sym("a/sub", ".")], "member `a/sub` is listed twice (first as a directory)"),
+    ([("a/sub", None, tarfile.DIRTYPE, ""), sym("a/sub", ".")],
+     "member `a/sub` is listed twice (first as a directory)"),
     ([sym("a/x", "y"), sym("a/y", "x")], "does not resolve (more than 40 links deep)"),
 ])
 def test_refusals_remove_what_was_unpacked(tmp_path, members, message):
