@@ -88,7 +88,7 @@ def extract(path: str, url: str, dest: str, strip: int = 0, limits: Limits | Non
         tree.finish()
 
 
-def _unreadable(url: str, e: BaseException) -> PayloadError:
+def _unreadable(url: str, e: BaseException | str) -> PayloadError:
     return PayloadError(f"payload archive {url}: not a readable archive ({e or type(e).__name__}); "
                         f"nothing was installed")
 
@@ -105,6 +105,8 @@ def _untar(f, url: str, tree: Tree, strip: int, shown: dict[str, str]) -> None:
         raise _refuser(url)(e.name, e.why) from None
     except _TAR_ERRORS as e:
         raise _unreadable(url, e) from None
+    except RecursionError:  # tarfile reads a run of pax headers recursively
+        raise _unreadable(url, "too many consecutive pax headers") from None
 
 
 def _tar_member(t: tarfile.TarFile, info: tarfile.TarInfo, url: str, tree: Tree, strip: int,
@@ -114,6 +116,9 @@ def _tar_member(t: tarfile.TarFile, info: tarfile.TarInfo, url: str, tree: Tree,
         shown[name] = info.name
     if info.sparse is not None:
         raise _Unsupported(info.name, "is a sparse file")
+    if not info.isreg() and info.size > 0:
+        # Data on a link or directory is skipped, but skipping decompresses it: it counts.
+        tree.charge(name or info.name, info.size)
     if info.islnk():
         target = _relative(url, info.linkname, strip, "link ")
         if name is not None:

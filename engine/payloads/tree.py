@@ -110,10 +110,7 @@ class Tree:
         self._kinds[name] = "file"
         with open(fd, "wb", buffering=0) as out:
             while chunk := content.read(CHUNK):
-                self._bytes += len(chunk)
-                if self._limits is not None and self._bytes > self._limits.max_bytes:
-                    raise self._refuse(name, f"takes the unpacked payload past {_size(self._limits.max_bytes)}, "
-                                             f"{self._limits.bytes_origin}")
+                self.charge(name, len(chunk))
                 view = memoryview(chunk)
                 while view:
                     view = view[out.write(view):]
@@ -144,6 +141,14 @@ class Tree:
         finally:
             os.close(target_dir)
         self._kinds[name] = "file"
+
+    def charge(self, name: str, n: int) -> None:
+        """Count `n` bytes of member `name` against the limit (a file's content as it is
+        written; data an archive attaches to a member that is not a file, before it is skipped)."""
+        self._bytes += n
+        if self._limits is not None and self._bytes > self._limits.max_bytes:
+            raise self._refuse(name, f"takes the unpacked payload past {_size(self._limits.max_bytes)}, "
+                                     f"{self._limits.bytes_origin}")
 
     def refuse_special(self, name: str) -> Exception:
         return self._refuse(name, "is a device, fifo or other special file")

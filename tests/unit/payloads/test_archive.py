@@ -187,3 +187,13 @@ def test_a_metadata_block_larger_than_a_path_needs_is_refused_before_it_is_read(
 
 def test_an_unreadable_archive_is_one_error(tmp_path):
     assert "not a readable archive" in refused(tmp_path, b"not a tar at all" * 64, "u.tar.zst")
+
+
+def test_data_attached_to_a_link_counts_against_the_limit_though_it_is_skipped(tmp_path):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        info = tarfile.TarInfo("a/l")
+        info.type, info.linkname, info.size = tarfile.SYMTYPE, "x", 2 << 20
+        t.addfile(info, io.BytesIO(bytes(2 << 20)))
+    message = refused(tmp_path, buf.getvalue(), limits=limits())
+    assert "member `a/l` takes the unpacked payload past 1.0 MiB" in message
