@@ -3,7 +3,7 @@
 It names the package's `bins` (paths relative to the installed root) and, per release, one
 source per host platform (`linux-x86_64`, ...): an archive by URL with its blake3 and size, a
 directory inside the index, or a `system` root adopted in place when its probe answers the
-release's version. A descriptor is checked whole when it is read, so a typo in a release nobody
+release's version (the probe's program must be a path inside that root: system.py). A descriptor is checked whole when it is read, so a typo in a release nobody
 asked for is still reported, with the descriptor's location.
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ import tomllib
 from dataclasses import dataclass
 
 from .errors import PayloadError
+from .system import probe_shape_error
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _ARCHIVE_SUFFIXES = (".tar.zst", ".tar.gz", ".tgz", ".zip")
@@ -27,7 +28,7 @@ class Source:
     strip: int = 0
     dir: str = ""  # dir: relative to the index
     system: str = ""  # system: the absolute root adopted
-    probe: tuple[str, ...] = ()  # system: argv, its first word relative to the root
+    probe: tuple[str, ...] = ()  # system: argv, its first word a program inside the root (system.py)
     match: str = ""  # system: regex whose first group is the version
 
 
@@ -124,6 +125,9 @@ def _source(spec, fail) -> Source:
         raise fail("`system` must be an absolute directory")
     if not (isinstance(probe, list) and probe and all(isinstance(p, str) for p in probe)):
         raise fail("a `system` source needs `probe`, the argv that prints its version")
+    refused = probe_shape_error(root, tuple(probe))
+    if refused is not None:
+        raise fail(refused)
     if not isinstance(match, str):
         raise fail("a `system` source needs `match`, a regex whose first group is the version")
     try:
