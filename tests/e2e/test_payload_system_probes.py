@@ -49,13 +49,14 @@ def test_listing_runs_no_probe_and_a_build_runs_it_sandboxed_where_home_is_not_v
     root, env, pwned = hostile(tmp_path, ["bin/tool", "--version"], WRITES_HOME)
     app = project(PROJECT)
     listed = mcpp("payload", "list", cwd=app, env=env)
+    assert not pwned.exists()  # listing ran nothing the index named
     assert listed.code == 0, listed.err
     assert "xim:tool 3.1.4 (host axis, system)" in listed.out and "not probed yet" in listed.out, listed.out
     for fmt in ("text", "json"):
         meta = mcpp("metadata", "--format", fmt, cwd=app, env=env)
+        assert not pwned.exists()
         assert meta.code == 0, meta.err
     assert '"probed": false' in meta.out, meta.out
-    assert not pwned.exists()  # listing ran nothing the index named
     built = mcpp("build", cwd=app, env=env)
     assert built.code == 0, built.err
     assert not pwned.exists()  # the probe ran, sandboxed: $HOME was not there to write to
@@ -91,10 +92,10 @@ def test_a_probe_program_outside_the_root_or_a_shell_is_refused(mcpp, project, t
     app = project(PROJECT)
     for args in (("payload", "list"), ("build",)):
         res = mcpp(*args, cwd=app, env=env)
+        assert not pwned.exists()
         assert res.code == 2 and "Traceback" not in res.err, res.err
         assert f"payload descriptor {tmp_path}/index/pkgs/xim/tool.toml: release `3.1.4`, `linux-x86_64`: " \
                f"the probe's program `{probe[0]}` " in res.err and why in res.err, res.err
-    assert not pwned.exists()
 
 
 def test_the_system_root_may_not_be_slash(mcpp, project, tmp_path):
