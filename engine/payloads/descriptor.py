@@ -8,15 +8,38 @@ asked for is still reported, with the descriptor's location.
 """
 from __future__ import annotations
 
+import posixpath
 import re
 import tomllib
 from dataclasses import dataclass
 
 from .errors import PayloadError
-from .system import probe_shape_error
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _ARCHIVE_SUFFIXES = (".tar.zst", ".tar.gz", ".tgz", ".zip")
+
+
+# Programs that run whatever their arguments say: a probe asks the installation itself.
+LAUNCHERS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish", "busybox",
+                       "env", "nohup", "xargs", "sudo", "su", "python", "python3", "perl", "ruby", "node"})
+
+
+def probe_shape_error(root: str, probe: tuple[str, ...]) -> str | None:
+    """Why a `system` source's root and probe are refused as written, or None."""
+    program = probe[0]
+    if not posixpath.normpath(root).strip("/"):
+        return "`system` must be the installation's own directory, not `/`"
+    if any("\0" in word for word in probe):
+        return "`probe` contains a NUL byte"
+    if not program or program.startswith("/"):
+        return (f"the probe's program `{program}` must be a path inside the `system` root (such as "
+                f"`bin/nvcc`), not an absolute path")
+    if ".." in program.split("/"):
+        return f"the probe's program `{program}` has a `..` component; it must lie inside the `system` root"
+    if posixpath.basename(program) in LAUNCHERS:
+        return (f"the probe's program `{program}` is a shell or launcher; a probe runs the installation's own "
+                f"program (such as `bin/nvcc --version`)")
+    return None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ says so.
 
 What an index may make this machine run is bounded here and in probe_sandbox.py:
 
-- the descriptor is refused when it is read (`probe_shape_error`) if the program is not a
+- the descriptor is refused when it is read (descriptor.py, `probe_shape_error`) if the program is not a
   path inside the root (absolute, `..`), is a shell or launcher, or the root is `/`;
 - when the probe runs, the program's real path must still lie inside the root's real path (a
   link leading out is "not on this machine"), the root may not hold the home directory, and
@@ -23,41 +23,14 @@ from __future__ import annotations
 
 import json
 import os
-import posixpath
 import re
 import stat
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from .descriptor import Source
 from .errors import PayloadError
 
-if TYPE_CHECKING:
-    from .descriptor import Source
-
 PROBES = ".probes"  # under $MCPP_HOME/payloads
-
-# Programs that run whatever their arguments say: a probe asks the installation itself.
-LAUNCHERS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish", "busybox",
-                       "env", "nohup", "xargs", "sudo", "su", "python", "python3", "perl", "ruby", "node"})
-
-
-def probe_shape_error(root: str, probe: tuple[str, ...]) -> str | None:
-    """Why a `system` source's root and probe are refused as written, or None."""
-    program = probe[0]
-    if posixpath.normpath(root) == "/":
-        return "`system` must be the installation's own directory, not `/`"
-    if any("\0" in word for word in probe):
-        return "`probe` contains a NUL byte"
-    if not program or program.startswith("/"):
-        return (f"the probe's program `{program}` must be a path inside the `system` root (such as "
-                f"`bin/nvcc`), not an absolute path")
-    if ".." in program.split("/"):
-        return f"the probe's program `{program}` has a `..` component; it must lie inside the `system` root"
-    if posixpath.basename(program) in LAUNCHERS:
-        return (f"the probe's program `{program}` is a shell or launcher; a probe runs the installation's own "
-                f"program (such as `bin/nvcc --version`)")
-    return None
-
 
 @dataclass(frozen=True)
 class Probed:
