@@ -346,8 +346,9 @@ def metadata_cmd(ctx: _Ctx, fmt, **kw):
     for w in metadata.warnings(graph):
         reporter.raw_warning(w)
     home = BuildOptions().home  # the payload environment is resolved against the command's one home
-    click.echo(metadata.render_json(graph, home=home) if fmt == "json" else metadata.render_text(graph, home),
-               nl=False)
+    warn = reporter.warning  # an index accepted unverified says so here too
+    click.echo(metadata.render_json(graph, home=home, warn=warn) if fmt == "json"
+               else metadata.render_text(graph, home, warn), nl=False)
 
 
 _RAW_ARGV: list[str] = []

@@ -2,7 +2,9 @@
 
 Both fold the manifests exactly as `mcpp build` with the same flags would (target, accel set,
 features), so what they show is what that build would use. `list` installs nothing (a payload
-not in the store yet says so); `fetch` installs what is missing.
+not in the store yet says so) and runs no `system` probe (a root not probed yet says so);
+`fetch` installs what is missing and probes, in the sandbox, what it adopts. `sign` signs an
+index's descriptors (docs/payloads.md, "Signed indexes").
 """
 from __future__ import annotations
 
@@ -53,10 +55,9 @@ def _environment(ctx, kw: dict, install: bool):
 
 def describe(p) -> list[str]:
     """The lines `mcpp payload list` prints for one resolved payload."""
-    where = p.directory or "not installed"
     return [f"{p.address} {p.version} ({p.axis} axis, {p.source})",
             f"    declared by `{p.declared_by}` at {p.declared_at}: {p.why}",
-            f"    {where}"]
+            f"    {p.where()}"]
 
 
 @click.group("payload")
@@ -88,3 +89,25 @@ def fetch_cmd(ctx, **kw):
     env = _environment(ctx, kw, install=True)
     reporter = ctx.reporter()
     reporter.status("Fetched", f"{len(env.payloads)} payload{'' if len(env.payloads) == 1 else 's'}")
+
+
+@payload_group.command("sign")
+@click.option("--key", "key_path", required=True, metavar="NAME.secret",
+              help="The secret key (`mcpp cache keygen NAME` writes one).")
+@click.argument("index_dir", default=".", type=click.Path(file_okay=False))
+def sign_cmd(key_path, index_dir):
+    """Sign every descriptor of the local index INDEX_DIR: writes pkgs/<ns>/<name>.toml.sig."""
+    from mcpp.cas.remote.signing import SigningKeyError, load_secret_key
+
+    from .errors import McppError
+    from .payloads.signature import sign_index
+
+    if not os.path.isfile(os.path.join(index_dir, "index.toml")):
+        raise McppError(f"{index_dir} is not a payload index (no index.toml)")
+    try:
+        key = load_secret_key(key_path)
+    except SigningKeyError as e:
+        raise McppError(str(e)) from None
+    signed = sign_index(index_dir, key)
+    click.echo(f"signed {len(signed)} descriptor{'' if len(signed) == 1 else 's'} of {index_dir} with "
+               f"{key.public}", err=True)

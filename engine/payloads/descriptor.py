@@ -3,11 +3,12 @@
 It names the package's `bins` (paths relative to the installed root) and, per release, one
 source per host platform (`linux-x86_64`, ...): an archive by URL with its blake3 and size, a
 directory inside the index, or a `system` root adopted in place when its probe answers the
-release's version. A descriptor is checked whole when it is read, so a typo in a release nobody
+release's version (the probe's program must be a path inside that root: system.py). A descriptor is checked whole when it is read, so a typo in a release nobody
 asked for is still reported, with the descriptor's location.
 """
 from __future__ import annotations
 
+import posixpath
 import re
 import tomllib
 from dataclasses import dataclass
@@ -16,6 +17,29 @@ from .errors import PayloadError
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _ARCHIVE_SUFFIXES = (".tar.zst", ".tar.gz", ".tgz", ".zip")
+
+
+# Programs that run whatever their arguments say: a probe asks the installation itself.
+LAUNCHERS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish", "busybox",
+                       "env", "nohup", "xargs", "sudo", "su", "python", "python3", "perl", "ruby", "node"})
+
+
+def probe_shape_error(root: str, probe: tuple[str, ...]) -> str | None:
+    """Why a `system` source's root and probe are refused as written, or None."""
+    program = probe[0]
+    if not posixpath.normpath(root).strip("/"):
+        return "`system` must be the installation's own directory, not `/`"
+    if any("\0" in word for word in probe):
+        return "`probe` contains a NUL byte"
+    if not program or program.startswith("/"):
+        return (f"the probe's program `{program}` must be a path inside the `system` root (such as "
+                f"`bin/nvcc`), not an absolute path")
+    if ".." in program.split("/"):
+        return f"the probe's program `{program}` has a `..` component; it must lie inside the `system` root"
+    if posixpath.basename(program) in LAUNCHERS:
+        return (f"the probe's program `{program}` is a shell or launcher; a probe runs the installation's own "
+                f"program (such as `bin/nvcc --version`)")
+    return None
 
 
 @dataclass(frozen=True)
@@ -28,7 +52,7 @@ class Source:
     unpacked_size: int | None = None  # archive: the most its members may add up to (limits.py)
     dir: str = ""  # dir: relative to the index
     system: str = ""  # system: the absolute root adopted
-    probe: tuple[str, ...] = ()  # system: argv, its first word relative to the root
+    probe: tuple[str, ...] = ()  # system: argv, its first word a program inside the root (system.py)
     match: str = ""  # system: regex whose first group is the version
 
 
@@ -128,6 +152,9 @@ def _source(spec, fail) -> Source:
         raise fail("`system` must be an absolute directory")
     if not (isinstance(probe, list) and probe and all(isinstance(p, str) for p in probe)):
         raise fail("a `system` source needs `probe`, the argv that prints its version")
+    refused = probe_shape_error(root, tuple(probe))
+    if refused is not None:
+        raise fail(refused)
     if not isinstance(match, str):
         raise fail("a `system` source needs `match`, a regex whose first group is the version")
     try:

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 from .install import LOCKS, TMP, lock_path
+from .system import PROBES
 
 STALE_TMP_S = 3600
 
@@ -52,7 +53,7 @@ def gc(payloads_root: str, older_than_s: float | None = None, now: float | None 
     if older_than_s is None or not os.path.isdir(payloads_root):
         return report
     for ns in sorted(os.listdir(payloads_root)):
-        if ns in (LOCKS, TMP) or not os.path.isdir(os.path.join(payloads_root, ns)):
+        if ns in (LOCKS, TMP, PROBES) or not os.path.isdir(os.path.join(payloads_root, ns)):
             continue
         for name in sorted(os.listdir(os.path.join(payloads_root, ns))):
             for version in sorted(os.listdir(os.path.join(payloads_root, ns, name))):

@@ -10,24 +10,46 @@ Nothing is read before a payload is needed: a build that declares none never con
 A missing descriptor (a 404, a missing file) means "not in this index"; any other failure is
 one error naming the URL, since a half-reachable index would make the environment depend on
 which server answered.
+
+The channel decides what is believed. A directory, a `file://` URL and `https://` are trusted
+as they are. Plain `http://` is not (anyone on the path could rewrite a descriptor and the
+archive digest it carries; a loopback host is no exception): such an index is refused unless
+every descriptor read from it is signed by a key of `[payloads] trusted-keys` /
+`MCPP_PAYLOAD_TRUSTED_KEYS` (signature.py), or the user accepts it unverified with
+`MCPP_PAYLOAD_INDEX_INSECURE=1`, which is warned about every time it is consulted.
 """
 from __future__ import annotations
 
 import os
 import tomllib
 import urllib.parse
-from typing import BinaryIO, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, BinaryIO, Callable, Mapping
 
 from mcpp import starlark_rules
 
 from .descriptor import Descriptor, parse_descriptor
 from .errors import PayloadError
 
+if TYPE_CHECKING:
+    from mcpp.cas.remote.signing import PublicKey
+
 # Beside the engine's Starlark library, and shipped with it as package data (pyproject.toml).
 SHIPPED = os.path.join(os.path.dirname(os.path.abspath(starlark_rules.__file__)), "payload-index")
 CONFIG_FILE = "config.toml"
 ENV = "MCPP_PAYLOAD_INDEX"
+KEYS_ENV = "MCPP_PAYLOAD_TRUSTED_KEYS"
+INSECURE_ENV = "MCPP_PAYLOAD_INDEX_INSECURE"
 TIMEOUT_S = 30
+
+
+@dataclass(frozen=True)
+class Trust:
+    """What an index read over plain http must show: a signature by one of `keys` (None: none
+    configured), unless `insecure`; `warn` says so when an index is accepted unverified."""
+    keys: tuple[PublicKey, ...] | None = None
+    insecure: bool = False
+    warn: Callable[[str], None] | None = None
 
 
 class NotFound(Exception):
@@ -95,8 +117,10 @@ def is_url(location: str) -> bool:
 class Index:
     """One index; its `index.toml` is read (and checked) the first time it is consulted."""
 
-    def __init__(self, location: str):
+    def __init__(self, location: str, trust: Trust | None = None):
         self.location = location.rstrip("/") if is_url(location) else os.path.abspath(location)
+        self.trust = trust or Trust()
+        self.verify = False  # descriptors must carry a trusted signature (plain http)
         self._checked = False
         self.name = ""
         self._descriptors: dict[tuple[str, str], Descriptor | None] = {}
@@ -117,6 +141,8 @@ class Index:
     def _check(self) -> None:
         if self._checked:
             return
+        if urllib.parse.urlsplit(self.location).scheme == "http":
+            self._admit_plain_http()
         where = self.url("index.toml")
         try:
             doc = tomllib.loads(fetch(where).decode())
@@ -130,20 +156,72 @@ class Index:
         self.name = str(table.get("name", ""))
         self._checked = True
 
+    def _admit_plain_http(self) -> None:
+        """Refuse this plain-http index, or say how it is accepted (see the module's docstring)."""
+        if self.trust.insecure:
+            if self.trust.warn is not None:
+                self.trust.warn(f"payload index {self.location} is plain http and {INSECURE_ENV}=1 accepts it "
+                                f"unverified: anyone on the network path can change what it installs")
+            return
+        if not self.trust.keys:
+            raise PayloadError(
+                f"payload index {self.location} is plain http, which is refused: anyone on the network path "
+                f"could rewrite its descriptors and the archive digests they carry",
+                notes=[f"help: serve it over https://; or sign its descriptors (`mcpp payload sign --key "
+                       f"NAME.secret INDEX_DIR`) and trust that key in `[payloads] trusted-keys` or {KEYS_ENV}; "
+                       f"or set {INSECURE_ENV}=1 to accept it unverified"])
+        self.verify = True
+
     def descriptor(self, namespace: str, name: str) -> Descriptor | None:
         ident = (namespace, name)
         if ident not in self._descriptors:
             self._check()
-            where = self.url(f"pkgs/{namespace}/{name}.toml")
+            rel = f"pkgs/{namespace}/{name}.toml"
+            where = self.url(rel)
             try:
-                text = fetch(where).decode()
+                data = fetch(where)
+                text = data.decode()
             except NotFound:
                 self._descriptors[ident] = None
             except UnicodeDecodeError:
                 raise PayloadError(f"payload descriptor {where}: not UTF-8 text") from None
             else:
+                if self.verify:
+                    self._verify(rel, where, data)
                 self._descriptors[ident] = parse_descriptor(text, where, namespace, name)
         return self._descriptors[ident]
+
+    def _verify(self, rel: str, where: str, data: bytes) -> None:
+        from . import signature
+
+        try:
+            sig_text = fetch(where + signature.SUFFIX).decode(errors="replace")
+        except NotFound:
+            sig_text = None
+        signer, why = signature.verify(rel, data, sig_text, self.trust.keys or ())
+        if signer is None:
+            detail = {signature.MISMATCH: " (the descriptor changed after it was signed, or the download was "
+                                          "altered)",
+                      signature.UNSIGNED: f" (no {where + signature.SUFFIX})"}.get(why, "")
+            raise PayloadError(f"payload descriptor {where} is refused: {why}{detail}; a plain-http index is "
+                               f"believed only for descriptors a trusted key signed",
+                               notes=["help: sign the index with a key in `[payloads] trusted-keys` "
+                                      "(`mcpp payload sign`), or serve it over https://"])
+
+
+def _table(home_root: str) -> dict:
+    """The `[payloads]` table of `$MCPP_HOME/config.toml` ({} when there is none)."""
+    path = os.path.join(home_root, CONFIG_FILE)
+    try:
+        with open(path, "rb") as f:
+            table = tomllib.load(f).get("payloads", {})
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise PayloadError(f"{path}: cannot be read ({e})") from None
+    if not isinstance(table, dict):
+        raise PayloadError(f"{path}: `payloads` must be a table ([payloads])")
+    return table
 
 
 def configured(home_root: str, environ: Mapping[str, str] | None = None) -> list[str]:
@@ -151,14 +229,8 @@ def configured(home_root: str, environ: Mapping[str, str] | None = None) -> list
     env = os.environ if environ is None else environ
     out = [p.strip() for p in env.get(ENV, "").split(",") if p.strip()]
     path = os.path.join(home_root, CONFIG_FILE)
-    try:
-        with open(path, "rb") as f:
-            table = tomllib.load(f).get("payloads", {})
-    except FileNotFoundError:
-        table = {}
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise PayloadError(f"{path}: cannot be read ({e})") from None
-    listed = table.get("index", []) if isinstance(table, dict) else []
+    table = _table(home_root)
+    listed = table.get("index", [])
     if isinstance(listed, str):
         listed = [listed]
     if not (isinstance(listed, list) and all(isinstance(x, str) for x in listed)):
@@ -168,11 +240,40 @@ def configured(home_root: str, environ: Mapping[str, str] | None = None) -> list
     return out
 
 
+def trust(home_root: str, environ: Mapping[str, str] | None = None, warn=None) -> Trust:
+    """The keys a plain-http index must be signed with, and whether it is accepted unverified."""
+    from mcpp.cas.remote.signing import SigningKeyError, parse_public_key
+
+    env = os.environ if environ is None else environ
+    insecure = env.get(INSECURE_ENV, "").strip().lower()
+    if insecure not in ("", "0", "1", "true", "false", "yes", "no", "on", "off"):
+        raise PayloadError(f"{INSECURE_ENV}={env[INSECURE_ENV]!r}: expected 1 or 0")
+    if env.get(KEYS_ENV, "").strip():
+        texts, origin = [t for t in env[KEYS_ENV].split(",") if t.strip()], KEYS_ENV
+    else:
+        origin = f"{os.path.join(home_root, CONFIG_FILE)}: `[payloads] trusted-keys`"
+        texts = _table(home_root).get("trusted-keys")
+        if texts is None:
+            return Trust(None, insecure in ("1", "true", "yes", "on"), warn)
+        if not (isinstance(texts, list) and all(isinstance(t, str) for t in texts)):
+            raise PayloadError(f"{origin} must be a list of public keys")
+    try:
+        keys = tuple(parse_public_key(t) for t in texts)
+    except SigningKeyError as e:
+        raise PayloadError(f"{origin}: {e}") from None
+    return Trust(keys, insecure in ("1", "true", "yes", "on"), warn)
+
+
+def open_indexes(home_root: str, warn=None, environ: Mapping[str, str] | None = None) -> IndexSet:
+    """The indexes of one command, as configured, with the trust they are read under."""
+    return IndexSet(configured(home_root, environ), trust(home_root, environ, warn))
+
+
 class IndexSet:
     """The indexes of one command, consulted in order, each at most once per package."""
 
-    def __init__(self, locations: list[str]):
-        self.indexes = [Index(loc) for loc in dict.fromkeys(locations)]
+    def __init__(self, locations: list[str], trust: Trust | None = None):
+        self.indexes = [Index(loc, trust) for loc in dict.fromkeys(locations)]
 
     def find(self, namespace: str, name: str) -> tuple[Index, Descriptor] | None:
         for index in self.indexes:

@@ -60,15 +60,17 @@ def installed(payloads_root: str, namespace: str, name: str, version: str) -> st
 
 
 def install(payloads_root: str, index: Index, desc: Descriptor, version: str, source: Source,
-            status=None) -> str:
-    """The directory of the installed payload, installing it when it is not there yet."""
+            status=None, prober: system.Prober | None = None) -> str:
+    """The directory of the installed payload, installing it when it is not there yet. A
+    `system` source is adopted through `prober` (one that may run probes)."""
     address = f"{desc.namespace}:{desc.name}"
     if source.kind == "system":
-        root, why = system.adopt(source, version)
-        if root is None:
+        prober = prober or system.Prober(os.path.join(payloads_root, system.PROBES), may_run=True)
+        adoption = system.adopt(source, version, prober, f"payload `{address}` {version}")
+        if adoption.root is None:
             raise PayloadError(f"payload `{address}` {version} is adopted from `{source.system}` on this machine, "
-                               f"but {why} (descriptor {desc.location})")
-        return root
+                               f"but {adoption.why} (descriptor {desc.location})")
+        return adoption.root
     final = store_dir(payloads_root, desc.namespace, desc.name, version)
     lock = lock_path(payloads_root, desc.namespace, desc.name, version)
     if os.path.isdir(final):

@@ -28,6 +28,7 @@ from .errors import PayloadError
 # declares a payload; one that declares none (most) never loads them.
 if TYPE_CHECKING:
     from .arbitrate import Choice
+    from . import system
     from .descriptor import Descriptor
     from .index import IndexSet
 
@@ -45,15 +46,25 @@ class ResolvedPayload:
     why: str
     bins: tuple[str, ...]  # relative to directory
     index: str
+    probed: bool = True  # False: a `system` root this command did not probe (listing runs no probe)
 
     @property
     def address(self) -> str:
         return f"{self.namespace}:{self.name}"
 
     def to_json(self) -> dict:
-        return {"id": self.address, "version": self.version, "axis": self.axis, "source": self.source,
-                "directory": self.directory or None, "declared_by": self.declared_by,
-                "declared_at": self.declared_at, "why": self.why, "bins": list(self.bins), "index": self.index}
+        out = {"id": self.address, "version": self.version, "axis": self.axis, "source": self.source,
+               "directory": self.directory or None, "declared_by": self.declared_by,
+               "declared_at": self.declared_at, "why": self.why, "bins": list(self.bins), "index": self.index}
+        if self.source == "system":
+            out["probed"] = self.probed
+        return out
+
+    def where(self) -> str:
+        """The installed directory, or why there is none yet (for listings)."""
+        if self.directory:
+            return self.directory
+        return "not probed yet (a build or `mcpp payload fetch` probes it)" if not self.probed else "not installed"
 
 
 @dataclass
@@ -86,8 +97,11 @@ def resolve_environment(graph, payloads_root: str, home_root: str, *, install_mi
     `graph` is the loaded `PackageGraph` (manifests folded for this build's target and accel set,
     features expanded); `payloads_root` is `$MCPP_HOME/payloads` and `home_root` `$MCPP_HOME`
     (whose config.toml lists indexes). With `install_missing=False` nothing is fetched or
-    unpacked and a payload not yet in the store has `directory == ""` (`mcpp payload list`).
-    `status(verb, text)` reports installs, `warn(text)` overridden pins. Raises `PayloadError`
+    unpacked, no `system` probe runs (only answers cached by an earlier build are used; a root
+    not probed yet counts as available and has `probed == False`), and a payload not yet in the
+    store has `directory == ""` (`mcpp payload list`, `mcpp metadata`).
+    `status(verb, text)` reports installs, `warn(text)` overridden pins and an index accepted
+    unverified. Raises `PayloadError`
     (exit 2) for a refusal; returns the `Environment`: one `ResolvedPayload` per package, in
     declaration order, whose `directory` is what `mcpp.xpkg_dir` answers.
     """
@@ -97,11 +111,12 @@ def resolve_environment(graph, payloads_root: str, home_root: str, *, install_mi
         return env  # never contact an index for a build that needs no payload
     from . import system
     from .arbitrate import arbitrate
-    from .index import IndexSet, configured
+    from .index import open_indexes
     from .install import install, installed
 
     choices = arbitrate(declarations)
-    indexes = indexes or IndexSet(configured(home_root))
+    indexes = indexes or open_indexes(home_root, warn)
+    prober = system.Prober(os.path.join(payloads_root, system.PROBES), may_run=install_missing)
     platform = host_platform_key()
     for choice in choices:
         for note in choice.notes:
@@ -116,21 +131,24 @@ def resolve_environment(graph, payloads_root: str, home_root: str, *, install_mi
                                [f"help: add an index that describes it to `[payloads] index` in "
                                 f"{os.path.join(home_root, 'config.toml')} or to MCPP_PAYLOAD_INDEX"])
         index, desc = found
-        chosen = _choose_version(choice, desc, platform)
+        chosen = _choose_version(choice, desc, platform, prober)
         source = desc.source(chosen, platform)
+        probed = True
         if install_missing:
-            directory = install(payloads_root, index, desc, chosen, source, status)
+            directory = install(payloads_root, index, desc, chosen, source, status, prober)
         elif source.kind == "system":
-            directory = system.adopt(source, chosen)[0] or ""
+            adoption = system.adopt(source, chosen, prober, f"payload `{choice.address}` {chosen}")
+            directory, probed = adoption.root or "", not adoption.pending
         else:
             directory = installed(payloads_root, desc.namespace, desc.name, chosen) or ""
         w = choice.winner
         env.payloads.append(ResolvedPayload(desc.namespace, desc.name, chosen, w.spec.axis, source.kind, directory,
-                                            w.package, str(w.position), choice.why, desc.bins, index.location))
+                                            w.package, str(w.position), choice.why, desc.bins, index.location,
+                                            probed))
     return env
 
 
-def _choose_version(choice: Choice, desc: Descriptor, platform: str) -> str:
+def _choose_version(choice: Choice, desc: Descriptor, platform: str, prober: system.Prober) -> str:
     from . import system
     w = choice.winner
     listed = desc.versions_for(platform)
@@ -141,9 +159,9 @@ def _choose_version(choice: Choice, desc: Descriptor, platform: str) -> str:
     for v in listed:
         s = desc.source(v, platform)
         if s.kind == "system":
-            ok, why = system.adopt(s, v)
-            if ok is None:
-                unavailable.append(f"{v}: {why}")
+            adoption = system.adopt(s, v, prober, f"payload `{choice.address}` {v}")
+            if adoption.root is None and not adoption.pending:  # not probed yet: listed as available
+                unavailable.append(f"{v}: {adoption.why}")
                 continue
         available.append(v)
     reqs = [w.requirement] + [d.requirement for d in choice.requirements if d is not w]

@@ -1,5 +1,8 @@
 """A real payload index for the e2e tests: archives of a small code generator, descriptors with
-their blake3, served over HTTP on 127.0.0.1 by a server that counts the requests it answers."""
+their blake3, served over HTTP on 127.0.0.1 by a server that counts the requests it answers.
+
+A plain-http index is believed only for descriptors a trusted key signed (docs/payloads.md), so
+`make_index` signs its descriptors with `SIGNER` and a command reading it needs `TRUSTED`."""
 from __future__ import annotations
 
 import http.server
@@ -9,6 +12,12 @@ import threading
 from pathlib import Path
 
 import blake3
+
+from mcpp.cas.remote.signing import SecretKey, generate
+from mcpp.engine.payloads.signature import sign_index
+
+SIGNER = generate("test-index")
+TRUSTED = {"MCPP_PAYLOAD_TRUSTED_KEYS": str(SIGNER.public)}  # the environment that trusts SIGNER
 
 # `gen OUT`: writes a C++ source whose function returns the generator's version number.
 GEN = "#!/bin/sh\nprintf 'int gen_value() { return %s; }\\n' {num} > \"$1\"\n"
@@ -66,9 +75,11 @@ def zeros_tar_zst(path: Path, member: str, size: int) -> None:
 
 
 def make_index(root: Path, versions=("1.0.0", "2.0.0"), archives: dict[str, bytes] | None = None,
-               digests: dict[str, str] | None = None, suffix: str = ".tar.gz", extra: str = "") -> Path:
+               digests: dict[str, str] | None = None, suffix: str = ".tar.gz", extra: str = "",
+               signer: SecretKey | None = SIGNER) -> Path:
     """An index at `root` describing `xim:gen` with one archive per version (`archives/gen-<v>
-    <suffix>`; one already there is kept); `extra` is more keys for each source (`a = 1, `)."""
+    <suffix>`; one already there is kept), its descriptor signed by `signer` (None: unsigned);
+    `extra` is more keys for each source (`a = 1, `)."""
     (root / "pkgs" / "xim").mkdir(parents=True, exist_ok=True)
     (root / "archives").mkdir(exist_ok=True)
     (root / "index.toml").write_text('[index]\nname = "test"\nformat = 1\n')
@@ -83,6 +94,8 @@ def make_index(root: Path, versions=("1.0.0", "2.0.0"), archives: dict[str, byte
                   f'linux-x86_64 = {{ url = "archives/gen-{v}{suffix}", blake3 = "{digest}", '
                   f'size = {path.stat().st_size}, {extra}strip = 1 }}', '']
     (root / "pkgs" / "xim" / "gen.toml").write_text("\n".join(lines))
+    if signer is not None:
+        sign_index(str(root), signer)
     return root
 
 

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from tests.e2e.e2e_support import mcpp_executable
-from tests.e2e.payload_index_support import IndexServer, gen_archive, make_index, tar_gz
+from tests.e2e.payload_index_support import TRUSTED, IndexServer, gen_archive, make_index, tar_gz
 
 STAR = '''
 gen = mcpp.xpkg_dir("xim:gen")
@@ -51,7 +51,7 @@ def server(tmp_path):
 
 
 def run(mcpp, server, *args, cwd):
-    return mcpp(*args, cwd=cwd, env={"MCPP_PAYLOAD_INDEX": server.url})
+    return mcpp(*args, cwd=cwd, env={"MCPP_PAYLOAD_INDEX": server.url, **TRUSTED})
 
 
 def versions_installed(mcpp) -> list[str]:
@@ -157,7 +157,7 @@ def test_an_unreachable_index_is_one_error_naming_the_url(project, mcpp, tmp_pat
     s.bind(("127.0.0.1", 0))
     url = f"http://127.0.0.1:{s.getsockname()[1]}"
     s.close()
-    res = mcpp("build", cwd=root, env={"MCPP_PAYLOAD_INDEX": url})
+    res = mcpp("build", cwd=root, env={"MCPP_PAYLOAD_INDEX": url, **TRUSTED})
     assert res.code == 2 and "Traceback" not in res.err, res.err
     assert f"payload index unreachable: {url}/index.toml" in res.err, res.err
 
@@ -196,7 +196,7 @@ def test_an_archive_with_a_symlink_out_of_the_payload_is_refused(project, mcpp, 
 def test_a_killed_install_leaves_nothing_and_the_next_build_completes_it(project, mcpp, server):
     root = app(project, '[xlings.workspace]\n"xim:gen" = "2.0.0"\n')
     server.stall.set()
-    env = {**os.environ, "MCPP_HOME": str(mcpp.home), "MCPP_PAYLOAD_INDEX": server.url}
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home), "MCPP_PAYLOAD_INDEX": server.url, **TRUSTED}
     proc = subprocess.Popen([mcpp_executable(), "build"], cwd=root, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -246,7 +246,7 @@ def test_metadata_shows_the_environment_and_gc_evicts_unused_payloads(project, m
 def test_two_builds_needing_one_payload_install_it_once(project, mcpp, server):
     root = app(project, '[xlings.workspace]\n"xim:gen" = "2.0.0"\n')
     server.stall.set()  # the first download hangs half-way while the second build starts
-    env = {**os.environ, "MCPP_HOME": str(mcpp.home), "MCPP_PAYLOAD_INDEX": server.url}
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home), "MCPP_PAYLOAD_INDEX": server.url, **TRUSTED}
     first = subprocess.Popen([mcpp_executable(), "payload", "fetch"], cwd=root, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert server.stalled.wait(60)
@@ -264,14 +264,14 @@ def test_two_builds_needing_one_payload_install_it_once(project, mcpp, server):
 
 def test_the_digest_of_a_payload_tool_is_in_the_key_of_the_action_running_it(project, mcpp, server):
     root = app(project, '[xlings.workspace]\n"xim:gen" = "2.0.0"\n')
-    first = mcpp("build", "--message-format", "json", cwd=root, env={"MCPP_PAYLOAD_INDEX": server.url})
+    first = run(mcpp, server, "build", "--message-format", "json", cwd=root)
     assert first.code == 0 and "rule app:gen" in first.executed(), first.err
-    again = mcpp("build", "--message-format", "json", cwd=root, env={"MCPP_PAYLOAD_INDEX": server.url})
+    again = run(mcpp, server, "build", "--message-format", "json", cwd=root)
     assert "rule app:gen" not in again.executed()
     # An installation changed in place (an adopted toolkit upgraded under the same path):
     tool = mcpp.home / "payloads" / "xim" / "gen" / "2.0.0" / "bin" / "gen"
     tool.write_text(tool.read_text().replace("200", "201"))
-    changed = mcpp("build", "--message-format", "json", cwd=root, env={"MCPP_PAYLOAD_INDEX": server.url})
+    changed = run(mcpp, server, "build", "--message-format", "json", cwd=root)
     assert changed.code == 0 and "rule app:gen" in changed.executed(), changed.out
 
 
@@ -285,7 +285,7 @@ def test_an_action_cannot_rewrite_an_installed_payload(project, mcpp, server):
     mcpp.action(id = "tamper", argv = ["/bin/sh", "-c", "echo 'exit 0' > " + tool + " && touch " + mcpp.out_dir() + "/t"],
                 inputs = [], outputs = [mcpp.out_dir() + "/t"], tools = ["/bin/sh", tool], role = "check")
 ''')
-    res = mcpp("build", "--sandbox", "bwrap", cwd=root, env={"MCPP_PAYLOAD_INDEX": server.url})
+    res = run(mcpp, server, "build", "--sandbox", "bwrap", cwd=root)
     assert res.code == 1 and "Read-only file system" in res.err, res.err
     tool = mcpp.home / "payloads" / "xim" / "gen" / "2.0.0" / "bin" / "gen"
     assert "gen_value" in tool.read_text()

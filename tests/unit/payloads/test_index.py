@@ -42,3 +42,35 @@ def test_an_index_without_index_toml_is_refused(tmp_path):
     (tmp_path / "pkgs").mkdir()
     with pytest.raises(PayloadError, match="no index.toml"):
         Index(str(tmp_path)).descriptor("xim", "gen")
+
+
+def test_trusted_keys_come_from_the_environment_or_config_toml_and_a_bad_one_is_named(tmp_path):
+    from mcpp.cas.remote.signing import generate
+    from mcpp.engine.payloads.index import trust
+
+    a, b = generate("a").public, generate("b").public
+    (tmp_path / "config.toml").write_text(f'[payloads]\ntrusted-keys = ["{a}"]\n')
+    assert trust(str(tmp_path), {}).keys == (a,)
+    assert trust(str(tmp_path), {"MCPP_PAYLOAD_TRUSTED_KEYS": f"{b}"}).keys == (b,)
+    assert trust(str(tmp_path / "none"), {}).keys is None
+    assert trust(str(tmp_path / "none"), {"MCPP_PAYLOAD_INDEX_INSECURE": "1"}).insecure
+    with pytest.raises(PayloadError, match="MCPP_PAYLOAD_TRUSTED_KEYS: invalid public key"):
+        trust(str(tmp_path), {"MCPP_PAYLOAD_TRUSTED_KEYS": "nope"})
+    with pytest.raises(PayloadError, match="MCPP_PAYLOAD_INDEX_INSECURE='maybe'"):
+        trust(str(tmp_path), {"MCPP_PAYLOAD_INDEX_INSECURE": "maybe"})
+
+
+def test_a_signature_covers_the_descriptor_bytes_and_its_path():
+    from mcpp.cas.remote.signing import generate
+    from mcpp.engine.payloads import signature
+
+    key, other = generate("pub"), generate("other")
+    data = b'[package]\nbins = []\n'
+    line = signature.signature_line("pkgs/xim/gen.toml", data, key)
+    assert signature.verify("pkgs/xim/gen.toml", data, line, [key.public])[0] == key.public
+    assert signature.verify("pkgs/xim/gen.toml", data, None, [key.public]) == (None, signature.UNSIGNED)
+    assert signature.verify("pkgs/xim/gen.toml", data, line, [other.public]) == (None, signature.UNTRUSTED)
+    assert signature.verify("pkgs/xim/gen.toml", data + b"#", line, [key.public]) == (None, signature.MISMATCH)
+    assert signature.verify("pkgs/xim/tool.toml", data, line, [key.public]) == (None, signature.MISMATCH)
+    both = signature.signature_line("pkgs/xim/gen.toml", data, other) + line  # a rotation: two signers
+    assert signature.verify("pkgs/xim/gen.toml", data, both, [key.public])[0] == key.public
