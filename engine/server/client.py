@@ -19,7 +19,7 @@ import time
 from _collections_abc import Callable  # what `collections.abc` re-exports, already loaded
 
 from . import protocol
-from .paths import home_dir, log_file, server_dir, server_id, socket_address, workspace_root
+from .paths import Unsafe, home_dir, log_file, server_dir, server_id, socket_path, workspace_root
 
 ROUTED = ("build", "run", "test")
 NO_SERVER_ENV = "MCPP_NO_SERVER"
@@ -82,7 +82,7 @@ def route(argv: list[str], unserved: Callable[[], bool] = lambda: False) -> int 
                "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask(), "started": time.time()}
     try:
         return _run(ident, root, home, request, unserved)
-    except _Fallback as e:
+    except (_Fallback, Unsafe) as e:
         if e.args:
             sys.stderr.write(f"warning: {e.args[0]}; building in process\n")
             sys.stderr.flush()
@@ -117,14 +117,22 @@ def _run(ident: str, root: str, home: str, request: dict, unserved: Callable[[],
 
 
 def connect(ident: str) -> "_socket.socket | None":
+    """A connection to the server of `ident`, or None when none listens. Raises Unsafe where
+    the socket directory is not this user's alone, or another user's process answers."""
+    try:
+        path = socket_path(ident)
+    except FileNotFoundError:  # no server has run as this user since boot
+        return None
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        sock.connect(socket_address(ident))
-        if protocol.peer_uid(sock) != os.getuid():  # someone else's process holds the name
-            raise _Fallback("the mcpp server socket belongs to another user")
+        sock.connect(path)
+        uid = protocol.peer_uid(sock)
     except OSError:
         sock.close()
         return None
+    if uid != os.getuid():
+        sock.close()
+        raise Unsafe("the mcpp server socket is held by another user's process")
     return sock
 
 
@@ -205,7 +213,8 @@ def _umask() -> int:
 
 
 def request_once(ident: str, message: dict) -> dict | None:
-    """A one-shot request (`status`, `stop`) to a running server; None when none runs."""
+    """A one-shot request (`status`, `stop`) to a running server; None when none runs. Raises
+    Unsafe (see `connect`)."""
     sock = connect(ident)
     if sock is None:
         return None

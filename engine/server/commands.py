@@ -5,8 +5,9 @@ import os
 
 import click
 
+from ..errors import McppError
 from . import client
-from .paths import home_dir, server_id, workspace_root
+from .paths import Unsafe, home_dir, server_id, workspace_root
 
 
 def _ident(manifest_path: str | None) -> str | None:
@@ -46,9 +47,14 @@ def stop_cmd(ctx):
 
 
 def _ask(ctx, op: str) -> dict | None:
-    """The answer of this workspace's server to `op`, or None (said to the user) when none runs."""
+    """The answer of this workspace's server to `op`, or None (said to the user) when none runs.
+    Where no server may run (the socket directory is not private), an error (exit 2)."""
     ident = _ident(ctx.manifest_path)
-    info = client.request_once(ident, {"op": op}) if ident else None
+    try:
+        info = client.request_once(ident, {"op": op}) if ident else None
+    except Unsafe as e:
+        raise McppError(f"no mcpp server can run: {e}",
+                        notes=["note: builds run in process meanwhile; see `Sockets` in docs/server.md"]) from None
     if info is None:
         click.echo("no server running for this workspace")
     return info

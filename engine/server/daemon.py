@@ -2,8 +2,15 @@
 
 Single-threaded on purpose: the server forks, and a fork taken while another thread holds a
 lock (the import lock, a logging handler's) leaves the child stuck on it. Everything the loop
-waits on is a descriptor: the listening socket, each client connection (its Ctrl-C messages,
-or its end), a pidfd per running build, and the watcher's inotify descriptor.
+waits on is a descriptor: the listening socket, each client connection (its request, its
+Ctrl-C messages, or its end), a pidfd per running build, and the watcher's inotify descriptor.
+No read from a client ever blocks the loop: connections are non-blocking, a request is
+gathered as its bytes come (`protocol.Incoming`), and one not complete within `REQUEST_S` is
+dropped; the descriptors a request carries are closed on every path but the build child's.
+
+The socket lives in a directory only this user can make names in (`paths.socket_path`), and
+the server holds `<id>.lock` there while it owns the name, so a server that died leaves a
+file the next one removes, never a name another user could take.
 
 Builds of one workspace run as they would from several terminals: each child takes the build
 lock of its target directory, so a second build waits ("Blocking waiting for file lock") and
@@ -15,8 +22,10 @@ pay for them plus its imports.
 """
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
+import select
 import selectors
 import signal
 import socket
@@ -32,11 +41,12 @@ from .. import after_reply
 from . import child, protocol
 from .noop_watch import NoopWatch
 from .source_watch import SourceWatch
-from .paths import socket_address
+from .paths import Unsafe, lock_path, socket_path
 
 IDLE_ENV = "MCPP_SERVER_IDLE"
 DEFAULT_IDLE_S = 3 * 3600  # as Bazel's and Gradle's daemons: a working day's pauses, not a week's
 _TICK_S = 5.0
+REQUEST_S = 5.0  # how long a connection may take to send its request (a client sends it at once)
 _FORWARDED = {"INT": signal.SIGINT, "TERM": signal.SIGTERM, "HUP": signal.SIGHUP, "QUIT": signal.SIGQUIT}
 
 
@@ -48,6 +58,15 @@ class _Build:
     done: int | None = None  # the read end of the pipe the child reports its exit status on
     replied: bool = False
     started: float = field(default_factory=time.monotonic)
+    incoming: protocol.Incoming = field(default_factory=protocol.Incoming)  # its Ctrl-C messages
+
+
+@dataclass
+class _Intake:
+    """A connection whose request has not fully arrived."""
+    conn: socket.socket
+    deadline: float
+    incoming: protocol.Incoming = field(default_factory=lambda: protocol.Incoming(max_fds=3))
 
 
 class Server:
@@ -71,6 +90,8 @@ class Server:
             hooks.share(self.noops)
         self.idle_s = _idle_seconds()
         self.running: dict[int, _Build] = {}
+        self.intakes: dict[int, _Intake] = {}  # connection descriptor -> its request so far
+        self.lock: int | None = None  # `<id>.lock`, held while this server owns the socket name
         self.stopping = False
         self.last_active = time.monotonic()
         self.selector = selectors.DefaultSelector()
@@ -85,10 +106,35 @@ class Server:
     # -- life cycle ---------------------------------------------------------------------------
 
     def bind(self) -> bool:
+        """Own the socket name: take the lock, remove a file a dead server left, listen. False
+        when another server of this workspace holds it, or the socket directory is not private."""
         try:
-            self.listener.bind(socket_address(self.ident))
-        except OSError:  # another server of this workspace won the race
+            path = socket_path(self.ident, create=True)
+            lock = os.open(lock_path(self.ident), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except (Unsafe, OSError) as e:
+            log(f"cannot listen: {e}")
             return False
+        deadline = time.monotonic() + 2.0  # a server stepping aside releases the lock once it stops listening
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() > deadline or _listening(path):
+                    os.close(lock)
+                    log("another server holds the socket")
+                    return False
+                time.sleep(0.01)
+        self.lock = lock
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        old_umask = os.umask(0o077)
+        try:
+            self.listener.bind(path)
+        finally:
+            os.umask(old_umask)
         self.listener.listen(64)
         self.listener.setblocking(False)
         self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
@@ -108,6 +154,7 @@ class Server:
                 self._run_later()
                 return
             events = self.selector.select(0 if self.later else self._timeout())
+            self._expire_intakes()
             for key, _ in events:
                 kind, data = key.data
                 try:
@@ -134,7 +181,28 @@ class Server:
     def _timeout(self) -> float:
         if any(b.pidfd is None for b in self.running.values()):
             return 0.05
+        if self.intakes:
+            soonest = min(i.deadline for i in self.intakes.values())
+            return max(0.0, min(_TICK_S, soonest - time.monotonic()))
         return _TICK_S
+
+    def _expire_intakes(self) -> None:
+        """Drop the connections that did not send their request in time."""
+        now = time.monotonic()
+        for intake in [i for i in self.intakes.values() if i.deadline <= now]:
+            self._drop_intake(intake)
+
+    def _end_intake(self, intake: _Intake) -> None:
+        self.intakes.pop(intake.conn.fileno(), None)
+        try:
+            self.selector.unregister(intake.conn)
+        except (KeyError, ValueError):
+            pass
+
+    def _drop_intake(self, intake: _Intake) -> None:
+        self._end_intake(intake)
+        intake.incoming.close()
+        intake.conn.close()
 
     def _idle_for(self) -> float:
         return time.monotonic() - self.last_active
@@ -156,7 +224,8 @@ class Server:
         return self.sources.quiet() or protocol.version() == self.version
 
     def _stop_listening(self) -> None:
-        """Free the socket name at once (a new server may bind it); finish the running builds."""
+        """Free the socket name at once (a new server may take it: the file is its to remove);
+        finish the running builds."""
         if self.stopping:
             return
         self.stopping = True
@@ -165,6 +234,9 @@ class Server:
         except (KeyError, ValueError):
             pass
         self.listener.close()
+        if self.lock is not None:
+            os.close(self.lock)
+            self.lock = None
 
     # -- events -------------------------------------------------------------------------------
 
@@ -174,27 +246,45 @@ class Server:
         except (BlockingIOError, InterruptedError):
             return
         self.last_active = time.monotonic()
-        if protocol.peer_uid(conn) != os.getuid():
-            conn.close()
-            return
-        conn.setblocking(True)
-        conn.settimeout(10)
         try:
-            request, fds = protocol.receive_with_fds(conn)
+            same_user = protocol.peer_uid(conn) == os.getuid()
+        except OSError:
+            same_user = False
+        if not same_user:
+            conn.close()
+            return
+        conn.setblocking(False)
+        intake = _Intake(conn, time.monotonic() + REQUEST_S)
+        self.intakes[conn.fileno()] = intake
+        self.selector.register(conn, selectors.EVENT_READ, ("request", intake))
+
+    def _on_request(self, conn, intake: _Intake) -> None:
+        """More of a request has come: once it is whole, serve it. The descriptors it carries
+        are closed here whatever happens (a build child has its own copies)."""
+        try:
+            messages = intake.incoming.read(conn)
         except (OSError, protocol.ProtocolError):
-            conn.close()
+            self._drop_intake(intake)
             return
-        conn.settimeout(None)
-        if request is None:
-            conn.close()
+        if not messages:
             return
+        self._end_intake(intake)
+        try:
+            if len(messages) > 1:
+                raise protocol.ProtocolError("more than one request")
+            self._serve_request(conn, messages[0], intake.incoming.fds)
+        except Exception:  # noqa: BLE001 - one bad request must not take the server down
+            log(traceback.format_exc())
+            if not any(b.conn is conn for b in self.running.values()):
+                conn.close()
+        finally:
+            intake.incoming.close()
+
+    def _serve_request(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
         op = request.get("op")
         if op == "build":
             self._start_build(conn, request, fds)
-            return
-        for fd in fds:
-            os.close(fd)
-        if op == "status":
+        elif op == "status":
             self._reply(conn, self.status())
         elif op == "stop":
             self._reply(conn, {"stopping": True, "running": len(self.running)})
@@ -220,21 +310,26 @@ class Server:
         return info
 
     def _start_build(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
+        """Answer a build request, or fork its build child. `fds` stay the caller's to close."""
         if request.get("identity") != self.identity or not self._current():
-            self._answer(conn, fds, {"restart": "version"})
+            self._reply(conn, {"restart": "version"})
             self._stop_listening()
             return
         if self._moved():  # checked on each request: `_gone` looks only every few seconds
             log("workspace or home replaced: a new server takes over")
-            self._answer(conn, fds, {"restart": "moved"})
+            self._reply(conn, {"restart": "moved"})
             self._stop_listening()
             return
+        problem = protocol.build_request_problem(request, fds)  # after the version: another's may differ
+        if problem is not None:
+            self._reply(conn, {"refused": f"malformed request: {problem}"})
+            return
         if request.get("root") != self.root or request.get("home") != self.home:
-            self._answer(conn, fds, {"refused": f"the mcpp server named for this workspace serves {self.root}"})
+            self._reply(conn, {"refused": f"the mcpp server named for this workspace serves {self.root}"})
             return
         if self._answer_noop(request, fds):
             self.noops_answered += 1
-            self._answer(conn, fds, {"exit": 0})
+            self._reply(conn, {"exit": 0})
             return
         if self.hooks is not None:
             try:
@@ -263,8 +358,6 @@ class Server:
         os.close(done_w)
         if self.hooks is not None:
             self.hooks.forked(pid)
-        for fd in fds:
-            os.close(fd)
         self.builds_served += 1
         self.later.extend(self.after_first_build)
         self.after_first_build = ()
@@ -279,23 +372,15 @@ class Server:
         if pidfd is not None:
             self.selector.register(pidfd, selectors.EVENT_READ, ("exited", build))
 
-    def _answer(self, conn: socket.socket, fds: list[int], message: dict) -> None:
-        """Answer a build request without a build process (the client's descriptors closed)."""
-        for fd in fds:
-            os.close(fd)
-        self._reply(conn, message)
-
     def _answer_noop(self, request: dict, fds: list[int]) -> bool:
         """Print the `Finished` line of a no-op for the client, when its record holds."""
-        if len(fds) < 2:
+        if len(fds) < 2 or not _writable(fds[1]):  # a stdout that would block the server: the child writes
             return False
         start = time.monotonic() - max(0.0, time.time() - request.get("started", time.time()))
         try:
             text = self.noops.answer(request["argv"], request["cwd"], request["env"], os.isatty(fds[1]), start)
             if text:
-                data = text.encode("utf-8", "surrogateescape")
-                while data:
-                    data = data[os.write(fds[1], data):]
+                _write_within(fds[1], text.encode("utf-8", "surrogateescape"), REQUEST_S)
         except Exception:  # noqa: BLE001 - only a shortcut: the build child decides instead
             log(traceback.format_exc())
             return False
@@ -309,6 +394,11 @@ class Server:
         self.sources.close()
         if not self.stopping:
             self.listener.close()
+        if self.lock is not None:
+            os.close(self.lock)
+        for intake in self.intakes.values():  # other clients' requests and descriptors
+            intake.incoming.close()
+            intake.conn.close()
         for build in self.running.values():
             build.conn.close()
             if build.pidfd is not None:
@@ -326,16 +416,16 @@ class Server:
 
     def _on_client(self, conn, build: _Build) -> None:
         try:
-            message = protocol.receive(conn)
-        except (OSError, protocol.ProtocolError):
-            message = None
-        if message is None:  # the client is gone (killed): cancel its build quietly
+            messages = build.incoming.read(conn)
+        except (OSError, protocol.ProtocolError):  # the client is gone (killed): cancel its build quietly
+            build.incoming.close()
             self.selector.unregister(conn)
             _signal_group(build.pid, signal.SIGTERM)
             return
-        sig = _FORWARDED.get(message.get("signal", ""))
-        if sig is not None:
-            _signal_group(build.pid, sig)
+        for message in messages:
+            sig = _FORWARDED.get(message.get("signal", ""))
+            if sig is not None:
+                _signal_group(build.pid, sig)
 
     def _on_done(self, fd, build: _Build) -> None:
         """The child reported its exit status (or closed the pipe by dying first)."""
@@ -406,6 +496,37 @@ def _signal_group(pid: int, sig: int) -> None:
             pass
 
 
+def _listening(path: str) -> bool:
+    """Whether a server accepts connections on `path`."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
+def _writable(fd: int) -> bool:
+    """Whether a write to `fd` would not block now."""
+    poll = select.poll()
+    poll.register(fd, select.POLLOUT)
+    return bool(poll.poll(0))
+
+
+def _write_within(fd: int, data: bytes, seconds: float) -> None:
+    """Write `data` to `fd`, waiting at most `seconds` in all for it to take more."""
+    deadline = time.monotonic() + seconds
+    poll = select.poll()
+    poll.register(fd, select.POLLOUT)
+    while data:
+        left = deadline - time.monotonic()
+        if left <= 0 or not poll.poll(left * 1000):
+            raise TimeoutError("the client's output does not take the answer")
+        data = data[os.write(fd, data[:select.PIPE_BUF]):]  # a pipe that polls writable takes this much
+
+
 def _idle_seconds() -> float:
     try:
         return float(os.environ.get(IDLE_ENV, DEFAULT_IDLE_S))
@@ -461,7 +582,7 @@ def main(ident: str, root: str, home: str, command: Callable[[list[str]], None],
         server = Server(ident, root, home, command, hooks)
         server.after_first_build = later
         if not server.bind():
-            log("another server holds the socket: exiting")
+            log("not listening: exiting")
             return
         if ready is not None:
             try:
@@ -475,5 +596,6 @@ def main(ident: str, root: str, home: str, command: Callable[[list[str]], None],
     try:
         server.serve()
     finally:
+        server._stop_listening()
         log("exit")
     sys.exit(0)

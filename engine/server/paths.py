@@ -9,6 +9,7 @@ Like `protocol.py`, this runs on every `mcpp build` before anything else: plain 
 """
 
 import os
+import stat
 import zlib
 
 MANIFEST = "mcpp.toml"
@@ -44,10 +45,77 @@ def server_id(root: str, home: str) -> str:
     return f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}"
 
 
-def socket_address(ident: str) -> bytes:
-    """A Linux abstract socket: no file to go stale, no 108-byte path limit to hit under a deep
-    `$MCPP_HOME`. Any local user can reach the name, so both ends check the other's uid."""
-    return f"\0mcpp-server-{os.getuid()}-{ident}".encode()
+class Unsafe(Exception):
+    """The directory for server sockets is not private to this user: no server may run."""
+
+
+_SUN_PATH_MAX = 107  # bytes of a unix socket path, less its terminating NUL
+
+
+def socket_dir() -> str:
+    """Where this user's server sockets live: `$XDG_RUNTIME_DIR/mcpp` (the user's own runtime
+    directory), else `/tmp/mcpp-<uid>`."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime):
+        return os.path.join(runtime, "mcpp")
+    return f"/tmp/mcpp-{os.getuid()}"
+
+
+def socket_path(ident: str, create: bool = False) -> str:
+    """The socket of server `ident`, in a directory only this user can make names in (checked:
+    see `private_dir`), so no other user can bind the name first or stand in for the server.
+    Raises Unsafe; FileNotFoundError where the directory does not exist and `create` is False."""
+    directory = socket_dir()
+    private_dir(directory, create)
+    path = os.path.join(directory, f"{ident}.sock")
+    if len(os.fsencode(path)) > _SUN_PATH_MAX:
+        raise Unsafe(f"the mcpp server socket path {path} is longer than a unix socket allows")
+    return path
+
+
+def private_dir(directory: str, create: bool) -> None:
+    """Check (making it first, mode 0700, when `create`) that `directory` is a directory, not a
+    symbolic link, owned by this user, with no access for others, in a parent that nobody else
+    can rename it out of (owned by this user or root, and not writable by others unless
+    sticky, as /tmp is). Raises Unsafe saying which condition fails."""
+    uid = os.getuid()
+    if create:
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            raise Unsafe(f"the directory for mcpp server sockets cannot be made: "
+                         f"{os.path.dirname(directory)} does not exist") from None
+        except OSError as e:
+            raise Unsafe(f"the directory for mcpp server sockets {directory} cannot be made: {e.strerror}") from None
+    try:
+        st = os.lstat(directory)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise Unsafe(f"the mcpp server socket directory {directory} cannot be read: {e.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise Unsafe(f"the mcpp server socket directory {directory} is a symbolic link")
+    if not stat.S_ISDIR(st.st_mode):
+        raise Unsafe(f"the mcpp server socket directory {directory} is not a directory")
+    if st.st_uid != uid:
+        raise Unsafe(f"the mcpp server socket directory {directory} belongs to uid {st.st_uid}, not to you (uid {uid})")
+    if st.st_mode & 0o077:
+        raise Unsafe(f"the mcpp server socket directory {directory} has mode {stat.S_IMODE(st.st_mode):04o}, "
+                     f"not 0700")
+    parent = os.path.dirname(directory)
+    try:
+        pst = os.stat(parent)
+    except OSError:
+        raise Unsafe(f"the parent of the mcpp server socket directory {directory} cannot be read") from None
+    if pst.st_uid not in (uid, 0) or (pst.st_mode & 0o022 and not pst.st_mode & stat.S_ISVTX):
+        raise Unsafe(f"the mcpp server socket directory {directory} is in {parent}, where others may replace it")
+
+
+def lock_path(ident: str) -> str:
+    """The file a server of `ident` holds locked while it owns the socket name."""
+    return os.path.join(socket_dir(), f"{ident}.lock")
 
 
 def home_dir() -> str:

@@ -69,29 +69,52 @@ def receive(sock) -> dict | None:
     return _body(sock, _exactly(sock, _HEADER_SIZE, head))
 
 
-def receive_with_fds(sock, max_fds: int = 3) -> tuple[dict | None, list[int]]:
-    int_size = _struct.calcsize("i")
-    data, ancillary, _flags, _addr = sock.recvmsg(1 << 16, _socket.CMSG_SPACE(max_fds * int_size))
-    fds: list[int] = []
-    for level, kind, payload in ancillary:
-        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
-            usable = len(payload) - len(payload) % int_size
-            fds.extend(_struct.unpack(f"{usable // int_size}i", payload[:usable]))
-    if not data:
+class Incoming:
+    """Frames arriving on a non-blocking connection, gathered as they come (with at most
+    `max_fds` descriptors in all), so that a reader that serves many connections on one thread
+    never waits on any of them. The descriptors received are the reader's to close (`close`),
+    on every path."""
+
+    def __init__(self, max_fds: int = 0):
+        self.max_fds = max_fds
+        self.fds: list[int] = []
+        self._data = bytearray()
+
+    def read(self, sock) -> list[dict]:
+        """The messages completed by what `sock` holds now (none while a frame is partial).
+        ProtocolError at the end of the connection, on a malformed frame or too many descriptors."""
+        int_size = _struct.calcsize("i")
+        try:
+            data, ancillary, _flags, _addr = sock.recvmsg(1 << 16, _socket.CMSG_SPACE(max(self.max_fds, 1) * int_size))
+        except (BlockingIOError, InterruptedError):
+            return []
+        for level, kind, payload in ancillary:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+                usable = len(payload) - len(payload) % int_size
+                self.fds.extend(_struct.unpack(f"{usable // int_size}i", payload[:usable]))
+        if len(self.fds) > self.max_fds:
+            raise ProtocolError("too many descriptors")
+        if not data:
+            raise ProtocolError("connection closed" if not self._data else "connection closed mid-frame")
+        self._data += data
+        messages = []
+        while len(self._data) >= _HEADER_SIZE:
+            (length,) = _struct.unpack_from(_HEADER, self._data)
+            if length > MAX_FRAME:
+                raise ProtocolError("frame too large")
+            if len(self._data) < _HEADER_SIZE + length:
+                break
+            messages.append(_decode(bytes(self._data[_HEADER_SIZE:_HEADER_SIZE + length])))
+            del self._data[:_HEADER_SIZE + length]
+        return messages
+
+    def close(self) -> None:
+        fds, self.fds = self.fds, []
         for fd in fds:
-            os.close(fd)
-        return None, []
-    try:
-        head = _exactly(sock, _HEADER_SIZE, data[:_HEADER_SIZE])
-        (length,) = _struct.unpack(_HEADER, head)
-        if length > MAX_FRAME:
-            raise ProtocolError("frame too large")
-        body = _exactly(sock, length, data[_HEADER_SIZE:])
-        return _decode(body), fds
-    except BaseException:
-        for fd in fds:
-            os.close(fd)
-        raise
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def _body(sock, head: bytes) -> dict:
@@ -109,6 +132,24 @@ def _decode(body: bytes) -> dict:
     if not isinstance(message, dict):
         raise ProtocolError("frame is not a message")
     return message
+
+
+_BUILD_FIELDS = {"identity": str, "root": str, "home": str, "cwd": str, "umask": int, "started": (int, float)}
+
+
+def build_request_problem(request: dict, fds: list[int]) -> str | None:
+    """What is wrong with a build request (its fields' types, its three descriptors), or None."""
+    for name, kind in _BUILD_FIELDS.items():
+        if not isinstance(request.get(name), kind):
+            return f"{name!r} is missing or not a {getattr(kind, '__name__', 'number')}"
+    argv, env = request.get("argv"), request.get("env")
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        return "'argv' is not a list of strings"
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        return "'env' is not a map of strings"
+    if len(fds) != 3:
+        return f"{len(fds)} descriptors, not stdin, stdout and stderr"
+    return None
 
 
 def peer_uid(sock) -> int:

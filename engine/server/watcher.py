@@ -10,6 +10,10 @@ is made from them.
 A "shape" event is judged by the directory's listing (names, kinds, modes): when the listing
 now equals the one at the token, the event's file counts as rewritten. An editor that saves by
 writing a temporary file and renaming it over the old one, or a `touch`, changes no listing.
+Events are coalesced: a directory's events only mark it dirty, and it is listed again at most
+once per token or question, within a bound on the entries read (`RELIST_BUDGET`); past the
+bound, or after a queue overflow, the answer is "everything" and the build plans as without a
+server. A burst of new files never costs a build more than that bounded listing.
 
 inotify comes through ctypes (libc's `inotify_init1`/`inotify_add_watch`, no dependency); where
 it is missing or its watch limit is reached, `StatScan` answers the same question by comparing
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import hashlib
 import os
 import struct
 
@@ -41,6 +46,9 @@ _CONTENT = IN_MODIFY | IN_CLOSE_WRITE
 _SHAPE = IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
 EVERY_CHANGE = _CONTENT | _SHAPE  # what a watch asks for: every write, attribute change, entry made or gone
 _EVENT = struct.Struct("iIII")
+RELIST_BUDGET = 50_000  # directory entries listed again per token or question; beyond: "everything"
+MAX_WRITTEN = 50_000  # files remembered as written; beyond, an older token reads as "everything"
+_KEPT_LISTINGS = 8  # listings kept per directory (tokens of the requests the server holds)
 
 
 def inotify_open():
@@ -113,34 +121,52 @@ def _walk_dirs(root: str):
             yield os.path.join(dirpath, d)
 
 
-def _listing(directory: str, root: bool) -> dict[str, tuple[bool, int]] | None:
-    """What a glob sees of a directory: each name, whether it is a directory, its mode."""
+def _listing_digest(directory: str, root: bool, budget: int | None) -> tuple[bytes | None, int]:
+    """(a digest of what a glob sees of a directory: each name, whether it is a directory, its
+    mode; the number of entries read). None: unreadable, or more entries than `budget`."""
+    entries = []
     try:
-        out = {}
         with os.scandir(directory) as it:
             for e in it:
+                if budget is not None and len(entries) >= budget:
+                    return None, len(entries) + 1
                 if skipped(e.name) or (root and e.name in _ENGINE_WRITES):
                     continue
                 st = e.stat(follow_symlinks=False)
-                out[e.name] = (e.is_dir(follow_symlinks=True), st.st_mode)
-        return out
+                entries.append(f"{e.name}\0{int(e.is_dir(follow_symlinks=True))}\0{st.st_mode}")
     except OSError:
-        return None
+        return None, len(entries)
+    entries.sort()
+    return hashlib.blake2b("\n".join(entries).encode("utf-8", "surrogateescape"), digest_size=20).digest(), len(entries)
 
 
 class Inotify:
-    """A log of events under the watched roots; a token is a position in the log."""
+    """Events under the watched roots, coalesced; a token is an event serial.
+
+    Reading an event costs a dictionary update, never a listing: a file written is remembered
+    by name (`_written`), a directory whose entries changed is marked dirty. A dirty directory
+    is listed again when a token is taken or a question asked (`token`, `since`), once per
+    call however many events it had, within `RELIST_BUDGET` entries per call; each listing is
+    kept as a digest, with the serials over which it held. A directory whose listing at a token
+    is not known (left over the budget, or the queue overflowed) answers "everything" when it
+    changes after that token: the build then plans as without a server, which is exact on its
+    own. So a flood of events costs the next build at most a bounded re-listing, never a wait
+    proportional to the events times the size of their directory."""
 
     kind = "inotify"
 
     def __init__(self):
         self._libc, self.fd = inotify_open()
         self.roots: set[str] = set()
-        self._dirs: dict[int, str] = {}
-        self._listing: dict[str, dict[str, tuple[bool, int]] | None] = {}
-        self._log: list[tuple[int, str | None]] = []  # (serial, changed file | None: everything)
+        self._dirs: dict[int, str] = {}  # watch descriptor -> directory
         self._serial = 0
-        self._base = 0  # serial of the first entry kept in _log
+        self._base = 0  # a token before it reads as everything (the written-file memory was cut)
+        self._everything = 0  # serial of the last event after which anything may have changed
+        self._written: dict[str, int] = {}  # file -> serial of its last event
+        self._shaped: dict[str, int] = {}  # directory -> serial of its last change of entries
+        self._dirty: set[str] = set()  # directories changed since their last listing
+        # directory -> [first serial, first serial it no longer held (None: holds now), digest]
+        self._listings: dict[str, list[list]] = {}
 
     def fileno(self) -> int:
         return self.fd
@@ -149,7 +175,8 @@ class Inotify:
         os.close(self.fd)
 
     def watch(self, root: str) -> bool:
-        """Watch `root` and its directories; False where the kernel refuses (limits)."""
+        """Watch `root` and its directories, listing each (the server calls this while idle);
+        False where the kernel refuses (limits)."""
         root = os.path.abspath(root)
         if root in self.roots:
             return True
@@ -158,92 +185,115 @@ class Inotify:
             if not self._add(d):
                 self.roots.discard(root)
                 return False
+            self._dirty.add(d)
+        self._relist(budget=None)
         return True
 
     def _add(self, directory: str) -> bool:
-        mask = _CONTENT | _SHAPE
-        wd = self._libc.inotify_add_watch(self.fd, os.fsencode(directory), mask)
+        wd = self._libc.inotify_add_watch(self.fd, os.fsencode(directory), EVERY_CHANGE)
         if wd < 0:
             err = ctypes.get_errno()
             return err in (errno.ENOENT, errno.ENOTDIR, errno.EACCES)  # gone already: its parent said so
         self._dirs[wd] = directory
-        self._listing[directory] = _listing(directory, directory in self.roots)
         return True
 
     def drain(self) -> None:
-        """Read every queued event into the log."""
+        """Read every queued event (a dictionary update each)."""
         for wd, mask, name in read_events(self.fd):
             self._event(wd, mask, name)
 
     def _event(self, wd: int, mask: int, name: str) -> None:
+        self._serial += 1
         if mask & IN_Q_OVERFLOW:
-            self._record(None)
+            self._overflow()
             return
         directory = self._dirs.get(wd)
         if mask & IN_IGNORED:
             self._dirs.pop(wd, None)
+            if directory is not None:
+                self._forget(directory)
             return
-        if directory is None:
+        if directory is None or (name and skipped(name)):
             return
-        if name and skipped(name):
-            return
-        path = os.path.join(directory, name) if name else directory
         if directory in self.roots and name in _ENGINE_WRITES:
             return
+        path = os.path.join(directory, name) if name else directory
         if mask & (IN_DELETE_SELF | IN_MOVE_SELF):
-            self._record(None)
+            self._everything = self._serial
         elif mask & _SHAPE:
-            if mask & IN_ISDIR and mask & (IN_CREATE | IN_MOVED_TO):
-                for d in _walk_dirs(path):
-                    self._add(d)
-            before = self._listing.get(directory)
-            self._listing[directory] = _listing(directory, directory in self.roots)
-            self._record(None if mask & IN_ISDIR else path, directory, before)
+            if mask & IN_ISDIR:
+                self._everything = self._serial
+                if mask & (IN_CREATE | IN_MOVED_TO):
+                    for d in _walk_dirs(path):
+                        if self._add(d):
+                            self._dirty.add(d)  # listed at the next token: not known until then
+            else:
+                self._wrote(path)
+            self._shaped[directory] = self._serial
+            if directory not in self._dirty:
+                self._dirty.add(directory)
+                held = self._listings.get(directory)
+                if held and held[-1][1] is None:
+                    held[-1][1] = self._serial
         elif mask & _CONTENT and not mask & IN_ISDIR:
-            self._record(path)
+            self._wrote(path)
 
-    def _record(self, path: str | None, directory: str | None = None, before=None) -> None:
-        """A logged event: a file's contents (`path`), a directory's shape (`directory` and its
-        listing before the event; `path` the file, if any), or everything (neither)."""
-        self._serial += 1
-        self._log.append((self._serial, path, directory, before))
-        if len(self._log) > 100_000:  # a token older than the kept log reads as "everything"
-            drop = len(self._log) // 2
-            self._base = self._log[drop - 1][0]
-            del self._log[:drop]
+    def _wrote(self, path: str) -> None:
+        self._written[path] = self._serial
+        if len(self._written) > MAX_WRITTEN:  # an older token reads as everything
+            self._written.clear()
+            self._base = self._serial
+
+    def _overflow(self) -> None:
+        """Events were lost: anything may have changed, and no listing is known any more."""
+        self._everything = self._serial
+        for held in self._listings.values():
+            if held and held[-1][1] is None:
+                held[-1][1] = self._serial
+        self._dirty.update(self._dirs.values())
+
+    def _forget(self, directory: str) -> None:
+        self._listings.pop(directory, None)
+        self._shaped.pop(directory, None)
+        self._dirty.discard(directory)
+
+    def _relist(self, budget: int | None = RELIST_BUDGET) -> None:
+        """List each dirty directory once, within `budget` entries in all (None: no bound);
+        the rest stay dirty, their listing unknown until a later call lists them."""
+        for directory in sorted(self._dirty):
+            digest, size = _listing_digest(directory, directory in self.roots, budget)
+            if budget is not None:
+                budget -= size
+                if budget < 0:
+                    return
+            self._dirty.discard(directory)
+            held = self._listings.setdefault(directory, [])
+            held.append([self._serial, None, digest])
+            del held[:-_KEPT_LISTINGS]
+
+    def _listing_at(self, directory: str, token: int) -> bytes | None:
+        for first, end, digest in reversed(self._listings.get(directory, ())):
+            if first <= token:
+                return digest if end is None or token < end else None
+        return None
 
     def token(self) -> int:
         self.drain()
+        self._relist()
         return self._serial
 
     def since(self, token: int) -> Changes:
         self.drain()
-        if token < self._base:
+        if token < self._base or self._everything > token:
             return Changes(everything=True)
-        files: set[str] = set()
-        listed: dict[str, object] = {}  # directory -> its listing at the token
-        for serial, path, directory, before in self._log[self._index(token):]:
-            if path is None and directory is None:
+        self._relist()
+        for directory, last in self._shaped.items():
+            if last <= token:
+                continue
+            before = self._listing_at(directory, token)
+            if before is None or directory in self._dirty or self._listings[directory][-1][2] != before:
                 return Changes(everything=True)
-            if directory is not None and directory not in listed:
-                listed[directory] = before
-            if path is not None:
-                files.add(path)
-        for directory, before in listed.items():
-            if before is None or _listing(directory, directory in self.roots) != before:
-                return Changes(everything=True)
-        return Changes(files=files)
-
-    def _index(self, token: int) -> int:
-        """Position in the log of the first event after `token`."""
-        lo, hi = 0, len(self._log)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self._log[mid][0] <= token:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        return Changes(files={p for p, serial in self._written.items() if serial > token})
 
 
 class StatScan:

@@ -222,7 +222,7 @@ def test_a_server_of_another_version_steps_aside(served):
 
     ident = paths.server_id(str(root), str(mcpp.home))
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(paths.socket_address(ident))
+    sock.connect(paths.socket_path(ident))
     protocol.send(sock, {"op": "build", "identity": "another mcpp", "argv": ["build"]}, [0, 1, 2])
     assert protocol.receive(sock) == {"restart": "version"}
     sock.close()

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from mcpp.engine.server.watcher import Inotify, StatScan
+from mcpp.engine.server import watcher
+from mcpp.engine.server.watcher import IN_Q_OVERFLOW, Inotify, StatScan
 
 
 @pytest.fixture(params=[Inotify, StatScan], ids=["inotify", "stat"])
@@ -85,3 +86,52 @@ def test_a_new_directory_is_watched_from_then_on(tree):
     (root / "src/more/m.cpp").write_text("int m2;\n")
     changes = w.since(t)
     assert not changes.everything and changes.files == {str(root / "src/more/m.cpp")}
+
+
+@pytest.fixture
+def inotify_tree(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/a.cpp").write_text("int a;\n")
+    w = Inotify()
+    assert w.watch(str(tmp_path))
+    yield tmp_path, w
+    w.close()
+
+
+def test_a_queue_overflow_is_everything_and_the_watch_recovers(inotify_tree):
+    root, w = inotify_tree
+    t = w.token()
+    w._event(-1, IN_Q_OVERFLOW, "")  # what the kernel queues when events were lost
+    assert w.since(t).everything
+    t2 = w.token()  # every directory is listed again
+    (root / "src/a.cpp.new").write_text("int a2;\n")
+    os.rename(root / "src/a.cpp.new", root / "src/a.cpp")
+    changes = w.since(t2)
+    assert not changes.everything and changes.files >= {str(root / "src/a.cpp")}
+
+
+def test_a_directory_over_the_listing_bound_is_everything(inotify_tree, monkeypatch):
+    """The work of one answer is bounded: a directory too large to list again within it reads
+    as "anything may have changed", which the build handles by planning (exact on its own)."""
+    root, w = inotify_tree
+    t = w.token()
+    for i in range(50):
+        (root / f"src/n{i}.txt").write_text("n")
+    os.unlink(root / "src/n0.txt")
+    monkeypatch.setattr(watcher, "RELIST_BUDGET", 10)
+    w.token()
+    assert w.since(t).everything
+
+
+def test_many_events_in_one_directory_list_it_once(inotify_tree, monkeypatch):
+    root, w = inotify_tree
+    listed = []
+    real = watcher._listing_digest
+    monkeypatch.setattr(watcher, "_listing_digest", lambda *a: listed.append(a[0]) or real(*a))
+    t = w.token()
+    for i in range(500):
+        (root / f"src/n{i}.txt").write_text("n")
+        if i % 50 == 0:
+            w.drain()  # the server reads events as they come
+    assert w.since(t).everything
+    assert listed == [str(root / "src")]

@@ -1,0 +1,216 @@
+"""The server's socket and its intake (engine/server/paths.py, daemon.py, protocol.py): no other
+user can take the socket's name or stand in for the server, a malformed request leaves no
+descriptor behind, and a client that connects and sends nothing delays nobody."""
+from __future__ import annotations
+
+import array
+import ast
+import marshal
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+from e2e_support import mcpp_executable, write_tree
+from mcpp.engine.server import paths
+
+ON = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60"}
+NOBODY = 65534
+
+HELLO = {
+    "mcpp.toml": """
+        [package]
+        name = "hello"
+        version = "0.1.0"
+    """,
+    "src/main.cpp": """
+        #include <cstdio>
+        int main() { std::puts("hello"); }
+    """,
+}
+
+
+@pytest.fixture
+def served(tmp_path, mcpp):
+    """(root, mcpp, env) for a hello project whose server sockets go under a runtime directory
+    of the test's own; the server is stopped afterwards."""
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {**ON, "XDG_RUNTIME_DIR": str(runtime)}
+    root = write_tree(tmp_path / "hello", HELLO)
+    yield root, mcpp, env
+    mcpp("server", "stop", cwd=root, env=env)
+
+
+def _server_pid(mcpp, root, env) -> int:
+    res = mcpp("server", "status", cwd=root, env=env)
+    assert res.code == 0, res.err
+    return int(dict(line.split(": ", 1) for line in res.out.splitlines())["pid"])
+
+
+def _address(mcpp, root, env) -> str:
+    saved = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = env["XDG_RUNTIME_DIR"]
+    try:
+        return paths.socket_path(paths.server_id(str(root), str(mcpp.home)))
+    finally:
+        if saved is None:
+            del os.environ["XDG_RUNTIME_DIR"]
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = saved
+
+
+def _open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _settled_fds(pid: int, want: int, seconds: float = 3.0) -> int:
+    deadline = time.monotonic() + seconds
+    while (n := _open_fds(pid)) != want and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return n
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="stands in for another user with setuid")
+def test_another_user_cannot_take_the_socket_name(served):
+    """Another user binding every name the server could use first, as a squatter would."""
+    root, mcpp, env = served
+    ident = paths.server_id(str(root), str(mcpp.home))
+    r, w = os.pipe()
+    squatter = os.fork()
+    if squatter == 0:  # as nobody: take the abstract name and the runtime directory's path
+        try:
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(f"\0mcpp-server-0-{ident}".encode())
+            s.listen(1)
+            os.write(w, b"1")
+            time.sleep(120)
+        finally:
+            os._exit(0)
+    try:
+        os.close(w)
+        assert os.read(r, 1) == b"1"
+        res = mcpp("build", cwd=root, env=env)
+        assert res.code == 0 and res.err == "", res.err
+        status = mcpp("server", "status", cwd=root, env=env)
+        assert status.code == 0 and "pid: " in status.out, status.err
+    finally:
+        os.kill(squatter, 9)
+        os.waitpid(squatter, 0)
+        os.close(r)
+
+
+@pytest.mark.parametrize("how", ["another owner", "open mode", "symlink"])
+def test_a_socket_directory_others_control_is_refused(served, how):
+    root, mcpp, env = served
+    sockets = os.path.join(env["XDG_RUNTIME_DIR"], "mcpp")
+    if how == "another owner":
+        if os.getuid() != 0:
+            pytest.skip("chown needs root")
+        os.mkdir(sockets, 0o700)
+        os.chown(sockets, NOBODY, NOBODY)
+    elif how == "open mode":
+        os.mkdir(sockets)
+        os.chmod(sockets, 0o777)
+    else:
+        elsewhere = os.path.join(env["XDG_RUNTIME_DIR"], "elsewhere")
+        os.mkdir(elsewhere, 0o700)
+        os.symlink(elsewhere, sockets)
+    res = mcpp("build", cwd=root, env=env)
+    assert res.code == 0 and "Finished" in res.out, res.err
+    warnings = res.err.splitlines()
+    assert len(warnings) == 1 and warnings[0].startswith(f"warning: the mcpp server socket directory {sockets} "), res.err
+    assert warnings[0].endswith("; building in process")
+    assert mcpp("-q", "run", cwd=root, env=env).out == "hello\n"
+    status = mcpp("server", "status", cwd=root, env=env)
+    assert status.code == 2
+    assert status.err.startswith("error: no mcpp server can run: the mcpp server socket directory"), status.err
+    assert "internal error" not in status.err and "Traceback" not in status.err
+    assert os.listdir(sockets) == []  # nothing was bound there
+
+
+def _identity() -> str:
+    """The identity a client of the installed mcpp sends (its interpreter names itself)."""
+    with open(mcpp_executable()) as f:
+        interpreter = f.readline()[2:].strip()
+    out = subprocess.run([interpreter, "-c", "from mcpp.engine.server import protocol; print(repr(protocol.identity()))"],
+                         capture_output=True, text=True, check=True).stdout
+    return ast.literal_eval(out.strip())
+
+
+def test_a_malformed_request_leaves_no_descriptor_open(served):
+    root, mcpp, env = served
+    assert mcpp("build", cwd=root, env=env).code == 0
+    pid = _server_pid(mcpp, root, env)
+    address = _address(mcpp, root, env)
+    good = {"op": "build", "identity": _identity(), "root": str(root), "home": str(mcpp.home), "argv": ["build"],
+            "cwd": str(root), "env": {"MCPP_HOME": str(mcpp.home)}, "umask": 0o022, "started": time.time()}
+    malformed = [
+        {**good, "started": "yesterday"},
+        {**good, "argv": "build"},
+        {**good, "env": None},
+        {"op": "status", "x": 1},
+        ["not", "a", "map"],
+    ]
+    baseline = _open_fds(pid)
+    for message in malformed:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(address)
+            ends = [os.open(os.devnull, os.O_RDWR) for _ in range(3)]
+            data = _frame(message)
+            protocol_send_raw(s, data, ends)
+            for fd in ends:
+                os.close(fd)
+            s.settimeout(10)
+            try:
+                s.recv(1 << 16)  # its answer, or its end
+            except OSError:
+                pass
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:  # half a frame, then gone
+        s.connect(address)
+        ends = [os.open(os.devnull, os.O_RDWR) for _ in range(5)]
+        protocol_send_raw(s, b"\0\0\0\x40abc", ends)
+        for fd in ends:
+            os.close(fd)
+    assert _settled_fds(pid, baseline) == baseline
+    assert mcpp("build", cwd=root, env=env).code == 0  # and it still serves
+    assert _server_pid(mcpp, root, env) == pid
+
+
+def _frame(message) -> bytes:
+    body = marshal.dumps(message)
+    return len(body).to_bytes(4, "big") + body
+
+
+def protocol_send_raw(sock: socket.socket, data: bytes, fds: list[int]) -> None:
+    sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())])
+
+
+def test_a_client_that_sends_nothing_delays_no_other_build(served):
+    root, mcpp, env = served
+    assert mcpp("build", cwd=root, env=env).code == 0
+    pid = _server_pid(mcpp, root, env)
+    address = _address(mcpp, root, env)
+    baseline = _open_fds(pid)
+    silent = []
+    for _ in range(3):  # connected, silent (one of them mid-frame), and held open
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(address)
+        silent.append(s)
+    silent[0].send(b"\0\0")
+    try:
+        time.sleep(0.2)
+        started = time.monotonic()
+        res = mcpp("build", cwd=root, env={**env, "MCPP_NO_FAST_PATH": "1"})
+        took = time.monotonic() - started
+        assert res.code == 0 and res.err == "", res.err
+        assert took < 4, f"a build behind three silent connections took {took:.1f} s"
+        # the silent ones are dropped once their time to send a request is up
+        assert _settled_fds(pid, baseline, seconds=10) == baseline
+    finally:
+        for s in silent:
+            s.close()
