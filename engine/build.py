@@ -90,6 +90,7 @@ class BuildOutcome:
     reads_env: bool = False  # a build program read an environment variable: no no-op fast path
     # path -> the stat a file was hashed (or written) at this build, or None (cas/statcache.py)
     read_stamp: Callable[[str], object] | None = None
+    environment: Environment | None = None  # the payloads resolved, and what resolution read
 
 
 def host_triple() -> str:
@@ -172,7 +173,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
             after_reply.later(warm.close)
     outcome = BuildOutcome(graph, plan, layout, profile, toolchain, result, clock.elapsed(),
                            {a.id: state.discovered(a.id) for a in plan.actions}, *watched,
-                           read_stamp=stats.recorded)
+                           read_stamp=stats.recorded, environment=env)
     record_last_build(opts.home, counters)
     for action_id in counters.healed:
         reporter.warning(f"a cached output of `{action_id}` was missing or corrupt in the store; "
@@ -451,11 +452,12 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool, started: in
     """Let the next identical `mcpp build` answer from stats alone (engine/noop.py). `started`:
     when the build began, on the file system's clock (`noop.begin`)."""
 
-    plan, graph = outcome.plan, outcome.graph
-    if outcome.reads_env or _planned_nothing_for_sources(outcome):
-        return
+    plan, graph, env = outcome.plan, outcome.graph, outcome.environment
+    if outcome.reads_env or _planned_nothing_for_sources(outcome) or env is None or env.read_remote:
+        return  # an environment variable a program read, an index on a server: no stat shows them unchanged
     files = [graph.root_manifest.path] + [p.manifest.path for p in graph.order] + noop.engine_files()
     files += [os.path.join(str(home.root), name) for name in build_env.HOME_FILES]
+    files += env.read
     files.append(outcome.layout.compile_commands)
     files += outcome.watched_files
     # A manifest appearing above the working directory could make it a workspace member.
