@@ -53,6 +53,7 @@ IGNORED: dict[str, str] = {
     "PYTHONIOENCODING": "the encoding of the output a server's build child writes",
     "RUST_BACKTRACE": "set, not read: the Starlark evaluator's panics stay one line",
     "DESTDIR": "`mcpp install` only: where it copies to",
+    "GRPC_VERBOSITY": "how much the remote cache's gRPC library logs",
 }
 
 
