@@ -126,6 +126,13 @@ class StatCache:
         self.hits += len(out)
         return out
 
+    def recorded(self, path: str | os.PathLike[str]) -> StatKey | None:
+        """The stat this cache holds `path`'s digest under: the one taken when the file was
+        hashed (or written, for `remember`), so the stat of the bytes a build used; None when
+        it holds none (never read, or dropped as changing or racy)."""
+        e = self._entries.get(os.fspath(path))
+        return None if e is None else StatKey(*e[:5])
+
     def remember(self, path: str | os.PathLike[str], digest: Digest) -> None:
         """Record a digest the caller already knows (it just wrote or hashed the file), so the
         next `digest` of an unchanged file costs only a stat."""

@@ -14,6 +14,7 @@ import platform as host_platform
 import sys
 import threading
 from dataclasses import dataclass, field
+from typing import Callable
 
 from mcpp.cas.atomic import PUBLIC, write_atomic
 from mcpp.cas.home import Home
@@ -21,7 +22,7 @@ from mcpp.cas.remote.config import RemoteConfigError, RemoteSettings, resolve_se
 
 from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
-from . import after_reply, noop, prebuilt, sandbox_warm_up, trust
+from . import after_reply, build_env, noop, prebuilt, sandbox_warm_up, trust
 from .action_runner import ActionRunner, SandboxRunner
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .remote_exec_runner import remote_exec_jobs, with_remote_execution
@@ -87,6 +88,9 @@ class BuildOutcome:
     watched_files: list[str] = field(default_factory=list)  # build programs' reads, host tool sources
     watched_dirs: list[str] = field(default_factory=list)
     reads_env: bool = False  # a build program read an environment variable: no no-op fast path
+    # path -> the stat a file was hashed (or written) at this build, or None (cas/statcache.py)
+    read_stamp: Callable[[str], object] | None = None
+    environment: Environment | None = None  # the payloads resolved, and what resolution read
 
 
 def host_triple() -> str:
@@ -168,7 +172,8 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         if warm is not None:
             after_reply.later(warm.close)
     outcome = BuildOutcome(graph, plan, layout, profile, toolchain, result, clock.elapsed(),
-                           {a.id: state.discovered(a.id) for a in plan.actions}, *watched)
+                           {a.id: state.discovered(a.id) for a in plan.actions}, *watched,
+                           read_stamp=stats.recorded, environment=env)
     record_last_build(opts.home, counters)
     for action_id in counters.healed:
         reporter.warning(f"a cached output of `{action_id}` was missing or corrupt in the store; "
@@ -442,21 +447,30 @@ def _shown_dir(path: str) -> str:
     return "." if shown in ("", ".") else shown
 
 
-def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
-    """Let the next identical `mcpp build` answer from stats alone (engine/noop.py)."""
+def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool, started: int | None,
+                home: Home) -> None:
+    """Let the next identical `mcpp build` answer from stats alone (engine/noop.py). `started`:
+    when the build began, on the file system's clock (`noop.begin`)."""
 
-    plan, graph = outcome.plan, outcome.graph
-    if outcome.reads_env or _planned_nothing_for_sources(outcome):
-        return
+    plan, graph, env = outcome.plan, outcome.graph, outcome.environment
+    if outcome.reads_env or _planned_nothing_for_sources(outcome) or env is None or env.read_remote:
+        return  # an environment variable a program read, an index on a server: no stat shows them unchanged
     files = [graph.root_manifest.path] + [p.manifest.path for p in graph.order] + noop.engine_files()
+    files += [os.path.join(str(home.root), name) for name in build_env.HOME_FILES]
+    files += env.read
     files.append(outcome.layout.compile_commands)
     files += outcome.watched_files
     # A manifest appearing above the working directory could make it a workspace member.
     files += [os.path.join(d, "mcpp.toml") for d in noop.ancestors(os.getcwd())]
+    execroot = plan.execroot
+    written = {outcome.layout.compile_commands, *(os.path.join(execroot, p) for p in plan.generated)}
     for a in plan.actions:
-        files += [os.path.join(plan.execroot, p) for p in a.inputs + a.outputs + outcome.discovered.get(a.id, ())]
-        files += _tree_paths(plan.execroot, a.inputs + a.outputs)
+        files += [os.path.join(execroot, p) for p in a.inputs + a.outputs + outcome.discovered.get(a.id, ())]
+        trees = _tree_paths(execroot, a.outputs)
+        files += _tree_paths(execroot, a.inputs) + trees
         files += list(a.tools)
+        written.update(os.path.join(execroot, p) for p in a.outputs)
+        written.update(trees)
     # Only the directories globs read: other files (editor swaps, another tool's logs) beside
     # the manifest must not send every no-op down the full path.
     dirs: list[str] = []
@@ -469,7 +483,7 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool) -> None:
     dirs += outcome.watched_dirs  # a host tool's new file
     dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
     line = None if quiet else ("Finished".rjust(12), f"{outcome.profile.summary} in {{elapsed}}")
-    noop.record(argv, line, files, dirs, len(plan.actions))
+    noop.record(argv, line, files, dirs, len(plan.actions), started, outcome.read_stamp, written)
 
 
 def _tree_paths(execroot: str, paths) -> list[str]:

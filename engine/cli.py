@@ -156,11 +156,11 @@ def build_cmd(ctx: _Ctx, **kw):
 
     opts = _options(ctx, kw)
     reporter = ctx.reporter(kw["message_format"])
-    noop.forget(ctx.argv)
+    started = noop.begin(ctx.argv)
     outcome = build(opts, reporter)
     # A build asked for its timings writes a report each time: never answer it from the no-op path.
     if kw["message_format"] == "human" and not reporter.warned and not (opts.timings or opts.trace):
-        record_noop(ctx.argv, outcome, ctx.quiet)
+        record_noop(ctx.argv, outcome, ctx.quiet, started, opts.home)
 
 
 @cli.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

@@ -4,11 +4,23 @@ A full no-op build parses manifests, plans every action and recomputes every key
 cache: correct, but it spends most of its time importing and planning (about 0.2 s of imports
 alone). After a successful `mcpp build` that printed no warnings, this module records the stat
 of every file that build depended on (manifests, sources, discovered headers, outputs, compiler
-binaries) and the mtime of every directory a glob or a lookup walked (a new file changes its
-directory's mtime). The next identical invocation (same argv, working directory, PATH and
-`$MCPP_HOME`) first checks that record with plain `os.stat` calls; if everything is unchanged
-the previous build's result still holds and it prints the `Finished` line. Anything else, or
-any doubt, falls through to the full build, which is always correct on its own.
+binaries, the configuration under `$MCPP_HOME`) and the mtime of every directory a glob or a
+lookup walked (a new file changes its directory's mtime). The next identical invocation (same
+argv, working directory, and the same values of every environment variable a build's result
+depends on: engine/build_env.py) first checks that record with plain `os.stat` calls; if
+everything is unchanged the previous build's result still holds and it prints the `Finished`
+line. Anything else, or any doubt, falls through to the full build, which is always correct on
+its own.
+
+What a record holds is the stat of what the build read, never a stat of what is there after it:
+a file saved while the build ran (after the build read it) must send the next build down the
+full path. Each full build first marks its record pending (`begin`), which also gives the
+build's start on the file system's clock. At the end, a file the build hashed through the stat
+cache is recorded with the stat taken when it was hashed (or, for an output, when it was
+written); any other file or directory (manifests, build programs, configuration) is stat'ed
+then, which is the stat the build read only when it is older than the build's start. A file
+the build did not write that is stamped no earlier than that start may have changed after the
+build read it: the build records nothing, and the next one takes the full path.
 
 Racy timestamps: a file rewritten within the file system's timestamp tick right after the
 record was taken keeps its stat. As in git, an entry stamped no earlier than the record file's
@@ -28,7 +40,10 @@ from array import array
 
 from mcpp.cas.atomic import PUBLIC, write_atomic
 
-_FORMAT = "mcpp-noop-3"
+from . import build_env
+
+_FORMAT = "mcpp-noop-4"
+_PENDING = "mcpp-noop-pending"  # a build of this identity is running, or ended unrecorded
 # Stamps are stored as flat int64 arrays and paths as one NUL-joined string: loading a few
 # thousand of them that way takes well under a millisecond, against ~10 ms as tuples.
 _MISSING = -1
@@ -41,7 +56,7 @@ def _home(env=None) -> str:
 
 def _ident(argv: list[str], cwd: str | None = None, env=None) -> str:
     env = os.environ if env is None else env
-    return "\0".join([cwd or os.getcwd(), env.get("PATH", ""), _home(env), *argv])
+    return "\0".join([cwd or os.getcwd(), _home(env), *build_env.identity(env), "", *argv])
 
 
 def _record_path(ident: str, env=None) -> str:
@@ -162,26 +177,59 @@ def _write_last_build(text: str, env=None) -> None:
         pass
 
 
+def begin(argv: list[str]) -> int | None:
+    """Before a full build of `argv`: mark its record pending (no check passes until `record`
+    writes it again) and return when that happened on the file system's clock (the marker's
+    mtime: the clock and granularity that stamp the files the build reads). None when the
+    marker cannot be written: then nothing is recorded."""
+    ident = _ident(argv)
+    path = _record_path(ident)
+    try:
+        write_atomic(path, marshal.dumps((_PENDING, ident)), mode=PUBLIC)
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        forget(argv)
+        return None
+
+
 def record(argv: list[str], line: tuple[str, str] | None, files: list[str], dirs: list[str],
-           actions: int) -> None:
-    """Remember what the successful build of `argv` depended on (see the module docstring)."""
+           actions: int, started: int | None, read_stamp=None, written: frozenset[str] | set[str] = frozenset()
+           ) -> bool:
+    """Remember what the successful build of `argv` begun at `started` (`begin`) depended on
+    (see the module docstring). `read_stamp(path)`: the (dev, ino, size, mtime_ns, ctime_ns)
+    the build hashed or wrote the file at, or None; `written`: the files the build itself wrote
+    (outputs, generated files), whose stamps are newer than its start by nature. False, and
+    nothing recorded, when a file or directory may have changed after the build read it."""
     import json
 
+    if started is None:
+        return False
     paths = list(dict.fromkeys(files))
     stamps = array("q")
     for p in paths:
-        try:
-            st = os.stat(p)
-            stamps.extend((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-        except OSError:
-            stamps.extend((_MISSING, _MISSING, _MISSING, _MISSING))
+        st = read_stamp(p) if read_stamp is not None else None
+        if st is not None:
+            ino, size, mtime, ctime = st[1], st[2], st[3], st[4]
+        else:
+            try:
+                s = os.stat(p)
+            except OSError:
+                stamps.extend((_MISSING, _MISSING, _MISSING, _MISSING))
+                continue
+            ino, size, mtime, ctime = s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns
+        if max(mtime, ctime) >= started and p not in written:
+            return False  # changed while the build ran (or in the tick it began): not proven
+        stamps.extend((ino, size, mtime, ctime))
     dir_paths = list(dict.fromkeys(dirs))
     dir_stamps = array("q")
     for d in dir_paths:
         try:
-            dir_stamps.append(os.stat(d).st_mtime_ns)
+            mtime = os.stat(d).st_mtime_ns
         except OSError:
-            dir_stamps.append(_MISSING)
+            mtime = _MISSING
+        if mtime >= started:
+            return False  # an entry made, removed or renamed while the build ran
+        dir_stamps.append(mtime)
     last_build = json.dumps({"fresh": actions, "cache_hits": 0, "remote_hits": 0, "executed": 0, "failed": 0})
     ident = _ident(argv)
     path = _record_path(ident)
@@ -189,7 +237,8 @@ def record(argv: list[str], line: tuple[str, str] | None, files: list[str], dirs
         write_atomic(path, marshal.dumps((_FORMAT, ident, line, "\0".join(paths), stamps.tobytes(),
                                           "\0".join(dir_paths), dir_stamps.tobytes(), last_build)), mode=PUBLIC)
     except OSError:
-        pass
+        return False
+    return True
 
 
 def forget(argv: list[str]) -> None:

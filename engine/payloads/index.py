@@ -124,6 +124,15 @@ class Index:
         self._checked = False
         self.name = ""
         self._descriptors: dict[tuple[str, str], Descriptor | None] = {}
+        self.consulted: list[str] = []  # every location read, found or not: what resolution read
+
+    def descriptors(self) -> list[Descriptor]:
+        """The descriptors read so far."""
+        return [d for d in self._descriptors.values() if d is not None]
+
+    def _fetch(self, where: str) -> bytes:
+        self.consulted.append(where)
+        return fetch(where)
 
     def url(self, rel: str) -> str:
         """`rel` resolved against the index (an absolute URL stays as written)."""
@@ -145,7 +154,7 @@ class Index:
             self._admit_plain_http()
         where = self.url("index.toml")
         try:
-            doc = tomllib.loads(fetch(where).decode())
+            doc = tomllib.loads(self._fetch(where).decode())
         except NotFound:
             raise PayloadError(f"payload index {self.location}: no index.toml at {where}") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
@@ -179,7 +188,7 @@ class Index:
             rel = f"pkgs/{namespace}/{name}.toml"
             where = self.url(rel)
             try:
-                data = fetch(where)
+                data = self._fetch(where)
                 text = data.decode()
             except NotFound:
                 self._descriptors[ident] = None
@@ -284,3 +293,18 @@ class IndexSet:
 
     def describe(self) -> str:
         return ", ".join(i.location for i in self.indexes)
+
+    def consulted(self) -> tuple[list[str], bool]:
+        """(the local files resolution read, found or not; whether it read anything that is not
+        a local file, which no stat can show unchanged)."""
+        files, elsewhere = [], False
+        for index in self.indexes:
+            for where in index.consulted:
+                scheme = urllib.parse.urlsplit(where).scheme
+                if scheme == "file":
+                    files.append(urllib.parse.unquote(urllib.parse.urlsplit(where).path))
+                elif is_url(where):
+                    elsewhere = True
+                else:
+                    files.append(where)
+        return files, elsewhere

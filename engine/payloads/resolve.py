@@ -71,6 +71,11 @@ class ResolvedPayload:
 class Environment:
     payloads: list[ResolvedPayload] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # What resolution read besides the manifests and $MCPP_HOME/config.toml, for the no-op
+    # record (engine/noop.py): the index files consulted (found or not) and the probes of
+    # adopted installations; `read_remote`: it read an index over the network as well.
+    read: list[str] = field(default_factory=list)
+    read_remote: bool = False
 
     def roots(self) -> tuple[str, ...]:
         """The installed directories (and where they really are), for the sandbox to show read-only."""
@@ -145,7 +150,22 @@ def resolve_environment(graph, payloads_root: str, home_root: str, *, install_mi
         env.payloads.append(ResolvedPayload(desc.namespace, desc.name, chosen, w.spec.axis, source.kind, directory,
                                             w.package, str(w.position), choice.why, desc.bins, index.location,
                                             probed))
+    env.read, env.read_remote = indexes.consulted()
+    env.read += _probed(indexes, platform)
     return env
+
+
+def _probed(indexes: IndexSet, platform: str) -> list[str]:
+    """The programs the adoption of a `system` release ran (each release of a consulted
+    descriptor is probed when its versions are listed): a reinstalled toolkit answers anew."""
+    out = []
+    for index in indexes.indexes:
+        for desc in index.descriptors():
+            for v in desc.versions_for(platform):
+                s = desc.source(v, platform)
+                if s.kind == "system" and s.probe:
+                    out.append(os.path.join(s.system, s.probe[0]))
+    return out
 
 
 def _choose_version(choice: Choice, desc: Descriptor, platform: str, prober: system.Prober) -> str:

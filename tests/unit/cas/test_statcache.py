@@ -223,3 +223,16 @@ def test_noop_load_of_1000_files_is_fast(tmp_path):
         assert c2.hashed == 0 and c2.hits == 1000
     assert best < 0.1, f"no-op stat-cache pass over 1,000 files took {best:.3f}s"
     assert os.path.getsize(tmp_path / "stat") < 250 * 1000  # path + 5 ints + 32-byte hash
+
+
+def test_recorded_is_the_stat_the_file_was_hashed_at_not_its_stat_now(tmp_path):
+    f = tmp_path / "a.c"
+    f.write_bytes(b"one")
+    cache = StatCache(tmp_path / "stat.cache")
+    assert cache.recorded(str(f)) is None  # never read
+    cache.digest(str(f))
+    hashed = stat_key(str(f))
+    assert cache.recorded(str(f)) == hashed
+    time.sleep(0.01)
+    f.write_bytes(b"two!")  # saved after the build read it: the record keeps what was read
+    assert cache.recorded(str(f)) == hashed != stat_key(str(f))

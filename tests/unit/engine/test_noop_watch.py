@@ -32,7 +32,9 @@ def world(tmp_path, monkeypatch):
     (tmp_path / "inc/h.h").write_text("h")
     files = [str(tmp_path / "links/cur/cfg.h"), str(tmp_path / "src/a.c"), str(tmp_path / "gone/maybe.h"),
              str(tmp_path / "inc/h.h")]
-    noop.record(ARGV, ("Finished", "dev in {elapsed}"), files, [str(tmp_path / "src")], 1)
+    time.sleep(0.02)  # the build that records them begins a tick after they were written
+    started = noop.begin(ARGV)
+    assert noop.record(ARGV, ("Finished", "dev in {elapsed}"), files, [str(tmp_path / "src")], 1, started)
     time.sleep(0.02)  # files as new as the record are doubted; these are older now
     watch = NoopWatch()
     if watch.fileno() is None:

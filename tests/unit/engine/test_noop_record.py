@@ -1,0 +1,81 @@
+"""engine/noop.py: a no-op record holds the stat of what the build read, never one taken after
+the build; a file or directory that changed while the build ran is not recorded as proven."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from mcpp.engine import noop
+
+ARGV = ["build"]
+LINE = ("Finished", "dev in {elapsed}")
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    monkeypatch.setenv("MCPP_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    source = tmp_path / "src/a.cpp"
+    source.write_text("one")
+    time.sleep(0.02)  # the build below begins a timestamp tick after the sources were written
+    return tmp_path, str(source)
+
+
+def _load(tmp_path):
+    return noop.load_record(ARGV, str(tmp_path), os.environ)
+
+
+def test_a_build_records_what_did_not_change_while_it_ran(world):
+    tmp_path, source = world
+    started = noop.begin(ARGV)
+    assert noop.record(ARGV, LINE, [source], [str(tmp_path / "src")], 1, started)
+    time.sleep(0.02)
+    assert noop.holds(_load(tmp_path))
+
+
+def test_a_file_saved_while_the_build_ran_is_not_recorded(world):
+    tmp_path, source = world
+    started = noop.begin(ARGV)
+    time.sleep(0.02)
+    with open(source, "w") as f:  # the same size, a later stamp: after the build read it
+        f.write("two")
+    assert not noop.record(ARGV, LINE, [source], [], 1, started)
+    assert _load(tmp_path) is None  # the pending marker: the next build takes the full path
+
+
+def test_the_stat_the_build_hashed_at_is_recorded_not_the_stat_after_it(world):
+    tmp_path, source = world
+    st = os.stat(source)
+    hashed = (st.st_dev, st.st_ino, st.st_size + 1, st.st_mtime_ns, st.st_ctime_ns)  # what it read was other
+    started = noop.begin(ARGV)
+    assert noop.record(ARGV, LINE, [source], [], 1, started, read_stamp={source: hashed}.get)
+    time.sleep(0.02)
+    assert not noop.holds(_load(tmp_path))
+
+
+def test_a_file_the_build_wrote_is_recorded(world):
+    tmp_path, source = world
+    started = noop.begin(ARGV)
+    time.sleep(0.02)
+    out = str(tmp_path / "a.o")
+    with open(out, "w") as f:
+        f.write("object")
+    assert noop.record(ARGV, LINE, [source, out], [], 1, started, written={out})
+    time.sleep(0.02)
+    assert noop.holds(_load(tmp_path))
+
+
+def test_a_directory_changed_while_the_build_ran_is_not_recorded(world):
+    tmp_path, source = world
+    started = noop.begin(ARGV)
+    time.sleep(0.02)
+    (tmp_path / "src/new.cpp").write_text("")
+    assert not noop.record(ARGV, LINE, [source], [str(tmp_path / "src")], 1, started)
+
+
+def test_a_build_that_could_not_mark_its_start_records_nothing(world):
+    tmp_path, source = world
+    assert not noop.record(ARGV, LINE, [source], [], 1, None)
