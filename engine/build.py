@@ -289,7 +289,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     # The key memo holds unless an action reads the real tree, where another may still rewrite
     # a file after the first key was made (a sandbox that does not stage inputs).
     keys = KeyComputer(state, platform, plan.generated, plan_memo.unchanged(plan.execroot) if top else None,
-                       memo=opts.sandbox is None or guarantees_of(opts.sandbox).stages_inputs,
+                       memo=_stages_inputs(opts.sandbox),
                        namespace_of=trusted.namespace)
     store, mat = stores.blobs, stores.mat
     if runner is None:
@@ -435,12 +435,19 @@ def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, env: Enviro
     settings = (opts.sandbox, str(stores.home.root), tuple(env.roots()))
     plan_memo.sandbox = settings
     warm = sandbox_warm_up.adopt(settings)
-    if warm is None and opts.sandbox != "off" and not (stores.remote is not None and stores.remote.execute) \
+    if warm is None and _stages_inputs(opts.sandbox) and not (stores.remote is not None and stores.remote.execute) \
             and plan_memo.likely_work():
         warm = SandboxWarmUp(settings)
     if warm is not None:
         warm.report = lambda warning: _sandbox_warning(reporter, warning)
     return warm
+
+
+def _stages_inputs(sandbox: str | None) -> bool:
+    """Whether the sandbox `--sandbox <sandbox>` runs actions in directories of their own (the
+    default does, whichever it falls back to): one that does not has no worker to warm up, and
+    its actions read the real tree."""
+    return sandbox is None or guarantees_of(sandbox).stages_inputs
 
 
 def _shown_dir(path: str) -> str:
