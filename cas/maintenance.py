@@ -276,10 +276,7 @@ def clean(home: Home | str | os.PathLike[str]) -> None:
             continue
         for name in names:
             p = os.path.join(directory, name)
-            if os.path.isdir(p) and not os.path.islink(p):
-                _rmtree(p)
-            else:
-                unlink_quietly(p)
+            remove_tree(p)
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -375,18 +372,44 @@ def _remove_mat(home: Home, h: str) -> int:
 
 
 
-def _rmtree(path: str) -> None:
-    """`shutil.rmtree` that also removes read-only trees (payloads are often extracted so)."""
-
-    def writable(p: str) -> None:
-        if not os.path.islink(p):
-            os.chmod(p, stat_mod.S_IMODE(os.lstat(p).st_mode) | stat_mod.S_IRWXU)
-
-    writable(path)
+def remove_tree(path: str) -> None:
+    """Remove `path` and all below it, read-only directories included (payloads are often
+    extracted so), without ever following a symlink: a link, at the top or below, is removed
+    itself, and no directory outside the tree is made writable (or entered). The stores lie
+    under `$MCPP_HOME`, which a `dir` or `off` action can write: a link planted there must not
+    turn a clean-up into a `chmod` of the user's files."""
+    try:
+        top = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat_mod.S_ISDIR(top.st_mode):
+        unlink_quietly(path)
+        return
+    make_writable(path)
     for root, dirs, _ in os.walk(path):  # top-down: each directory is fixed before it is entered
-        for d in dirs:
-            writable(os.path.join(root, d))
-    shutil.rmtree(path)
+        for d in dirs:  # links to directories are listed here too, never entered: not fixed either
+            make_writable(os.path.join(root, d))
+    shutil.rmtree(path)  # removes a link below as a link (and refuses to start at one)
+
+
+def make_writable(path: str) -> None:
+    """Give the owner full rights on the directory `path`, if it is one and not a symlink. The
+    directory is opened without following a link and changed through that descriptor, so a
+    link swapped in between the check and the change is not followed either."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY)
+    except OSError:  # a symlink (ELOOP), not a directory, or gone: nothing of ours to fix
+        return
+    try:
+        mode = stat_mod.S_IMODE(os.fstat(fd).st_mode) | stat_mod.S_IRWXU
+        try:
+            os.chmod(f"/proc/self/fd/{fd}", mode)  # an O_PATH descriptor takes no fchmod
+        except FileNotFoundError:  # no /proc: the path, checked just above
+            os.chmod(path, mode)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _tree_files(entry: ActionEntry, store) -> set[str]:

@@ -16,11 +16,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
+from mcpp.cas.action import Platform
 from mcpp.cas.atomic import PUBLIC, write_atomic
 from mcpp.cas.home import Home
 from mcpp.cas.remote.config import RemoteConfigError, RemoteSettings, resolve_settings
 
-from mcpp.sandbox import SandboxUnavailable, make_sandbox
+from mcpp.sandbox import SandboxUnavailable, guarantees_of, make_sandbox
 
 from . import after_reply, build_env, noop, prebuilt, sandbox_warm_up, trust
 from .action_runner import ActionRunner, SandboxRunner
@@ -130,8 +131,8 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
 
 def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests: bool,
            runner: ActionRunner | None) -> BuildOutcome:
-    # `--sandbox off` results are never uploaded (engine/trust.py).
-    stores = Stores.open(opts.home, trust.without_upload(resolve_remote(opts), opts.sandbox, reporter.warning))
+    # Results the sandbox cannot prove hermetic are never uploaded (engine/trust.py).
+    stores = Stores.open(opts.home, trust.Trust(opts.sandbox).without_upload(resolve_remote(opts), reporter.warning))
     graph = load_graph(opts.cwd, opts.manifest_path, opts.selection, opts.target_override)
     for pkg in graph.order:
         for w in pkg.manifest.warnings:
@@ -218,8 +219,8 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
             outcome = build(sub, quiet)
             return outcome.plan.execroot, {a.name: a.path for a in outcome.plan.artifacts if a.kind == "bin"}
 
-        # A tool an `off` build makes is published apart from hermetic ones (engine/trust.py).
-        tools = ToolBuilder(graph, toolchain.identity, trust.tool_host(host_triple(), opts.sandbox), profile.name,
+        # A tool a build that is not hermetic makes is published apart (engine/trust.py).
+        tools = ToolBuilder(graph, toolchain.identity, trust.Trust(opts.sandbox).tool_host(host_triple()), profile.name,
                             build_package, reporter.status, opts.home).resolve()
     inputs = cache = None
     if any(c.path is not None for c in checked.values()):  # the evaluator is imported only then
@@ -286,10 +287,15 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     """Schedule every action of the plan through the pipeline; save the state, also on failure.
     `top`: the build the user asked for, not a host tool's build inside it; `warm`: its
     sandbox, made ahead (`_warm_up`)."""
-    # `--sandbox off` results are keyed apart (engine/trust.py).
-    platform = trust.platform_for(toolchain.identity, host_triple(), opts.sandbox)
+    # Results the sandbox cannot prove hermetic are keyed apart (engine/trust.py); the sandbox's
+    # promises are looked up when the first key is made.
+    trusted = trust.Trust(opts.sandbox)
+    platform = Platform(toolchain.identity, host_triple())
+    # The key memo holds unless an action reads the real tree, where another may still rewrite
+    # a file after the first key was made (a sandbox that does not stage inputs).
     keys = KeyComputer(state, platform, plan.generated, plan_memo.unchanged(plan.execroot) if top else None,
-                       memo=opts.sandbox != "off")
+                       memo=_stages_inputs(opts.sandbox),
+                       namespace_of=trusted.namespace)
     store, mat = stores.blobs, stores.mat
     if runner is None:
         staged: dict[str, str] = {}  # one file has one content during a build: resolve it once
@@ -410,9 +416,9 @@ def _make_sandbox(name: str | None, work_root: str, reporter: Reporter, payload_
     except SandboxUnavailable as e:
         raise McppError(str(e)) from None
     _sandbox_warning(reporter, warning)
-    if sandbox.name == "off":
-        reporter.warning("--sandbox off: actions run directly in the project directory with no isolation; "
-                         "this build is not hermetic")
+    if not sandbox.guarantees.stages_inputs:
+        reporter.warning(f"--sandbox {sandbox.name}: actions run directly in the project directory with no "
+                         "isolation; this build is not hermetic")
     return sandbox
 
 
@@ -434,12 +440,19 @@ def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, env: Enviro
     settings = (opts.sandbox, str(stores.home.root), tuple(env.roots()))
     plan_memo.sandbox = settings
     warm = sandbox_warm_up.adopt(settings)
-    if warm is None and opts.sandbox != "off" and not (stores.remote is not None and stores.remote.execute) \
+    if warm is None and _stages_inputs(opts.sandbox) and not (stores.remote is not None and stores.remote.execute) \
             and plan_memo.likely_work():
         warm = SandboxWarmUp(settings)
     if warm is not None:
         warm.report = lambda warning: _sandbox_warning(reporter, warning)
     return warm
+
+
+def _stages_inputs(sandbox: str | None) -> bool:
+    """Whether the sandbox `--sandbox <sandbox>` runs actions in directories of their own (the
+    default does, whichever it falls back to): one that does not has no worker to warm up, and
+    its actions read the real tree."""
+    return sandbox is None or guarantees_of(sandbox).stages_inputs
 
 
 def _shown_dir(path: str) -> str:

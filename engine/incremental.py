@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import marshal
 import os
+from dataclasses import replace
 from typing import Callable, Mapping
 
 from mcpp.cas.action import Action, Platform, action_key, encoded_input
@@ -194,9 +195,13 @@ class KeyComputer:
     """Computes action keys with digests from the state and from outputs produced this build."""
 
     def __init__(self, state: BuildState, platform: Platform, generated: dict[str, bytes],
-                 unchanged: Unchanged | None = None, memo: bool = True):
+                 unchanged: Unchanged | None = None, memo: bool = True,
+                 namespace_of: Callable[[Action], str] | None = None):
         self.state = state
         self.platform = platform
+        # The namespace each action's result is keyed in (engine/trust.py); None: `platform`'s.
+        self.namespace_of = namespace_of
+        self._platforms: dict[str, Platform] = {platform.namespace: platform}
         # What a warm server knows did not change since the last build (engine/unchanged.py)
         self.unchanged = unchanged
         self.produced: dict[str, Digest] = {}  # outputs of actions settled in this build
@@ -247,6 +252,16 @@ class KeyComputer:
             d = self.tools[path] = self.state.tool_digest(path)
         return d
 
+    def platform_of(self, action: Action) -> Platform:
+        """The platform `action` is keyed under: this build's, in the action's namespace."""
+        if self.namespace_of is None:
+            return self.platform
+        ns = self.namespace_of(action)
+        platform = self._platforms.get(ns)
+        if platform is None:
+            platform = self._platforms[ns] = replace(self.platform, namespace=ns)
+        return platform
+
     def key(self, action: Action, discovered: tuple[str, ...]) -> str:
         """The action's key over its inputs' digests this build. An action is first asked for
         once its prerequisites have finished, and within a build an input's digest changes only
@@ -255,7 +270,7 @@ class KeyComputer:
         memo = (action.id, discovered)
         k = self._keys.get(memo)
         if k is None:
-            k = action_key(action, self.platform, self.digest_of, self.tool_digest, discovered, self._encoded)
+            k = action_key(action, self.platform_of(action), self.digest_of, self.tool_digest, discovered, self._encoded)
             if self._memo and not _rewrites_an_input(action, discovered):
                 self._keys[memo] = k
         return k

@@ -9,7 +9,11 @@ it. As `make install` does, `$DESTDIR` is put in front of every path written whi
 file names the prefix itself (a package manager stages into DESTDIR, then moves the tree).
 
 Every file is written to a temporary name and renamed into place: a binary being installed over
-one that is running is replaced, not rewritten under it.
+one that is running is replaced, not rewritten under it. An installed file is never readable by
+more people than its source: a header only its owner may read (0600) is installed 0600, not
+0644. Headers are read only inside their package: one reached through a symlink that leads out
+of it (an include directory linked to `/etc`, say) is an error naming the link, found before
+anything is written (engine/containment.py).
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import struct
 
 from mcpp.cas.atomic import commit, discard, temp_name
 
+from . import containment
 from .build import BuildOutcome
 from .conventions import HEADER_EXTS
 from .errors import McppError
@@ -40,11 +45,12 @@ class Installer:
         return os.path.join(self.root, *parts)
 
     def copy(self, src: str, dest: str, mode: int) -> None:
+        """`src` at `dest` with `mode`, less every class (group, others) that may not read `src`."""
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         tmp = temp_name(os.path.dirname(dest))
         try:
             shutil.copyfile(src, tmp)
-            os.chmod(tmp, mode)
+            os.chmod(tmp, narrowed(mode, os.stat(src).st_mode))
             commit(tmp, dest)
         except BaseException:
             discard(tmp)
@@ -75,6 +81,15 @@ class Installer:
         self.reporter.status("Installing", what)
 
 
+def narrowed(mode: int, source_mode: int) -> int:
+    """`mode` without the bits of each class (owner, group, others) that cannot read the
+    source: an installed copy never widens who may read what it copies."""
+    for shift in (6, 3, 0):
+        if not source_mode & (0o4 << shift):
+            mode &= ~(0o7 << shift)
+    return mode
+
+
 def install(outcome: BuildOutcome, prefix: str, reporter: Reporter) -> None:
     """Install the artifacts of the build's member packages (and the archives of the libraries
     they link, which a static consumer needs too) under `prefix`."""
@@ -83,6 +98,12 @@ def install(outcome: BuildOutcome, prefix: str, reporter: Reporter) -> None:
     inst = Installer(prefix, reporter, os.environ.get("DESTDIR", ""))
     execroot = outcome.plan.execroot
     members = outcome.graph.members
+    # Every header that may be installed, found (and its path checked) before anything is written.
+    headers: dict[str, list[tuple[str, str]]] = {}
+    for pkg in members:
+        for p in [pkg] + transitive_deps(pkg, dev=False):
+            if p.name not in headers:
+                headers[p.name] = _headers_of(p)
     member_names = {p.name for p in members}
     done: set[str] = set()
     libs_of: dict[str, list[Artifact]] = {}
@@ -108,7 +129,9 @@ def install(outcome: BuildOutcome, prefix: str, reporter: Reporter) -> None:
                 if a.package == dep.name and a.kind == ArtifactKind.LIB and a.path not in done:
                     _install_library(inst, execroot, a)
                     done.add(a.path)
-        _install_headers(inst, [pkg] + deps)
+        for p in [pkg] + deps:
+            for src, rel in headers[p.name]:
+                inst.copy(src, inst.dest("include", rel), 0o644)
         inst.write(inst.dest("lib", "pkgconfig", f"{pkg.name}.pc"),
                    pkg_config_text(inst.prefix, pkg, libs_of[pkg.name], deps,
                                    outcome.plan.artifacts))
@@ -135,22 +158,39 @@ def _install_library(inst: Installer, execroot: str, a: Artifact) -> None:
         inst.symlink(chain[name], inst.dest("lib", name))
 
 
-def _install_headers(inst: Installer, pkgs: list[Package]) -> None:
-    """The public headers of `pkgs` below `include/`: those `[package] include` names, else every
-    header under each include directory the package exposes (an include directory at the
-    package's root, `include_dirs = ["."]`, gives only its own headers, not those of `target/` or
-    `tests/`). A header keeps its path below the include directory it is found in, so
-    `#include <zed/api.h>` works against the installed tree as against the package."""
-    for pkg in pkgs:
-        dirs = include_dirs(pkg)
-        if pkg.manifest.public_headers is not None:
-            for i, entry in enumerate(pkg.manifest.public_headers):
-                for src, base in _public_entry(pkg, dirs, entry, i):
-                    inst.copy(src, inst.dest("include", os.path.relpath(src, base)), 0o644)
-            continue
+def _headers_of(pkg: Package) -> list[tuple[str, str]]:
+    """(header, its path below `include/`) for each public header of `pkg`: those `[package]
+    include` names, else every header under each include directory the package exposes (an
+    include directory at the package's root, `include_dirs = ["."]`, gives only its own headers,
+    not those of `target/` or `tests/`). A header keeps its path below the include directory it
+    is found in, so `#include <zed/api.h>` works against the installed tree as against the
+    package. A header whose real path leaves its boundary (the package, or an include
+    directory outside it or generated under `target/`, as the build's header pool) is an error."""
+    dirs = include_dirs(pkg)
+    found: list[tuple[str, str]] = []
+    if pkg.manifest.public_headers is not None:
+        for i, entry in enumerate(pkg.manifest.public_headers):
+            found += [(src, os.path.relpath(src, base)) for src, base in _public_entry(pkg, dirs, entry, i)]
+    else:
+        skip = {os.path.join(pkg.root, "target"), os.path.join(pkg.root, "tests")}
         for d in dirs:
-            for src in _headers_under(d, {os.path.join(pkg.root, "target"), os.path.join(pkg.root, "tests")}):
-                inst.copy(src, inst.dest("include", os.path.relpath(src, d)), 0o644)
+            found += [(src, os.path.relpath(src, d)) for src in _headers_under(d, skip)]
+    for src, _rel in found:
+        boundary = _boundary(pkg, src)
+        containment.check(src, boundary, f"installed header `{src}`",
+                          "the package" if boundary == pkg.root else "its include directory")
+    return found
+
+
+def _boundary(pkg: Package, path: str) -> str:
+    """What a header of `pkg` may resolve into: the package, for one lexically inside it (not
+    under `target/`); else the include directory that holds it (engine/package/sources.py:
+    `header_pool` draws the same line)."""
+    root = pkg.root
+    if containment.inside(path, root) and not containment.inside(path, os.path.join(root, "target")):
+        return root
+    holders = [d for d in include_dirs(pkg) if containment.inside(path, d)]
+    return max(holders, key=len) if holders else os.path.dirname(path)
 
 
 def _headers_under(d: str, skip: set[str]) -> list[str]:

@@ -50,6 +50,7 @@ from .incremental import BuildState, KeyComputer
 from .plan.planner import Plan
 from .report import Reporter
 from .stores import Stores
+from .trust import shared
 from .warned_actions import WarnedActions
 
 if TYPE_CHECKING:  # the remote layer imports gRPC: only builds that use it load it
@@ -190,7 +191,10 @@ class ActionPipeline:
 
     def _remote_lookup(self, a: Action) -> Outcome | None:
         inputs, tools = self.remote_keys[a.id]
-        hit = self.remote.lookup(a, self.keys.platform, tools, inputs)
+        platform = self.keys.platform_of(a)
+        if not shared(platform.namespace):  # never uploaded: no remote holds one
+            return None
+        hit = self.remote.lookup(a, platform, tools, inputs)
         if hit is None:
             return None
         try:
@@ -304,7 +308,9 @@ class ActionPipeline:
         self.ingest.submit(a.id, ingest)
         self.warned.set(a.id, key, bool(res.stdout or res.stderr))
         if self.remote is not None and self.remote.upload_enabled:
-            self.remote.upload(a, self.keys.platform, self.remote_keys[a.id][1], inputs, discovered, entry)
+            platform = self.keys.platform_of(a)
+            if shared(platform.namespace):  # a result the sandbox cannot prove stays here (engine/trust.py)
+                self.remote.upload(a, platform, self.remote_keys[a.id][1], inputs, discovered, entry)
         self.state.record(a.id, key, discovered, {o: str(d) for o, d in outcome.outputs.items()})
         origin = event_origin("executed", None)
         self.explain.record(a, key, inputs, self.keys, origin=origin,

@@ -1,44 +1,95 @@
-"""Which results the shared caches may take: only those of a hermetic run.
+"""Which results the shared caches may take: only those the sandbox proves hermetic.
 
 The action cache (and the remote one) promise that an entry is the result of exactly its keyed
-inputs and tools, so any later build may take it on trust. `--sandbox off` cannot keep that
-promise: the action runs in the project directory and may read anything (an undeclared header,
-a file outside the build's root), none of which is in its key. Its results are therefore keyed
-in a namespace of their own (`Platform.namespace`): only another `off` build can be served
-one, and a `bwrap` or `dir` build after an `off` build runs the action again (its key differs,
-so the record under `target/` is not fresh either). They are never uploaded to a remote cache, and
-a host tool an `off` build makes is published under a key of its own.
+inputs and tools, so any later build may take it on trust. Each sandbox backend says what it
+guarantees (`sandbox.Guarantees`); the namespace an action's result is keyed in
+(`Platform.namespace`) follows from those promises and from what kind of action it is, never
+from the backend's name:
+
+- a backend that confines reads and writes (bwrap): every result is hermetic and shared (the
+  namespace is empty);
+- one that does not, but stages inputs and checks depfiles (dir): a compile is shared, because
+  the toolchain's compiler names every file it read in its depfile and the sandbox refuses one
+  that is not declared (and a response file `@file` the argv names, which no depfile lists).
+  Every other result (a link, an archive, a rule action: programs that may read and write
+  anything by absolute path) is keyed apart;
+- one that checks nothing (off): every result is keyed apart.
+
+A result keyed apart is served only to builds whose backend makes the same promises: never to a
+hermetic build (its key differs, so neither the action cache nor the record under `target/` is
+fresh for it). It is never uploaded to a remote cache, and a host tool a build that is not
+hermetic makes is published under a key of its own.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
-from mcpp.cas.action import Platform
+from mcpp.cas.action import Action, ActionKind
+from mcpp.sandbox import Guarantees, guarantees_of
 
-# Sandbox modes whose results are not hermetic, with the key namespace they are kept under.
-_NON_HERMETIC = {"off": "sandbox-off"}
-
-
-def platform_for(toolchain: str, host: str, sandbox: str | None) -> Platform:
-    """The key platform of a build run with `--sandbox <sandbox>` (None: the hermetic default)."""
-    return Platform(toolchain, host, _NON_HERMETIC.get(sandbox or "", ""))
+# the namespace of shared results: keys without a namespace part
+SHARED = ""
 
 
-def tool_host(host: str, sandbox: str | None) -> str:
-    """The host part of a host tool's store key (engine/host_tools.py): a tool built by an `off`
-    build is published apart, so no hermetic build runs it."""
-    namespace = _NON_HERMETIC.get(sandbox or "", "")
-    return f"{host} {namespace}" if namespace else host
+def apart(guarantees: Guarantees) -> str:
+    """The namespace of a backend's unproven results, named by the promises it does not make."""
+    return "unconfined:" + ",".join(guarantees.missing)
 
 
-def upload_allowed(sandbox: str | None) -> bool:
-    return (sandbox or "") not in _NON_HERMETIC
+def reads_proven(guarantees: Guarantees, action: Action) -> bool:
+    """True when the backend proves that `action` read nothing but what its key covers."""
+    if guarantees.hermetic:
+        return True
+    return (guarantees.stages_inputs and guarantees.checks_depfile
+            and action.kind == ActionKind.COMPILE and action.depfile is not None)
 
 
-def without_upload(settings, sandbox: str | None, warn):
-    """`settings` (cas.remote.config.RemoteSettings), with uploading turned off for a
-    non-hermetic build, saying so once when the user asked for it."""
-    if settings is None or not settings.upload or upload_allowed(sandbox):
+def namespace(guarantees: Guarantees, action: Action) -> str:
+    return SHARED if reads_proven(guarantees, action) else apart(guarantees)
+
+
+class Trust:
+    """The trust decisions of one build run with `--sandbox <name>` (None: the default). The
+    backend's promises are looked up on first use: for the default that may probe bwrap."""
+
+    def __init__(self, sandbox: str | None, guarantees: Guarantees | None = None):
+        self.sandbox = sandbox
+        self._guarantees = guarantees
+
+    @property
+    def guarantees(self) -> Guarantees:
+        if self._guarantees is None:
+            self._guarantees = guarantees_of(self.sandbox)
+        return self._guarantees
+
+    def namespace(self, action: Action) -> str:
+        return namespace(self.guarantees, action)
+
+    def tool_host(self, host: str) -> str:
+        """The host part of a host tool's store key (engine/host_tools.py): a tool a build that
+        is not hermetic makes (its link is not proven) is published apart, so no hermetic
+        build runs it."""
+        g = self.guarantees
+        return host if g.hermetic else f"{host} {apart(g)}"
+
+    def without_upload(self, settings, warn):
+        """`settings` (cas.remote.config.RemoteSettings), with uploading turned off when no
+        result of this build may be shared, saying so once when the user asked for it. Where
+        only some may (a compile under dir), the pipeline uploads those alone (`shared`)."""
+        if settings is None or not settings.upload:
+            return settings
+        g = self.guarantees
+        if g.hermetic:
+            return settings
+        shown = self.sandbox or "dir (the default here)"
+        if not (g.stages_inputs and g.checks_depfile):
+            warn(f"--sandbox {shown}: results of a build that is not hermetic are not uploaded to the remote cache")
+            return replace(settings, upload=False)
+        warn(f"--sandbox {shown}: only compile results are uploaded to the remote cache; links, archives and "
+             "rule actions are not confined here")
         return settings
-    warn(f"--sandbox {sandbox}: results of a build that is not hermetic are not uploaded to the remote cache")
-    return replace(settings, upload=False)
+
+
+def shared(namespace_: str) -> bool:
+    """True for a result keyed in the shared namespace (it may be uploaded)."""
+    return namespace_ == SHARED

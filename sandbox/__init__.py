@@ -1,7 +1,8 @@
 """Running one action hermetically: bwrap namespaces, a directory fallback, or nothing.
 
 Public API: ``make_sandbox`` picks one by name (``NAMES``: the accepted ones); each has ``run(spec) -> SandboxResult``,
-``release(result)`` and ``shutdown()``. ``parse_depfile`` and ``prefix_map_flags`` are for the
+``release(result)``, ``shutdown()`` and ``guarantees`` (what it promises; ``guarantees_of(name)``
+answers without making one). ``parse_depfile`` and ``prefix_map_flags`` are for the
 engine; ``EXECROOT_PLACEHOLDER`` is what it writes in argv for "the action's root".
 Never imports ``engine`` or ``cas``.
 """
@@ -11,13 +12,13 @@ from .directory import DirSandbox
 from .errors import SandboxClosed, SandboxError, SandboxSpecError, SandboxUnavailable
 from .placeholder import EXECROOT_PLACEHOLDER, prefix_map_flags
 from .pool import SandboxPool, reclaim_stale
-from .select import NAMES, begin_sandbox, make_sandbox
-from .spec import Sandbox, SandboxResult, SandboxSpec
+from .select import NAMES, begin_sandbox, guarantees_of, make_sandbox
+from .spec import Guarantees, Sandbox, SandboxResult, SandboxSpec
 from .unsandboxed import LocalSandbox
 
 __all__ = [
     "BwrapSandbox", "DirSandbox", "LocalSandbox", "Sandbox", "SandboxSpec", "SandboxResult",
     "SandboxPool", "SandboxError", "SandboxSpecError", "SandboxUnavailable", "SandboxClosed",
-    "NAMES", "begin_sandbox", "make_sandbox", "reclaim_stale", "find_bwrap", "probe_bwrap", "parse_depfile",
+    "Guarantees", "NAMES", "begin_sandbox", "guarantees_of", "make_sandbox", "reclaim_stale", "find_bwrap", "probe_bwrap", "parse_depfile",
     "prefix_map_flags", "EXECROOT_PLACEHOLDER",
 ]

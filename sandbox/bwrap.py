@@ -38,7 +38,7 @@ from .undeclared import SYSTEM_ROOTS, tool_roots
 from .errors import SandboxUnavailable
 from .pool import SandboxPool
 from .slot import SLOT_SUFFIX
-from .spec import SandboxSpec
+from .spec import Guarantees, SandboxSpec
 from .staged_sandbox import StagedSandbox
 
 EXECROOT = "/execroot"
@@ -127,6 +127,8 @@ def probe_bwrap(bwrap: str | None = None) -> str | None:
 
 class BwrapSandbox(StagedSandbox):
     name = "bwrap"
+    guarantees = Guarantees(confines_reads=True, confines_writes=True, kills_leftovers=True, stages_inputs=True,
+                            checks_depfile=True)
 
     def __init__(
         self,

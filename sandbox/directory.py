@@ -34,7 +34,7 @@ from .inputs import PrivateCopies
 from .placeholder import prefix_map_flags
 from .pool import SandboxPool
 from .slot import SLOT_SUFFIX
-from .spec import SandboxResult, SandboxSpec
+from .spec import Guarantees, SandboxResult, SandboxSpec
 from .staged_sandbox import StagedSandbox
 from .worker import Worker, WorkerFailed
 
@@ -47,6 +47,10 @@ COPIES_SUFFIX = ".inputs"
 
 class DirSandbox(StagedSandbox):
     name = "dir"
+    # Reads and writes by absolute path reach the host: only a result whose reads its depfile
+    # proves may be shared (engine/trust.py).
+    guarantees = Guarantees(confines_reads=False, confines_writes=False, kills_leftovers=True, stages_inputs=True,
+                            checks_depfile=True)
 
     def __init__(self, work_root: str | None = None, *, pool: SandboxPool | None = None) -> None:
         super().__init__(work_root, pool=pool)

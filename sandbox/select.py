@@ -8,10 +8,24 @@ from .directory import DirSandbox
 from .errors import SandboxUnavailable
 from .unsandboxed import LocalSandbox
 from .pool import SandboxPool
-from .spec import Sandbox
+from .spec import Guarantees, Sandbox
 
 # the accepted values of `--sandbox`, in the order the CLI lists them
 NAMES = ("bwrap", "dir", "off")
+_BACKENDS = {"bwrap": BwrapSandbox, "dir": DirSandbox, "off": LocalSandbox}
+
+
+def guarantees_of(name: str | None) -> Guarantees:
+    """What the sandbox `make_sandbox(name)` makes promises, without making it. For the default
+    (None) that is bwrap's where bwrap works here, else the directory sandbox's: the bwrap probe
+    runs (once per process) unless a worker already answered for it."""
+    if name is not None:
+        if name not in _BACKENDS:
+            raise ValueError(f"unknown sandbox {name!r}: expected one of {', '.join(NAMES)}")
+        return _BACKENDS[name].guarantees
+    bwrap = find_bwrap()
+    works = bwrap is not None and probe_bwrap(bwrap) is None
+    return (BwrapSandbox if works else DirSandbox).guarantees
 
 
 def make_sandbox(name: str | None, work_root: str, ro_roots: tuple[str, ...] = ()) -> tuple[Sandbox, str | None]:

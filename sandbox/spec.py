@@ -12,6 +12,39 @@ from typing import Mapping, Protocol
 
 
 @dataclass(frozen=True)
+class Guarantees:
+    """What a sandbox backend promises about every action it runs. The engine decides from
+    these alone (never from a backend's name) which results the shared caches may take
+    (engine/trust.py)."""
+
+    # a file the action did not declare (and that is not under the system roots, a declared
+    # tool's root or an installed payload) does not exist for it
+    confines_reads: bool
+    # the action can write nothing but its own directory (and a private /tmp)
+    confines_writes: bool
+    # no process the action started outlives it
+    kills_leftovers: bool
+    # the action runs in a directory of its own holding its declared inputs, which it cannot change
+    stages_inputs: bool
+    # every file an action's depfile names (and every response file its argv names) is
+    # checked against its declared inputs, and the action fails on one that is not
+    checks_depfile: bool
+
+    @property
+    def hermetic(self) -> bool:
+        """Every result is that of exactly the action's declared inputs and tools."""
+        return self.confines_reads and self.confines_writes and self.kills_leftovers and self.stages_inputs
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The promises this backend does not make, by name."""
+        return tuple(name for name in GUARANTEE_NAMES if not getattr(self, name))
+
+
+GUARANTEE_NAMES = ("confines_reads", "confines_writes", "kills_leftovers", "stages_inputs", "checks_depfile")
+
+
+@dataclass(frozen=True)
 class SandboxSpec:
     argv: tuple[str, ...]
     env: Mapping[str, str]  # exactly the environment the action sees, in every mode
@@ -55,6 +88,7 @@ class Sandbox(Protocol):
     """bwrap, dir and off implement all of it; a test double may implement only ``run``."""
 
     name: str
+    guarantees: Guarantees
 
     def run(self, spec: SandboxSpec) -> SandboxResult:
         """Run one action; safe to call from several threads at once. A failing action is a

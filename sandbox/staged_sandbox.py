@@ -19,7 +19,7 @@ import os
 import posixpath
 import time
 
-from .undeclared import SYSTEM_ROOTS, find_undeclared, tool_roots, undeclared_message
+from .undeclared import SYSTEM_ROOTS, find_undeclared, tool_roots, undeclared_message, undeclared_response_files
 from .depfile_syntax import parse_depfile
 from .errors import SandboxClosed
 from .placeholder import expand_argv, expand_env
@@ -90,10 +90,14 @@ class StagedSandbox(PooledSandbox):
             if cwd != "." and not (existing and cwd in existing):
                 os.makedirs(f"{action_dir}/{cwd}", exist_ok=True)
             seen = self.root_seen(action_dir)
+            argv = expand_argv(spec.argv, seen)
+            if spec.depfile:  # its reads are proven by the depfile: no response file may be undeclared
+                bad = self._check_response_files(spec, argv, action_dir, seen, cwd, staged, outputs)
+                if bad:
+                    return SandboxResult(1, b"", undeclared_message(spec.label, bad), undeclared=bad,
+                                         duration=time.monotonic() - start, root_seen=seen)
             try:
-                code, timed_out, out, err = spawn(
-                    spec, action_dir, cwd, expand_argv(spec.argv, seen), expand_env(spec.env, seen), ro
-                )
+                code, timed_out, out, err = spawn(spec, action_dir, cwd, argv, expand_env(spec.env, seen), ro)
             except OSError as e:  # the program could not be started at all
                 pool.check_open()
                 msg = f"error: action {spec.label} could not start {spec.argv[0]!r}: {e.strerror}\n"
@@ -142,6 +146,28 @@ class StagedSandbox(PooledSandbox):
                 raise SandboxClosed(msg) from e
             raise
 
+    def _check_response_files(
+        self, spec: SandboxSpec, argv: list[str], action_dir: str, seen: str, cwd: str,
+        staged: set[str], outputs: list[str],
+    ) -> list[str]:
+        """The response files `argv` names (undeclared.py) that the action may not read."""
+        prefix = seen.rstrip("/") + "/"
+
+        def read(path: str) -> str | None:  # a response file's text, by the path the action sees
+            real = f"{action_dir}/{path[len(prefix):]}" if path.startswith(prefix) else path
+            try:
+                with open(real, encoding="utf-8", errors="surrogateescape") as f:
+                    return f.read(1 << 20)
+            except OSError:
+                return None
+
+        return undeclared_response_files(
+            argv, root=seen, cwd=seen if cwd == "." else posixpath.join(seen, cwd),
+            declared=staged.union(outputs), allowed_roots=self._allowed_roots(spec), read=read)
+
+    def _allowed_roots(self, spec: SandboxSpec) -> tuple[str, ...]:
+        return SYSTEM_ROOTS + self.ro_roots + tool_roots(tuple(spec.tools))
+
     def _check_depfile(
         self, spec: SandboxSpec, action_dir: str, seen: str, cwd: str,
         staged: set[str], outputs: list[str],
@@ -158,7 +184,7 @@ class StagedSandbox(PooledSandbox):
             root=seen,
             cwd=seen if cwd == "." else posixpath.join(seen, cwd),
             declared=declared,
-            allowed_roots=SYSTEM_ROOTS + self.ro_roots + tool_roots(tuple(spec.tools)),
+            allowed_roots=self._allowed_roots(spec),
         )
 
     # -- lifetime ----------------------------------------------------------------------------

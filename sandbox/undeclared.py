@@ -11,13 +11,20 @@ misses it. The compiler's depfile lists every file it opened; each one must be
 
 Under ``bwrap`` the same check runs on the same rules (with ``/execroot`` as the root), though
 an undeclared file there does not exist and the compiler fails first.
+
+A depfile names what the preprocessor read, not what the driver read before it: a response file
+(``@flags.rsp``, also passed on as ``-Wl,@link.rsp`` or ``-Xlinker @link.rsp``, and clang's
+``--config``) holds arguments that change the result. For an action whose reads its depfile
+proves, ``response_files`` finds them in the argv (and in the response files themselves, which
+may name more) and the same rules apply to each, before the action runs.
 """
 from __future__ import annotations
 
 import functools
 import os
 import posixpath
-from typing import Collection, Iterable
+import shlex
+from typing import Callable, Collection, Iterable, Sequence
 
 # Exactly what a bwrap action sees of the host (bwrap.py binds these read-only), so that ``dir``
 # refuses what bwrap refuses: ``#include "/etc/hostname"`` does not exist under bwrap.
@@ -85,6 +92,67 @@ def find_undeclared(
             continue
         elif not _under(path, allowed_roots):
             bad.append(path)
+    return bad
+
+
+# options whose next argument a tool passes on to another (which reads `@file` in it)
+_PASS_ON = frozenset({"-Xlinker", "-Xassembler", "-Xpreprocessor", "-Xclang"})
+_NESTED_MAX = 16  # response files read while following the ones response files name
+
+
+def response_files(argv: Sequence[str]) -> list[str]:
+    """The files ``argv``'s tool, or one it passes arguments to, reads as arguments: ``@file``
+    (gcc, clang, ld, as), ``-Wl,@file`` (and ``-Wa,``, ``-Wp,``), the argument after
+    ``-Xlinker`` and the like, and clang's ``--config``, as written (relative to the cwd)."""
+    found: list[str] = []
+    args = iter(argv[1:])
+    for arg in args:
+        if arg in _PASS_ON:
+            arg = next(args, "")
+        elif arg == "--config":
+            found.append(next(args, ""))
+            continue
+        elif arg.startswith("--config="):
+            found.append(arg[len("--config="):])
+            continue
+        if arg.startswith("@") and len(arg) > 1:
+            found.append(arg[1:])
+        elif arg.startswith("-W") and "," in arg:
+            found += [part[1:] for part in arg.split(",")[1:] if part.startswith("@") and len(part) > 1]
+    return [f for f in found if f]
+
+
+def undeclared_response_files(
+    argv: Sequence[str],
+    *,
+    root: str,
+    cwd: str,
+    declared: Collection[str],
+    allowed_roots: tuple[str, ...],
+    read: Callable[[str], str | None],
+) -> list[str]:
+    """The response files ``argv`` names (and those they name) that are neither declared nor
+    system files, reported as ``find_undeclared`` does. ``read(path)`` answers a declared
+    response file's text (an absolute path as the action sees it), None when it cannot."""
+    bad: list[str] = []
+    todo, seen = [list(argv)], 0
+    prefix = root.rstrip("/") + "/"
+    while todo and seen < _NESTED_MAX:
+        names = response_files(todo.pop())
+        seen += 1
+        wrong = find_undeclared(names, root=root, cwd=cwd, declared=declared, allowed_roots=allowed_roots)
+        bad += [w for w in wrong if w not in bad]
+        for name in names:
+            path = posixpath.normpath(name if name.startswith("/") else f"{cwd}/{name}")
+            shown = path[len(prefix):] if path.startswith(prefix) else path
+            if shown in wrong:
+                continue
+            text = read(path)
+            if text is not None:
+                try:
+                    todo.append(["-", *shlex.split(text)])
+                except ValueError:  # unbalanced quotes: the tool reads it as it can; nothing more to follow
+                    pass
     return bad
 
 

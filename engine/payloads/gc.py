@@ -9,9 +9,11 @@ build that needs it; adopted `system` payloads are never touched.
 from __future__ import annotations
 
 import os
-import shutil
+import stat
 import time
 from dataclasses import dataclass
+
+from mcpp.cas.maintenance import remove_tree
 
 from .install import LOCKS, TMP, lock_path
 from .system import PROBES
@@ -29,40 +31,54 @@ class PayloadGc:
 
 
 def _rmtree(path: str) -> None:
-    for dirpath, dirs, _files in os.walk(path):
-        for d in dirs:
-            try:
-                os.chmod(os.path.join(dirpath, d), 0o755)
-            except OSError:
-                pass
-    shutil.rmtree(path, ignore_errors=True)
+    try:
+        remove_tree(path)
+    except OSError:
+        pass
+
+
+def _subdirs(path: str) -> list[str]:
+    """The names of the real directories in `path` (a symlink is not followed: whatever one
+    planted here points to lies outside the store, and gc neither lists nor removes it)."""
+    try:
+        with os.scandir(path) as entries:
+            return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _real_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def gc(payloads_root: str, older_than_s: float | None = None, now: float | None = None) -> PayloadGc:
     now = time.time() if now is None else now
     report = PayloadGc()
     tmp = os.path.join(payloads_root, TMP)
-    for name in os.listdir(tmp) if os.path.isdir(tmp) else ():
+    for name in os.listdir(tmp) if _real_dir(tmp) else ():
         path = os.path.join(tmp, name)
         try:
-            if os.stat(path).st_mtime < now - STALE_TMP_S:
+            if os.lstat(path).st_mtime < now - STALE_TMP_S:
                 _rmtree(path)
                 report.temp_removed += 1
         except OSError:
             pass
-    if older_than_s is None or not os.path.isdir(payloads_root):
+    if older_than_s is None or not os.path.isdir(payloads_root):  # the root may be the user's link to a disk
         return report
-    for ns in sorted(os.listdir(payloads_root)):
-        if ns in (LOCKS, TMP, PROBES) or not os.path.isdir(os.path.join(payloads_root, ns)):
+    for ns in _subdirs(payloads_root):
+        if ns in (LOCKS, TMP, PROBES):
             continue
-        for name in sorted(os.listdir(os.path.join(payloads_root, ns))):
-            for version in sorted(os.listdir(os.path.join(payloads_root, ns, name))):
+        for name in _subdirs(os.path.join(payloads_root, ns)):
+            for version in _subdirs(os.path.join(payloads_root, ns, name)):
                 path = os.path.join(payloads_root, ns, name, version)
                 stamp = lock_path(payloads_root, ns, name, version)
                 try:
                     used = os.stat(stamp).st_mtime
                 except OSError:
-                    used = os.stat(path).st_mtime
+                    used = os.lstat(path).st_mtime
                 if used < now - older_than_s:
                     _rmtree(path)
                     report.removed.append(f"{ns}:{name} {version}")

@@ -37,6 +37,8 @@ from stat import S_ISDIR
 from dataclasses import dataclass, field
 from typing import Callable
 
+from mcpp.sandbox.lineage import inside_action
+
 from .. import after_reply
 from . import child, protocol
 from .noop_watch import NoopWatch
@@ -281,6 +283,13 @@ class Server:
             intake.incoming.close()
 
     def _serve_request(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
+        if inside_action(protocol.peer_pid(conn), (os.getpid(),)):
+            # An action (under dir it can reach this socket) may not have the server build or
+            # run anything for it: that would outlive the action (sandbox/lineage.py). The
+            # client then builds in its own process, inside the action, as under bwrap. The
+            # request's descriptors are closed by the caller.
+            self._reply(conn, {"refused": "the mcpp server takes no request from inside a build action"})
+            return
         op = request.get("op")
         if op == "build":
             self._start_build(conn, request, fds)

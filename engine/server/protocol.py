@@ -134,6 +134,12 @@ def _decode(body: bytes) -> dict:
     return message
 
 
+def peer_pid(sock) -> int:
+    creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, _struct.calcsize("3i"))
+    pid, _uid, _gid = _struct.unpack("3i", creds)
+    return pid
+
+
 _BUILD_FIELDS = {"identity": str, "root": str, "home": str, "cwd": str, "umask": int, "started": (int, float)}
 
 

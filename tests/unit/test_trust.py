@@ -1,23 +1,48 @@
-"""engine/trust.py: results of `--sandbox off` are keyed apart and never uploaded."""
+"""engine/trust.py: the namespace a result is keyed in follows from what the sandbox guarantees
+and what kind of action it is; results the sandbox cannot prove are never uploaded."""
+from mcpp.cas.action import Action, ActionKind
 from mcpp.cas.remote.config import RemoteSettings
 from mcpp.engine import trust
+from mcpp.sandbox import BwrapSandbox, DirSandbox, LocalSandbox, guarantees_of
+
+BWRAP, DIR, OFF = BwrapSandbox.guarantees, DirSandbox.guarantees, LocalSandbox.guarantees
+
+COMPILE = Action("compile p:a.cpp", ("g++", "-c", "a.cpp"), ("a.o", "a.d"), depfile="a.d", kind=ActionKind.COMPILE)
+LINK = Action("link p:p", ("g++", "a.o", "-o", "p"), ("p",), kind=ActionKind.LINK)
+RULE = Action("gen", ("/bin/sh", "-c", "x"), ("x",), depfile="x.d", kind=ActionKind.RULE)
 
 
-def test_only_off_gets_a_namespace():
-    assert trust.platform_for("gcc", "x86_64-linux-gnu", "off").namespace
-    for mode in (None, "bwrap", "dir"):
-        assert trust.platform_for("gcc", "x86_64-linux-gnu", mode).namespace == ""
+def test_the_namespace_is_chosen_by_guarantees_not_by_the_backend_name():
+    assert guarantees_of("bwrap") is BWRAP and guarantees_of("dir") is DIR and guarantees_of("off") is OFF
+    assert {trust.namespace(BWRAP, a) for a in (COMPILE, LINK, RULE)} == {trust.SHARED}
 
 
-def test_off_turns_uploading_off_and_says_so():
+def test_under_dir_only_a_compile_with_a_checked_depfile_is_shared():
+    assert trust.namespace(DIR, COMPILE) == trust.SHARED
+    # a link reads what its argv says (a response file too) and a rule action anything at all;
+    # a rule's own depfile is written by the rule's program, so it proves nothing
+    assert trust.namespace(DIR, LINK) == trust.namespace(DIR, RULE) != trust.SHARED
+
+
+def test_off_shares_nothing_and_keys_apart_from_dir():
+    assert {trust.namespace(OFF, a) for a in (COMPILE, LINK, RULE)} == {trust.apart(OFF)}
+    assert trust.apart(OFF) != trust.apart(DIR)
+
+
+def test_uploading_is_off_where_nothing_may_be_shared_and_stays_on_for_dir_compiles():
     warned = []
     settings = RemoteSettings("grpc://h:1", "h:1", upload=True)
-    assert trust.without_upload(settings, "off", warned.append).upload is False
+    assert trust.Trust("off").without_upload(settings, warned.append).upload is False
     assert len(warned) == 1 and "not uploaded" in warned[0]
-    assert trust.without_upload(settings, "bwrap", warned.append) is settings
-    assert trust.without_upload(None, "off", warned.append) is None
+    assert trust.Trust("dir").without_upload(settings, warned.append) is settings
+    assert len(warned) == 2 and "only compile results" in warned[1]
+    assert trust.Trust("bwrap").without_upload(settings, warned.append) is settings
+    assert trust.Trust("off").without_upload(None, warned.append) is None
+    assert len(warned) == 2
 
 
-def test_a_host_tool_built_by_an_off_build_is_keyed_apart():
-    assert trust.tool_host("x86_64-linux-gnu", "off") != "x86_64-linux-gnu"
-    assert trust.tool_host("x86_64-linux-gnu", None) == trust.tool_host("x86_64-linux-gnu", "bwrap") == "x86_64-linux-gnu"
+def test_a_host_tool_built_by_a_build_that_is_not_hermetic_is_keyed_apart():
+    host = "x86_64-linux-gnu"
+    assert trust.Trust("off").tool_host(host) != host
+    assert trust.Trust("dir").tool_host(host) not in (host, trust.Trust("off").tool_host(host))
+    assert trust.Trust("bwrap").tool_host(host) == host

@@ -1,5 +1,6 @@
 """The rules that decide whether a file a compiler read was declared."""
-from mcpp.sandbox.undeclared import SYSTEM_ROOTS, find_undeclared, tool_root, tool_roots
+from mcpp.sandbox.undeclared import (SYSTEM_ROOTS, find_undeclared, response_files, tool_root, tool_roots,
+                                     undeclared_response_files)
 
 
 def check(deps, declared=("src/a.c", "inc/a.h", "gen"), cwd="/x/r", tools=()):
@@ -31,3 +32,28 @@ def test_tool_roots_allow_an_installed_compilers_own_headers():
     assert tool_roots(("/usr/bin/gcc",)) == ()
     assert check(["/opt/gcc-13/include/c++/13/vector"], tools=["/opt/gcc-13/bin/g++"]) == []
     assert check(["/opt/gcc-13/include/c++/13/vector"]) == ["/opt/gcc-13/include/c++/13/vector"]
+
+
+# -- response files: read by the driver, named by no depfile ---------------------------------------
+
+def rsp_check(argv, files=None, declared=("src/a.c", "flags.rsp")):
+    files = files or {}
+    return undeclared_response_files(argv, root="/x/r", cwd="/x/r", declared=set(declared),
+                                     allowed_roots=SYSTEM_ROOTS, read=files.get)
+
+
+def test_every_spelling_that_hands_a_tool_a_response_file_is_found():
+    argv = ["g++", "@a.rsp", "-Wl,-O1,@/abs/link.rsp", "-Xlinker", "@x.rsp", "-Wa,@as.rsp",
+            "--config=/c.cfg", "--config", "d.cfg", "-o", "p@q", "-DX=@y"]
+    assert response_files(argv) == ["a.rsp", "/abs/link.rsp", "x.rsp", "as.rsp", "/c.cfg", "d.cfg"]
+
+
+def test_a_declared_response_file_passes_and_one_outside_the_root_does_not():
+    assert rsp_check(["g++", "@flags.rsp", "-c", "src/a.c"]) == []
+    assert rsp_check(["g++", "@/home/me/flags.rsp", "-Wl,@../out.rsp"]) == ["/home/me/flags.rsp", "/x/out.rsp"]
+    assert rsp_check(["g++", "@other.rsp"]) == ["other.rsp"]
+
+
+def test_a_response_file_named_inside_a_declared_one_is_checked_too():
+    files = {"/x/r/flags.rsp": "-O2 '@/etc/more.rsp' -Wl,@flags.rsp"}
+    assert rsp_check(["g++", "@flags.rsp"], files) == ["/etc/more.rsp"]
