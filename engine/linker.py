@@ -16,7 +16,7 @@ is a few dozen `stat` calls per distinct linker selection per build.
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from .toolchain import Compiler, Toolchain
 
@@ -29,6 +29,26 @@ def action_path(env: Sequence[tuple[str, str]]) -> tuple[str, ...]:
     """The directories of PATH in an action's environment, in order."""
     value = dict(env).get("PATH", "")
     return tuple(d for d in value.split(":") if d)
+
+
+def selection_flags(argv: Sequence[str]) -> tuple[str, ...]:
+    """The flags of a link command that choose its linker (`-B`, `-fuse-ld=`, `--ld-path=`)."""
+    return tuple(f for i, f in enumerate(argv) if f.startswith(("-B", "-fuse-ld=", "--ld-path="))
+                 or (i and argv[i - 1] == "-B"))
+
+
+def default_programs(tc: Toolchain, path: Sequence[str]) -> tuple[str, ...]:
+    """The programs both drivers run for a link without a linker selection."""
+    return tuple(dict.fromkeys(link_programs(tc, tc.cxx, (), path) + link_programs(tc, tc.cc, (), path)))
+
+
+def watched_dirs(tc: Toolchain, links: Iterable[Sequence[str]], path: Sequence[str]) -> list[str]:
+    """The directories the linker lookups of the link commands `links` read."""
+    out: dict[str, None] = {}
+    for argv in {(a[0], selection_flags(a)) for a in links}:
+        driver = tc.cc if argv[0] == tc.cc.path else tc.cxx
+        out.update(dict.fromkeys(search_dirs(tc, driver, argv[1], path)))
+    return list(out)
 
 
 def link_programs(tc: Toolchain, driver: Compiler, argv: Sequence[str], path: Sequence[str]) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ import os
 from mcpp.cas.action import Action, ActionKind
 
 from ..conventions import ASM_CPP_EXTS, ASM_EXTS, C_DRIVER_ROLES, C_EXTS
-from ..linker import action_path, link_programs
+from ..linker import action_path, link_programs, selection_flags
 from ..package.model import Package
 from ..package.targets import shared_names
 from ..package.testsuite import test_name
@@ -196,8 +196,7 @@ class Links:
     def _linker(self, argv: list[str]) -> tuple[str, ...]:
         """The programs the driver `argv[0]` runs to link (its linker, gcc's collect2): tools of
         the link, so their bytes are in its key. Looked up once per driver and selection."""
-        selection = tuple(f for i, f in enumerate(argv) if f.startswith(("-B", "-fuse-ld=", "--ld-path="))
-                          or (i and argv[i - 1] == "-B"))
+        selection = selection_flags(argv)
         memo = (argv[0], selection)
         if memo not in self.linkers:
             tc = self.ctx.tc
