@@ -45,9 +45,9 @@ def default_programs(tc: Toolchain, path: Sequence[str]) -> tuple[str, ...]:
 def watched_dirs(tc: Toolchain, links: Iterable[Sequence[str]], path: Sequence[str]) -> list[str]:
     """The directories the linker lookups of the link commands `links` read."""
     out: dict[str, None] = {}
-    for argv in {(a[0], selection_flags(a)) for a in links}:
-        driver = tc.cc if argv[0] == tc.cc.path else tc.cxx
-        out.update(dict.fromkeys(search_dirs(tc, driver, argv[1], path)))
+    for program, selection in {(a[0], selection_flags(a)) for a in links}:
+        driver = tc.cc if program == tc.cc.path else tc.cxx
+        out.update(dict.fromkeys(search_dirs(tc, driver, selection, path)))
     return list(out)
 
 
