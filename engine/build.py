@@ -16,14 +16,14 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
-from mcpp.cas.action import Platform
+from mcpp.cas.action import ActionKind, Platform
 from mcpp.cas.atomic import PUBLIC, write_atomic
 from mcpp.cas.home import Home
 from mcpp.cas.remote.config import RemoteConfigError, RemoteSettings, resolve_settings
 
 from mcpp.sandbox import SandboxUnavailable, guarantees_of, make_sandbox
 
-from . import after_reply, build_env, noop, prebuilt, sandbox_warm_up, trust
+from . import after_reply, build_env, linker, noop, prebuilt, sandbox_warm_up, trust
 from .action_runner import ActionRunner, SandboxRunner
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .remote_exec_runner import remote_exec_jobs, with_remote_execution
@@ -41,6 +41,7 @@ from .package.sources import glob_roots, package_sources
 from .payloads import Environment, resolve_environment
 from .payloads import record as payload_record
 from .pipeline import ActionPipeline, Counters
+from .plan.model import ACTION_ENV
 from .plan.planner import Plan, Planner
 from .program.driver import ProgramInputs, check_loads, evaluate
 from .program.paths import PROGRAM_NAME
@@ -152,7 +153,8 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         plan = plan_memo.plan(lambda scan, includes: Planner(graph, toolchain, profile, layout=layout, scan=scan,
                                                              with_tests=with_tests, includes=includes).build(),
                               scans.scan, scans.includes, graph, (toolchain.identity, profile, layout.target_dir,
-                                                                  with_tests, env), top=opts.target_override is None)
+                                                                  with_tests, env, _linkers(toolchain)),
+                              top=opts.target_override is None)
         for w in empty_package_warnings(graph, plan):
             reporter.raw_warning(w)
         timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None
@@ -495,8 +497,17 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool, started: in
             dirs += noop.walked_dirs(root)
     dirs += outcome.watched_dirs  # a host tool's new file
     dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+    # where a link's driver looks for its linker: a new `ld` there changes the link's key
+    dirs += linker.watched_dirs(outcome.toolchain, [a.argv for a in plan.actions if a.kind == ActionKind.LINK],
+                                linker.action_path(ACTION_ENV))
     line = None if quiet else ("Finished".rjust(12), f"{outcome.profile.summary} in {{elapsed}}")
     noop.record(argv, line, files, dirs, len(plan.actions), started, outcome.read_stamp, written)
+
+
+def _linkers(toolchain: Toolchain) -> tuple[str, ...]:
+    """The linker programs a link runs (engine/linker.py): tools of the planned links, so a
+    remembered plan is taken again only while they are the same files."""
+    return linker.default_programs(toolchain, linker.action_path(ACTION_ENV))
 
 
 def _tree_paths(execroot: str, paths) -> list[str]:

@@ -37,6 +37,9 @@ class Compiler:
     version: str
     target: str
     digest: str  # blake3 of the binary
+    # The driver's program directories (`-print-search-dirs`), where it and its linker driver
+    # look for the programs they run before PATH (engine/linker.py)
+    programs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -139,19 +142,24 @@ class _ProbeCache:
                 stamp = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
                 hit = self.entries.get(path)
                 if isinstance(hit, dict) and hit.get("stamp") == stamp \
-                        and all(isinstance(hit.get(k), str) for k in ("version", "target", "digest")):
-                    known[path] = Compiler(path, hit["version"], hit["target"], hit["digest"])
+                        and all(isinstance(hit.get(k), str) for k in ("version", "target", "digest")) \
+                        and isinstance(hit.get("programs"), list) \
+                        and all(isinstance(d, str) for d in hit["programs"]):
+                    known[path] = Compiler(path, hit["version"], hit["target"], hit["digest"],
+                                           tuple(hit["programs"]))
                     continue
                 asking[path] = (stamp, [])
-                for flag in ("-dumpversion", "-dumpfullversion", "-dumpmachine"):
+                for flag in ("-dumpversion", "-dumpfullversion", "-dumpmachine", "-print-search-dirs"):
                     asking[path][1].append(_start([path, flag]))
-            for path, (stamp, (plain, full, machine)) in asking.items():
+            for path, (stamp, (plain, full, machine, dirs)) in asking.items():
                 version = _answer(plain)
                 full_version = _answer(full, check=False) or version
                 target = _answer(machine)
-                known[path] = Compiler(path, full_version, target, digest_file(os.path.realpath(path)).hash)
+                programs = _program_dirs(_answer(dirs, check=False))
+                known[path] = Compiler(path, full_version, target, digest_file(os.path.realpath(path)).hash,
+                                       programs)
                 self.entries[path] = {"stamp": stamp, "version": full_version, "target": target,
-                                      "digest": known[path].digest}
+                                      "digest": known[path].digest, "programs": list(programs)}
                 self.dirty = True
         finally:
             for _, procs in asking.values():
@@ -165,6 +173,14 @@ class _ProbeCache:
         if not self.dirty:
             return
         write_atomic(self.path, json.dumps(self.entries), mode=PUBLIC)
+
+
+def _program_dirs(search_dirs: str) -> tuple[str, ...]:
+    """The `programs: =a/:b/` line of `-print-search-dirs`, as a tuple of directories in order."""
+    for line in search_dirs.splitlines():
+        if line.startswith("programs: ="):
+            return tuple(d for d in line[len("programs: ="):].split(":") if d)
+    return ()
 
 
 def _start(argv: list[str]) -> subprocess.Popen:

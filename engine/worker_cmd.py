@@ -11,8 +11,8 @@ server's `bot-session-keepalive-timeout` and its leases are queued again for ano
 a worker killed mid-action loses nothing.
 
 Platform properties (the first device's): `OSFamily`, `ISA`, and `mcpp-tool` =
-`PATH=blake3:DIGEST` for each tool of each toolchain it has (`--toolchain`, default gcc; plus
-`--tool PATH`). The server gives a slot only actions whose properties are all among these, so
+`PATH=blake3:DIGEST` for each tool of each toolchain it has (`--toolchain`, default gcc: its
+drivers, `ar`, and the linker programs its drivers run; plus `--tool PATH`). The server gives a slot only actions whose properties are all among these, so
 an action keyed on one compiler's bytes never runs on a worker whose compiler differs.
 
 Each action run is logged as one JSON line (`--log FILE`, else stderr):
@@ -76,13 +76,16 @@ def worker_command(remote: str, instance: str, slots: int, toolchains: tuple[str
 
 def _offered_tools(toolchains: tuple[str, ...], extra: tuple[str, ...], home: Home) -> dict[str, str]:
     """path -> blake3 of every tool this worker offers."""
+    from .linker import action_path, default_programs
+    from .plan.model import ACTION_ENV
     from .toolchain import resolve_toolchain
     from .worker_action import tool_digest
 
     paths: list[str] = []
     for name in toolchains:
         tc = resolve_toolchain(name, home)
-        paths += [tc.cc.path, tc.cxx.path, tc.ar]
+        # and the programs its drivers run to link (collect2, ld): tools of every link action
+        paths += [tc.cc.path, tc.cxx.path, tc.ar, *default_programs(tc, action_path(ACTION_ENV))]
     for p in extra:
         if not os.path.isabs(p) or not os.path.isfile(p):
             raise McppError(f"--tool {p}: not an absolute path to a file")

@@ -7,7 +7,10 @@ misses it. The compiler's depfile lists every file it opened; each one must be
 - inside the action's root and declared (an input, an output, or under a declared directory
   input), or
 - under a system root (``/usr``, ``/lib*``, ``/bin``, ``/sbin``, ``/etc/alternatives``), or under the
-  root of a declared tool (``/opt/gcc-13/bin/gcc`` -> ``/opt/gcc-13``).
+  root of a declared tool (``/opt/gcc-13/bin/gcc`` -> ``/opt/gcc-13``), or
+- a temporary the action wrote and removed itself: a path under ``/tmp`` that no longer exists
+  once it ended (a link with ``-flto`` reads the objects ``lto-wrapper`` wrote there; under
+  bwrap that ``/tmp`` was the action's own and is gone).
 
 Under ``bwrap`` the same check runs on the same rules (with ``/execroot`` as the root), though
 an undeclared file there does not exist and the compiler fails first.
@@ -32,6 +35,8 @@ SYSTEM_ROOTS: tuple[str, ...] = (
     "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin",
     "/etc/alternatives", "/etc/ld.so.cache",
 )
+
+TEMP_ROOT = "/tmp/"
 
 
 def tool_root(tool: str) -> str:
@@ -90,7 +95,7 @@ def find_undeclared(
                 bad.append(rel)
         elif path == root.rstrip("/"):
             continue
-        elif not _under(path, allowed_roots):
+        elif not _under(path, allowed_roots) and not _temporary(path):
             bad.append(path)
     return bad
 
@@ -154,6 +159,11 @@ def undeclared_response_files(
                 except ValueError:  # unbalanced quotes: the tool reads it as it can; nothing more to follow
                     pass
     return bad
+
+
+def _temporary(path: str) -> bool:
+    """A file the action made under ``/tmp`` and removed before it ended (nothing is there now)."""
+    return path.startswith(TEMP_ROOT) and not os.path.lexists(path)
 
 
 def undeclared_message(label: str, paths: Iterable[str]) -> bytes:

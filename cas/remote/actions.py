@@ -35,7 +35,9 @@ from .digests import DigestFunction, RemoteDigest
 ENCODING_VERSION = "mcpp-remote-v1"
 MANIFEST_PATH = "manifest.json"
 MANIFEST_SETS = 8
-HOST_FILE_ROOT = "/usr/"  # where a remote header set may name files outside the execroot
+# Where a remote set of discovered inputs may name files outside the execroot: the system roots
+# a sandboxed action reads (a link's `libc.so` script names `/lib/x86_64-linux-gnu/libc.so.6`).
+HOST_FILE_ROOTS = ("/usr/", "/lib/", "/lib32/", "/lib64/", "/libx32/")
 
 # Where each keyed field of `Action` lands in the remote messages (see the module docstring).
 REMOTE_ENCODING = {
@@ -201,10 +203,10 @@ def decode_manifest(data: bytes) -> list[tuple[str, ...]]:
             paths = tuple(s)
             for p in paths:
                 if posixpath.isabs(p):
-                    # A system header, keyed as `mcpp-host-file`. The client reads (hashes) every
-                    # file a set names, so a server may name only files under the system root
-                    # a sandboxed compile can read, never `/etc/passwd` or `/home/...`.
-                    if posixpath.normpath(p) != p or not p.startswith(HOST_FILE_ROOT):
+                    # A system header or library, keyed as `mcpp-host-file`. The client reads
+                    # (hashes) every file a set names, so a server may name only files under the
+                    # system roots a sandboxed action can read, never `/etc/passwd` or `/home/...`.
+                    if posixpath.normpath(p) != p or not p.startswith(HOST_FILE_ROOTS):
                         return []
                     continue
                 _parts(p)  # relative, normalized: a path that escapes the execroot is refused

@@ -12,6 +12,7 @@ import os
 from mcpp.cas.action import Action, ActionKind
 
 from ..conventions import ASM_CPP_EXTS, ASM_EXTS, C_DRIVER_ROLES, C_EXTS
+from ..linker import action_path, link_programs, selection_flags
 from ..package.model import Package
 from ..package.targets import shared_names
 from ..package.testsuite import test_name
@@ -34,6 +35,8 @@ class Links:
         self.std_ids = modules.std_ids
         self.std_link = [LIBCXX_FLAG] if modules.libcxx else []
         self.archives: dict[Package, str] = {}  # package -> its archive, once planned
+        # (driver, linker selection flags) -> the programs it runs to link (engine/linker.py)
+        self.linkers: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
 
     def package_artifacts(self, pkg: Package, units: list[Unit], rule_objects: list[tuple[str, str]],
                           target_units: dict[str, list[Unit]] | None = None,
@@ -180,10 +183,26 @@ class Links:
         libs = self._program_link_inputs(pkg, dev)
         if target is not None:
             libs += [ctx.rel(os.path.join(pkg.root, f)) for f in target.link_inputs]
+        # The linker writes every file it read (crt objects, libraries `-l` found, linker
+        # scripts, the libraries a `libc.so` script names): those outside the build are keyed
+        # as a compile's system headers are, through the depfile's two-level lookup.
+        depfile = f"{ctx.out}/link-deps/{os.path.relpath(out, ctx.out)}.d"
+        argv.append(f"-Wl,--dependency-file={depfile}")
         self.plan.add(Action(
-            id=action_id, argv=tuple(argv), outputs=(out,), inputs=tuple(objs + archives + libs),
-            tools=(argv[0],), env=ACTION_ENV, kind=ActionKind.LINK,
+            id=action_id, argv=tuple(argv), outputs=(out, depfile), inputs=tuple(objs + archives + libs),
+            tools=(argv[0],) + self._linker(argv), env=ACTION_ENV, depfile=depfile, kind=ActionKind.LINK,
             description=f"{pkg.name}: {os.path.basename(out)}"), pkg.name, prereqs)
+
+    def _linker(self, argv: list[str]) -> tuple[str, ...]:
+        """The programs the driver `argv[0]` runs to link (its linker, gcc's collect2): tools of
+        the link, so their bytes are in its key. Looked up once per driver and selection."""
+        selection = selection_flags(argv)
+        memo = (argv[0], selection)
+        if memo not in self.linkers:
+            tc = self.ctx.tc
+            driver = tc.cc if argv[0] == tc.cc.path else tc.cxx
+            self.linkers[memo] = link_programs(tc, driver, selection, action_path(ACTION_ENV))
+        return self.linkers[memo]
 
     def _has_cxx(self, archive: str) -> bool:
         """Whether a dependency's archive holds C++ objects (then the C++ driver links)."""

@@ -13,7 +13,7 @@ from mcpp.engine.errors import McppError
 from mcpp.engine.toolchain import resolve_toolchain
 
 # A stand-in compiler: answers like gcc 12, logs each question, and first waits (up to 10 s) until
-# all six questions of a probe have been asked: asked one after another, the first never returns.
+# all eight questions of a probe have been asked: asked one after another, the first never returns.
 FAKE = """#!/bin/sh
 echo "$0 $1" >> "{log}"
 : > "{started}/$(basename "$0")$1"
@@ -24,6 +24,7 @@ case "$1" in
   -dumpversion) echo 12 ;;
   -dumpfullversion) {full} ;;
   -dumpmachine) {machine} ;;
+  -print-search-dirs) echo "install: /fake/"; echo "programs: =/fake/libexec/12/:/fake/bin/" ;;
 esac
 """
 
@@ -34,7 +35,7 @@ def fakes(tmp_path, monkeypatch):
     bindir.mkdir()
     started.mkdir()
 
-    def make(full="echo 12.2.0", machine="echo x86_64-linux-gnu", wait_for=6):
+    def make(full="echo 12.2.0", machine="echo x86_64-linux-gnu", wait_for=8):
         for name in ("gcc", "g++"):
             path = bindir / name
             path.write_text(FAKE.format(log=log, started=started, wait_for=wait_for, full=full, machine=machine))
@@ -53,10 +54,11 @@ def test_a_first_probe_asks_both_compilers_everything_at_once_and_the_next_asks_
     home.root.mkdir()
     tc = resolve_toolchain("gcc", home)
     assert (tc.cc.version, tc.cxx.version, tc.cxx.target) == ("12.2.0", "12.2.0", "x86_64-linux-gnu")
-    assert len(log.read_text().splitlines()) == 6
+    assert tc.cxx.programs == ("/fake/libexec/12/", "/fake/bin/")  # where it looks for its linker
+    assert len(log.read_text().splitlines()) == 8
     assert set(json.loads(home.toolchains.read_text())) == {tc.cc.path, tc.cxx.path}
     again = resolve_toolchain("gcc", home)
-    assert again == tc and len(log.read_text().splitlines()) == 6  # from the cache: no process
+    assert again == tc and len(log.read_text().splitlines()) == 8  # from the cache: no process
 
 
 def test_a_compiler_without_dumpfullversion_is_known_by_its_dumpversion(fakes, tmp_path):

@@ -113,7 +113,18 @@ def test_paths_are_relative_to_the_execroot_the_caller_gives(root, tmp_path):
     prefix = tmp_path.name + "/"
     assert plan.execroot == str(tmp_path.parent)
     assert action(plan, "compile app:src/helper.cpp").inputs == (prefix + "app/src/helper.cpp",)
-    assert action(plan, "link app:app").outputs == (prefix + "app/target/dev/app",)
+    assert action(plan, "link app:app").outputs == (prefix + "app/target/dev/app",
+                                                     prefix + "app/target/dev/link-deps/app.d")
+
+
+def test_a_link_writes_a_depfile_of_what_it_read_and_keys_the_linker_program(root, tmp_path):
+    """The linker's `--dependency-file` names the crt objects and libraries outside the build
+    (keyed through the two-level lookup, as a compile's headers); the linker the driver runs is
+    a tool of the link."""
+    link = action(plan_of(root, execroot=tmp_path), "link app:app")
+    assert link.depfile == "app/target/dev/link-deps/app.d" and link.depfile in link.outputs
+    assert "-Wl,--dependency-file=app/target/dev/link-deps/app.d" in link.argv
+    assert link.tools[0] == link.argv[0] and len(link.tools) > 1
 
 
 def test_under_with_tests_each_test_source_becomes_a_test_binary(root, tmp_path):
@@ -123,7 +134,7 @@ def test_under_with_tests_each_test_source_becomes_a_test_binary(root, tmp_path)
     assert compile_test.outputs[0] == "app/target/dev/test-obj/app/tests/smoke.cpp.o"
     test = action(plan, "link-test app:smoke")
     assert test.kind == "link"
-    assert test.outputs == ("app/target/dev/tests/app/smoke",)
+    assert test.outputs == ("app/target/dev/tests/app/smoke", "app/target/dev/link-deps/tests/app/smoke.d")
     # The package's library objects (not its main) and its dependency's archive.
     assert test.inputs == ("app/target/dev/test-obj/app/tests/smoke.cpp.o",
                            "app/target/dev/obj/app/src/helper.cpp.o", "app/target/dev/lib/libgeo.a")

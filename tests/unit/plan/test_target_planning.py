@@ -64,7 +64,7 @@ def test_a_targets_defines_reach_its_own_compiles_only(tmp_path):
 def test_the_shared_library_links_pic_objects_with_its_soname_and_version_script(tmp_path):
     plan = plan_of(make(tmp_path), execroot=tmp_path)
     link = action(plan, "link z:z-shared")
-    assert link.outputs == ("z/target/dev/libz.so.1.3.1",)
+    assert link.outputs == ("z/target/dev/libz.so.1.3.1", "z/target/dev/link-deps/libz.so.1.3.1.d")
     assert "-Wl,-soname,libz.so.1" in link.argv and "-Wl,--version-script=z/z.map" in link.argv
     assert "z/z.map" in link.inputs
     assert [i for i in link.inputs if i.endswith(".o")] == ["z/target/dev/obj-pic/z/a.c.o", "z/target/dev/obj-pic/z/b.c.o"]

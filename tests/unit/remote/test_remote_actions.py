@@ -141,6 +141,9 @@ def test_manifests_encode_merge_and_refuse_malformed_data():
     many = [(f"h{i}.h",) for i in range(20)]
     assert len(merge_manifest(many, ("new.h",))) == MANIFEST_SETS
     assert decode_manifest(encode_manifest([("/usr/include/stdio.h", "a.h")])) == [("/usr/include/stdio.h", "a.h")]
+    # A link's set names the libraries a `libc.so` script points to, under /lib and /lib64.
+    libs = ("/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2", "out/a.o")
+    assert decode_manifest(encode_manifest([libs])) == [libs]
     for bad in (b"not json", b'{"v": 2, "sets": []}', b'{"v": 1, "sets": [[1]]}', b'{"v": 1, "sets": [["/etc/passwd"]]}',
-                b'{"v": 1, "sets": [["/usr/../etc/passwd"]]}'):
+                b'{"v": 1, "sets": [["/usr/../etc/passwd"]]}', b'{"v": 1, "sets": [["/libfoo/x"]]}'):
         assert decode_manifest(bad) == []

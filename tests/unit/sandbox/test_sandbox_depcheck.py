@@ -12,9 +12,18 @@ def test_declared_relative_and_absolute_paths_pass():
     assert check(["src/a.c", "/x/r/inc/a.h", "./inc/../inc/a.h", "gen/deep/b.h"]) == []
 
 
-def test_system_headers_pass_and_other_absolute_paths_do_not():
+def test_system_headers_pass_and_other_absolute_paths_do_not(tmp_path):
     assert check(["/usr/include/stdio.h", "/usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h"]) == []
-    assert check(["/home/me/inc/x.h", "/tmp/y.h"]) == ["/home/me/inc/x.h", "/tmp/y.h"]
+    assert str(tmp_path).startswith("/tmp/")
+    host_tmp_file = tmp_path / "y.h"
+    host_tmp_file.write_text("")
+    assert check(["/home/me/inc/x.h", str(host_tmp_file)]) == ["/home/me/inc/x.h", str(host_tmp_file)]
+
+
+def test_a_temporary_the_action_made_and_removed_under_tmp_passes(tmp_path):
+    """A link with -flto reads the objects lto-wrapper wrote under /tmp and removed."""
+    assert check([str(tmp_path / "cc1234.ltrans0.ltrans.o")]) == []
+    assert check(["/var/tmp/gone.o", "/tmpx/gone.o"]) == ["/var/tmp/gone.o", "/tmpx/gone.o"]
 
 
 def test_undeclared_files_inside_the_root_are_named_relative():
