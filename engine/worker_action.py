@@ -161,7 +161,7 @@ def _well_formed():
 def _component(name: str) -> str:
     """`name` when it is one path component (REAPI: no `/`, not `.` or `..`, not empty)."""
     if not name or name in (".", "..") or "/" in name or "\x00" in name:
-        raise MalformedAction(f"directory entry {name!r:.80} is not a file name")
+        raise MalformedAction(f"directory entry {name[:64]!r} is not a file name")
     return name
 
 

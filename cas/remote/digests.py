@@ -50,9 +50,9 @@ class RemoteDigest:
 
     def __post_init__(self) -> None:
         if type(self.hash) is not str or not _HASH.fullmatch(self.hash):
-            raise BadDigest(f"digest hash {self.hash!r:.80} is not {_HASH_LEN} lowercase hex digits")
+            raise BadDigest(f"digest hash {_shown(self.hash)} is not {_HASH_LEN} lowercase hex digits")
         if type(self.size) is not int or self.size < 0:
-            raise BadDigest(f"digest size {self.size!r:.40} is not a non-negative integer")
+            raise BadDigest(f"digest size {_shown(self.size)} is not a non-negative integer")
 
     def __str__(self) -> str:
         return f"{self.hash}/{self.size}"
@@ -65,7 +65,7 @@ class RemoteDigest:
         """The one way a received proto `Digest` (`hash`, `size_bytes`) becomes a value: raises
         `BadDigest` unless its hash is lowercase hex of `fn`'s length and its size >= 0."""
         if len(d.hash) != fn.hex_len:
-            raise BadDigest(f"digest hash {d.hash!r:.80} is not a {fn.name} hash ({fn.hex_len} hex digits)")
+            raise BadDigest(f"digest hash {_shown(d.hash)} is not a {fn.name} hash ({fn.hex_len} hex digits)")
         return cls(d.hash, d.size_bytes)
 
 
@@ -113,6 +113,12 @@ class DigestFunction:
 
     def write_resource(self, instance: str, upload_id: str, d: RemoteDigest) -> str:
         return _join(instance, f"uploads/{upload_id}/blobs/{self.segment}{d.hash}/{d.size}")
+
+
+def _shown(value: object) -> str:
+    """`value` for a message: what came from the wire, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= 72 else text[:69] + "..."
 
 
 def _join(instance: str, rest: str) -> str:
