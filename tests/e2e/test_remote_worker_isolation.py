@@ -8,17 +8,20 @@ actions that run after it. A real PostgreSQL cluster, a real BuildGrid and one r
 - a SysV shared memory segment and message queue one action leaves are gone for the next
   action on the same slot (the same warm sandbox);
 - an entry of the worker's store whose bytes changed on disk is not staged: the worker downloads
-  the blob again.
+  the blob again;
+- a result naming an output by a "digest" that is a path is refused by the client (a warning, the
+  action runs locally).
 """
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 
 import pytest
 
-from e2e_support import REPO
+from e2e_support import REPO, Mcpp
 
 sys.path.insert(0, str(REPO / "scripts" / "buildgrid"))
 from local_grid import LocalGrid  # noqa: E402
@@ -149,3 +152,37 @@ def test_a_worker_store_entry_changed_on_disk_is_downloaded_again_not_staged(gri
     code, out = _execute(client, ["/bin/sh", "-c", "cat in.txt #again"], root)
     assert (code, out) == (0, data)
     assert entry.read_bytes() == data  # healed
+
+
+def test_a_result_naming_an_output_by_a_path_is_run_locally_with_a_warning(grid, tmp_path, monkeypatch):
+    """The other direction: a worker (or a server) answers a compile with an `ActionResult` that
+    names the object by a "digest" that is a path. The client refuses it before it names
+    anything (no resource name, no store path is made of it), says so once and compiles here."""
+    from mcpp.engine import worker_loop
+    from test_remote_exec import _hello, _only_worker
+
+    real_run = worker_loop.run_leased_action
+
+    def forging_run(action, client, *args, **kwargs):
+        outcome = real_run(action, client, *args, **kwargs)
+        for f in outcome.result.output_files:
+            if f.path.endswith("greeting.cpp.o"):
+                f.digest.hash = "../../../../../../etc/passwd"
+        return outcome
+
+    monkeypatch.setattr(worker_loop, "run_leased_action", forging_run)
+    proj = _hello(tmp_path, "malformed-result test")
+    try:
+        with _only_worker(grid, tmp_path / "forger", "forger"):
+            res = Mcpp(tmp_path / "home")("build", "--remote", grid.url, "--remote-exec", cwd=proj,
+                                          env={"MCPP_REMOTE_EXEC_WAIT": "60"})
+    finally:
+        grid.start_worker(0)
+        grid.wait_workers()
+    assert res.code == 0, res.err
+    warnings = [line for line in res.err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1, res.err
+    assert "malformed result for `compile hello:src/greeting.cpp`" in warnings[0], res.err
+    assert "the action runs locally" in warnings[0]
+    out = subprocess.run([str(proj / "target/dev/hello")], capture_output=True, text=True, check=True).stdout
+    assert out == "Hello, world!\n"
