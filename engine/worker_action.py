@@ -18,12 +18,15 @@ import posixpath
 import shutil
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
+
+from google.protobuf.message import DecodeError
 
 from mcpp.cas.digest import digest_file
 from mcpp.cas.remote import protocol as pb
 from mcpp.cas.remote.client import RemoteClient
-from mcpp.cas.remote.digests import RemoteDigest
+from mcpp.cas.remote.digests import BadDigest, DigestFunction, RemoteDigest
 from mcpp.cas.remote.exec_messages import TOOL_PROPERTY, decode_command
 from mcpp.cas.remote.worker_cas import WorkerCas
 from mcpp.sandbox import SandboxSpec, SandboxSpecError
@@ -47,14 +50,25 @@ class ToolMismatch(Exception):
     """The action names a tool whose bytes here differ from the ones it was keyed on."""
 
 
+class MalformedAction(Exception):
+    """The action (or a message it names) is not a well-formed REAPI action: a digest that is not
+    one, a directory entry that is not a single path component, bytes that do not parse."""
+
+
 def run_leased_action(action, client: RemoteClient, cas: WorkerCas, sandbox, work_dir: str,
                       worker_name: str, tool_digests: dict[str, str]) -> LeaseOutcome:
-    """Run one REAPI `Action` message; `tool_digests` maps each tool this worker has to its blake3."""
+    """Run one REAPI `Action` message; `tool_digests` maps each tool this worker has to its blake3.
+
+    Raises `MalformedAction` (before anything is staged) for an action that names a blob by
+    something that is not a digest of the server's function, or a file by a path that is not one."""
     start = time.monotonic()
-    command_digest = RemoteDigest.from_proto(action.command_digest)
-    cas.ensure([command_digest, RemoteDigest.from_proto(action.input_root_digest)])  # one request for both
-    command = pb.Command()
-    command.ParseFromString(cas.read(command_digest))
+    fn = client.digest_function
+    with _well_formed():
+        command_digest = RemoteDigest.from_wire(action.command_digest, fn)
+        root_digest = RemoteDigest.from_wire(action.input_root_digest, fn)
+        cas.ensure([command_digest, root_digest])  # one request for both
+        command = pb.Command()
+        command.ParseFromString(cas.read(command_digest))
     props = decode_command(command)
     tools = []
     for p in command.platform.properties:
@@ -63,7 +77,8 @@ def run_leased_action(action, client: RemoteClient, cas: WorkerCas, sandbox, wor
             if tool_digests.get(path) != want:
                 raise ToolMismatch(f"tool {path} here is not blake3:{want}")
             tools.append(path)
-    files = _input_files(cas, RemoteDigest.from_proto(action.input_root_digest))
+    with _well_formed():
+        files = _input_files(cas, root_digest, fn)
     cas.ensure(d for d, _x in files.values())
     inputs = {rel: cas.staged(d, x) for rel, (d, x) in files.items()}
     wd = command.working_directory
@@ -75,7 +90,7 @@ def run_leased_action(action, client: RemoteClient, cas: WorkerCas, sandbox, wor
         spec = SandboxSpec(
             argv=tuple(command.arguments), env={e.name: e.value for e in command.environment_variables},
             inputs=inputs, tools=tuple(tools), outputs=outputs, cwd=wd or ".", timeout=timeout,
-            label=f"`remote action {RemoteDigest.from_proto(action.command_digest).hash[:12]}`",
+            label=f"`remote action {command_digest.hash[:12]}`",
             depfile=props.get("mcpp-depfile") or None, out_dir=out_dir)
         try:
             res = sandbox.run(spec)
@@ -114,8 +129,10 @@ def run_leased_action(action, client: RemoteClient, cas: WorkerCas, sandbox, wor
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
-def _input_files(cas: WorkerCas, root: RemoteDigest) -> dict[str, tuple[RemoteDigest, bool]]:
-    """execroot path -> (digest, executable) of every file under the input root."""
+def _input_files(cas: WorkerCas, root: RemoteDigest, fn: DigestFunction) -> dict[str, tuple[RemoteDigest, bool]]:
+    """execroot path -> (digest, executable) of every file under the input root. Every digest is
+    parsed (`RemoteDigest.from_wire`: raises `BadDigest`) and every name checked to be one path
+    component (raises `MalformedAction`) before anything is fetched under it."""
     out: dict[str, tuple[RemoteDigest, bool]] = {}
     level = [("", root)]
     while level:
@@ -125,11 +142,27 @@ def _input_files(cas: WorkerCas, root: RemoteDigest) -> dict[str, tuple[RemoteDi
             directory = pb.Directory()
             directory.ParseFromString(cas.read(d))
             for f in directory.files:
-                out[prefix + f.name] = (RemoteDigest.from_proto(f.digest), f.is_executable)
+                out[prefix + _component(f.name)] = (RemoteDigest.from_wire(f.digest, fn), f.is_executable)
             for sub in directory.directories:
-                nxt.append((prefix + sub.name + "/", RemoteDigest.from_proto(sub.digest)))
+                nxt.append((prefix + _component(sub.name) + "/", RemoteDigest.from_wire(sub.digest, fn)))
         level = nxt
     return out
+
+
+@contextmanager
+def _well_formed():
+    """Turns what a malformed action raises while it is read into `MalformedAction`."""
+    try:
+        yield
+    except (BadDigest, DecodeError) as e:
+        raise MalformedAction(str(e) or type(e).__name__) from None
+
+
+def _component(name: str) -> str:
+    """`name` when it is one path component (REAPI: no `/`, not `.` or `..`, not empty)."""
+    if not name or name in (".", "..") or "/" in name or "\x00" in name:
+        raise MalformedAction(f"directory entry {name[:64]!r} is not a file name")
+    return name
 
 
 def tool_digest(path: str) -> str:

@@ -25,16 +25,18 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from mcpp.cas.home import Home
 from mcpp.cas.remote import exec_protocol as xp
 from mcpp.cas.remote import protocol as pb
 from mcpp.cas.remote.client import RemoteClient, RemoteError, _ser
+from mcpp.cas.remote.digests import BadDigest, RemoteDigest
 from mcpp.cas.remote.exec_messages import TOOL_PROPERTY, host_isa, host_os, tool_property
 from mcpp.cas.remote.worker_cas import WorkerCas
 from mcpp.sandbox import make_sandbox
 
-from .worker_action import ToolMismatch, run_leased_action
+from .worker_action import MalformedAction, ToolMismatch, run_leased_action
 HEARTBEAT = 2.0  # seconds between keep-alive calls while an action runs
 LONG_POLL = 10.0  # deadline of an idle UpdateBotSession (the server answers at 80% of it)
 _RETRY_PAUSE = 1.0
@@ -125,6 +127,20 @@ class Worker:
                 session = None
                 stop.wait(_RETRY_PAUSE)
 
+    def _action(self, lease):
+        """The lease's REAPI `Action`: its payload, or the blob its payload names."""
+        action = pb.Action()
+        if lease.payload.Is(pb.Action.DESCRIPTOR):
+            lease.payload.Unpack(action)
+            return action
+        d = pb.Digest()  # a server that sends the Action's digest instead of the Action
+        lease.payload.Unpack(d)
+        try:
+            action.ParseFromString(self.cas.read(RemoteDigest.from_wire(d, self.client.digest_function)))
+        except (BadDigest, DecodeError) as e:
+            raise MalformedAction(f"the lease's action: {e}") from None
+        return action
+
     def _call(self, session, timeout: float):
         return self._update(xp.UpdateBotSessionRequest(name=session.name, bot_session=session), timeout=timeout)
 
@@ -132,18 +148,11 @@ class Worker:
         """Run the lease's action on the slot's runner thread, keeping the session alive; then
         report it."""
         box: dict = {}
-        action = pb.Action()
-        if lease.payload.Is(pb.Action.DESCRIPTOR):
-            lease.payload.Unpack(action)
-        else:  # a server that sends the Action's digest instead of the Action
-            d = pb.Digest()
-            lease.payload.Unpack(d)
-            action.ParseFromString(self.cas.read(_rd(d)))
 
         def target():
             try:
-                box["outcome"] = run_leased_action(action, self.client, self.cas, self.sandbox, self.work_dir,
-                                                   self.name, self.tools)
+                box["outcome"] = run_leased_action(self._action(lease), self.client, self.cas, self.sandbox,
+                                                   self.work_dir, self.name, self.tools)
             except BaseException as e:  # reported to the server as the lease's status
                 box["error"] = e
 
@@ -169,14 +178,9 @@ class Worker:
                       **{k: round(v, 4) for k, v in outcome.phases.items()}})
         else:
             e = box.get("error")
-            # INTERNAL is retried by BuildGrid (on another worker); a tool that differs is not.
-            current.status.code = 9 if isinstance(e, ToolMismatch) else 13
+            # INTERNAL is retried by BuildGrid (on another worker); a tool that differs is not,
+            # nor is an action that is malformed wherever it runs.
+            current.status.code = 9 if isinstance(e, ToolMismatch) else 3 if isinstance(e, MalformedAction) else 13
             current.status.message = f"mcpp worker {self.name}: {type(e).__name__}: {e}"
             self.log({"event": "action-failed", "worker": self.name, "lease": lease.id, "reason": str(e)})
         return self._call(session, LONG_POLL)
-
-
-def _rd(d):
-    from mcpp.cas.remote.digests import RemoteDigest
-
-    return RemoteDigest.from_proto(d)

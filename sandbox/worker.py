@@ -18,7 +18,9 @@ action's orphans back. Between two actions:
   a daemonised grandchild (double fork, ``setsid``) is re-parented to it, not to the host's
   init, so killing its descendants until none is left ends them all;
 - inside bwrap, it removes whatever was added to the private ``/tmp`` and ``/dev/shm`` and to
-  the directories bwrap made on its own tmpfs (``/``, ``/etc``, ``/dev``).
+  the directories bwrap made on its own tmpfs (``/``, ``/etc``, ``/dev``), and moves to a new
+  IPC namespace (``unshare(CLONE_NEWIPC)``), so no SysV shared memory segment, semaphore or
+  message queue of an action is there for the next.
 
 Inputs are hard links to the store's read-only files, and an action owns them (the namespace
 maps the engine's user to itself), so mode bits alone would not stop ``chmod u+w`` and a write
@@ -197,8 +199,20 @@ def keep_caps_from_actions():
     data[2] = data[5] = 0  # inheritable
     check(libc.capset(header, data), "capset")
 
+CLONE_NEWIPC = 0x08000000
+
+def fresh_ipc():
+    # SysV shared memory, semaphores and message queues (and POSIX message queues) live in the
+    # IPC namespace, not in any file we empty: each action gets a namespace of its own, so no
+    # segment or queue of one action is there for the next. The one left behind goes when its
+    # last process does (the sweep has ended them all).
+    check(libc.unshare(CLONE_NEWIPC), "unshare the IPC namespace")
+
 if IN_NS:
     keep_caps_from_actions()
+    # Here, before the first answer: where it fails the worker ends unanswered, and the engine
+    # runs one bwrap (with a namespace of its own) per action instead.
+    fresh_ipc()
     # our read-only mounts must not propagate anywhere
     check(libc.mount(None, b"/execroot", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /execroot")
 
@@ -327,6 +341,8 @@ for req in requests(os.fdopen(int(sys.argv[2]), "rb")):
     # again (or sends another action) only after the "clean" line.
     reply(code, failure, timed_out, read_all(out_fd), read_all(err_fd))
     unprotect(mounted)
+    if IN_NS:
+        fresh_ipc()
     for d, before in BASELINE.items():
         for name in listing(d) - before:
             remove(os.path.join(d, name))

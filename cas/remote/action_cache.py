@@ -71,7 +71,7 @@ class RemoteActionCache:
             return []
         if self.trust is not None and not self.trust.accept_quietly(synthetic.digest, result):
             return []
-        blob = manifest_blob_of(result)
+        blob = manifest_blob_of(result, self.client.digest_function)
         if blob is None:
             return []
         with self._lock:

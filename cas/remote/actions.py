@@ -30,7 +30,7 @@ from typing import Mapping
 from ..action import KEY_VERSION, Action, Platform
 from ..digest import Digest
 from . import protocol as pb
-from .digests import DigestFunction, RemoteDigest
+from .digests import BadDigest, DigestFunction, RemoteDigest
 
 ENCODING_VERSION = "mcpp-remote-v1"
 MANIFEST_PATH = "manifest.json"
@@ -152,9 +152,10 @@ def action_result(action: Action, outputs: Mapping[str, tuple[RemoteDigest, bool
     return result
 
 
-def result_outputs(action: Action, result) -> dict[str, tuple[RemoteDigest, bool]] | None:
+def result_outputs(action: Action, result, fn: DigestFunction) -> dict[str, tuple[RemoteDigest, bool]] | None:
     """execroot path -> (digest, executable) for every declared output, or None when the result
-    lacks one (a result of some other client's different idea of this action: a miss)."""
+    lacks one (a result of some other client's different idea of this action: a miss). Raises
+    `BadDigest` when it names an output by a malformed digest (digests are `fn`'s)."""
     cwd = _working_directory(action.cwd)
     by_path = {f.path: f for f in result.output_files}
     trees = {t.path: t for t in result.output_directories}
@@ -164,12 +165,12 @@ def result_outputs(action: Action, result) -> dict[str, tuple[RemoteDigest, bool
             t = trees.get(relative_to(path.rstrip("/"), cwd))
             if t is None:
                 return None
-            out[path] = (RemoteDigest.from_proto(t.tree_digest), False)
+            out[path] = (RemoteDigest.from_wire(t.tree_digest, fn), False)
             continue
         f = by_path.get(relative_to(path, cwd))
         if f is None:
             return None
-        out[path] = (RemoteDigest.from_proto(f.digest), f.is_executable)
+        out[path] = (RemoteDigest.from_wire(f.digest, fn), f.is_executable)
     return out
 
 
@@ -179,10 +180,15 @@ def manifest_result(blob: RemoteDigest):
     return result
 
 
-def manifest_blob_of(result) -> RemoteDigest | None:
+def manifest_blob_of(result, fn: DigestFunction) -> RemoteDigest | None:
+    """The manifest blob a synthetic result names; None when it names none (or a malformed one:
+    a manifest is only ever a hint, so a bad one is no manifest)."""
     for f in result.output_files:
         if f.path == MANIFEST_PATH:
-            return RemoteDigest.from_proto(f.digest)
+            try:
+                return RemoteDigest.from_wire(f.digest, fn)
+            except BadDigest:
+                return None
     return None
 
 

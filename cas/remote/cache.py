@@ -44,7 +44,7 @@ from .action_cache import RemoteActionCache
 from .actions import action_result, remote_action, result_outputs
 from .client import BlobMissing, RemoteClient, RemoteError, ServerInfo, open_client
 from .config import RemoteSettings
-from .digests import RemoteDigest
+from .digests import BadDigest, RemoteDigest
 from .memo import Memo
 from .side_index import SideIndex
 from .signing import sign
@@ -156,6 +156,12 @@ class RemoteCache:
             self.warn(f"remote cache at {self.url} sent a corrupt blob for `{action.id}` ({e.reason}); "
                       "the action runs locally")
             return None
+        except BadDigest as e:  # a result naming a blob by something that is not a digest
+            with self._lock:
+                self.counters.rejected += 1
+            self.warn(f"remote cache at {self.url} sent a malformed result for `{action.id}` ({e}); "
+                      "the action runs locally")
+            return None
         except BlobMissing:
             return self._miss()  # the result names a blob the server evicted
         except RemoteError as e:
@@ -165,14 +171,14 @@ class RemoteCache:
     def _fetch(self, action: Action, result, headers: tuple[str, ...], origin: dict) -> RemoteHit | None:
         store = self._store
         assert store is not None
-        outputs = result_outputs(action, result)
+        outputs = result_outputs(action, result, store.fn)
         if outputs is None:
             return None
         wanted = [d for d, _ in outputs.values()]
         streams = {}
         for name in ("stdout", "stderr"):
             raw, digest = getattr(result, f"{name}_raw"), getattr(result, f"{name}_digest")
-            d = RemoteDigest.from_proto(digest) if result.HasField(f"{name}_digest") else None
+            d = RemoteDigest.from_wire(digest, store.fn) if result.HasField(f"{name}_digest") else None
             if raw:
                 if d is not None and store.fn.mismatch(d, raw):
                     raise RemoteCorrupt(d, f"inlined {name} does not match its digest")
@@ -304,11 +310,13 @@ class RemoteCache:
         assert store is not None
         remote = pb.Tree()
         remote.ParseFromString(self.local.get(fetched))
-        wanted = [RemoteDigest(h, size) for h, size in tree_codec.file_digests(remote)]
-        local = store.fetch(wanted)
+        # the server's names for the files: raises BadDigest (a ValueError: a miss) on a bad one
+        named = {(h, size): RemoteDigest.from_wire(pb.Digest(hash=h, size_bytes=size), store.fn)
+                 for h, size in tree_codec.file_digests(remote)}
+        local = store.fetch(named.values())
 
         def local_file(h: str, size: int) -> tuple[str, int]:
-            ld = local[RemoteDigest(h, size)]
+            ld = local[named[(h, size)]]
             return ld.hash, ld.size
 
         return self.local.put(tree_codec.encode(tree_codec.recode(remote, self._remote_dir, local_file, _local_dir)))

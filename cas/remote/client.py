@@ -149,7 +149,7 @@ class RemoteClient:
             resp = self._call(self._find_missing, pb.FindMissingBlobsRequest(
                 instance_name=self.instance, blob_digests=[d.to_proto() for d in chunk],
                 digest_function=self.digest_function.value))
-            missing += [RemoteDigest.from_proto(d) for d in resp.missing_blob_digests]
+            missing += _asked(chunk, resp.missing_blob_digests)
         return missing
 
     def upload(self, blobs: Mapping[RemoteDigest, BlobSource]) -> None:
@@ -260,7 +260,7 @@ class RemoteClient:
         failed = [r for r in resp.responses if r.status.code != 0]
         if failed:
             r = failed[0]
-            raise RemoteError(_code_name(r.status.code), f"upload of {RemoteDigest.from_proto(r.digest)} "
+            raise RemoteError(_code_name(r.status.code), f"upload of {r.digest.hash[:80]!r}/{r.digest.size_bytes} "
                               f"refused: {r.status.message} ({len(failed)} of {len(batch)} blobs refused)")
 
     def _read_batch(self, batch: list[RemoteDigest]) -> dict[RemoteDigest, bytes]:
@@ -268,8 +268,11 @@ class RemoteClient:
             instance_name=self.instance, digests=[d.to_proto() for d in batch],
             digest_function=self.digest_function.value))
         out: dict[RemoteDigest, bytes] = {}
+        asked = {(d.hash, d.size): d for d in batch}
         for r in resp.responses:
-            d = RemoteDigest.from_proto(r.digest)
+            d = asked.get((r.digest.hash, r.digest.size_bytes))
+            if d is None:  # not a blob this request named: nothing to take from it
+                continue
             if r.status.code == grpc.StatusCode.NOT_FOUND.value[0]:
                 raise BlobMissing(d)
             if r.status.code != 0:
@@ -289,6 +292,13 @@ class RemoteClient:
     def _stream_timeout(self, size: int) -> float:
         # The configured timeout plus a second per MiB: a large blob on a slow link is not a hang.
         return self.timeout + size / CHUNK
+
+
+def _asked(asked: list[RemoteDigest], answered) -> list[RemoteDigest]:
+    """The digests of `asked` that the proto digests `answered` name: a server's answer can only
+    pick among what it was asked about, never introduce a name of its own."""
+    named = {(d.hash, d.size_bytes) for d in answered}
+    return [d for d in asked if (d.hash, d.size) in named]
 
 
 def _open_channel(target: str, security: ChannelSecurity | None, options: list):

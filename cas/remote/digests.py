@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -25,12 +26,33 @@ from . import protocol as pb
 _CHUNK = 1 << 20
 
 
+# Hex digits of a hash of every supported function (SHA-256, BLAKE3): `DigestFunction.hex_len`.
+_HASH_LEN = 64
+_HASH = re.compile(f"[0-9a-f]{{{_HASH_LEN}}}")
+
+
+class BadDigest(ValueError):
+    """A digest from the wire that names no blob: not lowercase hex of its function's length, or
+    a size that is not a non-negative integer. Nothing is looked up or opened under it."""
+
+
 @dataclass(frozen=True, order=True, slots=True)
 class RemoteDigest:
-    """A blob's name in the server's digest space: lowercase hex hash + size in bytes."""
+    """A blob's name in the server's digest space: lowercase hex hash + size in bytes.
+
+    Every value is well formed (checked on construction): its hash is hex of a supported
+    function's length and its size a non-negative integer, so a store may build a path from it
+    (`worker_cas.WorkerCas.path`) and a resource name may carry it. A proto `Digest` becomes one
+    only through `from_wire`, which also checks the length against the function in use."""
 
     hash: str
     size: int
+
+    def __post_init__(self) -> None:
+        if type(self.hash) is not str or not _HASH.fullmatch(self.hash):
+            raise BadDigest(f"digest hash {_shown(self.hash)} is not {_HASH_LEN} lowercase hex digits")
+        if type(self.size) is not int or self.size < 0:
+            raise BadDigest(f"digest size {_shown(self.size)} is not a non-negative integer")
 
     def __str__(self) -> str:
         return f"{self.hash}/{self.size}"
@@ -39,7 +61,11 @@ class RemoteDigest:
         return pb.Digest(hash=self.hash, size_bytes=self.size)
 
     @classmethod
-    def from_proto(cls, d) -> "RemoteDigest":
+    def from_wire(cls, d, fn: "DigestFunction") -> "RemoteDigest":
+        """The one way a received proto `Digest` (`hash`, `size_bytes`) becomes a value: raises
+        `BadDigest` unless its hash is lowercase hex of `fn`'s length and its size >= 0."""
+        if len(d.hash) != fn.hex_len:
+            raise BadDigest(f"digest hash {_shown(d.hash)} is not a {fn.name} hash ({fn.hex_len} hex digits)")
         return cls(d.hash, d.size_bytes)
 
 
@@ -50,6 +76,7 @@ class DigestFunction:
     name: str  # "SHA256" | "BLAKE3", as in `DigestFunction.Value`
     new: Callable[[], object]  # a hasher with update()/hexdigest()
     segment: str  # "" or "blake3/": inserted before <hash>/<size> in resource names
+    hex_len: int = _HASH_LEN  # hex digits of a hash
 
     @property
     def value(self) -> int:
@@ -86,6 +113,12 @@ class DigestFunction:
 
     def write_resource(self, instance: str, upload_id: str, d: RemoteDigest) -> str:
         return _join(instance, f"uploads/{upload_id}/blobs/{self.segment}{d.hash}/{d.size}")
+
+
+def _shown(value: object) -> str:
+    """`value` for a message: what came from the wire, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= 72 else text[:69] + "..."
 
 
 def _join(instance: str, rest: str) -> str:

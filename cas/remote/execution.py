@@ -41,7 +41,7 @@ from . import exec_protocol as xp
 from .actions import relative_to, result_outputs, _working_directory
 from .client import BlobMissing, RemoteClient, RemoteError, _error, _ser, open_client
 from .config import RemoteSettings
-from .digests import RemoteDigest
+from .digests import BadDigest, DigestFunction, RemoteDigest
 from .exec_messages import exec_messages
 from .memo import Memo
 from .store import RemoteCorrupt, RemoteStore
@@ -133,7 +133,7 @@ class RemoteExecutor:
                 return self._local()
             result = response.result
             outputs = self._outputs(action, result) if result.exit_code == 0 and status.code == 0 else {}
-            streams = {name: _stream_digest(result, name) for name in ("stdout", "stderr")}
+            streams = {name: _stream_digest(result, name, store.fn) for name in ("stdout", "stderr")}
             # One download for the outputs and stdout/stderr (each checked against its digest).
             local = store.fetch([d for d, _x in outputs.values()] + [d for d in streams.values() if d])
             stdout, stderr = (bytes(getattr(result, f"{name}_raw")) if d is None else self.local.get(local[d])
@@ -141,6 +141,10 @@ class RemoteExecutor:
             self._write_outputs(outputs, local, execroot)
         except RemoteCorrupt as e:
             self.warn(f"remote execution at {self.url} sent a corrupt blob for `{action.id}` ({e.reason}); "
+                      "the action runs locally")
+            return self._local(counted=False)
+        except BadDigest as e:  # the result names an output by something that is not a digest
+            self.warn(f"remote execution at {self.url} sent a malformed result for `{action.id}` ({e}); "
                       "the action runs locally")
             return self._local(counted=False)
         except BlobMissing as e:
@@ -261,13 +265,14 @@ class RemoteExecutor:
     def _outputs(self, action: Action, result) -> dict[str, tuple[RemoteDigest, bool]]:
         """execroot path -> (digest, executable) of every output the result names, the depfile
         included."""
-        outputs = dict(result_outputs(action, result) or {})
+        fn = self._store.fn
+        outputs = dict(result_outputs(action, result, fn) or {})
         if action.depfile:
             cwd = _working_directory(action.cwd)
             rel = relative_to(action.depfile, cwd)
             for f in result.output_files:
                 if f.path == rel:
-                    outputs[action.depfile] = (RemoteDigest.from_proto(f.digest), False)
+                    outputs[action.depfile] = (RemoteDigest.from_wire(f.digest, fn), False)
         return outputs
 
     def _write_outputs(self, outputs: dict[str, tuple[RemoteDigest, bool]], local: dict[RemoteDigest, Digest],
@@ -369,12 +374,12 @@ class RemoteExecutor:
             self.warn(f"remote execution at {self.url} unavailable ({self._disabled}); building locally")
 
 
-def _stream_digest(result, name: str) -> RemoteDigest | None:
+def _stream_digest(result, name: str, fn: DigestFunction) -> RemoteDigest | None:
     """The digest of the result's stdout or stderr to download; None when it is inline (or empty)."""
     if getattr(result, f"{name}_raw") or not result.HasField(f"{name}_digest"):
         return None
     d = getattr(result, f"{name}_digest")
-    return RemoteDigest.from_proto(d) if d.size_bytes else None
+    return RemoteDigest.from_wire(d, fn) if d.size_bytes else None
 
 
 def _opener(path: str):

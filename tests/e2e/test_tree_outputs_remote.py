@@ -75,7 +75,7 @@ def test_a_signed_tree_output_whose_tree_digest_was_altered_is_refused(tmp_path,
         try:
             honest = client.get_action_result(key)
             assert len(honest.output_directories) == 1
-            tree_digest = RemoteDigest.from_proto(honest.output_directories[0].tree_digest)
+            tree_digest = RemoteDigest.from_wire(honest.output_directories[0].tree_digest, client.digest_function)
             tree = pb.Tree.FromString(client.download([tree_digest])[tree_digest])
             forged_blob = client.digest_function.of_bytes(b"forged\n")
             a_txt = next(f for f in tree.root.files if f.name == "a.txt")

@@ -80,7 +80,7 @@ def test_the_messages_are_in_the_remote_digest_space():
     ra = remote_action(BASE, PLATFORM, TOOLS, inputs_of(BASE), SHA256)
     action = pb.Action.FromString(ra.blobs[ra.digest])
     assert SHA256.of_bytes(ra.blobs[ra.digest]) == ra.digest
-    command_digest = RemoteDigest.from_proto(action.command_digest)
+    command_digest = RemoteDigest.from_wire(action.command_digest, SHA256)
     command = pb.Command.FromString(ra.blobs[command_digest])
     assert SHA256.of_bytes(ra.blobs[command_digest]) == command_digest
     assert list(command.arguments) == list(BASE.argv)
@@ -119,11 +119,11 @@ def test_results_map_outputs_through_the_working_directory():
     result = action_result(action, {"pkg/out/a.o": (rd("o"), False), "pkg/bin/tool": (rd("t"), True)},
                            stdout=rd("warning"), stderr=None)
     assert sorted(f.path for f in result.output_files) == ["bin/tool", "out/a.o"]
-    assert result_outputs(action, result) == {"pkg/out/a.o": (rd("o"), False), "pkg/bin/tool": (rd("t"), True)}
-    assert RemoteDigest.from_proto(result.stdout_digest) == rd("warning") and not result.HasField("stderr_digest")
+    assert result_outputs(action, result, SHA256) == {"pkg/out/a.o": (rd("o"), False), "pkg/bin/tool": (rd("t"), True)}
+    assert RemoteDigest.from_wire(result.stdout_digest, SHA256) == rd("warning") and not result.HasField("stderr_digest")
     partial = pb.ActionResult(exit_code=0)
     partial.output_files.add(path="out/a.o", digest=rd("o").to_proto())
-    assert result_outputs(action, partial) is None  # a declared output is missing: not our result
+    assert result_outputs(action, partial, SHA256) is None  # a declared output is missing: not our result
 
 
 def test_the_manifest_action_depends_only_on_the_first_level_action():

@@ -40,9 +40,9 @@ def _directory(msgs, digest) -> pb.Directory:
 def test_the_input_root_holds_every_file_the_action_may_read_with_its_mode(tmp_path):
     msgs = exec_messages(_compile(), {"/usr/bin/g++": GXX}, _files(tmp_path), SHA256)
     action = pb.Action.FromString(msgs.blobs[msgs.action_digest])
-    root = _directory(msgs, type(msgs.action_digest).from_proto(action.input_root_digest))
+    root = _directory(msgs, type(msgs.action_digest).from_wire(action.input_root_digest, SHA256))
     assert [d.name for d in root.directories] == ["include", "src", "tools"]
-    tools = _directory(msgs, type(msgs.action_digest).from_proto(root.directories[2].digest))
+    tools = _directory(msgs, type(msgs.action_digest).from_wire(root.directories[2].digest, SHA256))
     assert tools.files[0].name == "gen.sh" and tools.files[0].is_executable
     assert set(msgs.files) == {f[0] for f in _files(tmp_path).values()}
 
@@ -53,7 +53,7 @@ def test_scheduling_names_the_os_the_isa_and_each_tool_digest(tmp_path):
     names = {(p.name, p.value) for p in action.platform.properties}
     assert ("mcpp-tool", f"/usr/bin/g++=blake3:{GXX.hash}") in names
     assert {n for n, _ in names} == {"OSFamily", "ISA", "mcpp-tool"}  # what BuildGrid matches on
-    command = pb.Command.FromString(msgs.blobs[type(msgs.action_digest).from_proto(action.command_digest)])
+    command = pb.Command.FromString(msgs.blobs[type(msgs.action_digest).from_wire(action.command_digest, SHA256)])
     props = decode_command(command)
     assert props["mcpp-timeout"] == "7.5" and props["mcpp-depfile"] == "obj/a.d"
     assert list(command.output_paths) == ["obj/a.d", "obj/a.o"]
