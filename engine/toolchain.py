@@ -20,6 +20,7 @@ from mcpp.cas.home import Home
 from mcpp.cas.statcache import discard
 
 from .errors import McppError
+from .plan.model import ACTION_ENV
 
 # name -> (C compiler, C++ compiler, family)
 _KNOWN = {
@@ -184,9 +185,13 @@ def _program_dirs(search_dirs: str) -> tuple[str, ...]:
 
 
 def _start(argv: list[str]) -> subprocess.Popen:
+    """Ask a compiler about itself in the environment its actions run in (ACTION_ENV): the
+    answer is cached by the binary's stat alone, and the user's `COMPILER_PATH` or
+    `GCC_EXEC_PREFIX` would otherwise put program directories no action searches into it (and
+    into the link key, as the linker it names)."""
     try:
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+                                text=True, env=dict(ACTION_ENV))
     except OSError as e:
         raise McppError(f"cannot run `{argv[0]}`: {e.strerror}")
 

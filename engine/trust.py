@@ -3,17 +3,15 @@
 The action cache (and the remote one) promise that an entry is the result of exactly its keyed
 inputs and tools, so any later build may take it on trust. Each sandbox backend says what it
 guarantees (`sandbox.Guarantees`); the namespace an action's result is keyed in
-(`Platform.namespace`) follows from those promises and from what kind of action it is, never
-from the backend's name:
+(`Platform.namespace`) follows from those promises, never from the backend's name:
 
 - a backend that confines reads and writes (bwrap): every result is hermetic and shared (the
   namespace is empty);
-- one that does not, but stages inputs and checks depfiles (dir): a compile is shared, because
-  the toolchain's compiler names every file it read in its depfile and the sandbox refuses one
-  that is not declared (and a response file `@file` the argv names, which no depfile lists).
-  Every other result (a link, an archive, a rule action: programs that may read and write
-  anything by absolute path) is keyed apart;
-- one that checks nothing (off): every result is keyed apart.
+- any other (dir, off): every result is keyed apart, by the promises the backend does not make.
+  A checked depfile does not prove a compile's reads under dir: it names what the preprocessor
+  opened, not the file an inline `.incbin` hands the assembler, the existence `__has_include`
+  tests, or the plugin and specs files the driver loads; under dir each of those reaches the
+  host. Only a backend where an undeclared file does not exist proves them all.
 
 A result keyed apart is served only to builds whose backend makes the same promises: never to a
 hermetic build (its key differs, so neither the action cache nor the record under `target/` is
@@ -24,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mcpp.cas.action import Action, ActionKind
+from mcpp.cas.action import Action
 from mcpp.sandbox import Guarantees, guarantees_of
 
 # the namespace of shared results: keys without a namespace part
@@ -37,11 +35,9 @@ def apart(guarantees: Guarantees) -> str:
 
 
 def reads_proven(guarantees: Guarantees, action: Action) -> bool:
-    """True when the backend proves that `action` read nothing but what its key covers."""
-    if guarantees.hermetic:
-        return True
-    return (guarantees.stages_inputs and guarantees.checks_depfile
-            and action.kind == ActionKind.COMPILE and action.depfile is not None)
+    """True when the backend proves that `action` read nothing but what its key covers: only
+    one that confines reads does (see the module docstring), whatever the kind of action."""
+    return guarantees.hermetic
 
 
 def namespace(guarantees: Guarantees, action: Action) -> str:
@@ -73,21 +69,14 @@ class Trust:
         return host if g.hermetic else f"{host} {apart(g)}"
 
     def without_upload(self, settings, warn):
-        """`settings` (cas.remote.config.RemoteSettings), with uploading turned off when no
-        result of this build may be shared, saying so once when the user asked for it. Where
-        only some may (a compile under dir), the pipeline uploads those alone (`shared`)."""
-        if settings is None or not settings.upload:
-            return settings
-        g = self.guarantees
-        if g.hermetic:
+        """`settings` (cas.remote.config.RemoteSettings), with uploading turned off when the
+        build is not hermetic (none of its results may be shared), saying so once when the
+        user asked for it."""
+        if settings is None or not settings.upload or self.guarantees.hermetic:
             return settings
         shown = self.sandbox or "dir (the default here)"
-        if not (g.stages_inputs and g.checks_depfile):
-            warn(f"--sandbox {shown}: results of a build that is not hermetic are not uploaded to the remote cache")
-            return replace(settings, upload=False)
-        warn(f"--sandbox {shown}: only compile results are uploaded to the remote cache; links, archives and "
-             "rule actions are not confined here")
-        return settings
+        warn(f"--sandbox {shown}: results of a build that is not hermetic are not uploaded to the remote cache")
+        return replace(settings, upload=False)
 
 
 def shared(namespace_: str) -> bool:

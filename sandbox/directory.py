@@ -47,8 +47,8 @@ COPIES_SUFFIX = ".inputs"
 
 class DirSandbox(StagedSandbox):
     name = "dir"
-    # Reads and writes by absolute path reach the host: only a result whose reads its depfile
-    # proves may be shared (engine/trust.py).
+    # Reads and writes by absolute path reach the host, past what a depfile names (an inline
+    # `.incbin`, `__has_include`): no result is shared (engine/trust.py).
     guarantees = Guarantees(confines_reads=False, confines_writes=False, kills_leftovers=True, stages_inputs=True,
                             checks_depfile=True)
 

@@ -7,6 +7,8 @@ Ctrl-C messages, or its end), a pidfd per running build, and the watcher's inoti
 No read from a client ever blocks the loop: connections are non-blocking, a request is
 gathered as its bytes come (`protocol.Incoming`), and one not complete within `REQUEST_S` is
 dropped; the descriptors a request carries are closed on every path but the build child's.
+What unfinished requests can hold is bounded: `MAX_INTAKES` connections of at most
+`protocol.MAX_REQUEST` bytes each; out of descriptors, the server stops accepting for a moment.
 
 The socket lives in a directory only this user can make names in (`paths.socket_path`), and
 the server holds `<id>.lock` there while it owns the name, so a server that died leaves a
@@ -49,6 +51,12 @@ IDLE_ENV = "MCPP_SERVER_IDLE"
 DEFAULT_IDLE_S = 3 * 3600  # as Bazel's and Gradle's daemons: a working day's pauses, not a week's
 _TICK_S = 5.0
 REQUEST_S = 5.0  # how long a connection may take to send its request (a client sends it at once)
+# Connections whose request has not fully come, at most: each holds a descriptor, up to three
+# received ones and `protocol.MAX_REQUEST` bytes, so this bounds what connections that never
+# finish a request can take from the server. One more arriving drops the oldest: a client sends
+# its request with its connect, so the oldest is the one least likely to be a client's.
+MAX_INTAKES = 16
+_PAUSE_S = 0.5  # how long accepting waits when the server is out of descriptors
 _FORWARDED = {"INT": signal.SIGINT, "TERM": signal.SIGTERM, "HUP": signal.SIGHUP, "QUIT": signal.SIGQUIT}
 
 
@@ -60,7 +68,8 @@ class _Build:
     done: int | None = None  # the read end of the pipe the child reports its exit status on
     replied: bool = False
     started: float = field(default_factory=time.monotonic)
-    incoming: protocol.Incoming = field(default_factory=protocol.Incoming)  # its Ctrl-C messages
+    # its Ctrl-C messages: small frames, no descriptors
+    incoming: protocol.Incoming = field(default_factory=lambda: protocol.Incoming(max_frame=1 << 12))
 
 
 @dataclass
@@ -94,6 +103,8 @@ class Server:
         self.running: dict[int, _Build] = {}
         self.intakes: dict[int, _Intake] = {}  # connection descriptor -> its request so far
         self.lock: int | None = None  # `<id>.lock`, held while this server owns the socket name
+        self.accepting = False  # the listener is registered with the selector
+        self.paused_until = 0.0  # accepting stopped (out of descriptors) until then
         self.stopping = False
         self.last_active = time.monotonic()
         self.selector = selectors.DefaultSelector()
@@ -139,7 +150,7 @@ class Server:
             os.umask(old_umask)
         self.listener.listen(64)
         self.listener.setblocking(False)
-        self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
+        self._accept(True)
         if self.noops.fileno() is not None:
             self.selector.register(self.noops.fileno(), selectors.EVENT_READ, ("noop_watch", None))
         if self.hooks is not None and self.hooks.fileno() is not None:
@@ -157,6 +168,8 @@ class Server:
                 return
             events = self.selector.select(0 if self.later else self._timeout())
             self._expire_intakes()
+            if not self.accepting and time.monotonic() >= self.paused_until:
+                self._accept(True)
             for key, _ in events:
                 kind, data = key.data
                 try:
@@ -183,6 +196,8 @@ class Server:
     def _timeout(self) -> float:
         if any(b.pidfd is None for b in self.running.values()):
             return 0.05
+        if not self.accepting and not self.stopping:
+            return max(0.0, min(_TICK_S, self.paused_until - time.monotonic()))
         if self.intakes:
             soonest = min(i.deadline for i in self.intakes.values())
             return max(0.0, min(_TICK_S, soonest - time.monotonic()))
@@ -230,11 +245,8 @@ class Server:
         finish the running builds."""
         if self.stopping:
             return
+        self._accept(False)
         self.stopping = True
-        try:
-            self.selector.unregister(self.listener)
-        except (KeyError, ValueError):
-            pass
         self.listener.close()
         if self.lock is not None:
             os.close(self.lock)
@@ -242,10 +254,25 @@ class Server:
 
     # -- events -------------------------------------------------------------------------------
 
+    def _accept(self, on: bool) -> None:
+        """Start (or stop) taking connections from the listener."""
+        if on == self.accepting or self.stopping:
+            return
+        if on:
+            self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
+        else:
+            self.selector.unregister(self.listener)
+        self.accepting = on
+
     def _on_accept(self, listener, _data) -> None:
         try:
             conn, _ = listener.accept()
         except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:  # out of descriptors: the pending connection stays queued meanwhile
+            log(f"cannot accept a connection ({e.strerror}): pausing {_PAUSE_S} s")
+            self.paused_until = time.monotonic() + _PAUSE_S
+            self._accept(False)
             return
         self.last_active = time.monotonic()
         try:
@@ -256,6 +283,8 @@ class Server:
             conn.close()
             return
         conn.setblocking(False)
+        if len(self.intakes) >= MAX_INTAKES:
+            self._drop_intake(min(self.intakes.values(), key=lambda i: i.deadline))
         intake = _Intake(conn, time.monotonic() + REQUEST_S)
         self.intakes[conn.fileno()] = intake
         self.selector.register(conn, selectors.EVENT_READ, ("request", intake))

@@ -27,6 +27,9 @@ import sys
 _HEADER = ">I"
 _HEADER_SIZE = 4
 MAX_FRAME = 64 << 20
+# A request is an argv and an environment, which the kernel already bounds (ARG_MAX): a frame
+# declared larger is no request, and the server buffers no more than this for one connection.
+MAX_REQUEST = 8 << 20
 PACKAGES = ("mcpp.engine", "mcpp.cas", "mcpp.sandbox", "mcpp.starlark_rules")
 
 
@@ -70,13 +73,14 @@ def receive(sock) -> dict | None:
 
 
 class Incoming:
-    """Frames arriving on a non-blocking connection, gathered as they come (with at most
-    `max_fds` descriptors in all), so that a reader that serves many connections on one thread
+    """Frames arriving on a non-blocking connection, gathered as they come (each of at most
+    `max_frame` bytes, with at most `max_fds` descriptors in all), so that a reader that serves many connections on one thread
     never waits on any of them. The descriptors received are the reader's to close (`close`),
     on every path."""
 
-    def __init__(self, max_fds: int = 0):
+    def __init__(self, max_fds: int = 0, max_frame: int = MAX_REQUEST):
         self.max_fds = max_fds
+        self.max_frame = max_frame
         self.fds: list[int] = []
         self._data = bytearray()
 
@@ -100,7 +104,7 @@ class Incoming:
         messages = []
         while len(self._data) >= _HEADER_SIZE:
             (length,) = _struct.unpack_from(_HEADER, self._data)
-            if length > MAX_FRAME:
+            if length > self.max_frame:
                 raise ProtocolError("frame too large")
             if len(self._data) < _HEADER_SIZE + length:
                 break

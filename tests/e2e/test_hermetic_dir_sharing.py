@@ -1,6 +1,6 @@
-"""What `--sandbox dir` cannot confine it does not share: only a compile, whose reads its checked
-depfile proves, is keyed where a bwrap build finds it; a link, a rule action and anything that
-reads an undeclared response file are not (engine/trust.py, sandbox/undeclared.py).
+"""What `--sandbox dir` cannot confine it does not share: no result of a dir build is keyed
+where a bwrap build finds it, not even a compile whose depfile it checked (engine/trust.py);
+an undeclared response file fails the action (sandbox/undeclared.py).
 
 Each test is an attack with real compilers; each failed on the engine before that change."""
 from __future__ import annotations
@@ -86,3 +86,34 @@ def test_a_rule_action_run_under_dir_is_not_served_to_a_bwrap_build(project, mcp
     shutil.rmtree(root / "target")
     res = mcpp.build_json("--sandbox", "dir", cwd=root)
     assert res.executed() == [], res.out
+
+
+# A depfile names what the preprocessor opened, not every read that shapes the object: the
+# assembler's `.incbin` (inline asm), `__has_include` of a file (only its existence) and the
+# driver's `-fplugin=`/`-specs=` files appear in none. Only a sandbox that confines reads proves
+# a compile's result, so nothing a dir build makes may serve a bwrap build.
+INCBIN = ('#include <cstdio>\nextern const char blob[];\n'
+          '__asm__(".section .rodata\\n.global blob\\nblob:\\n.incbin \\"{secret}\\"\\n.byte 0\\n.text\\n");\n'
+          'int main() {{ std::printf("%s", blob); }}\n')
+HAS_INCLUDE = ('#include <cstdio>\n#if __has_include("{secret}")\n#define VALUE 1\n#else\n#define VALUE 0\n#endif\n'
+               'int main() {{ std::printf("%d\\n", VALUE); }}\n')
+
+
+@pytest.mark.parametrize("source", [INCBIN, HAS_INCLUDE], ids=["incbin", "has_include"])
+def test_a_compile_under_dir_that_reads_past_its_depfile_never_serves_a_bwrap_build(project, mcpp: Mcpp, tmp_path,
+                                                                                    source):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("dir-only\n")
+    root = project({"mcpp.toml": manifest(), "src/main.cpp": source.format(secret=secret)})
+    res = mcpp("build", "--sandbox", "dir", cwd=root)
+    assert res.code == 0, res.err
+    dir_made = run_binary(root)
+    assert dir_made in ("dir-only\n", "1\n"), dir_made
+    shutil.rmtree(root / "target")
+    res = mcpp("build", "--sandbox", "bwrap", cwd=root)
+    # bwrap compiles it afresh: the host file does not exist there
+    if source is INCBIN:
+        assert res.code != 0, f"bwrap was served the object dir compiled from a host file:\n{res.err}"
+    else:
+        assert res.code == 0, res.err
+        assert run_binary(root) == "0\n", "bwrap was served the object dir compiled from a host file"

@@ -214,3 +214,36 @@ def test_a_client_that_sends_nothing_delays_no_other_build(served):
     finally:
         for s in silent:
             s.close()
+
+
+def test_connections_that_never_finish_a_request_hold_a_bounded_share_of_the_server(served):
+    """Many connections that send nothing (or a frame declared too large to be a request) hold
+    at most `MAX_INTAKES` descriptors of the server, each with at most `MAX_REQUEST` bytes; a frame
+    declared larger is dropped at once, not buffered until its deadline."""
+    from mcpp.engine.server import daemon, protocol
+
+    root, mcpp, env = served
+    assert mcpp("build", cwd=root, env=env).code == 0
+    pid = _server_pid(mcpp, root, env)
+    address = _address(mcpp, root, env)
+    baseline = _open_fds(pid)
+    held = []
+    try:
+        huge = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        huge.connect(address)
+        huge.sendall((protocol.MAX_REQUEST + 1).to_bytes(4, "big") + b"\0" * 4096)
+        huge.settimeout(2.0)
+        assert huge.recv(1) == b"", "a frame larger than any request is held open"
+        huge.close()
+        for _ in range(3 * daemon.MAX_INTAKES):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(address)
+            held.append(s)
+        time.sleep(0.5)
+        assert _open_fds(pid) <= baseline + daemon.MAX_INTAKES, _open_fds(pid) - baseline
+        res = mcpp("build", cwd=root, env={**env, "MCPP_NO_FAST_PATH": "1"})
+        assert res.code == 0 and res.err == "", res.err
+    finally:
+        for s in held:
+            s.close()
+    assert _settled_fds(pid, baseline, seconds=10) == baseline

@@ -75,3 +75,18 @@ def test_a_question_a_compiler_fails_is_an_error_naming_it(fakes, tmp_path):
     with pytest.raises(McppError, match=r"`.*/gcc -dumpmachine` failed: no target"):
         resolve_toolchain("gcc", home)
     assert not home.toolchains.exists()  # nothing half-learned is kept
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/gcc"), reason="needs gcc")
+def test_the_probe_asks_in_the_actions_environment_not_the_users(tmp_path, monkeypatch):
+    """`COMPILER_PATH` (or `GCC_EXEC_PREFIX`) in the user's shell changes what gcc says its
+    program directories are, while no action (run in ACTION_ENV) searches there; the answer is
+    cached by the binary alone, so it named a linker for every later link key."""
+    evil = tmp_path / "evil"
+    monkeypatch.setenv("COMPILER_PATH", str(evil))
+    monkeypatch.setenv("GCC_EXEC_PREFIX", f"{evil}/")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    home = Home(tmp_path / "home")
+    home.root.mkdir()
+    tc = resolve_toolchain("gcc", home)
+    assert tc.cxx.programs and not any(str(evil) in d for d in tc.cxx.programs + tc.cc.programs), tc.cxx.programs
