@@ -1,0 +1,69 @@
+"""An index, or whoever answers for it, is an attacker: what it can name (a release's version, a
+probe that never stops printing, a descriptor without end) never reaches outside the payload
+store, never exhausts the machine, and is refused with exit 2 naming what was refused."""
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import resource
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from mcpp.sandbox.bwrap import find_bwrap, probe_bwrap
+from tests.e2e.e2e_support import mcpp_executable
+from tests.e2e.payload_index_support import TRUSTED
+
+needs_bwrap = pytest.mark.skipif(find_bwrap() is None or probe_bwrap() is not None, reason="bwrap does not work here")
+
+STAR = 'print("xpkg_dir=" + mcpp.xpkg_dir("xim:tool"))\n'
+MEMORY_CAP = 1 << 30  # the address space a command under attack is given (far above what mcpp needs)
+
+
+def app(project, requirement: str = ""):
+    return project({"app/mcpp.toml": f'[package]\nname = "app"\nversion = "0.1.0"\n[xlings.workspace]\n'
+                                     f'"xim:tool" = "{requirement}"\n',
+                    "app/build.star": STAR, "app/src/main.cpp": "int main() {}\n"}) / "app"
+
+
+def index_of(root: Path, releases: str) -> Path:
+    """A local index describing `xim:tool` with the `[[release]]` tables `releases`."""
+    (root / "pkgs" / "xim").mkdir(parents=True, exist_ok=True)
+    (root / "index.toml").write_text('[index]\nname = "hostile"\nformat = 1\n')
+    (root / "pkgs" / "xim" / "tool.toml").write_text(f'[package]\nname = "tool"\nbins = []\n{releases}')
+    return root
+
+
+def capped(mcpp, args: list[str], cwd: Path, env: dict, timeout: float = 120) -> tuple[int, str]:
+    """Run mcpp with its address space capped at MEMORY_CAP: (exit code, stderr). An mcpp that
+    holds what an attacker sends in memory fails here with MemoryError instead of taking the
+    machine's memory."""
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+    full = {**os.environ, "MCPP_HOME": str(mcpp.home), **env}
+    p = subprocess.run([mcpp_executable(), *args], cwd=cwd, env=full, capture_output=True, text=True,
+                       timeout=timeout, preexec_fn=cap)
+    return p.returncode, p.stderr
+
+
+@pytest.mark.parametrize("version", ["{secret}", "0/../../../../../../../../../..{secret}"])
+def test_a_release_version_cannot_name_a_directory_outside_the_store(project, mcpp, tmp_path, version):
+    """A release's version is the name of its directory in the store: one that is a path would
+    make a host directory (here one holding a key) the payload, answered by `xpkg_dir` and shown
+    to every action's sandbox, or make the install write outside the store."""
+    secret = tmp_path / "dot-ssh"
+    secret.mkdir()
+    (secret / "id_ed25519").write_text("PRIVATE KEY")
+    index = index_of(tmp_path / "index", f'[[release]]\nversion = "{version.format(secret=secret)}"\n'
+                                         f'linux-x86_64 = {{ dir = "trees/tool" }}\n')
+    (index / "trees" / "tool" / "bin").mkdir(parents=True)
+    res = mcpp("build", cwd=app(project), env={"MCPP_PAYLOAD_INDEX": str(index)})
+    assert res.code == 2 and "Traceback" not in res.err, res.err
+    assert "xpkg_dir=" not in res.out + res.err, res.err
+    assert f"error: payload descriptor {index}/pkgs/xim/tool.toml: [[release]] #1: version " \
+           f"`{version.format(secret=secret)}` is not a version" in res.err, res.err
+    assert sorted(p.name for p in secret.iterdir()) == ["id_ed25519"]
