@@ -67,3 +67,16 @@ def test_a_release_version_cannot_name_a_directory_outside_the_store(project, mc
     assert f"error: payload descriptor {index}/pkgs/xim/tool.toml: [[release]] #1: version " \
            f"`{version.format(secret=secret)}` is not a version" in res.err, res.err
     assert sorted(p.name for p in secret.iterdir()) == ["id_ed25519"]
+
+
+@needs_bwrap
+def test_a_probe_that_prints_without_end_is_stopped_at_the_output_limit(project, mcpp, tmp_path):
+    """`system = "/usr"` with `bin/yes` as its probe: a program already on every machine, run in
+    the sandbox, that prints without end for the whole time a probe may take. mcpp reads the
+    first 64 KiB and stops it, in bounded memory, and the release is not on this machine."""
+    index = index_of(tmp_path / "index", '[[release]]\nversion = "1.0"\n'
+                                         'linux-x86_64 = { system = "/usr", probe = ["bin/yes"], match = "(y+)" }\n')
+    code, err = capped(mcpp, ["build"], app(project), {"MCPP_PAYLOAD_INDEX": str(index)})
+    assert code == 2 and "Traceback" not in err and "MemoryError" not in err, err
+    assert "error: no release of `xim:tool` satisfies the declarations; the highest available for " in err, err
+    assert "not on this machine: 1.0: `/usr` reports version y" in err, err
