@@ -80,3 +80,65 @@ def test_a_probe_that_prints_without_end_is_stopped_at_the_output_limit(project,
     assert code == 2 and "Traceback" not in err and "MemoryError" not in err, err
     assert "error: no release of `xim:tool` satisfies the declarations; the highest available for " in err, err
     assert "not on this machine: 1.0: `/usr` reports version y" in err, err
+
+
+class EndlessServer:
+    """An http server on 127.0.0.1 (or whoever is on the path to one) that answers `index.toml`
+    and then, for the descriptor, sends bytes for as long as the client reads."""
+
+    def __init__(self):
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                if self.path == "/index.toml":
+                    body = b'[index]\nname = "endless"\nformat = 1\n'
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                self.send_response(200)
+                self.end_headers()
+                line = b"# " + b"x" * 1021 + b"\n"
+                try:
+                    for _ in range(1 << 22):  # 4 GiB, far past any bound (the test ends it sooner)
+                        self.wfile.write(line * 64)
+                except OSError:
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_a_descriptor_without_end_is_refused_in_bounded_memory(project, mcpp):
+    """A signed plain-http index (so the descriptor is read, then checked): whoever answers for it
+    sends a descriptor without end. It is refused once past the bound for an index file, before
+    it could fill memory; its signature is never looked at."""
+    with EndlessServer() as server:
+        code, err = capped(mcpp, ["build"], app(project), {"MCPP_PAYLOAD_INDEX": server.url, **TRUSTED})
+    assert code == 2 and "Traceback" not in err and "MemoryError" not in err, err
+    assert f"error: payload index: {server.url}/pkgs/xim/tool.toml: larger than 16777216 bytes, which no index file " \
+           f"or descriptor is; nothing of it was used" in err, err
+
+
+def test_an_index_file_that_is_a_fifo_is_refused_not_waited_on(project, mcpp, tmp_path):
+    """A local index (a checkout, say) whose descriptor is a fifo, or a link to a terminal: it is
+    refused at once instead of blocking the build forever."""
+    index = index_of(tmp_path / "index", "")
+    desc = index / "pkgs" / "xim" / "tool.toml"
+    desc.unlink()
+    os.mkfifo(desc)
+    res = mcpp("build", cwd=app(project), env={"MCPP_PAYLOAD_INDEX": str(index)}, timeout=60)
+    assert res.code == 2 and "Traceback" not in res.err, res.err
+    assert f"error: payload index: {desc}: not a regular file" in res.err, res.err
