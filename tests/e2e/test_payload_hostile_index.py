@@ -142,3 +142,18 @@ def test_an_index_file_that_is_a_fifo_is_refused_not_waited_on(project, mcpp, tm
     res = mcpp("build", cwd=app(project), env={"MCPP_PAYLOAD_INDEX": str(index)}, timeout=60)
     assert res.code == 2 and "Traceback" not in res.err, res.err
     assert f"error: payload index: {desc}: not a regular file" in res.err, res.err
+
+
+def test_a_dir_release_is_copied_under_the_same_limits_as_an_archive(project, mcpp, tmp_path):
+    """A `dir` release (a checkout of an index, say) holding a 1 TiB sparse file, which costs its
+    publisher nothing: the copy stops at the unpacked limit instead of filling the disk."""
+    index = index_of(tmp_path / "index", '[[release]]\nversion = "1.0"\nlinux-x86_64 = { dir = "trees/tool" }\n')
+    (index / "trees" / "tool").mkdir(parents=True)
+    with open(index / "trees" / "tool" / "huge", "wb") as f:
+        f.truncate(1 << 40)
+    res = mcpp("build", cwd=app(project), env={"MCPP_PAYLOAD_INDEX": str(index), "MCPP_PAYLOAD_MAX_UNPACKED": "8Mi"},
+               timeout=120)
+    assert res.code == 2 and "Traceback" not in res.err, res.err
+    assert f"error: payload `xim:tool`: {index}/trees/tool/huge takes the unpacked payload past 8.0 MiB (8388608 " \
+           f"bytes), the limit set by MCPP_PAYLOAD_MAX_UNPACKED; nothing was installed" in res.err, res.err
+    assert not (mcpp.home / "payloads" / "xim" / "tool").exists()
