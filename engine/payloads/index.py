@@ -148,10 +148,19 @@ class Index:
         self._descriptors: dict[tuple[str, str], Descriptor | None] = {}
 
     def url(self, rel: str) -> str:
-        """`rel` resolved against the index (an absolute URL stays as written)."""
+        """`rel` resolved against the index (an absolute URL stays as written). An index on a
+        server names nothing on this machine: a `file://` URL (or a path) from it is refused,
+        so a remote descriptor cannot make mcpp read a local file or device as an archive."""
+        local = not is_url(rel) or urllib.parse.urlsplit(rel).scheme == "file"
+        if local and (is_url(rel) or rel.startswith("/")) and self._remote():
+            raise PayloadError(f"payload index {self.location} names `{rel}`, a file on this machine; an index on "
+                               f"a server may name only its own files or other http(s) URLs")
         if is_url(rel) or rel.startswith("/"):
             return rel
         return f"{self.location}/{rel}" if is_url(self.location) else os.path.join(self.location, rel)
+
+    def _remote(self) -> bool:
+        return urllib.parse.urlsplit(self.location).scheme in ("http", "https")
 
     def local_path(self, rel: str) -> str | None:
         """A path on this machine for `rel` when the index is local (a `dir` source must be)."""
