@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from .errors import PayloadError
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+# A release's version names its directory in the store (`payloads/<ns>/<name>/<version>/`) and its
+# lock, so it is one plain path component: no `/`, never `.` or `..`, nothing absolute.
+_VERSION = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._+-]{0,127}$")
 _ARCHIVE_SUFFIXES = (".tar.zst", ".tar.gz", ".tgz", ".zip")
 
 
@@ -105,6 +108,9 @@ def parse_descriptor(text: str, location: str, namespace: str, name: str) -> Des
         if not isinstance(rel, dict) or not isinstance(rel.get("version"), str) or not rel["version"]:
             raise fail(f"[[release]] #{i + 1} has no `version`")
         version = rel["version"]
+        if not _VERSION.match(version):
+            raise fail(f"[[release]] #{i + 1}: version `{version}` is not a version (letters, digits, `.`, `+`, "
+                       f"`-`, `_`, starting with a letter or digit): it names the payload's directory in the store")
         if version in seen:
             raise fail(f"release `{version}` is listed twice")
         seen.add(version)

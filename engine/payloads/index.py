@@ -21,6 +21,8 @@ every descriptor read from it is signed by a key of `[payloads] trusted-keys` /
 from __future__ import annotations
 
 import os
+import stat
+import time
 import tomllib
 import urllib.parse
 from dataclasses import dataclass
@@ -41,6 +43,7 @@ ENV = "MCPP_PAYLOAD_INDEX"
 KEYS_ENV = "MCPP_PAYLOAD_TRUSTED_KEYS"
 INSECURE_ENV = "MCPP_PAYLOAD_INDEX_INSECURE"
 TIMEOUT_S = 30
+MAX_DOCUMENT = 16 << 20  # an index.toml, a descriptor or its signatures: text far smaller
 
 
 @dataclass(frozen=True)
@@ -57,12 +60,25 @@ class NotFound(Exception):
 
 
 def fetch(url: str) -> bytes:
-    """The bytes at `url` (a path, `file://` or `http(s)://`); `NotFound` when there is none."""
+    """The bytes at `url` (a path, `file://` or `http(s)://`): an `index.toml`, a descriptor or
+    its signatures; `NotFound` when there is none. These are small texts, so what is read is
+    bounded, in bytes (`MAX_DOCUMENT`) and in time (`TIMEOUT_S` for the whole document, not per
+    read): a server that answers without end, or a byte at a time, is refused, not waited on."""
+    deadline = time.monotonic() + TIMEOUT_S
+    out = bytearray()
     with open_url(url) as r:
+        read = getattr(r, "read1", r.read)  # what has arrived, so the deadline is looked at between reads
         try:
-            return r.read()
+            while chunk := read(min(1 << 16, MAX_DOCUMENT + 1 - len(out))):
+                out += chunk
+                if len(out) > MAX_DOCUMENT:
+                    raise PayloadError(f"payload index: {url}: larger than {MAX_DOCUMENT} bytes, which no index "
+                                       f"file or descriptor is; nothing of it was used")
+                if time.monotonic() > deadline:
+                    raise PayloadError(f"payload index unreachable: {url}: not received within {TIMEOUT_S}s")
         except stream_errors(url) as e:
             raise read_failed(url, e) from None
+    return bytes(out)
 
 
 def open_url(url: str) -> BinaryIO:
@@ -87,11 +103,17 @@ def open_url(url: str) -> BinaryIO:
             raise read_failed(url, e) from None
     path = urllib.parse.unquote(urllib.parse.urlsplit(url).path) if scheme == "file" else url
     try:
-        return open(path, "rb")
+        # Non-blocking, so that a fifo or a terminal is refused below instead of waited on.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
         raise NotFound(url) from None
     except OSError as e:
         raise PayloadError(f"payload index: {url}: {e.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise PayloadError(f"payload index: {url}: not a regular file (a device, fifo or directory is never "
+                           f"part of an index)")
+    return open(fd, "rb")
 
 
 def stream_errors(url: str) -> tuple[type[BaseException], ...]:
@@ -135,10 +157,19 @@ class Index:
         return fetch(where)
 
     def url(self, rel: str) -> str:
-        """`rel` resolved against the index (an absolute URL stays as written)."""
+        """`rel` resolved against the index (an absolute URL stays as written). An index on a
+        server names nothing on this machine: a `file://` URL (or a path) from it is refused,
+        so a remote descriptor cannot make mcpp read a local file or device as an archive."""
+        local = not is_url(rel) or urllib.parse.urlsplit(rel).scheme == "file"
+        if local and (is_url(rel) or rel.startswith("/")) and self._remote():
+            raise PayloadError(f"payload index {self.location} names `{rel}`, a file on this machine; an index on "
+                               f"a server may name only its own files or other http(s) URLs")
         if is_url(rel) or rel.startswith("/"):
             return rel
         return f"{self.location}/{rel}" if is_url(self.location) else os.path.join(self.location, rel)
+
+    def _remote(self) -> bool:
+        return urllib.parse.urlsplit(self.location).scheme in ("http", "https")
 
     def local_path(self, rel: str) -> str | None:
         """A path on this machine for `rel` when the index is local (a `dir` source must be)."""

@@ -9,13 +9,14 @@ only complete: a refused archive leaves nothing, a killed install leaves a tempo
 (`mcpp cache gc` sweeps it) and the next build installs again. A lock per payload makes two
 builds that need it at the same time install it once: the second waits, then finds the directory.
 
-A `dir` source (a directory inside a local index) is copied the same way, through a `Tree`, so
-what a build reads does not change when the index's checkout does, and nothing outside the
-index is copied. A `system` source is not installed at all: the installation is adopted in
+A `dir` source (a directory inside a local index) is copied the same way, through a `Tree` with
+the same limits as an archive, so what a build reads does not change when the index's checkout
+does, nothing outside the index is copied, and a huge (or sparse) file in it cannot fill the disk. A `system` source is not installed at all: the installation is adopted in
 place (system.py).
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
@@ -185,7 +186,7 @@ def _copy_dir(index: Index, desc: Descriptor, source: Source, root: str) -> None
         raise PayloadError(f"payload `{address}`: directory {src} of the index does not exist "
                            f"(descriptor {desc.location})") from None
     try:
-        with Tree(root, refuse) as tree:
+        with Tree(root, refuse, limits_for(source, os.environ)) as tree:
             _copy_tree(base, tree)
             tree.finish()
     finally:
@@ -211,9 +212,25 @@ def _copy_tree(base: int, tree: Tree) -> None:
                     tree.add_dir(name)
                     pending.append(name)
                 elif stat.S_ISREG(mode):
-                    with open(os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd), "rb") as f:
+                    with open(_open_file(leaf, fd, name, tree), "rb") as f:
                         tree.add_file(name, f, mode & 0o777)
                 else:
                     raise tree.refuse_special(name)
         finally:
             os.close(fd)
+
+
+def _open_file(leaf: str, dir_fd: int, name: str, tree: Tree) -> int:
+    """Open the regular file `leaf` of `dir_fd` for copying. It was a regular file when the
+    directory was listed; one replaced since by a link, a fifo or a device is refused, never
+    followed or waited on (non-blocking open, then the descriptor itself is checked)."""
+    try:
+        fd = os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise tree.refuse_special(name) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise tree.refuse_special(name)
+    return fd

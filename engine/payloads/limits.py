@@ -46,7 +46,7 @@ def limits_for(source: Source, environ: Mapping[str, str]) -> Limits:
         max_bytes, origin = stated, "the descriptor's `unpacked-size`"
     else:
         max_bytes = DEFAULT_MAX_BYTES
-        origin = (f"the default limit for an archive whose descriptor states no `unpacked-size` "
+        origin = (f"the default limit for a payload whose descriptor states no `unpacked-size` "
                   f"(set one, or raise {ENV_BYTES})")
     members = _env(environ, ENV_MEMBERS)
     if members is None:

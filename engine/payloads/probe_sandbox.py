@@ -14,12 +14,14 @@ installation then needs a machine with bwrap (docs/payloads.md).
 from __future__ import annotations
 
 import os
+import selectors
 import subprocess
+import time
 
 from .errors import PayloadError
 
 PROBE_TIMEOUT_S = 30
-OUTPUT_LIMIT = 64 * 1024  # what a version banner needs; the rest is dropped
+OUTPUT_LIMIT = 64 * 1024  # what a version banner needs; the probe is stopped there
 
 
 def _under(path: str, roots) -> bool:
@@ -46,11 +48,46 @@ def run_probe(root: str, argv: list[str], what: str) -> tuple[str | None, str]:
     if not _under(root, SYSTEM_ROOTS):
         cmd += ["--ro-bind", root, root]
     cmd += ["--chdir", root, "--setenv", "PATH", "/usr/bin:/bin", "--", *argv]
+    return _bounded_run(cmd, argv)
+
+
+def _bounded_run(cmd: list[str], argv: list[str]) -> tuple[str | None, str]:
+    """Run `cmd`, reading at most OUTPUT_LIMIT bytes of what it prints within PROBE_TIMEOUT_S:
+    a probe that prints without end is stopped at the limit (its first bytes are its answer),
+    one that does not finish in time is killed. Nothing it prints is held beyond the limit."""
+    shown = " ".join(argv)
     try:
-        proc = subprocess.run(cmd, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, timeout=PROBE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return None, f"its probe `{' '.join(argv)}` did not finish within {PROBE_TIMEOUT_S}s"
+        proc = subprocess.Popen(cmd, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
     except OSError as e:
-        return None, f"its probe `{' '.join(argv)}` did not run ({e.strerror})"
-    return proc.stdout[:OUTPUT_LIMIT].decode(errors="replace"), ""
+        return None, f"its probe `{shown}` did not run ({e.strerror})"
+    deadline = time.monotonic() + PROBE_TIMEOUT_S
+    out = bytearray()
+    timed_out = False
+    try:
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            while len(out) < OUTPUT_LIMIT:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    timed_out = True
+                    break
+                if not sel.select(left):
+                    continue
+                chunk = os.read(proc.stdout.fileno(), OUTPUT_LIMIT - len(out))
+                if not chunk:
+                    break
+                out += chunk
+        if not timed_out and len(out) < OUTPUT_LIMIT:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+    finally:
+        if proc.poll() is None:
+            proc.kill()  # bwrap dies, and with it the probe's namespace and all it started
+        proc.wait()
+        proc.stdout.close()
+    if timed_out:
+        return None, f"its probe `{shown}` did not finish within {PROBE_TIMEOUT_S}s"
+    return out.decode(errors="replace"), ""

@@ -27,6 +27,13 @@ from mcpp.cas.units import format_size
 CHUNK = 1 << 20
 MAX_LINK_HOPS = 40  # the kernel's own bound on links followed while resolving one path
 MAX_LINK_TEXT = 4095  # PATH_MAX - 1: a longer link text is not a path
+MAX_PATH = 4095  # nor is a longer member path (as bytes)
+# Directories nested deeper than this are no payload's; bounding the depth keeps each member's
+# cost, and the recursion of tools that walk the tree later (removal, `mcpp cache gc`), small.
+MAX_DEPTH = 256
+# Components walked, all links together, to resolve every link of one tree: far more than any
+# payload's links need, and what bounds the time an archive of long, chained link texts can take.
+MAX_LINK_STEPS = 16_000_000
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # What a member that cannot be created this way means: the archive, not the machine, is at fault.
 _REFUSED_ERRNOS = (errno.ELOOP, errno.ENOTDIR, errno.EEXIST, errno.EISDIR, errno.ENAMETOOLONG, errno.EINVAL)
@@ -72,6 +79,7 @@ class Tree:
         self._kinds: dict[str, str] = {"": "directory"}  # what each created path is
         self._links: dict[str, str] = {}  # symlink -> its text
         self._bytes = 0
+        self._steps = 0  # path components walked resolving links (MAX_LINK_STEPS)
         self._parent: tuple[str, int] | None = None  # the last parent opened, reused by its siblings
 
     def __enter__(self) -> "Tree":
@@ -166,30 +174,34 @@ class Tree:
     def _escape(self, name: str) -> str | None:
         """Resolve link `name` by walking the tree as the kernel would; the link whose text
         leaves the root, else None. A walk that stops at a missing path or a file stays inside."""
-        here = name.split("/")[:-1]  # the directory holding the link
+        here = name.rpartition("/")[0]  # the directory holding the link ("" is the root)
         todo = list(reversed(self._links[name].split("/")))
         current, hops = name, 1
         while todo:
             part = todo.pop()
+            self._steps += 1
+            if self._steps > MAX_LINK_STEPS:
+                raise self._refuse(name, f"is a link whose resolution takes the payload's links past "
+                                         f"{MAX_LINK_STEPS} path components walked")
             if part in ("", "."):
                 continue
             if part == "..":
                 if not here:
                     return current
-                here.pop()
+                here = here.rpartition("/")[0]
                 continue
-            here.append(part)
-            path = "/".join(here)
+            path = f"{here}/{part}" if here else part
             kind = self._kinds.get(path)
             if kind == "symlink":
                 hops += 1
                 if hops > MAX_LINK_HOPS:
                     raise self._refuse(name, f"is a link that does not resolve (more than {MAX_LINK_HOPS} links "
                                              f"deep)")
-                here.pop()
                 todo.extend(reversed(self._links[path].split("/")))
                 current = path
-            elif kind != "directory":
+            elif kind == "directory":
+                here = path
+            else:
                 return None  # missing, or a file: the kernel stops here, inside the tree
         return None
 
@@ -197,34 +209,60 @@ class Tree:
 
     def _new(self, name: str) -> tuple[int, str]:
         """The descriptor of `name`'s parent (its missing directories made) and its last
-        component; refuses a name already taken or one below something that is not a directory."""
+        component; refuses a name already taken or one below something that is not a directory.
+        Its cost grows with the name's length, not with its square: a parent already made
+        (the usual case) is looked up once, and missing ones are made top-down, each opened
+        from the one above."""
         parts = name.split("/")
         if not name or "\0" in name or any(p in ("", ".", "..") for p in parts):
             raise self._refuse(name, "has an unusable path")
+        if len(parts) > MAX_DEPTH or len(os.fsencode(name)) > MAX_PATH:
+            raise self._refuse(name, f"has a path deeper than {MAX_DEPTH} directories or longer than {MAX_PATH} "
+                                     f"bytes")
         if name in self._kinds:
             raise self._refuse(name, f"is listed twice (first as a {self._kinds[name]})")
         self._count(name)
-        for i in range(1, len(parts)):
-            prefix = "/".join(parts[:i])
-            kind = self._kinds.get(prefix)
-            if kind is None:
-                self.add_dir(prefix)
-            elif kind != "directory":
-                raise self._refuse(name, f"lies under the {kind} `{prefix}`")
-        parent = "/".join(parts[:-1])
-        if self._parent is None or self._parent[0] != parent:
-            fd = self._open(parts[:-1], name)
-            if self._parent is not None:
-                os.close(self._parent[1])
-            self._parent = (parent, fd)
-        return self._parent[1], parts[-1]
+        parent = name.rpartition("/")[0]
+        if self._kinds.get(parent) != "directory":
+            prefix = ""
+            for part in parts[:-1]:
+                prefix = f"{prefix}/{part}" if prefix else part
+                kind = self._kinds.get(prefix)
+                if kind is None:
+                    self._count(prefix)
+                    fd = self._parent_fd(prefix, name)
+                    leaf = prefix.rpartition("/")[2]
+                    self._create(prefix, lambda: os.mkdir(leaf, 0o755, dir_fd=fd))
+                    self._kinds[prefix] = "directory"
+                elif kind != "directory":
+                    raise self._refuse(name, f"lies under the {kind} `{prefix}`")
+        return self._parent_fd(name, name), parts[-1]
+
+    def _parent_fd(self, path: str, member: str) -> int:
+        """The descriptor of `path`'s parent directory, kept for its siblings; opened from the
+        last one kept when that is its own parent (a chain made top-down), else from the root."""
+        parent = path.rpartition("/")[0]
+        if self._parent is not None and self._parent[0] == parent:
+            return self._parent[1]
+        if self._parent is not None and parent.rpartition("/")[0] == self._parent[0] and parent:
+            fd = self._open_from(self._parent[1], [parent.rpartition("/")[2]], member, parent)
+        else:
+            fd = self._open_from(self._root_fd, parent.split("/") if parent else [], member, parent)
+        if self._parent is not None:
+            os.close(self._parent[1])
+        self._parent = (parent, fd)
+        return fd
 
     def _open(self, dirs: list[str], member: str) -> int:
+        return self._open_from(self._root_fd, dirs, member, "/".join(dirs))
+
+    def _open_from(self, base_fd: int, dirs: list[str], member: str, shown: str) -> int:
+        """Directory `dirs` below `base_fd` (`shown`: its path in the tree, for the refusal)."""
         try:
-            return open_dir(self._root_fd, dirs)
+            return open_dir(base_fd, dirs)
         except OSError as e:
             if e.errno in _REFUSED_ERRNOS:
-                raise self._refuse(member, f"lies under `{'/'.join(dirs)}`, which is not a plain directory") from None
+                raise self._refuse(member, f"lies under `{shown}`, which is not a plain directory") from None
             raise
 
     def _create(self, name: str, make):

@@ -197,3 +197,35 @@ def test_data_attached_to_a_link_counts_against_the_limit_though_it_is_skipped(t
         t.addfile(info, io.BytesIO(bytes(2 << 20)))
     message = refused(tmp_path, buf.getvalue(), limits=limits())
     assert "member `a/l` takes the unpacked payload past 1.0 MiB" in message
+
+
+def test_a_member_nested_past_the_depth_bound_is_refused_at_once(tmp_path):
+    """2,000 directories deep (a 4,001-byte name): making each missing parent from the root
+    again took time cubic in the depth, and removing the refused tree overflowed the stack of a
+    recursive removal; the name is refused before anything is made."""
+    import time
+
+    start = time.monotonic()
+    message = refused(tmp_path, tar([f("a/" * 2000 + "f"), f("../evil")], fmt=tarfile.PAX_FORMAT))
+    assert time.monotonic() - start < 10
+
+    from mcpp.engine.payloads.tree import MAX_DEPTH
+
+    assert f"has a path deeper than {MAX_DEPTH} directories or longer than 4095 bytes" in message
+    deep = unpack(tmp_path, tar([f("a/" * (MAX_DEPTH - 1) + "f", b"deep")], fmt=tarfile.PAX_FORMAT), dest=tmp_path / "ok")
+    assert (deep / ("a/" * (MAX_DEPTH - 1) + "f")).read_bytes() == b"deep"
+
+
+def test_the_walk_that_resolves_links_is_bounded(tmp_path, monkeypatch):
+    """Links whose long texts each pass through a chain of links: resolving them all costs the
+    product of their counts, lengths and the chain's depth. The walk is bounded overall (here
+    lowered, so the archive stays small) and the payload refused when it passes the bound."""
+    from mcpp.engine.payloads import tree
+
+    monkeypatch.setattr(tree, "MAX_LINK_STEPS", 100_000, raising=False)
+    pad = "d/../" * 100
+    members = [("d", None, tarfile.DIRTYPE, ""), f("f")]
+    members += [sym(f"l{k}", pad + (f"l{k + 1}" if k < 37 else "f")) for k in range(38)]
+    members += [sym(f"m{k}", pad + "l0") for k in range(20)]
+    message = refused(tmp_path, tar(members, fmt=tarfile.PAX_FORMAT))
+    assert "is a link whose resolution takes the payload's links past 100000 path components walked" in message

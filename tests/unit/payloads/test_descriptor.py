@@ -41,6 +41,8 @@ def test_the_three_sources():
     (('match = "V([0-9.]+)"', 'match = "V"'), "must have a group"),
     (('name = "gen"', 'name = "other"'), "but its path says `xim:gen`"),
     (("strip = 1 }", 'strip = 1, unpacked-size = "big" }'), "`unpacked-size` must be a byte count"),
+    (('version = "1.2.0"', 'version = ".."'), "version `..` is not a version"),
+    (('version = "1.2.0"', 'version = "1.2/../../x"'), "version `1.2/../../x` is not a version"),
 ])
 def test_refusals_name_the_descriptor(edit, message):
     with pytest.raises(PayloadError) as e:

@@ -74,3 +74,16 @@ def test_a_signature_covers_the_descriptor_bytes_and_its_path():
     assert signature.verify("pkgs/xim/tool.toml", data, line, [key.public]) == (None, signature.MISMATCH)
     both = signature.signature_line("pkgs/xim/gen.toml", data, other) + line  # a rotation: two signers
     assert signature.verify("pkgs/xim/gen.toml", data, both, [key.public])[0] == key.public
+
+
+def test_an_index_on_a_server_cannot_name_a_file_on_this_machine(tmp_path):
+    """A descriptor from an http(s) index whose archive is `file:///...`: mcpp would read a local
+    file (or device) as the archive; only a local index may name local files."""
+    remote = Index("https://payloads.example.com/idx")
+    assert remote.url("archives/a.tar.zst") == "https://payloads.example.com/idx/archives/a.tar.zst"
+    assert remote.url("http://mirror.example.com/a.tar.zst") == "http://mirror.example.com/a.tar.zst"
+    for rel in ("file:///dev/zero#.tar.zst", "file:///home/user/.ssh/id_ed25519#.tar.zst"):
+        with pytest.raises(PayloadError, match="a file on this machine"):
+            remote.url(rel)
+    local = Index(str(tmp_path))
+    assert local.url("file:///srv/a.tar.zst") == "file:///srv/a.tar.zst"
