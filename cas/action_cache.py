@@ -46,7 +46,7 @@ class ActionEntry:
     created: float = field(default_factory=time.time)
     # Where the result came from when it was not built here, e.g. a remote cache and the key that
     # signed it (cas/remote/trust.py); None for a result built on this machine.
-    origin: dict | None = None
+    origin: dict[str, str | None] | None = None
 
     def blobs(self) -> set[Digest]:
         """The blobs this entry needs: `gc` must keep all of them while the entry exists."""

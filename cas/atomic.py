@@ -28,6 +28,15 @@ from __future__ import annotations
 import errno
 import os
 
+# `typing` stays unimported at run time (see above); mypy reads this block as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from types import TracebackType
+    from typing import IO, Any
+
+    from typing_extensions import Buffer
+
 TMP_PREFIX = ".tmp-"
 # The creation mode of a store's files (entries, caches, state): owner-only, as
 # `tempfile.mkstemp` makes them. Files a user opens (compile_commands.json) pass PUBLIC.
@@ -74,7 +83,7 @@ def _proc_fds() -> int:
     return _proc[1]
 
 
-def publish(path: str, chunks, *, perms: int) -> bool:
+def publish(path: str, chunks: Iterable[Buffer], *, perms: int) -> bool:
     """Create `path` (a content-named file nobody rewrites) holding the concatenated `chunks`
     (bytes-like objects), with mode `perms`, or leave an existing `path` alone. True when this
     call created it. The directory is created on demand.
@@ -122,7 +131,7 @@ def _open_tmpfile(directory: str) -> int:
         return os.open(directory, flags, PRIVATE)
 
 
-def _write_all(fd: int, chunks, perms: int) -> None:
+def _write_all(fd: int, chunks: Iterable[Buffer], perms: int) -> None:
     for chunk in chunks:
         view = memoryview(chunk)
         while view:
@@ -157,13 +166,13 @@ class atomic_file:  # noqa: N801 - used like open()
     umask); `perms`, when given, is set on the file before the rename (a read-only blob).
     """
 
-    def __init__(self, path: str, *, text: bool = False, mode: int = PRIVATE, perms: int | None = None):
+    def __init__(self, path: str, *, text: bool = False, mode: int = PRIVATE, perms: int | None = None) -> None:
         self.path = os.fspath(path)
         self.text = text
         self.mode = mode
         self.perms = perms
 
-    def __enter__(self):
+    def __enter__(self) -> IO[Any]:
         fd, self.tmp = temp_file(os.path.dirname(self.path) or ".", self.mode)
         try:
             self.file = open(fd, "w" if self.text else "wb", encoding="utf-8" if self.text else None)
@@ -173,7 +182,8 @@ class atomic_file:  # noqa: N801 - used like open()
             raise
         return self.file
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         ok = exc_type is None
         try:
             try:

@@ -11,7 +11,8 @@ what it keeps; `get` and `open` always answer the uncompressed bytes.
 """
 from __future__ import annotations
 
-from typing import BinaryIO, Iterable, Protocol, runtime_checkable
+import io
+from typing import Iterable, Protocol, runtime_checkable
 
 from .digest import Digest
 
@@ -62,7 +63,7 @@ class BlobStore(Protocol):
         """Store a regular file's bytes without reading a large file whole into memory."""
         ...
 
-    def open(self, d: Digest) -> BinaryIO:
+    def open(self, d: Digest) -> io.BufferedIOBase:
         """A readable stream of the uncompressed bytes, for blobs too large to hold in memory.
 
         Raises `BlobNotFound` at once; a decode error or (through `VerifyingStore`) a hash

@@ -38,7 +38,7 @@ def digest_bytes(data: bytes) -> Digest:
     return Digest(blake3.blake3(data).hexdigest(), len(data))
 
 
-def digest_file(path: str | os.PathLike) -> Digest:
+def digest_file(path: str | os.PathLike[str]) -> Digest:
     """Hash a file without reading it whole into memory."""
     hasher = blake3.blake3()
     size = 0

@@ -22,7 +22,7 @@ from typing import Iterator, Mapping
 
 # Every temp file the stores create is named by cas/atomic.py: `TMP_PREFIX` lets scans skip
 # it and `gc` sweep it; `temp_file` is re-exported here for the stores that import it.
-from .atomic import TMP_PREFIX, temp_file  # noqa: F401
+from .atomic import TMP_PREFIX as TMP_PREFIX, temp_file as temp_file  # noqa: F401
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +81,7 @@ def is_hex_key(text: str) -> bool:
     return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
 
 
-def iter_sharded(root: str | os.PathLike[str]) -> Iterator[tuple[str, os.DirEntry, os.stat_result]]:
+def iter_sharded(root: str | os.PathLike[str]) -> Iterator[tuple[str, os.DirEntry[str], os.stat_result]]:
     """(2-hex shard, entry, stat) for every file in `<root>/<2 hex>/`, skipping temp files and
     files deleted while we walk (a concurrent gc). The stores' layout in one place."""
     try:

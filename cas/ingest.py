@@ -27,11 +27,14 @@ import os
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 
 import blake3
 
 from .digest import Digest, digest_file
+
+if TYPE_CHECKING:
+    from .materialize import Materializer
 
 # Outputs up to this size are read whole once (hash now, compress and copy later from the same
 # bytes); larger ones are hashed streaming now and read again by the job.
@@ -87,7 +90,15 @@ class IngestError(Exception):
     """A file changed between being hashed and being stored."""
 
 
-def store_blobs(blobs, store, mat) -> None:
+class IngestStore(Protocol):
+    """The store `store_blobs` fills: `LocalZstdStore`, or `VerifyingStore` over one."""
+
+    def put_digested(self, d: Digest, data: bytes) -> Digest: ...
+
+    def put_file(self, path: str) -> Digest: ...
+
+
+def store_blobs(blobs: Iterable[PendingBlob], store: IngestStore, mat: Materializer) -> None:
     """Put every blob into `store` (and the materialization area where asked), area first:
     a dependent about to be staged looks there."""
     for b in blobs:
@@ -96,6 +107,7 @@ def store_blobs(blobs, store, mat) -> None:
                 mat.publish_bytes(b.digest, b.data, executable=b.executable)
             store.put_digested(b.digest, b.data)
             continue
+        assert b.path is not None, "a PendingBlob holds its bytes or names its file"
         got = store.put_file(b.path)
         if got != b.digest:
             raise IngestError(f"{b.path} changed between being hashed and being stored")
@@ -114,7 +126,7 @@ class Ingest:
 
     def __init__(self, inline: bool = False) -> None:
         self.inline = inline
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[str, Callable[[], None]] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._dropping = False  # set by `abandon`: jobs still queued are skipped
         self.errors: list[tuple[str, BaseException]] = []  # (label, what went wrong)

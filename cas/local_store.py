@@ -26,7 +26,7 @@ from __future__ import annotations
 import io
 import os
 import threading
-from typing import BinaryIO, Iterable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, Iterable, Iterator, NamedTuple
 
 import blake3
 import zstandard
@@ -35,6 +35,9 @@ from .blobstore import BlobNotFound, CorruptBlob
 from .digest import Digest
 from .atomic import TMP_PREFIX, commit, discard, publish, temp_file
 from .home import iter_sharded, shard
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 LEVEL = 3
 # Files up to this size are read whole (one read, one compress call); larger ones stream.
@@ -80,7 +83,7 @@ class _DecodingReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b) -> int:  # type: ignore[override]
+    def readinto(self, b: Buffer) -> int:
         try:
             return self._reader.readinto(b)
         except zstandard.ZstdError as e:
@@ -140,14 +143,14 @@ class LocalZstdStore:
         except zstandard.ZstdError as e:
             raise CorruptBlob(d, f"zstd: {e}") from None
 
-    def open(self, d: Digest) -> BinaryIO:
+    def open(self, d: Digest) -> io.BufferedIOBase:
         path = self.path_of(d)
         try:
             raw = open(path, "rb")
         except FileNotFoundError:
             raise BlobNotFound(d) from None
         self._touch(d.hash, path)
-        return io.BufferedReader(_DecodingReader(d, raw), buffer_size=_CHUNK)  # type: ignore[return-value]
+        return io.BufferedReader(_DecodingReader(d, raw), buffer_size=_CHUNK)
 
     def put(self, data: bytes) -> Digest:
         return self.put_digested(Digest(blake3.blake3(data).hexdigest(), len(data)), data)
@@ -208,7 +211,7 @@ class LocalZstdStore:
 
     # --- internals ------------------------------------------------------------------------
 
-    def _put_stream(self, f: BinaryIO, size: int, name: str) -> Digest:
+    def _put_stream(self, f: io.BufferedIOBase, size: int, name: str) -> Digest:
         """Hash and compress in one pass; the digest (hence the final name) is known at the end."""
         hasher = blake3.blake3()
         fd, tmp = temp_file(self._tmpdir)

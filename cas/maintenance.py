@@ -26,6 +26,7 @@ import stat as stat_mod
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Iterator
 
 import blake3
 import zstandard
@@ -34,7 +35,7 @@ from google.protobuf.message import DecodeError
 from .action_cache import ActionCache, ActionEntry
 from .digest import Digest
 from .home import TMP_PREFIX, Home, is_hex_key, unlink_quietly
-from .blobstore import BlobNotFound, CorruptBlob, StoreError
+from .blobstore import BlobNotFound, BlobStore, CorruptBlob, StoreError
 from . import tree
 from .local_store import LocalZstdStore, content_size
 from .materialize import Materializer, file_digest_matches
@@ -301,7 +302,7 @@ def _check_blob(path: str, h: str) -> Digest | None:
     return None
 
 
-def _temp_files(home: Home, store: LocalZstdStore):
+def _temp_files(home: Home, store: LocalZstdStore) -> Iterator[tuple[str, float]]:
     """(path, mtime) of in-flight or abandoned temp files in cas/, ac/ and mat/."""
     yield from store.iter_temp_files()
     for top in (home.ac, home.mat):
@@ -334,7 +335,7 @@ def _read_entry(path: str) -> ActionEntry | None:
         return None
 
 
-def _iter_mat(home: Home):
+def _iter_mat(home: Home) -> Iterator[tuple[str, os.stat_result]]:
     """(path, stat) of every materialized file."""
     try:
         shards = os.listdir(home.mat)
@@ -412,7 +413,7 @@ def make_writable(path: str) -> None:
         os.close(fd)
 
 
-def _tree_files(entry: ActionEntry, store) -> set[str]:
+def _tree_files(entry: ActionEntry, store: BlobStore) -> set[str]:
     """The file blobs of an entry's tree outputs (`.../`, cas/tree.py): the entry names only the
     tree, whose files must live as long as it does. An unreadable tree keeps nothing (the entry
     is then healed by running the action again)."""

@@ -29,6 +29,7 @@ import errno
 import os
 import shutil
 import stat as stat_mod
+from typing import Literal
 
 import blake3
 
@@ -286,7 +287,7 @@ class Materializer:
                 return
 
 
-def _read_entry(path: str, size: int, mode: int) -> bytes | None | bool:
+def _read_entry(path: str, size: int, mode: int) -> bytes | None | Literal[False]:
     """An area entry's bytes when it is a regular file of `size` bytes and mode `mode`; None when
     there is none; False when something else holds the name. Opened without following a link and
     without blocking (a FIFO), checked before it is read, and read no further than `size`."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import marshal
 import os
 import warnings
-from typing import Callable, NamedTuple
+from typing import Callable, Iterable, NamedTuple
 
 from .atomic import atomic_file
 from .digest import Digest, digest_file
@@ -97,7 +97,7 @@ class StatCache:
             st2 = self._stat(path)
             key2 = (st2.st_dev, st2.st_ino, st2.st_size, st2.st_mtime_ns, st2.st_ctime_ns)
             if key2 == key and d.size == st.st_size:
-                self._entries[path] = (*key, bytes.fromhex(d.hash))  # type: ignore[assignment]
+                self._entries[path] = (*key, bytes.fromhex(d.hash))
                 self._dirty = True
                 return d
             key = key2  # changed while we read it: hash again
@@ -107,7 +107,7 @@ class StatCache:
         self._dirty = True
         return d
 
-    def holding(self, files) -> list[str]:
+    def holding(self, files: Iterable[tuple[str, str, bytes]]) -> list[str]:
         """The names among `files` ((name, path, blake3 bytes), ...) whose file still has the
         stat this cache recorded that hash under: `digest` would answer that hash, by the same
         one `stat` each, without building a `Digest` per file (thousands per no-op build)."""
@@ -189,7 +189,7 @@ class StatCache:
         return len(racy)
 
 
-def _well_formed(entries) -> bool:
+def _well_formed(entries: object) -> bool:
     """The right format can still hold the wrong shapes (a hand edit, a damaged write): such a
     file is dropped whole and every file is hashed again."""
     return isinstance(entries, dict) and all(

@@ -21,13 +21,19 @@ import os
 import posixpath
 import stat
 from dataclasses import dataclass
-from typing import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from .blobstore import BlobStore
 from .digest import Digest, digest_bytes
 
+if TYPE_CHECKING:
+    # protobuf ships no types and the REAPI classes are built at run time
+    # (cas/remote/protocol.py): a message is `Any` to the type checker, named here for the reader.
+    from google.protobuf.message import Message
 
-def _pb():
+
+def _pb() -> ModuleType:
     """The REAPI messages, imported on first use: protobuf costs about 40 ms to import, which a
     build without tree outputs (a no-op above all) should not pay."""
     from .remote import protocol
@@ -49,7 +55,15 @@ class TreeEntry:
     target: str | None = None  # a symlink's (relative) target
 
 
-def capture(root: str, store: BlobStore) -> Digest:
+class TreeSink(Protocol):
+    """What `capture` writes through: a `BlobStore`, or `_HashOnly` that keeps nothing."""
+
+    def put(self, data: bytes) -> Digest: ...
+
+    def put_file(self, path: str) -> Digest: ...
+
+
+def capture(root: str, store: TreeSink) -> Digest:
     """Store every file of `root` and the tree describing it; returns the tree's digest."""
     children: dict[Digest, bytes] = {}
     top = _directory(root, "", store, children)
@@ -60,11 +74,12 @@ def capture(root: str, store: BlobStore) -> Digest:
     return store.put(_encode(tree))
 
 
-def _encode(message) -> bytes:
-    return message.SerializeToString(deterministic=True)
+def _encode(message: Message) -> bytes:
+    data: bytes = message.SerializeToString(deterministic=True)
+    return data
 
 
-def _directory(path: str, rel: str, store: BlobStore, children: dict[Digest, bytes]):
+def _directory(path: str, rel: str, store: TreeSink, children: dict[Digest, bytes]) -> Message:
     pb = _pb()
     directory = pb.Directory()
     for name in sorted(os.listdir(path)):
@@ -110,7 +125,7 @@ def stays_inside(link_dir: str, target: str) -> bool:
     return True
 
 
-def read_tree(d: Digest, store: BlobStore):
+def read_tree(d: Digest, store: BlobStore) -> Message:
     from google.protobuf.message import DecodeError  # with _pb(): only when a tree is read
 
     tree = _pb().Tree()
@@ -127,7 +142,7 @@ def entries(d: Digest, store: BlobStore) -> list[TreeEntry]:
     by_digest = {digest_bytes(_encode(c)): c for c in tree.children}
     out: list[TreeEntry] = []
 
-    def walk(directory, rel: str) -> None:
+    def walk(directory: Message, rel: str) -> None:
         for node in [*directory.files, *directory.directories, *directory.symlinks]:
             _check_name(d, rel, node.name)  # a tree may come from a remote cache: trust no name
         for s in directory.symlinks:
@@ -177,6 +192,7 @@ def materialize(d: Digest, store: BlobStore, dest: str,
         path = os.path.join(dest, e.path)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         if e.digest is None:
+            assert e.target is not None, "an entry without a digest is a symlink"
             os.symlink(e.target, path)
         elif copy_into is not None:
             copy_into(e.digest, path, e.executable)
@@ -192,7 +208,7 @@ def _directories(d: Digest, store: BlobStore) -> list[str]:
     by_digest = {digest_bytes(_encode(c)): c for c in tree.children}
     out: list[str] = []
 
-    def walk(directory, rel: str) -> None:
+    def walk(directory: Message, rel: str) -> None:
         for sub in directory.directories:
             path = posixpath.join(rel, sub.name) if rel else sub.name
             out.append(path)
@@ -217,5 +233,5 @@ class _HashOnly:
 
 def digest_of_directory(path: str) -> Digest:
     """The digest `capture(path, store)` would return, storing nothing (a freshness check)."""
-    return capture(path, _HashOnly())  # type: ignore[arg-type]
+    return capture(path, _HashOnly())
 

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import io
 import threading
-from typing import BinaryIO, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import blake3
 
 from .blobstore import BlobStore, CorruptBlob, SupportsDelete
 from .digest import Digest
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 
 class VerifyingStore:
@@ -75,8 +78,8 @@ class VerifyingStore:
             raise self._heal(d, reason)
         return data
 
-    def open(self, d: Digest) -> BinaryIO:
-        return io.BufferedReader(_VerifyingReader(self, d, self.inner.open(d)))  # type: ignore[return-value]
+    def open(self, d: Digest) -> io.BufferedIOBase:
+        return io.BufferedReader(_VerifyingReader(self, d, self.inner.open(d)))
 
     def _heal(self, d: Digest, reason: str) -> CorruptBlob:
         """Remove the bad blob, remember it, and return the error to raise."""
@@ -103,7 +106,7 @@ class _VerifyingReader(io.RawIOBase):
     A reader that stops before the end gets no verdict; materialization always reads to the end.
     """
 
-    def __init__(self, store: VerifyingStore, d: Digest, inner: BinaryIO) -> None:
+    def __init__(self, store: VerifyingStore, d: Digest, inner: io.BufferedIOBase) -> None:
         self._store = store
         self._digest = d
         self._inner = inner
@@ -115,7 +118,7 @@ class _VerifyingReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b) -> int:  # type: ignore[override]
+    def readinto(self, b: Buffer) -> int:
         if self._error is not None:
             raise self._error  # once corrupt, always corrupt: no later read may look clean
         try:

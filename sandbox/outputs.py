@@ -21,7 +21,7 @@ import os
 import posixpath
 import shutil
 import stat
-from typing import Iterable
+from typing import Callable, Iterable
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -97,7 +97,7 @@ def _produced(root_fd: int, rel: str) -> int | None:
     return parent
 
 
-def _take(outputs: Iterable[str], root: str, dest_of) -> dict[str, str]:
+def _take(outputs: Iterable[str], root: str, dest_of: Callable[[str], str]) -> dict[str, str]:
     """Check every output first (an error leaves everything in place), then move each. An output
     ending in `/` is a directory (a tree output), moved whole."""
     root_fd = os.open(root, _DIR_FLAGS)

@@ -26,7 +26,7 @@ import stat
 import subprocess
 import sys
 import threading
-from typing import Iterable
+from typing import Callable, Iterable, Self
 
 from .errors import SandboxClosed
 
@@ -87,7 +87,7 @@ def _alive(pid: int) -> bool:
 def rmtree(path: str) -> None:
     """Remove ``path`` even where an action left read-only directories; never raises."""
 
-    def onerror(func, p, exc_info):  # noqa: ANN001 - shutil's callback signature
+    def onerror(func: Callable[..., object], p: str, exc_info: object) -> None:
         try:
             parent = os.path.dirname(p)
             os.chmod(parent, os.stat(parent).st_mode | stat.S_IWUSR | stat.S_IXUSR)
@@ -167,7 +167,7 @@ class SandboxPool:
             reclaim_stale(self.work_root)
         self.closed = False
         self._lock = threading.Lock()
-        self._procs: dict[int, subprocess.Popen] = {}
+        self._procs: dict[int, subprocess.Popen[bytes]] = {}
         self._dirs: set[str] = set()
         self._results: str | None = None
         with _pools_lock:
@@ -217,7 +217,7 @@ class SandboxPool:
         rmtree(path)
 
     # -- processes ---------------------------------------------------------------------------
-    def track(self, proc: subprocess.Popen) -> None:
+    def track(self, proc: subprocess.Popen[bytes]) -> None:
         """Register a just-started action (its pid is its process group). If shutdown raced
         with the start, kill it here: either shutdown sees it or it sees shutdown."""
         with self._lock:
@@ -225,7 +225,7 @@ class SandboxPool:
         if self.closed:
             kill_group(proc.pid)
 
-    def untrack(self, proc: subprocess.Popen) -> None:
+    def untrack(self, proc: subprocess.Popen[bytes]) -> None:
         with self._lock:
             self._procs.pop(proc.pid, None)
 
@@ -282,7 +282,7 @@ class PooledSandbox:
     def shutdown(self) -> None:
         self.pool.shutdown()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

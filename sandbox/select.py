@@ -12,7 +12,7 @@ from .spec import Guarantees, Sandbox
 
 # the accepted values of `--sandbox`, in the order the CLI lists them
 NAMES = ("bwrap", "dir", "off")
-_BACKENDS = {"bwrap": BwrapSandbox, "dir": DirSandbox, "off": LocalSandbox}
+_BACKENDS: dict[str, type[BwrapSandbox] | type[DirSandbox] | type[LocalSandbox]] = {"bwrap": BwrapSandbox, "dir": DirSandbox, "off": LocalSandbox}
 
 
 def guarantees_of(name: str | None) -> Guarantees:
@@ -84,6 +84,6 @@ def begin_sandbox(name: str | None, work_root: str,
     return lambda: make_sandbox(name, work_root, ro_roots)
 
 
-def _with_roots(sandbox, ro_roots: tuple[str, ...]):
+def _with_roots(sandbox: DirSandbox, ro_roots: tuple[str, ...]) -> DirSandbox:
     sandbox.ro_roots = tuple(ro_roots)
     return sandbox

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import posixpath
 import time
+from typing import Callable
 
 from .undeclared import SYSTEM_ROOTS, find_undeclared, tool_roots, undeclared_message, undeclared_response_files
 from .depfile_syntax import parse_depfile
@@ -29,6 +30,10 @@ from .spec import SandboxResult, SandboxSpec
 from .inputs import (PrivateCopies, tree_relpath, changed_inputs, changed_inputs_message, prepare_dirs,
                      readonly_paths, relpath, snapshot, stage_inputs)
 from .outputs import BadOutput, bad_output_message, collect_flat, collect_outputs
+
+# How `run_in` starts the action: (spec, action dir, action-relative cwd, argv, env, read-only
+# paths) -> (exit code, timed out, stdout, stderr), as `StagedSandbox.spawn` answers.
+Spawn = Callable[[SandboxSpec, str, str, list[str], dict[str, str], list[str]], tuple[int, bool, bytes, bytes]]
 
 
 class StagedSandbox(PooledSandbox):
@@ -71,7 +76,7 @@ class StagedSandbox(PooledSandbox):
         argv, env, pcwd = self.command(spec, action_dir, cwd, argv, env, ro)
         return run_group(argv, env=env, cwd=pcwd, timeout=spec.timeout, pool=self.pool)
 
-    def run_in(self, spec: SandboxSpec, action_dir: str, tag: str, spawn,
+    def run_in(self, spec: SandboxSpec, action_dir: str, tag: str, spawn: Spawn,
                existing: set[str] | None = None) -> SandboxResult:
         """Stage, run through `spawn`, check and collect, in `action_dir`, which holds no file
         and exactly the directories `existing` (the caller removes or empties it afterwards);
@@ -105,7 +110,7 @@ class StagedSandbox(PooledSandbox):
             pool.check_open()
 
             failed = False
-            if before is not None:
+            if before is not None and copies is not None:  # `before` is taken only with copies
                 changed = changed_inputs(action_dir, before)
                 if changed:
                     by_rel = {relpath(r, "input"): src for r, src in spec.inputs.items()}

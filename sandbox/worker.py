@@ -56,6 +56,7 @@ import select
 import subprocess
 import sys
 import time
+from typing import Sequence
 
 from .pool import SandboxPool, kill_group
 from .slot import Slot
@@ -351,7 +352,7 @@ for req in requests(os.fdopen(int(sys.argv[2]), "rb")):
 """
 
 
-def _frame(request: dict) -> bytes:
+def _frame(request: dict[str, object]) -> bytes:
     """A request as the executor reads it: a 4-byte little-endian length, then marshal (plain
     strings, numbers, lists and dicts: what the executor gets without importing json)."""
     data = marshal.dumps(request, 4)  # a version every Python 3 reads, whichever runs the executor
@@ -397,7 +398,7 @@ class Worker:
             os.close(replies_w)
         pool.track(self.proc)
         self._requests = os.fdopen(requests_w, "wb")
-        self._replies = replies_r
+        self._replies: int | None = replies_r
         self._buf = b""
 
     @property
@@ -405,7 +406,7 @@ class Worker:
         return self.proc.poll() is None
 
     def execute(self, argv: list[str], env: dict[str, str], cwd: str, timeout: float | None,
-                ro: list[str] = ()) -> tuple[int, bool, bytes, bytes]:
+                ro: Sequence[str] = ()) -> tuple[int, bool, bytes, bytes]:
         """Run one action; (exit code, timed out, stdout, stderr) as `run_group` answers. `ro`:
         paths (as the action sees them) mounted read-only for this action (bwrap only)."""
         request = _frame({"argv": list(argv), "env": dict(env), "cwd": cwd, "timeout": timeout, "ro": list(ro)})
@@ -489,6 +490,7 @@ class Worker:
     def _fill(self, deadline: float | None) -> bool:
         """Read what the worker has written; False when `deadline` passed with nothing to read."""
         fd = self._replies
+        assert fd is not None, "a closed worker is never read"
         if deadline is not None:
             if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
                 return False

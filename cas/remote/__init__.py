@@ -36,6 +36,7 @@ Importing this package (or `config`) does not import gRPC; the names below load 
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 _EXPORTS = {
     "RemoteCache": "cache", "RemoteHit": "cache", "RemoteCounters": "cache",
@@ -52,7 +53,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:  # typed where it is defined: import it from its submodule
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'mcpp.cas.remote' has no attribute {name!r}")

@@ -15,7 +15,7 @@ Two rules live here so no caller can break them:
 from __future__ import annotations
 
 import threading
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from ..digest import Digest
 from .actions import (MANIFEST_SETS, RemoteAction, decode_manifest, encode_manifest, manifest_action,
@@ -25,6 +25,11 @@ from .digests import RemoteDigest
 from .signing import SecretKey, sign
 from .store import RemoteStore
 from .trust import TrustPolicy
+
+if TYPE_CHECKING:
+    # protobuf ships no types, and the REAPI classes are built at run time (protocol.py): to
+    # the type checker a message is `Any`; the name says which kind of value it is.
+    from google.protobuf.message import Message
 
 
 class RemoteActionCache:
@@ -41,11 +46,11 @@ class RemoteActionCache:
 
     # --- results --------------------------------------------------------------------------
 
-    def get(self, action: RemoteAction, inline: Iterable[str] = ()):
+    def get(self, action: RemoteAction, inline: Iterable[str] = ()) -> Message | None:
         """The `ActionResult` cached for `action`, or None."""
         return self.client.get_action_result(action.digest, inline)
 
-    def record(self, action: RemoteAction, result, blobs: Iterable[Digest],
+    def record(self, action: RemoteAction, result: Message, blobs: Iterable[Digest],
                headers: tuple[RemoteAction, tuple[str, ...]] | None = None) -> None:
         """Upload `blobs` (the local digests the result names) and the action's own messages,
         then the result. With `headers` = (first-level action, header set), also record the set
@@ -96,7 +101,8 @@ class RemoteActionCache:
         self._put_manifest(*manifest)
         return True
 
-    def _merged_manifest(self, first_level: RemoteAction, discovered: tuple[str, ...]):
+    def _merged_manifest(self, first_level: RemoteAction, discovered: tuple[str, ...]
+                         ) -> tuple[RemoteAction, RemoteDigest, bytes, list[tuple[str, ...]]] | None:
         """(synthetic action, blob digest, blob, sets) of the manifest with `discovered` first,
         or None when it already has that set first."""
         sets = self.get_manifest(first_level)

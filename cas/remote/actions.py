@@ -25,12 +25,17 @@ from __future__ import annotations
 import json
 import posixpath
 from dataclasses import dataclass
-from typing import Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..action import KEY_VERSION, Action, Platform
 from ..digest import Digest
 from . import protocol as pb
 from .digests import BadDigest, DigestFunction, RemoteDigest
+
+if TYPE_CHECKING:
+    # protobuf ships no types, and the REAPI classes are built at run time (protocol.py): to
+    # the type checker a message is `Any`; the name says which kind of value it is.
+    from google.protobuf.message import Message
 
 ENCODING_VERSION = "mcpp-remote-v1"
 MANIFEST_PATH = "manifest.json"
@@ -115,10 +120,14 @@ def input_root(files: Mapping[str, RemoteDigest], fn: DigestFunction) -> RemoteD
     return _encode_directory(nest(files), fn)
 
 
-def nest(files: Mapping[str, object]) -> dict:
+# Nested dicts of path components whose leaves are the values `nest` was given.
+PathTree = dict[str, Any]
+
+
+def nest(files: Mapping[str, object]) -> PathTree:
     """Relative paths -> their leaves, as nested dicts of path components (the shape of a
     `Directory` tree); a path that is both a file and a directory is refused."""
-    tree: dict = {}
+    tree: PathTree = {}
     for path, leaf in files.items():
         parts = _parts(path)
         node = tree
@@ -135,7 +144,7 @@ def nest(files: Mapping[str, object]) -> dict:
 # --- results ---------------------------------------------------------------------------------
 
 def action_result(action: Action, outputs: Mapping[str, tuple[RemoteDigest, bool]],
-                  stdout: RemoteDigest | None, stderr: RemoteDigest | None):
+                  stdout: RemoteDigest | None, stderr: RemoteDigest | None) -> Message:
     """The `ActionResult` of a successful run: `outputs` maps execroot paths to (digest, executable)."""
     cwd = _working_directory(action.cwd)
     result = pb.ActionResult(exit_code=0)
@@ -152,7 +161,7 @@ def action_result(action: Action, outputs: Mapping[str, tuple[RemoteDigest, bool
     return result
 
 
-def result_outputs(action: Action, result, fn: DigestFunction) -> dict[str, tuple[RemoteDigest, bool]] | None:
+def result_outputs(action: Action, result: Message, fn: DigestFunction) -> dict[str, tuple[RemoteDigest, bool]] | None:
     """execroot path -> (digest, executable) for every declared output, or None when the result
     lacks one (a result of some other client's different idea of this action: a miss). Raises
     `BadDigest` when it names an output by a malformed digest (digests are `fn`'s)."""
@@ -174,13 +183,13 @@ def result_outputs(action: Action, result, fn: DigestFunction) -> dict[str, tupl
     return out
 
 
-def manifest_result(blob: RemoteDigest):
+def manifest_result(blob: RemoteDigest) -> Message:
     result = pb.ActionResult(exit_code=0)
     result.output_files.add(path=MANIFEST_PATH, digest=blob.to_proto())
     return result
 
 
-def manifest_blob_of(result, fn: DigestFunction) -> RemoteDigest | None:
+def manifest_blob_of(result: Message, fn: DigestFunction) -> RemoteDigest | None:
     """The manifest blob a synthetic result names; None when it names none (or a malformed one:
     a manifest is only ever a hint, so a bad one is no manifest)."""
     for f in result.output_files:
@@ -246,12 +255,12 @@ def _parts(path: str) -> list[str]:
     return norm.split("/")
 
 
-def _platform(props: list[tuple[str, str]]):
+def _platform(props: list[tuple[str, str]]) -> Message:
     # REAPI: properties sorted by name, then value, so equal platforms serialize alike.
     return pb.Platform(properties=[pb.Platform.Property(name=n, value=v) for n, v in sorted(props)])
 
 
-def _action(command, root: RemoteDigest, fn: DigestFunction, cwd: str) -> RemoteAction:
+def _action(command: Message, root: RemoteDigest, fn: DigestFunction, cwd: str) -> RemoteAction:
     command_digest, command_bytes = fn.of_message(command)
     action = pb.Action(command_digest=command_digest.to_proto(), input_root_digest=root.to_proto(),
                        do_not_cache=False)
@@ -259,7 +268,7 @@ def _action(command, root: RemoteDigest, fn: DigestFunction, cwd: str) -> Remote
     return RemoteAction(digest, {digest: action_bytes, command_digest: command_bytes}, cwd)
 
 
-def _encode_directory(node: dict, fn: DigestFunction) -> RemoteDigest:
+def _encode_directory(node: PathTree, fn: DigestFunction) -> RemoteDigest:
     directory = pb.Directory()
     for name in sorted(node):
         value = node[name]

@@ -28,7 +28,7 @@ import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from google.protobuf.message import DecodeError
 
@@ -49,7 +49,12 @@ from .memo import Memo
 from .side_index import SideIndex
 from .signing import sign
 from .store import RemoteCorrupt, RemoteStore
-from .trust import TrustPolicy
+from .trust import Origin, TrustPolicy
+
+if TYPE_CHECKING:
+    # protobuf ships no types, and the REAPI classes are built at run time (protocol.py): to
+    # the type checker a message is `Any`; the name says which kind of value it is.
+    from google.protobuf.message import Message
 
 SIDE_INDEX = os.path.join("remote", "sha256.idx")
 _UPLOAD_WORKERS = 2
@@ -97,7 +102,7 @@ class RemoteCache:
         self._disabled: str | None = None
         self._memo: Memo[RemoteDigest] = Memo()  # discovered input path -> digest, this build
         self._pool: ThreadPoolExecutor | None = None
-        self._pending: list[Future] = []
+        self._pending: list[Future[None]] = []
 
     @property
     def url(self) -> str:
@@ -168,14 +173,14 @@ class RemoteCache:
             self._disable(e)
             return None
 
-    def _fetch(self, action: Action, result, headers: tuple[str, ...], origin: dict) -> RemoteHit | None:
+    def _fetch(self, action: Action, result: Message, headers: tuple[str, ...], origin: Origin) -> RemoteHit | None:
         store = self._store
         assert store is not None
         outputs = result_outputs(action, result, store.fn)
         if outputs is None:
             return None
         wanted = [d for d, _ in outputs.values()]
-        streams = {}
+        streams: dict[str, Digest | RemoteDigest] = {}  # remote ones until fetched
         for name in ("stdout", "stderr"):
             raw, digest = getattr(result, f"{name}_raw"), getattr(result, f"{name}_digest")
             d = RemoteDigest.from_wire(digest, store.fn) if result.HasField(f"{name}_digest") else None
@@ -193,15 +198,16 @@ class RemoteCache:
                     local[d] = self._local_tree(local[d])
                 except (ValueError, DecodeError):  # not a well-formed tree: a miss, run it here
                     return None
-        for name, value in list(streams.items()):
-            if isinstance(value, RemoteDigest):
-                streams[name] = local[value]
+        fetched: dict[str, Digest] = {}
+        for name, value in streams.items():
+            fetched[name] = local[value] if isinstance(value, RemoteDigest) else value
         entry = ActionEntry(
             outputs={p: (local[d], 0o555 if executable else 0o444) for p, (d, executable) in outputs.items()},
-            exit_code=0, stdout=streams.get("stdout"), stderr=streams.get("stderr"), origin=origin)
+            exit_code=0, stdout=fetched.get("stdout"), stderr=fetched.get("stderr"), origin=origin)
         return RemoteHit(entry, headers)
 
-    def _miss(self) -> None:
+    def _miss(self) -> RemoteHit | None:
+        """`lookup`'s answer for a miss: None, counted."""
         with self._lock:
             self.counters.misses += 1
         return None
@@ -300,6 +306,7 @@ class RemoteCache:
 
     def _remote_dir(self, data: bytes) -> tuple[str, int]:
         """A `Directory` message's digest in the server's function."""
+        assert self._store is not None, "used while fetching, once connected"
         rd = self._store.fn.of_bytes(data)
         return rd.hash, rd.size
 

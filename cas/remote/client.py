@@ -17,10 +17,11 @@ message classes of `protocol.py`; there is no generated service code.
 """
 from __future__ import annotations
 
+import io
 import os
 import uuid
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterable, Iterator, Mapping, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Union
 
 # gRPC's C core logs connection events (a server going away) to stderr at INFO; the cache
 # reports what matters itself, once. The variable is read when grpc initializes, and is removed
@@ -37,6 +38,11 @@ from . import protocol as pb
 from .config import ChannelSecurity, RemoteSettings
 from .digests import DigestFunction, RemoteDigest, choose, function_names
 
+if TYPE_CHECKING:
+    # protobuf ships no types, and the REAPI classes are built at run time (protocol.py): to
+    # the type checker a message is `Any`; the name says which kind of value it is.
+    from google.protobuf.message import Message
+
 CHUNK = 1 << 20  # ByteStream chunk size (at most 1 MiB per message)
 DEFAULT_BATCH_LIMIT = 4 << 20  # the gRPC default message size: the limit when a server names none
 _FRAMING = 4 << 10  # room left in a batch for the request's own fields
@@ -44,7 +50,7 @@ _PER_BLOB = 160  # per-blob overhead in a batch: digest, status, field tags
 _FIND_MISSING_CHUNK = 4096  # digests per FindMissingBlobs request (~100 bytes each)
 
 # A blob to upload: its bytes, or a function that opens a stream of them (for large blobs).
-BlobSource = Union[bytes, Callable[[], BinaryIO]]
+BlobSource = Union[bytes, Callable[[], io.BufferedIOBase]]
 
 
 class RemoteError(Exception):
@@ -214,7 +220,7 @@ class RemoteClient:
         """ByteStream `Write` of one blob in chunks of at most `CHUNK` bytes."""
         resource = self.digest_function.write_resource(self.instance, str(uuid.uuid4()), d)
 
-        def requests() -> Iterator:
+        def requests() -> Iterator[Message]:
             offset = 0
             first = True
             for chunk in _chunks(source):
@@ -232,7 +238,7 @@ class RemoteClient:
 
     # --- action cache ---------------------------------------------------------------------
 
-    def get_action_result(self, action: RemoteDigest, inline_outputs: Iterable[str] = ()):
+    def get_action_result(self, action: RemoteDigest, inline_outputs: Iterable[str] = ()) -> Message | None:
         """The cached `ActionResult` for the Action with digest `action`, or None on a miss."""
         request = pb.GetActionResultRequest(
             instance_name=self.instance, action_digest=action.to_proto(), inline_stdout=True,
@@ -245,7 +251,7 @@ class RemoteClient:
                 return None
             raise _error(e) from None
 
-    def update_action_result(self, action: RemoteDigest, result) -> None:
+    def update_action_result(self, action: RemoteDigest, result: Message) -> None:
         """Record `result` for `action`. The caller must have uploaded every blob it names."""
         self._call(self._ac_update, pb.UpdateActionResultRequest(
             instance_name=self.instance, action_digest=action.to_proto(), action_result=result,
@@ -283,7 +289,8 @@ class RemoteClient:
                 raise BlobMissing(d)
         return out
 
-    def _call(self, method, request, timeout: float | None = None):
+    def _call(self, method: Callable[..., Message], request: Message | Iterator[Message],
+              timeout: float | None = None) -> Message:
         try:
             return method(request, timeout=self.timeout if timeout is None else timeout)
         except grpc.RpcError as e:
@@ -294,14 +301,14 @@ class RemoteClient:
         return self.timeout + size / CHUNK
 
 
-def _asked(asked: list[RemoteDigest], answered) -> list[RemoteDigest]:
+def _asked(asked: list[RemoteDigest], answered: Iterable[Message]) -> list[RemoteDigest]:
     """The digests of `asked` that the proto digests `answered` name: a server's answer can only
     pick among what it was asked about, never introduce a name of its own."""
     named = {(d.hash, d.size_bytes) for d in answered}
     return [d for d in asked if (d.hash, d.size) in named]
 
 
-def _open_channel(target: str, security: ChannelSecurity | None, options: list):
+def _open_channel(target: str, security: ChannelSecurity | None, options: list[tuple[str, Any]]) -> Any:  # a grpc.Channel
     """Plain text unless TLS or a token is asked for. A token rides on call credentials, which
     gRPC sends only over a secure channel: TLS, or local credentials for a unix socket or
     loopback (config.py refuses a token for anything else)."""
@@ -318,8 +325,9 @@ def _open_channel(target: str, security: ChannelSecurity | None, options: list):
     return grpc.secure_channel(target, creds, options=options)
 
 
-def _ser(message) -> bytes:
-    return message.SerializeToString()
+def _ser(message: Message) -> bytes:
+    data: bytes = message.SerializeToString()
+    return data
 
 
 def _error(e: grpc.RpcError) -> RemoteError:
@@ -331,7 +339,8 @@ def _error(e: grpc.RpcError) -> RemoteError:
 def _code_name(code: int) -> str:
     for c in grpc.StatusCode:
         if c.value[0] == code:
-            return c.name
+            name: str = c.name
+            return name
     return str(code)
 
 
@@ -346,7 +355,7 @@ def _chunks(source: BlobSource) -> Iterator[bytes]:
             yield chunk
 
 
-def _read_all(opener: Callable[[], BinaryIO]) -> bytes:
+def _read_all(opener: Callable[[], io.BufferedIOBase]) -> bytes:
     with opener() as f:
         return f.read()
 

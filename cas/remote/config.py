@@ -33,13 +33,14 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:  # the key code is imported by a build that has a remote (see `_keys`)
     from .signing import PublicKey, SecretKey
 
 CONFIG_FILE = "config.toml"
-_KEYS = {"url": str, "upload": bool, "instance": str, "timeout": (int, float), "sign-key": str,
+# key -> what `isinstance` accepts for its value (a type, or a tuple of types)
+_KEYS: dict[str, Any] = {"url": str, "upload": bool, "instance": str, "timeout": (int, float), "sign-key": str,
          "trusted-keys": list, "tls-ca": str, "tls-cert": str, "tls-key": str, "token-file": str,
          "execute": bool}
 _TRUE = {"1", "true", "yes", "on"}
@@ -92,7 +93,7 @@ def parse_remote_url(url: str) -> str:
                             "or unix:PATH (e.g. unix:/run/buildgrid.sock)")
 
 
-def load_config(home_root: str | os.PathLike[str]) -> dict:
+def load_config(home_root: str | os.PathLike[str]) -> dict[str, Any]:
     """The `[remote]` table of `$MCPP_HOME/config.toml` ({} when there is none), checked."""
     path = os.path.join(home_root, CONFIG_FILE)
     try:
@@ -116,7 +117,7 @@ def load_config(home_root: str | os.PathLike[str]) -> dict:
         if want is None:
             raise RemoteConfigError(f"{path}: unknown key `remote.{key}`; accepted: {', '.join(_KEYS)}")
         if not isinstance(value, want) or (want is not bool and isinstance(value, bool)):
-            kind = {str: "a string", bool: "true or false", list: "a list of strings"}.get(  # type: ignore[call-overload]
+            kind = {str: "a string", bool: "true or false", list: "a list of strings"}.get(
                 want, "a number of seconds")
             raise RemoteConfigError(f"{path}: `remote.{key}` must be {kind}")
         if want is list and not all(isinstance(v, str) for v in value):
@@ -148,7 +149,7 @@ def resolve_settings(flag_url: str | None, flag_upload: bool | None, environ: Ma
                           security=_security(url, target, table, environ, home_root), execute=execute)
 
 
-def _switch(flag: bool | None, environ: Mapping[str, str], var: str, table: dict, key: str) -> bool:
+def _switch(flag: bool | None, environ: Mapping[str, str], var: str, table: dict[str, Any], key: str) -> bool:
     """A yes/no setting: the flag, else the environment variable, else the config key."""
     if flag is not None:
         return flag
@@ -163,7 +164,7 @@ def _switch(flag: bool | None, environ: Mapping[str, str], var: str, table: dict
 _LOOPBACK = re.compile(r"(localhost|127(\.\d{1,3}){3}|\[::1\]):\d+")
 
 
-def _security(url: str, target: str, table: dict, environ: Mapping[str, str],
+def _security(url: str, target: str, table: dict[str, Any], environ: Mapping[str, str],
               home_root: str | os.PathLike[str]) -> ChannelSecurity:
     """TLS material and the bearer token, read now so that a bad path is a usage error."""
     where = os.path.join(home_root, CONFIG_FILE)
@@ -203,7 +204,7 @@ def _security(url: str, target: str, table: dict, environ: Mapping[str, str],
     return ChannelSecurity(tls=tls, ca=ca, cert=cert, key=key, token=token)
 
 
-def _keys(table: dict, environ: Mapping[str, str], home_root: str | os.PathLike[str]
+def _keys(table: dict[str, Any], environ: Mapping[str, str], home_root: str | os.PathLike[str]
           ) -> tuple[SecretKey | None, tuple[PublicKey, ...] | None]:
     """The signing key (a path in MCPP_REMOTE_SIGN_KEY, relative to the working directory, or in
     `sign-key`, relative to $MCPP_HOME) and the trusted public keys."""

@@ -17,11 +17,16 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 import blake3
 
 from . import protocol as pb
+
+if TYPE_CHECKING:
+    # protobuf ships no types, and the REAPI classes are built at run time (protocol.py): to
+    # the type checker a message is `Any`; the name says which kind of value it is.
+    from google.protobuf.message import Message
 
 _CHUNK = 1 << 20
 
@@ -57,11 +62,11 @@ class RemoteDigest:
     def __str__(self) -> str:
         return f"{self.hash}/{self.size}"
 
-    def to_proto(self):
+    def to_proto(self) -> Message:
         return pb.Digest(hash=self.hash, size_bytes=self.size)
 
     @classmethod
-    def from_wire(cls, d, fn: "DigestFunction") -> "RemoteDigest":
+    def from_wire(cls, d: Message, fn: "DigestFunction") -> "RemoteDigest":
         """The one way a received proto `Digest` (`hash`, `size_bytes`) becomes a value: raises
         `BadDigest` unless its hash is lowercase hex of `fn`'s length and its size >= 0."""
         if len(d.hash) != fn.hex_len:
@@ -69,12 +74,20 @@ class RemoteDigest:
         return cls(d.hash, d.size_bytes)
 
 
+class Hasher(Protocol):
+    """What `DigestFunction.new` makes: `hashlib.sha256()`, `blake3.blake3()`."""
+
+    def update(self, data: bytes, /) -> object: ...
+
+    def hexdigest(self) -> str: ...
+
+
 @dataclass(frozen=True, slots=True)
 class DigestFunction:
     """One REAPI digest function: its enum value, hasher and resource-name segment."""
 
     name: str  # "SHA256" | "BLAKE3", as in `DigestFunction.Value`
-    new: Callable[[], object]  # a hasher with update()/hexdigest()
+    new: Callable[[], Hasher]
     segment: str  # "" or "blake3/": inserted before <hash>/<size> in resource names
     hex_len: int = _HASH_LEN  # hex digits of a hash
 
@@ -87,9 +100,9 @@ class DigestFunction:
         h.update(data)
         return RemoteDigest(h.hexdigest(), len(data))
 
-    def of_message(self, message) -> tuple[RemoteDigest, bytes]:
+    def of_message(self, message: Message) -> tuple[RemoteDigest, bytes]:
         """The digest and the bytes of a protobuf message (its canonical serialization)."""
-        data = message.SerializeToString(deterministic=True)
+        data: bytes = message.SerializeToString(deterministic=True)
         return self.of_bytes(data), data
 
     def of_file(self, path: str | os.PathLike[str]) -> RemoteDigest:

@@ -22,13 +22,18 @@ from __future__ import annotations
 import platform as host_platform
 import posixpath
 from dataclasses import dataclass
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from ..action import Action
 from ..digest import Digest
 from . import protocol as pb
-from .actions import nest, relative_to, _working_directory
+from .actions import PathTree, nest, relative_to, _working_directory
 from .digests import DigestFunction, RemoteDigest
+
+if TYPE_CHECKING:
+    # protobuf ships no types, and the REAPI classes are built at run time (protocol.py): to
+    # the type checker a message is `Any`; the name says which kind of value it is.
+    from google.protobuf.message import Message
 
 TOOL_PROPERTY = "mcpp-tool"
 
@@ -84,23 +89,23 @@ def exec_messages(action: Action, tools: Mapping[str, Digest],
     return ExecMessages(digest, blobs, files, output_paths)
 
 
-def decode_command(command) -> dict[str, str]:
+def decode_command(command: Message) -> dict[str, str]:
     """`Command.platform` as a dict (the last value of each name)."""
     return {p.name: p.value for p in command.platform.properties}
 
 
-def _platform(props: list[tuple[str, str]]):
+def _platform(props: list[tuple[str, str]]) -> Message:
     return pb.Platform(properties=[pb.Platform.Property(name=n, value=v) for n, v in sorted(set(props))])
 
 
-def _nest(inputs: Mapping[str, tuple[RemoteDigest, bool, str]]) -> dict:
+def _nest(inputs: Mapping[str, tuple[RemoteDigest, bool, str]]) -> PathTree:
     # a host file (an absolute path: a system header) is left out: the worker has its own, and
     # the tool digests say which
     return nest({path: (d, executable) for path, (d, executable, _local) in inputs.items()
                  if not posixpath.isabs(path)})
 
 
-def _encode_tree(node: dict, fn: DigestFunction, blobs: dict[RemoteDigest, bytes]) -> RemoteDigest:
+def _encode_tree(node: PathTree, fn: DigestFunction, blobs: dict[RemoteDigest, bytes]) -> RemoteDigest:
     directory = pb.Directory()
     for name in sorted(node):
         value = node[name]

@@ -20,14 +20,18 @@ Timestamps (`expire_time`, ...) are not declared: protobuf keeps them as unknown
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .protocol import POOL, REAPI_PACKAGE, _cls, _enum, _field, _file, _message, _service
+
+FileProto = Any  # a `FileDescriptorProto` (protobuf ships no types)
 
 _RE = "." + REAPI_PACKAGE + "."
 BOTS_PACKAGE = "google.devtools.remoteworkers.v1test2"
 _B = "." + BOTS_PACKAGE + "."
 
 
-def _exec_file():
+def _exec_file() -> FileProto:
     digest = _RE + "Digest"
     return _file("mcpp/remote_execution_exec.proto", REAPI_PACKAGE, [
         _message("ExecutionPolicy", [_field("priority", 1, "int32")]),
@@ -56,7 +60,7 @@ def _exec_file():
     ], deps=("build/bazel/remote/execution/v2/remote_execution.proto", "google/rpc/status.proto"))
 
 
-def _operations_file():
+def _operations_file() -> FileProto:
     return _file("google/longrunning/operations.proto", "google.longrunning", [
         _message("Operation", [
             _field("name", 1, "string"),
@@ -68,7 +72,7 @@ def _operations_file():
     ], deps=("google/protobuf/any.proto", "google/rpc/status.proto"))
 
 
-def _bots_file():
+def _bots_file() -> FileProto:
     prop = [_field("key", 1, "string"), _field("value", 2, "string")]
     fd = _file("google/devtools/remoteworkers/v1test2/bots.proto", BOTS_PACKAGE, [
         _message("Device", [_field("handle", 1, "string"),

@@ -30,7 +30,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import grpc
 
@@ -39,12 +39,17 @@ from ..blobstore import BlobStore
 from ..digest import Digest, digest_file
 from . import exec_protocol as xp
 from .actions import relative_to, result_outputs, _working_directory
-from .client import BlobMissing, RemoteClient, RemoteError, _error, _ser, open_client
+from .client import BlobMissing, BlobSource, RemoteClient, RemoteError, _error, _ser, open_client
 from .config import RemoteSettings
 from .digests import BadDigest, DigestFunction, RemoteDigest
 from .exec_messages import exec_messages
 from .memo import Memo
 from .store import RemoteCorrupt, RemoteStore
+
+if TYPE_CHECKING:
+    # protobuf ships no types, and the REAPI classes are built at run time (protocol.py): to
+    # the type checker a message is `Any`; the name says which kind of value it is.
+    from google.protobuf.message import Message
 
 DEFAULT_WORKER_WAIT = 30.0  # seconds without any progress before the workers count as gone
 _DEADLINE_EXCEEDED = 4
@@ -84,13 +89,13 @@ class RemoteExecutor:
         self._lock = threading.Lock()
         self._client: RemoteClient | None = None
         self._store: RemoteStore | None = None
-        self._execute = None
+        self._execute: Any = None  # the `Execute` gRPC stub, once connected (grpc ships no types)
         self._disabled: str | None = None
         self._file_digests: Memo[RemoteDigest] = Memo()  # (path, size, mtime) -> digest
         self._tool_digests: Memo[Digest] = Memo()
         self._present: set[RemoteDigest] = set()  # blobs the server said it has, this build
-        self._queued: dict[int, object] = {}  # id -> gRPC call of an operation not yet executing
-        self._inflight: dict[int, list] = {}  # id -> [gRPC call, operation name, time of its last update]
+        self._queued: dict[int, Any] = {}  # id -> gRPC call of an operation not yet executing
+        self._inflight: dict[int, list[Any]] = {}  # id -> [gRPC call, operation name, time of its last update]
         self._progress = time.monotonic()
         self._watchdog: threading.Thread | None = None
         self._closed = threading.Event()
@@ -191,7 +196,7 @@ class RemoteExecutor:
             self._present.update(new_files)
             self._present.update(new_msgs)
 
-    def _wait(self, client: RemoteClient, action_digest: RemoteDigest):
+    def _wait(self, client: RemoteClient, action_digest: RemoteDigest) -> Message | None:
         """`Execute`, then follow the operation to its end; None when it was abandoned because no
         worker made progress (or the stream broke after remote execution was turned off)."""
         request = xp.ExecuteRequest(instance_name=client.instance, action_digest=action_digest.to_proto(),
@@ -254,7 +259,8 @@ class RemoteExecutor:
                 if op.done:
                     return xp.STAGE_COMPLETED
                 if op.HasField("metadata") and op.metadata.Unpack(meta):
-                    return meta.stage
+                    stage: int = meta.stage
+                    return stage
                 return None
         except grpc.RpcError:
             return None
@@ -262,9 +268,10 @@ class RemoteExecutor:
             stream.cancel()
         return None
 
-    def _outputs(self, action: Action, result) -> dict[str, tuple[RemoteDigest, bool]]:
+    def _outputs(self, action: Action, result: Message) -> dict[str, tuple[RemoteDigest, bool]]:
         """execroot path -> (digest, executable) of every output the result names, the depfile
         included."""
+        assert self._store is not None, "called by `run`, once connected"
         fn = self._store.fn
         outputs = dict(result_outputs(action, result, fn) or {})
         if action.depfile:
@@ -353,7 +360,8 @@ class RemoteExecutor:
                 call.cancel()
             return
 
-    def _local(self, counted: bool = True) -> None:
+    def _local(self, counted: bool = True) -> ExecResult | None:
+        """`run`'s answer for an action that runs here: None, counted as local unless not `counted`."""
         if counted:
             with self._lock:
                 self.counters.local += 1
@@ -374,7 +382,7 @@ class RemoteExecutor:
             self.warn(f"remote execution at {self.url} unavailable ({self._disabled}); building locally")
 
 
-def _stream_digest(result, name: str, fn: DigestFunction) -> RemoteDigest | None:
+def _stream_digest(result: Message, name: str, fn: DigestFunction) -> RemoteDigest | None:
     """The digest of the result's stdout or stderr to download; None when it is inline (or empty)."""
     if getattr(result, f"{name}_raw") or not result.HasField(f"{name}_digest"):
         return None
@@ -382,7 +390,7 @@ def _stream_digest(result, name: str, fn: DigestFunction) -> RemoteDigest | None
     return RemoteDigest.from_wire(d, fn) if d.size_bytes else None
 
 
-def _opener(path: str):
+def _opener(path: str) -> BlobSource:
     size = os.path.getsize(path)
     if size <= (1 << 20):
         with open(path, "rb") as f:
@@ -393,5 +401,6 @@ def _opener(path: str):
 def _code(code: int) -> str:
     for c in grpc.StatusCode:
         if c.value[0] == code:
-            return c.name
+            name: str = c.name
+            return name
     return str(code)

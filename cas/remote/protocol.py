@@ -19,6 +19,8 @@ generated copy of the same files that another library in the process may have re
 """
 from __future__ import annotations
 
+from typing import Any
+
 from google.protobuf import any_pb2, descriptor_pb2, descriptor_pool
 
 try:  # protobuf >= 4.22
@@ -26,9 +28,10 @@ try:  # protobuf >= 4.22
 except ImportError:  # pragma: no cover - older protobuf
     from google.protobuf.message_factory import MessageFactory as _Factory
 
-    _message_class = _Factory().GetPrototype  # type: ignore[assignment]
+    _message_class = _Factory().GetPrototype
 
 _F = descriptor_pb2.FieldDescriptorProto
+_FieldProto = Any  # a `FieldDescriptorProto` (protobuf ships no types)
 _SCALARS = {
     "string": _F.TYPE_STRING,
     "bytes": _F.TYPE_BYTES,
@@ -41,7 +44,7 @@ REAPI_PACKAGE = "build.bazel.remote.execution.v2"
 _RE = "." + REAPI_PACKAGE + "."
 
 
-def _field(name: str, number: int, kind: str, repeated: bool = False) -> _F:
+def _field(name: str, number: int, kind: str, repeated: bool = False) -> _FieldProto:
     """`kind`: a scalar name, `.pkg.Message` for a message, or `enum:.pkg.Enum` for an enum."""
     f = _F(name=name, number=number, json_name=_json_name(name))
     f.label = _F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL
@@ -59,7 +62,7 @@ def _json_name(name: str) -> str:
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
-def _message(name: str, fields: list[_F], nested: tuple = (), enums: tuple = ()) -> descriptor_pb2.DescriptorProto:
+def _message(name: str, fields: list[_FieldProto], nested: tuple[Any, ...] = (), enums: tuple[Any, ...] = ()) -> descriptor_pb2.DescriptorProto:
     m = descriptor_pb2.DescriptorProto(name=name)
     m.field.extend(fields)
     m.nested_type.extend(nested)
@@ -74,8 +77,8 @@ def _enum(name: str, values: list[tuple[str, int]]) -> descriptor_pb2.EnumDescri
     return e
 
 
-def _file(name: str, package: str, messages: list, deps: tuple[str, ...] = (),
-          services: tuple = ()) -> descriptor_pb2.FileDescriptorProto:
+def _file(name: str, package: str, messages: list[Any], deps: tuple[str, ...] = (),
+          services: tuple[Any, ...] = ()) -> descriptor_pb2.FileDescriptorProto:
     fd = descriptor_pb2.FileDescriptorProto(name=name, package=package, syntax="proto3")
     fd.dependency.extend(deps)
     fd.message_type.extend(messages)
@@ -262,7 +265,7 @@ def _build_pool() -> descriptor_pool.DescriptorPool:
 POOL = _build_pool()
 
 
-def _cls(full_name: str):
+def _cls(full_name: str) -> Any:  # a message class, built at run time: its fields are unknown statically
     return _message_class(POOL.FindMessageTypeByName(full_name))
 
 
@@ -301,7 +304,7 @@ WriteRequest = _cls("google.bytestream.WriteRequest")
 WriteResponse = _cls("google.bytestream.WriteResponse")
 
 # Enum values (`DigestFunction.Value`, `Compressor.Value`) by name.
-DIGEST_FUNCTION = {v.name: v.number for v in POOL.FindEnumTypeByName(REAPI_PACKAGE + ".DigestFunction.Value").values}
+DIGEST_FUNCTION: dict[str, int] = {v.name: v.number for v in POOL.FindEnumTypeByName(REAPI_PACKAGE + ".DigestFunction.Value").values}
 
 # --- method paths (gRPC: "/<package>.<Service>/<Method>") ------------------------------------
 

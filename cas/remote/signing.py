@@ -30,7 +30,11 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:  # cryptography is imported on first use (see `_private`)
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+    from google.protobuf.message import Message  # protobuf ships no types: `Any`
 
 SIGNATURE_TYPE_URL = "type.googleapis.com/mcpp.remote.ResultSignature.v1"
 # v2 added the `tree` lines (output directories). A v1 signature never verifies as v2 (the first
@@ -94,7 +98,7 @@ class SecretKey:
 # Loading a key costs about as much as a signature: a build signs or checks every result with
 # the same few keys, so each is loaded once per process.
 @functools.lru_cache(maxsize=8)
-def _private(seed: bytes):
+def _private(seed: bytes) -> Ed25519PrivateKey:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     return Ed25519PrivateKey.from_private_bytes(seed)
@@ -108,7 +112,7 @@ def _public_raw(seed: bytes) -> bytes:
 
 
 @functools.lru_cache(maxsize=32)
-def _verifier(raw: bytes):
+def _verifier(raw: bytes) -> Ed25519PublicKey:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     return Ed25519PublicKey.from_public_bytes(raw)
@@ -176,7 +180,7 @@ def write_key_pair(stem: str) -> tuple[str, str, PublicKey]:
 
 # --- the signed payload ----------------------------------------------------------------------
 
-def signed_payload(action_digest, result) -> bytes:
+def signed_payload(action_digest: object, result: Message) -> bytes:
     """The exact bytes a signature covers (see `SIGNED_FIELDS`). `action_digest` is a
     `RemoteDigest` (anything whose str() is `hash/size`); `result` a REAPI `ActionResult`."""
     lines = [PAYLOAD_VERSION, f"action {action_digest}"]
@@ -198,7 +202,7 @@ def signed_payload(action_digest, result) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def sign(result, action_digest, key: SecretKey) -> None:
+def sign(result: Message, action_digest: object, key: SecretKey) -> None:
     """Attach `key`'s signature of `result` (for `action_digest`) to `result`, in place."""
     sig = key.sign(signed_payload(action_digest, result))
     value = json.dumps({"key": key.name, "public": base64.b64encode(key.public.raw).decode(),
@@ -212,7 +216,7 @@ class Verdict:
     reason: str | None  # why not, when `signer` is None: UNSIGNED, UNTRUSTED or MISMATCH
 
 
-def verify(result, action_digest, trusted: Iterable[PublicKey]) -> Verdict:
+def verify(result: Message, action_digest: object, trusted: Iterable[PublicKey]) -> Verdict:
     """Whether a trusted key signed exactly `result` for `action_digest`.
 
     Keys are compared by their bytes, never by name: a result signed by another key that is

@@ -15,12 +15,12 @@ reported, never deleted.
 from __future__ import annotations
 
 import io
-from typing import BinaryIO, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from ..blobstore import BlobNotFound, BlobStore, StoreError
 from ..digest import Digest, digest_bytes
 from .client import BlobMissing, BlobSource, RemoteClient
-from .digests import BLAKE3, RemoteDigest
+from .digests import BLAKE3, DigestFunction, RemoteDigest
 from .side_index import SideIndex
 
 _SMALL = 4 << 20  # local blobs up to this size are read whole for upload; larger ones stream
@@ -44,7 +44,7 @@ class RemoteStore:
         self.index = index  # unused when the server speaks BLAKE3
 
     @property
-    def fn(self):
+    def fn(self) -> DigestFunction:
         return self.client.digest_function
 
     # --- translation ----------------------------------------------------------------------
@@ -148,7 +148,7 @@ class RemoteStore:
             raise RemoteCorrupt(rd, f"its blake3 is not {d.short} (the side index is wrong)")
         return data
 
-    def open(self, d: Digest) -> BinaryIO:
+    def open(self, d: Digest) -> io.BufferedIOBase:
         return io.BytesIO(self.get(d))
 
     def put(self, data: bytes) -> Digest:

@@ -4,26 +4,32 @@ only the names do: every file digest is mapped, every Directory is named again b
 function. It lives in the remote layer, which uses it, and needs nothing but the messages."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from . import protocol as pb
 
+if TYPE_CHECKING:
+    # protobuf ships no types, and the REAPI classes are built at run time (protocol.py): to
+    # the type checker a message is `Any`; the name says which kind of value it is.
+    from google.protobuf.message import Message
 
-def encode(message) -> bytes:
+
+def encode(message: Message) -> bytes:
     """The canonical bytes of a Tree (or Directory) message, as its digest covers them."""
-    return message.SerializeToString(deterministic=True)
+    data: bytes = message.SerializeToString(deterministic=True)
+    return data
 
 
-def recode(tree, dir_key: Callable[[bytes], tuple[str, int]], file_digest: Callable[[str, int], tuple[str, int]],
-           new_dir_digest: Callable[[bytes], tuple[str, int]]):
+def recode(tree: Message, dir_key: Callable[[bytes], tuple[str, int]], file_digest: Callable[[str, int], tuple[str, int]],
+           new_dir_digest: Callable[[bytes], tuple[str, int]]) -> Message:
     """The same tree under another digest function (the local store's blake3 <-> a remote
     cache's): `dir_key(bytes)` names a child Directory as `tree` names it, `file_digest(hash,
     size)` maps a file's digest, `new_dir_digest(bytes)` names a recoded Directory. Returns the
     new `Tree` message; the files' bytes are unchanged, so only their names move."""
     children = {dir_key(encode(c)): c for c in tree.children}
-    done: dict[tuple[str, int], object] = {}
+    done: dict[tuple[str, int], Message] = {}
 
-    def convert(directory):
+    def convert(directory: Message) -> Message:
         new = pb.Directory()
         for f in directory.files:
             h, size = file_digest(f.digest.hash, f.digest.size_bytes)
@@ -48,7 +54,7 @@ def recode(tree, dir_key: Callable[[bytes], tuple[str, int]], file_digest: Calla
     return out
 
 
-def file_digests(tree) -> list[tuple[str, int]]:
+def file_digests(tree: Message) -> list[tuple[str, int]]:
     """Every file digest (hash, size) a Tree message names, in any digest function."""
     out = []
     for directory in [tree.root, *tree.children]:

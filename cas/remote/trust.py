@@ -17,21 +17,30 @@ every build.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
+
+if TYPE_CHECKING:
+    from google.protobuf.message import Message  # protobuf ships no types: `Any`
+
+    from .signing import PublicKey
+
+# Where a result came from (`ActionEntry.origin`): "kind" and, by kind, "server", "action",
+# "signed-by", "fetched-from"; a value is None where it is unknown or unsigned.
+Origin = dict[str, str | None]
 
 EXECUTED = "executed"
 LOCAL_CACHE = "local-cache"
 REMOTE_CACHE = "remote-cache"
 
 
-def remote_origin(server: str, action_digest: object, signer: object | None) -> dict:
+def remote_origin(server: str, action_digest: object, signer: object | None) -> Origin:
     """The origin of the result stored on `server` under `action_digest` (the REAPI Action's
     digest, `hash/size`), signed by `signer` (a PublicKey) or unverified (None)."""
     return {"kind": REMOTE_CACHE, "server": server, "action": str(action_digest),
             "signed-by": None if signer is None else str(signer)}
 
 
-def event_origin(status: str, entry_origin: dict | None) -> dict:
+def event_origin(status: str, entry_origin: Origin | None) -> Origin:
     """The `origin` of an `action-finished` event: `status` is "executed", "cached" or "remote";
     `entry_origin` the origin stored with the action cache entry used (None: built here)."""
     if status == "executed":
@@ -45,7 +54,7 @@ def event_origin(status: str, entry_origin: dict | None) -> dict:
     return {"kind": LOCAL_CACHE}
 
 
-def describe(origin: dict | None) -> str:
+def describe(origin: Origin | None) -> str:
     """One line for `mcpp explain`."""
     if not origin:
         return "unknown (recorded before mcpp kept origins)"
@@ -59,13 +68,13 @@ def describe(origin: dict | None) -> str:
     return "local cache (built on this machine)"
 
 
-def _signer(origin: dict) -> str:
+def _signer(origin: Origin) -> str:
     key = origin.get("signed-by")
     return f"signed by {key}" if key else "unverified (no signature checked)"
 
 
 class TrustPolicy:
-    def __init__(self, server: str, trusted: Iterable | None, warn: Callable[[str], None],
+    def __init__(self, server: str, trusted: Iterable[PublicKey] | None, warn: Callable[[str], None],
                  note: Callable[[str], None] | None = None) -> None:
         """`trusted`: the PublicKeys to require, or None to accept results unverified; `note`
         shows the once-per-build remark that nothing is verified (none: stay silent)."""
@@ -78,7 +87,7 @@ class TrustPolicy:
         self._warned = False
         self._noted = False
 
-    def accept(self, action_id: str, action_digest, result) -> dict | None:
+    def accept(self, action_id: str, action_digest: object, result: Message) -> Origin | None:
         """The origin to record for `result` (the answer to `action_digest`), or None when it
         is refused. The first refusal of a build is a warning naming the action and why."""
         if self.trusted is None:
@@ -100,7 +109,7 @@ class TrustPolicy:
                       f"({verdict.reason}); the action runs locally")
         return None
 
-    def accept_quietly(self, action_digest, result) -> bool:
+    def accept_quietly(self, action_digest: object, result: Message) -> bool:
         """For header manifests: only hints of which keys to look up, so an unverified one is
         skipped without a word (the lookups it would lead to are checked themselves)."""
         if self.trusted is None:
@@ -109,7 +118,7 @@ class TrustPolicy:
 
         return verify(result, action_digest, self.trusted).signer is not None
 
-    def accepts_local(self, origin: dict | None) -> bool:
+    def accepts_local(self, origin: Origin | None) -> bool:
         """Whether a local action cache entry with `origin` may be used: with trusted keys, one
         copied from a remote must have been signed by a key still trusted."""
         if self._trusted_text is None or not origin or origin.get("kind") != REMOTE_CACHE:
