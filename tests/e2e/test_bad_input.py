@@ -428,3 +428,31 @@ def test_a_socket_header_is_named(project, mcpp):
         clean_failure(mcpp("build", cwd=root, timeout=60), 2, "error: `src/x.h` is not a regular file (a socket)")
     finally:
         sock.close()
+
+
+def _load_chain(project, n: int):
+    """build.star loads rule module `my.r`, whose entry r0.star loads r1.star, ..., r<n-1>.star."""
+    files = {f"rules/src/r{i}.star": f'load("//src/r{i + 1}.star", "f")\n' for i in range(n - 1)}
+    files[f"rules/src/r{n - 1}.star"] = "def f():\n    pass\n"
+    return project({
+        **files,
+        "rules/mcpp.toml": '[package]\nname = "rules"\nversion = "0.1.0"\n[features.r]\nsources = ["src/*.star"]\n'
+                           'rule_module = "my.r"\nrule_module_entry = "src/r0.star"\n',
+        "app/mcpp.toml": '[package]\nname = "app"\nversion = "0.1.0"\n'
+                         '[dependencies]\nrules = { path = "../rules", features = ["r"] }\n',
+        "app/src/main.cpp": "int main() { return 0; }\n",
+        "app/build.star": 'load("my.r", "f")\nf()\n',
+    })
+
+
+def test_a_chain_of_loads_past_the_limit_is_a_positioned_error(project, mcpp):
+    root = _load_chain(project, 1500)
+    clean_failure(mcpp("build", cwd=root / "app", timeout=120), 2,
+                  "rules/src/r63.star:1:1: error: `load`s nest deeper than 64 files",
+                  "note: loaded from build.star:1:1")
+
+
+def test_a_chain_of_loads_at_the_limit_runs(project, mcpp):
+    root = _load_chain(project, 64)
+    res = mcpp("build", cwd=root / "app", timeout=120)
+    assert res.code == 0, res.err
