@@ -456,3 +456,9 @@ def test_a_chain_of_loads_at_the_limit_runs(project, mcpp):
     root = _load_chain(project, 64)
     res = mcpp("build", cwd=root / "app", timeout=120)
     assert res.code == 0, res.err
+
+
+def test_a_fifo_build_program_is_named_and_never_opened(project, mcpp):
+    root = project({"mcpp.toml": MANIFEST, **MAIN})
+    os.mkfifo(root / "build.star")
+    clean_failure(mcpp("build", cwd=root, timeout=60), 2, "build.star: error: `build.star` is not a regular file")
