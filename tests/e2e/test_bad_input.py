@@ -462,3 +462,10 @@ def test_a_fifo_build_program_is_named_and_never_opened(project, mcpp):
     root = project({"mcpp.toml": MANIFEST, **MAIN})
     os.mkfifo(root / "build.star")
     clean_failure(mcpp("build", cwd=root, timeout=60), 2, "build.star: error: `build.star` is not a regular file")
+
+
+def test_read_file_of_a_fifo_is_an_error_at_the_call(project, mcpp):
+    root = project({"mcpp.toml": MANIFEST, "build.star": 'x = 1\nmcpp.read_file("pipe")\n', **MAIN})
+    os.mkfifo(root / "pipe")
+    res = mcpp("build", cwd=root, env={"MCPP_PROGRAM_TIME_LIMIT": "20"}, timeout=60)
+    clean_failure(res, 2, "build.star:2:1: error: read_file(`pipe`): not a regular file")
