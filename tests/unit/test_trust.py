@@ -101,3 +101,15 @@ def test_a_host_tool_built_by_a_build_that_is_not_hermetic_is_keyed_apart():
     assert TrustPolicy("off").tool_host(host) != host
     assert TrustPolicy("dir").tool_host(host) not in (host, TrustPolicy("off").tool_host(host))
     assert TrustPolicy("bwrap").tool_host(host) == host
+
+
+def test_no_engine_module_decides_by_a_backend_name():
+    # the promises decide (sandbox/select.py is the registry that names the backends)
+    import re
+    from pathlib import Path
+
+    engine = Path(trust.__file__).resolve().parent
+    named = [f"{p.relative_to(engine)}:{n}" for p in sorted(engine.rglob("*.py"))
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"""["']off["']""", line)]
+    assert named == []
