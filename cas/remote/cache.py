@@ -12,7 +12,7 @@ between actions; `close` waits for the queue). Everything else is the policy of 
 - *Verify*: a blob whose bytes do not match its digest is rejected with a warning and the
   action runs locally (`RemoteStore.fetch`).
 - *Trust only what a trusted key signed* (with `trusted-keys`): a result that is unsigned, signed
-  by another key, or altered after signing is a miss (`trust.TrustPolicy`); with `sign-key`,
+  by another key, or altered after signing is a miss (`trust.SignaturePolicy`); with `sign-key`,
   every uploaded result is signed (`signing.py`).
 - *Publish only what was built from what was keyed*: inputs are re-hashed for the remote key
   from the blob the local store holds under the digest the local key used; when a file no
@@ -49,7 +49,7 @@ from .memo import Memo
 from .side_index import SideIndex
 from .signing import sign
 from .store import RemoteCorrupt, RemoteStore
-from .trust import Origin, TrustPolicy
+from .trust import Origin, SignaturePolicy
 
 if TYPE_CHECKING:
     # protobuf ships no types, and the REAPI classes are built at run time (protocol.py): to
@@ -93,7 +93,7 @@ class RemoteCache:
         self.index = SideIndex(home.root / SIDE_INDEX)
         self.counters = RemoteCounters()
         self.upload_enabled = settings.upload
-        self.trust = TrustPolicy(settings.url, settings.trusted_keys, warn, note)
+        self.trust = SignaturePolicy(settings.url, settings.trusted_keys, warn, note)
         self.info: ServerInfo | None = None
         self._lock = threading.Lock()
         self._client: RemoteClient | None = None

@@ -35,6 +35,8 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..switch import SPELLINGS, parse_switch
+
 if TYPE_CHECKING:  # the key code is imported by a build that has a remote (see `_keys`)
     from .signing import PublicKey, SecretKey
 
@@ -43,8 +45,6 @@ CONFIG_FILE = "config.toml"
 _KEYS: dict[str, Any] = {"url": str, "upload": bool, "instance": str, "timeout": (int, float), "sign-key": str,
          "trusted-keys": list, "tls-ca": str, "tls-cert": str, "tls-key": str, "token-file": str,
          "execute": bool}
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
 
 
 class RemoteConfigError(ValueError):
@@ -154,10 +154,10 @@ def _switch(flag: bool | None, environ: Mapping[str, str], var: str, table: dict
     if flag is not None:
         return flag
     if environ.get(var) is not None:
-        value = environ[var].strip().lower()
-        if value not in _TRUE | _FALSE:
-            raise RemoteConfigError(f"{var}={environ[var]!r}: expected 1 or 0 (also true/false, yes/no, on/off)")
-        return value in _TRUE
+        value = parse_switch(environ[var])
+        if value is None:
+            raise RemoteConfigError(f"{var}={environ[var]!r}: expected {SPELLINGS}")
+        return value
     return bool(table.get(key, False))
 
 

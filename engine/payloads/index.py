@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO, Callable, Mapping
 
 from mcpp import starlark_rules
+from mcpp.cas.switch import SPELLINGS, parse_switch
 
 from .descriptor import Descriptor, parse_descriptor
 from .errors import PayloadError
@@ -285,23 +286,23 @@ def trust(home_root: str, environ: Mapping[str, str] | None = None, warn=None) -
     from mcpp.cas.remote.signing import SigningKeyError, parse_public_key
 
     env = os.environ if environ is None else environ
-    insecure = env.get(INSECURE_ENV, "").strip().lower()
-    if insecure not in ("", "0", "1", "true", "false", "yes", "no", "on", "off"):
-        raise PayloadError(f"{INSECURE_ENV}={env[INSECURE_ENV]!r}: expected 1 or 0")
+    insecure = parse_switch(env.get(INSECURE_ENV, ""))
+    if insecure is None:
+        raise PayloadError(f"{INSECURE_ENV}={env[INSECURE_ENV]!r}: expected {SPELLINGS}")
     if env.get(KEYS_ENV, "").strip():
         texts, origin = [t for t in env[KEYS_ENV].split(",") if t.strip()], KEYS_ENV
     else:
         origin = f"{os.path.join(home_root, CONFIG_FILE)}: `[payloads] trusted-keys`"
         texts = _table(home_root).get("trusted-keys")
         if texts is None:
-            return Trust(None, insecure in ("1", "true", "yes", "on"), warn)
+            return Trust(None, insecure, warn)
         if not (isinstance(texts, list) and all(isinstance(t, str) for t in texts)):
             raise PayloadError(f"{origin} must be a list of public keys")
     try:
         keys = tuple(parse_public_key(t) for t in texts)
     except SigningKeyError as e:
         raise PayloadError(f"{origin}: {e}") from None
-    return Trust(keys, insecure in ("1", "true", "yes", "on"), warn)
+    return Trust(keys, insecure, warn)
 
 
 def open_indexes(home_root: str, warn=None, environ: Mapping[str, str] | None = None) -> IndexSet:
