@@ -143,7 +143,7 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
             from .api import McppApi
             from .cache import dependencies
             from .evaluate import Evaluation
-            api = McppApi(ctx, environ, inputs.probes)
+            api = McppApi(ctx, environ, inputs.probes if inputs is not None else None)
             evaluation = Evaluation(api, c.rule_modules)
             try:
                 evaluation.run(c.path, c.ast)

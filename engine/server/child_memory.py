@@ -104,7 +104,7 @@ class ChildMemory:
         early, self._early = self._early, None
         if early is not None:
             self.tasks.later(early.close)
-        knowledge = self._knowledge() if self._knowledge is not None else None
+        knowledge: Knowledge | bytes | None = self._knowledge() if self._knowledge is not None else None
         if knowledge is not None and self.given is not None and self.given.knowledge == knowledge:
             knowledge = SAME  # the server has it, and its files proven
         return HandOff(self.plans.produced, tuple(self.opened), knowledge, self._sandbox, self.globs.made)

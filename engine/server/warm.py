@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from ..build_outputs import compile_commands_json
 from ..plan.model import Plan
+from ..unchanged import Knowledge
 from . import known_watch, plan_memo, state_memo
 from .child_memory import ChildMemory, HandOff
 from .paths import server_dir
@@ -75,7 +76,7 @@ class _Held:
     """What the last build of a request left, and since when the watcher speaks for it."""
     entry: plan_memo.Entry
     token: object  # the watcher's position just before that build began
-    knowledge: object  # the keys and digests it ended with (engine/unchanged.py)
+    knowledge: Knowledge | None  # the keys and digests it ended with (engine/unchanged.py)
     globs: dict | None  # its source glob expansions (engine/manifest/globs.py)
     watched: frozenset  # the roots the watcher covered from `token` on
     proof: known_watch.Proof | None = None  # the knowledge's files, watched since checked
@@ -157,14 +158,16 @@ class Hooks:
             else:
                 self.states[paths] = loaded
         data = handoff.plan
-        knowledge = handoff.knowledge
         if key is None or data is None:
             return
         held = self.entries.get(key)
-        if knowledge == plan_memo.SAME:
+        knowledge: Knowledge | None
+        if handoff.knowledge == plan_memo.SAME:
             if held is None or held.knowledge is None:
                 return
             knowledge = held.knowledge
+        else:
+            knowledge = handoff.knowledge if isinstance(handoff.knowledge, Knowledge) else None
         if data == plan_memo.REUSED:
             if held is None:
                 return
@@ -240,10 +243,13 @@ class Hooks:
         the watcher saw a change since the last build of this request, start the sandbox that
         build used (its worker takes about as long to answer as reading the command line,
         loading and planning take)."""
-        self.memory.start_sandbox()
+        if self.memory is not None:
+            self.memory.start_sandbox()
 
     def child_done(self) -> None:
         """Tell the server what this build planned and which state files it opened."""
+        if self.memory is None:
+            return
         path = self._handoff(os.getpid())
         tmp = f"{path}.tmp"
         try:
