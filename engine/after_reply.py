@@ -3,37 +3,30 @@
 Once a build's outputs, state and `compile_commands.json` are written and its lock released,
 what remains is teardown nobody waits on: killing the sandbox's idle workers and removing their
 directories (about 10 ms after a link that staged a thousand objects). In a server's build child
-that runs after the exit status went to the client (daemon.py), before the child exits; in
-process (`--no-server`) it runs at once, where it always ran.
+that runs after the exit status went to the client (server/daemon.py), before the child exits;
+in process (`--no-server`) it runs at once. The build hands such tasks to its `BuildMemory`
+(engine/build_memory.py), which decides which of the two applies.
 """
 from __future__ import annotations
 
 import traceback
 from typing import Callable
 
-_tasks: list[Callable[[], None]] | None = None  # a list only in a build child, before its reply
 
+class AfterReply:
+    """Tasks kept for after the reply, run in order by `run`."""
 
-def start() -> None:
-    """In a build child, before its command: tasks from now on wait for the reply."""
-    global _tasks
-    _tasks = []
+    def __init__(self) -> None:
+        self._tasks: list[Callable[[], None]] = []
 
+    def later(self, task: Callable[[], None]) -> None:
+        self._tasks.append(task)
 
-def later(task: Callable[[], None]) -> None:
-    """Run `task` after the reply in a build child; anywhere else, now."""
-    if _tasks is None:
-        task()
-    else:
-        _tasks.append(task)
-
-
-def run(log: Callable[[str], None]) -> None:
-    """After the reply: every task, in order; a failing one is logged and the rest still run."""
-    global _tasks
-    tasks, _tasks = _tasks or [], None
-    for task in tasks:
-        try:
-            task()
-        except Exception:  # noqa: BLE001 - teardown only: the build's result is already out
-            log(traceback.format_exc())
+    def run(self, log: Callable[[str], None]) -> None:
+        """After the reply: every task, in order; a failing one is logged and the rest still run."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            try:
+                task()
+            except Exception:  # noqa: BLE001 - teardown only: the build's result is already out
+                log(traceback.format_exc())

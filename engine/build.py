@@ -23,8 +23,9 @@ from mcpp.cas.remote.config import RemoteConfigError, RemoteSettings, resolve_se
 
 from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
-from . import after_reply, build_env, linker, noop, prebuilt, sandbox_warm_up
+from . import build_env, linker, noop, prebuilt
 from .action_runner import ActionRunner, SandboxRunner
+from .build_memory import BuildMemory, NoMemory
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .remote_exec_runner import remote_exec_jobs, with_remote_execution
 from .empty_packages import empty_package_warnings
@@ -49,7 +50,6 @@ from .profiles import Profile, resolve_profile
 from .report import Reporter, Stopwatch
 from .schedule import ScheduleResult, run_graph
 from .sandbox_warm_up import SandboxWarmUp
-from .server import plan_memo, state_memo
 from .shell_text import pasteable
 from .stores import Stores
 from .timings import TimingsRecorder
@@ -118,7 +118,9 @@ class _BuildLock:
 
 
 def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
-          runner: ActionRunner | None = None) -> BuildOutcome:
+          runner: ActionRunner | None = None, memory: BuildMemory | None = None) -> BuildOutcome:
+    """`memory`: what the build may take from its host and leaves to it (engine/build_memory.py;
+    None: nothing, as in the `mcpp` process)."""
     clock = Stopwatch()
     # The build's threads (the scheduler's, the ingest, the warm-up) mostly wait on processes and
     # on C calls that let go of the GIL; each time one comes back it waits for the GIL, which a
@@ -126,13 +128,13 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, SWITCH_S))
     try:
-        return _build(opts, reporter, clock, with_tests, runner)
+        return _build(opts, reporter, clock, with_tests, runner, memory or NoMemory())
     finally:
         sys.setswitchinterval(switch)
 
 
 def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests: bool,
-           runner: ActionRunner | None) -> BuildOutcome:
+           runner: ActionRunner | None, memory: BuildMemory) -> BuildOutcome:
     # What the build takes on trust, from its sandbox's promises (engine/trust.py): results the
     # sandbox cannot prove hermetic are keyed apart and never uploaded.
     policy = TrustPolicy(opts.sandbox, resolve_remote(opts))
@@ -147,22 +149,27 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
     lock = _BuildLock(layout.lock_file, reporter)
     warm = None
     try:
-        stats, state, scans = state_memo.open_state(layout.stat_cache, layout.action_state, layout.execroot,
-                                                    layout.scan_cache)
+        stats, state, scans = memory.open_state(layout.stat_cache, layout.action_state, layout.execroot,
+                                                layout.scan_cache)
         env = _environment(graph, layout, opts, reporter)
-        warm = _warm_up(opts, reporter, stores, env, runner, policy)
-        watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env)
+        warm = _warm_up(opts, reporter, stores, env, runner, policy, memory)
+        watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
         prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
-        plan = plan_memo.plan(lambda scan, includes: Planner(graph, toolchain, profile, layout=layout, scan=scan,
-                                                             with_tests=with_tests, includes=includes).build(),
-                              scans.scan, scans.includes, graph, (toolchain.identity, profile, layout.target_dir,
-                                                                  with_tests, env, _linkers(toolchain)),
-                              top=opts.target_override is None)
-        for w in empty_package_warnings(graph, plan):
+
+        def make(scan, includes) -> Plan:
+            return Planner(graph, toolchain, profile, layout=layout, scan=scan, with_tests=with_tests,
+                           includes=includes, expand=memory.expand).build()
+
+        if opts.target_override is None:
+            plan = memory.plan(make, scans.scan, scans.includes, graph,
+                               (toolchain.identity, profile, layout.target_dir, with_tests, env, _linkers(toolchain)))
+        else:  # a host tool's build inside the build: neither remembered nor given
+            plan = make(scans.scan, scans.includes)
+        for w in empty_package_warnings(graph, plan, memory.expand):
             reporter.raw_warning(w)
         timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
-                                     policy, timings, env.roots(), top=opts.target_override is None, warm=warm)
+                                     policy, memory, timings, env.roots(), top=opts.target_override is None, warm=warm)
         if timings is not None:  # also for a failed build: where the time went is as telling
             timings.finish(skipped=len(result.skipped))
             for path in timings.write(layout.target_dir, opts.timings, opts.trace):
@@ -176,7 +183,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
     finally:
         lock.release()
         if warm is not None:
-            after_reply.later(warm.close)
+            memory.after_reply(warm.close)
     outcome = BuildOutcome(graph, plan, layout, profile, toolchain, result, clock.elapsed(),
                            {a.id: state.discovered(a.id) for a in plan.actions}, *watched,
                            read_stamp=stats.recorded, environment=env)
@@ -206,12 +213,13 @@ def _environment(graph: PackageGraph, layout: Layout, opts: BuildOptions, report
 
 
 def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile: Profile, opts: BuildOptions,
-              reporter: Reporter, policy: TrustPolicy, env: Environment | None = None) -> tuple[list[str], list[str], bool]:
+              reporter: Reporter, policy: TrustPolicy, env: Environment | None,
+              memory: BuildMemory) -> tuple[list[str], list[str], bool]:
     """Before planning: build the host tools, then evaluate each package's build.star (whose
     actions and sources the planner needs). Returns the files and directories whose change
     must send the next no-op build down the full path."""
 
-    checked = check_loads(graph, lambda m: reporter.status("Rules", f"{m.name} ({m.label})"))
+    checked = check_loads(graph, lambda m: reporter.status("Rules", f"{m.name} ({m.label})"), memory.expand)
     tools = HostTools()
     if any(p.tool_edges for p in graph.order):
         def build_package(cwd: str, selection: Selection, target_dir: str):
@@ -221,7 +229,7 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
                                home=opts.home)
             quiet = Reporter(quiet=True, color="always" if reporter.color else "never", out=reporter.err,
                              err=reporter.err)
-            outcome = build(sub, quiet)
+            outcome = build(sub, quiet, memory=memory)
             return outcome.plan.execroot, {a.name: a.path for a in outcome.plan.artifacts if a.kind == "bin"}
 
         # A tool a build that is not hermetic makes is published apart (engine/trust.py).
@@ -232,7 +240,7 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
         from .program.api_context import context_extras
         from .program.cache import ProgramCache
         from .program.context import AccelEntry, PayloadRef
-        from .program.probe import configure as configure_probes
+        from .program.probe import ProbeSettings
 
         inputs = ProgramInputs(
             gen_dir=layout.gen_dir, profile=profile.name,
@@ -240,10 +248,10 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
             accel=tuple(AccelEntry(e.name, e.version, tuple(e.archs), e.floor) for e in graph.context.accel.entries),
             tools_of=tools.visible_to,
             payloads=tuple(PayloadRef(p.namespace, p.name, p.directory, p.version) for p in (env.payloads if env else ())),
-            extras=lambda pkg, modules: context_extras(pkg, modules, toolchain, profile, layout.out_dir))
-        configure_probes(opts.sandbox, str(opts.home.root), os.path.join(layout.program_cache, "probes"))
+            extras=lambda pkg, modules: context_extras(pkg, modules, toolchain, profile, layout.out_dir),
+            probes=ProbeSettings(opts.sandbox, str(opts.home.root), os.path.join(layout.program_cache, "probes")))
         cache = ProgramCache(layout.program_cache)
-    watched, reads_env = evaluate(graph, checked, inputs, cache, reporter)
+    watched, reads_env = evaluate(graph, checked, inputs, cache, reporter, expand=memory.expand)
     # Every package's build.star, present or not: one appearing must end the no-op.
     programs = [os.path.join(p.root, PROGRAM_NAME) for p in graph.order]
     return watched + programs + tools.watched_files, tools.watched_dirs, reads_env
@@ -286,7 +294,7 @@ def record_last_build(home: Home, counters: Counters) -> None:
 
 def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolchain, opts: BuildOptions,
               reporter: Reporter, state: BuildState, scans: ScanCache, runner: ActionRunner | None,
-              stores: Stores, policy: TrustPolicy, timings: TimingsRecorder | None = None,
+              stores: Stores, policy: TrustPolicy, memory: BuildMemory, timings: TimingsRecorder | None = None,
               payload_roots: tuple[str, ...] = (), top: bool = True,
               warm: SandboxWarmUp | None = None) -> tuple[ScheduleResult, Counters]:
     """Schedule every action of the plan through the pipeline; save the state, also on failure.
@@ -295,7 +303,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     # Results the sandbox cannot prove hermetic are keyed apart (engine/trust.py); the sandbox's
     # promises are looked up when the first key is made.
     platform = Platform(toolchain.identity, host_triple())
-    keys = KeyComputer(state, platform, plan.generated, plan_memo.unchanged(plan.execroot) if top else None,
+    keys = KeyComputer(state, platform, plan.generated, memory.unchanged(plan.execroot) if top else None,
                        memo=policy.memoizes_keys, namespace_of=policy.namespace)
     store, mat = stores.blobs, stores.mat
     if runner is None:
@@ -346,7 +354,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
 
     completed = False
     try:
-        order = plan_memo.edited_first(plan.actions, plan.execroot, state.discovered) if top else \
+        order = memory.edited_first(plan.actions, plan.execroot, state.discovered) if top else \
             [a.id for a in plan.actions]
         with reporter.held():
             result = run_graph(order, plan.prereqs, jobs=workers, check=pipeline.check,
@@ -361,15 +369,15 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         _save_records(state, scans, pipeline)
         pipeline.drain(result)  # the store ingest the actions left behind (cas/ingest.py)
         completed = True
-        if top and plan_memo.active:  # for the server, made after the client has its answer
-            plan_memo.learned = lambda: _knowledge(result, state, keys)
+        if top:  # for a server, made after the client has its answer
+            memory.learned(lambda: _knowledge(result, state, keys))
     finally:
         pipeline.ingest.abandon()  # interrupted: jobs not started are dropped, none is torn
         if isinstance(runner, SandboxRunner):
             # On Ctrl-C or a failure now: it kills running actions and removes their directories.
             # After a whole build only idle workers and their slots are left: after the reply.
             if completed and top:
-                after_reply.later(runner.shutdown)
+                memory.after_reply(runner.shutdown)
             else:
                 runner.shutdown()
         reporter.end_progress()
@@ -431,7 +439,7 @@ def _sandbox_warning(reporter: Reporter, warning: str | None) -> None:
 
 
 def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, env: Environment,
-             runner: ActionRunner | None, policy: TrustPolicy) -> SandboxWarmUp | None:
+             runner: ActionRunner | None, policy: TrustPolicy, memory: BuildMemory) -> SandboxWarmUp | None:
     """Make the sandbox and start its first worker while the build plans, when it will
     probably run an action: in a server's build child whose watcher saw a file change since
     the last build of the same request, or that has no such build to go by. Never for a no-op
@@ -441,10 +449,11 @@ def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, env: Enviro
     if runner is not None or opts.target_override is not None:
         return None
     settings = (opts.sandbox, str(stores.home.root), tuple(env.roots()))
-    plan_memo.sandbox = settings if policy.stages_inputs else None
-    warm = sandbox_warm_up.adopt(settings)
+    # Handed over (for the next build's early start) only where a worker can start early: a
+    # sandbox that stages inputs.
+    warm = memory.sandbox(settings if policy.stages_inputs else None)
     if warm is None and policy.stages_inputs and not (stores.remote is not None and stores.remote.execute) \
-            and plan_memo.likely_work():
+            and memory.likely_work():
         warm = SandboxWarmUp(settings)
     if warm is not None:
         warm.report = lambda warning: _sandbox_warning(reporter, warning)

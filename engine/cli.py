@@ -17,6 +17,7 @@ from mcpp.cas.statcache import StateDiscarded
 from mcpp.sandbox import NAMES as SANDBOXES
 
 from .build import BuildOptions, build
+from .build_memory import BuildMemory, NoMemory
 from .cache_cmd import cache_group
 from .payload_cmd import payload_group
 from .worker_cmd import worker_command
@@ -27,10 +28,19 @@ from .report import Reporter
 from .server.commands import server_group
 
 
+class _Launch:
+    """What `main` hands the command line: the raw arguments and the build's memory."""
+
+    def __init__(self, argv: list[str], memory: BuildMemory) -> None:
+        self.argv = argv
+        self.memory = memory
+
+
 class _Ctx:
     def __init__(self, verbose: int, quiet: bool, color: str, jobs: int, manifest_path: str | None,
-                 argv: list[str]):
-        self.argv = argv
+                 launch: _Launch):
+        self.argv = launch.argv
+        self.memory = launch.memory  # where a build takes warm state from (engine/build_memory.py)
         self.verbose = verbose
         self.quiet = quiet
         self.color = color
@@ -143,7 +153,8 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
 @click.pass_context
 def cli(ctx, verbose, quiet, color, jobs, manifest_path, no_server):
     """mcpp: a hermetic build engine for C and C++."""
-    ctx.obj = _Ctx(verbose, quiet, color, jobs, manifest_path, _RAW_ARGV)
+    launch = ctx.obj if isinstance(ctx.obj, _Launch) else _Launch([], NoMemory())
+    ctx.obj = _Ctx(verbose, quiet, color, jobs, manifest_path, launch)
 
 
 @cli.command("build")
@@ -157,7 +168,7 @@ def build_cmd(ctx: _Ctx, **kw):
     opts = _options(ctx, kw)
     reporter = ctx.reporter(kw["message_format"])
     started = noop.begin(ctx.argv)
-    outcome = build(opts, reporter)
+    outcome = build(opts, reporter, memory=ctx.memory)
     # A build asked for its timings writes a report each time: never answer it from the no-op path.
     if kw["message_format"] == "human" and not reporter.warned and not (opts.timings or opts.trace):
         record_noop(ctx.argv, outcome, ctx.quiet, started, opts.home)
@@ -185,7 +196,7 @@ def run_cmd(ctx: _Ctx, args, **kw):
     name = before[0] if before else None
     opts = _options(ctx, kw)
     reporter = ctx.reporter(kw["message_format"])
-    outcome = build(opts, reporter)
+    outcome = build(opts, reporter, memory=ctx.memory)
     sys.exit(run_binary(outcome, name, args, reporter))
 
 
@@ -201,7 +212,7 @@ def test_cmd(ctx: _Ctx, pattern, timeout, **kw):
 
     opts = _options(ctx, kw, with_dev=True)
     reporter = ctx.reporter(kw["message_format"])
-    outcome = build(opts, reporter, with_tests=True)
+    outcome = build(opts, reporter, with_tests=True, memory=ctx.memory)
     sys.exit(run_tests(outcome, pattern, reporter, json_mode=kw["message_format"] == "json", timeout=timeout))
 
 
@@ -218,7 +229,7 @@ def install_cmd(ctx: _Ctx, prefix, **kw):
     kw["release"] = kw["release"] or not kw["profile"]
     opts = _options(ctx, kw)
     reporter = ctx.reporter(kw["message_format"])
-    install(build(opts, reporter), prefix, reporter)
+    install(build(opts, reporter, memory=ctx.memory), prefix, reporter)
 
 
 @cli.command("clean")
@@ -351,9 +362,6 @@ def metadata_cmd(ctx: _Ctx, fmt, **kw):
                else metadata.render_text(graph, home, warn), nl=False)
 
 
-_RAW_ARGV: list[str] = []
-
-
 def _show_warning(message, category, filename, lineno, file=None, line=None):
     """A dropped state file (`StateDiscarded`) is a warning to the user, not a Python warning."""
     if issubclass(category, StateDiscarded):
@@ -365,11 +373,13 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 _python_showwarning = warnings.showwarning
 
 
-def main(argv: list[str] | None = None) -> None:
-    _RAW_ARGV[:] = sys.argv[1:] if argv is None else argv
+def main(argv: list[str] | None = None, memory: BuildMemory | None = None) -> None:
+    """`mcpp ARGV`; `memory`: what its build may take from its host (a server's build child
+    passes its own; None: the `mcpp` process's, which keeps nothing)."""
+    launch = _Launch(list(sys.argv[1:] if argv is None else argv), memory or NoMemory())
     warnings.showwarning = _show_warning
     try:
-        cli.main(args=argv, prog_name="mcpp", standalone_mode=False)
+        cli.main(args=argv, prog_name="mcpp", standalone_mode=False, obj=launch)
     except McppError as e:
         Reporter().error(e.render())
         sys.exit(e.exit_code)

@@ -12,10 +12,11 @@ from .manifest import globs
 from .package.sources import package_sources
 
 
-def empty_package_warnings(graph, plan) -> list[str]:
+def empty_package_warnings(graph, plan, expand: globs.Expand = globs.expand) -> list[str]:
     """`mcpp.toml:1:1: warning: ...` for each package of `graph` with no sources and no actions,
     or with no sources and only its build program's actions while C or C++ files lie in its
-    tree: those actions (a generated config header) used to hide that nothing was compiled."""
+    tree: those actions (a generated config header) would hide that nothing was compiled.
+    `expand` expands the source globs (manifest/globs.py)."""
     planned = set(plan.package_of.values())
     compiled = {plan.package_of[a.id] for a in plan.actions if a.kind != ActionKind.RULE}
     out: list[str] = []
@@ -24,9 +25,9 @@ def empty_package_warnings(graph, plan) -> list[str]:
         if pkg.name in compiled or m.is_virtual or m.build.sources == ():
             continue
         try:
-            if package_sources(pkg):
+            if package_sources(pkg, expand):
                 continue
-            stray = globs.expand(m.root, [f"**/*{e}" for e in COMPILED_EXTS]) if pkg.name in planned else []
+            stray = expand(m.root, [f"**/*{e}" for e in COMPILED_EXTS]) if pkg.name in planned else []
         except McppError:
             continue  # reported where the sources are read
         if pkg.name in planned and not stray:

@@ -12,8 +12,9 @@ answering; the link after it finds the same worker idle.
 
 The worker is started from the main thread because bwrap's ``--die-with-parent`` ends it when the
 *thread* that started it exits; the main thread lives as long as the build. In a server's build
-child the warm-up begins before the command line is read (`start_early`), for the sandbox the
-last build of the same request used, and the build adopts it when it wants the same (`adopt`).
+child the warm-up begins before the command line is read, for the sandbox the last build of the
+same request used, and the build adopts it when it wants the same (`fits`; the child's
+`BuildMemory`, server/child_memory.py, holds it meanwhile).
 """
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ from typing import Callable
 
 from mcpp.sandbox import SandboxUnavailable, begin_sandbox
 
-from . import after_reply
 from .errors import McppError
 
 
@@ -37,7 +37,7 @@ class SandboxWarmUp:
     def __init__(self, settings: tuple) -> None:
         self.settings = settings
         # the payload roots there now: a worker's mounts are fixed when it starts, so one begun
-        # before a payload was installed cannot see it (`adopt` compares)
+        # before a payload was installed cannot see it (`fits` compares)
         self.roots_present = _present(settings)
         self.report: Callable[[str], None] | None = None  # the build's way to show the warning
         self._made = threading.Event()
@@ -94,36 +94,11 @@ def _raising(error: BaseException) -> Callable[[], tuple[object, str | None]]:
     return finish
 
 
-# In a server's build child: a warm-up begun before the command line was even read, for the
-# sandbox the last build of the same request used (server/warm.py); the build adopts it when it
-# wants the same one.
-_early: SandboxWarmUp | None = None
-
-
-def start_early(settings: tuple) -> None:
-    global _early
-    _early = SandboxWarmUp(settings)
-
-
-def adopt(settings: tuple) -> SandboxWarmUp | None:
-    """The early warm-up, when it was begun for `settings`; one begun for other settings is
-    closed (after the client's answer: nothing waits for it)."""
-    global _early
-    early, _early = _early, None
-    if early is None or (early.settings == settings and early.roots_present == _present(settings)):
-        return early
-    after_reply.later(early.close)
-    return None
+def fits(warm: SandboxWarmUp, settings: tuple) -> bool:
+    """Whether `warm`, begun earlier, is the sandbox a build with `settings` wants: the same
+    settings, and the same payload roots present (a worker's mounts are fixed when it starts)."""
+    return warm.settings == settings and warm.roots_present == _present(settings)
 
 
 def _present(settings: tuple) -> tuple[str, ...]:
     return tuple(r for r in settings[2] if os.path.isdir(r))
-
-
-def discard_early() -> None:
-    """Close an early warm-up that no build adopted (the build failed before it wanted a sandbox,
-    or was not a build at all), after the client's answer."""
-    global _early
-    early, _early = _early, None
-    if early is not None:
-        after_reply.later(early.close)

@@ -43,16 +43,16 @@ SHORTCUTS: tuple[Shortcut, ...] = (
              "a `.py` file or directory written in the source directories; no inotify (then the digest runs)"),
     Shortcut("preloaded state", "mcpp.engine.server.state_memo",
              "loading the stat cache, action records and scan cache",
-             ("mcpp.engine.server.state_memo:open_state",),
+             ("mcpp.engine.server.state_memo:held",),
              "a state file whose stat differs from the one the server loaded"),
     Shortcut("remembered plan", "mcpp.engine.server.plan_memo",
              "planning",
-             ("mcpp.engine.server.plan_memo:plan",),
+             ("mcpp.engine.server.plan_memo:PlanMemo.plan",),
              "a file created, deleted, renamed or re-moded in a package tree; another graph, toolchain, "
              "profile or target directory; a rewritten file that scans to other module facts or includes"),
     Shortcut("remembered globs", "mcpp.engine.manifest.globs",
              "walking the directories of a source glob",
-             ("mcpp.engine.manifest.globs:expand",),
+             ("mcpp.engine.manifest.globs:Expansions.expand",),
              "the shape of a watched tree changing; a root the server does not watch"),
     Shortcut("known files", "mcpp.engine.unchanged",
              "computing the key of an action whose inputs all kept their digests",
@@ -130,6 +130,9 @@ SHORTCUTS: tuple[Shortcut, ...] = (
 
 # Modules that look like a shortcut to the test's scan but skip no work on a proof of their own.
 NOT_SHORTCUTS: dict[str, str] = {
+    "mcpp.engine.build_memory": "the seam a build reaches its host's memory through; the shortcuts behind it "
+                                "(preloaded state, remembered plan and globs) are registered",
+    "mcpp.engine.server.child_memory": "a build child's side of that seam; the same shortcuts are registered",
     "mcpp.cas.action_cache": "the store the action-cache shortcut reads; stats are for `mcpp cache gc`",
     "mcpp.cas.local_store": "stats are ages for garbage collection",
     "mcpp.cas.maintenance": "stats are ages for garbage collection",

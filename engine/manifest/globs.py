@@ -35,7 +35,7 @@ import re
 import stat
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from typing import Callable, Sequence
 
 from mcpp.engine.containment import check as check_inside
 from mcpp.engine.errors import ManifestError
@@ -57,17 +57,7 @@ def match(pattern: str, relpath: str) -> bool:
     return _compile(pattern.removeprefix("!")).regex.fullmatch(relpath) is not None
 
 
-# A warm build server's build (engine/server/warm.py) remembers each expansion it made and is given
-# those of the previous build of the same request when its watcher saw no directory under the
-# package roots change shape since that build began (no file created, deleted, renamed or
-# re-moded): an expansion reads nothing else, so it is the same. Only expansions wholly inside a
-# watched root are taken (`covered`), and none whose patterns name a directory the watcher skips.
-given: dict | None = None
-made: dict | None = None
-
-
-def covered(path: str) -> bool:  # replaced in a server's build child: whether `path` is watched
-    return False
+Expand = Callable[..., list[str]]  # `expand`'s signature: (root, patterns, boundary=None)
 
 
 def expand(root: str, patterns: Sequence[str], boundary: str | None = None) -> list[str]:
@@ -75,14 +65,35 @@ def expand(root: str, patterns: Sequence[str], boundary: str | None = None) -> l
     patterns select. Raises ManifestError for a pattern that is empty, absolute or uses `..`, for a
     selected or walked symlink that leads outside `boundary` (default: `root`), and for a directory
     or selected file that cannot be read."""
-    key = (root, tuple(patterns), boundary)
-    if given is not None and key in given and covered(boundary or root) and _watched(patterns):
-        found = given[key]
-    else:
-        found = _expand(root, patterns, boundary)
-    if made is not None:
-        made[key] = found
-    return list(found)
+    return _expand(root, patterns, boundary)
+
+
+class Expansions:
+    """`expand` for a warm build server's build child (engine/server/child_memory.py): it
+    remembers each expansion it made (`made`, handed back to the server), and answers from
+    those of the previous build of the same request (`given`) when the server's watcher saw no
+    directory under the package roots change shape since that build began (no file created,
+    deleted, renamed or re-moded): an expansion reads nothing else, so it is the same. Only
+    expansions wholly inside a root watched all along (`watched`) are taken, and none whose
+    patterns name a directory the watcher skips."""
+
+    def __init__(self, given: dict | None = None, watched: frozenset[str] = frozenset()) -> None:
+        self.given = given
+        self.made: dict = {}
+        self._roots = tuple(r.rstrip("/") + "/" for r in watched)
+
+    def expand(self, root: str, patterns: Sequence[str], boundary: str | None = None) -> list[str]:
+        key = (root, tuple(patterns), boundary)
+        given = self.given
+        if given is not None and key in given and self._covered(boundary or root) and _watched(patterns):
+            found = given[key]
+        else:
+            found = _expand(root, patterns, boundary)
+        self.made[key] = found
+        return list(found)
+
+    def _covered(self, path: str) -> bool:
+        return (path.rstrip("/") + "/").startswith(self._roots)
 
 
 def _watched(patterns: Sequence[str]) -> bool:

@@ -50,10 +50,11 @@ def device_extensions(pkg: Package) -> dict[str, str]:
     return out
 
 
-def package_sources(pkg: Package) -> list[Source]:
+def package_sources(pkg: Package, expand: globs.Expand = globs.expand) -> list[Source]:
     """The sources of `pkg` with its active features applied, in a stable order: what the engine
     compiles, and the device sources (`role == Role.DEVICE`) a rule's action must claim. Device
-    extensions are never in the default glob: a device source is built because it is named."""
+    extensions are never in the default glob: a device source is built because it is named.
+    `expand`: how globs are expanded (a warm server's build child remembers them, manifest/globs.py)."""
     m = pkg.manifest
     device_exts = frozenset(device_extensions(pkg))
     patterns = list(m.build.sources) if m.build.sources is not None else list(DEFAULT_GLOBS)
@@ -62,7 +63,7 @@ def package_sources(pkg: Package) -> list[Source]:
     active_feature_files: set[str] = set()
     for f in m.features.values():
         if f.sources:
-            matched = _expand(pkg, m.root, f.sources)
+            matched = _expand(pkg, expand, m.root, f.sources)
             if f.name in pkg.features:
                 patterns.extend(f.sources)
                 active_feature_files.update(matched)
@@ -71,7 +72,7 @@ def package_sources(pkg: Package) -> list[Source]:
     if m.lib_path:
         patterns.append(m.lib_path)
     out = []
-    for path in _expand(pkg, m.root, patterns):
+    for path in _expand(pkg, expand, m.root, patterns):
         if path in feature_only and path not in active_feature_files:
             continue
         role = role_of(path, device_exts)
@@ -89,11 +90,12 @@ def package_sources(pkg: Package) -> list[Source]:
     return out
 
 
-def _expand(pkg: Package, root: str, patterns: list[str], boundary: str | None = None) -> list[str]:
-    """`globs.expand`, a file it refuses (not a regular file, not UTF-8, unreadable) reported at
-    the manifest's `[build] sources`: what selected the file."""
+def _expand(pkg: Package, expand: globs.Expand, root: str, patterns: list[str],
+            boundary: str | None = None) -> list[str]:
+    """`expand`, a file it refuses (not a regular file, not UTF-8, unreadable) reported at the
+    manifest's `[build] sources`: what selected the file."""
     try:
-        return globs.expand(root, patterns, boundary)
+        return expand(root, patterns, boundary)
     except ManifestError as e:
         if e.pos is None:
             m = pkg.manifest
@@ -115,19 +117,19 @@ def include_dirs(pkg: Package) -> list[str]:
     return dirs
 
 
-def header_pool(pkg: Package) -> list[str]:
+def header_pool(pkg: Package, expand: globs.Expand = globs.expand) -> list[str]:
     """Absolute paths of the files a compile of `pkg` may `#include` from the package itself:
     headers beside its sources, and everything under its include directories. The sandbox
     stages these; the depfile tells which of them were read (and so enter the key)."""
     m = pkg.manifest
-    out = [os.path.join(m.root, p) for p in _expand(pkg, m.root, list(HEADER_GLOBS))]
+    out = [os.path.join(m.root, p) for p in _expand(pkg, expand, m.root, list(HEADER_GLOBS))]
     for d in include_dirs(pkg):
         # An include directory of the package may link to the package's other files (`../src`);
         # one elsewhere (or generated under `target/`, which may be a link to a scratch disk)
         # keeps to itself.
         inside_pkg = d.startswith(m.root.rstrip("/") + "/") and not d.startswith(os.path.join(m.root, "target", ""))
         boundary = m.root if inside_pkg else d
-        out += [os.path.join(d, p) for p in _expand(pkg, d, ["**/*"], boundary)]
+        out += [os.path.join(d, p) for p in _expand(pkg, expand, d, ["**/*"], boundary)]
     return sorted(set(out))
 
 

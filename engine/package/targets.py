@@ -24,13 +24,13 @@ def targets_of(pkg: Package) -> list[TargetSpec]:
     return targets
 
 
-def owned_sources(pkg: Package, target: TargetSpec) -> list[Source]:
+def owned_sources(pkg: Package, target: TargetSpec, expand: globs.Expand = globs.expand) -> list[Source]:
     """The sources only `target` compiles and links: its `main`, then its `sources` globs. They
     are never part of the package's library, so one binary does not link another's files."""
     m = pkg.manifest
     paths = [target.main] if target.main else []
     if target.sources:
-        paths += [p for p in globs.expand(m.root, list(target.sources)) if p not in paths]
+        paths += [p for p in expand(m.root, list(target.sources)) if p not in paths]
     out = []
     for path in paths:
         role = role_of(path)
@@ -44,22 +44,22 @@ def owned_sources(pkg: Package, target: TargetSpec) -> list[Source]:
     return out
 
 
-def owned_by_targets(pkg: Package) -> set[str]:
+def owned_by_targets(pkg: Package, expand: globs.Expand = globs.expand) -> set[str]:
     """Every source a bin, test or shared target claims: what the package's static library leaves out."""
-    return {s.path for t in targets_of(pkg) if t.kind in ("bin", "test", "shared") for s in owned_sources(pkg, t)}
+    return {s.path for t in targets_of(pkg) if t.kind in ("bin", "test", "shared") for s in owned_sources(pkg, t, expand)}
 
 
-def target_headers(pkg: Package, target: TargetSpec) -> list[str]:
+def target_headers(pkg: Package, target: TargetSpec, expand: globs.Expand = globs.expand) -> list[str]:
     """Absolute paths of the headers a target's own sources may include beyond the package's
     pool: those beside its sources (`examples/util.h`) and under its `include_dirs`."""
     m = pkg.manifest
-    dirs = {os.path.dirname(s.path) for s in owned_sources(pkg, target)}
+    dirs = {os.path.dirname(s.path) for s in owned_sources(pkg, target, expand)}
     patterns = [f"{d}/*{e}" if d else f"*{e}" for d in sorted(dirs) for e in HEADER_EXTS]
-    out = [os.path.join(m.root, p) for p in globs.expand(m.root, patterns)] if patterns else []
+    out = [os.path.join(m.root, p) for p in expand(m.root, patterns)] if patterns else []
     for d in target.include_dirs:
         full = os.path.normpath(os.path.join(m.root, d))
         if os.path.isdir(full):
-            out += [os.path.join(full, p) for p in globs.expand(full, ["**/*"], m.root)]
+            out += [os.path.join(full, p) for p in expand(full, ["**/*"], m.root)]
     return sorted(set(out))
 
 

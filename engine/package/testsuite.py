@@ -9,6 +9,7 @@ import os
 
 from ..conventions import C_EXTS, CXX_EXTS, HEADER_EXTS, Role
 from ..errors import McppError
+from ..manifest import globs
 from .model import Package
 from .sources import Source
 from .targets import owned_sources
@@ -21,7 +22,7 @@ def test_name(path: str) -> str:
     return os.path.splitext(path[len(TESTS_DIR) + 1:])[0]
 
 
-def package_tests(pkg: Package) -> list[Source]:
+def package_tests(pkg: Package, expand: globs.Expand = globs.expand) -> list[Source]:
     """The package's test sources, in a stable order. A source a declared target builds (a
     `kind = "test"` target's `main` or `sources`, compiled with that target's settings) is not a
     test of its own. A C and a C++ test of the same name would write one binary, so that is an
@@ -29,7 +30,7 @@ def package_tests(pkg: Package) -> list[Source]:
     root = os.path.join(pkg.root, TESTS_DIR)
     if not os.path.isdir(root):
         return []
-    claimed = {s.path for t in pkg.manifest.targets for s in owned_sources(pkg, t)}
+    claimed = {s.path for t in pkg.manifest.targets for s in owned_sources(pkg, t, expand)}
     found: dict[str, Source] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()

@@ -203,7 +203,7 @@ class Compiles:
         out: list[str] = []
         for p in [pkg] + transitive_deps(pkg, dev):
             if p not in self._pools:
-                self._pools[p] = tuple(self.ctx.rel(h) for h in header_pool(p))
+                self._pools[p] = tuple(self.ctx.rel(h) for h in header_pool(p, self.ctx.expand))
             out.extend(self._pools[p])
         if dev:  # a test may include the headers beside it (its framework, the suite's helpers)
             if (pkg, "tests") not in self._pools:
@@ -219,7 +219,7 @@ class Compiles:
         key = (id(pkg), id(target))
         own = self._target_memo.get(key)
         if own is None:
-            own = self._target_memo[key] = tuple(self.ctx.rel(h) for h in target_headers(pkg, target))
+            own = self._target_memo[key] = tuple(self.ctx.rel(h) for h in target_headers(pkg, target, self.ctx.expand))
         if may_read is not self._pool_memo.get((pkg, dev)):
             return tuple(dict.fromkeys(may_read + own))  # a scanned subset: small
         whole = self._target_pool_memo.get((key, dev))

@@ -1,11 +1,13 @@
 """What every part of the planner reads and none of them changes: the package graph, the
 toolchain and profile, the build's layout (the execroot, where every action runs, and
-`target/<profile>`; given by the caller) and each package's targets."""
+`target/<profile>`; given by the caller), each package's targets and how source globs are
+expanded (`expand`: a warm server's build child remembers them, manifest/globs.py)."""
 from __future__ import annotations
 
 import os
 
 from ..layout import Layout
+from ..manifest import globs
 from ..manifest.model import TargetSpec
 from ..package.model import Package, PackageGraph
 from ..profiles import Profile
@@ -14,7 +16,7 @@ from ..toolchain import Toolchain
 
 class PlanContext:
     def __init__(self, graph: PackageGraph, toolchain: Toolchain, profile: Profile, layout: Layout,
-                 targets: dict[Package, list[TargetSpec]]):
+                 targets: dict[Package, list[TargetSpec]], expand: globs.Expand = globs.expand):
         self.graph = graph
         self.tc = toolchain
         self.profile = profile
@@ -23,6 +25,7 @@ class PlanContext:
         root = os.path.abspath(self.execroot)
         self._prefix = root if root.endswith("/") else root + "/"
         self.targets = targets  # every package of the graph -> its targets
+        self.expand = expand
         self.out_abs = layout.out_dir
         self.out = self.rel(self.out_abs)  # the profile's output directory, execroot-relative
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..layout import Layout
+from ..manifest import globs
 from ..modules.scanner import ModuleUnit
 from ..package.model import Package, PackageGraph
 from ..package.sources import package_sources
@@ -39,12 +40,12 @@ class Planner:
     contain every package root and the target directory); `scan` maps an absolute source
     path (and, for a source only a preprocessing scan can answer, how to run one) to its module
     facts and `includes` to its include directives (both cached by the caller; `includes=None`
-    stages every header a compile may read)."""
+    stages every header a compile may read); `expand` expands the packages' source globs."""
 
     def __init__(self, graph: PackageGraph, toolchain: Toolchain, profile: Profile, *, layout: Layout,
                  scan: Callable[..., ModuleUnit], with_tests: bool = False,
-                 includes: Callable[[str], object] | None = None):
-        self.ctx = PlanContext(graph, toolchain, profile, layout, {p: targets_of(p) for p in graph.order})
+                 includes: Callable[[str], object] | None = None, expand: globs.Expand = globs.expand):
+        self.ctx = PlanContext(graph, toolchain, profile, layout, {p: targets_of(p) for p in graph.order}, expand)
         self.with_tests = with_tests
         self.includes = includes
         self.plan = Plan(layout.execroot)
@@ -57,7 +58,7 @@ class Planner:
         graph, plan, programs = self.ctx.graph, self.plan, self.programs
         units_by_pkg: dict[Package, list[Unit]] = {}
         for pkg in graph.order:
-            compiled = [s for s in package_sources(pkg) if s.role != "device"]
+            compiled = [s for s in package_sources(pkg, self.ctx.expand) if s.role != "device"]
             units_by_pkg[pkg] = self.unit_maker.make(pkg, compiled, "obj")
             if pkg.program is not None:
                 units_by_pkg[pkg] += programs.units(pkg)
@@ -67,7 +68,7 @@ class Planner:
         test_units: dict[Package, list[Unit]] = {}
         if self.with_tests:
             for pkg in graph.members:
-                test_units[pkg] = self.unit_maker.make(pkg, package_tests(pkg), "test-obj")
+                test_units[pkg] = self.unit_maker.make(pkg, package_tests(pkg, self.ctx.expand), "test-obj")
         all_units = [u for tu in per_pkg.values() for u in tu.all_units()] \
             + [u for us in test_units.values() for u in us]
 

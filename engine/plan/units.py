@@ -68,7 +68,7 @@ class UnitMaker:
         out = []
         # A test target's sources always see the dev-dependencies, so they compile apart.
         apart = target.compiles_apart or target.kind == "test"
-        for src in owned_sources(pkg, target):
+        for src in owned_sources(pkg, target, self.ctx.expand):
             if apart:
                 obj = f"{self.ctx.out}/obj/{pkg.name}.{target.name}/{src.path}.o"
                 out.append(self._unit(pkg, src, obj, f"compile {pkg.name}.{target.name}:{src.path}", target))
@@ -123,7 +123,7 @@ class TargetUnits:
     @classmethod
     def of(cls, ctx: PlanContext, maker: UnitMaker, pkg: Package, units: list[Unit], with_tests: bool,
            wanted: set[str]) -> "TargetUnits":
-        owned = owned_by_targets(pkg)
+        owned = owned_by_targets(pkg, ctx.expand)
         out = cls([u for u in units if u.produced_by or u.source.path not in owned])
         member = any(pkg is m for m in ctx.graph.members)
         for t in targets_of(pkg):

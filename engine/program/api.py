@@ -22,6 +22,7 @@ from .api_context import ContextApi
 from .api_errors import ProgramApiError, _need_str
 from .api_providers import ProvidersApi
 from .context import ProgramContext
+from .probe import ProbeSettings
 from ..package.program_result import ROLES, ProgramResult, RuleAction
 from ..payloads import version as payload_version
 
@@ -57,8 +58,10 @@ class McppApi(ContextApi, ProvidersApi):
                  "provide", "dep_info",
                  "probe")
 
-    def __init__(self, ctx: ProgramContext, environ: dict[str, str] | None = None):
+    def __init__(self, ctx: ProgramContext, environ: dict[str, str] | None = None,
+                 probes: ProbeSettings | None = None):
         self.ctx = ctx
+        self.probes = probes or ProbeSettings()  # where `mcpp.probe` runs and caches (probe.py)
         self.result = ProgramResult()
         self.reads = Reads()
         self._environ = os.environ if environ is None else environ

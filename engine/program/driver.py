@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable
 from ..errors import ManifestError, McppError, Position
 
 from ..conventions import Role
+from ..manifest import globs
 from ..manifest.load import display_path
 from ..package.model import Package, PackageGraph
 from ..package.program_result import ProgramResult
@@ -28,6 +29,7 @@ from .paths import PROGRAM_NAME, program_path
 if TYPE_CHECKING:
     from .cache import ProgramCache
     from .context import AccelEntry, ProgramContext
+    from .probe import ProbeSettings
 
 
 # A rule package's files load each other a few levels deep; the bound keeps the nested
@@ -42,13 +44,15 @@ class Checked:
     rule_modules: dict[str, RuleModule]
 
 
-def check_loads(graph: PackageGraph, announce: Callable[[RuleModule], None]) -> dict[Package, Checked]:
+def check_loads(graph: PackageGraph, announce: Callable[[RuleModule], None],
+                expand: globs.Expand = globs.expand) -> dict[Package, Checked]:
     """Parse each build.star and refuse a `load` no dependency provides; announce each activated
-    rule module once (`Rules example.rules.toy (example:rules-toy)`)."""
+    rule module once (`Rules example.rules.toy (example:rules-toy)`). `expand` expands the features'
+    source globs (manifest/globs.py)."""
     out: dict[Package, Checked] = {}
     announced: set[str] = set()
     for pkg in graph.order:
-        modules = visible_rule_modules(pkg)
+        modules = visible_rule_modules(pkg, expand)
         for name, module in modules.items():
             if name not in announced:
                 announced.add(name)
@@ -126,11 +130,13 @@ class ProgramInputs:
     tools_of: Callable[[Package], list]  # package -> visible HostTools
     payloads: tuple = ()  # PayloadRef of every resolved payload: one environment for every package
     extras: Callable[[Package, dict], dict] = lambda pkg, rule_modules: {}  # api_context.context_extras
+    probes: ProbeSettings | None = None  # where `mcpp.probe` runs and caches (probe.py); None: no sandbox named
 
 
 def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: ProgramInputs | None,
              cache: ProgramCache | None,
-             reporter, environ: dict[str, str] | None = None) -> tuple[list[str], bool]:
+             reporter, environ: dict[str, str] | None = None,
+             expand: globs.Expand = globs.expand) -> tuple[list[str], bool]:
     """Evaluate every program (or reuse its cached result) into `pkg.program`; returns the files
     the results depend on and whether any read the environment, for the no-op record."""
     environ = dict(os.environ) if environ is None else environ
@@ -139,7 +145,7 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
     for pkg in graph.order:
         c = checked[pkg]
         exts = device_extensions(pkg)
-        device = [s.path for s in package_sources(pkg) if s.role == Role.DEVICE]
+        device = [s.path for s in package_sources(pkg, expand) if s.role == Role.DEVICE]
         if c.path is None:
             pkg.program = None
             _check_claims(pkg, device, exts, ProgramResult())
@@ -154,7 +160,7 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
             from .api import McppApi
             from .cache import dependencies
             from .evaluate import Evaluation
-            api = McppApi(ctx, environ)
+            api = McppApi(ctx, environ, inputs.probes if inputs is not None else None)
             evaluation = Evaluation(api, c.rule_modules)
             try:
                 evaluation.run(c.path, c.ast)

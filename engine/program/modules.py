@@ -55,17 +55,17 @@ def library_path(module_id: str) -> str | None:
     return path if os.path.isfile(path) else None
 
 
-def feature_stars(dep: Package, feature: str) -> list[str]:
+def feature_stars(dep: Package, feature: str, expand: globs.Expand = globs.expand) -> list[str]:
     """The `.star` files of a feature's `sources`, relative to the package root."""
     spec = dep.manifest.features[feature]
-    return [p for p in globs.expand(dep.root, spec.sources) if p.endswith(".star")]
+    return [p for p in expand(dep.root, spec.sources) if p.endswith(".star")]
 
 
-def rule_module_file(dep: Package, feature: str) -> str:
+def rule_module_file(dep: Package, feature: str, expand: globs.Expand = globs.expand) -> str:
     """The `.star` file a feature's `rule_module` names: `rule_module_entry`, or the only `.star`
     in its `sources` (a rule module split into helpers names which file is the entry)."""
     spec = dep.manifest.features[feature]
-    stars = feature_stars(dep, feature)
+    stars = feature_stars(dep, feature, expand)
     found = ", ".join(f"`{p}`" for p in stars) or "none"
     entry = spec.rule_module_entry
     if entry is not None:
@@ -132,7 +132,7 @@ def resolve(loader: Loader, module_id: str, program_modules: dict[str, RuleModul
     return module.path, Loader(f"rule module '{module_id}'", module)
 
 
-def visible_rule_modules(pkg: Package) -> dict[str, RuleModule]:
+def visible_rule_modules(pkg: Package, expand: globs.Expand = globs.expand) -> dict[str, RuleModule]:
     """The rule modules `pkg`'s build program may load, by dotted name."""
     out: dict[str, RuleModule] = {}
     for spec, dep in pkg.edges:
@@ -140,7 +140,7 @@ def visible_rule_modules(pkg: Package) -> dict[str, RuleModule]:
         for f in sorted(features):
             name = dep.manifest.features[f].rule_module
             if name and name not in out:
-                out[name] = RuleModule(name, rule_module_file(dep, f), dep, f)
+                out[name] = RuleModule(name, rule_module_file(dep, f, expand), dep, f)
     return out
 
 

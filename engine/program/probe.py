@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 
 import blake3
 
@@ -27,20 +28,24 @@ from mcpp.cas.digest import digest_file
 
 from .api_errors import ProgramApiError
 
-# What `configure` is told by the build: the sandbox name (None: the best available) and the
-# directory sandboxes and the probe cache live in. The evaluation runs in a forked child
-# (bounded.py), which inherits these.
-_CONFIG: dict[str, str | None] = {"sandbox": None, "work_root": None, "cache_dir": None}
 _TIMEOUT = 30.0  # seconds; well inside the evaluation's own time limit
 _FORMAT = "mcpp-probe-1"
 
 
-def configure(sandbox: str | None, work_root: str, cache_dir: str) -> None:
-    _CONFIG.update(sandbox=sandbox, work_root=work_root, cache_dir=cache_dir)
+@dataclass(frozen=True)
+class ProbeSettings:
+    """What the build tells the probes (driver.ProgramInputs, handed to each package's `McppApi`):
+    the sandbox name (None: the best available), the directory sandboxes live in and the probe
+    cache's directory (None: the system's temporary directory, no cache)."""
+    sandbox: str | None = None
+    work_root: str | None = None
+    cache_dir: str | None = None
 
 
 def run_probe(api, argv, inputs, tools) -> dict:
-    """Validate, look up the cache, else run; returns {code, stdout, stderr} for the struct."""
+    """Validate, look up the cache, else run; returns {code, stdout, stderr} for the struct.
+    Where it runs and caches: `api.probes`."""
+    settings: ProbeSettings = api.probes
     argv = _str_list(argv, "probe(): argv")
     if not argv:
         raise ProgramApiError("probe(): argv is empty")
@@ -65,11 +70,11 @@ def run_probe(api, argv, inputs, tools) -> dict:
     api.reads.files.update(digests)
     key = blake3.blake3(json.dumps([_FORMAT, argv, sorted(staged.items()), sorted(digests.items())])
                         .encode()).hexdigest()
-    cached = _cached(key)
+    cached = _cached(settings, key)
     if cached is not None:
         return cached
-    result = _run(argv, tool_paths, staged, ProgramApiError)
-    _store(key, result)
+    result = _run(settings, argv, tool_paths, staged, ProgramApiError)
+    _store(settings, key, result)
     return result
 
 
@@ -90,11 +95,11 @@ def _tool(name: str, error, on_path: bool = False) -> str:
     return os.path.normpath(name)
 
 
-def _run(argv: list[str], tools: list[str], staged: dict[str, str], error) -> dict:
+def _run(settings: ProbeSettings, argv: list[str], tools: list[str], staged: dict[str, str], error) -> dict:
     from mcpp.sandbox import SandboxSpec, SandboxSpecError, SandboxUnavailable, make_sandbox
     from ..plan.model import ACTION_ENV
 
-    work_root = _CONFIG["work_root"] or tempfile.gettempdir()
+    work_root = settings.work_root or tempfile.gettempdir()
     os.makedirs(work_root, exist_ok=True)
     root = tempfile.mkdtemp(prefix="probe-", dir=work_root)
     try:
@@ -106,7 +111,7 @@ def _run(argv: list[str], tools: list[str], staged: dict[str, str], error) -> di
             os.chmod(copy, 0o444)
             inputs[rel] = copy
         try:
-            sandbox, _warning = make_sandbox(_CONFIG["sandbox"], work_root)
+            sandbox, _warning = make_sandbox(settings.sandbox, work_root)
         except SandboxUnavailable as e:
             raise error(f"probe(): {e}") from None
         try:
@@ -127,12 +132,12 @@ def _run(argv: list[str], tools: list[str], staged: dict[str, str], error) -> di
             "stderr": res.stderr.decode(errors="replace")}
 
 
-def _cache_path(key: str) -> str | None:
-    return os.path.join(_CONFIG["cache_dir"], key + ".json") if _CONFIG["cache_dir"] else None
+def _cache_path(settings: ProbeSettings, key: str) -> str | None:
+    return os.path.join(settings.cache_dir, key + ".json") if settings.cache_dir else None
 
 
-def _cached(key: str) -> dict | None:
-    path = _cache_path(key)
+def _cached(settings: ProbeSettings, key: str) -> dict | None:
+    path = _cache_path(settings, key)
     try:
         with open(path, encoding="utf-8") as f:
             entry = json.load(f)
@@ -141,8 +146,8 @@ def _cached(key: str) -> dict | None:
         return None
 
 
-def _store(key: str, result: dict) -> None:
-    path = _cache_path(key)
+def _store(settings: ProbeSettings, key: str, result: dict) -> None:
+    path = _cache_path(settings, key)
     if path is not None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         write_atomic(path, json.dumps(result))

@@ -19,8 +19,6 @@ import tempfile
 import time
 from typing import Callable
 
-from .. import after_reply
-
 _PR_SET_PDEATHSIG = 1
 
 
@@ -28,7 +26,6 @@ def run(request: dict, fds: list[int], command: Callable[[list[str]], None],
         ready: Callable[[], None] | None = None) -> int:
     """Become the client's `mcpp` process, run `command(argv)`; the exit status. `ready()`
     runs once the process is the client's, just before the command."""
-    after_reply.start()
     os.setpgid(0, 0)  # Ctrl-C forwarded to the group reaches the build's processes, as from a terminal
     _die_with_server()
     for target, fd in enumerate(fds[:3]):

@@ -41,8 +41,8 @@ from typing import Callable
 
 from mcpp.sandbox.lineage import inside_action
 
-from .. import after_reply
 from . import child, protocol
+from .child_memory import ChildMemory
 from .noop_watch import NoopWatch
 from .source_watch import SourceWatch
 from .paths import Unsafe, lock_path, socket_path
@@ -81,14 +81,15 @@ class _Intake:
 
 
 class Server:
-    def __init__(self, ident: str, root: str, home: str, command: Callable[[list[str]], None],
-                 hooks=None):
+    def __init__(self, ident: str, root: str, home: str, command: Callable[..., None],
+                 hooks=None, log: Callable[[str], None] = lambda text: None):
         self.ident, self.root, self.home = ident, root, home
+        self.log = log  # the server's log file (`main`); nothing by default
         # The directories themselves, not their names: a home or workspace moved aside and made
         # again under the same path (`mv ~/.mcpp ~/.mcpp.old`) is another one, which this
         # server's memory (its plan, proofs, what the stores hold) does not describe.
         self.places = _places(root, home)
-        self.command = command
+        self.command = command  # command(argv, memory=...): a build child's `mcpp`, given its BuildMemory
         self.hooks = hooks  # the warm state (warm.py): told when a build starts and ends
         self.identity = protocol.identity()
         self.sources = SourceWatch(protocol.source_dirs())  # before the digest: no write falls between
@@ -125,7 +126,7 @@ class Server:
             path = socket_path(self.ident, create=True)
             lock = os.open(lock_path(self.ident), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         except (Unsafe, OSError) as e:
-            log(f"cannot listen: {e}")
+            self.log(f"cannot listen: {e}")
             return False
         deadline = time.monotonic() + 2.0  # a server stepping aside releases the lock once it stops listening
         while True:
@@ -135,7 +136,7 @@ class Server:
             except OSError:
                 if time.monotonic() > deadline or _listening(path):
                     os.close(lock)
-                    log("another server holds the socket")
+                    self.log("another server holds the socket")
                     return False
                 time.sleep(0.01)
         self.lock = lock
@@ -163,7 +164,7 @@ class Server:
                 self._run_later()  # each takes its build's hand-off file away
                 return
             if not self.running and not self.stopping and self._idle_for() > self.idle_s:
-                log("idle: exiting")
+                self.log("idle: exiting")
                 self._run_later()
                 return
             events = self.selector.select(0 if self.later else self._timeout())
@@ -175,12 +176,12 @@ class Server:
                 try:
                     getattr(self, "_on_" + kind)(key.fileobj, data)
                 except Exception:  # noqa: BLE001 - one bad request must not take the server down
-                    log(traceback.format_exc())
+                    self.log(traceback.format_exc())
             if not events and self.later:
                 self._run_later(1)
             self._reap_polled()
             if not self.stopping and self._gone():
-                log("workspace, home or installed sources changed: exiting")
+                self.log("workspace, home or installed sources changed: exiting")
                 self._stop_listening()
 
     def _run_later(self, n: int | None = None) -> None:
@@ -191,7 +192,7 @@ class Server:
             try:
                 task()
             except Exception:  # noqa: BLE001 - the warm state is an optimisation; builds run anyway
-                log(traceback.format_exc())
+                self.log(traceback.format_exc())
 
     def _timeout(self) -> float:
         if any(b.pidfd is None for b in self.running.values()):
@@ -270,7 +271,7 @@ class Server:
         except (BlockingIOError, InterruptedError):
             return
         except OSError as e:  # out of descriptors: the pending connection stays queued meanwhile
-            log(f"cannot accept a connection ({e.strerror}): pausing {_PAUSE_S} s")
+            self.log(f"cannot accept a connection ({e.strerror}): pausing {_PAUSE_S} s")
             self.paused_until = time.monotonic() + _PAUSE_S
             self._accept(False)
             return
@@ -305,7 +306,7 @@ class Server:
                 raise protocol.ProtocolError("more than one request")
             self._serve_request(conn, messages[0], intake.incoming.fds)
         except Exception:  # noqa: BLE001 - one bad request must not take the server down
-            log(traceback.format_exc())
+            self.log(traceback.format_exc())
             if not any(b.conn is conn for b in self.running.values()):
                 conn.close()
         finally:
@@ -354,7 +355,7 @@ class Server:
             self._stop_listening()
             return
         if self._moved():  # checked on each request: `_gone` looks only every few seconds
-            log("workspace or home replaced: a new server takes over")
+            self.log("workspace or home replaced: a new server takes over")
             self._reply(conn, {"restart": "moved"})
             self._stop_listening()
             return
@@ -373,24 +374,25 @@ class Server:
             try:
                 self.hooks.before_fork(request)
             except Exception:  # noqa: BLE001 - the warm state is an optimisation; the build runs anyway
-                log(traceback.format_exc())
+                self.log(traceback.format_exc())
         done_r, done_w = os.pipe2(os.O_CLOEXEC)
         pid = os.fork()
         if pid == 0:
             try:
-                self._in_child()
+                memory = self._in_child()
                 conn.close()
                 os.close(done_r)
-                code = child.run(request, fds, self.command, self.hooks.child_ready if self.hooks else None)
+                code = child.run(request, fds, functools.partial(self.command, memory=memory),
+                                 self.hooks.child_ready if self.hooks else None)
                 # The build is over for the user (its output flushed): the client gets its exit
                 # status now, not after the hand-off below and this process's teardown.
                 os.write(done_w, bytes([code & 0xFF]))
                 if self.hooks is not None:
                     self.hooks.child_done()
-                after_reply.run(log)
+                memory.run_after_reply(self.log)
             except BaseException:  # noqa: BLE001 - the child could not become the client's process:
                 # die as a crash does, so the client warns once and builds in process
-                log(traceback.format_exc())
+                self.log(traceback.format_exc())
                 os.kill(os.getpid(), signal.SIGKILL)
             os._exit(code)
         os.close(done_w)
@@ -420,13 +422,14 @@ class Server:
             if text:
                 _write_within(fds[1], text.encode("utf-8", "surrogateescape"), REQUEST_S)
         except Exception:  # noqa: BLE001 - only a shortcut: the build child decides instead
-            log(traceback.format_exc())
+            self.log(traceback.format_exc())
             return False
         return text is not None
 
-    def _in_child(self) -> None:
+    def _in_child(self) -> ChildMemory:
         """Drop every descriptor the server holds, so no build keeps the socket name bound or
-        a client's connection open after the server is gone."""
+        a client's connection open after the server is gone; the build's memory (warm.py, or
+        one given nothing when the server keeps no warm state)."""
         self.selector.close()
         self.noops.close()
         self.sources.close()
@@ -444,7 +447,8 @@ class Server:
             if build.done is not None:
                 os.close(build.done)
         if self.hooks is not None:
-            self.hooks.in_child()
+            return self.hooks.in_child()
+        return ChildMemory(None, {})
 
     def _on_noop_watch(self, _fd, _data) -> None:
         self.noops.drain()
@@ -583,13 +587,12 @@ def _rss_kb() -> int:
     return 0
 
 
-_LOG = None
-
-
-def log(text: str) -> None:
-    if _LOG is not None:
-        _LOG.write(f"{time.strftime('%H:%M:%S')} [{os.getpid()}] {text.rstrip()}\n")
-        _LOG.flush()
+def _file_log(f) -> Callable[[str], None]:
+    """A log writing each line to the open file `f`, with the time and the writing process."""
+    def log(text: str) -> None:
+        f.write(f"{time.strftime('%H:%M:%S')} [{os.getpid()}] {text.rstrip()}\n")
+        f.flush()
+    return log
 
 
 def _places(*paths: str) -> tuple[tuple[int, int] | None, ...]:
@@ -604,20 +607,19 @@ def _places(*paths: str) -> tuple[tuple[int, int] | None, ...]:
     return tuple(out)
 
 
-def main(ident: str, root: str, home: str, command: Callable[[list[str]], None], hooks=None,
+def main(ident: str, root: str, home: str, command: Callable[..., None], hooks=None,
          ready: int | None = None, later: tuple[Callable[[], None], ...] = ()) -> None:
     """Detached already (the client starts it in a new session); runs until idle or stopped.
     `ready`: a pipe to write one byte on once the socket listens (closed in any case); `later`:
     tasks for when the first build has started and no request waits (imports it may not need)."""
-    global _LOG
     from .paths import log_file
 
     try:
         os.makedirs(os.path.dirname(log_file(ident, home)), exist_ok=True)
-        _LOG = open(log_file(ident, home), "a", buffering=1)
+        log = _file_log(open(log_file(ident, home), "a", buffering=1))
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        server = Server(ident, root, home, command, hooks)
+        server = Server(ident, root, home, command, hooks, log)
         server.after_first_build = later
         if not server.bind():
             log("not listening: exiting")

@@ -8,7 +8,7 @@ what loading the files would give (the stat cache's racy-timestamp guard reads t
 own mtime, not the clock). The child works on its own copy (the fork's), so nothing it changes
 reaches the server or the next build except through the files it saves.
 
-In process (no server) `open_state` simply opens the files.
+In process (no server) the build simply opens the files (engine/build_memory.py).
 """
 from __future__ import annotations
 
@@ -17,30 +17,22 @@ import warnings
 
 from mcpp.cas.statcache import StatCache
 
+from ..build_memory import open_state
 from ..incremental import BuildState, ScanCache
 
 Paths = tuple[str, str, str, str]  # stat cache, action state, execroot, scan cache
 
-active = False  # in a server's build child: the paths opened are handed to the server
-given: dict[Paths, tuple[tuple, tuple]] = {}  # set by the server: paths -> (stamps, objects)
-used: list[Paths] = []
-
-
-def open_state(stat_cache: str, action_state: str, execroot: str, scan_cache: str
-               ) -> tuple[StatCache, BuildState, ScanCache]:
-    paths = (stat_cache, action_state, execroot, scan_cache)
-    if active:
-        used.append(paths)
-        held = given.get(paths)
-        if held is not None and held[0] == stamps(paths):
-            return held[1]
-    return load(paths)
-
 
 def load(paths: Paths) -> tuple[StatCache, BuildState, ScanCache]:
-    stat_cache, action_state, execroot, scan_cache = paths
-    stats = StatCache(stat_cache)
-    return stats, BuildState(action_state, execroot, stats), ScanCache(scan_cache, stats.digest)
+    return open_state(*paths)
+
+
+def held(given: dict[Paths, tuple[tuple, tuple]], paths: Paths) -> tuple | None:
+    """The objects the server loaded for `paths`, when each file still has the stat it had then."""
+    kept = given.get(paths)
+    if kept is not None and kept[0] == stamps(paths):
+        return kept[1]
+    return None
 
 
 def stamps(paths: Paths) -> tuple:

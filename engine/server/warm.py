@@ -10,14 +10,14 @@
   no-op hands the same knowledge back), its source glob expansions (taken while no directory
   changed shape) and the sandbox settings it used. Before the next build of the same request,
   the watcher says what changed since then and all of it is handed to the child with that
-  list, or dropped when the shape of a tree changed. The child decides the rest (`plan_memo.py`),
-  and begins that sandbox before it reads its command line when something changed
-  (`child_ready`, engine/sandbox_warm_up.py);
+  list, or dropped when the shape of a tree changed. The child makes its `BuildMemory` of it
+  (child_memory.py) and decides the rest (`plan_memo.py`), and begins that sandbox before it
+  reads its command line when something changed (`child_ready`, engine/sandbox_warm_up.py);
 - per plan, `compile_commands.json`'s bytes, encoded while the server waits.
 
-A build child's own memory dies with it; what it learned comes back as a file the server reads
-after the child has exited (`child_done`), off the client's critical path: daemon.py takes it in
-when no request is waiting.
+A build child's own memory dies with it; what it learned comes back as one `HandOff` in a file
+the server reads after the child has exited (`child_done`), off the client's critical path:
+daemon.py takes it in when no request is waiting.
 """
 from __future__ import annotations
 
@@ -28,11 +28,11 @@ import pickle
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from .. import sandbox_warm_up
 from ..build_outputs import compile_commands_json
-from ..manifest import globs
 from ..plan.model import Plan
+from ..unchanged import Knowledge
 from . import known_watch, plan_memo, state_memo
+from .child_memory import ChildMemory, HandOff
 from .paths import server_dir
 from .watcher import StatScan, make_watcher
 
@@ -76,7 +76,7 @@ class _Held:
     """What the last build of a request left, and since when the watcher speaks for it."""
     entry: plan_memo.Entry
     token: object  # the watcher's position just before that build began
-    knowledge: object  # the keys and digests it ended with (engine/unchanged.py)
+    knowledge: Knowledge | None  # the keys and digests it ended with (engine/unchanged.py)
     globs: dict | None  # its source glob expansions (engine/manifest/globs.py)
     watched: frozenset  # the roots the watcher covered from `token` on
     proof: known_watch.Proof | None = None  # the knowledge's files, watched since checked
@@ -98,6 +98,8 @@ class Hooks:
         self.states_loaded = 0  # state files read back after a build that saved them
         self.proofs_refreshed = 0  # knowledge handed back unchanged: only its touched files checked again
         self._next: tuple[str, object, frozenset] | None = None
+        self._given: plan_memo.Given | None = None  # for the child about to be forked
+        self.memory: ChildMemory | None = None  # in a build child: its memory
         self.files_watch = None  # the daemon's NoopWatch (`share`): keeps the knowledge's files proven
 
     def share(self, files_watch) -> None:
@@ -113,11 +115,9 @@ class Hooks:
 
     def before_fork(self, request: dict) -> None:
         self._next = None
-        plan_memo.given = None
+        self._given = None
         key = request_key(request)
         token = self.watcher.token()
-        plan_memo.active = state_memo.active = True
-        state_memo.given = self.states
         held = self.entries.get(key)
         if held is not None:
             changes = self.watcher.since(held.token)
@@ -125,7 +125,7 @@ class Hooks:
                 self._forget(key)
             else:
                 proven = known_watch.given(self.files_watch, held.proof) if held.proof is not None else None
-                plan_memo.given = plan_memo.Given(held.entry, changes.files, held.knowledge, held.globs,
+                self._given = plan_memo.Given(held.entry, changes.files, held.knowledge, held.globs,
                                                   held.watched, proven, held.sandbox)
         # The roots watched from this token on: a root first watched later (a new path
         # dependency's) may have changed unseen while this build globbed it.
@@ -134,7 +134,7 @@ class Hooks:
     def forked(self, pid: int) -> None:
         if self._next is not None:
             self.pending[pid] = self._next
-        plan_memo.given = None
+        self._given = None
 
     def after_build(self, pid: int, message: dict) -> None:
         key, token, watched = self.pending.pop(pid, (None, None, frozenset()))
@@ -145,7 +145,9 @@ class Hooks:
             os.unlink(path)
         except Exception:  # noqa: BLE001 - no hand-off (the build failed early) or a damaged one
             return
-        for paths in dict.fromkeys(handoff["state"]):
+        if not isinstance(handoff, HandOff):
+            return
+        for paths in dict.fromkeys(handoff.state):
             held_state = self.states.get(paths)
             if held_state is not None and held_state[0] == state_memo.stamps(paths):
                 continue  # the build saved nothing (a no-op): what the server holds is still the files
@@ -155,15 +157,17 @@ class Hooks:
                 self.states.pop(paths, None)
             else:
                 self.states[paths] = loaded
-        data = handoff["plan"]
-        knowledge = handoff.get("knowledge")
+        data = handoff.plan
         if key is None or data is None:
             return
         held = self.entries.get(key)
-        if knowledge == plan_memo.SAME:
+        knowledge: Knowledge | None
+        if handoff.knowledge == plan_memo.SAME:
             if held is None or held.knowledge is None:
                 return
             knowledge = held.knowledge
+        else:
+            knowledge = handoff.knowledge if isinstance(handoff.knowledge, Knowledge) else None
         if data == plan_memo.REUSED:
             if held is None:
                 return
@@ -184,19 +188,19 @@ class Hooks:
         proof = None
         if knowledge is not None:
             knowledge.files()  # made now, while idle, not in the next build
-            stats = self._stat_cache(handoff["state"], knowledge.execroot)
+            stats = self._stat_cache(handoff.state, knowledge.execroot)
             if stats is not None and self.files_watch is not None:
                 if held is not None and held.proof is not None and held.knowledge is knowledge:
                     proof = known_watch.refresh(self.files_watch, held.proof, knowledge, stats)
                     self.proofs_refreshed += proof is not None
                 if proof is None:
                     proof = known_watch.arm(self.files_watch, _watch_key(key), knowledge, stats)
-        self.entries[key] = _Held(entry, token, knowledge, handoff.get("globs"), watched, proof, handoff.get("sandbox"))
+        self.entries[key] = _Held(entry, token, knowledge, handoff.globs, watched, proof, handoff.sandbox)
         self.entries.move_to_end(key)
         while len(self.entries) > _KEPT:
             self._forget(next(iter(self.entries)))
 
-    def _stat_cache(self, opened: list, execroot: str):
+    def _stat_cache(self, opened: tuple, execroot: str):
         """The stat cache the server holds for the build of `execroot`, if it holds one."""
         for paths in opened:
             if paths[2] == execroot and paths in self.states:
@@ -228,39 +232,30 @@ class Hooks:
 
     # -- in the build child -------------------------------------------------------------------
 
-    def in_child(self) -> None:
+    def in_child(self) -> ChildMemory:
+        """The build child's memory, made of what `before_fork` gave it."""
         self.watcher.close()
-        globs.made = {}
-        given = plan_memo.given
-        if given is not None and given.globs is not None:
-            roots = tuple(r.rstrip("/") + "/" for r in given.watched)
-            globs.given = given.globs
-            globs.covered = lambda path: (path.rstrip("/") + "/").startswith(roots)
+        self.memory = ChildMemory(self._given, self.states)
+        return self.memory
 
     def child_ready(self) -> None:
         """In the child, its process set up as the client's, before the command line runs: when
         the watcher saw a change since the last build of this request, start the sandbox that
-        build used (its worker takes ~15 ms to answer; reading the command line, loading and
-        planning take about as long). The build hands over its sandbox only when that sandbox has
-        a worker to start (engine/build.py `_warm_up`, `TrustPolicy.stages_inputs`)."""
-        given = plan_memo.given
-        if given is not None and given.sandbox is not None and given.changed:
-            sandbox_warm_up.start_early(given.sandbox)
+        build used (its worker takes about as long to answer as reading the command line,
+        loading and planning take). The build hands over its sandbox only when that sandbox has a
+        worker to start (engine/build.py `_warm_up`, `TrustPolicy.stages_inputs`)."""
+        if self.memory is not None:
+            self.memory.start_sandbox()
 
     def child_done(self) -> None:
         """Tell the server what this build planned and which state files it opened."""
-        sandbox_warm_up.discard_early()
+        if self.memory is None:
+            return
         path = self._handoff(os.getpid())
         tmp = f"{path}.tmp"
         try:
             with open(tmp, "wb") as f:
-                knowledge = plan_memo.learned() if plan_memo.learned is not None else None
-                given = plan_memo.given
-                if knowledge is not None and given is not None and given.knowledge == knowledge:
-                    knowledge = plan_memo.SAME  # the server has it, and its files proven
-                pickle.dump({"plan": plan_memo.produced, "state": state_memo.used, "knowledge": knowledge,
-                             "sandbox": plan_memo.sandbox,
-                             "globs": globs.made}, f, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(self.memory.hand_off(), f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, path)
         except Exception:  # noqa: BLE001 - only a cache: the next build plans and loads
             try:

@@ -337,7 +337,7 @@ def test_many_files_are_fast(tmp_path):
     assert len(got) == 2000 - 100 - 19
 
 
-def test_a_servers_remembered_expansion_is_taken_only_where_its_watcher_looks(tmp_path, monkeypatch):
+def test_a_servers_remembered_expansion_is_taken_only_where_its_watcher_looks(tmp_path):
     """A warm server's build is given the previous build's expansions (no directory changed shape
     since): taken for a root the watcher covers, with patterns that stay out of the directories
     it skips; expanded again otherwise. Every expansion made is handed on."""
@@ -348,14 +348,13 @@ def test_a_servers_remembered_expansion_is_taken_only_where_its_watcher_looks(tm
     root = str(tmp_path)
     remembered = {(root, ("src/*.cpp",), None): ["src/remembered.cpp"],
                   (root, (".gen/*.cpp",), None): ["remembered"]}
-    monkeypatch.setattr(globs, "given", remembered)
-    monkeypatch.setattr(globs, "made", {})
-    monkeypatch.setattr(globs, "covered", lambda path: path == root)
-    assert globs.expand(root, ["src/*.cpp"]) == ["src/remembered.cpp"]
-    assert globs.expand(root, [".gen/*.cpp"]) == [".gen/b.cpp"]  # the watcher skips dot directories
-    monkeypatch.setattr(globs, "covered", lambda path: False)
-    assert globs.expand(root, ["src/*.cpp"]) == ["src/a.cpp"]
-    assert globs.made[(root, ("src/*.cpp",), None)] == ["src/a.cpp"]
+    watched = globs.Expansions(remembered, frozenset({root}))
+    assert watched.expand(root, ["src/*.cpp"]) == ["src/remembered.cpp"]
+    assert watched.expand(root, [".gen/*.cpp"]) == [".gen/b.cpp"]  # the watcher skips dot directories
+    elsewhere = globs.Expansions(remembered, frozenset({str(tmp_path / "other")}))
+    assert elsewhere.expand(root, ["src/*.cpp"]) == ["src/a.cpp"]
+    assert elsewhere.made[(root, ("src/*.cpp",), None)] == ["src/a.cpp"]
+    assert globs.expand(root, ["src/*.cpp"]) == ["src/a.cpp"]  # in process: nothing remembered
 
 
 @pytest.mark.parametrize("patterns", [["src/*.cpp"], ["src/**/*"], ["src/x.cpp"], ["src/{x,y}.cpp"]])

@@ -216,3 +216,26 @@ def test_the_checker_sees_a_library_importing_the_engine(tmp_path):
     modules = {"cas.store": store, "engine.errors": tmp_path / "errors.py"}
     edges = {"cas.store": dict(_imports("cas.store", store, modules)), "engine.errors": {}}
     assert _library_imports_of_engine(edges) == [("cas.store", 2, "engine.errors")]
+
+
+def test_the_build_never_imports_the_server_that_hosts_it():
+    """The server imports the build, never the reverse: what a build takes from a warm server and
+    leaves to it goes through the `BuildMemory` passed into `build(...)` (engine/build_memory.py)."""
+    edges, _ = _graph()
+    chain = {"engine.build": None}
+    todo = ["engine.build"]
+    while todo:
+        module = todo.pop()
+        for target in edges.get(module, {}):
+            if target not in chain:
+                chain[target] = module
+                todo.append(target)
+    reached = sorted(m for m in chain if m == "engine.server" or m.startswith("engine.server."))
+
+    def path_to(module: str) -> str:
+        steps = [module]
+        while chain[steps[-1]] is not None:
+            steps.append(chain[steps[-1]])
+        return " -> ".join(reversed(steps))
+
+    assert not reached, "engine.build reaches the server:\n  " + "\n  ".join(path_to(m) for m in reached)

@@ -16,28 +16,29 @@ ACTIONS = [_a("c1", "src/a.cpp"), _a("c2", "src/b.cpp"), _a("c3", "src/c.cpp"), 
 DISCOVERED = {"c1": ("include/h.hpp",), "c3": ("/usr/include/stdio.h",)}
 
 
-@pytest.fixture
-def given(monkeypatch):
-    def give(*changed: str, reused: bool = True):
-        monkeypatch.setattr(plan_memo, "produced", plan_memo.REUSED if reused else b"new plan")
-        monkeypatch.setattr(plan_memo, "given", plan_memo.Given(entry=None, changed=set(changed)))
-        return plan_memo.edited_first(ACTIONS, "/ws", lambda i: DISCOVERED.get(i, ()))
-    return give
+def _memo(*changed: str, reused: bool = True) -> plan_memo.PlanMemo:
+    """A build child's plan memory: given a plan, and whether its planning took it."""
+    memo = plan_memo.PlanMemo(plan_memo.Given(entry=None, changed=set(changed)))
+    memo.produced = plan_memo.REUSED if reused else b"new plan"
+    return memo
 
 
-def test_the_readers_of_rewritten_files_come_first_the_rest_in_plan_order(given):
+def given(*changed: str, reused: bool = True) -> list[str]:
+    return _memo(*changed, reused=reused).edited_first(ACTIONS, "/ws", lambda i: DISCOVERED.get(i, ()))
+
+
+def test_the_readers_of_rewritten_files_come_first_the_rest_in_plan_order():
     assert given("/ws/src/c.cpp") == ["c3", "c1", "c2", "link"]
     assert given("/ws/include/h.hpp") == ["c1", "c2", "c3", "link"]  # a discovered header
     assert given("/ws/src/b.cpp", "/ws/src/c.cpp") == ["c2", "c3", "c1", "link"]
 
 
-def test_plan_order_without_a_given_plan_or_a_change(given):
+def test_plan_order_without_a_given_plan_or_a_change():
     assert given("/ws/src/c.cpp", reused=False) == ["c1", "c2", "c3", "link"]
     assert given() == ["c1", "c2", "c3", "link"]
+    assert plan_memo.PlanMemo(None).edited_first(ACTIONS, "/ws", DISCOVERED.get) == ["c1", "c2", "c3", "link"]
 
 
-def test_an_edited_source_is_found_among_declared_inputs_without_the_discovered_ones(monkeypatch):
-    monkeypatch.setattr(plan_memo, "produced", plan_memo.REUSED)
-    monkeypatch.setattr(plan_memo, "given", plan_memo.Given(entry=None, changed={"/ws/src/c.cpp"}))
-    order = plan_memo.edited_first(ACTIONS, "/ws", lambda i: pytest.fail("read the discovered inputs"))
+def test_an_edited_source_is_found_among_declared_inputs_without_the_discovered_ones():
+    order = _memo("/ws/src/c.cpp").edited_first(ACTIONS, "/ws", lambda i: pytest.fail("read the discovered inputs"))
     assert order == ["c3", "c1", "c2", "link"]

@@ -5,10 +5,9 @@ from __future__ import annotations
 from mcpp.engine.server import daemon
 
 
-def test_left_work_runs_in_order_one_task_per_quiet_moment_and_all_before_status(tmp_path, monkeypatch):
+def test_left_work_runs_in_order_one_task_per_quiet_moment_and_all_before_status(tmp_path):
     logged = []
-    monkeypatch.setattr(daemon, "log", logged.append)
-    server = daemon.Server("test", str(tmp_path), str(tmp_path), command=lambda argv: None)
+    server = daemon.Server("test", str(tmp_path), str(tmp_path), command=lambda argv, memory: None, log=logged.append)
     done = []
     server.later.extend([lambda: done.append("first"), lambda: 1 / 0, lambda: done.append("third")])
     server._run_later(1)

@@ -1,16 +1,19 @@
 """The sandbox made ahead of a build's first action (engine/sandbox_warm_up.py), the worker whose
 answer stands for the bwrap probe (sandbox/select.py), and the teardown left for after the
-client's answer (engine/after_reply.py). Real bwrap, real workers."""
+client's answer (a build's `BuildMemory`: engine/build_memory.py, engine/server/child_memory.py).
+Real bwrap, real workers."""
 from __future__ import annotations
 
 import os
 
 import pytest
 
-from mcpp.engine import after_reply, sandbox_warm_up
+from mcpp.engine import sandbox_warm_up
+from mcpp.engine.build_memory import NoMemory
 from mcpp.engine.errors import McppError
 from mcpp.engine.sandbox_warm_up import SandboxWarmUp
-from mcpp.engine.server import plan_memo
+from mcpp.engine.server.child_memory import ChildMemory
+from mcpp.engine.server.plan_memo import Given
 from mcpp.sandbox import SandboxSpec, SandboxUnavailable, bwrap as bwrap_module, select, worker
 from mcpp.sandbox.bwrap import BwrapSandbox
 from mcpp.sandbox.slot import SLOT_SUFFIX
@@ -86,37 +89,30 @@ def test_an_error_making_the_sandbox_reaches_every_action_that_asks(work_root, m
     warm.close()
 
 
-@pytest.mark.parametrize("active, given, expected", [
-    (False, None, False),  # in process: no watcher to ask
-    (True, None, True),  # no earlier build of this request to go by
-    (True, set(), False),  # the watcher saw nothing change: a no-op
-    (True, {"/w/src/a.cpp"}, True),
+@pytest.mark.parametrize("memory, expected", [
+    (NoMemory(), False),  # in process: no watcher to ask
+    (ChildMemory(None, {}), True),  # no earlier build of this request to go by
+    (ChildMemory(Given(entry=None, changed=set()), {}), False),  # the watcher saw nothing change: a no-op
+    (ChildMemory(Given(entry=None, changed={"/w/src/a.cpp"}), {}), True),
 ])
-def test_a_server_build_warms_up_only_when_something_changed(monkeypatch, active, given, expected):
-    monkeypatch.setattr(plan_memo, "active", active)
-    held = None if given is None else plan_memo.Given(entry=None, changed=given)
-    monkeypatch.setattr(plan_memo, "given", held)
-    assert plan_memo.likely_work() is expected
+def test_a_server_build_warms_up_only_when_something_changed(memory, expected):
+    assert memory.likely_work() is expected
 
 
-def test_teardown_waits_for_the_reply_only_in_a_build_child(monkeypatch):
+def test_teardown_waits_for_the_reply_only_in_a_build_child():
     done = []
-    after_reply.later(lambda: done.append("in process"))
+    NoMemory().after_reply(lambda: done.append("in process"))
     assert done == ["in process"]  # no reply to wait for: at once
 
     logged = []
-    after_reply.start()
-    try:
-        after_reply.later(lambda: done.append("first"))
-        after_reply.later(lambda: 1 / 0)
-        after_reply.later(lambda: done.append("after a failure"))
-        assert done == ["in process"]
-    finally:
-        after_reply.run(logged.append)
+    memory = ChildMemory(None, {})
+    memory.after_reply(lambda: done.append("first"))
+    memory.after_reply(lambda: 1 / 0)
+    memory.after_reply(lambda: done.append("after a failure"))
+    assert done == ["in process"]
+    memory.run_after_reply(logged.append)
     assert done == ["in process", "first", "after a failure"]
     assert len(logged) == 1 and "ZeroDivisionError" in logged[0]
-    after_reply.later(lambda: done.append("again at once"))
-    assert done[-1] == "again at once"
 
 
 def test_a_warning_about_the_sandbox_made_ahead_is_shown_once_by_the_build_that_uses_it(work_root, monkeypatch):
@@ -135,45 +131,50 @@ def test_a_warning_about_the_sandbox_made_ahead_is_shown_once_by_the_build_that_
     warm.close()
 
 
-def test_a_build_adopts_the_early_warm_up_only_for_the_sandbox_it_was_started_for(work_root, monkeypatch):
+def _early(settings: tuple) -> ChildMemory:
+    """A build child whose last build of the same request used `settings`, and saw a change."""
+    memory = ChildMemory(Given(entry=None, changed={"/w/src/a.cpp"}, sandbox=settings), {})
+    memory.start_sandbox()
+    return memory
+
+
+def test_a_build_adopts_the_early_warm_up_only_for_the_sandbox_it_was_started_for(work_root):
     settings = (None, work_root, ())
-    sandbox_warm_up.start_early(settings)
-    early = sandbox_warm_up._early
-    assert sandbox_warm_up.adopt(settings) is early
-    assert sandbox_warm_up.adopt(settings) is None  # taken once
+    memory = _early(settings)
+    early = memory.sandbox(settings)
+    assert early is not None and early.settings == settings
+    assert memory.sandbox(settings) is None  # taken once
     early.close()
 
-    closed = []
-    monkeypatch.setattr(after_reply, "later", lambda task: closed.append(task) or task())
-    sandbox_warm_up.start_early(settings)
-    other = sandbox_warm_up._early
-    assert sandbox_warm_up.adopt(("dir", work_root, ())) is None  # another sandbox: this one goes
-    assert closed == [other.close]
+    memory = _early(settings)
+    assert memory.sandbox(("dir", work_root, ())) is None  # another sandbox: this one goes, after the reply
+    assert len(_slots(work_root)) == 1
+    memory.run_after_reply(lambda text: pytest.fail(text))
     assert _slots(work_root) == []
+    assert memory.hand_off().sandbox == ("dir", work_root, ())  # what the next build will start early
+
+
+def test_a_build_child_starts_no_sandbox_early_when_nothing_changed(work_root):
+    memory = ChildMemory(Given(entry=None, changed=set(), sandbox=(None, work_root, ())), {})
+    memory.start_sandbox()
+    assert _slots(work_root) == [] and memory.sandbox((None, work_root, ())) is None
 
 
 def test_an_early_warm_up_no_build_adopted_is_closed_after_the_answer(work_root):
-    sandbox_warm_up.start_early((None, work_root, ()))
+    memory = _early((None, work_root, ()))
     assert len(_slots(work_root)) == 1
-    after_reply.start()
-    try:
-        sandbox_warm_up.discard_early()
-        assert len(_slots(work_root)) == 1  # nothing the answer waits for
-    finally:
-        after_reply.run(lambda text: pytest.fail(text))
+    memory.hand_off()
+    assert len(_slots(work_root)) == 1  # nothing the answer waits for
+    memory.run_after_reply(lambda text: pytest.fail(text))
     assert _slots(work_root) == []
-    assert sandbox_warm_up.adopt((None, work_root, ())) is None
+    assert memory.sandbox((None, work_root, ())) is None
 
 
 def test_an_early_warm_up_begun_before_a_payload_was_installed_is_not_adopted(work_root, tmp_path):
     payload = tmp_path / "payload-root"
     settings = (None, work_root, (str(payload),))
-    sandbox_warm_up.start_early(settings)
-    early = sandbox_warm_up._early
+    memory = _early(settings)
     payload.mkdir()  # installed by this build, after the worker's mounts were fixed
-    after_reply.start()
-    try:
-        assert sandbox_warm_up.adopt(settings) is None
-    finally:
-        after_reply.run(lambda text: pytest.fail(text))
-    assert early._made.is_set() and _slots(work_root) == []
+    assert memory.sandbox(settings) is None
+    memory.run_after_reply(lambda text: pytest.fail(text))
+    assert _slots(work_root) == []

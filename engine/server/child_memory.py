@@ -1,0 +1,114 @@
+"""The `BuildMemory` of a server's build child, and the one value it hands back: `HandOff`.
+
+The server decides what to give before it forks (warm.py: the plan, knowledge, proofs, glob
+expansions and sandbox of the last build of the same request, with what its watcher saw change
+since, and the state files it loaded); the child makes a `ChildMemory` of it, passes it into the
+build (engine/build_memory.py), and after the client's answer writes its `hand_off()` to a file
+the server reads (warm.py `after_build`). Everything here lives in the child's own memory and
+dies with it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..after_reply import AfterReply
+from ..build_memory import open_state
+from ..manifest.globs import Expansions
+from ..sandbox_warm_up import SandboxWarmUp, fits
+from ..unchanged import Knowledge, Unchanged
+from . import state_memo
+from .plan_memo import SAME, Given, PlanMemo
+
+
+@dataclass(frozen=True)
+class HandOff:
+    """What a build child learned, for the server to keep for the next build of its request."""
+    plan: bytes | None  # the new plan_memo.Entry, pickled; plan_memo.REUSED; None: none to keep
+    state: tuple[state_memo.Paths, ...]  # the incremental state files the build opened
+    knowledge: Knowledge | bytes | None  # what it ended with (engine/unchanged.py); SAME: the one given
+    sandbox: tuple | None  # the sandbox settings it used (engine/sandbox_warm_up.py)
+    globs: dict  # the source glob expansions it made (manifest/globs.py)
+
+
+class ChildMemory:
+    """A build child's memory: given by the server, filled by the build (`BuildMemory`)."""
+
+    def __init__(self, given: Given | None, states: dict[state_memo.Paths, tuple[tuple, tuple]]) -> None:
+        self.given = given
+        self.plans = PlanMemo(given)
+        self.states = states  # the state files the server loaded: paths -> (stamps, objects)
+        self.opened: list[state_memo.Paths] = []
+        if given is not None and given.globs is not None:
+            self.globs = Expansions(given.globs, given.watched)
+        else:
+            self.globs = Expansions()
+        self.tasks = AfterReply()
+        self._knowledge: Callable[[], Knowledge] | None = None
+        self._sandbox: tuple | None = None  # the settings the build used
+        self._early: SandboxWarmUp | None = None
+
+    # -- before the build ---------------------------------------------------------------------
+
+    def start_sandbox(self) -> None:
+        """When the watcher saw a change since the last build of this request, begin the sandbox
+        that build used, before the command line is even read (the build adopts it, `sandbox`)."""
+        given = self.given
+        if given is not None and given.sandbox is not None and given.changed:
+            self._early = SandboxWarmUp(given.sandbox)
+
+    # -- the build's (BuildMemory) ------------------------------------------------------------
+
+    def open_state(self, stat_cache: str, action_state: str, execroot: str, scan_cache: str):
+        paths = (stat_cache, action_state, execroot, scan_cache)
+        self.opened.append(paths)
+        held = state_memo.held(self.states, paths)
+        return held if held is not None else open_state(*paths)
+
+    def expand(self, root: str, patterns, boundary: str | None = None) -> list[str]:
+        return self.globs.expand(root, patterns, boundary)
+
+    def plan(self, make, scan, includes, graph, context):
+        return self.plans.plan(make, scan, includes, graph, context)
+
+    def unchanged(self, execroot: str) -> Unchanged | None:
+        return self.plans.unchanged(execroot)
+
+    def edited_first(self, actions: list, execroot: str, discovered) -> list[str]:
+        return self.plans.edited_first(actions, execroot, discovered)
+
+    def likely_work(self) -> bool:
+        return self.plans.likely_work()
+
+    def sandbox(self, settings: tuple | None) -> SandboxWarmUp | None:
+        """The early warm-up, when it was begun for `settings`; one begun for other settings is
+        closed after the client's answer (nothing waits for it)."""
+        self._sandbox = settings
+        early, self._early = self._early, None
+        if early is None or fits(early, settings):
+            return early
+        self.tasks.later(early.close)
+        return None
+
+    def learned(self, knowledge: Callable[[], Knowledge]) -> None:
+        self._knowledge = knowledge
+
+    def after_reply(self, task: Callable[[], None]) -> None:
+        self.tasks.later(task)
+
+    # -- after the reply ----------------------------------------------------------------------
+
+    def hand_off(self) -> HandOff:
+        """What the server keeps from this build; an early warm-up no build adopted (the build
+        failed before it wanted a sandbox, or was not a build at all) is closed after it."""
+        early, self._early = self._early, None
+        if early is not None:
+            self.tasks.later(early.close)
+        knowledge: Knowledge | bytes | None = self._knowledge() if self._knowledge is not None else None
+        if knowledge is not None and self.given is not None and self.given.knowledge == knowledge:
+            knowledge = SAME  # the server has it, and its files proven
+        return HandOff(self.plans.produced, tuple(self.opened), knowledge, self._sandbox, self.globs.made)
+
+    def run_after_reply(self, log: Callable[[str], None]) -> None:
+        self.tasks.run(log)
+
