@@ -1,7 +1,8 @@
 """Shared fixtures: a real `mcpp` CLI and throwaway projects (helpers in tests/e2e/e2e_support.py).
 
-The session starts only when `mcpp` (in this process and behind the `mcpp` executable the e2e tests
-run) is the working tree's: tests/working_tree.py says why and how to fix it otherwise.
+Files holding a test marked `heavy` run first (tests/ordering.py). The session starts only when
+`mcpp`, in this process and behind the `mcpp` executable the e2e tests run, is the working tree's:
+tests/working_tree.py says why and how to fix it otherwise.
 """
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests import working_tree
+from tests import ordering, working_tree
 from tests.e2e.e2e_support import Mcpp, mcpp_executable, write_tree
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items[:] = ordering.heavy_files_first(items)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

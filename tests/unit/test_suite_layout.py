@@ -19,3 +19,22 @@ def test_no_two_test_files_share_a_basename():
     shared = {name: paths for name, paths in by_name.items()
               if len(paths) > 1 and name not in ("conftest.py", "__init__.py")}
     assert not shared, f"rename one of each: {shared}"
+
+
+class FakeItem:
+    def __init__(self, path: str, heavy: bool = False):
+        self.path = path
+        self.heavy = heavy
+
+    def get_closest_marker(self, name: str):
+        return object() if name == "heavy" and self.heavy else None
+
+
+def test_files_holding_a_heavy_test_run_first_and_keep_their_tests_together():
+    from tests.ordering import heavy_files_first
+
+    items = [FakeItem("a.py"), FakeItem("b.py"), FakeItem("b.py", heavy=True), FakeItem("c.py"),
+             FakeItem("d.py", heavy=True), FakeItem("a.py")]
+    got = [(i.path, i.heavy) for i in heavy_files_first(items)]
+    assert got == [("b.py", False), ("b.py", True), ("d.py", True), ("a.py", False), ("c.py", False),
+                   ("a.py", False)]
