@@ -15,7 +15,7 @@ from .package.sources import package_sources
 def empty_package_warnings(graph, plan) -> list[str]:
     """`mcpp.toml:1:1: warning: ...` for each package of `graph` with no sources and no actions,
     or with no sources and only its build program's actions while C or C++ files lie in its
-    tree: those actions (a generated config header) used to hide that nothing was compiled."""
+    tree: those actions (a generated config header) would otherwise hide that nothing was compiled."""
     planned = set(plan.package_of.values())
     compiled = {plan.package_of[a.id] for a in plan.actions if a.kind != ActionKind.RULE}
     out: list[str] = []

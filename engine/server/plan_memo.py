@@ -100,8 +100,8 @@ def edited_first(actions: list, execroot: str, discovered: Callable[[str], tuple
         return ids
     changed = _touched(execroot)
     # A source's edit names its compile among the declared inputs (a few per action); only an
-    # edited header needs the discovered ones, a hundred system headers per compile (5 ms at
-    # 1,000 units, before the edited compile can start).
+    # edited header needs the discovered ones, a hundred system headers per compile, checked
+    # before the edited compile can start.
     readers = [a for a in actions if not changed.isdisjoint(a.inputs)]
     seen: set[str] = set()
     for a in readers:

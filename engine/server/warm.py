@@ -240,8 +240,8 @@ class Hooks:
     def child_ready(self) -> None:
         """In the child, its process set up as the client's, before the command line runs: when
         the watcher saw a change since the last build of this request, start the sandbox that
-        build used (its worker takes ~15 ms to answer; reading the command line, loading and
-        planning take about as long)."""
+        build used (its worker's start-up overlaps reading the command line, loading and
+        planning)."""
         given = plan_memo.given
         if given is not None and given.sandbox is not None and given.changed and given.sandbox[0] != "off":
             sandbox_warm_up.start_early(given.sandbox)
