@@ -45,7 +45,7 @@ SMALL_BLOB = 4 << 20
 _CHUNK = 1 << 20
 # From this size on, compression uses every core (`_cctx`). zstd splits a frame into jobs of
 # several megabytes at level 3, so a smaller blob is one job: no faster on more threads, and
-# the threads' start costs more (an 8 MB debug binary: 7.6 ms on one thread, 16 ms on two).
+# the threads' start costs more (bench/RESULTS.md).
 _PARALLEL_BLOB = 12 << 20
 _CORES = min(8, os.cpu_count() or 1)
 # The largest zstd frame header (magic 4 + descriptor 1 + window 1 + dict id 4 + size 8).
@@ -163,9 +163,8 @@ class LocalZstdStore:
             self._touch(d.hash, path)
             return d
         # One compress call however large: it lets go of the GIL once for the whole blob. Fed in
-        # megabyte pieces, each piece's return waited for the GIL, and a main thread busy saving
-        # the build's records holds it for up to the switch interval each time (an 8 MB binary:
-        # 8 ms alone, 30 to 90 ms beside a busy thread).
+        # megabyte pieces, each piece's return would wait for the GIL, which a main thread busy
+        # saving the build's records holds for up to the switch interval each time.
         publish(path, [self._cctx(len(data)).compress(data)], perms=BLOB_MODE)
         self._touched.add(d.hash)
         return d

@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 
 
 def _pb() -> ModuleType:
-    """The REAPI messages, imported on first use: protobuf costs about 40 ms to import, which a
-    build without tree outputs (a no-op above all) should not pay."""
+    """The REAPI messages, imported on first use: importing protobuf is a cost that a build
+    without tree outputs (a no-op above all) should not pay."""
     from .remote import protocol
 
     return protocol

@@ -2,7 +2,7 @@
 
 Once a build's outputs, state and `compile_commands.json` are written and its lock released,
 what remains is teardown nobody waits on: killing the sandbox's idle workers and removing their
-directories (about 10 ms after a link that staged a thousand objects). In a server's build child
+directories (many unlinks after a link that staged a thousand objects). In a server's build child
 that runs after the exit status went to the client (server/daemon.py), before the child exits;
 in process (`--no-server`) it runs at once. The build hands such tasks to its `BuildMemory`
 (engine/build_memory.py), which decides which of the two applies.

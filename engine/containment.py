@@ -6,7 +6,7 @@ to `/etc/shadow` or `/` would therefore make the engine read a host file into th
 `target/`, or list host directories into a build program (`glob("rootlink/etc/*")`). So every
 such path is resolved (`realpath`) and refused when it leaves its boundary (the package, or the
 build's root for a rule action's inputs); the error names the symlink that leads out, which is
-the thing the user has to change. Symlinks that stay inside are followed as before.
+the thing the user has to change. Symlinks that stay inside are followed.
 """
 from __future__ import annotations
 

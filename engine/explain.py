@@ -7,8 +7,8 @@ run and what changed since the one before. A build writes to the log only when s
 
 The log is append-only: a build appends the records of what it ran, in one write, and reads
 nothing; an edit that ran a compile and the link costs two records, whatever the size of the
-project (rewriting a log of every action cost ~20 ms at 300 units, and a file per action cost a
-file creation per action restored, ~1 ms each on some file systems). `explain` reads the whole
+project (rewriting a log of every action grows with the project, and a file per action costs a
+file creation per action restored). `explain` reads the whole
 log and keeps, per action, the last two records with different keys (a record with the key of
 the one before it replaces it: the same result, restored anew). When the log outgrows
 `_COMPACT_BYTES`, a save rewrites it with only those.

@@ -1,8 +1,8 @@
 """The build's sandbox, begun ahead of its first action while the build still loads and plans.
 
 The first action of a build waits for three things no earlier step needed: the bwrap probe
-(one `bwrap ... true`, about 8 ms), the sandbox's pool, and its worker process (a namespace and
-the executor's Python: about 15 ms before it answers; sandbox/worker.py). In an edit-one build
+(one `bwrap ... true`), the sandbox's pool, and its worker process (a namespace and the
+executor's Python, started before it answers; sandbox/worker.py). In an edit-one build
 all of it would be on the critical path before the compile. When the build will probably run
 something (a warm server saw files change since the last build, or has no last build to compare
 with), `SandboxWarmUp` begins the sandbox early: the build's main thread starts bwrap's first
@@ -31,7 +31,7 @@ class SandboxWarmUp:
     """The sandbox for `settings` = (`--sandbox` value, work root, payload roots), begun now.
 
     The calling thread (a build's main thread, which lives as long as the build) starts bwrap's
-    first worker, about 3 ms of its time; a thread of this object's own waits for the worker's
+    first worker (a spawn, not the wait); a thread of this object's own waits for the worker's
     answer (or, where bwrap cannot be used, makes the sandbox the usual way) and ends."""
 
     def __init__(self, settings: tuple) -> None:
@@ -46,14 +46,14 @@ class SandboxWarmUp:
         self._error: BaseException | None = None
         try:
             finish = _begin(settings)
-        except Exception as e:  # noqa: BLE001 - given to the first action, which reports it as before
+        except Exception as e:  # noqa: BLE001 - given to the first action, which reports it
             finish = _raising(e)
         threading.Thread(target=self._finish, args=(finish,), name="mcpp-sandbox-warm-up", daemon=True).start()
 
     def _finish(self, finish: Callable[[], tuple[object, str | None]]) -> None:
         try:
             self._sandbox, self._warning = finish()
-        except BaseException as e:  # noqa: BLE001 - given to the first action, which reports it as before
+        except BaseException as e:  # noqa: BLE001 - given to the first action, which reports it
             self._error = e
         finally:
             self._made.set()

@@ -15,9 +15,9 @@ running action completes (the reporter flushes the lines it held back then).
 A lane does not wait for the scheduling thread between two actions. The scheduling thread keeps
 up to `jobs` checked actions queued ahead of the lanes, and a lane whose action succeeded
 (`proceed(outcome)`) takes the next one at once, while the scheduling thread finishes the last
-(reads its depfile, records its key, prints its line). On small compiles that handoff, two thread
-wake-ups and a `finish` on a machine whose cores are busy with compilers, was a millisecond a
-compile with the lane idle (bench/RESULTS.md).
+(reads its depfile, records its key, prints its line). On small compiles that handoff (two
+thread wake-ups and a `finish` on a machine whose cores are busy with compilers) would otherwise
+leave the lane idle for a measurable share of each compile (bench/RESULTS.md).
 
 On the first failure no new action starts (running ones finish; a lane whose action failed waits
 for the scheduling thread's verdict before it takes another) unless `keep_going` is set, in which

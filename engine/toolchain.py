@@ -132,7 +132,7 @@ class _ProbeCache:
     def probe(self, *paths: str) -> list[Compiler]:
         """Each compiler's identity: from the cache while its file is unchanged, else asked of it.
         Every question to every compiler is asked at once: a first build (an empty home) waits
-        for one round of compiler processes, not six in a row (about 30 ms)."""
+        for one round of compiler processes, not six in a row."""
         known: dict[str, Compiler] = {}
         asking: dict[str, tuple[str, list[subprocess.Popen]]] = {}
         try:

@@ -175,7 +175,7 @@ class BwrapSandbox(StagedSandbox):
     def start_ahead(self) -> Worker | None:
         """Start a worker before any action needs it and ask it to answer (`Worker.ping`); give
         it to `take_ahead` to wait for that answer. A build starts one while it still plans, so
-        its first compile does not wait ~15 ms for a namespace and the executor's Python. Its
+        its first compile does not wait for a namespace and the executor's Python. Its
         ``--die-with-parent`` is tied to the calling thread, which must outlive the sandbox's
         use (a build starts it from its main thread). None: workers are off here."""
         if not self.use_workers:

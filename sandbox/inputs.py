@@ -91,11 +91,10 @@ def _copy(src: str, dst: str) -> None:
 class PrivateCopies:
     """Copies of input files that belong to one engine thread's actions, in ``path``.
 
-    A fresh copy per input per action costs a file creation and its bytes each time (on the
-    development VMs 45 ms instead of 12 for an action with 200 inputs); a thread's own copy,
-    hard-linked into each of its actions, costs one ``link(2)`` after the first. Nobody else
-    links it, so (inode, size, mtime, ctime) taken after staging change only if the action
-    changed it; the caller then ``drop``s it and the next action gets a new copy.
+    A fresh copy per input per action costs a file creation and its bytes each time; a
+    thread's own copy, hard-linked into each of its actions, costs one ``link(2)`` after the
+    first. Nobody else links it, so (inode, size, mtime, ctime) taken after staging change only
+    if the action changed it; the caller then ``drop``s it and the next action gets a new copy.
     """
 
     def __init__(self, make_dir: Callable[[], str]) -> None:
@@ -165,7 +164,7 @@ def stage_inputs(inputs: Mapping[str, str], root: str, label: str = "",
 
 
 # From this many links on, a second thread makes half of them: a link is one system call that
-# lets go of the GIL (~10 us on the development VMs), and a link action stages a thousand
+# lets go of the GIL, and a link action stages a thousand
 # objects spread over several directories, whose links the kernel makes side by side.
 PARALLEL_LINKS = 256
 

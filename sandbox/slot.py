@@ -2,15 +2,15 @@
 host, or the directory the ``dir`` sandbox runs that thread's actions in.
 
 A fresh action directory costs a ``mkdir`` per directory level of every input and output
-(``target/dev/obj/pkg/src/...``), and creating a directory is the slowest file operation on the
-development VMs (about 0.3 ms, against 0.01 ms for a hard link). A slot keeps its directories
+(``target/dev/obj/pkg/src/...``), and creating a directory is far slower than making a hard
+link (bench/RESULTS.md). A slot keeps its directories
 from one action to the next and removes every *file* an action left. Before the next action
 it removes the directories that action does not need and creates the ones it lacks, so the
 action sees exactly the tree a fresh directory would hold: its inputs, and the parents of its
 inputs, outputs and working directory.
 
 The files go when the next action is prepared, not when the last one ends (`release`): a link
-that staged a thousand objects leaves a thousand names to unlink (7 ms), and after the last
+that staged a thousand objects leaves a thousand names to unlink, and after the last
 action of a build nobody should wait for that. The pool removes the whole slot when it shuts
 down (after the client has its answer, in a server's build child: engine/after_reply.py).
 """

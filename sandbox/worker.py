@@ -2,7 +2,7 @@
 ``dir``, one per engine thread).
 
 Under bwrap, setting up and tearing down the namespaces (the network namespace above all) costs
-about 7 ms per action on the development VMs, a fifth of a small compile. A worker pays it once:
+a sizeable share of a small compile per action (bench/RESULTS.md). A worker pays it once:
 it is ``bwrap <the usual prefix> --bind <slot> /execroot -- python3 -I -S -c EXECUTOR ns``, and
 the executor inside runs one action per request line with exactly the action's argv,
 environment and working directory. Under ``dir`` the same executor runs as a plain child of the
@@ -36,7 +36,7 @@ A read-only mount stops a write, a ``chmod`` and a ``link`` into a writable dire
 inheritable and ambient sets, so every program it starts has none (root and file capabilities
 included), while the executor keeps its own effective set. Doing the mounts in the executor
 rather than in a mount namespace per action lets actions start with ``vfork`` and no Python in
-the child: about 4 ms less per action on the development VMs.
+the child.
 
 A timeout is the executor's to enforce (it kills the action's processes and answers
 ``timed_out``); the engine keeps a later deadline of its own and ends the whole worker if even
@@ -71,8 +71,8 @@ GRACE_S = 10.0
 # pipe's). A request is a 4-byte length and a marshal'ed dict (`_frame`); a reply is one JSON line,
 # followed by the action's stdout and stderr bytes.
 EXECUTOR = r"""
-# Only modules that cost nothing to import (about 12 ms of the worker's start-up went to
-# subprocess, signal and json, which pull in enum and re): actions start with posix_spawn,
+# Only modules that cost nothing to import (subprocess, signal and json pull in enum and re,
+# a large share of the worker's start-up): actions start with posix_spawn,
 # requests come as marshal, replies go out as JSON written by hand.
 import _signal, ctypes, errno, marshal, os, select, sys, time
 me = os.getpid()

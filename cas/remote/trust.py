@@ -3,7 +3,7 @@
 `SignaturePolicy` is the client's half of the signature model (signing.py): with trusted keys, a
 remote result is accepted only when one of them signed exactly that result; anything else is a
 miss (the action runs here) and the build says so once. Without trusted keys every result is
-accepted, as before signatures existed, and the build notes once that nothing was verified.
+accepted (signing is opt-in), and the build notes once that nothing was verified.
 
 *Origin* is recorded with every result the engine uses, so that `mcpp explain` and the JSON
 events can say where an output came from, and so that the local action cache cannot launder a

@@ -88,7 +88,7 @@ def open_url(url: str) -> BinaryIO:
     the exceptions `stream_errors(url)` names."""
     scheme = urllib.parse.urlsplit(url).scheme
     if scheme in ("http", "https"):
-        # Imported here: the HTTP client (http.client, ssl, email) costs every build 13 ms of
+        # Imported here: the HTTP client (http.client, ssl, email) would add to every build's
         # start-up, and only an index on a server needs it.
         from http.client import HTTPException
         from urllib.error import HTTPError, URLError

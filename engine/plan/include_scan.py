@@ -1,8 +1,8 @@
 """Which headers of the pool a compile can reach, so a sandbox stages only those.
 
-A compile may read any header of its package and its dependencies (the *pool*), and the
-sandboxes used to stage the whole pool into every action: with a hundred headers that is a
-hundred links made and removed per compile, most of the sandbox's cost. This scanner follows
+A compile may read any header of its package and its dependencies (the *pool*); staging the
+whole pool into every action would make and remove a hundred links per compile for a hundred
+headers, most of the sandbox's cost. This scanner follows
 `#include` lines (as Bazel's include scanning does) to a superset of what the preprocessor can
 open: every directive counts whatever `#if` surrounds it, and a name is looked up in every
 directory the compiler could search, not just the first hit.

@@ -24,7 +24,7 @@ from ..package.sources import device_extensions, package_sources
 from .modules import Loader, RuleModule, library_path, resolve, unavailable, visible_rule_modules
 from .paths import PROGRAM_NAME, program_path
 
-# The evaluator (starlark-pyo3, the `mcpp` struct, its prelude: some 10 ms of a cold start) is
+# The evaluator (starlark-pyo3, the `mcpp` struct, its prelude: a share of a cold start) is
 # imported where a package has a build.star; a graph without one never loads it.
 if TYPE_CHECKING:
     from .cache import ProgramCache

@@ -147,8 +147,8 @@ def _start(ident: str, root: str, home: str) -> "_socket.socket":
     import select
 
     # The server writes a byte on `ready` once its socket listens, and the pipe ends (EOF) if it
-    # exits first: the client waits exactly as long as the start takes (about 170 ms, mostly the
-    # engine's imports), where polling the socket with a growing delay overslept by up to 90 ms.
+    # exits first: the client waits exactly as long as the start takes (mostly the engine's
+    # imports), where polling the socket with a growing delay would oversleep.
     ready_r, ready_w = os.pipe()
     code = "import sys; from mcpp.engine.entry import serve; serve(*sys.argv[1:])"
     try:

@@ -111,7 +111,7 @@ class Server:
         self.selector = selectors.DefaultSelector()
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         # What a finished build leaves the server to do (warm.py's after_build: reading its
-        # hand-off, proving its knowledge's files: 40 ms at 1,000 units), done when no event
+        # hand-off, proving its knowledge's files), done when no event
         # waits: a request that comes first is served first, with what the server held before.
         self.later: deque[Callable[[], None]] = deque()
         # Tasks for after the first build has started (`main`'s `later`): not before it.

@@ -42,8 +42,8 @@ def arm(watch: NoopWatch, key: str, knowledge: Knowledge, stats: StatCache) -> P
 def refresh(watch: NoopWatch, proof: Proof, knowledge: Knowledge, stats: StatCache) -> Proof | None:
     """The proof of the same knowledge after another build: only the files an event may have
     touched since it was armed are checked again (a no-op build leaves the knowledge it was given;
-    arming and checking its three thousand files again cost the server 35 ms after each one,
-    while the next request waited or ran beside it). None: arm it afresh."""
+    arming and checking all its files again after each one would hold up the next request).
+    None: arm it afresh."""
     changed = watch.changed(proof.armed)
     if changed is None:
         return None

@@ -241,8 +241,8 @@ class Hooks:
     def child_ready(self) -> None:
         """In the child, its process set up as the client's, before the command line runs: when
         the watcher saw a change since the last build of this request, start the sandbox that
-        build used (its worker takes about as long to answer as reading the command line,
-        loading and planning take). The build hands over its sandbox only when that sandbox has a
+        build used (its worker's start-up overlaps reading the command line, loading and
+        planning). The build hands over its sandbox only when that sandbox has a
         worker to start (engine/build.py `_warm_up`, `TrustPolicy.stages_inputs`)."""
         if self.memory is not None:
             self.memory.start_sandbox()

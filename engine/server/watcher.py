@@ -54,7 +54,7 @@ _KEPT_LISTINGS = 8  # listings kept per directory (tokens of the requests the se
 def inotify_open():
     """(libc, a non-blocking inotify descriptor); OSError or AttributeError where there is none."""
     # The interpreter's own symbols include the C library's; find_library would run
-    # `ldconfig -p` (three processes, 10 ms of a server's start).
+    # `ldconfig -p` (three processes during the server's start).
     libc = ctypes.CDLL(None, use_errno=True)
     fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
     if fd < 0:

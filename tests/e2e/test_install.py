@@ -10,7 +10,11 @@ import sysconfig
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from e2e_support import REPO, copy_example
+
+pytestmark = pytest.mark.one_mode  # installs the wheel, no build: the server-on run leaves it out
 
 
 def run(*argv, **kw) -> subprocess.CompletedProcess:
@@ -36,6 +40,7 @@ def dummy_engine_distribution(root: Path) -> Path:
     return root
 
 
+@pytest.mark.heavy
 def test_wheel_installs_beside_a_distribution_named_engine(tmp_path):
     wheels = tmp_path / "wheels"
     # Built from a copy of the sources: a wheel built in the checkout would reuse setuptools'

@@ -9,7 +9,11 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from e2e_support import REPO
+
+pytestmark = pytest.mark.one_mode  # runs the system-deps script, no build: the server-on run leaves it out
 
 SCRIPT = REPO / "scripts" / "install-system-deps.sh"
 LOCKED = ("E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (unattended-upgr)\n"

@@ -11,6 +11,8 @@ import pytest
 
 from e2e_support import write_tree
 
+pytestmark = pytest.mark.one_mode  # runs each case in both modes itself: the server-on run leaves it out
+
 # A compile that takes a second or two: long enough to save another file while it runs.
 SLOW = """
     constexpr unsigned long spin(unsigned long seed) {
@@ -34,6 +36,7 @@ def _slow(seed: int) -> str:
     return f"#define SEED {seed}ul\n" + SLOW
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("mode", MODES)
 def test_a_source_saved_during_the_build_is_built_next_time(tmp_path, mcpp, mode):
     env = MODES[mode]

@@ -13,6 +13,8 @@ import pytest
 from e2e_support import write_tree
 from mcpp.engine import noop
 
+pytestmark = pytest.mark.one_mode  # runs each case in both modes itself: the server-on run leaves it out
+
 MODES = {"in process": {"MCPP_NO_SERVER": "1"}, "server": {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60"}}
 
 GEN = """#!/bin/sh

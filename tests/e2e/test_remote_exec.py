@@ -88,6 +88,7 @@ def _executed_outputs(grid: LocalGrid) -> dict[str, int]:
     return seen
 
 
+@pytest.mark.heavy
 def test_a_clean_remote_build_runs_every_compile_on_a_worker_and_matches_a_local_build(grid, project200,
                                                                                        local_build, tmp_path):
     remote = tmp_path / "remote"
@@ -110,6 +111,7 @@ def test_a_clean_remote_build_runs_every_compile_on_a_worker_and_matches_a_local
     assert (remote / "target/dev/bench").read_bytes() == local_build[0]
 
 
+@pytest.mark.heavy
 def test_a_worker_killed_mid_build_loses_nothing(grid, tmp_path):
     proj = tmp_path / "kill"
     subprocess.run([sys.executable, str(REPO / "bench" / "gen_project.py"), "--sources", "40", "--out", str(proj)],

@@ -264,6 +264,7 @@ def _home(tmp_path: Path, name: str, remote: str) -> Mcpp:
     return m
 
 
+@pytest.mark.heavy
 def test_tls_with_a_test_ca_and_mutual_tls(tmp_path, project):
     from mcpp.cas.remote.config import ChannelSecurity
 
@@ -297,6 +298,7 @@ def test_tls_with_a_test_ca_and_mutual_tls(tmp_path, project):
 READ = ["GetCapabilities", "GetActionResult", "FindMissingBlobs", "BatchReadBlobs", "Read"]
 
 
+@pytest.mark.heavy
 def test_bearer_tokens_one_reads_one_also_writes(tmp_path, project):
     import time
 

@@ -107,6 +107,7 @@ def test_ctrl_c_ends_running_actions_and_removes_their_sandboxes(project, mcpp):
     assert [p.name for p in sandboxes.glob("*-*") if p.is_dir() and not p.name.endswith(".out")] == []
 
 
+@pytest.mark.heavy
 def test_stale_sandbox_directories_of_a_killed_build_are_reclaimed(project, mcpp):
     import os
     import signal

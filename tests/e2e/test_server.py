@@ -16,6 +16,8 @@ import pytest
 
 from e2e_support import Mcpp, default_sigint, mcpp_executable, write_tree
 
+pytestmark = pytest.mark.one_mode  # sets the server mode per build itself: the server-on run leaves it out
+
 ON = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60"}
 
 HELLO = {
@@ -151,6 +153,7 @@ def test_environment_and_working_directory_are_the_clients(served):
     assert outputs[0] == outputs[1] and "Compiling hello" in outputs[0]
 
 
+@pytest.mark.heavy
 def test_ctrl_c_cancels_the_build_as_in_process(tmp_path, mcpp):
     root = tmp_path / "slow"
     _slow_project(root)
@@ -167,6 +170,7 @@ def test_ctrl_c_cancels_the_build_as_in_process(tmp_path, mcpp):
         mcpp("server", "stop", cwd=root, env=ON)
 
 
+@pytest.mark.heavy
 def test_killed_server_mid_build_costs_one_warning_and_the_next_build_is_right(tmp_path, mcpp):
     root = tmp_path / "slow"
     _slow_project(root)
@@ -191,6 +195,7 @@ def test_killed_server_mid_build_costs_one_warning_and_the_next_build_is_right(t
         mcpp("server", "stop", cwd=root, env=ON)
 
 
+@pytest.mark.heavy
 def test_a_crashed_build_process_costs_one_warning_and_builds_in_process(tmp_path, mcpp):
     """The server lives on; its build child for this request dies (as a segfault would)."""
     root = tmp_path / "slow"

@@ -10,6 +10,8 @@ import pytest
 
 from e2e_support import write_tree
 
+pytestmark = pytest.mark.one_mode  # sets the server mode per build itself: the server-on run leaves it out
+
 ON = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60"}
 
 

@@ -16,6 +16,8 @@ import pytest
 from e2e_support import mcpp_executable, write_tree
 from mcpp.engine.server import paths
 
+pytestmark = pytest.mark.one_mode  # sets the server mode per build itself: the server-on run leaves it out
+
 ON = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60"}
 NOBODY = 65534
 

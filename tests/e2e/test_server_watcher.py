@@ -9,6 +9,8 @@ import pytest
 from mcpp.engine.server import watcher
 from mcpp.engine.server.watcher import IN_Q_OVERFLOW, Inotify, StatScan
 
+pytestmark = pytest.mark.one_mode  # drives the watcher in process, no build: the server-on run leaves it out
+
 
 @pytest.fixture(params=[Inotify, StatScan], ids=["inotify", "stat"])
 def tree(request, tmp_path):

@@ -35,6 +35,7 @@ def test_a_tree_output_travels_through_the_remote_cache(tmp_path, project, kind)
     assert collections.Counter(status.values())["executed"] == 0
 
 
+@pytest.mark.heavy
 def test_a_signed_tree_output_whose_tree_digest_was_altered_is_refused(tmp_path, project, mcpp):
     """The signature covers each output directory's Tree digest: whoever can write to the server
     swaps the signed result's Tree for one naming other bytes, keeping the CI signature; a client

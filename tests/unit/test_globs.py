@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -320,7 +319,8 @@ def test_depth_limited_walk_does_not_descend(proj, monkeypatch):
     assert len(seen) == 1
 
 
-def test_many_files_are_fast(tmp_path):
+def test_recursive_patterns_and_excludes_over_many_files(tmp_path):
+    """How long the expansion takes is measured by bench/hot_loops.py."""
     files = [
         f"src/m{i}/s{j}/f{k}.{ext}"
         for i in range(20)
@@ -330,10 +330,7 @@ def test_many_files_are_fast(tmp_path):
     ]
     root = tree(tmp_path, *files, "target/x/y.cpp", ".git/objects/z.cpp")
     patterns = ["src/**/*.cpp", "src/**/*.h", "**/*.cpp", "!src/m1/**", "!src/*/s4/f9.h"]
-    start = time.perf_counter()
-    for _ in range(5):
-        got = expand(root, patterns)
-    assert time.perf_counter() - start < 2
+    got = expand(root, patterns)
     assert len(got) == 2000 - 100 - 19
 
 

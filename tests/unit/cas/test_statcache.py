@@ -199,7 +199,8 @@ def test_stat_key(tmp_path):
     assert stat_key(f) != k
 
 
-def test_noop_load_of_1000_files_is_fast(tmp_path):
+def test_a_reloaded_cache_answers_1000_unchanged_files_without_hashing(tmp_path):
+    """How long that pass takes is measured by bench/hot_loops.py."""
     src = tmp_path / "src"
     src.mkdir()
     files = []
@@ -212,16 +213,11 @@ def test_noop_load_of_1000_files_is_fast(tmp_path):
         c.digest(p)
     settle(tmp_path, *files)
     c.save()
-    best = float("inf")
-    for _ in range(3):
-        t0 = time.perf_counter()
-        c2 = StatCache(tmp_path / "stat")
-        for p in files:
-            c2.digest(p)
-        c2.save()
-        best = min(best, time.perf_counter() - t0)
-        assert c2.hashed == 0 and c2.hits == 1000
-    assert best < 0.1, f"no-op stat-cache pass over 1,000 files took {best:.3f}s"
+    c2 = StatCache(tmp_path / "stat")
+    for p in files:
+        c2.digest(p)
+    c2.save()
+    assert c2.hashed == 0 and c2.hits == 1000
     assert os.path.getsize(tmp_path / "stat") < 250 * 1000  # path + 5 ints + 32-byte hash
 
 

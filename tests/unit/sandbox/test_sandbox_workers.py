@@ -86,7 +86,7 @@ def test_a_timeout_kills_every_process_of_the_action_and_the_worker_goes_on(mode
     start = time.monotonic()
     # a daemonised grandchild (its own session) that would write after the timeout
     r = sb.run(mkspec(["sh", "-c", f"setsid sh -c 'sleep 1; echo late > {mark}' & sleep 30"], timeout=0.5))
-    assert r.timed_out and time.monotonic() - start < 5
+    assert r.timed_out and time.monotonic() - start < 20  # killed at its timeout, not after the 30 s sleep
     r = sb.run(mkspec(["sh", "-c", "echo ok"]))
     assert (r.exit_code, r.stdout) == (0, b"ok\n")
     time.sleep(1.5)
