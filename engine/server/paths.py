@@ -12,6 +12,8 @@ import os
 import stat
 import zlib
 
+from ..mcpp_home import home_root
+
 MANIFEST = "mcpp.toml"
 
 
@@ -119,9 +121,8 @@ def lock_path(ident: str) -> str:
 
 
 def home_dir() -> str:
-    """`$MCPP_HOME`, else `~/.mcpp`, as `cas/home.py` finds it (without its imports)."""
-    value = os.environ.get("MCPP_HOME")
-    return os.path.abspath(value if value else os.path.join(os.path.expanduser("~"), ".mcpp"))
+    """`$MCPP_HOME`, else `~/.mcpp` (`engine/mcpp_home.py`), as an absolute path."""
+    return os.path.abspath(home_root(os.environ))
 
 
 def server_dir(home: str | None = None) -> str:
