@@ -12,23 +12,18 @@ import os
 import stat
 import zlib
 
+from ..manifest_search import manifests_above
 from ..mcpp_home import home_root
-
-MANIFEST = "mcpp.toml"
 
 
 def workspace_root(start: str) -> str | None:
-    d = os.path.abspath(start)
+    """The directory of the topmost manifest above `start` that declares a `[workspace]`, else of
+    the nearest manifest; None when there is none."""
     found = None
-    while True:
-        manifest = os.path.join(d, MANIFEST)
-        if os.path.isfile(manifest):
-            if found is None or _declares_workspace(manifest):
-                found = d
-        parent = os.path.dirname(d)
-        if parent == d:
-            return found
-        d = parent
+    for manifest in manifests_above(start):
+        if found is None or _declares_workspace(manifest):
+            found = os.path.dirname(manifest)
+    return found
 
 
 def _declares_workspace(manifest: str) -> bool:
