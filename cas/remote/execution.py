@@ -19,7 +19,10 @@ A failure of the *action* (exit code, stderr) is an answer like a local one. A f
 *service* never fails a build: `run` answers None, the engine runs the action here, and the
 first such failure prints one warning and turns remote execution off for the rest of the build:
 
-- the server unreachable or refusing requests (`UNAVAILABLE`, a timeout, ...);
+- the server unreachable or gone (`UNAVAILABLE`, a timeout): the build's `RemoteEndpoint`,
+  shared with the remote cache, is turned off, with its one warning;
+- the service refusing to run actions (a server that only caches, a refused request): remote
+  execution alone is turned off, and the cache goes on;
 - no worker making progress: when actions stay queued and no operation has started or finished
   for `worker_wait` seconds (every worker gone, or none matches these actions' platform), the
   queued operations are abandoned and what remains runs locally.
@@ -53,10 +56,10 @@ if TYPE_CHECKING:
 
 DEFAULT_WORKER_WAIT = 30.0  # seconds without any progress before the workers count as gone
 _DEADLINE_EXCEEDED = 4
-_SEND_WITHOUT_ASKING = 64 << 10
+_SEND_WITHOUT_ASKING = 64 << 10  # bytes of new input files sent without a FindMissingBlobs first
 # Failures that mean the server is gone, for the cache too; any other is about execution alone
 # (a server that caches but does not execute answers UNIMPLEMENTED).
-_SERVER_GONE = ("UNAVAILABLE", "DEADLINE_EXCEEDED")  # bytes of new input files sent without a FindMissingBlobs first
+_SERVER_GONE = ("UNAVAILABLE", "DEADLINE_EXCEEDED")
 
 
 @dataclass

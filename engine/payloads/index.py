@@ -283,11 +283,12 @@ def trust(environ: Mapping[str, str], config: ConfigFile, warn=None) -> Trust:
         texts, origin = [t for t in environ[KEYS_ENV].split(",") if t.strip()], KEYS_ENV
     else:
         origin = f"{config.path}: `[payloads] trusted-keys`"
-        texts = _table(config).get("trusted-keys")
-        if texts is None:
+        listed = _table(config).get("trusted-keys")
+        if listed is None:
             return Trust(None, insecure in ("1", "true", "yes", "on"), warn)
-        if not (isinstance(texts, list) and all(isinstance(t, str) for t in texts)):
+        if not (isinstance(listed, list) and all(isinstance(t, str) for t in listed)):
             raise PayloadError(f"{origin} must be a list of public keys")
+        texts = listed
     try:
         keys = tuple(parse_public_key(t) for t in texts)
     except SigningKeyError as e:
