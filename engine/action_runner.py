@@ -97,7 +97,7 @@ class SandboxRunner:
 
     def run(self, action: Action) -> RunResult:
         sandbox = self.sandbox
-        staged = sandbox.name != "off"
+        staged = sandbox.guarantees.stages_inputs
         prepare_outputs(self.execroot, action)
         inputs = {}
         if staged:

@@ -20,9 +20,9 @@ from mcpp.cas.action import ActionKind, Platform
 from mcpp.cas.atomic import PUBLIC, write_atomic
 from mcpp.cas.home import Home
 
-from mcpp.sandbox import SandboxUnavailable, guarantees_of, make_sandbox
+from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
-from . import after_reply, build_env, linker, noop, prebuilt, sandbox_warm_up, trust
+from . import after_reply, build_env, linker, noop, prebuilt, sandbox_warm_up
 from .action_runner import ActionRunner, SandboxRunner
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .remote_exec_runner import remote_exec_jobs, with_remote_execution
@@ -54,6 +54,7 @@ from .settings import Settings, command_settings
 from .stores import Stores
 from .timings import TimingsRecorder
 from .toolchain import Toolchain, resolve_toolchain
+from .trust import TrustPolicy
 
 
 @dataclass
@@ -134,8 +135,10 @@ def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
 
 def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests: bool,
            runner: ActionRunner | None) -> BuildOutcome:
-    # Results the sandbox cannot prove hermetic are never uploaded (engine/trust.py).
-    stores = Stores.open(opts.home, trust.Trust(opts.sandbox).without_upload(opts.settings.remote(), reporter.warning))
+    # What the build takes on trust, from its sandbox's promises (engine/trust.py): results the
+    # sandbox cannot prove hermetic are keyed apart and never uploaded.
+    policy = TrustPolicy(opts.sandbox, opts.settings.remote())
+    stores = Stores.open(opts.home, policy.remote(reporter.warning))
     graph = load_graph(opts.cwd, opts.manifest_path, opts.selection, opts.target_override)
     for pkg in graph.order:
         for w in pkg.manifest.warnings:
@@ -149,8 +152,8 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         stats, state, scans = state_memo.open_state(layout.stat_cache, layout.action_state, layout.execroot,
                                                     layout.scan_cache)
         env = _environment(graph, layout, opts, reporter)
-        warm = _warm_up(opts, reporter, stores, env, runner)
-        watched = _programs(graph, layout, toolchain, profile, opts, reporter, env)
+        warm = _warm_up(opts, reporter, stores, env, runner, policy)
+        watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env)
         prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
         plan = plan_memo.plan(lambda scan, includes: Planner(graph, toolchain, profile, layout=layout, scan=scan,
                                                              with_tests=with_tests, includes=includes).build(),
@@ -161,7 +164,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
             reporter.raw_warning(w)
         timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
-                                     timings, env.roots(), top=opts.target_override is None, warm=warm)
+                                     policy, timings, env.roots(), top=opts.target_override is None, warm=warm)
         if timings is not None:  # also for a failed build: where the time went is as telling
             timings.finish(skipped=len(result.skipped))
             for path in timings.write(layout.target_dir, opts.timings, opts.trace):
@@ -205,7 +208,7 @@ def _environment(graph: PackageGraph, layout: Layout, opts: BuildOptions, report
 
 
 def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile: Profile, opts: BuildOptions,
-              reporter: Reporter, env: Environment | None = None) -> tuple[list[str], list[str], bool]:
+              reporter: Reporter, policy: TrustPolicy, env: Environment | None = None) -> tuple[list[str], list[str], bool]:
     """Before planning: build the host tools, then evaluate each package's build.star (whose
     actions and sources the planner needs). Returns the files and directories whose change
     must send the next no-op build down the full path."""
@@ -222,7 +225,7 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
             return outcome.plan.execroot, {a.name: a.path for a in outcome.plan.artifacts if a.kind == "bin"}
 
         # A tool a build that is not hermetic makes is published apart (engine/trust.py).
-        tools = ToolBuilder(graph, toolchain.identity, trust.Trust(opts.sandbox).tool_host(host_triple()), profile.name,
+        tools = ToolBuilder(graph, toolchain.identity, policy.tool_host(host_triple()), profile.name,
                             build_package, reporter.status, opts.home).resolve()
     inputs = cache = None
     if any(c.path is not None for c in checked.values()):  # the evaluator is imported only then
@@ -275,7 +278,7 @@ def record_last_build(home: Home, counters: Counters) -> None:
 
 def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolchain, opts: BuildOptions,
               reporter: Reporter, state: BuildState, scans: ScanCache, runner: ActionRunner | None,
-              stores: Stores, timings: TimingsRecorder | None = None,
+              stores: Stores, policy: TrustPolicy, timings: TimingsRecorder | None = None,
               payload_roots: tuple[str, ...] = (), top: bool = True,
               warm: SandboxWarmUp | None = None) -> tuple[ScheduleResult, Counters]:
     """Schedule every action of the plan through the pipeline; save the state, also on failure.
@@ -283,13 +286,9 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     sandbox, made ahead (`_warm_up`)."""
     # Results the sandbox cannot prove hermetic are keyed apart (engine/trust.py); the sandbox's
     # promises are looked up when the first key is made.
-    trusted = trust.Trust(opts.sandbox)
     platform = Platform(toolchain.identity, host_triple())
-    # The key memo holds unless an action reads the real tree, where another may still rewrite
-    # a file after the first key was made (a sandbox that does not stage inputs).
     keys = KeyComputer(state, platform, plan.generated, plan_memo.unchanged(plan.execroot) if top else None,
-                       memo=_stages_inputs(opts.sandbox),
-                       namespace_of=trusted.namespace)
+                       memo=policy.memoizes_keys, namespace_of=policy.namespace)
     store, mat = stores.blobs, stores.mat
     if runner is None:
         staged: dict[str, str] = {}  # one file has one content during a build: resolve it once
@@ -320,10 +319,11 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         # local processes (the pipeline takes a slot around each one).
         workers, slots = max(jobs, min(4 * jobs, 32)), threading.BoundedSemaphore(jobs)
     if executing:  # remote runs hold no local slot; the runner keeps local ones at the core count
-        runner, slots = with_remote_execution(runner, endpoint, stores.blobs, opts.sandbox, reporter.warning,
+        runner, slots = with_remote_execution(runner, endpoint, stores.blobs, policy, reporter.warning,
                                               opts.settings.remote_exec_wait()), None
     pipeline = ActionPipeline(plan, state, keys, runner, stores, reporter,
-                              ExplainLog(layout.explain_log, f"{platform.toolchain} on {platform.host}"), remote, slots)
+                              ExplainLog(layout.explain_log, f"{platform.toolchain} on {platform.host}"), remote, slots,
+                              policy)
     pipeline.timings = timings
     packages = {p.name: p for p in graph.order}
     announced: set[str] = set()
@@ -427,30 +427,24 @@ def _sandbox_warning(reporter: Reporter, warning: str | None) -> None:
 
 
 def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, env: Environment,
-             runner: ActionRunner | None) -> SandboxWarmUp | None:
+             runner: ActionRunner | None, policy: TrustPolicy) -> SandboxWarmUp | None:
     """Make the sandbox and start its first worker while the build plans, when it will
     probably run an action: in a server's build child whose watcher saw a file change since
     the last build of the same request, or that has no such build to go by. Never for a no-op
-    (the watcher saw nothing), a host tool's build, `--sandbox off`, remote execution, or a
-    runner given by the caller."""
+    (the watcher saw nothing), a host tool's build, a sandbox with no worker (one that does not
+    stage inputs), remote execution, or a runner given by the caller. The next build of the
+    same request in a server begins the same sandbox early when it has a worker."""
     if runner is not None or opts.target_override is not None:
         return None
     settings = (opts.sandbox, str(stores.home.root), tuple(env.roots()))
-    plan_memo.sandbox = settings
+    plan_memo.sandbox = settings if policy.stages_inputs else None
     warm = sandbox_warm_up.adopt(settings)
-    if warm is None and _stages_inputs(opts.sandbox) and not (stores.remote is not None and stores.remote.execute) \
+    if warm is None and policy.stages_inputs and not (stores.remote is not None and stores.remote.execute) \
             and plan_memo.likely_work():
         warm = SandboxWarmUp(settings)
     if warm is not None:
         warm.report = lambda warning: _sandbox_warning(reporter, warning)
     return warm
-
-
-def _stages_inputs(sandbox: str | None) -> bool:
-    """Whether the sandbox `--sandbox <sandbox>` runs actions in directories of their own (the
-    default does, whichever it falls back to): one that does not has no worker to warm up, and
-    its actions read the real tree."""
-    return sandbox is None or guarantees_of(sandbox).stages_inputs
 
 
 def _shown_dir(path: str) -> str:

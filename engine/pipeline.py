@@ -50,7 +50,7 @@ from .incremental import BuildState, KeyComputer
 from .plan.planner import Plan
 from .report import Reporter
 from .stores import Stores
-from .trust import shared
+from .trust import TrustPolicy
 from .warned_actions import WarnedActions
 
 if TYPE_CHECKING:  # the remote layer imports gRPC: only builds that use it load it
@@ -88,8 +88,10 @@ class Counters:
 class ActionPipeline:
     def __init__(self, plan: Plan, state: BuildState, keys: KeyComputer, runner: ActionRunner,
                  stores: Stores, reporter: Reporter, explain: ExplainLog, remote: "RemoteCache | None" = None,
-                 local_slots: threading.Semaphore | None = None):
+                 local_slots: threading.Semaphore | None = None, trust: TrustPolicy | None = None):
         self.plan = plan
+        # which results the build may take and share (engine/trust.py); the default sandbox's
+        self.trust = trust if trust is not None else TrustPolicy(None)
         self.state = state
         self.keys = keys
         self.runner = runner
@@ -144,7 +146,7 @@ class ActionPipeline:
             entry = self.ac.get(key)
             if entry is None or entry.exit_code != 0:
                 continue
-            if self.remote is not None and not self.remote.trust.accepts_local(entry.origin):
+            if not self.trust.accepts_cached(entry.origin):
                 continue  # fetched from a remote unverified: trusted keys now require a signature
             try:
                 self._restore(a, entry)
@@ -192,7 +194,7 @@ class ActionPipeline:
     def _remote_lookup(self, a: Action) -> Outcome | None:
         inputs, tools = self.remote_keys[a.id]
         platform = self.keys.platform_of(a)
-        if not shared(platform.namespace):  # never uploaded: no remote holds one
+        if not self.trust.accepts_remote(platform):  # never uploaded: no remote holds one
             return None
         hit = self.remote.lookup(a, platform, tools, inputs)
         if hit is None:
@@ -309,7 +311,7 @@ class ActionPipeline:
         self.warned.set(a.id, key, bool(res.stdout or res.stderr))
         if self.remote is not None and self.remote.upload_enabled:
             platform = self.keys.platform_of(a)
-            if shared(platform.namespace):  # a result the sandbox cannot prove stays here (engine/trust.py)
+            if self.trust.uploads(platform):  # a result the sandbox cannot prove stays here (engine/trust.py)
                 self.remote.upload(a, platform, self.remote_keys[a.id][1], inputs, discovered, entry)
         self.state.record(a.id, key, discovered, {o: str(d) for o, d in outcome.outputs.items()})
         origin = event_origin("executed", None)

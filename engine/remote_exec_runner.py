@@ -10,7 +10,8 @@ What stays local (`remote_ok`):
 
 - rules declared by build programs (`mcpp.action`, including `check` rules that read local
   state): their tools and reads are the project's business, not a worker's;
-- everything under `--sandbox off`: an unsandboxed action's result depends on this machine;
+- everything under a sandbox that does not stage inputs (`--sandbox off`): an action reading the
+  real tree has a result that depends on this machine (`TrustPolicy.executes_remotely`);
 - actions with tree outputs, and actions whose tools are not system binaries (host tools mcpp
   built under `$MCPP_HOME` or in the project): a worker has neither.
 
@@ -27,6 +28,7 @@ from typing import Callable
 from mcpp.cas.action import Action, ActionKind
 
 from .action_runner import RunResult, SandboxRunner, expand_trees, prepare_outputs
+from .trust import TrustPolicy
 
 _REMOTE_KINDS = (ActionKind.COMPILE, ActionKind.ARCHIVE, ActionKind.LINK)
 # Where a worker's tools can be: system binaries, the same path on every machine of a pool.
@@ -35,14 +37,14 @@ _SYSTEM_TOOLS = ("/usr/", "/bin/", "/sbin/", "/opt/")
 
 class RemoteExecRunner(SandboxRunner):
     def __init__(self, make_sandbox: Callable[[], object], execroot: str, stage: Callable[[str], str],
-                 executor, local_jobs: int, sandbox_name: str | None) -> None:
+                 executor, local_jobs: int, policy: TrustPolicy) -> None:
         super().__init__(make_sandbox, execroot, stage)
         self.executor = executor  # cas.remote.execution.RemoteExecutor
         self.local_slots = threading.BoundedSemaphore(max(1, local_jobs))
-        self.sandbox_name = sandbox_name
+        self.policy = policy
 
     def remote_ok(self, action: Action) -> bool:
-        if self.sandbox_name == "off" or action.kind not in _REMOTE_KINDS:
+        if action.kind not in _REMOTE_KINDS or not self.policy.executes_remotely(action):
             return False
         if any(o.endswith("/") for o in action.outputs):
             return False
@@ -76,7 +78,7 @@ def remote_exec_jobs(jobs: int) -> int:
     return jobs or 4 * (os.cpu_count() or 1)
 
 
-def with_remote_execution(runner: SandboxRunner, endpoint, blobs, sandbox_name: str | None,
+def with_remote_execution(runner: SandboxRunner, endpoint, blobs, policy: TrustPolicy,
                           warn: Callable[[str], None], worker_wait: float | None = None) -> RemoteExecRunner:
     """`runner` turned into one that executes remotely through `endpoint` (the build's
     `cas.remote.endpoint.RemoteEndpoint`, shared with its remote cache; `execute` is set);
@@ -85,4 +87,4 @@ def with_remote_execution(runner: SandboxRunner, endpoint, blobs, sandbox_name: 
 
     executor = RemoteExecutor(endpoint, blobs, warn, worker_wait)
     return RemoteExecRunner(runner.make_sandbox, runner.execroot, runner.stage, executor, os.cpu_count() or 1,
-                            sandbox_name)
+                            policy)

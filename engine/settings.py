@@ -30,13 +30,11 @@ from typing import Any, Mapping
 
 from mcpp.cas.home import Home
 from mcpp.cas.remote.config import Chosen, Override, RemoteConfigError, RemoteSettings, resolve_settings
+from mcpp.cas.switch import SPELLINGS, parse_switch
 
 from .config_file import ConfigFile
 from .errors import McppError
 from .mcpp_home import home_root
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
 
 
 @dataclass(frozen=True)
@@ -111,10 +109,10 @@ class Settings:
             return flag
         if var not in self.env:
             return None
-        value = self.env[var].strip().lower()
-        if value not in _TRUE | _FALSE:
-            raise RemoteConfigError(f"{var}={self.env[var]!r}: expected 1 or 0 (also true/false, yes/no, on/off)")
-        return value in _TRUE
+        value = parse_switch(self.env[var])
+        if value is None:
+            raise RemoteConfigError(f"{var}={self.env[var]!r}: expected {SPELLINGS}")
+        return value
 
     def _override(self, var: str) -> Override | None:
         value = self.env.get(var)

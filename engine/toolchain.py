@@ -20,7 +20,7 @@ from mcpp.cas.home import Home
 from mcpp.cas.statcache import discard
 
 from .errors import McppError
-from .plan.model import ACTION_ENV
+from .action_env import ACTION_ENV
 
 # name -> (C compiler, C++ compiler, family)
 _KNOWN = {

@@ -28,6 +28,15 @@ def guarantees_of(name: str | None) -> Guarantees:
     return (BwrapSandbox if works else DirSandbox).guarantees
 
 
+def possible_guarantees(name: str | None) -> tuple[Guarantees, ...]:
+    """The promises of every backend `make_sandbox(name)` may choose, without probing: one for a
+    named backend, bwrap's and the directory sandbox's for the default. A promise all of them
+    make (or none does) is known before the probe decides between them."""
+    if name is not None:
+        return (guarantees_of(name),)
+    return (BwrapSandbox.guarantees, DirSandbox.guarantees)
+
+
 def make_sandbox(name: str | None, work_root: str, ro_roots: tuple[str, ...] = ()) -> tuple[Sandbox, str | None]:
     """The sandbox called ``name``, or the best available one when ``name`` is None.
 

@@ -16,7 +16,7 @@ One concept per module, lowest first:
 - `action_cache`: `RemoteActionCache` (blobs before results; manifests);
 - `signing`: ed25519 keys (`mcpp cache keygen`) and the signature a result carries: what it
   covers (`SIGNED_FIELDS`), how it travels (`execution_metadata.auxiliary_metadata`);
-- `trust`: `TrustPolicy` (which remote results a build accepts) and the *origin* recorded with
+- `trust`: `SignaturePolicy` (which remote results a build accepts, by signature) and the *origin* recorded with
   every result (`mcpp explain`, JSON events);
 - `cache`: `RemoteCache`, the engine's entry point (lazy connection, one warning and local
   building when the server fails, background uploads);
@@ -49,7 +49,7 @@ _EXPORTS = {
     "RemoteSettings": "config", "RemoteConfigError": "config", "resolve_settings": "config",
     "parse_remote_url": "config",
     "SecretKey": "signing", "PublicKey": "signing", "SigningKeyError": "signing",
-    "TrustPolicy": "trust",
+    "SignaturePolicy": "trust",
 }
 
 

@@ -24,7 +24,7 @@ from .client import RemoteClient
 from .digests import RemoteDigest
 from .signing import SecretKey, sign
 from .store import RemoteStore
-from .trust import TrustPolicy
+from .trust import SignaturePolicy
 
 if TYPE_CHECKING:
     # protobuf ships no types, and the REAPI classes are built at run time (protocol.py): to
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 class RemoteActionCache:
     def __init__(self, client: RemoteClient, store: RemoteStore, sign_key: SecretKey | None = None,
-                 trust: TrustPolicy | None = None) -> None:
+                 trust: SignaturePolicy | None = None) -> None:
         self.client = client
         self.store = store
         self.sign_key = sign_key

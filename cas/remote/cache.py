@@ -13,7 +13,7 @@ between actions; `close` waits for the queue). Everything else is the policy of 
 - *Verify*: a blob whose bytes do not match its digest is rejected with a warning and the
   action runs locally (`RemoteStore.fetch`).
 - *Trust only what a trusted key signed* (with `trusted-keys`): a result that is unsigned, signed
-  by another key, or altered after signing is a miss (`trust.TrustPolicy`); with `sign-key`,
+  by another key, or altered after signing is a miss (`trust.SignaturePolicy`); with `sign-key`,
   every uploaded result is signed (`signing.py`).
 - *Publish only what was built from what was keyed*: inputs are re-hashed for the remote key
   from the blob the local store holds under the digest the local key used; when a file no
@@ -50,7 +50,7 @@ from .memo import Memo
 from .side_index import SideIndex
 from .signing import sign
 from .store import RemoteCorrupt, RemoteStore
-from .trust import Origin, TrustPolicy
+from .trust import Origin, SignaturePolicy
 
 if TYPE_CHECKING:
     # protobuf ships no types, and the REAPI classes are built at run time (protocol.py): to
@@ -96,7 +96,7 @@ class RemoteCache:
         self.index = SideIndex(home.root / SIDE_INDEX)
         self.counters = RemoteCounters()
         self.upload_enabled = self.settings.upload
-        self.trust = TrustPolicy(self.settings.url, self.settings.trusted_keys, warn, note)
+        self.trust = SignaturePolicy(self.settings.url, self.settings.trusted_keys, warn, note)
         self._lock = threading.Lock()
         self._store: RemoteStore | None = None
         self._ac: RemoteActionCache | None = None

@@ -1,6 +1,6 @@
 """Which remote results a build accepts, and where every result it used came from.
 
-`TrustPolicy` is the client's half of the signature model (signing.py): with trusted keys, a
+`SignaturePolicy` is the client's half of the signature model (signing.py): with trusted keys, a
 remote result is accepted only when one of them signed exactly that result; anything else is a
 miss (the action runs here) and the build says so once. Without trusted keys every result is
 accepted, as before signatures existed, and the build notes once that nothing was verified.
@@ -73,14 +73,17 @@ def _signer(origin: Origin) -> str:
     return f"signed by {key}" if key else "unverified (no signature checked)"
 
 
-class TrustPolicy:
+class SignaturePolicy:
+    """Which remote results one build accepts, by who signed them. The build's other trust
+    decisions (which results are shared at all) are engine/trust.py's `TrustPolicy`."""
+
     def __init__(self, server: str, trusted: Iterable[PublicKey] | None, warn: Callable[[str], None],
                  note: Callable[[str], None] | None = None) -> None:
         """`trusted`: the PublicKeys to require, or None to accept results unverified; `note`
         shows the once-per-build remark that nothing is verified (none: stay silent)."""
         self.server = server
         self.trusted = None if trusted is None else tuple(trusted)
-        self._trusted_text = None if self.trusted is None else {str(k) for k in self.trusted}
+        self._trusted_text = trusted_names(self.trusted)
         self.warn = warn
         self.note = note
         self._lock = threading.Lock()
@@ -121,6 +124,18 @@ class TrustPolicy:
     def accepts_local(self, origin: Origin | None) -> bool:
         """Whether a local action cache entry with `origin` may be used: with trusted keys, one
         copied from a remote must have been signed by a key still trusted."""
-        if self._trusted_text is None or not origin or origin.get("kind") != REMOTE_CACHE:
-            return True
-        return origin.get("signed-by") in self._trusted_text
+        return local_entry_accepted(origin, self._trusted_text)
+
+
+def trusted_names(trusted: Iterable[PublicKey] | None) -> frozenset[str] | None:
+    """The trusted keys as an origin's `signed-by` names them (None: none required)."""
+    return None if trusted is None else frozenset(str(k) for k in trusted)
+
+
+def local_entry_accepted(origin: Origin | None, trusted: frozenset[str] | None) -> bool:
+    """Whether a local action cache entry with `origin` may be used when the keys named
+    `trusted` are required (`trusted_names`): one copied from a remote must have been signed by
+    a key still trusted; one built on this machine always may."""
+    if trusted is None or not origin or origin.get("kind") != REMOTE_CACHE:
+        return True
+    return origin.get("signed-by") in trusted

@@ -22,12 +22,17 @@ Semantics:
   glob returns outside any sandbox, so `src/x.cpp -> /etc/shadow` or `rootlink -> /` must never
   bring a host file or directory listing into a build (engine/containment.py);
   a directory the walk must list, or a file it selects, that cannot be read is an error naming it
-  (a build that silently compiled nothing would pass, and be remembered as done).
+  (a build that silently compiled nothing would pass, and be remembered as done);
+  a selected name that is not a regular file (a FIFO, a socket, a device, or a link to one) is an
+  error naming it: it is never opened (opening a FIFO blocks), and never silently left out;
+  a selected name that is not UTF-8 (a file system holds bytes) is an error naming it with its
+  bytes escaped: it could not be written into a command line, a key or a message as it is.
 """
 from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
@@ -99,7 +104,12 @@ def _expand(root: str, patterns: Sequence[str], boundary: str | None) -> list[st
     found = set()
     literals = set()
     for g in positive:
-        literals.update(p for p in g.literals if os.path.isfile(os.path.join(root, p)))
+        for p in g.literals:
+            kind = _kind(os.path.join(root, p))
+            if kind == "file":
+                literals.add(p)
+            elif kind is not None:
+                walker.special[p] = kind
         for base, depth in g.walks:
             walker.check(base)
             walker.walk(base, depth)
@@ -109,12 +119,40 @@ def _expand(root: str, patterns: Sequence[str], boundary: str | None) -> list[st
     found |= literals
     if negative is not None:
         found = {f for f in found if not negative.fullmatch(f)}
+    for f, kind in sorted(walker.special.items()):
+        if (wanted.fullmatch(f) or f in literals) and not (negative is not None and negative.fullmatch(f)):
+            raise ManifestError(f"`{f}` is not a regular file ({kind}); a source or header must be one")
     for f in found:  # literals may pass through a symlinked directory; walked files may be links
+        if not f.isascii():
+            try:
+                f.encode()
+            except UnicodeEncodeError:
+                shown = os.fsencode(f).decode("utf-8", "backslashreplace")
+                raise ManifestError(f"file name `{shown}` is not UTF-8; mcpp cannot write it into a command "
+                                    f"line or a message as it is: rename the file") from None
         if f in literals or f in walker.linked_files:
             walker.check(f)
         if not os.access(os.path.join(root, f), os.R_OK):
             raise ManifestError(f"cannot read `{os.path.join(root, f)}`: permission denied")
     return sorted(found)
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"))
+
+
+def _kind(path: str) -> str | None:
+    """"file" for a regular file (or a link to one), None for nothing there or a directory, else
+    what it is (`a FIFO`); found by `stat`, never by opening it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 @lru_cache(maxsize=1024)
@@ -224,6 +262,7 @@ class _Walker:
         self.checked: set[str] = set()
         self.files: set[str] = set()
         self.linked_files: set[str] = set()  # files that are symlinks themselves
+        self.special: dict[str, str] = {}  # names that are neither files nor directories -> what they are
         self.listed: dict[str, tuple[list[str], list[tuple[str, bool]]]] = {}
         self.depth: dict[str, float] = {}  # directory -> deepest walk done from it
         self.seen: dict[tuple[int, int], float] = {}  # (st_dev, st_ino) -> deepest walk done
@@ -270,9 +309,13 @@ class _Walker:
                                 files.append(prefix + e.name)
                                 if e.is_symlink():
                                     self.linked_files.add(prefix + e.name)
-                            elif e.is_dir() and not e.name.startswith("."):
-                                if d or e.name != "target":
+                            elif e.is_dir():
+                                if not e.name.startswith(".") and (d or e.name != "target"):
                                     dirs.append((prefix + e.name, e.is_symlink()))
+                            else:  # a FIFO, socket or device (a stat only for these), or a broken link
+                                kind = _kind(os.path.join(self.root, prefix + e.name))
+                                if kind is not None and kind != "file":
+                                    self.special[prefix + e.name] = kind
                         except OSError:
                             continue
             except PermissionError as e:

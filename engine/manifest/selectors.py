@@ -7,6 +7,10 @@ Grammar (docs/manifest.md, "Selectors"):
                | alias                          linux, macos, windows, unix
                | ("all" | "any" | "not") "(" [predicate ("," predicate)* [","]] ")"
 
+Combinators nest at most `MAX_DEPTH` levels (`all(any(not(...)))` is three): a selector is written
+by hand and needs a handful; the bound keeps the parser's and the evaluator's recursion far from
+Python's limit, and a deeper one is an error at the combinator past it.
+
 Every accepted word comes from a registry below (`PREDICATES`, `ALIASES`, `COMBINATORS`, and the
 value tables of `triples`), and every error message lists them from the same registries. Errors
 carry the offset in the selector text where parsing stopped, so the manifest loader can point at
@@ -38,6 +42,7 @@ ALIASES = {"linux": ("os", "linux"), "macos": ("os", "macos"), "windows": ("os",
 COMBINATORS = ("all", "any", "not")
 RESOLVED_LAYERS = ("c-abi", "c++-abi", "compiler", "compiler-runtime", "kernel-abi")
 
+MAX_DEPTH = 64
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_+-]*")
 
 
@@ -134,6 +139,7 @@ class _CfgParser:
     def __init__(self, text: str):
         self.text = text
         self.i = 0
+        self.depth = 0  # combinators open around the current predicate
 
     # -- tokens ------------------------------------------------------------------------------
     def ws(self) -> None:
@@ -214,6 +220,10 @@ class _CfgParser:
         return value
 
     def combine(self, op: str, at: int) -> Combine:
+        if self.depth == MAX_DEPTH:
+            raise SelectorError(f"malformed selector: combinators (all, any, not) nest deeper than {MAX_DEPTH} "
+                                f"levels", at)
+        self.depth += 1
         self.need("(", f"`(` after `{op}`")
         args = []
         while True:
@@ -225,6 +235,7 @@ class _CfgParser:
                 continue
             self.need(")", f"`,` or `)` in {op}(...)")
             break
+        self.depth -= 1
         if op == "not" and len(args) != 1:
             raise SelectorError(f"malformed selector: `not` takes exactly one predicate, found {len(args)}", at)
         return Combine(op, tuple(args), at)

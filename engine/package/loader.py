@@ -27,8 +27,36 @@ class Loader:
         return pkg.manifest if pkg else fold(self.files.get(os.path.join(root, MANIFEST_NAME)), self.ctx)
 
     def load(self, manifest: Manifest, stack: list[tuple[Package, DependencySpec | None]], dev: bool) -> Package:
+        """The package of `manifest` with every package it reaches, loaded depth first. The walk
+        keeps its own stack (`frames`), so a chain of dependencies may be as long as a real graph
+        makes it; `stack` holds the packages in progress, each with the edge it is following."""
         if manifest.root in self.by_root:
             return self.by_root[manifest.root]
+        pkg = self._register(manifest)
+        frames = [(pkg, self._entries(pkg, dev))]
+        stack.append((pkg, None))
+        while frames:
+            owner, todo = frames[-1]
+            entry = next(todo, None)
+            if entry is None:
+                frames.pop()
+                stack.pop()
+                continue
+            into, spec = entry
+            if spec.tools:
+                self._tool_edge(owner, spec)
+                continue
+            dep_manifest = self._follow(owner, spec, stack)
+            dep = self.by_root.get(dep_manifest.root)
+            if dep is None:
+                dep = self._register(dep_manifest)
+                frames.append((dep, self._entries(dep, dev=False)))
+                stack.append((dep, None))
+            owner.edges.append((spec, dep))
+            into.append(dep)
+        return pkg
+
+    def _register(self, manifest: Manifest) -> Package:
         other = self.by_name.get(manifest.name)
         if other is not None:
             raise ManifestError(
@@ -38,27 +66,46 @@ class Loader:
         pkg = Package(manifest)
         self.by_root[manifest.root] = pkg
         self.by_name[manifest.name] = pkg
-        stack.append((pkg, None))
-        for spec in manifest.dependencies:
-            self.add(pkg.deps, pkg, spec, stack)
-        # A build dependency is a rule package its program loads (`host-module = true`): an edge
-        # like any other, whose (Starlark-only) package links nothing.
-        for spec in manifest.build_dependencies:
-            self.add(pkg.deps, pkg, spec, stack)
-        if dev:
-            for spec in manifest.dev_dependencies:
-                self.add(pkg.dev_deps, pkg, spec, stack)
-        stack.pop()
         return pkg
+
+    @staticmethod
+    def _entries(pkg: Package, dev: bool):
+        """The edges `pkg` declares, each with the list it joins. A build dependency is a rule
+        package its program loads (`host-module = true`): an edge like any other, whose
+        (Starlark-only) package links nothing."""
+        m = pkg.manifest
+        entries = [(pkg.deps, s) for s in (*m.dependencies, *m.build_dependencies)]
+        if dev:
+            entries += [(pkg.dev_deps, s) for s in m.dev_dependencies]
+        return iter(entries)
 
     def add(self, into: list[Package], pkg: Package, spec: DependencySpec, stack) -> None:
         """Follow `spec` from `pkg`: a library edge joins `into`, a tool edge `pkg.tool_edges`."""
         if spec.tools:
-            check_dependency_path(spec.path, spec.written_path, spec.key, spec.path_pos)
-            self.check_identity(spec, self.manifest(spec.path))
-            pkg.tool_edges.append(spec)
-        else:
-            into.append(self.edge(pkg, spec, stack))
+            self._tool_edge(pkg, spec)
+            return
+        dep = self.load(self._follow(pkg, spec, stack), stack, dev=False)
+        pkg.edges.append((spec, dep))
+        into.append(dep)
+
+    def _tool_edge(self, pkg: Package, spec: DependencySpec) -> None:
+        check_dependency_path(spec.path, spec.written_path, spec.key, spec.path_pos)
+        self.check_identity(spec, self.manifest(spec.path))
+        pkg.tool_edges.append(spec)
+
+    def _follow(self, pkg: Package, spec: DependencySpec, stack) -> Manifest:
+        """The manifest `spec` of `pkg` names, checked: no cycle through the packages in progress,
+        a path that may be followed, the identity the entry asks for."""
+        stack[-1] = (pkg, spec)
+        in_progress = [p.root for p, _ in stack]
+        if spec.path in in_progress:
+            start = in_progress.index(spec.path)
+            names = [p.name for p, _ in stack[start:]] + [stack[start][0].name]
+            raise ManifestError(f"dependency cycle: {' -> '.join(names)}", spec.pos)
+        check_dependency_path(spec.path, spec.written_path, spec.key, spec.path_pos)
+        dep_manifest = self.manifest(spec.path)
+        self.check_identity(spec, dep_manifest)
+        return dep_manifest
 
     def check_identity(self, spec: DependencySpec, dep_manifest: Manifest) -> None:
         if dep_manifest.is_virtual:
@@ -73,20 +120,6 @@ class Loader:
                 f"dependency `{spec.display}` points at package `{dep_manifest.name}` in namespace "
                 f"`{dep_manifest.namespace or '(none)'}`", spec.pos)
         check_version(spec, dep_manifest.version, dep_manifest.path)
-
-    def edge(self, pkg: Package, spec: DependencySpec, stack) -> Package:
-        stack[-1] = (pkg, spec)
-        in_progress = [p.root for p, _ in stack]
-        if spec.path in in_progress:
-            start = in_progress.index(spec.path)
-            names = [p.name for p, _ in stack[start:]] + [stack[start][0].name]
-            raise ManifestError(f"dependency cycle: {' -> '.join(names)}", spec.pos)
-        check_dependency_path(spec.path, spec.written_path, spec.key, spec.path_pos)
-        dep_manifest = self.manifest(spec.path)
-        self.check_identity(spec, dep_manifest)
-        dep = self.load(dep_manifest, stack, dev=False)
-        pkg.edges.append((spec, dep))
-        return dep
 
     def feature_edges(self, order: list[Package]) -> bool:
         """Add the [feature-deps.<f>] of every active feature not yet in the graph; True if any."""
@@ -103,25 +136,35 @@ class Loader:
 
 def topological(members: list[Package]) -> list[Package]:
     """Dependencies first. A cycle closed by a feature edge is found here (the loader's stack
-    only sees the edges it is walking)."""
+    only sees the edges it is walking). Walked with a stack of its own: a chain of dependencies
+    may be as long as a real graph makes it."""
     order: list[Package] = []
     done: set[Package] = set()
-    path: list[Package] = []
-
-    def visit(p: Package) -> None:
-        if p in done:
-            return
-        path.append(p)
-        for spec, d in p.edges:
-            if d in path:
+    path: list[Package] = []  # the packages in progress, outermost first
+    on_path: set[Package] = set()
+    for m in members:
+        if m in done:
+            continue
+        frames = [(m, iter(m.edges))]
+        path.append(m)
+        on_path.add(m)
+        while frames:
+            p, edges = frames[-1]
+            edge = next(edges, None)
+            if edge is None:
+                frames.pop()
+                path.pop()
+                on_path.discard(p)
+                done.add(p)
+                order.append(p)
+                continue
+            spec, d = edge
+            if d in on_path:
                 start = path.index(d)
                 names = [q.name for q in path[start:]] + [d.name]
                 raise ManifestError(f"dependency cycle: {' -> '.join(names)}", spec.pos)
-            visit(d)
-        path.pop()
-        done.add(p)
-        order.append(p)
-
-    for m in members:
-        visit(m)
+            if d not in done:
+                frames.append((d, iter(d.edges)))
+                path.append(d)
+                on_path.add(d)
     return order

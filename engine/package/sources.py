@@ -62,7 +62,7 @@ def package_sources(pkg: Package) -> list[Source]:
     active_feature_files: set[str] = set()
     for f in m.features.values():
         if f.sources:
-            matched = globs.expand(m.root, f.sources)
+            matched = _expand(pkg, m.root, f.sources)
             if f.name in pkg.features:
                 patterns.extend(f.sources)
                 active_feature_files.update(matched)
@@ -71,7 +71,7 @@ def package_sources(pkg: Package) -> list[Source]:
     if m.lib_path:
         patterns.append(m.lib_path)
     out = []
-    for path in globs.expand(m.root, patterns):
+    for path in _expand(pkg, m.root, patterns):
         if path in feature_only and path not in active_feature_files:
             continue
         role = role_of(path, device_exts)
@@ -87,6 +87,20 @@ def package_sources(pkg: Package) -> list[Source]:
         if role not in (Role.HEADER, Role.STARLARK):
             out.append(Source(path, role))
     return out
+
+
+def _expand(pkg: Package, root: str, patterns: list[str], boundary: str | None = None) -> list[str]:
+    """`globs.expand`, a file it refuses (not a regular file, not UTF-8, unreadable) reported at
+    the manifest's `[build] sources`: what selected the file."""
+    try:
+        return globs.expand(root, patterns, boundary)
+    except ManifestError as e:
+        if e.pos is None:
+            m = pkg.manifest
+            e.pos = m.build.sources_pos or m.position("build", "sources")
+            if m.build.sources_pos is None:
+                e.notes.append("note: no `[build] sources` is declared: the default globs under `src/` select it")
+        raise
 
 
 def include_dirs(pkg: Package) -> list[str]:
@@ -106,14 +120,14 @@ def header_pool(pkg: Package) -> list[str]:
     headers beside its sources, and everything under its include directories. The sandbox
     stages these; the depfile tells which of them were read (and so enter the key)."""
     m = pkg.manifest
-    out = [os.path.join(m.root, p) for p in globs.expand(m.root, list(HEADER_GLOBS))]
+    out = [os.path.join(m.root, p) for p in _expand(pkg, m.root, list(HEADER_GLOBS))]
     for d in include_dirs(pkg):
         # An include directory of the package may link to the package's other files (`../src`);
         # one elsewhere (or generated under `target/`, which may be a link to a scratch disk)
         # keeps to itself.
         inside_pkg = d.startswith(m.root.rstrip("/") + "/") and not d.startswith(os.path.join(m.root, "target", ""))
         boundary = m.root if inside_pkg else d
-        out += [os.path.join(d, p) for p in globs.expand(d, ["**/*"], boundary)]
+        out += [os.path.join(d, p) for p in _expand(pkg, d, ["**/*"], boundary)]
     return sorted(set(out))
 
 

@@ -36,12 +36,12 @@ def probe_shape_error(root: str, probe: tuple[str, ...]) -> str | None:
         return "`probe` contains a NUL byte"
     if not program or program.startswith("/"):
         return (f"the probe's program `{program}` must be a path inside the `system` root (such as "
-                f"`bin/nvcc`), not an absolute path")
+                f"`bin/tool`), not an absolute path")
     if ".." in program.split("/"):
         return f"the probe's program `{program}` has a `..` component; it must lie inside the `system` root"
     if posixpath.basename(program) in LAUNCHERS:
         return (f"the probe's program `{program}` is a shell or launcher; a probe runs the installation's own "
-                f"program (such as `bin/nvcc --version`)")
+                f"program (such as `bin/tool --version`)")
     return None
 
 

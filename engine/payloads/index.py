@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO, Callable, Mapping
 
 from mcpp import starlark_rules
+from mcpp.cas.switch import SPELLINGS, parse_switch
 
 from ..config_file import ConfigError, ConfigFile
 from .descriptor import Descriptor, parse_descriptor
@@ -276,16 +277,16 @@ def trust(environ: Mapping[str, str], config: ConfigFile, warn=None) -> Trust:
     """The keys a plain-http index must be signed with, and whether it is accepted unverified."""
     from mcpp.cas.remote.signing import SigningKeyError, parse_public_key
 
-    insecure = environ.get(INSECURE_ENV, "").strip().lower()
-    if insecure not in ("", "0", "1", "true", "false", "yes", "no", "on", "off"):
-        raise PayloadError(f"{INSECURE_ENV}={environ[INSECURE_ENV]!r}: expected 1 or 0")
+    insecure = parse_switch(environ.get(INSECURE_ENV, ""))
+    if insecure is None:
+        raise PayloadError(f"{INSECURE_ENV}={environ[INSECURE_ENV]!r}: expected {SPELLINGS}")
     if environ.get(KEYS_ENV, "").strip():
         texts, origin = [t for t in environ[KEYS_ENV].split(",") if t.strip()], KEYS_ENV
     else:
         origin = f"{config.path}: `[payloads] trusted-keys`"
         listed = _table(config).get("trusted-keys")
         if listed is None:
-            return Trust(None, insecure in ("1", "true", "yes", "on"), warn)
+            return Trust(None, insecure, warn)
         if not (isinstance(listed, list) and all(isinstance(t, str) for t in listed)):
             raise PayloadError(f"{origin} must be a list of public keys")
         texts = listed
@@ -293,7 +294,7 @@ def trust(environ: Mapping[str, str], config: ConfigFile, warn=None) -> Trust:
         keys = tuple(parse_public_key(t) for t in texts)
     except SigningKeyError as e:
         raise PayloadError(f"{origin}: {e}") from None
-    return Trust(keys, insecure in ("1", "true", "yes", "on"), warn)
+    return Trust(keys, insecure, warn)
 
 
 def open_indexes(settings: Settings, warn=None) -> IndexSet:

@@ -7,9 +7,7 @@ from enum import StrEnum
 
 from mcpp.cas.action import Action
 
-# A fixed environment for every action: the result must not depend on the user's shell.
-# SOURCE_DATE_EPOCH pins the build time gcc writes into module CMIs (and __DATE__/__TIME__).
-ACTION_ENV = (("LC_ALL", "C"), ("PATH", "/usr/local/bin:/usr/bin:/bin"), ("SOURCE_DATE_EPOCH", "0"))
+from ..action_env import ACTION_ENV  # noqa: F401 - planning's modules take it from here
 
 
 class ArtifactKind(StrEnum):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 
 import blake3
@@ -250,6 +251,12 @@ class McppApi(ContextApi, ProvidersApi):
         if not inside(resolved, self.ctx.manifest_dir):
             raise ProgramApiError(f"read_file(`{path}`): a build program reads only files of its own package")
         self._inside(resolved, f"read_file(`{path}`)")
+        try:
+            regular = stat.S_ISREG(os.stat(resolved).st_mode)
+        except OSError:
+            regular = True  # nothing there: the read below names why
+        if not regular:  # a FIFO would block the read, a device never end it
+            raise ProgramApiError(f"read_file(`{path}`): not a regular file")
         self.reads.files[resolved] = file_digest(resolved)
         try:
             with open(resolved, "rb") as f:

@@ -25,6 +25,7 @@ import time
 from typing import Callable
 
 from ..errors import McppError, Position
+from .nesting import STACK_BYTES, on_big_stack
 
 # Generous for any real build program (they run in milliseconds and a few MiB); small enough that
 # a runaway one fails in seconds instead of swapping. Both can be raised for an unusual program.
@@ -98,7 +99,10 @@ def _outcome(data: bytes, status: int, stderr: str, program: str, mib: float):
         error.printed = printed
         raise error
     crash = rest[0] if kind == "crash" else ""
-    signalled = os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGABRT, signal.SIGKILL, signal.SIGSEGV)
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSEGV:
+        raise McppError("build program overflowed the Starlark evaluator's stack (a value nested thousands "
+                        "of levels deep?)", Position(program))
+    signalled = os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGABRT, signal.SIGKILL)
     if kind == "memory" or "out of memory" in crash or "memory allocation" in stderr or signalled:
         raise McppError(f"build program ran out of memory (the limit is {mib:g} MiB; "
                         f"set ${MEMORY_LIMIT_ENV} to change it)", Position(program))
@@ -113,13 +117,14 @@ def _child(fn, write_end: int, err_fd: int, mib: float) -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.dup2(err_fd, 2)  # a Rust panic's message is read back, not shown raw
         os.environ["RUST_BACKTRACE"] = "0"
-        limit = _address_space() + int(mib * 1024 * 1024)
+        # The evaluator's thread stack (nesting.py) is address space the program does not allocate.
+        limit = _address_space() + int(mib * 1024 * 1024) + STACK_BYTES
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         if hard != resource.RLIM_INFINITY:
             limit = min(limit, hard)
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
         try:
-            payload = ("ok", fn())
+            payload = ("ok", on_big_stack(fn))
         except McppError as e:
             payload = ("error", type(e), e.message, e.pos, e.notes, getattr(e, "printed", []))
         except MemoryError:

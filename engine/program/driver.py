@@ -30,6 +30,11 @@ if TYPE_CHECKING:
     from .context import AccelEntry, ProgramContext
 
 
+# A rule package's files load each other a few levels deep; the bound keeps the nested
+# evaluations (each one inside the `load` of the file before it) far from any stack's end.
+MAX_LOAD_DEPTH = 64
+
+
 @dataclass
 class Checked:
     path: str | None  # the package's build.star, None when it has none
@@ -64,9 +69,18 @@ def check_loads(graph: PackageGraph, announce: Callable[[RuleModule], None]) -> 
 def _check_rule_files(path: str, ast, loader: Loader, modules: dict[str, RuleModule], chain: list[str],
                       seen: set[str]) -> None:
     """Follow the loads of `path` through the rule files they reach, refusing (or failing to
-    parse) as the evaluation would, with the same position and `load` chain."""
+    parse) as the evaluation would, with the same position and `load` chain. The evaluation
+    runs a loaded file inside the `load` that names it, so a chain of loads is a chain of nested
+    evaluations: one deeper than MAX_LOAD_DEPTH files is refused at the `load` past the limit.
+    This walk keeps a stack of its own."""
     from .evaluate import loads_of, parse
-    for module_id in loads_of(ast):
+    stack = [(path, iter(loads_of(ast)), loader, chain)]
+    while stack:
+        path, module_ids, loader, chain = stack[-1]
+        module_id = next(module_ids, None)
+        if module_id is None:
+            stack.pop()
+            continue
         found = resolve(loader, module_id, modules)
         pos = _load_position(path, module_id)
         if isinstance(found, McppError):
@@ -76,13 +90,16 @@ def _check_rule_files(path: str, ast, loader: Loader, modules: dict[str, RuleMod
         if sub_path in seen or library_path(module_id) is not None:
             continue
         seen.add(sub_path)
+        if len(stack) > MAX_LOAD_DEPTH:
+            raise McppError(f"`load`s nest deeper than {MAX_LOAD_DEPTH} files (a file loading a file loading ...)",
+                            pos, chain)
         notes = [f"note: loaded from {pos}", *chain]
         try:
             sub_ast = parse(sub_path)
         except McppError as e:
             e.notes += notes
             raise
-        _check_rule_files(sub_path, sub_ast, sub_loader, modules, notes, seen)
+        stack.append((sub_path, iter(loads_of(sub_ast)), sub_loader, notes))
 
 
 def _load_position(path: str, module_id: str) -> Position:

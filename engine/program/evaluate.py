@@ -23,6 +23,7 @@ import starlark as sl
 
 from ..errors import McppError, Position
 from ..manifest.load import display_path
+from . import nesting
 from .api import McppApi, ProgramApiError, file_digest
 from .api_context import PRELUDE_NAME, member, outside_prelude, struct_prelude
 from .api_providers import WRAPPERS
@@ -43,14 +44,17 @@ _PRELUDE_SOURCE = (struct_prelude()
 
 
 def parse(path: str) -> "sl.AstModule":
-    """Parse a `.star` file, named in messages by its path relative to the working directory."""
+    """Parse a `.star` file, named in messages by its path relative to the working directory;
+    one nested past `nesting.MAX_DEPTH` is refused at the token that goes past it."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except UnicodeDecodeError as e:
         raise McppError(f"{display_path(path)} is not UTF-8 text (byte {e.start})") from None
+    shown = display_path(path)
+    nesting.check(text, shown)  # the parser recurses on the native stack: bound it first
     try:
-        return sl.parse(display_path(path), text, sl.Dialect.extended())
+        return nesting.on_big_stack(lambda: sl.parse(shown, text, sl.Dialect.extended()))
     except sl.StarlarkError as e:
         raise program_error(str(e)) from None
 

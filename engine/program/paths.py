@@ -3,10 +3,22 @@ none never imports the evaluator (starlark-pyo3, the `mcpp` struct and its prelu
 from __future__ import annotations
 
 import os
+import stat
+
+from ..errors import McppError, Position, display_path
 
 PROGRAM_NAME = "build.star"
 
 
 def program_path(pkg_root: str) -> str | None:
+    """The package's build.star, None when there is none. A build.star that is not a regular file
+    (a FIFO, a socket, a device, a directory) is an error: it is never opened (opening a FIFO
+    blocks) nor taken for no program."""
     path = os.path.join(pkg_root, PROGRAM_NAME)
-    return path if os.path.isfile(path) else None
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISREG(mode):
+        return path
+    raise McppError(f"`{PROGRAM_NAME}` is not a regular file; a build program must be one", Position(display_path(path)))

@@ -63,7 +63,8 @@ learned: Callable[[], Knowledge] | None = None
 # Handed back instead of the knowledge when it is the one the build was given (a no-op's).
 SAME = b"same"
 # Set in the child by the build: the sandbox settings it used, so that the next build of the same
-# request can start that sandbox before it has read its command line (engine/sandbox_warm_up.py).
+# request can start that sandbox before it has read its command line (engine/sandbox_warm_up.py);
+# None for a sandbox with no worker to start.
 sandbox: tuple | None = None
 
 

@@ -241,9 +241,10 @@ class Hooks:
         """In the child, its process set up as the client's, before the command line runs: when
         the watcher saw a change since the last build of this request, start the sandbox that
         build used (its worker takes ~15 ms to answer; reading the command line, loading and
-        planning take about as long)."""
+        planning take about as long). The build hands over its sandbox only when that sandbox has
+        a worker to start (engine/build.py `_warm_up`, `TrustPolicy.stages_inputs`)."""
         given = plan_memo.given
-        if given is not None and given.sandbox is not None and given.changed and given.sandbox[0] != "off":
+        if given is not None and given.sandbox is not None and given.changed:
             sandbox_warm_up.start_early(given.sandbox)
 
     def child_done(self) -> None:

@@ -335,3 +335,137 @@ def test_permission_trouble_is_named(shared_dir, case):
         os.chmod(root / "src/main.cpp", 0)
     clean_failure(_as_nobody(["build"], root, home), 2 if case == "source at mode 000" else 1,
                   PERMISSION_CASES[case])
+
+
+# -- nesting no parser or walk could survive, and source names no build can use -------------------
+
+DEEP_PROGRAMS = {  # each once crashed the engine (SIGSEGV) or its evaluator; the column is the first token past 1000
+    "indexing": ("x = [1]" + "[0]" * 100000 + "\n", "build.star:1:3002:"),
+    "unary minus": ("x = " + "-" * 100000 + "1\n", "build.star:1:1004:"),
+    "lists": ("x = " + "[" * 20000 + "]" * 20000 + "\n", "build.star:1:1004:"),
+    "lambdas": ("x = " + "lambda: " * 5000 + "1\n", "build.star:1:"),
+    "elif chain": ("def f(a):\n    if a == 0:\n        pass\n"
+                   + "".join(f"    elif a == {i}:\n        pass\n" for i in range(1, 20000)) + "f(1)\n",
+                   "build.star:"),
+}
+TOO_DEEP = "nests deeper than 1000 levels"
+
+
+@pytest.mark.parametrize("kind", DEEP_PROGRAMS)
+def test_a_deeply_nested_build_program_is_a_positioned_error(project, mcpp, kind):
+    program, where = DEEP_PROGRAMS[kind]
+    root = project({"mcpp.toml": MANIFEST, "build.star": program, **MAIN})
+    clean_failure(mcpp("build", cwd=root, timeout=120), 2, where, TOO_DEEP)
+
+
+def test_a_deeply_nested_build_program_is_a_positioned_error_through_the_server(project, mcpp):
+    root = project({"mcpp.toml": MANIFEST, "build.star": DEEP_PROGRAMS["indexing"][0], **MAIN})
+    on = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60"}
+    try:
+        res = mcpp("build", cwd=root, env=on, timeout=120)
+        assert "server's build process died" not in res.err, res.err
+        clean_failure(res, 2, "build.star:1:3002:", TOO_DEEP)
+    finally:
+        mcpp("server", "stop", cwd=root, env=on)
+
+
+def test_a_deeply_nested_rule_file_is_a_positioned_error(project, mcpp):
+    root = project({
+        "rules/mcpp.toml": '[package]\nname = "rules"\nversion = "0.1.0"\n'
+                           '[features.r]\nsources = ["src/r.star"]\nrule_module = "my.r"\n',
+        "rules/src/r.star": "def f():\n    return [1]" + "[0]" * 100000 + "\n",
+        "app/mcpp.toml": '[package]\nname = "app"\nversion = "0.1.0"\n'
+                         '[dependencies]\nrules = { path = "../rules", features = ["r"] }\n',
+        "app/src/main.cpp": "int main() { return 0; }\n",
+        "app/build.star": 'load("my.r", "f")\n',
+    })
+    clean_failure(mcpp("build", cwd=root / "app", timeout=120), 2, "rules/src/r.star:2:", TOO_DEEP,
+                  "note: loaded from build.star:1:1")
+
+
+def test_a_program_at_the_nesting_limit_runs(project, mcpp):
+    program = "x = " + "-" * 990 + "1\n" + "y = " + "[" * 990 + "]" * 990 + "\nz = y" + "[0]" * 989 + "\n"
+    root = project({"mcpp.toml": MANIFEST, "build.star": program, **MAIN})
+    res = mcpp("build", cwd=root, timeout=120)
+    assert res.code == 0, res.err
+
+
+def test_a_deeply_nested_cfg_selector_is_a_positioned_error(project, mcpp):
+    cfg = "cfg(" + "not(" * 5000 + "unix" + ")" * 5000 + ")"
+    root = project({"mcpp.toml": MANIFEST + f"[target.'{cfg}'.build]\ndefines = [\"X\"]\n", **MAIN})
+    # `[target.'cfg(` is 13 characters; the 65th `not` opens past the limit of 64.
+    clean_failure(mcpp("build", cwd=root), 2, f"mcpp.toml:4:{14 + 64 * 4}: error: malformed selector: combinators "
+                  "(all, any, not) nest deeper than 64 levels")
+
+
+def test_a_source_name_that_is_not_utf8_is_named(project, mcpp):
+    root = project({"mcpp.toml": MANIFEST, **MAIN})
+    os.close(os.open(os.fsencode(root / "src") + b"/\xff.cpp", os.O_CREAT | os.O_WRONLY, 0o644))
+    clean_failure(mcpp("build", cwd=root), 2, "mcpp.toml:1:1: error: file name `src/\\xff.cpp` is not UTF-8")
+
+
+@pytest.mark.parametrize("sources", [None, '["src/*.cpp"]', '["src/main.cpp", "src/x.cpp"]'])
+def test_a_fifo_among_the_sources_is_named_and_never_opened(project, mcpp, sources):
+    manifest = MANIFEST + (f"[build]\nsources = {sources}\n" if sources else "")
+    root = project({"mcpp.toml": manifest, **MAIN})
+    os.mkfifo(root / "src" / "x.cpp")
+    where = "mcpp.toml:5:11:" if sources else "mcpp.toml:1:1:"
+    clean_failure(mcpp("build", cwd=root, timeout=60), 2,
+                  f"{where} error: `src/x.cpp` is not a regular file (a FIFO)")
+
+
+def test_a_socket_header_is_named(project, mcpp):
+    import socket
+    root = project({"mcpp.toml": MANIFEST, **MAIN})
+    sock = socket.socket(socket.AF_UNIX)
+    old = os.getcwd()
+    try:
+        os.chdir(root / "src")  # a socket's path must be short
+        sock.bind("x.h")
+    finally:
+        os.chdir(old)
+    try:
+        clean_failure(mcpp("build", cwd=root, timeout=60), 2, "error: `src/x.h` is not a regular file (a socket)")
+    finally:
+        sock.close()
+
+
+def _load_chain(project, n: int):
+    """build.star loads rule module `my.r`, whose entry r0.star loads r1.star, ..., r<n-1>.star."""
+    files = {f"rules/src/r{i}.star": f'load("//src/r{i + 1}.star", "f")\n' for i in range(n - 1)}
+    files[f"rules/src/r{n - 1}.star"] = "def f():\n    pass\n"
+    return project({
+        **files,
+        "rules/mcpp.toml": '[package]\nname = "rules"\nversion = "0.1.0"\n[features.r]\nsources = ["src/*.star"]\n'
+                           'rule_module = "my.r"\nrule_module_entry = "src/r0.star"\n',
+        "app/mcpp.toml": '[package]\nname = "app"\nversion = "0.1.0"\n'
+                         '[dependencies]\nrules = { path = "../rules", features = ["r"] }\n',
+        "app/src/main.cpp": "int main() { return 0; }\n",
+        "app/build.star": 'load("my.r", "f")\nf()\n',
+    })
+
+
+def test_a_chain_of_loads_past_the_limit_is_a_positioned_error(project, mcpp):
+    root = _load_chain(project, 1500)
+    clean_failure(mcpp("build", cwd=root / "app", timeout=120), 2,
+                  "rules/src/r63.star:1:1: error: `load`s nest deeper than 64 files",
+                  "note: loaded from build.star:1:1")
+
+
+def test_a_chain_of_loads_at_the_limit_runs(project, mcpp):
+    root = _load_chain(project, 64)
+    res = mcpp("build", cwd=root / "app", timeout=120)
+    assert res.code == 0, res.err
+
+
+def test_a_fifo_build_program_is_named_and_never_opened(project, mcpp):
+    root = project({"mcpp.toml": MANIFEST, **MAIN})
+    os.mkfifo(root / "build.star")
+    clean_failure(mcpp("build", cwd=root, timeout=60), 2, "build.star: error: `build.star` is not a regular file")
+
+
+def test_read_file_of_a_fifo_is_an_error_at_the_call(project, mcpp):
+    root = project({"mcpp.toml": MANIFEST, "build.star": 'x = 1\nmcpp.read_file("pipe")\n', **MAIN})
+    os.mkfifo(root / "pipe")
+    res = mcpp("build", cwd=root, env={"MCPP_PROGRAM_TIME_LIMIT": "20"}, timeout=60)
+    clean_failure(res, 2, "build.star:2:1: error: read_file(`pipe`): not a regular file")

@@ -100,3 +100,33 @@ def test_new_with_a_bad_name_creates_nothing(tmp_path, mcpp, name):
     res = mcpp("new", name, cwd=tmp_path)
     assert res.code == 2, res.err
     assert list(tmp_path.iterdir()) == []
+
+
+# -- long dependency chains: walked without recursion -------------------------------------------
+
+def _chain(project, n: int, back_to: int | None = None):
+    """p0 (a binary) -> p1 -> ... -> p<n-1>, each a library whose function calls the next one's;
+    with `back_to`, the last depends on p<back_to>, closing a cycle."""
+    files = {}
+    for i in range(n):
+        nxt = i + 1 if i + 1 < n else back_to
+        dep = f'[dependencies]\np{nxt} = {{ path = "../p{nxt}" }}\n' if nxt is not None else ""
+        files[f"p{i}/mcpp.toml"] = (f'[package]\nname = "p{i}"\nversion = "0.1.0"\n' + ("[lib]\n" if i else "") + dep)
+        if i == 0:
+            files["p0/src/main.cpp"] = "int f1();\nint main() { return f1() == 7 ? 0 : 1; }\n"
+        else:
+            body = f"f{i + 1}()" if i + 1 < n else "7"
+            files[f"p{i}/src/lib.cpp"] = (f"int f{i + 1}();\n" if i + 1 < n else "") + f"int f{i}() {{ return {body}; }}\n"
+    return project(files)
+
+
+def test_a_chain_of_400_path_dependencies_builds_and_runs(project, mcpp):
+    root = _chain(project, 400)
+    res = mcpp("run", "-j2", cwd=root / "p0", timeout=600)
+    assert res.code == 0 and "Traceback" not in res.err and "internal error" not in res.err, res.err
+
+
+def test_a_cycle_closed_at_the_end_of_a_long_chain_is_named(project, mcpp):
+    root = _chain(project, 400, back_to=1)
+    res = check_error(mcpp, root / "p0", "p399/mcpp.toml:6:1: error: dependency cycle: p1 -> p2 -> p3 -> ")
+    assert "-> p398 -> p399 -> p1\n" in res.err and "internal error" not in res.err, res.err

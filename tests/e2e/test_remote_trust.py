@@ -112,8 +112,8 @@ def test_a_trusting_fresh_checkout_builds_from_signed_results_only(tmp_path, pro
     # `explain` names the origin (server and key) and every output's digest.
     out = laptop("explain", LINK, cwd=b, check=True).out
     assert f"origin: remote cache {buildgrid.url} (action " in out and f"signed by {ci_public}" in out
-    path, digest = out.split("outputs:\n", 1)[1].splitlines()[0].split()
-    assert path.endswith("trusty") and len(digest.split("/")[0]) == 64, out
+    outputs = dict(line.split() for line in out.split("outputs:\n", 1)[1].splitlines() if line.startswith("  "))
+    assert len(outputs["target/dev/trusty"].split("/")[0]) == 64, out  # the binary (and the link's depfile)
     # Without trusted keys the same results are used, with one note that nothing was verified.
     c = clone(a, tmp_path / "other" / "c")
     res, finished = build(Mcpp(tmp_path / "other-home"), c, "--remote", buildgrid.url)
@@ -147,15 +147,18 @@ def test_a_forged_result_is_refused_and_the_action_runs_locally(forgery, reason,
     client.connect()
     try:
         honest = client.get_action_result(link_key)
-        assert honest is not None and len(honest.output_files) == 1
+        assert honest is not None  # the binary and the link's depfile
+        binary = [f.path for f in honest.output_files].index("target/dev/trusty")
         forged_blob = client.digest_function.of_bytes(FORGED_PROGRAM)
         client.upload({forged_blob: FORGED_PROGRAM})
         if forgery == "altered-digest":
             forged = pb.ActionResult.FromString(honest.SerializeToString())  # keeps the CI signature
-            forged.output_files[0].digest.CopyFrom(forged_blob.to_proto())
+            forged.output_files[binary].digest.CopyFrom(forged_blob.to_proto())
         else:
             forged = pb.ActionResult(exit_code=0)
-            forged.output_files.add(path=honest.output_files[0].path, digest=forged_blob.to_proto(), is_executable=True)
+            for i, f in enumerate(honest.output_files):
+                forged.output_files.add(path=f.path, digest=forged_blob.to_proto() if i == binary else f.digest,
+                                        is_executable=f.is_executable)
             if forgery == "other-key":
                 signing.sign(forged, link_key, signing.load_secret_key(keys["mallory"][0]))
         client.update_action_result(link_key, forged)

@@ -356,3 +356,35 @@ def test_a_servers_remembered_expansion_is_taken_only_where_its_watcher_looks(tm
     monkeypatch.setattr(globs, "covered", lambda path: False)
     assert globs.expand(root, ["src/*.cpp"]) == ["src/a.cpp"]
     assert globs.made[(root, ("src/*.cpp",), None)] == ["src/a.cpp"]
+
+
+@pytest.mark.parametrize("patterns", [["src/*.cpp"], ["src/**/*"], ["src/x.cpp"], ["src/{x,y}.cpp"]])
+def test_a_selected_fifo_is_named_never_opened_nor_left_out(tmp_path, patterns):
+    root = tree(tmp_path, "src/a.cpp")
+    os.mkfifo(tmp_path / "src" / "x.cpp")  # opening it would block
+    with pytest.raises(ManifestError, match=r"`src/x.cpp` is not a regular file \(a FIFO\)"):
+        expand(root, patterns)
+
+
+def test_a_link_to_a_fifo_is_named(tmp_path):
+    root = tree(tmp_path, "src/a.cpp")
+    os.mkfifo(tmp_path / "src" / "pipe")
+    os.symlink("pipe", tmp_path / "src" / "x.cpp")
+    with pytest.raises(ManifestError, match="`src/x.cpp` is not a regular file"):
+        expand(root, ["src/*.cpp"])
+
+
+def test_special_files_no_pattern_selects_are_no_concern(tmp_path):
+    root = tree(tmp_path, "src/a.cpp")
+    os.mkfifo(tmp_path / "src" / "x.txt")
+    os.mkfifo(tmp_path / "src" / "x.cpp")
+    os.symlink("nowhere", tmp_path / "src" / "dangling.cpp")  # a broken link stays left out
+    assert expand(root, ["src/*.cpp", "!src/x.cpp"]) == ["src/a.cpp"]
+
+
+def test_a_selected_name_that_is_not_utf8_is_named_with_its_bytes_escaped(tmp_path):
+    root = tree(tmp_path, "src/a.cpp")
+    os.close(os.open(os.fsencode(tmp_path / "src") + b"/\xff.cpp", os.O_CREAT | os.O_WRONLY, 0o644))
+    with pytest.raises(ManifestError, match=r"file name `src/\\xff.cpp` is not UTF-8"):
+        expand(root, ["src/*.cpp"])
+    assert expand(root, ["src/a.*"]) == ["src/a.cpp"]

@@ -108,3 +108,13 @@ def test_accel_syntax_errors(text, offset, message):
     with pytest.raises(AccelSyntaxError) as e:
         parse_accel(text)
     assert message in str(e.value) and e.value.offset == offset
+
+
+def test_combinators_nest_at_most_max_depth_levels():
+    ok = "cfg(" + "not(" * selectors.MAX_DEPTH + "unix" + ")" * selectors.MAX_DEPTH + ")"
+    assert parse_selector(ok).leaves()[0].name == "unix"
+    deep = "cfg(" + "any(" * 5000 + "unix" + ")" * 5000 + ")"
+    with pytest.raises(SelectorError) as e:
+        parse_selector(deep)
+    assert "nest deeper than 64 levels" in str(e.value)
+    assert e.value.offset == 4 + 4 * selectors.MAX_DEPTH  # the first combinator past the limit

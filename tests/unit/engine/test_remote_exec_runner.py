@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from mcpp.cas.action import Action, ActionKind
 from mcpp.engine.remote_exec_runner import RemoteExecRunner, remote_exec_jobs
+from mcpp.engine.trust import TrustPolicy
 
 
 class _Executor:
@@ -10,7 +11,7 @@ class _Executor:
 
 
 def _runner(sandbox: str | None = None) -> RemoteExecRunner:
-    return RemoteExecRunner(lambda: None, "/nonexistent", lambda rel: rel, _Executor(), 2, sandbox)
+    return RemoteExecRunner(lambda: None, "/nonexistent", lambda rel: rel, _Executor(), 2, TrustPolicy(sandbox))
 
 
 def _action(kind=ActionKind.COMPILE, tools=("/usr/bin/g++",), outputs=("obj/a.o",)) -> Action:
@@ -45,6 +46,6 @@ def test_a_remote_run_says_which_worker_ran_it(tmp_path):
         def run(self, action, inputs, execroot):
             return ExecResult(0, b"", b"", 0.05, False, "host-7/0")
 
-    r = RemoteExecRunner(lambda: None, str(tmp_path), lambda rel: rel, Answering(), 2, None)
+    r = RemoteExecRunner(lambda: None, str(tmp_path), lambda rel: rel, Answering(), 2, TrustPolicy(None))
     res = r.run(_action())
     assert (res.exit_code, res.worker) == (0, "host-7/0")

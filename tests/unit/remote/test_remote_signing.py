@@ -17,7 +17,7 @@ from mcpp.cas.remote.actions import action_result
 from mcpp.engine.errors import McppError
 from tests.unit.engine.settings_support import remote_of
 from mcpp.cas.remote.digests import RemoteDigest
-from mcpp.cas.remote.trust import TrustPolicy, event_origin
+from mcpp.cas.remote.trust import SignaturePolicy, event_origin
 
 ACTION = RemoteDigest("a" * 64, 142)
 OTHER = RemoteDigest("b" * 64, 142)
@@ -206,7 +206,7 @@ def test_settings_name_the_keys(tmp_path, ci):
 
 def test_the_policy_warns_once_and_never_launders(ci):
     said = []
-    policy = TrustPolicy("unix:/s", [ci.public], said.append, said.append)
+    policy = SignaturePolicy("unix:/s", [ci.public], said.append, said.append)
     assert policy.accept("link p:a", ACTION, honest_result()) is None
     assert policy.accept("link p:b", ACTION, honest_result()) is None
     assert said == ["refused the result of `link p:a` from remote cache at unix:/s (unsigned); the action runs locally"]
@@ -218,7 +218,7 @@ def test_the_policy_warns_once_and_never_launders(ci):
     assert not policy.accepts_local({**origin, "signed-by": None})
     # Without trusted keys: accepted, with one note.
     notes = []
-    open_policy = TrustPolicy("unix:/s", None, said.append, notes.append)
+    open_policy = SignaturePolicy("unix:/s", None, said.append, notes.append)
     assert open_policy.accept("x", ACTION, honest_result())["signed-by"] is None
     open_policy.accept("y", ACTION, honest_result())
     assert len(notes) == 1 and "not verified" in notes[0]
