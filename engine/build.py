@@ -318,7 +318,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         # Remote lookups mostly wait on the server: let several overlap, but run at most -j
         # local processes (the pipeline takes a slot around each one).
         workers, slots = max(jobs, min(4 * jobs, 32)), threading.BoundedSemaphore(jobs)
-    if executing:  # remote runs hold no local slot; the runner keeps local ones at the core count
+    # remote runs hold no local slot; the runner keeps local ones at the core count
+    if executing and isinstance(runner, SandboxRunner):
         runner, slots = with_remote_execution(runner, endpoint, stores.blobs, policy, reporter.warning,
                                               opts.settings.remote_exec_wait()), None
     pipeline = ActionPipeline(plan, state, keys, runner, stores, reporter,

@@ -1,9 +1,9 @@
 """`Settings`: what one command was told, read once: its flags, the `MCPP_*` environment,
 `$MCPP_HOME` and `$MCPP_HOME/config.toml`.
 
-The command line makes one `Settings` per command (`Settings.read`) and hands it down; nothing
-below it reads `os.environ` or config.toml for a setting of its own, and `cas/` takes the
-values it needs as arguments. Precedence, for every setting that has several sources: a flag,
+The command line makes one `Settings` per command (`Settings.read`) and hands it down: the
+build, the payload resolution and the remote layers take what they need from it, and `cas/`
+takes its values as arguments. Precedence, for every setting that has several sources: a flag,
 else the environment variable, else the config.toml key, else the default.
 
 ```
@@ -19,6 +19,10 @@ MCPP_PAYLOAD_*            the payload indexes, their trust and unpacking limits 
 Values are read when the command starts and checked when a part asks for them, so a bad value
 stops only a command that uses it (`mcpp new` does not care about `MCPP_REMOTE_UPLOAD`).
 Which of these variables change what a build produces is registered in `engine/build_env.py`.
+Read elsewhere, before a command's settings exist or outside a build: the warm server's
+switches (`MCPP_NO_SERVER`, `MCPP_NO_FAST_PATH`, `MCPP_SERVER_*`: the thin client, the daemon),
+`MCPP_TRACEBACK` (the command line's error handler), `MCPP_TEST_SLOW_NOTICE` (`mcpp test`) and
+the build programs' limits `MCPP_PROGRAM_*` (engine/program/bounded.py).
 """
 from __future__ import annotations
 
