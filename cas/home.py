@@ -1,7 +1,8 @@
 """Where the stores live: the mcpp home and its fixed subdirectories.
 
 One value type names the layout so that the CLI (`mcpp cache dir|stats|gc|clean`), the engine
-and the maintenance code cannot disagree about a directory name.
+and the maintenance code cannot disagree about a directory name. Where the home is, is the
+engine's to say (`engine/mcpp_home.py`, from `$MCPP_HOME`); this module reads no environment.
 
 ```
 $MCPP_HOME/            default ~/.mcpp
@@ -18,7 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Iterator
 
 # Every temp file the stores create is named by cas/atomic.py: `TMP_PREFIX` lets scans skip
 # it and `gc` sweep it; `temp_file` is re-exported here for the stores that import it.
@@ -32,13 +33,6 @@ class Home:
     @classmethod
     def of(cls, home: "Home | str | os.PathLike[str]") -> "Home":
         return home if isinstance(home, Home) else cls(Path(home))
-
-    @classmethod
-    def default(cls, environ: Mapping[str, str] | None = None) -> "Home":
-        """`$MCPP_HOME`, else `~/.mcpp`."""
-        env = os.environ if environ is None else environ
-        value = env.get("MCPP_HOME")
-        return cls(Path(value) if value else Path.home() / ".mcpp")
 
     @property
     def cas(self) -> Path:

@@ -54,7 +54,7 @@ def prepare_outputs(execroot: str, action: Action) -> None:
                 os.makedirs(parent, exist_ok=True)
 
 
-def _expand_trees(execroot: str, rels):
+def expand_trees(execroot: str, rels):
     """A tree input (`gen/docs/`, a directory an earlier action produced) is staged file by file;
     a symlink inside it (which cas/tree.py keeps inside the tree) arrives as a copy of its target."""
     for rel in rels:
@@ -77,7 +77,7 @@ class SandboxRunner:
     """
 
     def __init__(self, make_sandbox: Callable[[], object], execroot: str, stage: Callable[[str], str]):
-        self._make = make_sandbox
+        self.make_sandbox = make_sandbox
         self._sandbox = None
         self._lock = threading.Lock()
         self.execroot = execroot
@@ -88,7 +88,7 @@ class SandboxRunner:
         """Created on first use: a no-op build never probes bwrap."""
         with self._lock:
             if self._sandbox is None:
-                self._sandbox = self._make()
+                self._sandbox = self.make_sandbox()
             return self._sandbox
 
     def shutdown(self) -> None:
@@ -101,7 +101,7 @@ class SandboxRunner:
         prepare_outputs(self.execroot, action)
         inputs = {}
         if staged:
-            for rel in _expand_trees(self.execroot, dict.fromkeys(action.inputs + action.may_read)):
+            for rel in expand_trees(self.execroot, dict.fromkeys(action.inputs + action.may_read)):
                 try:
                     inputs[rel] = self.stage(rel)
                 except FileNotFoundError:  # deleted since the plan was made

@@ -19,7 +19,6 @@ from typing import Callable
 from mcpp.cas.action import ActionKind, Platform
 from mcpp.cas.atomic import PUBLIC, write_atomic
 from mcpp.cas.home import Home
-from mcpp.cas.remote.config import RemoteConfigError, RemoteSettings, resolve_settings
 
 from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
@@ -31,7 +30,7 @@ from .remote_exec_runner import remote_exec_jobs, with_remote_execution
 from .empty_packages import empty_package_warnings
 from .errors import BuildFailed, McppError
 from .explain import ExplainLog
-from .host_tools import HostTools, ToolBuilder
+from .host_tools import HostTools, ToolBuilder, host_tool_options
 from .incremental import BuildState, KeyComputer, ScanCache
 from .unchanged import Knowledge, learn
 from .layout import Layout
@@ -51,6 +50,7 @@ from .report import Reporter, Stopwatch
 from .schedule import ScheduleResult, run_graph
 from .sandbox_warm_up import SandboxWarmUp
 from .shell_text import pasteable
+from .settings import Settings, command_settings
 from .stores import Stores
 from .timings import TimingsRecorder
 from .toolchain import Toolchain, resolve_toolchain
@@ -67,15 +67,17 @@ class BuildOptions:
     keep_going: bool = False
     toolchain: str | None = None
     sandbox: str | None = None  # bwrap | dir | off; None: bwrap when it works, else dir
-    remote: str | None = None  # --remote URL; None: MCPP_REMOTE, then [remote] url in config.toml
-    remote_upload: bool | None = None  # --remote-upload/--no-remote-upload; None: env, then config
-    remote_exec: bool | None = None  # --remote-exec; None: MCPP_REMOTE_EXEC, then [remote] execute
     target_override: str | None = None  # build into this directory instead of <workspace>/target (host tools)
-    # `$MCPP_HOME`, resolved once when the command's options are made; every store, cache and
-    # record of this build (and of the host tool builds it starts) lives under this one home.
-    home: Home = field(default_factory=Home.default)
+    # The command's settings (flags, `MCPP_*`, `$MCPP_HOME`, config.toml: engine/settings.py),
+    # read once when the command starts; every store, cache and record of this build (and of
+    # the host tool builds it starts) lives under its one home.
+    settings: Settings = field(default_factory=command_settings)
     timings: str | None = None  # --timings: html | json report under target/mcpp-timings/
     trace: str | None = None  # --trace FILE: a Chrome trace-event file
+
+    @property
+    def home(self) -> Home:
+        return self.settings.home
 
 
 @dataclass
@@ -137,7 +139,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
            runner: ActionRunner | None, memory: BuildMemory) -> BuildOutcome:
     # What the build takes on trust, from its sandbox's promises (engine/trust.py): results the
     # sandbox cannot prove hermetic are keyed apart and never uploaded.
-    policy = TrustPolicy(opts.sandbox, resolve_remote(opts))
+    policy = TrustPolicy(opts.sandbox, opts.settings.remote())
     stores = Stores.open(opts.home, policy.remote(reporter.warning))
     graph = load_graph(opts.cwd, opts.manifest_path, opts.selection, opts.target_override)
     for pkg in graph.order:
@@ -205,7 +207,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
 def _environment(graph: PackageGraph, layout: Layout, opts: BuildOptions, reporter: Reporter) -> Environment:
     """Resolve and install the payloads of this build (before any program asks `xpkg_dir`), and
     record them in `target/<profile>/.mcpp/payloads.json`."""
-    env = resolve_environment(graph, str(opts.home.payloads), str(opts.home.root), status=reporter.status,
+    env = resolve_environment(graph, opts.settings, status=reporter.status,
                               warn=reporter.warning)
     if opts.target_override is None:
         payload_record.write(layout.payloads_record, env, graph.context.target.text, str(graph.context.accel))
@@ -223,10 +225,8 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
     tools = HostTools()
     if any(p.tool_edges for p in graph.order):
         def build_package(cwd: str, selection: Selection, target_dir: str):
-            sub = BuildOptions(cwd=cwd, profile=profile.name, selection=selection, jobs=opts.jobs,
-                               toolchain=opts.toolchain or graph.root_manifest.toolchain, sandbox=opts.sandbox,
-                               remote=opts.remote, remote_upload=opts.remote_upload, target_override=target_dir,
-                               home=opts.home)
+            sub = host_tool_options(opts, cwd=cwd, selection=selection, target_override=target_dir,
+                                    toolchain=opts.toolchain or graph.root_manifest.toolchain)
             quiet = Reporter(quiet=True, color="always" if reporter.color else "never", out=reporter.err,
                              err=reporter.err)
             outcome = build(sub, quiet, memory=memory)
@@ -274,14 +274,6 @@ def _hits(counters: Counters) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
-def resolve_remote(opts: BuildOptions) -> RemoteSettings | None:
-    """`--remote` > `MCPP_REMOTE` > `[remote]` in `$MCPP_HOME/config.toml` (cas/remote/config.py)."""
-    try:
-        return resolve_settings(opts.remote, opts.remote_upload, os.environ, opts.home.root, opts.remote_exec)
-    except RemoteConfigError as e:
-        raise McppError(str(e)) from None
-
-
 def record_last_build(home: Home, counters: Counters) -> None:
     """Remember the hit rate of this build for `mcpp cache stats`."""
     data = {"fresh": counters.fresh, "cache_hits": counters.cache_hits, "remote_hits": counters.remote_hits,
@@ -327,14 +319,17 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     executing = stores.remote is not None and stores.remote.execute and isinstance(runner, SandboxRunner)
     jobs = opts.jobs or (remote_exec_jobs(0) if executing else os.cpu_count() or 1)
     workers, slots = jobs, None
-    remote = stores.remote_cache(_content_of(plan), reporter.warning,
+    endpoint = stores.remote_endpoint(reporter.warning)
+    remote = stores.remote_cache(endpoint, _content_of(plan), reporter.warning,
                                  note=lambda text: reporter.raw_warning(f"note: {text}"))
     if remote is not None:
         # Remote lookups mostly wait on the server: let several overlap, but run at most -j
         # local processes (the pipeline takes a slot around each one).
         workers, slots = max(jobs, min(4 * jobs, 32)), threading.BoundedSemaphore(jobs)
-    if executing:  # remote runs hold no local slot; the runner keeps local ones at the core count
-        runner, slots = with_remote_execution(runner, stores, policy, reporter.warning), None
+    # remote runs hold no local slot; the runner keeps local ones at the core count
+    if executing and isinstance(runner, SandboxRunner):
+        runner, slots = with_remote_execution(runner, endpoint, stores.blobs, policy, reporter.warning,
+                                              opts.settings.remote_exec_wait()), None
     pipeline = ActionPipeline(plan, state, keys, runner, stores, reporter,
                               ExplainLog(layout.explain_log, f"{platform.toolchain} on {platform.host}"), remote, slots,
                               policy)
@@ -384,6 +379,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         _save_records(state, scans, pipeline)  # each writes only what changed since it last wrote
         if remote is not None:
             remote.close(wait=completed)  # uploads still queued finish before `Finished`
+        if endpoint is not None:
+            endpoint.close()
     return result, pipeline.counters
 
 

@@ -51,6 +51,7 @@ IGNORED: dict[str, str] = {
     "MCPP_TRACEBACK": "how an internal error is shown",
     "MCPP_TEST_SLOW_NOTICE": "`mcpp test` only: when a running test is reported as slow",
     "MCPP_MANIFEST_DIR": "set by `mcpp test` for the tests it runs; a build never reads it",
+    "MCPP_": "the prefix of the variables a command's settings keep (engine/settings.py), not a variable",
     "MCPP_FEATURE_": "the prefix of a feature's preprocessor macro, not an environment variable",
     "NO_COLOR": "the colour of the output only (the no-op colours its line the same way)",
     "TERM": "whether progress is drawn live, not what is built",

@@ -9,10 +9,12 @@ from mcpp.cas.home import Home
 from mcpp.cas.units import format_size, parse_age, parse_size
 
 from .errors import McppError
+from .settings import command_settings
 
 
 def _home() -> Home:
-    return Home.default()
+    """The command's home (engine/settings.py)."""
+    return command_settings().home
 
 
 @click.group("cache")

@@ -26,6 +26,7 @@ from .package.graph import load_graph
 from .package.model import Selection
 from .report import Reporter
 from .server.commands import server_group
+from .settings import RemoteFlags, Settings
 
 
 class _Launch:
@@ -38,9 +39,10 @@ class _Launch:
 
 class _Ctx:
     def __init__(self, verbose: int, quiet: bool, color: str, jobs: int, manifest_path: str | None,
-                 launch: _Launch):
+                 launch: _Launch, settings: Settings):
         self.argv = launch.argv
         self.memory = launch.memory  # where a build takes warm state from (engine/build_memory.py)
+        self.settings = settings  # flags aside, what the command was told: read once, here
         self.verbose = verbose
         self.quiet = quiet
         self.color = color
@@ -138,8 +140,8 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
                             with_dev_deps=with_dev, target=kw["target"], accel=kw["accel"],
                             no_accel=kw["no_accel"], strict=kw["strict"]),
         jobs=jobs or 0, keep_going=kw["keep_going"], toolchain=kw["toolchain"], sandbox=kw["sandbox"],
-        remote=kw["remote"], remote_upload=kw["remote_upload"], timings=kw["timings"], trace=kw["trace"],
-        remote_exec=kw["remote_exec"])
+        timings=kw["timings"], trace=kw["trace"],
+        settings=ctx.settings.with_flags(RemoteFlags(kw["remote"], kw["remote_upload"], kw["remote_exec"])))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -154,7 +156,7 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
 def cli(ctx, verbose, quiet, color, jobs, manifest_path, no_server):
     """mcpp: a hermetic build engine for C and C++."""
     launch = ctx.obj if isinstance(ctx.obj, _Launch) else _Launch([], NoMemory())
-    ctx.obj = _Ctx(verbose, quiet, color, jobs, manifest_path, launch)
+    ctx.obj = _Ctx(verbose, quiet, color, jobs, manifest_path, launch, Settings.read(os.environ))
 
 
 @cli.command("build")
@@ -356,10 +358,10 @@ def metadata_cmd(ctx: _Ctx, fmt, **kw):
     reporter = ctx.reporter()
     for w in metadata.warnings(graph):
         reporter.raw_warning(w)
-    home = BuildOptions().home  # the payload environment is resolved against the command's one home
+    settings = ctx.settings  # the payload environment is resolved against the command's one home
     warn = reporter.warning  # an index accepted unverified says so here too
-    click.echo(metadata.render_json(graph, home=home, warn=warn) if fmt == "json"
-               else metadata.render_text(graph, home, warn), nl=False)
+    click.echo(metadata.render_json(graph, settings=settings, warn=warn) if fmt == "json"
+               else metadata.render_text(graph, settings, warn), nl=False)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):

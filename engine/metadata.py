@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 
-from mcpp.cas.home import Home
 
 from .manifest.flat import flat_lines, jsonable
 from .manifest.load import display_path
@@ -24,6 +23,7 @@ from .layout import Layout
 from .package.graph import load_graph
 from .package.model import Package, PackageGraph, Selection
 from .package.sources import package_sources
+from .settings import Settings
 from .package.targets import shared_names, targets_of
 from .payloads import PayloadError, resolve_environment
 
@@ -48,13 +48,13 @@ def _context_line(graph: PackageGraph) -> str:
     return f"# target {ctx.target.text}{cross}, host {ctx.host.text}, accel {ctx.accel} ({ctx.accel_from})"
 
 
-def render_text(graph: PackageGraph, home: Home | None = None, warn=None) -> str:
+def render_text(graph: PackageGraph, settings: Settings | None = None, warn=None) -> str:
     lines = [_context_line(graph)]
     for pkg in graph.order:
         features = ", ".join(sorted(pkg.features)) or "none"
         lines.append(f"# package {pkg.name} {pkg.version} ({display_path(pkg.manifest.path)}), features: {features}")
         lines += flat_lines(pkg.manifest.document, pkg.manifest.notes)
-    env = environment(graph, home, warn) if home is not None else {"payloads": []}
+    env = environment(graph, settings, warn) if settings is not None else {"payloads": []}
     if env["payloads"]:  # a refusal shows in the JSON form and when building, not in every listing
         lines.append("# environment (payloads this build resolves; docs/payloads.md)")
         lines += [f"{p['id']} = \"{p['version']}\"  # {p['axis']} axis, {p['source']}, declared by {p['declared_by']} "
@@ -68,11 +68,11 @@ def _where(p: dict) -> str:
     return "not probed yet" if p.get("probed") is False else "not installed"
 
 
-def environment(graph: PackageGraph, home: Home, warn=None) -> dict:
+def environment(graph: PackageGraph, settings: Settings, warn=None) -> dict:
     """The resolved payload environment, without installing anything; a refusal is shown, not raised,
     so `mcpp metadata` still describes a project whose environment cannot be resolved."""
     try:
-        return resolve_environment(graph, str(home.payloads), str(home.root), install_missing=False,
+        return resolve_environment(graph, settings, install_missing=False,
                                    warn=warn).to_json()
     except PayloadError as e:
         return {"payloads": [], "error": e.message}
@@ -123,7 +123,7 @@ def _package(pkg: Package, out_dir: str) -> dict:
     }
 
 
-def render_json(graph: PackageGraph, profile: str = "dev", home: Home | None = None, warn=None) -> str:
+def render_json(graph: PackageGraph, profile: str = "dev", settings: Settings | None = None, warn=None) -> str:
     ctx = graph.context
     out_dir = Layout.of(graph, profile).out_dir
     data = {
@@ -140,6 +140,6 @@ def render_json(graph: PackageGraph, profile: str = "dev", home: Home | None = N
         "profile": profile,
         "members": [p.name for p in graph.members],
         "packages": [_package(p, out_dir) for p in graph.order],
-        "environment": environment(graph, home, warn) if home is not None else None,
+        "environment": environment(graph, settings, warn) if settings is not None else None,
     }
     return json.dumps(data, indent=2) + "\n"

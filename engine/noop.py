@@ -41,6 +41,7 @@ from array import array
 from mcpp.cas.atomic import PUBLIC, write_atomic
 
 from . import build_env
+from .mcpp_home import home_root
 
 _FORMAT = "mcpp-noop-4"
 _PENDING = "mcpp-noop-pending"  # a build of this identity is running, or ended unrecorded
@@ -50,8 +51,7 @@ _MISSING = -1
 
 
 def _home(env=None) -> str:
-    env = os.environ if env is None else env
-    return env.get("MCPP_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".mcpp")
+    return home_root(os.environ if env is None else env)
 
 
 def _ident(argv: list[str], cwd: str | None = None, env=None) -> str:

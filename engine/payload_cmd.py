@@ -13,7 +13,6 @@ import os
 
 import click
 
-from .build import BuildOptions
 from .package.graph import load_graph
 from .package.model import Selection
 from .payloads import resolve_environment
@@ -48,8 +47,7 @@ def _environment(ctx, kw: dict, install: bool):
     for pkg in graph.order:
         for w in pkg.manifest.warnings:
             reporter.raw_warning(w)
-    home = BuildOptions().home  # `$MCPP_HOME`, resolved once for the command as a build resolves it
-    return resolve_environment(graph, str(home.payloads), str(home.root), install_missing=install,
+    return resolve_environment(graph, ctx.settings, install_missing=install,
                                status=reporter.status, warn=reporter.warning)
 
 

@@ -27,7 +27,7 @@ from typing import Callable
 
 from mcpp.cas.action import Action, ActionKind
 
-from .action_runner import RunResult, SandboxRunner, _expand_trees, prepare_outputs
+from .action_runner import RunResult, SandboxRunner, expand_trees, prepare_outputs
 from .trust import TrustPolicy
 
 _REMOTE_KINDS = (ActionKind.COMPILE, ActionKind.ARCHIVE, ActionKind.LINK)
@@ -54,7 +54,7 @@ class RemoteExecRunner(SandboxRunner):
         if self.remote_ok(action) and not self.executor.disabled:
             prepare_outputs(self.execroot, action)
             inputs = {}
-            for rel in _expand_trees(self.execroot, dict.fromkeys(action.inputs + action.may_read)):
+            for rel in expand_trees(self.execroot, dict.fromkeys(action.inputs + action.may_read)):
                 try:
                     inputs[rel] = self.stage(rel)
                 except FileNotFoundError:  # deleted since the plan was made
@@ -78,10 +78,13 @@ def remote_exec_jobs(jobs: int) -> int:
     return jobs or 4 * (os.cpu_count() or 1)
 
 
-def with_remote_execution(runner: SandboxRunner, stores, policy: TrustPolicy,
-                          warn: Callable[[str], None]) -> RemoteExecRunner:
-    """`runner` turned into one that executes remotely on `stores.remote` (its `execute` is set)."""
+def with_remote_execution(runner: SandboxRunner, endpoint, blobs, policy: TrustPolicy,
+                          warn: Callable[[str], None], worker_wait: float | None = None) -> RemoteExecRunner:
+    """`runner` turned into one that executes remotely through `endpoint` (the build's
+    `cas.remote.endpoint.RemoteEndpoint`, shared with its remote cache; `execute` is set);
+    `blobs` is the local store, `worker_wait` `MCPP_REMOTE_EXEC_WAIT` (engine/settings.py)."""
     from mcpp.cas.remote.execution import RemoteExecutor  # gRPC: only builds that use it load it
 
-    executor = RemoteExecutor(stores.remote, stores.blobs, warn)
-    return RemoteExecRunner(runner._make, runner.execroot, runner.stage, executor, os.cpu_count() or 1, policy)
+    executor = RemoteExecutor(endpoint, blobs, warn, worker_wait)
+    return RemoteExecRunner(runner.make_sandbox, runner.execroot, runner.stage, executor, os.cpu_count() or 1,
+                            policy)

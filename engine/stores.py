@@ -25,6 +25,7 @@ from mcpp.cas.verifying_store import VerifyingStore
 
 if TYPE_CHECKING:  # the remote layer imports gRPC: only builds that use it load it
     from mcpp.cas.remote.cache import RemoteCache
+    from mcpp.cas.remote.endpoint import RemoteEndpoint
 
 
 @dataclass(frozen=True)
@@ -40,13 +41,22 @@ class Stores:
         blobs = VerifyingStore(LocalZstdStore(home.cas))
         return cls(home, blobs, Materializer(blobs, home.mat), ActionCache(home.ac), remote)
 
-    def remote_cache(self, content_of: Callable[[str], bytes], warn: Callable[[str], None],
-                     note: Callable[[str], None] | None = None) -> "RemoteCache | None":
-        """The remote cache for one build (None without a remote): `content_of(path)` answers an
-        execroot-relative input's bytes, generated files included; `warn` and `note` show what
-        the remote layer has to say (cas/remote/cache.py)."""
+    def remote_endpoint(self, warn: Callable[[str], None]) -> "RemoteEndpoint | None":
+        """The one connection of a build to its remote (None without one), which its remote
+        cache and remote execution share: one channel, one warning when it fails."""
         if self.remote is None:
+            return None
+        from mcpp.cas.remote.endpoint import RemoteEndpoint  # gRPC: imported only when a remote is set
+
+        return RemoteEndpoint(self.remote, warn)
+
+    def remote_cache(self, endpoint: "RemoteEndpoint | None", content_of: Callable[[str], bytes],
+                     warn: Callable[[str], None], note: Callable[[str], None] | None = None) -> "RemoteCache | None":
+        """The remote cache for one build over `endpoint` (None without a remote):
+        `content_of(path)` answers an execroot-relative input's bytes, generated files included;
+        `warn` and `note` show what the remote layer has to say (cas/remote/cache.py)."""
+        if endpoint is None:
             return None
         from mcpp.cas.remote.cache import RemoteCache  # gRPC: imported only when a remote is set
 
-        return RemoteCache(self.remote, self.home, self.blobs, content_of, warn, note)
+        return RemoteCache(endpoint, self.home, self.blobs, content_of, warn, note)

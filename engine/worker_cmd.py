@@ -49,14 +49,17 @@ def worker_command(remote: str, instance: str, slots: int, toolchains: tuple[str
                    name: str | None, log: str | None) -> None:
     """Run actions for a remote execution server (BuildGrid's Bots API)."""
     from mcpp.cas.remote.config import RemoteConfigError, parse_remote_url
-    from mcpp.cas.remote.config import resolve_settings
 
-    home = Home.default()
+    from .settings import RemoteFlags, Settings
+
+    command = Settings.read(os.environ, RemoteFlags(url=remote))
+    home = command.home
     try:
         target = parse_remote_url(remote)
-        settings = resolve_settings(remote, None, os.environ, home.root)
     except RemoteConfigError as e:
         raise McppError(str(e)) from None
+    settings = command.remote()
+    assert settings is not None  # --remote names the server
     if slots < 0:
         raise click.UsageError("--slots must be a number of actions, or 0 for all cores")
     from .worker_loop import Worker

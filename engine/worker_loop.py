@@ -30,7 +30,7 @@ from google.protobuf.message import DecodeError
 from mcpp.cas.home import Home
 from mcpp.cas.remote import exec_protocol as xp
 from mcpp.cas.remote import protocol as pb
-from mcpp.cas.remote.client import RemoteClient, RemoteError, _ser
+from mcpp.cas.remote.client import RemoteClient, RemoteError
 from mcpp.cas.remote.digests import BadDigest, RemoteDigest
 from mcpp.cas.remote.exec_messages import TOOL_PROPERTY, host_isa, host_os, tool_property
 from mcpp.cas.remote.worker_cas import WorkerCas
@@ -48,11 +48,6 @@ class Worker:
         self.target, self.instance, self.home = target, instance, home
         self.slots, self.tools, self.name, self.log = slots, tools, name, log
         self.client = RemoteClient(target, instance, timeout=60.0, security=security)
-        ch = self.client._channel
-        self._create = ch.unary_unary(xp.CREATE_BOT_SESSION, request_serializer=_ser,
-                                      response_deserializer=xp.BotSession.FromString)
-        self._update = ch.unary_unary(xp.UPDATE_BOT_SESSION, request_serializer=_ser,
-                                      response_deserializer=xp.BotSession.FromString)
         self.work_dir = os.path.join(str(home.root), "worker")
         os.makedirs(self.work_dir, exist_ok=True)
         self.cas: WorkerCas | None = None
@@ -95,8 +90,8 @@ class Worker:
         worker = xp.Worker(devices=[device])
         worker.configs.add(key="capacity", value="1")
         session = xp.BotSession(bot_id=f"{self.name}/{slot}", status=xp.BOT_OK, worker=worker)
-        return self._create(xp.CreateBotSessionRequest(parent=self.instance, bot_session=session),
-                            timeout=LONG_POLL)
+        return self.client.create_bot_session(xp.CreateBotSessionRequest(parent=self.instance, bot_session=session),
+                                              timeout=LONG_POLL)
 
     def _slot(self, slot: int, stop: threading.Event) -> None:
         session = None
@@ -142,7 +137,8 @@ class Worker:
         return action
 
     def _call(self, session, timeout: float):
-        return self._update(xp.UpdateBotSessionRequest(name=session.name, bot_session=session), timeout=timeout)
+        return self.client.update_bot_session(xp.UpdateBotSessionRequest(name=session.name, bot_session=session),
+                                              timeout=timeout)
 
     def _work(self, session, lease, runner: ThreadPoolExecutor):
         """Run the lease's action on the slot's runner thread, keeping the session alive; then

@@ -80,7 +80,7 @@ def remote_action(action: Action, platform: Platform, tools: Mapping[str, Digest
     `tools` maps each of `action.tools` to the blake3 digest of its bytes. `inputs` must cover
     `action.inputs` plus any discovered inputs that belong in the key.
     """
-    cwd = _working_directory(action.cwd)
+    cwd = working_directory(action.cwd)
     props = [
         ("mcpp-key", f"{ENCODING_VERSION} {KEY_VERSION}"),
         ("mcpp-toolchain", platform.toolchain),
@@ -146,7 +146,7 @@ def nest(files: Mapping[str, object]) -> PathTree:
 def action_result(action: Action, outputs: Mapping[str, tuple[RemoteDigest, bool]],
                   stdout: RemoteDigest | None, stderr: RemoteDigest | None) -> Message:
     """The `ActionResult` of a successful run: `outputs` maps execroot paths to (digest, executable)."""
-    cwd = _working_directory(action.cwd)
+    cwd = working_directory(action.cwd)
     result = pb.ActionResult(exit_code=0)
     for path in sorted(outputs):
         d, executable = outputs[path]
@@ -165,7 +165,7 @@ def result_outputs(action: Action, result: Message, fn: DigestFunction) -> dict[
     """execroot path -> (digest, executable) for every declared output, or None when the result
     lacks one (a result of some other client's different idea of this action: a miss). Raises
     `BadDigest` when it names an output by a malformed digest (digests are `fn`'s)."""
-    cwd = _working_directory(action.cwd)
+    cwd = working_directory(action.cwd)
     by_path = {f.path: f for f in result.output_files}
     trees = {t.path: t for t in result.output_directories}
     out: dict[str, tuple[RemoteDigest, bool]] = {}
@@ -243,7 +243,7 @@ def relative_to(path: str, cwd: str) -> str:
     return posixpath.relpath(path, cwd) if cwd else posixpath.normpath(path)
 
 
-def _working_directory(cwd: str) -> str:
+def working_directory(cwd: str) -> str:
     cwd = posixpath.normpath(cwd or ".")
     return "" if cwd == "." else "/".join(_parts(cwd))
 

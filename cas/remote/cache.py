@@ -4,11 +4,12 @@ The engine calls two things: `lookup` on a local miss (worker threads) and `uplo
 successful local run (queued to background threads, so a build never waits on the network
 between actions; `close` waits for the queue). Everything else is the policy of this module:
 
-- *Lazy*: the channel opens and `GetCapabilities` is read at the first lookup or upload, so a
-  build with nothing to do never touches the network.
+- *Lazy*: the channel (`endpoint.py`, shared with remote execution) opens and
+  `GetCapabilities` is read at the first lookup or upload, so a build with nothing to do
+  never touches the network.
 - *Degrade, do not fail*: the first transport error (server down, timeout, refused request)
-  produces one warning through `warn` and turns the remote off for the rest of the build; the
-  build goes on locally. A cache must never fail a build that could simply run the action.
+  turns the endpoint off for the rest of the build, with its one warning; the build goes on
+  locally. A cache must never fail a build that could simply run the action.
 - *Verify*: a blob whose bytes do not match its digest is rejected with a warning and the
   action runs locally (`RemoteStore.fetch`).
 - *Trust only what a trusted key signed* (with `trusted-keys`): a result that is unsigned, signed
@@ -42,9 +43,9 @@ from . import protocol as pb
 from . import tree_codec
 from .action_cache import RemoteActionCache
 from .actions import action_result, remote_action, result_outputs
-from .client import BlobMissing, RemoteClient, RemoteError, ServerInfo, open_client
-from .config import RemoteSettings
+from .client import BlobMissing, RemoteError, ServerInfo
 from .digests import BadDigest, RemoteDigest
+from .endpoint import REFUSED, RemoteEndpoint, reason
 from .memo import Memo
 from .side_index import SideIndex
 from .signing import sign
@@ -80,26 +81,25 @@ class _InputChanged(Exception):
 
 
 class RemoteCache:
-    def __init__(self, settings: RemoteSettings, home: Home, local: BlobStore,
+    def __init__(self, endpoint: RemoteEndpoint, home: Home, local: BlobStore,
                  content_of: Callable[[str], bytes], warn: Callable[[str], None],
                  note: Callable[[str], None] | None = None) -> None:
-        """`content_of(path)` answers an execroot-relative input's bytes (generated files too);
-        `warn(text)` shows a warning (called at most once for the server being unavailable);
-        `note(text)` a remark (that remote results are not verified, once per build)."""
-        self.settings = settings
+        """`endpoint` is the build's connection to the server (shared with remote execution);
+        `content_of(path)` answers an execroot-relative input's bytes (generated files too);
+        `warn(text)` shows a warning (a corrupt result, uploads refused); `note(text)` a remark
+        (that remote results are not verified, once per build)."""
+        self.endpoint = endpoint
+        self.settings = endpoint.settings
         self.local = local
         self.content_of = content_of
         self.warn = warn
         self.index = SideIndex(home.root / SIDE_INDEX)
         self.counters = RemoteCounters()
-        self.upload_enabled = settings.upload
-        self.trust = SignaturePolicy(settings.url, settings.trusted_keys, warn, note)
-        self.info: ServerInfo | None = None
+        self.upload_enabled = self.settings.upload
+        self.trust = SignaturePolicy(self.settings.url, self.settings.trusted_keys, warn, note)
         self._lock = threading.Lock()
-        self._client: RemoteClient | None = None
         self._store: RemoteStore | None = None
         self._ac: RemoteActionCache | None = None
-        self._disabled: str | None = None
         self._memo: Memo[RemoteDigest] = Memo()  # discovered input path -> digest, this build
         self._pool: ThreadPoolExecutor | None = None
         self._pending: list[Future[None]] = []
@@ -109,9 +109,13 @@ class RemoteCache:
         return self.settings.url
 
     @property
+    def info(self) -> ServerInfo | None:
+        return self.endpoint.info
+
+    @property
     def disabled(self) -> str | None:
         """Why the remote was turned off for this build, or None."""
-        return self._disabled
+        return self.endpoint.disabled
 
     # --- lookup (worker threads) ----------------------------------------------------------
 
@@ -218,7 +222,7 @@ class RemoteCache:
                inputs: Mapping[str, Digest], discovered: tuple[str, ...], entry: ActionEntry) -> None:
         """Queue the upload of a successful local run: its blobs first, then its result, then its
         header set. `inputs` covers `action.inputs` and `discovered`, with the local key's digests."""
-        if not self.upload_enabled or self._disabled:
+        if not self.upload_enabled or self.endpoint.disabled:
             return
         with self._lock:
             if self._pool is None:
@@ -258,7 +262,7 @@ class RemoteCache:
         except StoreError:
             return
         except RemoteError as e:
-            if e.code in _REFUSED:
+            if e.code in REFUSED:
                 self._refuse_uploads(e)  # a read-only credential: keep reading, stop writing
             else:
                 self._disable(e)
@@ -268,7 +272,7 @@ class RemoteCache:
             if not self.upload_enabled:
                 return
             self.upload_enabled = False
-        self.warn(f"remote cache at {self.url} refused an upload ({_reason(e)}); "
+        self.warn(f"remote cache at {self.url} refused an upload ({reason(e)}); "
                   "this build uploads nothing more (are its credentials read-only?)")
 
     def close(self, wait: bool = True) -> None:
@@ -282,8 +286,6 @@ class RemoteCache:
                     f.exception()  # errors were handled inside; this only waits
             pool.shutdown(wait=wait, cancel_futures=not wait)
         self.index.flush()
-        if self._client is not None:
-            self._client.close()
 
     # --- tree outputs (cas/tree.py) ----------------------------------------------------------
 
@@ -359,57 +361,24 @@ class RemoteCache:
     # --- connection -----------------------------------------------------------------------
 
     def _ready(self) -> bool:
+        """Connected (the endpoint's client, and this cache's store over it), or off."""
+        client = self.endpoint.client()
+        if client is None:
+            return False
         with self._lock:
-            if self._disabled:
-                return False
             if self._store is not None:
                 return True
-            try:
-                client, info = open_client(self.settings)
-            except RemoteError as e:
-                self._disable_locked(e)
-                return False
-            self.info = info
-            self._client = client
+            info = self.endpoint.info
             self._store = RemoteStore(client, self.local, self.index)
             self._ac = RemoteActionCache(client, self._store, self.settings.sign_key, self.trust)
-            if self.upload_enabled and not info.update_enabled:
+            if self.upload_enabled and info is not None and not info.update_enabled:
                 self.upload_enabled = False
                 self.warn(f"remote cache at {self.url} does not accept action results "
                           "(its capabilities say update_enabled = false); nothing is uploaded")
             return True
 
     def _disable(self, e: RemoteError) -> None:
-        with self._lock:
-            self._disable_locked(e)
-
-    def _disable_locked(self, e: RemoteError) -> None:
-        if self._disabled:
-            return
-        reason = self._disabled = _reason(e)
-        self.warn(f"remote cache at {self.url} unavailable ({reason}){_hint(e, self.settings)}; building locally")
-
-
-_REFUSED = ("UNAUTHENTICATED", "PERMISSION_DENIED")
-
-
-def _reason(e: RemoteError) -> str:
-    reason = str(e).splitlines()[0] if str(e) else e.code
-    return reason if len(reason) <= 200 else reason[:197] + "..."
-
-
-def _hint(e: RemoteError, settings: RemoteSettings) -> str:
-    """What to check, for the failures that are about credentials rather than the network."""
-    text = str(e)
-    if e.code in _REFUSED:
-        if settings.security.token:
-            return " (the server refused the token)"
-        return " (the server wants credentials: `token-file` under [remote] or MCPP_REMOTE_TOKEN_FILE)"
-    if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text.lower():
-        return " (TLS: the server's certificate is not signed by a trusted CA; set `tls-ca` under [remote])"
-    if "handshake" in text.lower() or "SSL" in text:
-        return " (TLS handshake failed: check `tls-ca`, `tls-cert` and `tls-key` under [remote])"
-    return ""
+        self.endpoint.down(e, "remote cache")
 
 
 def _local_dir(data: bytes) -> tuple[str, int]:

@@ -1,4 +1,5 @@
-"""`RemoteClient`: the gRPC conversation with one REAPI server (CAS, ByteStream, action cache).
+"""`RemoteClient`: the gRPC conversation with one REAPI server (CAS, ByteStream, action cache,
+Execution, Bots): its one channel and every stub on it.
 
 This layer moves bytes and messages; it knows nothing of the local store or of actions. It
 owns the transport rules every caller would otherwise get wrong:
@@ -13,7 +14,9 @@ owns the transport rules every caller would otherwise get wrong:
   that is an answer rather than a failure: `NOT_FOUND` from `GetActionResult` (a cache miss).
 
 The stubs are plain `grpc.Channel.unary_unary/unary_stream/stream_unary` callables over the
-message classes of `protocol.py`; there is no generated service code.
+message classes of `protocol.py` and `exec_protocol.py`; there is no generated service code.
+All of them are made here, on the client's one channel: the remote cache, remote execution
+(through one `endpoint.RemoteEndpoint`) and `mcpp worker` call methods, never the channel.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ import grpc  # noqa: E402
 if _QUIET:
     del os.environ["GRPC_VERBOSITY"]
 
+from . import exec_protocol as xp
 from . import protocol as pb
 from .config import ChannelSecurity, RemoteSettings
 from .digests import DigestFunction, RemoteDigest, choose, function_names
@@ -113,6 +117,14 @@ class RemoteClient:
                                         response_deserializer=pb.ReadResponse.FromString)
         self._bs_write = ch.stream_unary(pb.BYTESTREAM_WRITE, request_serializer=_ser,
                                          response_deserializer=pb.WriteResponse.FromString)
+        self._execute = ch.unary_stream(xp.EXECUTE, request_serializer=_ser,
+                                        response_deserializer=xp.Operation.FromString)
+        self._wait_execution = ch.unary_stream(xp.WAIT_EXECUTION, request_serializer=_ser,
+                                               response_deserializer=xp.Operation.FromString)
+        self._create_bot_session = ch.unary_unary(xp.CREATE_BOT_SESSION, request_serializer=_ser,
+                                                  response_deserializer=xp.BotSession.FromString)
+        self._update_bot_session = ch.unary_unary(xp.UPDATE_BOT_SESSION, request_serializer=_ser,
+                                                  response_deserializer=xp.BotSession.FromString)
 
     def close(self) -> None:
         self._channel.close()
@@ -214,7 +226,7 @@ class RemoteClient:
         except grpc.RpcError as e:
             if e.code() == grpc.StatusCode.NOT_FOUND:
                 raise BlobMissing(d) from None
-            raise _error(e) from None
+            raise error_of(e) from None
 
     def write_stream(self, d: RemoteDigest, source: BlobSource) -> None:
         """ByteStream `Write` of one blob in chunks of at most `CHUNK` bytes."""
@@ -249,13 +261,32 @@ class RemoteClient:
         except grpc.RpcError as e:
             if e.code() == grpc.StatusCode.NOT_FOUND:
                 return None
-            raise _error(e) from None
+            raise error_of(e) from None
 
     def update_action_result(self, action: RemoteDigest, result: Message) -> None:
         """Record `result` for `action`. The caller must have uploaded every blob it names."""
         self._call(self._ac_update, pb.UpdateActionResultRequest(
             instance_name=self.instance, action_digest=action.to_proto(), action_result=result,
             digest_function=self.digest_function.value))
+
+    # --- execution and bots ---------------------------------------------------------------
+    # These hand back gRPC's own call objects (a stream of `Operation`s that can be cancelled,
+    # a `BotSession`) and let `grpc.RpcError` through: their callers tell a deadline or a
+    # cancellation from a failure (`error_of` turns one into a `RemoteError`).
+
+    def execute(self, request: Message, timeout: float | None = None) -> Any:
+        """`Execute`: the operation stream of one action (iterate it; `cancel()` abandons it)."""
+        return self._execute(request, timeout=timeout)
+
+    def wait_execution(self, name: str, timeout: float) -> Any:
+        """`WaitExecution` of the operation `name`: its stream, from the stage it is at now."""
+        return self._wait_execution(xp.WaitExecutionRequest(name=name), timeout=timeout)
+
+    def create_bot_session(self, request: Message, timeout: float) -> Message:
+        return self._create_bot_session(request, timeout=timeout)
+
+    def update_bot_session(self, request: Message, timeout: float) -> Message:
+        return self._update_bot_session(request, timeout=timeout)
 
     # --- internals ------------------------------------------------------------------------
 
@@ -266,7 +297,7 @@ class RemoteClient:
         failed = [r for r in resp.responses if r.status.code != 0]
         if failed:
             r = failed[0]
-            raise RemoteError(_code_name(r.status.code), f"upload of {r.digest.hash[:80]!r}/{r.digest.size_bytes} "
+            raise RemoteError(code_name(r.status.code), f"upload of {r.digest.hash[:80]!r}/{r.digest.size_bytes} "
                               f"refused: {r.status.message} ({len(failed)} of {len(batch)} blobs refused)")
 
     def _read_batch(self, batch: list[RemoteDigest]) -> dict[RemoteDigest, bytes]:
@@ -282,7 +313,7 @@ class RemoteClient:
             if r.status.code == grpc.StatusCode.NOT_FOUND.value[0]:
                 raise BlobMissing(d)
             if r.status.code != 0:
-                raise RemoteError(_code_name(r.status.code), f"read of {d} failed: {r.status.message}")
+                raise RemoteError(code_name(r.status.code), f"read of {d} failed: {r.status.message}")
             out[d] = r.data
         for d in batch:
             if d not in out:
@@ -294,7 +325,7 @@ class RemoteClient:
         try:
             return method(request, timeout=self.timeout if timeout is None else timeout)
         except grpc.RpcError as e:
-            raise _error(e) from None
+            raise error_of(e) from None
 
     def _stream_timeout(self, size: int) -> float:
         # The configured timeout plus a second per MiB: a large blob on a slow link is not a hang.
@@ -330,13 +361,15 @@ def _ser(message: Message) -> bytes:
     return data
 
 
-def _error(e: grpc.RpcError) -> RemoteError:
+def error_of(e: grpc.RpcError) -> RemoteError:
+    """A gRPC failure as a `RemoteError` named by its status code."""
     code = e.code() if hasattr(e, "code") else None
     details = e.details() if hasattr(e, "details") else str(e)
     return RemoteError(code.name if code is not None else "UNKNOWN", (details or "").strip())
 
 
-def _code_name(code: int) -> str:
+def code_name(code: int) -> str:
+    """The name of a numeric gRPC status code (a `google.rpc.Status` carries the number)."""
     for c in grpc.StatusCode:
         if c.value[0] == code:
             name: str = c.name

@@ -1,4 +1,4 @@
-"""Which remote cache a build talks to: `--remote` > `MCPP_REMOTE` > `[remote]` in config.toml.
+"""Which remote cache a build talks to: the values the command chose over its `[remote]` table.
 
 ```toml
 # $MCPP_HOME/config.toml
@@ -16,31 +16,24 @@ tls-key = "me.key"     # ... and its private key
 token-file = "token"   # sent as `authorization: Bearer <token>` (grpcs://, unix: or loopback only)
 ```
 
-Paths are relative to $MCPP_HOME. `MCPP_REMOTE_TOKEN_FILE` overrides `token-file`.
+Paths are relative to $MCPP_HOME. Without trusted keys every remote result is accepted
+unverified (see docs/remote.md for the trust model).
 
-`MCPP_REMOTE_SIGN_KEY` (a path) and `MCPP_REMOTE_TRUSTED_KEYS` (comma-separated) override the two
-key settings. Without trusted keys every remote result is accepted unverified (see
-docs/remote.md for the trust model).
-
-The same precedence holds for uploading: `--remote-upload`/`--no-remote-upload` >
-`MCPP_REMOTE_UPLOAD` (1/0, true/false, yes/no, on/off) > `upload`, and for remote execution:
-`--remote-exec` > `MCPP_REMOTE_EXEC` > `execute`. This module imports no gRPC,
-so a build without a remote pays nothing for it.
+This module reads no environment variable and no file but the key, certificate and token
+files the settings name: the engine's settings (`engine/settings.py`) read the flags, the
+environment and config.toml once and pass what they chose (`Chosen`) and the table. This
+module imports no gRPC, so a build without a remote pays nothing for it.
 """
 from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
-
-from ..switch import SPELLINGS, parse_switch
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the key code is imported by a build that has a remote (see `_keys`)
     from .signing import PublicKey, SecretKey
 
-CONFIG_FILE = "config.toml"
 # key -> what `isinstance` accepts for its value (a type, or a tuple of types)
 _KEYS: dict[str, Any] = {"url": str, "upload": bool, "instance": str, "timeout": (int, float), "sign-key": str,
          "trusted-keys": list, "tls-ca": str, "tls-cert": str, "tls-key": str, "token-file": str,
@@ -93,81 +86,71 @@ def parse_remote_url(url: str) -> str:
                             "or unix:PATH (e.g. unix:/run/buildgrid.sock)")
 
 
-def load_config(home_root: str | os.PathLike[str]) -> dict[str, Any]:
-    """The `[remote]` table of `$MCPP_HOME/config.toml` ({} when there is none), checked."""
-    path = os.path.join(home_root, CONFIG_FILE)
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        return {}
-    except tomllib.TOMLDecodeError as e:
-        raise RemoteConfigError(f"{path}: {e}") from None
-    except UnicodeDecodeError as e:
-        raise RemoteConfigError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    except RecursionError:
-        raise RemoteConfigError(f"{path}: tables or arrays nest too deeply") from None
-    except OSError as e:
-        raise RemoteConfigError(f"{path}: cannot read: {e.strerror}") from None
-    table = data.get("remote", {})
-    if not isinstance(table, dict):
-        raise RemoteConfigError(f"{path}: `remote` must be a table ([remote])")
+def check_table(table: dict[str, Any], where: str) -> dict[str, Any]:
+    """The `[remote]` table of the configuration file `where` (named in messages), checked."""
     for key, value in table.items():
         want = _KEYS.get(key)
         if want is None:
-            raise RemoteConfigError(f"{path}: unknown key `remote.{key}`; accepted: {', '.join(_KEYS)}")
+            raise RemoteConfigError(f"{where}: unknown key `remote.{key}`; accepted: {', '.join(_KEYS)}")
         if not isinstance(value, want) or (want is not bool and isinstance(value, bool)):
             kind = {str: "a string", bool: "true or false", list: "a list of strings"}.get(
                 want, "a number of seconds")
-            raise RemoteConfigError(f"{path}: `remote.{key}` must be {kind}")
+            raise RemoteConfigError(f"{where}: `remote.{key}` must be {kind}")
         if want is list and not all(isinstance(v, str) for v in value):
-            raise RemoteConfigError(f"{path}: `remote.{key}` must be a list of strings")
+            raise RemoteConfigError(f"{where}: `remote.{key}` must be a list of strings")
     return table
 
 
-def resolve_settings(flag_url: str | None, flag_upload: bool | None, environ: Mapping[str, str],
-                     home_root: str | os.PathLike[str], flag_execute: bool | None = None) -> RemoteSettings | None:
-    """The remote settings of one build, or None when no remote cache is configured."""
-    table = load_config(home_root)
-    url = flag_url or environ.get("MCPP_REMOTE") or table.get("url") or None
-    upload = _switch(flag_upload, environ, "MCPP_REMOTE_UPLOAD", table, "upload")
-    execute = _switch(flag_execute, environ, "MCPP_REMOTE_EXEC", table, "execute")
+@dataclass(frozen=True, slots=True)
+class Override:
+    """A value set outside the `[remote]` table (by a flag or an environment variable), which
+    wins over the table's; `origin` names where it was set, for messages."""
+
+    value: str
+    origin: str
+
+
+@dataclass(frozen=True, slots=True)
+class Chosen:
+    """What the command chose outside the `[remote]` table (the engine's settings: flags, then
+    environment variables); None leaves a setting to the table."""
+
+    url: str | None = None
+    upload: bool | None = None
+    execute: bool | None = None
+    token_file: Override | None = None  # a path, relative to the working directory
+    sign_key: str | None = None  # a path, relative to the working directory
+    trusted_keys: Override | None = None  # comma-separated public keys
+
+
+def resolve_settings(chosen: Chosen, table: dict[str, Any], home_root: str | os.PathLike[str],
+                     where: str) -> RemoteSettings | None:
+    """The remote settings of one build from `chosen` over the `[remote]` `table` of the
+    configuration file `where` (paths in it are relative to `home_root`); None when no server
+    is named."""
+    table = check_table(table, where)
+    url = chosen.url or table.get("url") or None
     if url is None:
-        for flag, name in ((flag_upload, "--remote-upload"), (flag_execute, "--remote-exec")):
-            if flag:
-                raise RemoteConfigError(f"{name} needs a remote server: pass --remote URL, set MCPP_REMOTE, "
-                                        f"or set `url` under [remote] in {os.path.join(home_root, CONFIG_FILE)}")
         return None
+    upload = chosen.upload if chosen.upload is not None else bool(table.get("upload", False))
+    execute = chosen.execute if chosen.execute is not None else bool(table.get("execute", False))
     timeout = float(table.get("timeout", 60.0))
     if timeout <= 0:
         raise RemoteConfigError("`remote.timeout` must be a positive number of seconds")
-    sign_key, trusted = _keys(table, environ, home_root)
+    sign_key, trusted = _keys(chosen, table, home_root, where)
     target = parse_remote_url(url)
     return RemoteSettings(url=url, target=target, upload=upload,
                           instance_name=table.get("instance", ""), timeout=timeout,
                           sign_key=sign_key, trusted_keys=trusted,
-                          security=_security(url, target, table, environ, home_root), execute=execute)
-
-
-def _switch(flag: bool | None, environ: Mapping[str, str], var: str, table: dict[str, Any], key: str) -> bool:
-    """A yes/no setting: the flag, else the environment variable, else the config key."""
-    if flag is not None:
-        return flag
-    if environ.get(var) is not None:
-        value = parse_switch(environ[var])
-        if value is None:
-            raise RemoteConfigError(f"{var}={environ[var]!r}: expected {SPELLINGS}")
-        return value
-    return bool(table.get(key, False))
+                          security=_security(url, target, table, chosen, home_root, where), execute=execute)
 
 
 _LOOPBACK = re.compile(r"(localhost|127(\.\d{1,3}){3}|\[::1\]):\d+")
 
 
-def _security(url: str, target: str, table: dict[str, Any], environ: Mapping[str, str],
-              home_root: str | os.PathLike[str]) -> ChannelSecurity:
+def _security(url: str, target: str, table: dict[str, Any], chosen: Chosen,
+              home_root: str | os.PathLike[str], where: str) -> ChannelSecurity:
     """TLS material and the bearer token, read now so that a bad path is a usage error."""
-    where = os.path.join(home_root, CONFIG_FILE)
     tls = url.strip().startswith("grpcs://")
 
     def read(key: str) -> bytes | None:
@@ -185,11 +168,15 @@ def _security(url: str, target: str, table: dict[str, Any], environ: Mapping[str
     ca, cert, key = read("tls-ca"), read("tls-cert"), read("tls-key")
     if (cert is None) != (key is None):
         raise RemoteConfigError(f"{where}: mutual TLS needs both `remote.tls-cert` and `remote.tls-key`")
-    token_path = environ.get("MCPP_REMOTE_TOKEN_FILE") or (
-        os.path.join(home_root, os.path.expanduser(table["token-file"])) if table.get("token-file") else None)
+    if chosen.token_file is not None:
+        token_path, origin = chosen.token_file.value, chosen.token_file.origin
+    elif table.get("token-file"):
+        token_path, origin = os.path.join(home_root, os.path.expanduser(table["token-file"])), \
+            f"{where}: `remote.token-file`"
+    else:
+        token_path = origin = ""
     token = None
     if token_path:
-        origin = "MCPP_REMOTE_TOKEN_FILE" if environ.get("MCPP_REMOTE_TOKEN_FILE") else f"{where}: `remote.token-file`"
         try:
             with open(token_path, encoding="utf-8") as f:
                 token = f.read().strip()
@@ -204,23 +191,22 @@ def _security(url: str, target: str, table: dict[str, Any], environ: Mapping[str
     return ChannelSecurity(tls=tls, ca=ca, cert=cert, key=key, token=token)
 
 
-def _keys(table: dict[str, Any], environ: Mapping[str, str], home_root: str | os.PathLike[str]
+def _keys(chosen: Chosen, table: dict[str, Any], home_root: str | os.PathLike[str], where: str
           ) -> tuple[SecretKey | None, tuple[PublicKey, ...] | None]:
-    """The signing key (a path in MCPP_REMOTE_SIGN_KEY, relative to the working directory, or in
-    `sign-key`, relative to $MCPP_HOME) and the trusted public keys."""
+    """The signing key (`chosen.sign_key`, relative to the working directory, or `sign-key`,
+    relative to $MCPP_HOME) and the trusted public keys."""
     from .signing import SigningKeyError, load_secret_key, parse_public_key
 
-    where = os.path.join(home_root, CONFIG_FILE)
     try:
         sign_key = None
-        if environ.get("MCPP_REMOTE_SIGN_KEY"):
-            sign_key = load_secret_key(environ["MCPP_REMOTE_SIGN_KEY"])
+        if chosen.sign_key:
+            sign_key = load_secret_key(chosen.sign_key)
         elif table.get("sign-key"):
             sign_key = load_secret_key(os.path.join(home_root, os.path.expanduser(table["sign-key"])))
     except SigningKeyError as e:
         raise RemoteConfigError(str(e)) from None
-    if environ.get("MCPP_REMOTE_TRUSTED_KEYS", "").strip():
-        texts, origin = [t for t in environ["MCPP_REMOTE_TRUSTED_KEYS"].split(",") if t.strip()], "MCPP_REMOTE_TRUSTED_KEYS"
+    if chosen.trusted_keys is not None and chosen.trusted_keys.value.strip():
+        texts, origin = [t for t in chosen.trusted_keys.value.split(",") if t.strip()], chosen.trusted_keys.origin
     elif "trusted-keys" in table:
         texts, origin = table["trusted-keys"], f"{where}: `remote.trusted-keys`"
     else:

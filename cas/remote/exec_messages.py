@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Mapping
 from ..action import Action
 from ..digest import Digest
 from . import protocol as pb
-from .actions import PathTree, nest, relative_to, _working_directory
+from .actions import PathTree, nest, relative_to, working_directory
 from .digests import DigestFunction, RemoteDigest
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ class ExecMessages:
 def exec_messages(action: Action, tools: Mapping[str, Digest],
                   inputs: Mapping[str, tuple[RemoteDigest, bool, str]], fn: DigestFunction) -> ExecMessages:
     """`inputs`: execroot path -> (digest, executable, local path of the bytes)."""
-    cwd = _working_directory(action.cwd)
+    cwd = working_directory(action.cwd)
     scheduling = [("OSFamily", host_os()), ("ISA", host_isa())]
     scheduling += [(TOOL_PROPERTY, tool_property(t, tools[t])) for t in action.tools]
     extra = [("mcpp-depfile", action.depfile or "")]

@@ -19,7 +19,10 @@ A failure of the *action* (exit code, stderr) is an answer like a local one. A f
 *service* never fails a build: `run` answers None, the engine runs the action here, and the
 first such failure prints one warning and turns remote execution off for the rest of the build:
 
-- the server unreachable or refusing requests (`UNAVAILABLE`, a timeout, ...);
+- the server unreachable or gone (`UNAVAILABLE`, a timeout): the build's `RemoteEndpoint`,
+  shared with the remote cache, is turned off, with its one warning;
+- the service refusing to run actions (a server that only caches, a refused request): remote
+  execution alone is turned off, and the cache goes on;
 - no worker making progress: when actions stay queued and no operation has started or finished
   for `worker_wait` seconds (every worker gone, or none matches these actions' platform), the
   queued operations are abandoned and what remains runs locally.
@@ -38,10 +41,10 @@ from ..action import Action
 from ..blobstore import BlobStore
 from ..digest import Digest, digest_file
 from . import exec_protocol as xp
-from .actions import relative_to, result_outputs, _working_directory
-from .client import BlobMissing, BlobSource, RemoteClient, RemoteError, _error, _ser, open_client
-from .config import RemoteSettings
+from .actions import relative_to, result_outputs, working_directory
+from .client import BlobSource, RemoteClient, RemoteError, code_name, error_of
 from .digests import BadDigest, DigestFunction, RemoteDigest
+from .endpoint import RemoteEndpoint
 from .exec_messages import exec_messages
 from .memo import Memo
 from .store import RemoteCorrupt, RemoteStore
@@ -54,6 +57,9 @@ if TYPE_CHECKING:
 DEFAULT_WORKER_WAIT = 30.0  # seconds without any progress before the workers count as gone
 _DEADLINE_EXCEEDED = 4
 _SEND_WITHOUT_ASKING = 64 << 10  # bytes of new input files sent without a FindMissingBlobs first
+# Failures that mean the server is gone, for the cache too; any other is about execution alone
+# (a server that caches but does not execute answers UNIMPLEMENTED).
+_SERVER_GONE = ("UNAVAILABLE", "DEADLINE_EXCEEDED")
 
 
 @dataclass
@@ -77,20 +83,21 @@ class ExecCounters:
 class RemoteExecutor:
     """Thread-safe: the engine's workers call `run` concurrently, one action each."""
 
-    def __init__(self, settings: RemoteSettings, local: BlobStore, warn: Callable[[str], None],
+    def __init__(self, endpoint: RemoteEndpoint, local: BlobStore, warn: Callable[[str], None],
                  worker_wait: float | None = None) -> None:
-        self.settings = settings
+        """`endpoint`: the build's connection to the server (shared with the remote cache);
+        `worker_wait`: seconds without progress before the workers count as gone (None: the
+        default)."""
+        self.endpoint = endpoint
+        self.settings = endpoint.settings
         self.local = local
         self.warn = warn
-        env_wait = os.environ.get("MCPP_REMOTE_EXEC_WAIT")
-        self.worker_wait = worker_wait if worker_wait is not None else (
-            float(env_wait) if env_wait else DEFAULT_WORKER_WAIT)
+        self.worker_wait = worker_wait if worker_wait is not None else DEFAULT_WORKER_WAIT
         self.counters = ExecCounters()
         self._lock = threading.Lock()
         self._client: RemoteClient | None = None
         self._store: RemoteStore | None = None
-        self._execute: Any = None  # the `Execute` gRPC stub, once connected (grpc ships no types)
-        self._disabled: str | None = None
+        self._off: str | None = None  # why execution alone was turned off (no workers, the service refused)
         self._file_digests: Memo[RemoteDigest] = Memo()  # (path, size, mtime) -> digest
         self._tool_digests: Memo[Digest] = Memo()
         self._present: set[RemoteDigest] = set()  # blobs the server said it has, this build
@@ -106,7 +113,7 @@ class RemoteExecutor:
 
     @property
     def disabled(self) -> str | None:
-        return self._disabled
+        return self._off or self.endpoint.disabled
 
     # --- one action (engine worker threads) -------------------------------------------------
 
@@ -134,7 +141,7 @@ class RemoteExecutor:
             if status.code not in (0, _DEADLINE_EXCEEDED):
                 # The service could not run it (a lease retried until BuildGrid gave up, a platform
                 # no worker offers): an answer about the service, not about the action.
-                self._disable_with(f"{_code(status.code)}: {status.message}")
+                self._disable_with(f"{code_name(status.code)}: {status.message}")
                 return self._local()
             result = response.result
             outputs = self._outputs(action, result) if result.exit_code == 0 and status.code == 0 else {}
@@ -152,11 +159,11 @@ class RemoteExecutor:
             self.warn(f"remote execution at {self.url} sent a malformed result for `{action.id}` ({e}); "
                       "the action runs locally")
             return self._local(counted=False)
-        except BlobMissing as e:
-            self._disable_with(str(e))
-            return self._local()
-        except RemoteError as e:
-            self._disable_with(str(e))
+        except RemoteError as e:  # BlobMissing too: the server lost what it just named
+            if e.code in _SERVER_GONE:
+                self.endpoint.down(e, "remote execution")
+            else:
+                self._disable_with(str(e))
             return self._local()
         with self._lock:
             self.counters.executed += 1
@@ -165,11 +172,8 @@ class RemoteExecutor:
                           status.code == _DEADLINE_EXCEEDED, worker)
 
     def close(self) -> None:
+        """Stop the watchdog; the endpoint, shared with the cache, is closed by the build."""
         self._closed.set()
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
 
     # --- steps ------------------------------------------------------------------------------
 
@@ -204,7 +208,7 @@ class RemoteExecutor:
                                     # With trusted keys, an unsigned result some other client's
                                     # execution left in the server's cache must not pass as a run.
                                     skip_cache_lookup=self.settings.trusted_keys is not None)
-        call = self._execute(request, timeout=None)
+        call = client.execute(request)
         key = id(call)
         with self._lock:
             self._queued[key] = call
@@ -228,16 +232,16 @@ class RemoteExecutor:
                         self._queued.pop(key, None)
                         self._progress = time.monotonic()
                     if op.HasField("error") and op.error.code:
-                        raise RemoteError(_code(op.error.code), op.error.message)
+                        raise RemoteError(code_name(op.error.code), op.error.message)
                     response = xp.ExecuteResponse()
                     if not op.response.Unpack(response):
                         raise RemoteError("INTERNAL", f"operation {op.name} answered {op.response.type_url}")
                     return response
             raise RemoteError("UNAVAILABLE", "the operation stream ended before the operation was done")
         except grpc.RpcError as e:
-            if e.code() == grpc.StatusCode.CANCELLED and self._disabled:
+            if e.code() == grpc.StatusCode.CANCELLED and self.disabled:
                 return None  # abandoned by the watchdog: it already warned
-            raise _error(e) from None
+            raise error_of(e) from None
         finally:
             with self._lock:
                 self._queued.pop(key, None)
@@ -250,9 +254,7 @@ class RemoteExecutor:
         client = self._client
         if client is None or not name:
             return None
-        wait = client._channel.unary_stream(xp.WAIT_EXECUTION, request_serializer=_ser,
-                                            response_deserializer=xp.Operation.FromString)
-        stream = wait(xp.WaitExecutionRequest(name=name), timeout=5.0)
+        stream = client.wait_execution(name, timeout=5.0)
         try:
             for op in stream:
                 meta = xp.ExecuteOperationMetadata()
@@ -275,7 +277,7 @@ class RemoteExecutor:
         fn = self._store.fn
         outputs = dict(result_outputs(action, result, fn) or {})
         if action.depfile:
-            cwd = _working_directory(action.cwd)
+            cwd = working_directory(action.cwd)
             rel = relative_to(action.depfile, cwd)
             for f in result.output_files:
                 if f.path == rel:
@@ -313,23 +315,22 @@ class RemoteExecutor:
     # --- connection and degradation --------------------------------------------------------
 
     def _ready(self) -> bool:
+        """Connected (the endpoint's client, the store over it, the watchdog), or off."""
+        if self._off:
+            return False
+        client = self.endpoint.client()
+        if client is None:
+            return False
         with self._lock:
-            if self._disabled:
+            if self._off:
                 return False
-            if self._client is not None:
-                return True
-            try:
-                client, _info = open_client(self.settings)
-            except RemoteError as e:
-                self._disable_locked(str(e))
-                return False
-            self._client = client
-            self._store = RemoteStore(client, self.local, None)
-            self._execute = client._channel.unary_stream(xp.EXECUTE, request_serializer=_ser,
-                                                         response_deserializer=xp.Operation.FromString)
-            self._progress = time.monotonic()
-            self._watchdog = threading.Thread(target=self._watch, name="mcpp-remote-exec-watchdog", daemon=True)
-            self._watchdog.start()
+            if self._client is None:
+                self._client = client
+                self._store = RemoteStore(client, self.local, None)
+                self._progress = time.monotonic()
+                self._watchdog = threading.Thread(target=self._watch, name="mcpp-remote-exec-watchdog",
+                                                  daemon=True)
+                self._watchdog.start()
             return True
 
     def _watch(self) -> None:
@@ -349,7 +350,7 @@ class RemoteExecutor:
                     if stage == xp.STAGE_QUEUED:
                         self._queued[key] = entry[0]
             with self._lock:
-                if self._disabled:
+                if self.disabled:
                     return
                 stalled = self._queued and time.monotonic() - self._progress > self.worker_wait
                 if not stalled:
@@ -372,14 +373,15 @@ class RemoteExecutor:
             self._disable_locked(reason)
 
     def _disable_locked(self, reason: str, what: str = "unavailable") -> None:
-        if self._disabled:
+        """Turn remote execution alone off (the cache keeps the endpoint), with one warning."""
+        if self.disabled:
             return
         reason = reason.splitlines()[0] if reason else what
-        self._disabled = reason if len(reason) <= 200 else reason[:197] + "..."
+        self._off = reason if len(reason) <= 200 else reason[:197] + "..."
         if what == "no workers":
-            self.warn(f"remote execution at {self.url}: {self._disabled}; the remaining actions run locally")
+            self.warn(f"remote execution at {self.url}: {self._off}; the remaining actions run locally")
         else:
-            self.warn(f"remote execution at {self.url} unavailable ({self._disabled}); building locally")
+            self.warn(f"remote execution at {self.url} unavailable ({self._off}); building locally")
 
 
 def _stream_digest(result: Message, name: str, fn: DigestFunction) -> RemoteDigest | None:
@@ -398,9 +400,3 @@ def _opener(path: str) -> BlobSource:
     return lambda: open(path, "rb")
 
 
-def _code(code: int) -> str:
-    for c in grpc.StatusCode:
-        if c.value[0] == code:
-            name: str = c.name
-            return name
-    return str(code)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from ..errors import McppError
+from ..manifest_search import manifests_above
 from ..manifest.context import BuildContext
 from ..manifest.fold import fold
 from ..manifest.load import MANIFEST_NAME, ManifestSource, parse_manifest
@@ -19,16 +20,11 @@ def find_manifest(cwd: str, manifest_path: str | None) -> str:
         if not os.path.isfile(path):
             raise McppError(f"manifest path `{manifest_path}` does not exist")
         return path
-    d = os.path.abspath(cwd)
-    while True:
-        candidate = os.path.join(d, MANIFEST_NAME)
-        if os.path.isfile(candidate):
-            return candidate
-        parent = os.path.dirname(d)
-        if parent == d:
-            raise McppError(f"could not find `{MANIFEST_NAME}` in `{os.path.abspath(cwd)}` or any parent directory",
-                            notes=["help: run `mcpp new NAME` to create a package"])
-        d = parent
+    nearest = next(manifests_above(cwd), None)
+    if nearest is None:
+        raise McppError(f"could not find `{MANIFEST_NAME}` in `{os.path.abspath(cwd)}` or any parent directory",
+                        notes=["help: run `mcpp new NAME` to create a package"])
+    return nearest
 
 
 class ManifestFiles:
@@ -46,15 +42,9 @@ class ManifestFiles:
 
 def enclosing_workspace(manifest: Manifest, files: ManifestFiles, ctx: BuildContext) -> Manifest | None:
     """The workspace manifest above `manifest` that lists it as a member, if any."""
-    d = os.path.dirname(manifest.root)
-    while True:
-        candidate = os.path.join(d, MANIFEST_NAME)
-        if os.path.isfile(candidate):
-            ws = files.get(candidate).base
-            if ws.workspace_members is not None:
-                members = {os.path.normpath(os.path.join(ws.root, m)) for m in ws.workspace_members}
-                return fold(files.get(candidate), ctx) if manifest.root in members else None
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
+    for candidate in manifests_above(os.path.dirname(manifest.root)):
+        ws = files.get(candidate).base
+        if ws.workspace_members is not None:
+            members = {os.path.normpath(os.path.join(ws.root, m)) for m in ws.workspace_members}
+            return fold(files.get(candidate), ctx) if manifest.root in members else None
+    return None

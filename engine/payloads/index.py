@@ -31,15 +31,16 @@ from typing import TYPE_CHECKING, BinaryIO, Callable, Mapping
 from mcpp import starlark_rules
 from mcpp.cas.switch import SPELLINGS, parse_switch
 
+from ..config_file import ConfigError, ConfigFile
 from .descriptor import Descriptor, parse_descriptor
 from .errors import PayloadError
 
 if TYPE_CHECKING:
+    from ..settings import Settings
     from mcpp.cas.remote.signing import PublicKey
 
 # Beside the engine's Starlark library, and shipped with it as package data (pyproject.toml).
 SHIPPED = os.path.join(os.path.dirname(os.path.abspath(starlark_rules.__file__)), "payload-index")
-CONFIG_FILE = "config.toml"
 ENV = "MCPP_PAYLOAD_INDEX"
 KEYS_ENV = "MCPP_PAYLOAD_TRUSTED_KEYS"
 INSECURE_ENV = "MCPP_PAYLOAD_INDEX_INSECURE"
@@ -250,54 +251,45 @@ class Index:
                                       "(`mcpp payload sign`), or serve it over https://"])
 
 
-def _table(home_root: str) -> dict:
-    """The `[payloads]` table of `$MCPP_HOME/config.toml` ({} when there is none)."""
-    path = os.path.join(home_root, CONFIG_FILE)
+def _table(config: ConfigFile) -> dict:
+    """The `[payloads]` table of config.toml ({} when there is none)."""
     try:
-        with open(path, "rb") as f:
-            table = tomllib.load(f).get("payloads", {})
-    except FileNotFoundError:
-        return {}
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise PayloadError(f"{path}: cannot be read ({e})") from None
-    if not isinstance(table, dict):
-        raise PayloadError(f"{path}: `payloads` must be a table ([payloads])")
-    return table
+        return config.table("payloads")
+    except ConfigError as e:
+        raise PayloadError(e.message) from None
 
 
-def configured(home_root: str, environ: Mapping[str, str] | None = None) -> list[str]:
-    """The index locations in search order (the shipped index last)."""
-    env = os.environ if environ is None else environ
-    out = [p.strip() for p in env.get(ENV, "").split(",") if p.strip()]
-    path = os.path.join(home_root, CONFIG_FILE)
-    table = _table(home_root)
-    listed = table.get("index", [])
+def configured(home_root: str, environ: Mapping[str, str], config: ConfigFile) -> list[str]:
+    """The index locations in search order (the shipped index last): `MCPP_PAYLOAD_INDEX` in
+    `environ`, then `[payloads] index` of `config` (relative paths: to `home_root`)."""
+    out = [p.strip() for p in environ.get(ENV, "").split(",") if p.strip()]
+    listed = _table(config).get("index", [])
     if isinstance(listed, str):
         listed = [listed]
     if not (isinstance(listed, list) and all(isinstance(x, str) for x in listed)):
-        raise PayloadError(f"{path}: `[payloads] index` must be a list of directories or URLs")
+        raise PayloadError(f"{config.path}: `[payloads] index` must be a list of directories or URLs")
     out += [x if is_url(x) or os.path.isabs(x) else os.path.join(home_root, x) for x in listed]
     out.append(SHIPPED)
     return out
 
 
-def trust(home_root: str, environ: Mapping[str, str] | None = None, warn=None) -> Trust:
+def trust(environ: Mapping[str, str], config: ConfigFile, warn=None) -> Trust:
     """The keys a plain-http index must be signed with, and whether it is accepted unverified."""
     from mcpp.cas.remote.signing import SigningKeyError, parse_public_key
 
-    env = os.environ if environ is None else environ
-    insecure = parse_switch(env.get(INSECURE_ENV, ""))
+    insecure = parse_switch(environ.get(INSECURE_ENV, ""))
     if insecure is None:
-        raise PayloadError(f"{INSECURE_ENV}={env[INSECURE_ENV]!r}: expected {SPELLINGS}")
-    if env.get(KEYS_ENV, "").strip():
-        texts, origin = [t for t in env[KEYS_ENV].split(",") if t.strip()], KEYS_ENV
+        raise PayloadError(f"{INSECURE_ENV}={environ[INSECURE_ENV]!r}: expected {SPELLINGS}")
+    if environ.get(KEYS_ENV, "").strip():
+        texts, origin = [t for t in environ[KEYS_ENV].split(",") if t.strip()], KEYS_ENV
     else:
-        origin = f"{os.path.join(home_root, CONFIG_FILE)}: `[payloads] trusted-keys`"
-        texts = _table(home_root).get("trusted-keys")
-        if texts is None:
+        origin = f"{config.path}: `[payloads] trusted-keys`"
+        listed = _table(config).get("trusted-keys")
+        if listed is None:
             return Trust(None, insecure, warn)
-        if not (isinstance(texts, list) and all(isinstance(t, str) for t in texts)):
+        if not (isinstance(listed, list) and all(isinstance(t, str) for t in listed)):
             raise PayloadError(f"{origin} must be a list of public keys")
+        texts = listed
     try:
         keys = tuple(parse_public_key(t) for t in texts)
     except SigningKeyError as e:
@@ -305,9 +297,10 @@ def trust(home_root: str, environ: Mapping[str, str] | None = None, warn=None) -
     return Trust(keys, insecure, warn)
 
 
-def open_indexes(home_root: str, warn=None, environ: Mapping[str, str] | None = None) -> IndexSet:
-    """The indexes of one command, as configured, with the trust they are read under."""
-    return IndexSet(configured(home_root, environ), trust(home_root, environ, warn))
+def open_indexes(settings: Settings, warn=None) -> IndexSet:
+    """The indexes of one command, as its settings configure them, with the trust they are read under."""
+    return IndexSet(configured(str(settings.home.root), settings.env, settings.config),
+                    trust(settings.env, settings.config, warn))
 
 
 class IndexSet:

@@ -22,6 +22,7 @@ import os
 import shutil
 import stat
 import tempfile
+from typing import Mapping
 
 import blake3
 
@@ -61,9 +62,11 @@ def installed(payloads_root: str, namespace: str, name: str, version: str) -> st
 
 
 def install(payloads_root: str, index: Index, desc: Descriptor, version: str, source: Source,
-            status=None, prober: system.Prober | None = None) -> str:
+            status=None, prober: system.Prober | None = None, environ: Mapping[str, str] | None = None) -> str:
     """The directory of the installed payload, installing it when it is not there yet. A
-    `system` source is adopted through `prober` (one that may run probes)."""
+    `system` source is adopted through `prober` (one that may run probes); `environ` holds the
+    command's `MCPP_PAYLOAD_MAX_*` limits (engine/settings.py; none: the defaults)."""
+    environ = {} if environ is None else environ
     address = f"{desc.namespace}:{desc.name}"
     if source.kind == "system":
         prober = prober or system.Prober(os.path.join(payloads_root, system.PROBES), may_run=True)
@@ -91,9 +94,9 @@ def install(payloads_root: str, index: Index, desc: Descriptor, version: str, so
         try:
             root = os.path.join(tmp, "root")
             if source.kind == "archive":
-                _unpack(index, desc, source, tmp, root)
+                _unpack(index, desc, source, tmp, root, limits_for(source, environ))
             else:
-                _copy_dir(index, desc, source, root)
+                _copy_dir(index, desc, source, root, limits_for(source, environ))
             os.makedirs(os.path.dirname(final), exist_ok=True)
             os.rename(root, final)
         finally:
@@ -103,9 +106,8 @@ def install(payloads_root: str, index: Index, desc: Descriptor, version: str, so
         os.close(fd)
 
 
-def _unpack(index: Index, desc: Descriptor, source: Source, tmp: str, root: str) -> None:
+def _unpack(index: Index, desc: Descriptor, source: Source, tmp: str, root: str, limits: Limits) -> None:
     url = index.url(source.url)
-    limits = limits_for(source, os.environ)
     path = os.path.join(tmp, "archive")
     _download(url, path, desc, source, limits)
     archive.extract(path, url, root, source.strip, limits)
@@ -150,7 +152,7 @@ def _download(url: str, path: str, desc: Descriptor, source: Source, limits: Lim
                            f"the download was altered)")
 
 
-def _copy_dir(index: Index, desc: Descriptor, source: Source, root: str) -> None:
+def _copy_dir(index: Index, desc: Descriptor, source: Source, root: str, limits: Limits) -> None:
     """Copy the index's directory `source.dir` into the new tree `root`. The directory is
     resolved by walking from the index's root and must stay inside the index; it is then read
     without following any link, and its own symlinks are copied as links that must resolve
@@ -186,7 +188,7 @@ def _copy_dir(index: Index, desc: Descriptor, source: Source, root: str) -> None
         raise PayloadError(f"payload `{address}`: directory {src} of the index does not exist "
                            f"(descriptor {desc.location})") from None
     try:
-        with Tree(root, refuse, limits_for(source, os.environ)) as tree:
+        with Tree(root, refuse, limits) as tree:
             _copy_tree(base, tree)
             tree.finish()
     finally:

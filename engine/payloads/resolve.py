@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from . import system
     from .descriptor import Descriptor
     from .index import IndexSet
+    from ..settings import Settings
 
 
 @dataclass(frozen=True)
@@ -95,13 +96,13 @@ def host_platform_key() -> str:
     return f"{host_platform.system().lower()}-{host_platform.machine()}"
 
 
-def resolve_environment(graph, payloads_root: str, home_root: str, *, install_missing: bool = True,
+def resolve_environment(graph, settings: Settings, *, install_missing: bool = True,
                         status=None, warn=None, indexes: IndexSet | None = None) -> Environment:
     """Resolve, and by default install, the payload environment of one build.
 
     `graph` is the loaded `PackageGraph` (manifests folded for this build's target and accel set,
-    features expanded); `payloads_root` is `$MCPP_HOME/payloads` and `home_root` `$MCPP_HOME`
-    (whose config.toml lists indexes). With `install_missing=False` nothing is fetched or
+    features expanded); `settings` the command's (engine/settings.py): its home holds the
+    payload store, its config.toml and `MCPP_PAYLOAD_*` variables name the indexes and limits. With `install_missing=False` nothing is fetched or
     unpacked, no `system` probe runs (only answers cached by an earlier build are used; a root
     not probed yet counts as available and has `probed == False`), and a payload not yet in the
     store has `directory == ""` (`mcpp payload list`, `mcpp metadata`).
@@ -120,7 +121,8 @@ def resolve_environment(graph, payloads_root: str, home_root: str, *, install_mi
     from .install import install, installed
 
     choices = arbitrate(declarations)
-    indexes = indexes or open_indexes(home_root, warn)
+    payloads_root = str(settings.home.payloads)
+    indexes = indexes or open_indexes(settings, warn)
     prober = system.Prober(os.path.join(payloads_root, system.PROBES), may_run=install_missing)
     platform = host_platform_key()
     for choice in choices:
@@ -134,13 +136,13 @@ def resolve_environment(graph, payloads_root: str, home_root: str, *, install_mi
             raise PayloadError(f"payload `{choice.address}` is not in any payload index (searched: "
                                f"{indexes.describe()})", d.position,
                                [f"help: add an index that describes it to `[payloads] index` in "
-                                f"{os.path.join(home_root, 'config.toml')} or to MCPP_PAYLOAD_INDEX"])
+                                f"{settings.config.path} or to MCPP_PAYLOAD_INDEX"])
         index, desc = found
         chosen = _choose_version(choice, desc, platform, prober)
         source = desc.source(chosen, platform)
         probed = True
         if install_missing:
-            directory = install(payloads_root, index, desc, chosen, source, status, prober)
+            directory = install(payloads_root, index, desc, chosen, source, status, prober, settings.env)
         elif source.kind == "system":
             adoption = system.adopt(source, chosen, prober, f"payload `{choice.address}` {chosen}")
             directory, probed = adoption.root or "", not adoption.pending

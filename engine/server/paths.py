@@ -12,21 +12,18 @@ import os
 import stat
 import zlib
 
-MANIFEST = "mcpp.toml"
+from ..manifest_search import manifests_above
+from ..mcpp_home import home_root
 
 
 def workspace_root(start: str) -> str | None:
-    d = os.path.abspath(start)
+    """The directory of the topmost manifest above `start` that declares a `[workspace]`, else of
+    the nearest manifest; None when there is none."""
     found = None
-    while True:
-        manifest = os.path.join(d, MANIFEST)
-        if os.path.isfile(manifest):
-            if found is None or _declares_workspace(manifest):
-                found = d
-        parent = os.path.dirname(d)
-        if parent == d:
-            return found
-        d = parent
+    for manifest in manifests_above(start):
+        if found is None or _declares_workspace(manifest):
+            found = os.path.dirname(manifest)
+    return found
 
 
 def _declares_workspace(manifest: str) -> bool:
@@ -119,9 +116,8 @@ def lock_path(ident: str) -> str:
 
 
 def home_dir() -> str:
-    """`$MCPP_HOME`, else `~/.mcpp`, as `cas/home.py` finds it (without its imports)."""
-    value = os.environ.get("MCPP_HOME")
-    return os.path.abspath(value if value else os.path.join(os.path.expanduser("~"), ".mcpp"))
+    """`$MCPP_HOME`, else `~/.mcpp` (`engine/mcpp_home.py`), as an absolute path."""
+    return os.path.abspath(home_root(os.environ))
 
 
 def server_dir(home: str | None = None) -> str:

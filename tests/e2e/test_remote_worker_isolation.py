@@ -72,7 +72,6 @@ def _execute(client, argv: list[str], root) -> tuple[int, bytes]:
     answers (the status code of the run, its stdout)."""
     from mcpp.cas.remote import exec_protocol as xp
     from mcpp.cas.remote import protocol as pb
-    from mcpp.cas.remote.client import _ser
     from mcpp.cas.remote.digests import RemoteDigest
     from mcpp.cas.remote.exec_messages import host_isa, host_os
 
@@ -87,8 +86,7 @@ def _execute(client, argv: list[str], root) -> tuple[int, bytes]:
                        do_not_cache=True)
     ad, ab = fn.of_message(action)
     client.upload({cd: cb, rd: rb, ad: ab})
-    execute = client._channel.unary_stream(xp.EXECUTE, request_serializer=_ser,
-                                           response_deserializer=xp.Operation.FromString)
+    execute = client.execute
     op = [o for o in execute(xp.ExecuteRequest(action_digest=ad.to_proto(), digest_function=fn.value,
                                                skip_cache_lookup=True), timeout=60)][-1]
     assert op.done

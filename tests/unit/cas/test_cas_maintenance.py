@@ -171,8 +171,3 @@ def test_gc_sweeps_abandoned_temp_files_but_not_fresh_ones(home, store):
     assert stats(home)["temp_files"] == 2
     assert gc(home).temp_removed == 1
     assert not os.path.exists(old) and os.path.exists(fresh)
-
-
-def test_home_default_honours_mcpp_home(tmp_path):
-    assert Home.default({"MCPP_HOME": str(tmp_path)}).cas == tmp_path / "cas"
-    assert Home.default({}).root.name == ".mcpp"

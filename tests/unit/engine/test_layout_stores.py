@@ -12,6 +12,7 @@ from mcpp.engine import noop
 from mcpp.engine.server import paths as server_paths
 from mcpp.engine.build import BuildOptions
 from mcpp.engine.layout import Layout
+from mcpp.engine.settings import Settings
 from mcpp.engine.stores import Stores
 
 
@@ -50,12 +51,12 @@ def test_stores_live_in_one_home(tmp_path):
     assert Path(stores.blobs.inner.path_of(d)).is_relative_to(home.cas)
     assert Path(stores.ac.root) == home.ac
     assert Path(stores.mat.publish_file(d, _file(tmp_path, b"bytes"))).is_relative_to(home.mat)
-    assert stores.remote_cache(lambda rel: b"", print) is None
+    assert stores.remote_endpoint(print) is None and stores.remote_cache(None, lambda rel: b"", print) is None
 
 
 def test_a_remote_cache_shares_the_local_store(tmp_path):
     stores = Stores.open(Home(tmp_path / "h"), RemoteSettings(url="grpc://127.0.0.1:1", target="127.0.0.1:1"))
-    remote = stores.remote_cache(lambda rel: b"", print)
+    remote = stores.remote_cache(stores.remote_endpoint(print), lambda rel: b"", print)
     assert remote is not None and remote.local is stores.blobs
     assert remote.index.path.startswith(str(tmp_path / "h"))
 
@@ -67,22 +68,24 @@ def _file(tmp_path, data: bytes) -> str:
 
 
 def test_one_home_per_command(monkeypatch, tmp_path):
-    """BuildOptions resolves `$MCPP_HOME` when the command is set up; the no-op fast path, which
-    cannot import the stores, agrees with it."""
+    """BuildOptions take `$MCPP_HOME` from the command's settings; the no-op fast path and the
+    server's client, which cannot import the stores, agree with them (one resolver)."""
     monkeypatch.setenv("MCPP_HOME", str(tmp_path / "h"))
     assert BuildOptions().home == Home(tmp_path / "h")
-    assert noop._home() == str(Home.default().root)
-    assert server_paths.home_dir() == str(Home.default().root)  # names the server of this home
+    assert noop._home() == str(Settings.read(os.environ).home.root)
+    assert server_paths.home_dir() == str(Settings.read(os.environ).home.root)  # names the server of this home
     monkeypatch.delenv("MCPP_HOME")
-    assert noop._home() == str(Home.default().root)
-    assert server_paths.home_dir() == str(Home.default().root)
+    assert noop._home() == str(Settings.read(os.environ).home.root) == os.path.expanduser("~/.mcpp")
+    assert server_paths.home_dir() == str(Settings.read(os.environ).home.root)
 
 
-def test_home_is_resolved_only_at_the_command_layer():
-    """The engine below the command layer takes its home from BuildOptions: a second
-    `Home.default()` could point part of a build at another store."""
-    engine = Path(__file__).resolve().parents[3] / "engine"
-    callers = sorted(str(p.relative_to(engine)) for p in engine.rglob("*.py")
-                     if re.search(r"Home\.default\b", p.read_text()))
-    # build.py, cache_cmd.py and worker_cmd.py are the commands that open stores.
-    assert callers == ["build.py", "cache_cmd.py", "worker_cmd.py"]
+def test_home_is_resolved_by_one_function_called_by_the_settings_and_the_two_fast_paths():
+    """The engine takes its home from the command's settings: a second resolver could point
+    part of a build at another store. `cas/` reads no `MCPP_*` variable at all."""
+    package = Path(__file__).resolve().parents[3]
+    named = sorted(str(p.relative_to(package)) for d in ("engine", "cas", "sandbox") for p in (package / d).rglob("*.py")
+                   if re.search(r"[\"']MCPP_HOME[\"']", p.read_text()))
+    assert named == ["engine/build_env.py", "engine/mcpp_home.py"]  # build_env: its registry entry
+    callers = sorted(str(p.relative_to(package)) for p in (package / "engine").rglob("*.py")
+                     if re.search(r"\bhome_root\(", p.read_text()))
+    assert callers == ["engine/mcpp_home.py", "engine/noop.py", "engine/server/paths.py", "engine/settings.py"]

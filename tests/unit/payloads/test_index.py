@@ -4,20 +4,22 @@ from __future__ import annotations
 import pytest
 
 from mcpp.engine.payloads.errors import PayloadError
+from mcpp.engine.config_file import ConfigFile
 from mcpp.engine.payloads.index import SHIPPED, Index, IndexSet, configured
 
 
 def test_the_environment_then_config_toml_then_the_shipped_index(tmp_path):
     (tmp_path / "config.toml").write_text('[payloads]\nindex = ["https://a.example/idx", "local"]\n')
-    found = configured(str(tmp_path), {"MCPP_PAYLOAD_INDEX": "http://e.example/1, /srv/two"})
+    found = configured(str(tmp_path), {"MCPP_PAYLOAD_INDEX": "http://e.example/1, /srv/two"},
+                       ConfigFile.read(tmp_path))
     assert found == ["http://e.example/1", "/srv/two", "https://a.example/idx", str(tmp_path / "local"), SHIPPED]
-    assert configured(str(tmp_path / "none"), {}) == [SHIPPED]
+    assert configured(str(tmp_path / "none"), {}, ConfigFile.read(tmp_path / "none")) == [SHIPPED]
 
 
 def test_a_malformed_config_is_an_error_naming_the_file(tmp_path):
     (tmp_path / "config.toml").write_text('[payloads]\nindex = 3\n')
     with pytest.raises(PayloadError, match="config.toml: `\\[payloads\\] index` must be a list"):
-        configured(str(tmp_path), {})
+        configured(str(tmp_path), {}, ConfigFile.read(tmp_path))
 
 
 def index_at(root):
@@ -50,14 +52,14 @@ def test_trusted_keys_come_from_the_environment_or_config_toml_and_a_bad_one_is_
 
     a, b = generate("a").public, generate("b").public
     (tmp_path / "config.toml").write_text(f'[payloads]\ntrusted-keys = ["{a}"]\n')
-    assert trust(str(tmp_path), {}).keys == (a,)
-    assert trust(str(tmp_path), {"MCPP_PAYLOAD_TRUSTED_KEYS": f"{b}"}).keys == (b,)
-    assert trust(str(tmp_path / "none"), {}).keys is None
-    assert trust(str(tmp_path / "none"), {"MCPP_PAYLOAD_INDEX_INSECURE": "1"}).insecure
+    assert trust({}, ConfigFile.read(tmp_path)).keys == (a,)
+    assert trust({"MCPP_PAYLOAD_TRUSTED_KEYS": f"{b}"}, ConfigFile.read(tmp_path)).keys == (b,)
+    assert trust({}, ConfigFile.read(tmp_path / "none")).keys is None
+    assert trust({"MCPP_PAYLOAD_INDEX_INSECURE": "1"}, ConfigFile.read(tmp_path / "none")).insecure
     with pytest.raises(PayloadError, match="MCPP_PAYLOAD_TRUSTED_KEYS: invalid public key"):
-        trust(str(tmp_path), {"MCPP_PAYLOAD_TRUSTED_KEYS": "nope"})
+        trust({"MCPP_PAYLOAD_TRUSTED_KEYS": "nope"}, ConfigFile.read(tmp_path))
     with pytest.raises(PayloadError, match="MCPP_PAYLOAD_INDEX_INSECURE='maybe'"):
-        trust(str(tmp_path), {"MCPP_PAYLOAD_INDEX_INSECURE": "maybe"})
+        trust({"MCPP_PAYLOAD_INDEX_INSECURE": "maybe"}, ConfigFile.read(tmp_path))
 
 
 def test_a_signature_covers_the_descriptor_bytes_and_its_path():

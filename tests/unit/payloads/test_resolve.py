@@ -11,6 +11,7 @@ from mcpp.engine.package.graph import load_graph
 from mcpp.engine.package.model import Selection
 from mcpp.engine.payloads import PayloadError, resolve_environment
 from mcpp.engine.payloads.index import IndexSet
+from mcpp.engine.settings import Settings
 
 
 def write(root, files):
@@ -61,7 +62,7 @@ def project(tmp_path, app: str, deps: dict[str, str] | None = None):
 
 def resolve(tmp_path, index, root, install=True, **selection):
     graph = load_graph(str(root), None, Selection(**selection))
-    return resolve_environment(graph, str(tmp_path / "home" / "payloads"), str(tmp_path / "home"),
+    return resolve_environment(graph, Settings.read({"MCPP_HOME": str(tmp_path / "home")}),
                                install_missing=install, indexes=IndexSet([str(index)]))
 
 

@@ -25,6 +25,7 @@ from mcpp.cas.home import Home
 from mcpp.cas.local_store import LocalZstdStore
 from mcpp.cas.remote import protocol as pb
 from mcpp.cas.remote.cache import SIDE_INDEX, RemoteCache
+from mcpp.cas.remote.endpoint import RemoteEndpoint
 from mcpp.cas.remote.client import RemoteClient
 from mcpp.cas.remote.config import RemoteSettings
 from mcpp.cas.remote.digests import BLAKE3
@@ -177,7 +178,8 @@ def test_a_build_shared_over_blake3_needs_no_side_index(blake3_server, tmp_path)
         local = VerifyingStore(LocalZstdStore(home.cas))
         warnings: list[str] = []
         settings = RemoteSettings(url=blake3_server.url, target=blake3_server.url, upload=upload)
-        return home, local, warnings, RemoteCache(settings, home, local, lambda rel: src, warnings.append)
+        endpoint = RemoteEndpoint(settings, warnings.append)
+        return home, local, warnings, RemoteCache(endpoint, home, local, lambda rel: src, warnings.append)
 
     home, local, warnings, ci = machine("ci", True)
     entry = ActionEntry(outputs={"b3.o": (local.put(b"\x7fELF object"), 0o444)})

@@ -14,6 +14,7 @@ from mcpp.cas.remote.cache import RemoteCache
 from mcpp.cas.remote.client import RemoteClient
 from mcpp.cas.remote.config import RemoteSettings
 from mcpp.cas.remote.digests import SHA256
+from mcpp.cas.remote.endpoint import RemoteEndpoint
 from mcpp.cas.verifying_store import VerifyingStore
 
 PLATFORM = Platform("gcc 12.2.0 x86_64-linux-gnu cxx=aa cc=bb", "x86_64-linux-gnu")
@@ -29,7 +30,8 @@ class Machine:
         self.local = VerifyingStore(LocalZstdStore(self.home.cas))
         self.warnings: list[str] = []
         settings = RemoteSettings(url=url, target=url, upload=upload, timeout=timeout)
-        self.cache = RemoteCache(settings, self.home, self.local, self.read, self.warnings.append)
+        self.cache = RemoteCache(RemoteEndpoint(settings, self.warnings.append), self.home, self.local, self.read,
+                                 self.warnings.append)
 
     def write(self, rel: str, data: bytes):
         path = self.root / "src" / rel
@@ -90,8 +92,7 @@ def test_the_result_is_sent_only_after_every_blob_it_names(buildgrid, tmp_path):
     src = ci.write("order.cpp", b"int g();\n")
     entry = run_locally(ci, a, stdout=b"note\n")
     calls = []
-    ci.cache._ready()
-    client = ci.cache._client
+    client = ci.cache.endpoint.client()
     for name in ("_batch_update", "_ac_update"):
         inner = getattr(client, name)
         setattr(client, name, lambda req, _n=name, _i=inner, **kw: (calls.append(_n), _i(req, **kw))[1])

@@ -7,7 +7,8 @@ import pytest
 from mcpp.cas.action import Action, ActionKind
 from mcpp.cas.digest import Digest
 from mcpp.cas.remote import protocol as pb
-from mcpp.cas.remote.config import RemoteConfigError, resolve_settings
+from mcpp.engine.errors import McppError
+from tests.unit.engine.settings_support import remote_of
 from mcpp.cas.remote.digests import SHA256
 from mcpp.cas.remote.exec_messages import decode_command, exec_messages
 
@@ -64,13 +65,13 @@ def test_scheduling_names_the_os_the_isa_and_each_tool_digest(tmp_path):
 
 def test_remote_execution_is_a_flag_an_environment_variable_or_a_config_key(tmp_path):
     url = "grpc://localhost:50051"
-    assert resolve_settings(url, None, {}, tmp_path, True).execute
-    assert not resolve_settings(url, None, {}, tmp_path).execute
-    assert resolve_settings(url, None, {"MCPP_REMOTE_EXEC": "1"}, tmp_path).execute
-    assert not resolve_settings(url, None, {"MCPP_REMOTE_EXEC": "1"}, tmp_path, False).execute
+    assert remote_of(url, None, {}, tmp_path, True).execute
+    assert not remote_of(url, None, {}, tmp_path).execute
+    assert remote_of(url, None, {"MCPP_REMOTE_EXEC": "1"}, tmp_path).execute
+    assert not remote_of(url, None, {"MCPP_REMOTE_EXEC": "1"}, tmp_path, False).execute
     (tmp_path / "config.toml").write_text("[remote]\nexecute = true\n")
-    assert resolve_settings(url, None, {}, tmp_path).execute
-    with pytest.raises(RemoteConfigError, match="--remote-exec needs a remote server"):
-        resolve_settings(None, None, {}, tmp_path / "none", True)
-    with pytest.raises(RemoteConfigError, match="MCPP_REMOTE_EXEC"):
-        resolve_settings(url, None, {"MCPP_REMOTE_EXEC": "maybe"}, tmp_path)
+    assert remote_of(url, None, {}, tmp_path).execute
+    with pytest.raises(McppError, match="--remote-exec needs a remote server"):
+        remote_of(None, None, {}, tmp_path / "none", True)
+    with pytest.raises(McppError, match="MCPP_REMOTE_EXEC"):
+        remote_of(url, None, {"MCPP_REMOTE_EXEC": "maybe"}, tmp_path)

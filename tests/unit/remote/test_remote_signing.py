@@ -14,7 +14,8 @@ from mcpp.cas.digest import Digest
 from mcpp.cas.remote import protocol as pb
 from mcpp.cas.remote import signing
 from mcpp.cas.remote.actions import action_result
-from mcpp.cas.remote.config import RemoteConfigError, resolve_settings
+from mcpp.engine.errors import McppError
+from tests.unit.engine.settings_support import remote_of
 from mcpp.cas.remote.digests import RemoteDigest
 from mcpp.cas.remote.trust import SignaturePolicy, event_origin
 
@@ -188,19 +189,19 @@ def test_settings_name_the_keys(tmp_path, ci):
     secret, _, key = signing.write_key_pair(str(home / "keys" / "ci"))
     (home / "config.toml").write_text(f'[remote]\nurl = "grpc://localhost:1"\nsign-key = "keys/ci.secret"\n'
                                       f'trusted-keys = ["{key}"]\n')
-    s = resolve_settings(None, None, {}, home)
+    s = remote_of(None, None, {}, home)
     assert s.sign_key.public == key and s.trusted_keys == (key,)
     env = {"MCPP_REMOTE_TRUSTED_KEYS": f"{ci.public}, {key}", "MCPP_REMOTE_SIGN_KEY": secret}
-    s = resolve_settings(None, None, env, home)
+    s = remote_of(None, None, env, home)
     assert s.trusted_keys == (ci.public, key)
     (home / "config.toml").write_text('[remote]\nurl = "grpc://localhost:1"\n')
-    assert resolve_settings(None, None, {}, home).trusted_keys is None
+    assert remote_of(None, None, {}, home).trusted_keys is None
     (home / "config.toml").write_text('[remote]\nurl = "grpc://localhost:1"\ntrusted-keys = "ci:x"\n')
-    with pytest.raises(RemoteConfigError, match="must be a list of strings"):
-        resolve_settings(None, None, {}, home)
+    with pytest.raises(McppError, match="must be a list of strings"):
+        remote_of(None, None, {}, home)
     (home / "config.toml").write_text('[remote]\nurl = "grpc://localhost:1"\ntrusted-keys = ["ci:x"]\n')
-    with pytest.raises(RemoteConfigError, match="trusted-keys`: invalid public key"):
-        resolve_settings(None, None, {}, home)
+    with pytest.raises(McppError, match="trusted-keys`: invalid public key"):
+        remote_of(None, None, {}, home)
 
 
 def test_the_policy_warns_once_and_never_launders(ci):

@@ -1,0 +1,110 @@
+"""`RemoteEndpoint`: the one connection of a build to its REAPI server, shared by the remote cache
+(`cache.py`) and remote execution (`execution.py`).
+
+It owns what both would otherwise each do their own way:
+
+- *One channel*: the `RemoteClient` (TLS, token, every stub: `client.py`) is opened and its
+  capabilities read at the first `client()` call, once, whichever user asks first; a build
+  with nothing to do never touches the network.
+- *Degrade, do not fail*: when the server cannot be reached, or a user reports that it went
+  away (`down`), the endpoint is off for the rest of the build: one warning through `warn`,
+  and every later `client()` answers None, so the cache misses and execution runs here.
+  A cache must never fail a build that could simply run the action.
+
+What a failure of one service means for that service alone (a refused upload, no worker taking
+an action) stays with that service: it is not the server going away.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from .client import RemoteClient, RemoteError, ServerInfo, open_client
+from .config import RemoteSettings
+
+# RemoteSettings -> (client, capabilities); raises RemoteError when the server cannot be reached
+Connect = Callable[[RemoteSettings], "tuple[RemoteClient, ServerInfo]"]
+
+
+class RemoteEndpoint:
+    """Thread-safe: the engine's worker threads and the upload threads share one endpoint."""
+
+    def __init__(self, settings: RemoteSettings, warn: Callable[[str], None],
+                 connect: Connect = open_client) -> None:
+        self.settings = settings
+        self.warn = warn
+        self.info: ServerInfo | None = None  # what `GetCapabilities` said, once connected
+        self._connect = connect
+        self._lock = threading.Lock()
+        self._client: RemoteClient | None = None
+        self._down: str | None = None
+        self._closed = False
+
+    @property
+    def url(self) -> str:
+        return self.settings.url
+
+    @property
+    def services(self) -> str:
+        """What this endpoint is to the build, for messages."""
+        return "remote cache and execution" if self.settings.execute else "remote cache"
+
+    @property
+    def disabled(self) -> str | None:
+        """Why the server was given up for this build, or None."""
+        return self._down
+
+    def client(self) -> RemoteClient | None:
+        """The connected client (opened at the first call); None once the endpoint is off."""
+        with self._lock:
+            if self._down or self._closed:
+                return None
+            if self._client is None:
+                try:
+                    self._client, self.info = self._connect(self.settings)
+                except RemoteError as e:
+                    self._down_locked(e, self.services)
+                    return None
+            return self._client
+
+    def down(self, e: RemoteError, service: str) -> None:
+        """`service` ("remote cache", "remote execution") found the server gone: off for everyone."""
+        with self._lock:
+            self._down_locked(e, service)
+
+    def close(self) -> None:
+        """Close the channel; from now on `client()` answers None."""
+        with self._lock:
+            self._closed = True
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def _down_locked(self, e: RemoteError, service: str) -> None:
+        if self._down:
+            return
+        self._down = reason(e)
+        self.warn(f"{service} at {self.url} unavailable ({self._down}){hint(e, self.settings)}; building locally")
+
+
+REFUSED = ("UNAUTHENTICATED", "PERMISSION_DENIED")
+
+
+def reason(e: RemoteError) -> str:
+    """The first line of `e`, at most 200 characters: what a warning quotes."""
+    text = str(e).splitlines()[0] if str(e) else e.code
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def hint(e: RemoteError, settings: RemoteSettings) -> str:
+    """What to check, for the failures that are about credentials rather than the network."""
+    text = str(e)
+    if e.code in REFUSED:
+        if settings.security.token:
+            return " (the server refused the token)"
+        return " (the server wants credentials: `token-file` under [remote] or MCPP_REMOTE_TOKEN_FILE)"
+    if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text.lower():
+        return " (TLS: the server's certificate is not signed by a trusted CA; set `tls-ca` under [remote])"
+    if "handshake" in text.lower() or "SSL" in text:
+        return " (TLS handshake failed: check `tls-ca`, `tls-cert` and `tls-key` under [remote])"
+    return ""
