@@ -4,7 +4,7 @@
 
 For each size N it generates the project (bench/gen_project.py) under bench/work/scale-nN and
 times, in a fresh `mcpp build -j 2 --message-format json` process each run, the engine's phases
-by wrapping the functions of engine/build.py that make them (no change to mcpp itself):
+by wrapping the functions of engine/build/compose.py that make them (no change to mcpp itself):
 
 - load: `load_graph` (manifests, folding, the package graph);
 - programs: `_programs` (build programs and host tools);
@@ -48,7 +48,7 @@ import run_bench  # noqa: E402
 DRIVER = r"""
 import json, sys, time
 out, mode = sys.argv[1], sys.argv[2]
-import mcpp.engine.build as B
+import mcpp.engine.build.compose as B
 from mcpp.engine.entry import main
 times = {}
 
@@ -66,8 +66,8 @@ def wrap(owner, name, label):
     setattr(owner, name, timed)
 
 if mode == "plan-only":
-    from mcpp.engine.pipeline import Counters
-    from mcpp.engine.schedule import ScheduleResult
+    from mcpp.engine.exec.pipeline import Counters
+    from mcpp.engine.exec.schedule import ScheduleResult
     def no_actions(plan, graph, layout, toolchain, opts, reporter, state, scans, *a, **k):
         state.save()  # the stat and scan caches, as a build leaves them: the next run plans warm
         scans.save()

@@ -30,17 +30,17 @@ KEY_VERSION = "mcpp-action-v2"
 class Platform:
     """What the action's outputs depend on beyond its inputs: the toolchain and the host."""
 
-    toolchain: str  # e.g. "gcc 12.2.0 x86_64-linux-gnu" (+ compiler digest, see engine.toolchain)
+    toolchain: str  # e.g. "gcc 12.2.0 x86_64-linux-gnu" (+ compiler digest, see engine.toolchain.compilers)
     host: str  # host triple
     # Non-empty for results the sandbox could not prove hermetic (any under `--sandbox off`; a
     # link or a rule action under `dir`): their keys live in a namespace of their own, so no
-    # hermetic build is ever served one (engine/trust.py decides it from the sandbox's promises).
+    # hermetic build is ever served one (engine/trust/policy.py decides it from the sandbox's promises).
     namespace: str = ""
 
 
 class ActionKind(StrEnum):
     """What an action is, for people (status lines, JSON events, `mcpp explain`), and for
-    engine/trust.py: whether a sandbox that does not confine reads proves what it read (a
+    engine/trust/policy.py: whether a sandbox that does not confine reads proves what it read (a
     compile's depfile does). Never keyed itself."""
 
     COMPILE = "compile"
@@ -71,7 +71,7 @@ KEY_FIELDS = frozenset({"argv", "outputs", "inputs", "tools", "env", "cwd", "dep
 EXCLUDED_FIELDS = {
     "id": "a name for humans and for `mcpp explain`; two actions with one command are one result",
     "may_read": "only the subset the depfile reports is keyed (passed as `discovered`)",
-    "kind": "display, and the trust decision that chooses `Platform.namespace` (engine/trust.py)",
+    "kind": "display, and the trust decision that chooses `Platform.namespace` (engine/trust/policy.py)",
     "description": "display only",
     "timeout": "a limit on running, not a property of the result",
 }

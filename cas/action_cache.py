@@ -27,8 +27,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, NamedTuple
 
-from .digest import Digest
 from .atomic import write_atomic
+from .digest import Digest
 from .home import is_hex_key, iter_sharded, shard, unlink_quietly
 
 _VERSION = 1

@@ -20,7 +20,7 @@ Nothing here calls `fsync`: every file written this way is a cache or a record w
 damage after a power cut is detected on read (a digest mismatch, a format error) and costs a
 re-run, which is cheaper than an fsync per write.
 
-This module uses the standard library's `os` only: the no-op fast path (engine/noop.py) writes
+This module uses the standard library's `os` only: the no-op fast path (engine/state/noop.py) writes
 through it before anything else is imported.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 One value type names the layout so that the CLI (`mcpp cache dir|stats|gc|clean`), the engine
 and the maintenance code cannot disagree about a directory name. Where the home is, is the
-engine's to say (`engine/mcpp_home.py`, from `$MCPP_HOME`); this module reads no environment.
+engine's to say (`engine/core/mcpp_home.py`, from `$MCPP_HOME`); this module reads no environment.
 
 ```
 $MCPP_HOME/            default ~/.mcpp
@@ -61,7 +61,7 @@ class Home:
 
     @property
     def toolchains(self) -> Path:
-        """The compiler probe cache (engine/toolchain.py)."""
+        """The compiler probe cache (engine/toolchain/compilers.py)."""
         return self.root / "toolchains.json"
 
 

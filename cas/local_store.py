@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, BinaryIO, Iterable, Iterator, NamedTuple
 import blake3
 import zstandard
 
+from .atomic import TMP_PREFIX, commit, discard, publish, temp_file
 from .blobstore import BlobNotFound, CorruptBlob
 from .digest import Digest
-from .atomic import TMP_PREFIX, commit, discard, publish, temp_file
 from .home import iter_sharded, shard
 
 if TYPE_CHECKING:

@@ -32,15 +32,15 @@ import blake3
 import zstandard
 from google.protobuf.message import DecodeError
 
+from . import tree
 from .action_cache import ActionCache, ActionEntry
+from .blobstore import BlobNotFound, BlobStore, CorruptBlob, StoreError
 from .digest import Digest
 from .home import TMP_PREFIX, Home, is_hex_key, unlink_quietly
-from .blobstore import BlobNotFound, BlobStore, CorruptBlob, StoreError
-from . import tree
 from .local_store import LocalZstdStore, content_size
 from .materialize import Materializer, file_digest_matches
-from .verifying_store import VerifyingStore
 from .units import format_size
+from .verifying_store import VerifyingStore
 
 GRACE_S = 600.0
 STALE_TEMP_S = 3600.0

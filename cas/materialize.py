@@ -33,8 +33,8 @@ from typing import Literal
 
 import blake3
 
-from .blobstore import BlobStore
 from .atomic import publish, temp_name
+from .blobstore import BlobStore
 from .digest import Digest, digest_file
 from .home import shard, temp_file, unlink_quietly
 
@@ -126,7 +126,7 @@ class Materializer:
 
     def copy_into(self, d: Digest, dest: str | os.PathLike[str], executable: bool = False) -> None:
         """Make `dest` an independent copy of the blob (atomically replacing it), read-only like
-        an output the build just produced (engine/pipeline.py), so an action reading it in place
+        an output the build just produced (engine/exec/pipeline.py), so an action reading it in place
         under `--sandbox off` sees the mode a staged input has.
 
         For `target/`: a file there must not share its inode with the area, because every

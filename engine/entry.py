@@ -1,7 +1,7 @@
 """Console-script entry point: `mcpp = engine.entry:main`.
 
 Imports nothing heavy before the build server's client (`engine/server/client.py`) and the
-no-op fast path (`engine/noop.py`) have had their chance: a `build`, `run` or `test` goes to the
+no-op fast path (`engine/state/noop.py`) have had their chance: a `build`, `run` or `test` goes to the
 workspace's warm server when one is up (which answers a repeated `mcpp build` from stats
 itself), and where none is, a repeated `mcpp build` is answered from stats here before a server
 is started. Everything else, and every fallback, is the in-process command line.
@@ -12,7 +12,7 @@ import sys
 
 
 def _fast_noop(argv: list[str]) -> bool:
-    from .noop import try_fast_noop
+    from .state.noop import try_fast_noop
 
     try:
         return try_fast_noop(argv)
@@ -34,7 +34,7 @@ def main() -> None:
             except (OSError, ValueError):
                 pass
         os._exit(code)
-    from .cli import main as cli_main
+    from .cli.app import main as cli_main
 
     cli_main()
 
@@ -42,7 +42,7 @@ def main() -> None:
 def serve(ident: str, root: str, home: str, ready: str | None = None) -> None:
     """The server process (started by `server/client.py`): import the engine once, then serve.
     `ready`: the descriptor to tell the client on that the socket listens."""
-    from .cli import main as cli_main
+    from .cli.app import main as cli_main
     from .server import daemon, warm
 
     warm.preload()

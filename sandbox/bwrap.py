@@ -34,13 +34,13 @@ import subprocess
 import threading
 from typing import Callable
 
-from .worker import PYTHON, Worker, WorkerFailed
-from .undeclared import SYSTEM_ROOTS, tool_roots
 from .errors import SandboxUnavailable
 from .pool import SandboxPool
 from .slot import SLOT_SUFFIX
 from .spec import Guarantees, SandboxResult, SandboxSpec
 from .staged_sandbox import StagedSandbox
+from .undeclared import SYSTEM_ROOTS, tool_roots
+from .worker import PYTHON, Worker, WorkerFailed
 
 EXECROOT = "/execroot"
 

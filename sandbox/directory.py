@@ -48,7 +48,7 @@ COPIES_SUFFIX = ".inputs"
 class DirSandbox(StagedSandbox):
     name = "dir"
     # Reads and writes by absolute path reach the host, past what a depfile names (an inline
-    # `.incbin`, `__has_include`): no result is shared (engine/trust.py).
+    # `.incbin`, `__has_include`): no result is shared (engine/trust/policy.py).
     guarantees = Guarantees(confines_reads=False, confines_writes=False, kills_leftovers=True, stages_inputs=True,
                             checks_depfile=True)
 

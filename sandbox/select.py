@@ -6,9 +6,9 @@ from typing import Callable
 from .bwrap import NOT_FOUND, BwrapSandbox, find_bwrap, probe_bwrap
 from .directory import DirSandbox
 from .errors import SandboxUnavailable
-from .unsandboxed import LocalSandbox
 from .pool import SandboxPool
 from .spec import Guarantees, Sandbox
+from .unsandboxed import LocalSandbox
 
 # the accepted values of `--sandbox`, in the order the CLI lists them
 NAMES = ("bwrap", "dir", "off")

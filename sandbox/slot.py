@@ -12,7 +12,7 @@ inputs, outputs and working directory.
 The files go when the next action is prepared, not when the last one ends (`release`): a link
 that staged a thousand objects leaves a thousand names to unlink, and after the last
 action of a build nobody should wait for that. The pool removes the whole slot when it shuts
-down (after the client has its answer, in a server's build child: engine/after_reply.py).
+down (after the client has its answer, in a server's build child: engine/exec/after_reply.py).
 """
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ import itertools
 import os
 import posixpath
 
+from .inputs import parent_dirs, relpath
 from .pool import rmtree
 from .spec import SandboxSpec
-from .inputs import parent_dirs, relpath
 
 # A slot is `<pool base>/<pid>-<n>.slot`: it stays, without files between actions, until the pool
 # shuts down (or a later engine reclaims it), so it is named apart from one-action directories.

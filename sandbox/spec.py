@@ -15,7 +15,7 @@ from typing import Mapping, Protocol
 class Guarantees:
     """What a sandbox backend promises about every action it runs. The engine decides from
     these alone (never from a backend's name) which results the shared caches may take
-    (engine/trust.py)."""
+    (engine/trust/policy.py)."""
 
     # a file the action did not declare (and that is not under the system roots, a declared
     # tool's root or an installed payload) does not exist for it

@@ -20,13 +20,13 @@ import posixpath
 import time
 from typing import Callable
 
-from .undeclared import SYSTEM_ROOTS, find_undeclared, tool_roots, undeclared_message, undeclared_response_files
 from .depfile_syntax import parse_depfile
 from .errors import SandboxClosed
 from .placeholder import expand_argv, expand_env
 from .pool import PooledSandbox
 from .process import run_group
 from .spec import SandboxResult, SandboxSpec
+from .undeclared import SYSTEM_ROOTS, find_undeclared, tool_roots, undeclared_message, undeclared_response_files
 from .inputs import (PrivateCopies, tree_relpath, changed_inputs, changed_inputs_message, prepare_dirs,
                      readonly_paths, relpath, snapshot, stage_inputs)
 from .outputs import BadOutput, bad_output_message, collect_flat, collect_outputs

@@ -17,11 +17,11 @@ import os
 import time
 
 from .errors import SandboxSpecError
+from .inputs import prepare_dirs, relpath, tree_relpath
 from .placeholder import expand_argv, expand_env
 from .pool import PooledSandbox, rmtree
 from .process import run_group
 from .spec import Guarantees, SandboxResult, SandboxSpec
-from .inputs import prepare_dirs, relpath, tree_relpath
 
 
 class LocalSandbox(PooledSandbox):

@@ -29,7 +29,7 @@ Remote execution (`--remote-exec`, docs/remote.md "Remote execution"):
   the platform properties BuildGrid schedules on (OS, ISA, each tool's digest);
 - `execution`: `RemoteExecutor`, one action through `Execute` (FindMissingBlobs-only uploads,
   the operation stream, verified outputs), and the fall-back to local runs when the service fails;
-- `worker_cas`: a worker's own cache of the server's blobs (`engine/worker_cmd.py` is the worker).
+- `worker_cas`: a worker's own cache of the server's blobs (`engine/bot/command.py` is the worker).
 
 Importing this package (or `config`) does not import gRPC; the names below load on first use.
 """

@@ -27,9 +27,9 @@ import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
+from . import protocol as pb
 from ..action import KEY_VERSION, Action, Platform
 from ..digest import Digest
-from . import protocol as pb
 from .digests import BadDigest, DigestFunction, RemoteDigest
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ Paths are relative to $MCPP_HOME. Without trusted keys every remote result is ac
 unverified (see docs/remote.md for the trust model).
 
 This module reads no environment variable and no file but the key, certificate and token
-files the settings name: the engine's settings (`engine/settings.py`) read the flags, the
+files the settings name: the engine's settings (`engine/core/settings.py`) read the flags, the
 environment and config.toml once and pass what they chose (`Chosen`) and the table. This
 module imports no gRPC, so a build without a remote pays nothing for it.
 """

@@ -24,9 +24,9 @@ import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
+from . import protocol as pb
 from ..action import Action
 from ..digest import Digest
-from . import protocol as pb
 from .actions import PathTree, nest, relative_to, working_directory
 from .digests import DigestFunction, RemoteDigest
 

@@ -8,7 +8,7 @@ What one remote run is:
    `FindMissingBlobs` when they are large (a second compile of the same package sends its one
    new source file and its new messages, in one request);
 3. `Execute`, then the operation stream is read until the operation is done; the server queues
-   the action, a worker leases it (`engine/worker_cmd.py`), runs it in its sandbox and reports
+   the action, a worker leases it (`engine/bot/command.py`), runs it in its sandbox and reports
    the `ActionResult`;
 4. the result is taken as a cache hit is (`RemoteStore.fetch`): every output, stdout and stderr
    is downloaded and verified against its digest before it is written into the execroot. The
@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import grpc
 
+from . import exec_protocol as xp
 from ..action import Action
 from ..blobstore import BlobStore
 from ..digest import Digest, digest_file
-from . import exec_protocol as xp
 from .actions import relative_to, result_outputs, working_directory
 from .client import BlobSource, RemoteClient, RemoteError, code_name, error_of
 from .digests import BadDigest, DigestFunction, RemoteDigest

@@ -75,7 +75,7 @@ def _signer(origin: Origin) -> str:
 
 class SignaturePolicy:
     """Which remote results one build accepts, by who signed them. The build's other trust
-    decisions (which results are shared at all) are engine/trust.py's `TrustPolicy`."""
+    decisions (which results are shared at all) are engine/trust/policy.py's `TrustPolicy`."""
 
     def __init__(self, server: str, trusted: Iterable[PublicKey] | None, warn: Callable[[str], None],
                  note: Callable[[str], None] | None = None) -> None:

@@ -11,8 +11,8 @@ import os
 import re
 from typing import Any
 
-from ..accel import BACKEND_NAME, AccelSet, AccelSyntaxError, parse_accel
 from . import deps, schema, shape, xlings
+from ..core.accel import BACKEND_NAME, AccelSet, AccelSyntaxError, parse_accel
 from .model import TARGET_KINDS, BuildSpec, FeatureSpec, Manifest, ProfileSpec, RuntimeArtifact, TargetSpec
 from .reader import Reader, header, type_name
 

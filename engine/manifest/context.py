@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..accel import AccelSet, AccelSyntaxError, parse_accel
-from ..errors import McppError
 from . import triples
+from ..core.accel import AccelSet, AccelSyntaxError, parse_accel
+from ..core.errors import McppError
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import ManifestError, Position
-from ..shipped_packages import NAMESPACE as SHIPPED_NAMESPACE, names as shipped_names, shipped_root
 from . import schema, shape, version_req
+from ..core.errors import ManifestError, Position
+from ..core.shipped_packages import NAMESPACE as SHIPPED_NAMESPACE, names as shipped_names, shipped_root
 from .model import DependencySpec
 from .reader import Reader, display_path, header
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import os
 
-from ..accel import parse_accel
-from ..conventions import DEFAULT_GLOBS
 from . import deps, schema, xlings
+from ..core.accel import parse_accel
+from ..core.conventions import DEFAULT_GLOBS
 from .builder import Builder
 from .context import BuildContext, host_context
 from .load import ManifestSource, parse_manifest

@@ -20,7 +20,7 @@ Semantics:
   a symlink that leads outside `boundary` (by default the root; the package for sources) is an
   error naming it, when the walk would enter it or the patterns select it: the engine reads what a
   glob returns outside any sandbox, so `src/x.cpp -> /etc/shadow` or `rootlink -> /` must never
-  bring a host file or directory listing into a build (engine/containment.py);
+  bring a host file or directory listing into a build (engine/core/containment.py);
   a directory the walk must list, or a file it selects, that cannot be read is an error naming it
   (a build that silently compiled nothing would pass, and be remembered as done);
   a selected name that is not a regular file (a FIFO, a socket, a device, or a link to one) is an
@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Sequence
 
-from mcpp.engine.containment import check as check_inside
-from mcpp.engine.errors import ManifestError
+from mcpp.engine.core.containment import check as check_inside
+from mcpp.engine.core.errors import ManifestError
 
 _MAGIC = re.compile(r"[*?]|\[.+?\]")
 

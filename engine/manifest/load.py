@@ -13,8 +13,8 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 
-from ..errors import ManifestError, Position
 from . import conditions, schema
+from ..core.errors import ManifestError, Position
 from .builder import Builder
 from .context import host_context
 from .deps import MANIFEST_NAME, check_dependency_path

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..accel import AccelSet
-from ..errors import Position
+from ..core.accel import AccelSet
+from ..core.errors import Position
 from .reader import display_path
 
 TARGET_KINDS = ("bin", "lib", "shared", "test")
@@ -21,7 +21,7 @@ class DependencySpec:
     default_features: bool = True
     pos: Position | None = None  # position of the entry, for errors about it
     path_pos: Position | None = None
-    tools: tuple[str, ...] = ()  # bin targets built for the build machine (engine/host_tools.py)
+    tools: tuple[str, ...] = ()  # bin targets built for the build machine (engine/build/host_tools.py)
     host_module: bool = False  # every rule module of the dependency may be loaded (program/modules.py)
     reexport: bool = False  # its tools reach whoever activates the feature / depends on the declarer
     feature: str | None = None  # set for a [feature-deps.<f>] entry: the gate

@@ -11,7 +11,7 @@ import os
 import re
 from typing import Any
 
-from ..errors import ManifestError, Position, display_path  # noqa: F401 (display_path: imported from here too)
+from ..core.errors import ManifestError, Position, display_path  # noqa: F401 (display_path: imported from here too)
 from . import schema
 from .toml_positions import SourceMap, too_deep_at
 

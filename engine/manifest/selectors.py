@@ -27,8 +27,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..accel import BACKEND_NAME, NONE, AccelSet
 from . import triples
+from ..core.accel import BACKEND_NAME, NONE, AccelSet
 
 PREDICATES: dict[str, tuple[str, ...] | None] = {  # name -> accepted values (None: open)
     "os": triples.OSES,

@@ -14,8 +14,8 @@ states the condition a second time and is refused naming the outer selector.
 """
 from __future__ import annotations
 
-from ..errors import ManifestError
 from . import schema, selectors
+from ..core.errors import ManifestError
 from .reader import Reader, header, toml_key
 
 # Keys that, beside a value, state where it applies (a second way to write a condition).

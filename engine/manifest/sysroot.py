@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import ManifestError, Position
+from ..core.errors import ManifestError, Position
 from .triples import Triple
 
 # os -> (marker files, the directories of a sysroot they may sit in; {triple} is the target's)

@@ -23,7 +23,7 @@ from functools import lru_cache
 
 from mcpp.sandbox import parse_depfile
 
-from ..errors import McppError, Position
+from ..core.errors import McppError, Position
 from .scanner import ModuleUnit
 
 SCANNER_VERSION = "p1689-1"  # bump when what a scan request keys changes meaning

@@ -21,7 +21,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from mcpp.engine.errors import Position, ScanError
+from mcpp.engine.core.errors import Position, ScanError
 
 
 @dataclass(frozen=True)

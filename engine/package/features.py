@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import ManifestError, McppError
+from ..core.errors import ManifestError, McppError
 from ..manifest.model import DependencySpec
 from .model import Package, Selection
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import McppError
+from ..core.errors import McppError
 from ..manifest.context import BuildContext, resolve_context
 from ..manifest.fold import fold
 from ..manifest.load import MANIFEST_NAME, ManifestSource

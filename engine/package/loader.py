@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import ManifestError
+from ..core.errors import ManifestError
 from ..manifest.context import BuildContext
 from ..manifest.deps import check_version
 from ..manifest.fold import fold

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ..errors import McppError
-from ..manifest_search import manifests_above
+from ..core.errors import McppError
+from ..core.manifest_search import manifests_above
 from ..manifest.context import BuildContext
 from ..manifest.fold import fold
 from ..manifest.load import MANIFEST_NAME, ManifestSource, parse_manifest

@@ -18,7 +18,7 @@ class Package:
     features: set[str] = field(default_factory=set)  # active, implies expanded
     edges: list[tuple[DependencySpec, "Package"]] = field(default_factory=list)  # every spec -> package
     # Edges with `tools = [...]`: the dependency is built for the build machine as a host tool
-    # (engine/host_tools.py), never linked into this package, so it is not part of `order`.
+    # (engine/build/host_tools.py), never linked into this package, so it is not part of `order`.
     tool_edges: list[DependencySpec] = field(default_factory=list)
     # What its build.star declared; the program driver fills it in once the program has been
     # evaluated (after the host tools exist), None for a package without a build program.

@@ -1,7 +1,7 @@
 """Which files a package compiles, and what role each one plays.
 
 The role comes from the extension alone (a C source, a C++ source, a C++ module interface, a
-header; the tables are in `engine/conventions.py`); an extension that a feature the package
+header; the tables are in `engine/core/conventions.py`); an extension that a feature the package
 activates declares in `device_extensions` makes a device source instead. A file named by
 `[build] sources` whose extension has no role is an error rather than silently skipped: a typo
 in a glob should not drop a file from the build.
@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..conventions import ASM_CPP_EXTS, ASM_EXTS, CXX_EXTS, DEFAULT_GLOBS, HEADER_GLOBS, MODULE_EXTS, ROLES, Role
-from ..errors import ManifestError
+from ..core.conventions import (
+    ASM_CPP_EXTS, ASM_EXTS, CXX_EXTS, DEFAULT_GLOBS, HEADER_GLOBS, MODULE_EXTS, ROLES, Role)
+from ..core.errors import ManifestError
 from ..manifest import globs
 from .features import requested_features
 from .model import Package

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ..conventions import HEADER_EXTS, Role
-from ..errors import ManifestError
+from ..core.conventions import HEADER_EXTS, Role
+from ..core.errors import ManifestError
 from ..manifest import globs
 from ..manifest.model import TargetSpec
 from .model import Package

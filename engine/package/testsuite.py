@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 
-from ..conventions import C_EXTS, CXX_EXTS, HEADER_EXTS, Role
-from ..errors import McppError
+from ..core.conventions import C_EXTS, CXX_EXTS, HEADER_EXTS, Role
+from ..core.errors import McppError
 from ..manifest import globs
 from .model import Package
 from .sources import Source

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from ..errors import ManifestError, Position
-from ..manifest.model import Manifest, PayloadSpec
 from . import version as versions
+from ..core.errors import ManifestError, Position
+from ..manifest.model import Manifest, PayloadSpec
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The one error type of the payload environment: a user error (exit 2), rendered by the CLI."""
 from __future__ import annotations
 
-from ..errors import McppError
+from ..core.errors import McppError
 
 
 class PayloadError(McppError):

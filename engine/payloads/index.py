@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, BinaryIO, Callable, Mapping
 from mcpp import starlark_rules
 from mcpp.cas.switch import SPELLINGS, parse_switch
 
-from ..config_file import ConfigError, ConfigFile
+from ..core.config_file import ConfigError, ConfigFile
 from .descriptor import Descriptor, parse_descriptor
 from .errors import PayloadError
 
 if TYPE_CHECKING:
-    from ..settings import Settings
+    from ..core.settings import Settings
     from mcpp.cas.remote.signing import PublicKey
 
 # Beside the engine's Starlark library, and shipped with it as package data (pyproject.toml).

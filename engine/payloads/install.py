@@ -28,8 +28,8 @@ import blake3
 
 from mcpp.cas.atomic import TMP_PREFIX
 
-from .. import containment
 from . import archive, system
+from ..core import containment
 from .descriptor import Descriptor, Source
 from .errors import PayloadError
 from .index import Index, NotFound, open_url, read_failed, stream_errors
@@ -65,7 +65,7 @@ def install(payloads_root: str, index: Index, desc: Descriptor, version: str, so
             status=None, prober: system.Prober | None = None, environ: Mapping[str, str] | None = None) -> str:
     """The directory of the installed payload, installing it when it is not there yet. A
     `system` source is adopted through `prober` (one that may run probes); `environ` holds the
-    command's `MCPP_PAYLOAD_MAX_*` limits (engine/settings.py; none: the defaults)."""
+    command's `MCPP_PAYLOAD_MAX_*` limits (engine/core/settings.py; none: the defaults)."""
     environ = {} if environ is None else environ
     address = f"{desc.namespace}:{desc.name}"
     if source.kind == "system":

@@ -27,11 +27,11 @@ from .errors import PayloadError
 # Arbitration, the indexes, the installer (tarfile, zip, HTTP) are imported by a build that
 # declares a payload; one that declares none (most) never loads them.
 if TYPE_CHECKING:
-    from .arbitrate import Choice
     from . import system
+    from ..core.settings import Settings
+    from .arbitrate import Choice
     from .descriptor import Descriptor
     from .index import IndexSet
-    from ..settings import Settings
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class Environment:
     payloads: list[ResolvedPayload] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # What resolution read besides the manifests and $MCPP_HOME/config.toml, for the no-op
-    # record (engine/noop.py): the index files consulted (found or not) and the probes of
+    # record (engine/state/noop.py): the index files consulted (found or not) and the probes of
     # adopted installations; `read_remote`: it read an index over the network as well.
     read: list[str] = field(default_factory=list)
     read_remote: bool = False
@@ -101,7 +101,7 @@ def resolve_environment(graph, settings: Settings, *, install_missing: bool = Tr
     """Resolve, and by default install, the payload environment of one build.
 
     `graph` is the loaded `PackageGraph` (manifests folded for this build's target and accel set,
-    features expanded); `settings` the command's (engine/settings.py): its home holds the
+    features expanded); `settings` the command's (engine/core/settings.py): its home holds the
     payload store, its config.toml and `MCPP_PAYLOAD_*` variables name the indexes and limits. With `install_missing=False` nothing is fetched or
     unpacked, no `system` probe runs (only answers cached by an earlier build are used; a root
     not probed yet counts as available and has `probed == False`), and a payload not yet in the

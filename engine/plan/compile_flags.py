@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from mcpp.sandbox import prefix_map_flags
 
-from ..profiles import Profile
-from ..toolchain import Toolchain
+from ..package.profiles import Profile
+from ..toolchain.compilers import Toolchain
 
 
 def std_flag(standard: str, is_c: bool) -> list[str]:

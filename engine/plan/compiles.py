@@ -14,21 +14,21 @@ from typing import Callable
 from mcpp.cas.action import Action, ActionKind
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
-from ..conventions import Role
+from . import compile_flags as cf
+from ..core.conventions import Role
+from ..modules.p1689 import PreprocessScan, scan_deps_tool
 from ..package.features import feature_define
 from ..package.model import Package
+from ..package.sources import Source
+from ..package.sources import header_pool, include_dirs
 from ..package.targets import target_headers
-from . import compile_flags as cf
+from ..package.testsuite import test_headers
 from .context import PlanContext, transitive_deps
 from .include_scan import reachable
 from .model import ACTION_ENV, Plan
 from .module_graph import ModuleGraph
 from .rule_actions import action_id as rule_action_id
-from ..package.sources import header_pool, include_dirs
-from ..package.testsuite import test_headers
 from .std_module import LIBCXX_FLAG, libcxx_modules
-from ..modules.p1689 import PreprocessScan, scan_deps_tool
-from ..package.sources import Source
 from .units import Unit
 
 

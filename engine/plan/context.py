@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 
-from ..layout import Layout
 from ..manifest import globs
 from ..manifest.model import TargetSpec
+from ..package.layout import Layout
 from ..package.model import Package, PackageGraph
-from ..profiles import Profile
-from ..toolchain import Toolchain
+from ..package.profiles import Profile
+from ..toolchain.compilers import Toolchain
 
 
 class PlanContext:

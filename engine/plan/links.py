@@ -11,12 +11,12 @@ import os
 
 from mcpp.cas.action import Action, ActionKind
 
-from ..conventions import ASM_CPP_EXTS, ASM_EXTS, C_DRIVER_ROLES, C_EXTS
-from ..linker import action_path, link_programs, selection_flags
+from . import compile_flags as cf
+from ..core.conventions import ASM_CPP_EXTS, ASM_EXTS, C_DRIVER_ROLES, C_EXTS
 from ..package.model import Package
 from ..package.targets import shared_names
 from ..package.testsuite import test_name
-from . import compile_flags as cf
+from ..toolchain.linker import action_path, link_programs, selection_flags
 from .context import PlanContext, target_deps, transitive_deps
 from .model import ACTION_ENV, Artifact, ArtifactKind, Plan
 from .module_graph import ModuleGraph
@@ -35,7 +35,7 @@ class Links:
         self.std_ids = modules.std_ids
         self.std_link = [LIBCXX_FLAG] if modules.libcxx else []
         self.archives: dict[Package, str] = {}  # package -> its archive, once planned
-        # (driver, linker selection flags) -> the programs it runs to link (engine/linker.py)
+        # (driver, linker selection flags) -> the programs it runs to link (engine/toolchain/linker.py)
         self.linkers: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
 
     def package_artifacts(self, pkg: Package, units: list[Unit], rule_objects: list[tuple[str, str]],

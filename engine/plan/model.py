@@ -7,7 +7,7 @@ from enum import StrEnum
 
 from mcpp.cas.action import Action
 
-from ..action_env import ACTION_ENV  # noqa: F401 - planning's modules take it from here
+from ..core.action_env import ACTION_ENV  # noqa: F401 - planning's modules take it from here
 
 
 class ArtifactKind(StrEnum):
@@ -39,7 +39,7 @@ class Plan:
     artifacts: list[Artifact] = field(default_factory=list)
     compile_commands: list[dict] = field(default_factory=list)
     made_by: dict[str, str] = field(default_factory=dict)  # execroot path -> id of the action writing it
-    # `compile_commands` as the file's bytes, made once per plan (engine/build_outputs.py)
+    # `compile_commands` as the file's bytes, made once per plan (engine/build/build_outputs.py)
     compile_commands_json: bytes | None = field(default=None, repr=False, compare=False)
 
     def add(self, action: Action, package: str, prereqs: list[str]) -> None:

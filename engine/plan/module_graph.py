@@ -9,10 +9,10 @@ checked as a whole before any compile is planned: a module imported but exported
 """
 from __future__ import annotations
 
-from ..errors import McppError, Position, ScanError
+from ..core.errors import McppError, Position, ScanError
 from ..modules.scanner import ModuleUnit
-from .context import PlanContext
 from ..package.sources import Source
+from .context import PlanContext
 from .std_module import STD_MODULES, libcxx_modules
 from .units import Unit
 

@@ -14,21 +14,21 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..layout import Layout
+from . import rule_edges
 from ..manifest import globs
 from ..modules.scanner import ModuleUnit
+from ..package.layout import Layout
 from ..package.model import Package, PackageGraph
+from ..package.profiles import Profile
 from ..package.sources import package_sources
 from ..package.targets import targets_of
 from ..package.testsuite import package_tests
-from ..profiles import Profile
-from ..toolchain import Toolchain
+from ..toolchain.compilers import Toolchain
 from .compiles import Compiles
 from .context import PlanContext
 from .links import Links
 from .model import ACTION_ENV, Artifact, ArtifactKind, Plan
 from .module_graph import ModuleGraph
-from . import rule_edges
 from .program_actions import ProgramActions
 from .units import TargetUnits, Unit, UnitMaker
 

@@ -14,15 +14,15 @@ import os
 
 from mcpp.cas.action import Action
 
-from .. import containment
-from ..errors import McppError
+from ..core import containment
+from ..core.errors import McppError
+from ..modules.scanner import ModuleUnit, scan_source
 from ..package.model import Package
+from ..package.sources import Source, role_of
 from .context import PlanContext
 from .model import ACTION_ENV, Plan
 from .rule_actions import action_id as rule_action_id, to_plan_action
-from ..package.sources import Source, role_of
 from .units import ORDINARY, Unit, UnitMaker
-from ..modules.scanner import ModuleUnit, scan_source
 
 
 class ProgramActions:

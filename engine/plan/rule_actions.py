@@ -20,8 +20,8 @@ import os
 from mcpp.cas.action import Action, ActionKind
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
-from ..containment import inside
-from ..errors import McppError
+from ..core.containment import inside
+from ..core.errors import McppError
 from ..package.model import Package
 from ..package.program_result import RuleAction
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from mcpp.cas.action import ActionKind
 
-from ..errors import McppError
+from ..core.errors import McppError
 
 
 def settle(plan) -> None:

@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..errors import McppError
+from ..core.errors import McppError
 
 STD_MODULES = ("std", "std.compat")
 LIBCXX_FLAG = "-stdlib=libc++"

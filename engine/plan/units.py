@@ -6,14 +6,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..conventions import C_DRIVER_ROLES
-from ..errors import McppError
+from ..core.conventions import C_DRIVER_ROLES
+from ..core.errors import McppError
 from ..manifest.model import TargetSpec
-from ..package.model import Package
-from ..package.targets import owned_by_targets, owned_sources, targets_of
 from ..modules.scanner import ModuleUnit, NeedsPreprocessor
-from .context import PlanContext
+from ..package.model import Package
 from ..package.sources import Source
+from ..package.targets import owned_by_targets, owned_sources, targets_of
+from .context import PlanContext
 
 # What a source that is not a module and imports none scans as (and every C or assembler source,
 # unscanned).

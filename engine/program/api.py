@@ -14,17 +14,17 @@ from dataclasses import dataclass, field
 
 import blake3
 
-from .. import containment
-from ..containment import inside
-from ..errors import ManifestError
+from ..core import containment
+from ..core.containment import inside
+from ..core.errors import ManifestError
 from ..manifest import globs
+from ..package.program_result import ROLES, ProgramResult, RuleAction
+from ..payloads import version as payload_version
 from .api_context import ContextApi
 from .api_errors import ProgramApiError, _need_str
 from .api_providers import ProvidersApi
 from .context import ProgramContext
 from .probe import ProbeSettings
-from ..package.program_result import ROLES, ProgramResult, RuleAction
-from ..payloads import version as payload_version
 
 # `floor("name >= version")`: the shape checked here, compared with facts in driver.py.
 FLOOR = re.compile(r"\s*(?P<name>[A-Za-z0-9_.:+-]+)\s*(?P<op>>=|==)\s*(?P<version>\S+)\s*$")
@@ -291,7 +291,7 @@ class McppApi(ContextApi, ProvidersApi):
     # -- helpers ---------------------------------------------------------------------------------
     def _inside(self, resolved: str, call: str) -> None:
         """The engine reads this path outside any sandbox: a symlink must not lead it out of the
-        package (engine/containment.py)."""
+        package (engine/core/containment.py)."""
         try:
             containment.check(resolved, self.ctx.manifest_dir, shown=f"`{resolved}`")
         except containment.SymlinkEscape as e:

@@ -16,15 +16,15 @@ import os
 import re
 from dataclasses import asdict
 
-from ..containment import inside
-from .api_errors import ProgramApiError, _need_str
-from .context import BinRef, CompileContext, RulePackageRef, ToolchainInfo
+from ..core.containment import inside
 from ..package.features import feature_define
 from ..package.model import Package
 from ..package.sources import include_dirs
 from ..package.targets import targets_of
-from ..plan.context import transitive_deps
 from ..plan.compile_flags import std_flag
+from ..plan.context import transitive_deps
+from .api_errors import ProgramApiError, _need_str
+from .context import BinRef, CompileContext, RulePackageRef, ToolchainInfo
 
 # Functions that return a struct: Starlark builds it (a Python callable returns only plain
 # values), in a wrapper the prelude defines with the same (empty) signature, so a wrong call is

@@ -24,7 +24,7 @@ import tempfile
 import time
 from typing import Callable
 
-from ..errors import McppError, Position
+from ..core.errors import McppError, Position
 from .nesting import STACK_BYTES, on_big_stack
 
 # Generous for any real build program (they run in milliseconds and a few MiB); small enough that

@@ -1,6 +1,6 @@
 """The evaluation cache: a program runs again only when something it could see has changed.
 
-An entry (`target/<profile>/.mcpp/programs/<package>.json`, engine/layout.py) holds the context fingerprint,
+An entry (`target/<profile>/.mcpp/programs/<package>.json`, engine/package/layout.py) holds the context fingerprint,
 every `.star` file the evaluation used, every file it read, every glob with its matches and
 every environment variable it asked for, each with what it saw, and the result. A lookup is a
 hit when the fingerprint matches and each recorded read still sees the same thing; then the
@@ -14,9 +14,9 @@ import os
 from mcpp.cas.atomic import write_atomic
 from mcpp.cas.statcache import discard
 
-from ..errors import McppError
-from .api import Reads, file_digest, run_glob
+from ..core.errors import McppError
 from ..package.program_result import ProgramResult
+from .api import Reads, file_digest, run_glob
 
 _FORMAT = "mcpp-program-cache-1"
 

@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from ..errors import ManifestError, McppError, Position
+from ..core.errors import ManifestError, McppError, Position
 
-from ..conventions import Role
+from ..core.conventions import Role
 from ..manifest import globs
 from ..manifest.load import display_path
 from ..package.model import Package, PackageGraph

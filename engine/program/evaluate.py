@@ -21,9 +21,9 @@ import time
 
 import starlark as sl
 
-from ..errors import McppError, Position
-from ..manifest.load import display_path
 from . import nesting
+from ..core.errors import McppError, Position
+from ..manifest.load import display_path
 from .api import McppApi, ProgramApiError, file_digest
 from .api_context import PRELUDE_NAME, member, outside_prelude, struct_prelude
 from .api_providers import WRAPPERS

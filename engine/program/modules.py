@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 from mcpp import starlark_rules
 
-from ..errors import ManifestError, McppError
-from ..package.features import requested_features
-from ..package.model import Package
+from ..core.errors import ManifestError, McppError
 from ..manifest import globs
 from ..manifest.model import DependencySpec
+from ..package.features import requested_features
+from ..package.model import Package
 
 LIBRARY_PREFIX = "@mcpp//"
 LIBRARY_DIR = os.path.dirname(os.path.abspath(starlark_rules.__file__))

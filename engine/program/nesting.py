@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from typing import Callable, TypeVar
 
-from ..errors import McppError, Position
+from ..core.errors import McppError, Position
 
 # Far above any program written by hand; far below what STACK_BYTES can hold (a level of the
 # costliest construct takes a few KiB of native stack).

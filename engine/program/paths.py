@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 
-from ..errors import McppError, Position, display_path
+from ..core.errors import McppError, Position, display_path
 
 PROGRAM_NAME = "build.star"
 

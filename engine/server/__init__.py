@@ -12,7 +12,7 @@ request and its own stdin/stdout/stderr, and exits with the build's exit code.
 - `client.py`    the `mcpp` side: route, start a server on first use, forward Ctrl-C
 - `daemon.py`    the server loop: accept, fork one child per build, report exit codes
 - `child.py`     what a forked build child does before it runs the command line
-- `child_memory.py` the child's `BuildMemory` (engine/build_memory.py) and the `HandOff` it returns
+- `child_memory.py` the child's `BuildMemory` (engine/build/memory.py) and the `HandOff` it returns
 - `watcher.py`   what changed on disk since a build (inotify, or a stat scan)
 - `warm.py`      the in-memory state a build reuses when nothing it depends on changed
 - `noop_watch.py` a repeated `mcpp build` answered in the server, from inotify once checked

@@ -3,7 +3,7 @@
 The server decides what to give before it forks (warm.py: the plan, knowledge, proofs, glob
 expansions and sandbox of the last build of the same request, with what its watcher saw change
 since, and the state files it loaded); the child makes a `ChildMemory` of it, passes it into the
-build (engine/build_memory.py), and after the client's answer writes its `hand_off()` to a file
+build (engine/build/memory.py), and after the client's answer writes its `hand_off()` to a file
 the server reads (warm.py `after_build`). Everything here lives in the child's own memory and
 dies with it.
 """
@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..after_reply import AfterReply
-from ..build_memory import open_state
-from ..manifest.globs import Expansions
-from ..sandbox_warm_up import SandboxWarmUp, fits
-from ..unchanged import Knowledge, Unchanged
 from . import state_memo
+from ..build.memory import open_state
+from ..exec.after_reply import AfterReply
+from ..exec.sandbox_warm_up import SandboxWarmUp, fits
+from ..manifest.globs import Expansions
+from ..state.unchanged import Knowledge, Unchanged
 from .plan_memo import SAME, Given, PlanMemo
 
 
@@ -26,8 +26,8 @@ class HandOff:
     """What a build child learned, for the server to keep for the next build of its request."""
     plan: bytes | None  # the new plan_memo.Entry, pickled; plan_memo.REUSED; None: none to keep
     state: tuple[state_memo.Paths, ...]  # the incremental state files the build opened
-    knowledge: Knowledge | bytes | None  # what it ended with (engine/unchanged.py); SAME: the one given
-    sandbox: tuple | None  # the sandbox settings it used (engine/sandbox_warm_up.py)
+    knowledge: Knowledge | bytes | None  # what it ended with (engine/state/unchanged.py); SAME: the one given
+    sandbox: tuple | None  # the sandbox settings it used (engine/exec/sandbox_warm_up.py)
     globs: dict  # the source glob expansions it made (manifest/globs.py)
 
 

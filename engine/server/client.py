@@ -18,10 +18,10 @@ import sys
 import time
 from _collections_abc import Callable  # what `collections.abc` re-exports, already loaded
 
+from ..core.commands import SERVED
 from . import protocol
 from .paths import Unsafe, home_dir, log_file, server_dir, server_id, socket_path, workspace_root
 
-ROUTED = ("build", "run", "test")
 NO_SERVER_ENV = "MCPP_NO_SERVER"
 NO_SERVER_FLAG = "--no-server"
 _GLOBAL_WITH_VALUE = ("--color", "-j", "--jobs", "--manifest-path")
@@ -59,7 +59,7 @@ def wanted(argv: list[str]) -> tuple[str, str | None] | None:
             elif not a.startswith("-"):
                 command = a
         i += 1
-    if command not in ROUTED:
+    if command not in SERVED:
         return None
     return command, manifest_path
 

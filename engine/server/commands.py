@@ -5,8 +5,8 @@ import os
 
 import click
 
-from ..errors import McppError
 from . import client
+from ..core.errors import McppError
 from .paths import Unsafe, home_dir, server_id, workspace_root
 
 

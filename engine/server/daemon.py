@@ -18,7 +18,7 @@ Builds of one workspace run as they would from several terminals: each child tak
 lock of its target directory, so a second build waits ("Blocking waiting for file lock") and
 the output says so exactly as in process.
 
-A repeated `mcpp build` whose no-op record still holds (engine/noop.py) is answered here,
+A repeated `mcpp build` whose no-op record still holds (engine/state/noop.py) is answered here,
 without a fork: a few thousand `stat` calls in a warm process, where the client alone would
 pay for them plus its imports.
 """
@@ -44,8 +44,8 @@ from mcpp.sandbox.lineage import inside_action
 from . import child, protocol
 from .child_memory import ChildMemory
 from .noop_watch import NoopWatch
-from .source_watch import SourceWatch
 from .paths import Unsafe, lock_path, socket_path
+from .source_watch import SourceWatch
 
 IDLE_ENV = "MCPP_SERVER_IDLE"
 DEFAULT_IDLE_S = 3 * 3600  # as Bazel's and Gradle's daemons: a working day's pauses, not a week's

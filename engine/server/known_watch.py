@@ -1,7 +1,7 @@
 """The files a build's knowledge names, kept proven by inotify between builds.
 
 A server build hands the next build of the same request the digest of every file its keys were
-computed from (engine/unchanged.py); the next build proves which files still have them, one
+computed from (engine/state/unchanged.py); the next build proves which files still have them, one
 `stat` each: at a thousand units, three thousand stats, most of a no-op's time. The server does
 that work between builds instead, the way it keeps a no-op record true (noop_watch.py): after
 the build, it watches the directory of every file by name, then checks every file against the
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from mcpp.cas.statcache import StatCache
 
-from ..unchanged import Knowledge
+from ..state.unchanged import Knowledge
 from .noop_watch import NoopWatch
 
 

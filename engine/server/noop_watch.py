@@ -1,6 +1,6 @@
 """The server's answer to a repeated `mcpp build`: the no-op record, kept true by inotify.
 
-A no-op record (engine/noop.py) lists the stat of every file a successful build depended on:
+A no-op record (engine/state/noop.py) lists the stat of every file a successful build depended on:
 sources, headers (the system's too), outputs, compilers, manifests, the engine's own sources
 and the directories globs walked. Checking it costs a `stat` per file, a thousand or more for a
 few hundred units. Once a check has passed, the server watches every directory those files
@@ -21,7 +21,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-from .. import noop
+from ..state import noop
 from .watcher import EVERY_CHANGE, IN_IGNORED, IN_Q_OVERFLOW, Descriptor, inotify_open, read_events
 
 _MAX_WATCHES = 4096  # directories one server may watch for no-op records; beyond that, stat

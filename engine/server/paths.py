@@ -12,8 +12,8 @@ import os
 import stat
 import zlib
 
-from ..manifest_search import manifests_above
-from ..mcpp_home import home_root
+from ..core.manifest_search import manifests_above
+from ..core.mcpp_home import home_root
 
 
 def workspace_root(start: str) -> str | None:
@@ -116,7 +116,7 @@ def lock_path(ident: str) -> str:
 
 
 def home_dir() -> str:
-    """`$MCPP_HOME`, else `~/.mcpp` (`engine/mcpp_home.py`), as an absolute path."""
+    """`$MCPP_HOME`, else `~/.mcpp` (`engine/core/mcpp_home.py`), as an absolute path."""
     return os.path.abspath(home_root(os.environ))
 
 

@@ -14,7 +14,7 @@ child's `BuildMemory`, child_memory.py), the plan is taken again only when:
 - every rewritten file the scanners read scans to the same module facts and include directives
   (an edit inside a function body keeps the plan; an edit of an `#include` line does not).
 
-In process (no server) nothing is given and the build simply plans (engine/build_memory.py).
+In process (no server) nothing is given and the build simply plans (engine/build/memory.py).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..unchanged import Knowledge, Unchanged
+from ..state.unchanged import Knowledge, Unchanged
 
 
 @dataclass
@@ -46,7 +46,7 @@ class Given:
     # the knowledge's files the server proved after that build, and those of them an event may
     # have touched since (known_watch.py); None: none proven
     proven: tuple[dict[str, str], set[str]] | None = None
-    sandbox: tuple | None = None  # the sandbox settings that build used (engine/sandbox_warm_up.py)
+    sandbox: tuple | None = None  # the sandbox settings that build used (engine/exec/sandbox_warm_up.py)
 
 
 # What a build child hands back for its plan when it took the given one, and for its knowledge

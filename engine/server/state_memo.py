@@ -1,6 +1,6 @@
 """A build's incremental state (stat cache, action records, scan cache), loaded ahead of time.
 
-Every build opens three marshal files under `target/<profile>/.mcpp/` (engine/incremental.py);
+Every build opens three marshal files under `target/<profile>/.mcpp/` (engine/state/incremental.py);
 for a few hundred actions that is tens of milliseconds of a no-op. A server loads them after
 each build, while it waits for the next request, and a build child takes the loaded objects
 when each file still has the stat it had when the server read it: the objects are then exactly
@@ -8,7 +8,7 @@ what loading the files would give (the stat cache's racy-timestamp guard reads t
 own mtime, not the clock). The child works on its own copy (the fork's), so nothing it changes
 reaches the server or the next build except through the files it saves.
 
-In process (no server) the build simply opens the files (engine/build_memory.py).
+In process (no server) the build simply opens the files (engine/build/memory.py).
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import warnings
 
 from mcpp.cas.statcache import StatCache
 
-from ..build_memory import open_state
-from ..incremental import BuildState, ScanCache
+from ..build.memory import open_state
+from ..state.incremental import BuildState, ScanCache
 
 Paths = tuple[str, str, str, str]  # stat cache, action state, execroot, scan cache
 

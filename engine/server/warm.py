@@ -5,14 +5,14 @@
 - per request (argv, working directory, environment, umask: everything a build may depend on
   besides the files), what its last build left (`_Held`): the plan (`plan_memo.Entry`), the
   watcher's token taken just before that build began, the keys and digests the build ended
-  with (engine/unchanged.py: the next build need not recompute a key none of whose inputs
+  with (engine/state/unchanged.py: the next build need not recompute a key none of whose inputs
   changed), those files proven by a watch (`known_watch.py`; refreshed, not redone, when a
   no-op hands the same knowledge back), its source glob expansions (taken while no directory
   changed shape) and the sandbox settings it used. Before the next build of the same request,
   the watcher says what changed since then and all of it is handed to the child with that
   list, or dropped when the shape of a tree changed. The child makes its `BuildMemory` of it
   (child_memory.py) and decides the rest (`plan_memo.py`), and begins that sandbox before it
-  reads its command line when something changed (`child_ready`, engine/sandbox_warm_up.py);
+  reads its command line when something changed (`child_ready`, engine/exec/sandbox_warm_up.py);
 - per plan, `compile_commands.json`'s bytes, encoded while the server waits.
 
 A build child's own memory dies with it; what it learned comes back as one `HandOff` in a file
@@ -28,18 +28,18 @@ import pickle
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from ..build_outputs import compile_commands_json
-from ..plan.model import Plan
-from ..unchanged import Knowledge
 from . import known_watch, plan_memo, state_memo
+from ..build.build_outputs import compile_commands_json
+from ..plan.model import Plan
+from ..state.unchanged import Knowledge
 from .child_memory import ChildMemory, HandOff
 from .paths import server_dir
 from .watcher import StatScan, make_watcher
 
 # Imported lazily by the command line on the paths a build takes; the server pays once.
 _MODULES = (
-    "mcpp.engine.cli", "mcpp.engine.build", "mcpp.engine.run_command", "mcpp.engine.test_command",
-    "mcpp.engine.pipeline", "mcpp.engine.schedule", "mcpp.engine.plan.planner", "mcpp.engine.program.driver",
+    "mcpp.engine.cli.app", "mcpp.engine.build.compose", "mcpp.engine.cli.run", "mcpp.engine.cli.run_tests",
+    "mcpp.engine.exec.pipeline", "mcpp.engine.exec.schedule", "mcpp.engine.plan.planner", "mcpp.engine.program.driver",
     "mcpp.engine.modules.scanner", "mcpp.engine.plan.include_scan", "mcpp.sandbox", "mcpp.cas.statcache",
     "blake3", "zstandard",
     "difflib",  # click's "no such option" (which `-j2` meets before it is read as `-j 2`) imports it
@@ -76,11 +76,11 @@ class _Held:
     """What the last build of a request left, and since when the watcher speaks for it."""
     entry: plan_memo.Entry
     token: object  # the watcher's position just before that build began
-    knowledge: Knowledge | None  # the keys and digests it ended with (engine/unchanged.py)
+    knowledge: Knowledge | None  # the keys and digests it ended with (engine/state/unchanged.py)
     globs: dict | None  # its source glob expansions (engine/manifest/globs.py)
     watched: frozenset  # the roots the watcher covered from `token` on
     proof: known_watch.Proof | None = None  # the knowledge's files, watched since checked
-    sandbox: tuple | None = None  # the sandbox settings it used (engine/sandbox_warm_up.py)
+    sandbox: tuple | None = None  # the sandbox settings it used (engine/exec/sandbox_warm_up.py)
 
 
 class Hooks:
@@ -243,7 +243,7 @@ class Hooks:
         the watcher saw a change since the last build of this request, start the sandbox that
         build used (its worker's start-up overlaps reading the command line, loading and
         planning). The build hands over its sandbox only when that sandbox has a
-        worker to start (engine/build.py `_warm_up`, `TrustPolicy.stages_inputs`)."""
+        worker to start (engine/build/compose.py `_warm_up`, `TrustPolicy.stages_inputs`)."""
         if self.memory is not None:
             self.memory.start_sandbox()
 

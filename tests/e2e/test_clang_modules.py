@@ -73,7 +73,7 @@ def test_objects_and_bmis_are_byte_identical_across_checkouts(project, mcpp, tmp
 @pytest.mark.parametrize("first, then", [("bwrap", "dir"), ("dir", "bwrap")])
 def test_a_bmi_is_never_served_across_bwrap_and_dir(project, mcpp, first, then):
     """dir cannot prove what an action read (a depfile leaves out `.incbin` and driver-loaded
-    files), so its results are keyed apart from bwrap's (engine/trust.py): after `rm -rf target`,
+    files), so its results are keyed apart from bwrap's (engine/trust/policy.py): after `rm -rf target`,
     a build in the other sandbox compiles every module interface and importer itself, and the
     program it links runs."""
     app = library_and_consumer(project)

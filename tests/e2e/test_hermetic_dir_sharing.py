@@ -1,5 +1,5 @@
 """What `--sandbox dir` cannot confine it does not share: no result of a dir build is keyed
-where a bwrap build finds it, not even a compile whose depfile it checked (engine/trust.py);
+where a bwrap build finds it, not even a compile whose depfile it checked (engine/trust/policy.py);
 an undeclared response file fails the action (sandbox/undeclared.py).
 
 Each test is an attack with real compilers; each failed on the engine before that change."""

@@ -1,7 +1,7 @@
 """A link's key covers every file the link reads: the linker program the driver runs, and the
 crt objects, libraries and linker scripts the linker opened (its `--dependency-file`), so a
 changed linker or system library relinks, and `rm -rf target` never restores a binary linked
-against the old one (engine/linker.py, engine/plan/links.py).
+against the old one (engine/toolchain/linker.py, engine/plan/links.py).
 
 Each test failed on the engine that keyed a link by its command and declared inputs alone."""
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A source saved while a build runs, after that build read it, is built by the next `mcpp build`:
 the no-op record holds the stat of what the build read, never a stat taken after the build
-(engine/noop.py), in process and through the warm server."""
+(engine/state/noop.py), in process and through the warm server."""
 from __future__ import annotations
 
 import os

@@ -12,7 +12,7 @@ PROBE = ("import os, sys; sys.argv = ['mcpp', 'build']\n"
          "import mcpp.engine.entry\n"
          "try:\n    mcpp.engine.entry.main()\n"
          "except SystemExit:\n    pass\n"
-         "print('ENGINE LOADED' if 'mcpp.engine.build' in sys.modules else 'FAST PATH', file=sys.stderr)\n")
+         "print('ENGINE LOADED' if 'mcpp.engine.build.compose' in sys.modules else 'FAST PATH', file=sys.stderr)\n")
 
 
 def build_in_process(root, mcpp) -> str:

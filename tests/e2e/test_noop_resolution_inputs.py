@@ -1,4 +1,4 @@
-"""The no-op shortcut compares every input of resolution (engine/build_env.py): a build whose
+"""The no-op shortcut compares every input of resolution (engine/core/build_env.py): a build whose
 payload index changes (through `MCPP_PAYLOAD_INDEX` or `$MCPP_HOME/config.toml`), or whose index
 gains a newer release, is built again with the generator now resolved, in process and through the
 warm server."""
@@ -11,7 +11,7 @@ import time
 import pytest
 
 from e2e_support import write_tree
-from mcpp.engine import noop
+from mcpp.engine.state import noop
 
 pytestmark = pytest.mark.one_mode  # runs each case in both modes itself: the server-on run leaves it out
 

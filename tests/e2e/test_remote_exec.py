@@ -246,8 +246,8 @@ def _only_worker(grid: LocalGrid, home: Path, name: str):
     expire, so that nothing is leased to them. Yields the list its log events go to."""
     from mcpp.cas.home import Home
     from mcpp.cas.remote.config import parse_remote_url
-    from mcpp.engine import worker_loop
-    from mcpp.engine.worker_cmd import _offered_tools
+    from mcpp.engine.bot import lease_loop as worker_loop
+    from mcpp.engine.bot.command import _offered_tools
 
     for i in list(grid.workers):
         grid.kill_worker(i)
@@ -279,7 +279,7 @@ def test_an_output_whose_bytes_do_not_match_its_digest_is_never_linked(grid, tmp
     the object with "Hello, " patched to "Pwned, " (same size, still a valid object, so only the
     hash check can tell). The client must refuse those bytes and run the compile itself (a warning
     says so); were they accepted, the linked program would print "Pwned, world!"."""
-    from mcpp.engine import worker_loop
+    from mcpp.engine.bot import lease_loop as worker_loop
 
     forged = []
     real_run = worker_loop.run_leased_action

@@ -156,7 +156,7 @@ def test_a_result_naming_an_output_by_a_path_is_run_locally_with_a_warning(grid,
     """The other direction: a worker (or a server) answers a compile with an `ActionResult` that
     names the object by a "digest" that is a path. The client refuses it before it names
     anything (no resource name, no store path is made of it), says so once and compiles here."""
-    from mcpp.engine import worker_loop
+    from mcpp.engine.bot import lease_loop as worker_loop
     from test_remote_exec import _hello, _only_worker
 
     real_run = worker_loop.run_leased_action

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpp.engine.errors import ManifestError
+from mcpp.engine.core.errors import ManifestError
 from mcpp.engine.manifest import globs
 from mcpp.engine.manifest.globs import expand, match
 

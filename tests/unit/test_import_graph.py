@@ -8,7 +8,7 @@ names (`mcpp.engine.x`) mapped to the repository's folders (`engine/x.py`).
 Two checks:
 - modules: no module reaches itself through its imports;
 - components: with each sub-package collapsed into one node (`engine.plan`, `engine.program`,
-  `cas.remote`, ...; a top-level module such as `engine.build` stays its own node), no cycle
+  `cas.remote`, ...; a top-level module such as `engine.build.compose` stays its own node), no cycle
   either, so two sub-packages never lean on each other module by module.
 And `cas/` and `sandbox/` never import `engine/`: they are libraries the engine uses.
 """
@@ -154,7 +154,7 @@ def _describe(found: tuple[list[str], list[str]], where) -> str:
 
 
 def _component(module: str) -> str:
-    """A sub-package collapses to one node; a top-level module (`engine.build`) is its own."""
+    """A sub-package collapses to one node; a top-level module (`engine.build.compose`) is its own."""
     parts = module.split(".")
     return ".".join(parts[:2])
 
@@ -212,18 +212,18 @@ def test_the_checker_sees_a_cycle_kept_alive_by_a_function_level_import(tmp_path
 
 def test_the_checker_sees_a_library_importing_the_engine(tmp_path):
     store = tmp_path / "store.py"
-    store.write_text("def f():\n    from mcpp.engine.errors import McppError\n")
-    modules = {"cas.store": store, "engine.errors": tmp_path / "errors.py"}
-    edges = {"cas.store": dict(_imports("cas.store", store, modules)), "engine.errors": {}}
-    assert _library_imports_of_engine(edges) == [("cas.store", 2, "engine.errors")]
+    store.write_text("def f():\n    from mcpp.engine.core.errors import McppError\n")
+    modules = {"cas.store": store, "engine.core.errors": tmp_path / "errors.py"}
+    edges = {"cas.store": dict(_imports("cas.store", store, modules)), "engine.core.errors": {}}
+    assert _library_imports_of_engine(edges) == [("cas.store", 2, "engine.core.errors")]
 
 
 def test_the_build_never_imports_the_server_that_hosts_it():
     """The server imports the build, never the reverse: what a build takes from a warm server and
-    leaves to it goes through the `BuildMemory` passed into `build(...)` (engine/build_memory.py)."""
+    leaves to it goes through the `BuildMemory` passed into `build(...)` (engine/build/memory.py)."""
     edges, _ = _graph()
-    chain = {"engine.build": None}
-    todo = ["engine.build"]
+    chain = {"engine.build.compose": None}
+    todo = ["engine.build.compose"]
     while todo:
         module = todo.pop()
         for target in edges.get(module, {}):
@@ -238,4 +238,64 @@ def test_the_build_never_imports_the_server_that_hosts_it():
             steps.append(chain[steps[-1]])
         return " -> ".join(reversed(steps))
 
-    assert not reached, "engine.build reaches the server:\n  " + "\n  ".join(path_to(m) for m in reached)
+    assert not reached, "engine.build.compose reaches the server:\n  " + "\n  ".join(path_to(m) for m in reached)
+
+
+# The engine's layers, top to bottom. A module imports only from its own sub-package or from a
+# sub-package of a lower layer; two sub-packages of one layer never import each other. So the
+# build never reaches the warm server that hosts it, and `core` imports nothing of the engine.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("engine.entry",),                                      # the console script
+    ("engine.cli",),                                        # click: one module per command
+    ("engine.server", "engine.bot"),                        # the warm build server; the REAPI bot
+    ("engine.build",),                                      # one build, composed
+    ("engine.exec",),                                       # running actions
+    ("engine.state", "engine.trust"),                       # what earlier builds left; trust policy
+    ("engine.program",),                                    # build.star evaluation
+    ("engine.plan",),                                       # planning actions
+    ("engine.package", "engine.payloads", "engine.toolchain"),
+    ("engine.manifest", "engine.modules"),                  # mcpp.toml; the C++ module scanner
+    ("engine.report",),                                     # what the user sees
+    ("engine.core",),                                       # errors, conventions, registries
+)
+ROOT_MODULES_MAX = 8
+
+
+def _rank() -> dict[str, int]:
+    return {name: len(LAYERS) - i for i, layer in enumerate(LAYERS) for name in layer}
+
+
+def _layer_violations(edges: dict[str, dict[str, int]], rank: dict[str, int]) -> list[tuple[str, int, str]]:
+    bad = []
+    for a, targets in edges.items():
+        ca = _component(a)
+        if ca not in rank:
+            continue
+        for b, line in targets.items():
+            cb = _component(b)
+            if cb in rank and cb != ca and rank[cb] >= rank[ca]:
+                bad.append((a, line, b))
+    return bad
+
+
+def test_engine_layers_point_down():
+    edges, modules = _graph()
+    bad = [f"{modules[a].relative_to(REPO)}:{line} imports {b}" for a, line, b in _layer_violations(edges, _rank())]
+    assert not bad, ("imports that point up or sideways between the engine's layers (LAYERS):\n  "
+                     + "\n  ".join(bad))
+
+
+def test_every_engine_component_has_a_layer():
+    _, modules = _graph()
+    components = {_component(m) for m in modules if m.startswith("engine.")}
+    assert components - set(_rank()) == set(), "add each new sub-package (or root module) to LAYERS"
+
+
+def test_the_engine_root_keeps_a_handful_of_modules():
+    root = [p.name for p in (REPO / "engine").glob("*.py")]
+    assert len(root) <= ROOT_MODULES_MAX, f"engine/ holds {sorted(root)}: move modules into their layer"
+
+
+def test_the_layer_check_sees_an_import_that_points_up():
+    edges = {"engine.build.x": {"engine.server.y": 3}, "engine.server.y": {"engine.build.x": 1}}
+    assert _layer_violations(edges, _rank()) == [("engine.build.x", 3, "engine.server.y")]

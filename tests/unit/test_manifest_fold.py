@@ -5,13 +5,13 @@ import textwrap
 
 import pytest
 
-from mcpp.engine.accel import AccelSet, parse_accel
-from mcpp.engine.errors import ManifestError
+from mcpp.engine.core.accel import AccelSet, parse_accel
+from mcpp.engine.core.errors import ManifestError
 from mcpp.engine.manifest.context import BuildContext, resolve_context
 from mcpp.engine.manifest.fold import fold, read_manifest
 from mcpp.engine.manifest.load import parse_manifest
 from mcpp.engine.manifest.triples import host_triple, parse_triple
-from mcpp.engine.errors import McppError
+from mcpp.engine.core.errors import McppError
 
 HEAD = '[package]\nname = "fold"\nversion = "0.1.0"\n\n'
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpp.engine.accel import AccelSet, AccelSyntaxError, parse_accel
+from mcpp.engine.core.accel import AccelSet, AccelSyntaxError, parse_accel
 from mcpp.engine.manifest import selectors, triples
 from mcpp.engine.manifest.selectors import SelectorError, parse_selector
 

@@ -13,8 +13,8 @@ import textwrap
 
 import pytest
 
-from mcpp.engine.accel import AccelSet
-from mcpp.engine.errors import ManifestError
+from mcpp.engine.core.accel import AccelSet
+from mcpp.engine.core.errors import ManifestError
 from mcpp.engine.manifest.context import BuildContext
 from mcpp.engine.manifest.fold import fold
 from mcpp.engine.manifest.load import parse_manifest

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpp.engine.errors import Position, ScanError
+from mcpp.engine.core.errors import Position, ScanError
 from mcpp.engine.modules.scanner import ModuleUnit, scan_source
 
 

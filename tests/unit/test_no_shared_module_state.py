@@ -3,7 +3,7 @@
 A warm server forks a child per build (engine/server/): whatever a module-level name holds when
 the server forks, the build inherits, and whatever the build leaves there, a test run in the same
 process sees next. So what a build takes from its host and leaves to it goes through the one
-seam passed into `build(...)` (engine/build_memory.py), never through module state. This test
+seam passed into `build(...)` (engine/build/memory.py), never through module state. This test
 reads every module of `engine/` (AST, no import) and fails on:
 
 - a `global` statement (a function re-binding a module name);
@@ -26,7 +26,7 @@ ENGINE = Path(__file__).resolve().parents[2] / "engine"
 
 # (path relative to engine/, name) -> why the state may stay
 ALLOWED = {
-    ("build.py", "_SANDBOX_WARNED"):
+    ("build/compose.py", "_SANDBOX_WARNED"):
         "the sandbox warnings already shown by this process (one line, not one per host-tool build); "
         "only a build adds to it, and the server never builds in its own process",
 }
@@ -141,7 +141,7 @@ def _violations(path: Path) -> list[str]:
 
 def test_no_engine_function_changes_module_level_state():
     found = [v for path in sorted(ENGINE.rglob("*.py")) for v in _violations(path)]
-    assert not found, ("module-level state changed from functions (pass it in instead: engine/build_memory.py "
+    assert not found, ("module-level state changed from functions (pass it in instead: engine/build/memory.py "
                        "for what a build shares with a server):\n  " + "\n  ".join(found))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from mcpp.engine.conventions import DEFAULT_GLOBS, Role
+from mcpp.engine.core.conventions import DEFAULT_GLOBS, Role
 from mcpp.engine.manifest.fold import read_manifest
 from mcpp.engine.package.graph import load_graph
 from mcpp.engine.package.model import Selection

@@ -2,7 +2,7 @@
 import pytest
 
 from mcpp.cas.action import Action
-from mcpp.engine.errors import McppError
+from mcpp.engine.core.errors import McppError
 from mcpp.engine.plan.planner import Plan
 from mcpp.engine.plan.rule_edges import find_cycle, settle
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
-from mcpp.engine.schedule import run_graph
+from mcpp.engine.exec.schedule import run_graph
 
 GRAPH = {"a": (), "b": (), "c": ("a", "b"), "d": ("c",), "e": ()}
 

@@ -1,4 +1,4 @@
-"""engine/shortcuts.py: every shortcut that skips work is registered with the check that makes it
+"""engine/core/shortcuts.py: every shortcut that skips work is registered with the check that makes it
 valid, each check exists, and code shaped like a new shortcut cannot land unregistered."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpp.engine.shortcuts import NOT_SHORTCUTS, SHORTCUTS, table
+from mcpp.engine.core.shortcuts import NOT_SHORTCUTS, SHORTCUTS, table
 
 REPO = Path(__file__).resolve().parents[2]
 ROOTS = ("engine", "cas", "sandbox")
@@ -57,7 +57,7 @@ def test_every_module_shaped_like_a_shortcut_is_registered_or_says_why_not():
     unexplained = sorted(set(_shaped()) - registered - set(NOT_SHORTCUTS))
     assert not unexplained, (
         "these modules keep stats, a cache, a memo or a watch: register each shortcut in "
-        f"engine/shortcuts.py with its check, or list the module in NOT_SHORTCUTS with why: {unexplained}")
+        f"engine/core/shortcuts.py with its check, or list the module in NOT_SHORTCUTS with why: {unexplained}")
 
 
 def test_the_exemptions_name_modules_that_exist():
@@ -67,4 +67,4 @@ def test_the_exemptions_name_modules_that_exist():
 
 def test_the_architecture_document_shows_the_registry():
     doc = (REPO / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
-    assert table() in doc, "docs/ARCHITECTURE.md's Shortcuts table differs: paste engine.shortcuts.table()"
+    assert table() in doc, "docs/ARCHITECTURE.md's Shortcuts table differs: paste engine.core.shortcuts.table()"

@@ -1,4 +1,4 @@
-"""engine/trust.py: every trust decision of a build follows from what its sandbox guarantees
+"""engine/trust/policy.py: every trust decision of a build follows from what its sandbox guarantees
 (never from the backend's name) and from the remote settings, in one `TrustPolicy`."""
 import pytest
 
@@ -6,8 +6,8 @@ from mcpp.cas.action import Action, ActionKind, Platform
 from mcpp.cas.remote.config import RemoteSettings
 from mcpp.cas.remote.signing import generate
 from mcpp.cas.remote.trust import remote_origin
-from mcpp.engine import trust
-from mcpp.engine.trust import TrustPolicy
+from mcpp.engine.trust import policy as trust
+from mcpp.engine.trust.policy import TrustPolicy
 from mcpp.sandbox import NAMES, BwrapSandbox, DirSandbox, LocalSandbox, guarantees_of, possible_guarantees
 
 BWRAP, DIR, OFF = BwrapSandbox.guarantees, DirSandbox.guarantees, LocalSandbox.guarantees

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpp.engine.conventions import DEFAULT_GLOBS, DEVICE_EXTS, HEADER_EXTS, ROLES, Role
+from mcpp.engine.core.conventions import DEFAULT_GLOBS, DEVICE_EXTS, HEADER_EXTS, ROLES, Role
 from mcpp.engine.package.sources import role_of
 
 SEED_TABLE = [".cu", ".hip", ".sycl", ".asc", ".cce", ".comp", ".vert", ".frag", ".geom", ".tesc", ".tese",

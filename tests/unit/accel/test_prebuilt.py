@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from mcpp.engine.accel import parse_accel
-from mcpp.engine.errors import McppError
+from mcpp.engine.core.accel import parse_accel
+from mcpp.engine.core.errors import McppError
 from mcpp.engine.manifest.model import RuntimeArtifact
-from mcpp.engine.prebuilt import accel_differences, arch_covered, select, tag_accepts
+from mcpp.engine.build.prebuilt import accel_differences, arch_covered, select, tag_accepts
 
 GOLDEN = Path(__file__).parent / "golden"
 TAG = "x86_64-linux-gnu-gcc16-libstdcxx16-c++23"

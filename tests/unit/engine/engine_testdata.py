@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from mcpp.cas.statcache import StatCache
-from mcpp.engine.incremental import BuildState
+from mcpp.engine.state.incremental import BuildState
 
 
 def open_state(execroot, state_dir) -> BuildState:

@@ -1,7 +1,7 @@
-"""The remote settings a command gets, through the one settings object (engine/settings.py)."""
+"""The remote settings a command gets, through the one settings object (engine/core/settings.py)."""
 from __future__ import annotations
 
-from mcpp.engine.settings import RemoteFlags, Settings
+from mcpp.engine.core.settings import RemoteFlags, Settings
 
 
 def remote_of(flag_url, flag_upload, environ, home, flag_execute=None):

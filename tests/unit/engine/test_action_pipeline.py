@@ -13,16 +13,16 @@ from engine_testdata import write
 from mcpp.cas.action import Action, Platform
 from mcpp.cas.home import Home
 from mcpp.cas.statcache import StatCache
-from mcpp.engine.action_runner import RunResult, prepare_outputs
-from mcpp.engine.errors import BuildFailed
-from mcpp.engine.explain import ExplainLog, load_records
-from mcpp.engine.incremental import BuildState, KeyComputer
-from mcpp.engine.layout import Layout
-from mcpp.engine.pipeline import ActionPipeline
+from mcpp.engine.exec.action_runner import RunResult, prepare_outputs
+from mcpp.engine.core.errors import BuildFailed
+from mcpp.engine.exec.explain import ExplainLog, load_records
+from mcpp.engine.state.incremental import BuildState, KeyComputer
+from mcpp.engine.package.layout import Layout
+from mcpp.engine.exec.pipeline import ActionPipeline
 from mcpp.engine.plan.planner import Plan
-from mcpp.engine.report import Reporter
-from mcpp.engine.schedule import run_graph
-from mcpp.engine.stores import Stores
+from mcpp.engine.report.reporter import Reporter
+from mcpp.engine.exec.schedule import run_graph
+from mcpp.engine.exec.stores import Stores
 
 PLATFORM = Platform("fake 1 x86_64-linux-gnu", "x86_64-linux-gnu")
 UPPER = Action(id="upper a", argv=("upper", "src/in.txt"), inputs=("src/in.txt",),
@@ -150,7 +150,7 @@ def test_a_failed_action_is_forgotten_and_not_cached(ws, tmp_path):
 import threading  # noqa: E402
 
 from mcpp.cas.digest import digest_bytes  # noqa: E402
-from mcpp.engine import pipeline as pipeline_mod  # noqa: E402
+from mcpp.engine.exec import pipeline as pipeline_mod  # noqa: E402
 
 
 def _no_entry_names_a_missing_blob(stores) -> int:

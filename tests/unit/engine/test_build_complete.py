@@ -1,11 +1,11 @@
 """A successful schedule that left a planned action unrun, or an artifact unmade, is a bug said
-as one (engine/build_outputs.py), never a silent `Finished`."""
+as one (engine/build/build_outputs.py), never a silent `Finished`."""
 from __future__ import annotations
 
 import pytest
 
 from mcpp.cas.action import Action, ActionKind
-from mcpp.engine.build_outputs import IncompleteBuild, check_complete
+from mcpp.engine.build.build_outputs import IncompleteBuild, check_complete
 from mcpp.engine.plan.model import Artifact, ArtifactKind, Plan
 
 

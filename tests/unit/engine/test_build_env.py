@@ -1,4 +1,4 @@
-"""engine/build_env.py: every environment variable mcpp reads is classified, and every one that
+"""engine/core/build_env.py: every environment variable mcpp reads is classified, and every one that
 affects a build's result is part of the no-op record's identity."""
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mcpp.engine import build_env, noop
+from mcpp.engine.core import build_env
+from mcpp.engine.state import noop
 
 PACKAGE = Path(__file__).resolve().parents[3]
 SOURCES = [p for d in ("engine", "cas", "sandbox") for p in sorted((PACKAGE / d).rglob("*.py"))]
@@ -66,7 +67,7 @@ def test_every_environment_variable_mcpp_reads_is_classified():
         for name in names_read(path.read_text()) - set(build_env.AFFECTS) - set(build_env.IGNORED):
             unclassified.setdefault(name, []).append(str(path.relative_to(PACKAGE)))
     assert not unclassified, (
-        f"environment variables read but not in engine/build_env.py: {unclassified}; add each to AFFECTS "
+        f"environment variables read but not in engine/core/build_env.py: {unclassified}; add each to AFFECTS "
         f"(its value selects what a build resolves or produces) or to IGNORED (with why it does not)")
 
 

@@ -11,8 +11,8 @@ from engine_testdata import open_state, write as _write
 from mcpp.cas.action import Action, Platform
 from mcpp.cas.digest import digest_bytes
 from mcpp.cas.statcache import StatCache, StateDiscarded
-from mcpp.engine import incremental
-from mcpp.engine.incremental import KeyComputer, ScanCache
+from mcpp.engine.state import incremental
+from mcpp.engine.state.incremental import KeyComputer, ScanCache
 
 PLATFORM = Platform("gcc 13 x86_64-linux-gnu", "x86_64-linux-gnu")
 
@@ -171,12 +171,12 @@ def test_fresh_needs_the_same_key_and_intact_outputs(execroot, state_dir):
     assert not KeyComputer(state, PLATFORM, {}).fresh(_action(argv=("cat", "-n", "src/a.txt")))
 
 
-# -- KeyComputer with a server's knowledge (engine/unchanged.py) -------------------------------
+# -- KeyComputer with a server's knowledge (engine/state/unchanged.py) -------------------------------
 
 def _known_build(execroot, state_dir, tool):
     """A first build of `link` (reads a source, the output of `gen`, and a tool): what it
     recorded and what it leaves for the next build."""
-    from mcpp.engine.unchanged import learn
+    from mcpp.engine.state.unchanged import learn
 
     _write(execroot, "src/a.txt", "one")
     _write(execroot, "gen/g.txt", "generated")
@@ -199,7 +199,7 @@ def _known_build(execroot, state_dir, tool):
 def _next(execroot, state_dir, knowledge, gen=b"generated", rewritten=False):
     """The next build, `gen/g.txt` holding `gen`: written by its producer in this build
     (`rewritten`), else as its producer's (fresh) record says it was left."""
-    from mcpp.engine.unchanged import Unchanged
+    from mcpp.engine.state.unchanged import Unchanged
 
     if gen != b"generated":
         _write(execroot, "gen/g.txt", gen.decode())
@@ -284,7 +284,7 @@ def test_a_racy_stat_cache_entry_is_not_proven_the_key_is_computed(execroot, sta
 def test_an_action_reading_a_file_the_watcher_saw_rewritten_skips_the_pass(execroot, state_dir, tool):
     """The edited unit's key is computed at once: its compile does not wait for the pass over
     every known file (which runs when the first other action is checked)."""
-    from mcpp.engine.unchanged import Unchanged
+    from mcpp.engine.state.unchanged import Unchanged
 
     link, knowledge = _known_build(execroot, state_dir, tool)
     _write(execroot, "src/a.txt", "two!")
@@ -296,7 +296,7 @@ def test_an_action_reading_a_file_the_watcher_saw_rewritten_skips_the_pass(execr
 
 
 def test_the_next_knowledge_carries_the_proven_files(execroot, state_dir, tool):
-    from mcpp.engine.unchanged import learn
+    from mcpp.engine.state.unchanged import learn
 
     link, knowledge = _known_build(execroot, state_dir, tool)
     keys = _next(execroot, state_dir, knowledge)

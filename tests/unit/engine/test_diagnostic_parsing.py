@@ -2,9 +2,9 @@
 escaping of control characters in mcpp's own text."""
 from __future__ import annotations
 
-from mcpp.engine.diagnostics import parse, plain
+from mcpp.engine.report.diagnostics import parse, plain
 from mcpp.engine.manifest.schema import close_key
-from mcpp.engine.report import escaped, tool_output
+from mcpp.engine.report.reporter import escaped, tool_output
 
 GCC = """a/b.cpp: In function 'int f()':
 a/b.cpp:3:12: error: expected ';' before 'return'

@@ -1,9 +1,9 @@
-"""engine/discovered_inputs.py: the files a compile read beyond its declared inputs, from its depfile."""
+"""engine/exec/discovered_inputs.py: the files a compile read beyond its declared inputs, from its depfile."""
 from __future__ import annotations
 
 import pytest
 
-from mcpp.engine.discovered_inputs import discovered_inputs
+from mcpp.engine.exec.discovered_inputs import discovered_inputs
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ import os
 
 from mcpp.cas.action import Action
 from mcpp.cas.digest import digest_bytes
-from mcpp.engine import explain
-from mcpp.engine.explain import ExplainLog, load_records
+from mcpp.engine.exec import explain
+from mcpp.engine.exec.explain import ExplainLog, load_records
 
 
 class _Keys:

@@ -1,14 +1,14 @@
 """A host tool's build takes every option of the build the user asked for (remote execution, the
 sandbox, -j, the settings, and any option added later) except the ones it sets itself, which
-engine/host_tools.py names in one place."""
+engine/build/host_tools.py names in one place."""
 from __future__ import annotations
 
 import dataclasses
 
-from mcpp.engine.build import BuildOptions
-from mcpp.engine.host_tools import HOST_TOOL_OVERRIDES, host_tool_options
+from mcpp.engine.build.compose import BuildOptions
+from mcpp.engine.build.host_tools import HOST_TOOL_OVERRIDES, host_tool_options
 from mcpp.engine.package.model import Selection
-from mcpp.engine.settings import RemoteFlags, Settings
+from mcpp.engine.core.settings import RemoteFlags, Settings
 
 
 def users_options(tmp_path) -> BuildOptions:

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from mcpp.engine.install_cmd import elf_soname
+from mcpp.engine.cli.install import elf_soname
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs cc")

@@ -11,7 +11,7 @@ import pytest
 from mcpp.cas.statcache import StatCache
 from mcpp.engine.server import known_watch
 from mcpp.engine.server.noop_watch import NoopWatch
-from mcpp.engine.unchanged import Knowledge, Unchanged
+from mcpp.engine.state.unchanged import Knowledge, Unchanged
 
 NAMES = ("src/a.c", "src/b.c", "inc/h.h", "out/a.o")
 

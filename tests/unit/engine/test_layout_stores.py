@@ -8,12 +8,12 @@ from types import SimpleNamespace
 
 from mcpp.cas.home import Home
 from mcpp.cas.remote.config import RemoteSettings
-from mcpp.engine import noop
+from mcpp.engine.state import noop
 from mcpp.engine.server import paths as server_paths
-from mcpp.engine.build import BuildOptions
-from mcpp.engine.layout import Layout
-from mcpp.engine.settings import Settings
-from mcpp.engine.stores import Stores
+from mcpp.engine.build.compose import BuildOptions
+from mcpp.engine.package.layout import Layout
+from mcpp.engine.core.settings import Settings
+from mcpp.engine.exec.stores import Stores
 
 
 def _graph(workspace: str, roots: list[str], target_dir: str | None = None):
@@ -85,7 +85,7 @@ def test_home_is_resolved_by_one_function_called_by_the_settings_and_the_two_fas
     package = Path(__file__).resolve().parents[3]
     named = sorted(str(p.relative_to(package)) for d in ("engine", "cas", "sandbox") for p in (package / d).rglob("*.py")
                    if re.search(r"[\"']MCPP_HOME[\"']", p.read_text()))
-    assert named == ["engine/build_env.py", "engine/mcpp_home.py"]  # build_env: its registry entry
+    assert named == ["engine/core/build_env.py", "engine/core/mcpp_home.py"]  # build_env: its registry entry
     callers = sorted(str(p.relative_to(package)) for p in (package / "engine").rglob("*.py")
                      if re.search(r"\bhome_root\(", p.read_text()))
-    assert callers == ["engine/mcpp_home.py", "engine/noop.py", "engine/server/paths.py", "engine/settings.py"]
+    assert callers == ["engine/core/mcpp_home.py", "engine/core/settings.py", "engine/server/paths.py", "engine/state/noop.py"]

@@ -1,11 +1,11 @@
-"""engine/linker.py: the linker a link's driver runs, looked up as gcc's collect2 and clang do,
+"""engine/toolchain/linker.py: the linker a link's driver runs, looked up as gcc's collect2 and clang do,
 so that another `ld` first on PATH (or in a `-B` directory) is another tool in the link's key."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from mcpp.engine.linker import link_programs, search_dirs, selection_flags
-from mcpp.engine.toolchain import Compiler, Toolchain
+from mcpp.engine.toolchain.linker import link_programs, search_dirs, selection_flags
+from mcpp.engine.toolchain.compilers import Compiler, Toolchain
 
 
 def exe(path: Path) -> Path:

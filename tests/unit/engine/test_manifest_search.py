@@ -1,8 +1,8 @@
-"""One upward search for `mcpp.toml` (engine/manifest_search.py), which the package locator and
+"""One upward search for `mcpp.toml` (engine/core/manifest_search.py), which the package locator and
 the server's client share: they agree on the package and on the workspace above it."""
 from __future__ import annotations
 
-from mcpp.engine.manifest_search import manifests_above
+from mcpp.engine.core.manifest_search import manifests_above
 from mcpp.engine.package.locate import find_manifest
 from mcpp.engine.server.paths import workspace_root
 

@@ -1,4 +1,4 @@
-"""engine/noop.py: a no-op record holds the stat of what the build read, never one taken after
+"""engine/state/noop.py: a no-op record holds the stat of what the build read, never one taken after
 the build; a file or directory that changed while the build ran is not recorded as proven."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from mcpp.engine import noop
+from mcpp.engine.state import noop
 
 ARGV = ["build"]
 LINE = ("Finished", "dev in {elapsed}")

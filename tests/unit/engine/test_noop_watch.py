@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from mcpp.engine import noop
+from mcpp.engine.state import noop
 from mcpp.engine.server.noop_watch import NoopWatch
 from mcpp.engine.server.source_watch import SourceWatch
 

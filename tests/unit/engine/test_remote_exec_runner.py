@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from mcpp.cas.action import Action, ActionKind
-from mcpp.engine.remote_exec_runner import RemoteExecRunner, remote_exec_jobs
-from mcpp.engine.trust import TrustPolicy
+from mcpp.engine.exec.remote_exec_runner import RemoteExecRunner, remote_exec_jobs
+from mcpp.engine.trust.policy import TrustPolicy
 
 
 class _Executor:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import io
 
-from mcpp.engine.report import Reporter
+from mcpp.engine.report.reporter import Reporter
 
 
 class Recorded(io.StringIO):
@@ -44,7 +44,7 @@ def test_held_events_reach_the_reader_at_flush_and_before_any_other_line():
 def test_an_event_line_is_what_json_dumps_writes():
     import json
 
-    from mcpp.engine.report import _event_line
+    from mcpp.engine.report.reporter import _event_line
 
     for fields in ({}, {"id": "compile a:src/ü \"x\".cpp", "kind": "compile", "status": "fresh"},
                    {"id": "x", "exit_code": 1, "duration": 0.5, "origin": {"by": "me"}}, {"ok": True}):

@@ -1,4 +1,4 @@
-"""One settings object per command (engine/settings.py): flag > environment > config.toml >
+"""One settings object per command (engine/core/settings.py): flag > environment > config.toml >
 default, config.toml parsed once, the home resolved once; the remote settings it makes, with
 clear errors."""
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from mcpp.cas.remote.config import RemoteConfigError, parse_remote_url
-from mcpp.engine.config_file import ConfigError
-from mcpp.engine.errors import McppError
-from mcpp.engine.settings import RemoteFlags, Settings
+from mcpp.engine.core.config_file import ConfigError
+from mcpp.engine.core.errors import McppError
+from mcpp.engine.core.settings import RemoteFlags, Settings
 from tests.unit.engine.settings_support import remote_of
 
 
@@ -164,7 +164,7 @@ def test_the_settings_keep_the_mcpp_variables_as_they_were_when_the_command_star
 
 
 def test_cas_reads_no_mcpp_variable_and_nothing_but_the_settings_reads_config_toml():
-    """`cas/` takes explicit values; the one config.toml parser is engine/config_file.py."""
+    """`cas/` takes explicit values; the one config.toml parser is engine/core/config_file.py."""
     from tests.unit.engine.test_build_env import PACKAGE, names_read
 
     cas = sorted(p for p in (PACKAGE / "cas").rglob("*.py"))
@@ -172,4 +172,4 @@ def test_cas_reads_no_mcpp_variable_and_nothing_but_the_settings_reads_config_to
             if (names := {n for n in names_read(p.read_text()) if n.startswith("MCPP_")})} == {}
     parsers = sorted(str(p.relative_to(PACKAGE)) for d in ("engine", "cas") for p in (PACKAGE / d).rglob("*.py")
                      if '"config.toml"' in p.read_text())
-    assert parsers == ["engine/build_env.py", "engine/config_file.py"]  # build_env: the no-op record stats it
+    assert parsers == ["engine/core/build_env.py", "engine/core/config_file.py"]  # build_env: the no-op record stats it

@@ -7,8 +7,8 @@ import os
 import threading
 import time
 
-from mcpp.engine.schedule import run_graph
-from mcpp.engine.timings import KEEP, TimingsRecorder
+from mcpp.engine.exec.schedule import run_graph
+from mcpp.engine.report.timings import KEEP, TimingsRecorder
 
 
 def _build(rec: TimingsRecorder, ids, prereqs, fresh=()):
@@ -76,7 +76,7 @@ def test_reports_are_kept_by_date_with_the_latest_as_report(tmp_path):
 
 
 def test_html_embeds_the_data_without_ending_its_script_early():
-    from mcpp.engine.timings_html import render
+    from mcpp.engine.report.timings_html import render
 
     rec = TimingsRecorder(jobs=1)
     rec.status("gen </script><script>alert(1)</script>", "genrule", "p", "fresh")

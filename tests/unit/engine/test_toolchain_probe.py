@@ -1,4 +1,4 @@
-"""engine/toolchain.py: a compiler's identity is asked of it once per change of its file, and a
+"""engine/toolchain/compilers.py: a compiler's identity is asked of it once per change of its file, and a
 first build asks every question of every compiler at once."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import stat
 import pytest
 
 from mcpp.cas.home import Home
-from mcpp.engine.errors import McppError
-from mcpp.engine.toolchain import resolve_toolchain
+from mcpp.engine.core.errors import McppError
+from mcpp.engine.toolchain.compilers import resolve_toolchain
 
 # A stand-in compiler: answers like gcc 12, logs each question, and first waits (up to 10 s) until
 # all eight questions of a probe have been asked: asked one after another, the first never returns.

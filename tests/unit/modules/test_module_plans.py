@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpp.engine.errors import ScanError
+from mcpp.engine.core.errors import ScanError
 from mcpp.engine.modules.p1689 import scan_deps_tool
 
 from tests.unit.plan.planning import action, plan_of

@@ -8,9 +8,9 @@ import shutil
 import pytest
 
 from mcpp.cas.statcache import StatCache
-from mcpp.engine import incremental
-from mcpp.engine.errors import McppError
-from mcpp.engine.incremental import ScanCache
+from mcpp.engine.state import incremental
+from mcpp.engine.core.errors import McppError
+from mcpp.engine.state.incremental import ScanCache
 from mcpp.engine.modules.p1689 import PreprocessScan, scan_deps_tool, unit_from_rules
 from mcpp.engine.modules.scanner import ModuleUnit, NeedsPreprocessor, scan_source
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from mcpp.engine.payloads.errors import PayloadError
-from mcpp.engine.config_file import ConfigFile
+from mcpp.engine.core.config_file import ConfigFile
 from mcpp.engine.payloads.index import SHIPPED, Index, IndexSet, configured
 
 

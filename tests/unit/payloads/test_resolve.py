@@ -11,7 +11,7 @@ from mcpp.engine.package.graph import load_graph
 from mcpp.engine.package.model import Selection
 from mcpp.engine.payloads import PayloadError, resolve_environment
 from mcpp.engine.payloads.index import IndexSet
-from mcpp.engine.settings import Settings
+from mcpp.engine.core.settings import Settings
 
 
 def write(root, files):

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcpp.engine.layout import Layout
+from mcpp.engine.package.layout import Layout
 from mcpp.engine.package.graph import load_graph
 from mcpp.engine.package.model import PackageGraph, Selection
 from mcpp.engine.modules.scanner import scan_source
 from mcpp.engine.plan.include_scan import parse_includes
 from mcpp.engine.plan.planner import Plan, Planner
-from mcpp.engine.profiles import resolve_profile
-from mcpp.engine.toolchain import Compiler, Toolchain
+from mcpp.engine.package.profiles import resolve_profile
+from mcpp.engine.toolchain.compilers import Compiler, Toolchain
 
 TRIPLE = "x86_64-linux-gnu"
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from mcpp.engine.errors import McppError, ScanError
+from mcpp.engine.core.errors import McppError, ScanError
 from mcpp.engine.plan.model import ArtifactKind
 from mcpp.engine.package.program_result import ProgramResult, RuleAction
 

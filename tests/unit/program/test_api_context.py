@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpp.engine.errors import McppError
+from mcpp.engine.core.errors import McppError
 from mcpp.engine.program.api import McppApi
 from mcpp.engine.program.context import BinRef, CompileContext, RulePackageRef, ToolchainInfo
 from tests.unit.program.test_evaluation import run

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpp.engine.errors import McppError
+from mcpp.engine.core.errors import McppError
 from mcpp.engine.program.api import McppApi, ProgramApiError
 from mcpp.engine.program.cache import ProgramCache
 from mcpp.engine.program.context import AccelEntry, ProgramContext, ToolRef

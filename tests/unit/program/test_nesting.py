@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from mcpp.engine.errors import McppError
+from mcpp.engine.core.errors import McppError
 from mcpp.engine.program import nesting
 from mcpp.engine.program.nesting import MAX_DEPTH, check, on_big_stack
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from mcpp.engine.errors import McppError
+from mcpp.engine.core.errors import McppError
 from mcpp.engine.program.api import McppApi
 from mcpp.engine.program.evaluate import Evaluation
 from mcpp.engine.program.modules import RuleModule

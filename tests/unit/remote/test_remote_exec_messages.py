@@ -7,7 +7,7 @@ import pytest
 from mcpp.cas.action import Action, ActionKind
 from mcpp.cas.digest import Digest
 from mcpp.cas.remote import protocol as pb
-from mcpp.engine.errors import McppError
+from mcpp.engine.core.errors import McppError
 from tests.unit.engine.settings_support import remote_of
 from mcpp.cas.remote.digests import SHA256
 from mcpp.cas.remote.exec_messages import decode_command, exec_messages

@@ -14,7 +14,7 @@ from mcpp.cas.digest import Digest
 from mcpp.cas.remote import protocol as pb
 from mcpp.cas.remote import signing
 from mcpp.cas.remote.actions import action_result
-from mcpp.engine.errors import McppError
+from mcpp.engine.core.errors import McppError
 from tests.unit.engine.settings_support import remote_of
 from mcpp.cas.remote.digests import RemoteDigest
 from mcpp.cas.remote.trust import SignaturePolicy, event_origin

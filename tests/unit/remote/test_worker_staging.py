@@ -1,4 +1,4 @@
-"""What `mcpp worker` stages into an action (engine/worker_action.py, cas/remote/worker_cas.py),
+"""What `mcpp worker` stages into an action (engine/bot/leased_action.py, cas/remote/worker_cas.py),
 against a real BuildGrid CAS and a real sandbox:
 
 - a digest from the wire names a file of the worker's store only once it is parsed: an input
@@ -18,7 +18,7 @@ from mcpp.cas.remote import protocol as pb
 from mcpp.cas.remote import digests
 from mcpp.cas.remote.digests import SHA256, RemoteDigest
 from mcpp.cas.remote.worker_cas import WorkerCas
-from mcpp.engine import worker_action
+from mcpp.engine.bot import leased_action as worker_action
 from mcpp.sandbox import make_sandbox
 
 SECRET = b"host secret: the worker must never stage me\n"

@@ -1,6 +1,6 @@
-"""The sandbox made ahead of a build's first action (engine/sandbox_warm_up.py), the worker whose
+"""The sandbox made ahead of a build's first action (engine/exec/sandbox_warm_up.py), the worker whose
 answer stands for the bwrap probe (sandbox/select.py), and the teardown left for after the
-client's answer (a build's `BuildMemory`: engine/build_memory.py, engine/server/child_memory.py).
+client's answer (a build's `BuildMemory`: engine/build/memory.py, engine/server/child_memory.py).
 Real bwrap, real workers."""
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from mcpp.engine import sandbox_warm_up
-from mcpp.engine.build_memory import NoMemory
-from mcpp.engine.errors import McppError
-from mcpp.engine.sandbox_warm_up import SandboxWarmUp
+from mcpp.engine.exec import sandbox_warm_up
+from mcpp.engine.build.memory import NoMemory
+from mcpp.engine.core.errors import McppError
+from mcpp.engine.exec.sandbox_warm_up import SandboxWarmUp
 from mcpp.engine.server.child_memory import ChildMemory
 from mcpp.engine.server.plan_memo import Given
 from mcpp.sandbox import SandboxSpec, SandboxUnavailable, bwrap as bwrap_module, select, worker

@@ -1,0 +1,1 @@
+"""One build, composed: load, resolve, evaluate, plan, execute, report."""

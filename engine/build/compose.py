@@ -1,0 +1,540 @@
+"""One build, end to end: load the graph, plan actions, run what is stale, report.
+
+This is the only module that ties the layers together, and the build's composition root: the
+`Home` (from `BuildOptions`), the `Stores` opened from it and the `Layout` of `target/` are made
+once here and handed to each step, which is a call into the module that owns the concept
+(graph, toolchain, planner, incremental state, scheduler, runner).
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import platform as host_platform
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+from mcpp.cas.action import ActionKind, Platform
+from mcpp.cas.atomic import PUBLIC, write_atomic
+from mcpp.cas.home import Home
+
+from mcpp.sandbox import SandboxUnavailable, make_sandbox
+
+from . import prebuilt
+from ..core import build_env
+from ..core.errors import BuildFailed, McppError
+from ..core.settings import Settings, command_settings
+from ..exec.action_runner import ActionRunner, SandboxRunner
+from ..exec.explain import ExplainLog
+from ..exec.pipeline import ActionPipeline, Counters
+from ..exec.remote_exec_runner import remote_exec_jobs, with_remote_execution
+from ..exec.sandbox_warm_up import SandboxWarmUp
+from ..exec.schedule import ScheduleResult, run_graph
+from ..exec.stores import Stores
+from ..manifest.load import display_path
+from ..package.graph import load_graph
+from ..package.layout import Layout
+from ..package.model import PackageGraph, Selection
+from ..package.profiles import Profile, resolve_profile
+from ..package.sources import glob_roots, package_sources
+from ..payloads import Environment, resolve_environment
+from ..payloads import record as payload_record
+from ..plan.model import ACTION_ENV
+from ..plan.planner import Plan, Planner
+from ..program.driver import ProgramInputs, check_loads, evaluate
+from ..program.paths import PROGRAM_NAME
+from ..report.reporter import Reporter, Stopwatch
+from ..report.shell_text import pasteable
+from ..report.timings import TimingsRecorder
+from ..state import noop
+from ..state.incremental import BuildState, KeyComputer, ScanCache
+from ..state.unchanged import Knowledge, learn
+from ..toolchain import linker
+from ..toolchain.compilers import Toolchain, resolve_toolchain
+from ..trust.policy import TrustPolicy
+from .build_outputs import check_complete, make_artifact_links, write_compile_commands
+from .empty_packages import empty_package_warnings
+from .host_tools import HostTools, ToolBuilder, host_tool_options
+from .memory import BuildMemory, NoMemory
+
+
+@dataclass
+class BuildOptions:
+    cwd: str = "."
+    manifest_path: str | None = None
+    profile: str = "dev"
+    selection: Selection = field(default_factory=Selection)
+    jobs: int = 0  # 0: the number of CPUs
+    keep_going: bool = False
+    toolchain: str | None = None
+    sandbox: str | None = None  # bwrap | dir | off; None: bwrap when it works, else dir
+    target_override: str | None = None  # build into this directory instead of <workspace>/target (host tools)
+    # The command's settings (flags, `MCPP_*`, `$MCPP_HOME`, config.toml: engine/core/settings.py),
+    # read once when the command starts; every store, cache and record of this build (and of
+    # the host tool builds it starts) lives under its one home.
+    settings: Settings = field(default_factory=command_settings)
+    timings: str | None = None  # --timings: html | json report under target/mcpp-timings/
+    trace: str | None = None  # --trace FILE: a Chrome trace-event file
+
+    @property
+    def home(self) -> Home:
+        return self.settings.home
+
+
+@dataclass
+class BuildOutcome:
+    graph: PackageGraph
+    plan: Plan
+    layout: Layout
+    profile: Profile
+    toolchain: Toolchain
+    result: ScheduleResult
+    elapsed: float
+    discovered: dict[str, tuple[str, ...]] = field(default_factory=dict)  # action id -> headers read
+    watched_files: list[str] = field(default_factory=list)  # build programs' reads, host tool sources
+    watched_dirs: list[str] = field(default_factory=list)
+    reads_env: bool = False  # a build program read an environment variable: no no-op fast path
+    # path -> the stat a file was hashed (or written) at this build, or None (cas/statcache.py)
+    read_stamp: Callable[[str], object] | None = None
+    environment: Environment | None = None  # the payloads resolved, and what resolution read
+
+
+def host_triple() -> str:
+    machine = host_platform.machine()
+    return f"{machine}-linux-gnu" if host_platform.system() == "Linux" else f"{machine}-{host_platform.system().lower()}"
+
+
+class _BuildLock:
+    """One build per target directory at a time; a second one waits, saying so (as Cargo)."""
+
+    def __init__(self, lock_file: str, reporter: Reporter):
+        os.makedirs(os.path.dirname(lock_file), exist_ok=True)
+        self.fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            reporter.status("Blocking", "waiting for file lock on build directory", important=True)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def release(self) -> None:
+        os.close(self.fd)
+
+
+def build(opts: BuildOptions, reporter: Reporter, *, with_tests: bool = False,
+          runner: ActionRunner | None = None, memory: BuildMemory | None = None) -> BuildOutcome:
+    """`memory`: what the build may take from its host and leaves to it (engine/build/memory.py;
+    None: nothing, as in the `mcpp` process)."""
+    clock = Stopwatch()
+    # The build's threads (the scheduler's, the ingest, the warm-up) mostly wait on processes and
+    # on C calls that let go of the GIL; each time one comes back it waits for the GIL, which a
+    # busy main thread keeps for up to the switch interval: 5 ms by default, per hand-over.
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch, SWITCH_S))
+    try:
+        return _build(opts, reporter, clock, with_tests, runner, memory or NoMemory())
+    finally:
+        sys.setswitchinterval(switch)
+
+
+def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests: bool,
+           runner: ActionRunner | None, memory: BuildMemory) -> BuildOutcome:
+    # What the build takes on trust, from its sandbox's promises (engine/trust/policy.py): results the
+    # sandbox cannot prove hermetic are keyed apart and never uploaded.
+    policy = TrustPolicy(opts.sandbox, opts.settings.remote())
+    stores = Stores.open(opts.home, policy.remote(reporter.warning))
+    graph = load_graph(opts.cwd, opts.manifest_path, opts.selection, opts.target_override)
+    for pkg in graph.order:
+        for w in pkg.manifest.warnings:
+            reporter.raw_warning(w)
+    toolchain = resolve_toolchain(opts.toolchain or graph.root_manifest.toolchain, opts.home)
+    profile = resolve_profile(graph.root_manifest, opts.profile)
+    layout = Layout.of(graph, profile.name)
+    lock = _BuildLock(layout.lock_file, reporter)
+    warm = None
+    try:
+        stats, state, scans = memory.open_state(layout.stat_cache, layout.action_state, layout.execroot,
+                                                layout.scan_cache)
+        env = _environment(graph, layout, opts, reporter)
+        warm = _warm_up(opts, reporter, stores, env, runner, policy, memory)
+        watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
+        prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
+
+        def make(scan, includes) -> Plan:
+            return Planner(graph, toolchain, profile, layout=layout, scan=scan, with_tests=with_tests,
+                           includes=includes, expand=memory.expand).build()
+
+        if opts.target_override is None:
+            plan = memory.plan(make, scans.scan, scans.includes, graph,
+                               (toolchain.identity, profile, layout.target_dir, with_tests, env, _linkers(toolchain)))
+        else:  # a host tool's build inside the build: neither remembered nor given
+            plan = make(scans.scan, scans.includes)
+        for w in empty_package_warnings(graph, plan, memory.expand):
+            reporter.raw_warning(w)
+        timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None
+        result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
+                                     policy, memory, timings, env.roots(), top=opts.target_override is None, warm=warm)
+        if timings is not None:  # also for a failed build: where the time went is as telling
+            timings.finish(skipped=len(result.skipped))
+            for path in timings.write(layout.target_dir, opts.timings, opts.trace):
+                reporter.status("Timings", display_path(path))
+        if opts.target_override is None:  # a host tool's build leaves its source tree alone
+            write_compile_commands(layout, plan, changed=counters.fresh < len(plan.actions),
+                                   link_at_root=graph.root_manifest.build.compile_commands == "root")
+        if result.ok:
+            check_complete(plan, set(result.succeeded) | set(result.fresh))
+            make_artifact_links(plan)
+    finally:
+        lock.release()
+        if warm is not None:
+            memory.after_reply(warm.close)
+    outcome = BuildOutcome(graph, plan, layout, profile, toolchain, result, clock.elapsed(),
+                           {a.id: state.discovered(a.id) for a in plan.actions}, *watched,
+                           read_stamp=stats.recorded, environment=env)
+    record_last_build(opts.home, counters)
+    for action_id in counters.healed:
+        reporter.warning(f"a cached output of `{action_id}` was missing or corrupt in the store; "
+                         "the action ran again and the cache is healed")
+    reporter.event("build-finished", success=result.ok, executed=counters.executed,
+                   cached=counters.cache_hits, remote=counters.remote_hits, fresh=counters.fresh,
+                   failed=len(result.failed),
+                   files_hashed=state.files_hashed, duration=round(outcome.elapsed, 3))
+    if not result.ok:
+        names = ", ".join(result.failed[:3]) + (" ..." if len(result.failed) > 3 else "")
+        raise BuildFailed(f"build failed: {len(result.failed)} action(s) failed ({names})")
+    reporter.status("Finished", f"{profile.summary} in {outcome.elapsed:.2f}s{_hits(counters)}")
+    return outcome
+
+
+def _environment(graph: PackageGraph, layout: Layout, opts: BuildOptions, reporter: Reporter) -> Environment:
+    """Resolve and install the payloads of this build (before any program asks `xpkg_dir`), and
+    record them in `target/<profile>/.mcpp/payloads.json`."""
+    env = resolve_environment(graph, opts.settings, status=reporter.status,
+                              warn=reporter.warning)
+    if opts.target_override is None:
+        payload_record.write(layout.payloads_record, env, graph.context.target.text, str(graph.context.accel))
+    return env
+
+
+def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile: Profile, opts: BuildOptions,
+              reporter: Reporter, policy: TrustPolicy, env: Environment | None,
+              memory: BuildMemory) -> tuple[list[str], list[str], bool]:
+    """Before planning: build the host tools, then evaluate each package's build.star (whose
+    actions and sources the planner needs). Returns the files and directories whose change
+    must send the next no-op build down the full path."""
+
+    checked = check_loads(graph, lambda m: reporter.status("Rules", f"{m.name} ({m.label})"), memory.expand)
+    tools = HostTools()
+    if any(p.tool_edges for p in graph.order):
+        def build_package(cwd: str, selection: Selection, target_dir: str):
+            sub = host_tool_options(opts, cwd=cwd, selection=selection, target_override=target_dir,
+                                    toolchain=opts.toolchain or graph.root_manifest.toolchain)
+            quiet = Reporter(quiet=True, color="always" if reporter.color else "never", out=reporter.err,
+                             err=reporter.err)
+            outcome = build(sub, quiet, memory=memory)
+            return outcome.plan.execroot, {a.name: a.path for a in outcome.plan.artifacts if a.kind == "bin"}
+
+        # A tool a build that is not hermetic makes is published apart (engine/trust/policy.py).
+        tools = ToolBuilder(graph, toolchain.identity, policy.tool_host(host_triple()), profile.name,
+                            build_package, reporter.status, opts.home).resolve()
+    inputs = cache = None
+    if any(c.path is not None for c in checked.values()):  # the evaluator is imported only then
+        from ..program.api_context import context_extras
+        from ..program.cache import ProgramCache
+        from ..program.context import AccelEntry, PayloadRef
+        from ..program.probe import ProbeSettings
+
+        inputs = ProgramInputs(
+            gen_dir=layout.gen_dir, profile=profile.name,
+            target=graph.context.target.text, host=graph.context.host.text,
+            accel=tuple(AccelEntry(e.name, e.version, tuple(e.archs), e.floor) for e in graph.context.accel.entries),
+            tools_of=tools.visible_to,
+            payloads=tuple(PayloadRef(p.namespace, p.name, p.directory, p.version) for p in (env.payloads if env else ())),
+            extras=lambda pkg, modules: context_extras(pkg, modules, toolchain, profile, layout.out_dir),
+            probes=ProbeSettings(opts.sandbox, str(opts.home.root), os.path.join(layout.program_cache, "probes")))
+        cache = ProgramCache(layout.program_cache)
+    watched, reads_env = evaluate(graph, checked, inputs, cache, reporter, expand=memory.expand)
+    # Every package's build.star, present or not: one appearing must end the no-op.
+    programs = [os.path.join(p.root, PROGRAM_NAME) for p in graph.order]
+    return watched + programs + tools.watched_files, tools.watched_dirs, reads_env
+
+
+def _is_executable(path: str) -> bool:
+    try:
+        return bool(os.stat(path).st_mode & 0o111)
+    except OSError:
+        return False
+
+
+def _hits(counters: Counters) -> str:
+    """` (3 cached, 12 remote hits)`: what the build restored instead of running."""
+    parts = []
+    if counters.cache_hits:
+        parts.append(f"{counters.cache_hits} cached")
+    if counters.remote_hits:
+        parts.append(f"{counters.remote_hits} remote hit{'' if counters.remote_hits == 1 else 's'}")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def record_last_build(home: Home, counters: Counters) -> None:
+    """Remember the hit rate of this build for `mcpp cache stats`."""
+    data = {"fresh": counters.fresh, "cache_hits": counters.cache_hits, "remote_hits": counters.remote_hits,
+            "executed": counters.executed, "failed": counters.failed}
+    try:
+        write_atomic(str(home.last_build), json.dumps(data), mode=PUBLIC)
+    except OSError:
+        pass
+
+
+def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolchain, opts: BuildOptions,
+              reporter: Reporter, state: BuildState, scans: ScanCache, runner: ActionRunner | None,
+              stores: Stores, policy: TrustPolicy, memory: BuildMemory, timings: TimingsRecorder | None = None,
+              payload_roots: tuple[str, ...] = (), top: bool = True,
+              warm: SandboxWarmUp | None = None) -> tuple[ScheduleResult, Counters]:
+    """Schedule every action of the plan through the pipeline; save the state, also on failure.
+    `top`: the build the user asked for, not a host tool's build inside it; `warm`: its
+    sandbox, made ahead (`_warm_up`)."""
+    # Results the sandbox cannot prove hermetic are keyed apart (engine/trust/policy.py); the sandbox's
+    # promises are looked up when the first key is made.
+    platform = Platform(toolchain.identity, host_triple())
+    keys = KeyComputer(state, platform, plan.generated, memory.unchanged(plan.execroot) if top else None,
+                       memo=policy.memoizes_keys, namespace_of=policy.namespace)
+    store, mat = stores.blobs, stores.mat
+    if runner is None:
+        staged: dict[str, str] = {}  # one file has one content during a build: resolve it once
+
+        def stage(rel: str) -> str:
+            path = staged.get(rel)
+            if path is None:
+                d = keys.digest_of(rel)
+                # A binary an earlier action made stays runnable by a later one, and packs the same.
+                exe = _is_executable(os.path.join(plan.execroot, rel))
+                path = mat.publish_file(d, os.path.join(plan.execroot, rel), executable=exe)
+                if path is None:  # changed since it was hashed: take what is there now
+                    path = mat.path(store.put_file(os.path.join(plan.execroot, rel)), executable=exe)
+                staged[rel] = path
+            return path
+
+        make = warm.get if warm is not None else \
+            lambda: _make_sandbox(opts.sandbox, str(stores.home.root), reporter, payload_roots)
+        runner = SandboxRunner(make, plan.execroot, stage)
+    executing = stores.remote is not None and stores.remote.execute and isinstance(runner, SandboxRunner)
+    jobs = opts.jobs or (remote_exec_jobs(0) if executing else os.cpu_count() or 1)
+    workers, slots = jobs, None
+    endpoint = stores.remote_endpoint(reporter.warning)
+    remote = stores.remote_cache(endpoint, _content_of(plan), reporter.warning,
+                                 note=lambda text: reporter.raw_warning(f"note: {text}"))
+    if remote is not None:
+        # Remote lookups mostly wait on the server: let several overlap, but run at most -j
+        # local processes (the pipeline takes a slot around each one).
+        workers, slots = max(jobs, min(4 * jobs, 32)), threading.BoundedSemaphore(jobs)
+    # remote runs hold no local slot; the runner keeps local ones at the core count
+    if executing and isinstance(runner, SandboxRunner):
+        runner, slots = with_remote_execution(runner, endpoint, stores.blobs, policy, reporter.warning,
+                                              opts.settings.remote_exec_wait()), None
+    pipeline = ActionPipeline(plan, state, keys, runner, stores, reporter,
+                              ExplainLog(layout.explain_log, f"{platform.toolchain} on {platform.host}"), remote, slots,
+                              policy)
+    pipeline.timings = timings
+    packages = {p.name: p for p in graph.order}
+    announced: set[str] = set()
+    reporter.event("build-started", actions=len(plan.actions), jobs=jobs)
+
+    def on_start(action_id: str) -> None:
+        name = plan.package_of[action_id]
+        if name not in announced and name in packages:
+            announced.add(name)
+            pkg = packages[name]
+            reporter.status("Compiling", f"{pkg.name} v{pkg.version} ({_shown_dir(pkg.root)})")
+        if reporter.verbose:
+            reporter.status("Running", "`" + pasteable(pipeline.by_id[action_id], plan.execroot) + "`")
+
+    completed = False
+    try:
+        order = memory.edited_first(plan.actions, plan.execroot, state.discovered) if top else \
+            [a.id for a in plan.actions]
+        with reporter.held():
+            result = run_graph(order, plan.prereqs, jobs=workers, check=pipeline.check,
+                               execute=timings.timed(pipeline.restore_or_run) if timings else pipeline.restore_or_run,
+                               finish=pipeline.finish, keep_going=opts.keep_going,
+                               on_start=on_start, on_progress=reporter.progress, before_wait=reporter.flush,
+                               proceed=lambda outcome: outcome.succeeded)
+        # The records go to disk while the ingest finishes the last outputs (zstd lets go of
+        # the GIL): an action whose outputs then fail to store is forgotten by `drain`, and the
+        # state is written again below. A crash in between leaves a state that takes the action
+        # as done, which it is (its outputs are in target/); only its cache entry is missing.
+        _save_records(state, scans, pipeline)
+        pipeline.drain(result)  # the store ingest the actions left behind (cas/ingest.py)
+        completed = True
+        if top:  # for a server, made after the client has its answer
+            memory.learned(lambda: _knowledge(result, state, keys))
+    finally:
+        pipeline.ingest.abandon()  # interrupted: jobs not started are dropped, none is torn
+        if isinstance(runner, SandboxRunner):
+            # On Ctrl-C or a failure now: it kills running actions and removes their directories.
+            # After a whole build only idle workers and their slots are left: after the reply.
+            if completed and top:
+                memory.after_reply(runner.shutdown)
+            else:
+                runner.shutdown()
+        reporter.end_progress()
+        _save_records(state, scans, pipeline)  # each writes only what changed since it last wrote
+        if remote is not None:
+            remote.close(wait=completed)  # uploads still queued finish before `Finished`
+        if endpoint is not None:
+            endpoint.close()
+    return result, pipeline.counters
+
+
+def _save_records(state: BuildState, scans: ScanCache, pipeline: ActionPipeline) -> None:
+    state.save()
+    scans.save()
+    pipeline.explain.save()
+    pipeline.warned.save()
+
+
+def _knowledge(result: ScheduleResult, state: BuildState, keys: KeyComputer) -> Knowledge:
+    """What the next server build of this request may take as known (engine/state/unchanged.py)."""
+    validated = {}
+    for action_id in (*result.fresh, *result.succeeded):
+        rec = state.recorded(action_id)
+        if rec is not None:
+            validated[action_id] = rec[0]
+    return learn(state.execroot, validated, keys.produced, keys.settled, keys.tools, keys.proven)
+
+
+def _content_of(plan: Plan):
+    """An input's bytes for the remote cache: a generated file's from the plan, else the file's."""
+    def content_of(rel: str) -> bytes:
+        data = plan.generated.get(rel)
+        if data is not None:
+            return data
+        with open(os.path.join(plan.execroot, rel), "rb") as f:
+            return f.read()
+
+    return content_of
+
+
+_SANDBOX_WARNED: set[str] = set()
+SWITCH_S = 0.0002  # the interpreter's switch interval during a build (see `build`)
+
+
+def _make_sandbox(name: str | None, work_root: str, reporter: Reporter, payload_roots: tuple[str, ...] = ()):
+    try:
+        sandbox, warning = make_sandbox(name, work_root, payload_roots)
+    except SandboxUnavailable as e:
+        raise McppError(str(e)) from None
+    _sandbox_warning(reporter, warning)
+    if not sandbox.guarantees.stages_inputs:
+        reporter.warning(f"--sandbox {sandbox.name}: actions run directly in the project directory with no "
+                         "isolation; this build is not hermetic")
+    return sandbox
+
+
+def _sandbox_warning(reporter: Reporter, warning: str | None) -> None:
+    if warning and warning not in _SANDBOX_WARNED:
+        _SANDBOX_WARNED.add(warning)
+        reporter.warning(warning)
+
+
+def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, env: Environment,
+             runner: ActionRunner | None, policy: TrustPolicy, memory: BuildMemory) -> SandboxWarmUp | None:
+    """Make the sandbox and start its first worker while the build plans, when it will
+    probably run an action: in a server's build child whose watcher saw a file change since
+    the last build of the same request, or that has no such build to go by. Never for a no-op
+    (the watcher saw nothing), a host tool's build, a sandbox with no worker (one that does not
+    stage inputs), remote execution, or a runner given by the caller. The next build of the
+    same request in a server begins the same sandbox early when it has a worker."""
+    if runner is not None or opts.target_override is not None:
+        return None
+    settings = (opts.sandbox, str(stores.home.root), tuple(env.roots()))
+    # Handed over (for the next build's early start) only where a worker can start early: a
+    # sandbox that stages inputs.
+    warm = memory.sandbox(settings if policy.stages_inputs else None)
+    if warm is None and policy.stages_inputs and not (stores.remote is not None and stores.remote.execute) \
+            and memory.likely_work():
+        warm = SandboxWarmUp(settings)
+    if warm is not None:
+        warm.report = lambda warning: _sandbox_warning(reporter, warning)
+    return warm
+
+
+def _shown_dir(path: str) -> str:
+    shown = display_path(path)
+    return "." if shown in ("", ".") else shown
+
+
+def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool, started: int | None,
+                home: Home) -> None:
+    """Let the next identical `mcpp build` answer from stats alone (engine/state/noop.py). `started`:
+    when the build began, on the file system's clock (`noop.begin`)."""
+
+    plan, graph, env = outcome.plan, outcome.graph, outcome.environment
+    if outcome.reads_env or _planned_nothing_for_sources(outcome) or env is None or env.read_remote:
+        return  # an environment variable a program read, an index on a server: no stat shows them unchanged
+    files = [graph.root_manifest.path] + [p.manifest.path for p in graph.order] + noop.engine_files()
+    files += [os.path.join(str(home.root), name) for name in build_env.HOME_FILES]
+    files += env.read
+    files.append(outcome.layout.compile_commands)
+    files += outcome.watched_files
+    # A manifest appearing above the working directory could make it a workspace member.
+    files += [os.path.join(d, "mcpp.toml") for d in noop.ancestors(os.getcwd())]
+    execroot = plan.execroot
+    written = {outcome.layout.compile_commands, *(os.path.join(execroot, p) for p in plan.generated)}
+    for a in plan.actions:
+        files += [os.path.join(execroot, p) for p in a.inputs + a.outputs + outcome.discovered.get(a.id, ())]
+        trees = _tree_paths(execroot, a.outputs)
+        files += _tree_paths(execroot, a.inputs) + trees
+        files += list(a.tools)
+        written.update(os.path.join(execroot, p) for p in a.outputs)
+        written.update(trees)
+    # Only the directories globs read: other files (editor swaps, another tool's logs) beside
+    # the manifest must not send every no-op down the full path.
+    dirs: list[str] = []
+    for p in graph.order:
+        roots = glob_roots(p)
+        if p.program is not None:  # its globs may walk anywhere in the package: walk it once, whole
+            roots = [p.root] + [r for r in roots if os.path.relpath(r, p.root).startswith("..")]
+        for root in roots:
+            dirs += noop.walked_dirs(root)
+    dirs += outcome.watched_dirs  # a host tool's new file
+    dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+    # where a link's driver looks for its linker: a new `ld` there changes the link's key
+    dirs += linker.watched_dirs(outcome.toolchain, [a.argv for a in plan.actions if a.kind == ActionKind.LINK],
+                                linker.action_path(ACTION_ENV))
+    line = None if quiet else ("Finished".rjust(12), f"{outcome.profile.summary} in {{elapsed}}")
+    noop.record(argv, line, files, dirs, len(plan.actions), started, outcome.read_stamp, written)
+
+
+def _linkers(toolchain: Toolchain) -> tuple[str, ...]:
+    """The linker programs a link runs (engine/toolchain/linker.py): tools of the planned links, so a
+    remembered plan is taken again only while they are the same files."""
+    return linker.default_programs(toolchain, linker.action_path(ACTION_ENV))
+
+
+def _tree_paths(execroot: str, paths) -> list[str]:
+    """Everything inside the tree outputs among `paths` (`gen/docs/`): a directory's own stat
+    does not change when a file deep inside it is edited."""
+    out: list[str] = []
+    for p in paths:
+        if p.endswith("/"):
+            for dirpath, dirnames, filenames in os.walk(os.path.join(execroot, p)):
+                out += [os.path.join(dirpath, n) for n in dirnames + filenames]
+    return out
+
+
+def _planned_nothing_for_sources(outcome: BuildOutcome) -> bool:
+    """A package with sources that planned no action is not a result to remember: whatever hid
+    its sources (an unreadable directory, a file caught mid-move) must be looked at again by the
+    next build, not answered `Finished` from stats that a `chmod` does not change."""
+
+    planned = set(outcome.plan.package_of.values())
+    for pkg in outcome.graph.order:
+        if pkg.name not in planned:
+            try:
+                if any(s.role != "device" for s in package_sources(pkg)):
+                    return True
+            except McppError:
+                return True
+    return False

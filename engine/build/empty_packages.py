@@ -1,0 +1,42 @@
+"""A package that builds nothing because nothing matched its sources is almost always a mistake
+(files under `source/` instead of `src/`, a misspelled glob), yet the build "finishes" with it:
+say so. `sources = []` is the way to build nothing on purpose, and a virtual workspace has no
+sources of its own; neither warns."""
+from __future__ import annotations
+
+from mcpp.cas.action import ActionKind
+
+from ..core.conventions import COMPILED_EXTS, DEFAULT_GLOBS
+from ..core.errors import McppError
+from ..manifest import globs
+from ..package.sources import package_sources
+
+
+def empty_package_warnings(graph, plan, expand: globs.Expand = globs.expand) -> list[str]:
+    """`mcpp.toml:1:1: warning: ...` for each package of `graph` with no sources and no actions,
+    or with no sources and only its build program's actions while C or C++ files lie in its
+    tree: those actions (a generated config header) would hide that nothing was compiled.
+    `expand` expands the source globs (manifest/globs.py)."""
+    planned = set(plan.package_of.values())
+    compiled = {plan.package_of[a.id] for a in plan.actions if a.kind != ActionKind.RULE}
+    out: list[str] = []
+    for pkg in graph.order:
+        m = pkg.manifest
+        if pkg.name in compiled or m.is_virtual or m.build.sources == ():
+            continue
+        try:
+            if package_sources(pkg, expand):
+                continue
+            stray = expand(m.root, [f"**/*{e}" for e in COMPILED_EXTS]) if pkg.name in planned else []
+        except McppError:
+            continue  # reported where the sources are read
+        if pkg.name in planned and not stray:
+            continue  # a package of build-program actions alone (a code generator, an archive)
+        patterns = m.build.sources if m.build.sources is not None else DEFAULT_GLOBS
+        shown = ", ".join(f"`{p}`" for p in patterns[:3]) + (", ..." if len(patterns) > 3 else "")
+        found = (f"; its C/C++ files ({', '.join(f'`{p}`' for p in stray[:3])}{', ...' if len(stray) > 3 else ''})"
+                 f" are not compiled: name them in [build] sources") if stray else ""
+        out.append(f"{m.position('package', prefer='key')}: warning: package `{pkg.name}` has no sources "
+                   f"(nothing matches {shown}), so it builds nothing{found}; write `sources = []` under [build] "
+                   f"if that is meant")
+    return out

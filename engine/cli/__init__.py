@@ -1,0 +1,1 @@
+"""The command line: the click application and one module per command."""

@@ -1,0 +1,145 @@
+"""`mcpp metadata`: the folded manifests and the package graph of one build, as the engine sees them.
+
+It loads the graph through the same funnel as `build`, `run` and `test` (`package.graph.load_graph`:
+target, accelerator set and features applied, `[target.<selector>]` folded), so what it prints is
+what a build with the same flags would read, never a second interpretation. `--target` may name
+any known triple here: nothing is compiled, so a cross target can be inspected before the engine
+can build for it.
+
+Text: one block per package (dependencies first), a `#` header line, then the flat, source-ordered
+table of `manifest/flat.py`. JSON (`--format json`): the context, every package with its folded
+document, active features, sources, payloads, and the dependency edges.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+
+from ..core.settings import Settings
+from ..manifest.flat import flat_lines, jsonable
+from ..manifest.load import display_path
+from ..manifest.model import PayloadSpec
+from ..package.graph import load_graph
+from ..package.layout import Layout
+from ..package.model import Package, PackageGraph, Selection
+from ..package.sources import package_sources
+from ..package.targets import shared_names, targets_of
+from ..payloads import PayloadError, resolve_environment
+
+FORMAT_VERSION = 1
+
+
+def collect(cwd: str, manifest_path: str | None, selection: Selection) -> PackageGraph:
+    selection.cross_ok = True
+    return load_graph(cwd, manifest_path, selection)
+
+
+def warnings(graph: PackageGraph) -> list[str]:
+    out: list[str] = []
+    for pkg in graph.order:
+        out += [w for w in pkg.manifest.warnings if w not in out]
+    return out
+
+
+def _context_line(graph: PackageGraph) -> str:
+    ctx = graph.context
+    cross = "" if not ctx.cross else " (cross)"
+    return f"# target {ctx.target.text}{cross}, host {ctx.host.text}, accel {ctx.accel} ({ctx.accel_from})"
+
+
+def render_text(graph: PackageGraph, settings: Settings | None = None, warn=None) -> str:
+    lines = [_context_line(graph)]
+    for pkg in graph.order:
+        features = ", ".join(sorted(pkg.features)) or "none"
+        lines.append(f"# package {pkg.name} {pkg.version} ({display_path(pkg.manifest.path)}), features: {features}")
+        lines += flat_lines(pkg.manifest.document, pkg.manifest.notes)
+    env = environment(graph, settings, warn) if settings is not None else {"payloads": []}
+    if env["payloads"]:  # a refusal shows in the JSON form and when building, not in every listing
+        lines.append("# environment (payloads this build resolves; docs/payloads.md)")
+        lines += [f"{p['id']} = \"{p['version']}\"  # {p['axis']} axis, {p['source']}, declared by {p['declared_by']} "
+                  f"at {p['declared_at']}, {_where(p)}" for p in env["payloads"]]
+    return "\n".join(lines) + "\n"
+
+
+def _where(p: dict) -> str:
+    if p["directory"]:
+        return p["directory"]
+    return "not probed yet" if p.get("probed") is False else "not installed"
+
+
+def environment(graph: PackageGraph, settings: Settings, warn=None) -> dict:
+    """The resolved payload environment, without installing anything; a refusal is shown, not raised,
+    so `mcpp metadata` still describes a project whose environment cannot be resolved."""
+    try:
+        return resolve_environment(graph, settings, install_missing=False,
+                                   warn=warn).to_json()
+    except PayloadError as e:
+        return {"payloads": [], "error": e.message}
+
+
+def _payload(p: PayloadSpec) -> dict:
+    return {"address": p.address, "namespace": p.namespace, "name": p.name, "version": p.version,
+            "axis": p.axis, "feature": p.feature}
+
+
+def _targets(pkg: Package, out_dir: str) -> list[dict]:
+    """What the package builds, with where each lands (Cargo's `targets`); `output` follows the
+    same naming as the link plan (`plan/links.py`)."""
+    outputs = {"bin": "{name}", "lib": "lib/lib{package}.a", "test": "tests/{package}/{name}"}
+    return [{"kind": t.kind, "name": t.name,
+             "main": t.main,
+             "output": os.path.join(out_dir, shared_names(t)[-1] if t.kind == "shared"
+                                    else outputs[t.kind].format(name=t.name, package=pkg.name))}
+            for t in targets_of(pkg)]
+
+
+def _package(pkg: Package, out_dir: str) -> dict:
+    m = pkg.manifest
+    active = sorted(pkg.features)
+    return {
+        "id": f"{pkg.name} {pkg.version}",
+        "name": pkg.name,
+        "version": pkg.version,
+        "namespace": m.namespace,
+        "manifest_path": m.path,
+        "root": m.root,
+        "features": active,
+        # Intent (a CI matrix hint), never a gate: the build's accelerator set is `context.accel`.
+        "accelerators": list((m.document.get("package") or {}).get("accelerators") or []),
+        "dependencies": [{"name": dep.name, "id": f"{dep.name} {dep.version}", "path": spec.path,
+                          "kind": "feature" if spec.feature else "dev" if spec in m.dev_dependencies else "normal",
+                          "feature": spec.feature} for spec, dep in pkg.edges],
+        "sources": [s.path for s in package_sources(pkg)],
+        "targets": _targets(pkg, out_dir),
+        "runner": list(m.runner) if m.runner is not None else None,
+        "sysroot": m.sysroot,
+        "xlings": {
+            "deps": [_payload(p) for p in m.xlings.deps],
+            "workspace": [_payload(p) for p in m.xlings.workspace],
+            "features": {f: [_payload(p) for p in specs] for f, specs in m.feature_xlings.items() if f in active},
+        },
+        "manifest": jsonable(m.document),
+    }
+
+
+def render_json(graph: PackageGraph, profile: str = "dev", settings: Settings | None = None, warn=None) -> str:
+    ctx = graph.context
+    out_dir = Layout.of(graph, profile).out_dir
+    data = {
+        "version": FORMAT_VERSION,
+        "context": {
+            "target": ctx.target.text, "host": ctx.host.text, "cross": ctx.cross,
+            "target_facts": ctx.target.facts(),
+            "accel": [{"name": e.name, "version": e.version, "archs": list(e.archs), "floor": e.floor}
+                      for e in ctx.accel.entries],
+            "accel_from": ctx.accel_from,
+        },
+        "workspace_root": graph.workspace_root,
+        "target_directory": graph.target_dir,
+        "profile": profile,
+        "members": [p.name for p in graph.members],
+        "packages": [_package(p, out_dir) for p in graph.order],
+        "environment": environment(graph, settings, warn) if settings is not None else None,
+    }
+    return json.dumps(data, indent=2) + "\n"

@@ -1,0 +1,165 @@
+"""Every shortcut that skips work, with the check that makes skipping it valid.
+
+A shortcut answers "nothing changed" without doing the work that would show it: the no-op
+record, a server's watched files, the stat cache, the evaluation and probe caches. Each is sound
+only as long as its check is: the stale results a build can serve come from a shortcut whose
+check missed a case. So every one is listed here, once, with what it skips, the function that
+decides it may skip (`checks`: `module:qualified.name`, importable), and what makes it stop
+holding. tests/unit/test_shortcuts.py imports every check, and scans `engine/`, `cas/` and
+`sandbox/` for code shaped like a shortcut (a stat fingerprint, a cache or memo, an inotify
+watch): such a module must be registered here or listed in `NOT_SHORTCUTS` with the reason. The
+"Shortcuts" table of docs/ARCHITECTURE.md is `table()`, and the test keeps the two equal.
+
+This module is data: it imports nothing, so listing a shortcut costs no build any time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Shortcut:
+    name: str
+    module: str  # where the shortcut is taken (a dotted module name under `mcpp`)
+    skips: str  # the work it saves
+    checks: tuple[str, ...]  # `module:qualified.name` of each function that makes it valid
+    invalidated_by: str  # what makes the check fail, so the work is done
+
+
+SHORTCUTS: tuple[Shortcut, ...] = (
+    Shortcut("no-op record", "mcpp.engine.state.noop",
+             "the whole build: importing the engine, loading, planning, every key",
+             ("mcpp.engine.state.noop:holds",),
+             "a recorded file's or directory's stat changing (or stamped no earlier than the record); "
+             "another argv, directory or build-relevant environment; a build that warned or is pending"),
+    Shortcut("server no-op answer", "mcpp.engine.server.noop_watch",
+             "the no-op record's stat of every file",
+             ("mcpp.engine.server.noop_watch:NoopWatch.answer",),
+             "any inotify event in a watched directory, a queue overflow; files with several links "
+             "(and everything without inotify) are stat'ed on every request"),
+    Shortcut("server sources unchanged", "mcpp.engine.server.source_watch",
+             "digesting the server's own sources on each request",
+             ("mcpp.engine.server.source_watch:SourceWatch.quiet", "mcpp.engine.server.protocol:version"),
+             "a `.py` file or directory written in the source directories; no inotify (then the digest runs)"),
+    Shortcut("preloaded state", "mcpp.engine.server.state_memo",
+             "loading the stat cache, action records and scan cache",
+             ("mcpp.engine.server.state_memo:held",),
+             "a state file whose stat differs from the one the server loaded"),
+    Shortcut("remembered plan", "mcpp.engine.server.plan_memo",
+             "planning",
+             ("mcpp.engine.server.plan_memo:PlanMemo.plan",),
+             "a file created, deleted, renamed or re-moded in a package tree; another graph, toolchain, "
+             "profile or target directory; a rewritten file that scans to other module facts or includes"),
+    Shortcut("remembered globs", "mcpp.engine.manifest.globs",
+             "walking the directories of a source glob",
+             ("mcpp.engine.manifest.globs:Expansions.expand",),
+             "the shape of a watched tree changing; a root the server does not watch"),
+    Shortcut("known files", "mcpp.engine.state.unchanged",
+             "computing the key of an action whose inputs all kept their digests",
+             ("mcpp.engine.state.unchanged:Unchanged.proven",),
+             "a file whose stat differs from the stat cache's stamp, one the watcher saw rewritten, a new plan"),
+    Shortcut("known files, watched", "mcpp.engine.server.known_watch",
+             "the known files' stat per file",
+             ("mcpp.engine.server.known_watch:given",),
+             "an event naming the file or its watched directory, a queue overflow; files with several links"),
+    Shortcut("stat cache", "mcpp.cas.statcache",
+             "hashing a file",
+             ("mcpp.cas.statcache:StatCache.digest",),
+             "another (dev, inode, size, mtime, ctime); an entry stamped no earlier than the cache's write"),
+    Shortcut("fresh action", "mcpp.engine.state.incremental",
+             "looking up, restoring or running an action",
+             ("mcpp.engine.state.incremental:KeyComputer.fresh",),
+             "another key (any input, tool or the namespace), an output missing or altered under target/"),
+    Shortcut("key memo", "mcpp.engine.state.incremental",
+             "computing an action's key again within one build",
+             ("mcpp.engine.trust.policy:TrustPolicy.memoizes_keys",),
+             "a sandbox that does not stage inputs (actions read the real tree); an action that "
+             "rewrites its own input"),
+    Shortcut("action cache", "mcpp.engine.exec.pipeline",
+             "running an action",
+             ("mcpp.cas.action:action_key", "mcpp.engine.trust.policy:TrustPolicy.accepts_cached"),
+             "nothing: the key covers every input, tool and the namespace; an entry fetched from a "
+             "remote needs a signature by a key still trusted"),
+    Shortcut("remote cache", "mcpp.cas.remote.cache",
+             "running an action",
+             ("mcpp.engine.trust.policy:TrustPolicy.accepts_remote", "mcpp.cas.remote.trust:SignaturePolicy.accept"),
+             "a result keyed apart (never looked up); with trusted keys, a result not signed by one"),
+    Shortcut("scan cache", "mcpp.engine.state.incremental",
+             "scanning a source for module facts and include directives",
+             ("mcpp.engine.state.incremental:ScanCache.scan", "mcpp.engine.state.incremental:ScanCache.includes"),
+             "nothing: keyed by the file's digest; a preprocessing scan also by every file it read"),
+    Shortcut("evaluation cache", "mcpp.engine.program.cache",
+             "evaluating a build program",
+             ("mcpp.engine.program.cache:ProgramCache.lookup",),
+             "another context fingerprint; a `.star` file or read file with another digest; a glob "
+             "with other matches; an environment variable it read with another value"),
+    Shortcut("probe cache", "mcpp.engine.program.probe",
+             "running a build program's probe",
+             ("mcpp.engine.program.probe:run_probe",),
+             "nothing: keyed by argv and the paths and digests of its tools and inputs"),
+    Shortcut("compiler probe cache", "mcpp.engine.toolchain.compilers",
+             "asking a compiler its version, target and directories, and hashing it",
+             ("mcpp.engine.toolchain.compilers:_ProbeCache.probe",),
+             "the compiler binary's (dev, inode, size, mtime)"),
+    Shortcut("payload probe cache", "mcpp.engine.payloads.system",
+             "running a system installation's version probe",
+             ("mcpp.engine.payloads.system:Prober.probe",),
+             "another root, probe argv or real program path; the program's (dev, inode, size, mtime, ctime)"),
+    Shortcut("installed payload", "mcpp.engine.payloads.install",
+             "downloading and unpacking a payload",
+             ("mcpp.engine.payloads.install:installed",),
+             "nothing: a version directory exists only complete (renamed into place after checking)"),
+    Shortcut("published host tool", "mcpp.engine.build.host_tools",
+             "building a host tool",
+             ("mcpp.engine.build.host_tools:source_stamp", "mcpp.engine.trust.policy:TrustPolicy.tool_host"),
+             "any file's size or mtime under the tool's package trees; another toolchain, profile or "
+             "sandbox promises"),
+    Shortcut("staged copy", "mcpp.sandbox.inputs",
+             "copying an input into a sandbox again",
+             ("mcpp.sandbox.inputs:PrivateCopies.stage",),
+             "the source's (dev, inode, size, mtime)"),
+    Shortcut("worker blob", "mcpp.cas.remote.worker_cas",
+             "hashing a blob a remote worker verified before",
+             ("mcpp.cas.remote.worker_cas:WorkerCas._holds",),
+             "the file's (dev, inode, size, mtime, mode)"),
+    Shortcut("remote input digest", "mcpp.cas.remote.execution",
+             "hashing a staged input again for the remote",
+             ("mcpp.cas.remote.execution:RemoteExecutor._file",),
+             "the read-only materialized copy's path, size or mtime"),
+)
+
+# Modules that look like a shortcut to the test's scan but skip no work on a proof of their own.
+NOT_SHORTCUTS: dict[str, str] = {
+    "mcpp.engine.build.memory": "the seam a build reaches its host's memory through; the shortcuts behind it "
+                                "(preloaded state, remembered plan and globs) are registered",
+    "mcpp.engine.server.child_memory": "a build child's side of that seam; the same shortcuts are registered",
+    "mcpp.cas.action_cache": "the store the action-cache shortcut reads; stats are for `mcpp cache gc`",
+    "mcpp.cas.local_store": "stats are ages for garbage collection",
+    "mcpp.cas.maintenance": "stats are ages for garbage collection",
+    "mcpp.engine.payloads.gc": "stats are ages for garbage collection",
+    "mcpp.sandbox.pool": "stats are ages of stale sandbox directories to reclaim",
+    "mcpp.cas.remote.action_cache": "the REAPI client of the remote-cache shortcut",
+    "mcpp.cas.remote.memo": "a per-build memo of values keyed by what computes them (its users register)",
+    "mcpp.engine.core.build_env": "names the server's watcher setting",
+    "mcpp.engine.cli.cache": "the `mcpp cache` command",
+    "mcpp.engine.package.layout": "names the caches' paths",
+    "mcpp.engine.program.bounded": "memory limits (the scan matches `memory`)",
+    "mcpp.engine.exec.stores": "opens the stores",
+    "mcpp.engine.trust.policy": "the policy the checks consult",
+    "mcpp.engine.core.shortcuts": "this registry",
+    "mcpp.engine.server": "the server machinery that hosts the registered shortcuts",
+    "mcpp.engine.server.child": "forgets environment caches in a build child",
+    "mcpp.engine.server.daemon": "the server; its sources check is registered (server sources unchanged)",
+    "mcpp.engine.server.warm": "hands the registered server shortcuts from one build to the next",
+    "mcpp.engine.server.watcher": "the inotify (or scan) watcher the registered server shortcuts use",
+}
+
+
+def table() -> str:
+    """The Markdown table of docs/ARCHITECTURE.md's "Shortcuts" section."""
+    rows = ["| shortcut | where | skips | valid while (check) | invalidated by |",
+            "|---|---|---|---|---|"]
+    for s in SHORTCUTS:
+        checks = ", ".join(f"`{c.removeprefix('mcpp.')}`" for c in s.checks)
+        rows.append(f"| {s.name} | `{s.module.removeprefix('mcpp.')}` | {s.skips} | {checks} | {s.invalidated_by} |")
+    return "\n".join(rows) + "\n"

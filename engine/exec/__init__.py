@@ -1,0 +1,1 @@
+"""Running the planned actions: the scheduler, the per-action pipeline, runners, stores."""

@@ -1,0 +1,410 @@
+"""What happens to one action during a build: fresh? cached? run? record.
+
+1. *Fresh*: the state under `target/` says the last run's key still holds and the outputs are
+   intact: nothing to do (the no-op path; stats only, no hashing).
+2. *Cached*: the action cache has an entry for the key: outputs are copied from the store's
+   materialization area into `target/` (copies, not links: see `Materializer.copy_into`), and
+   the warnings the action printed are replayed. Compile actions read headers that are known
+   only from their depfile, so their lookup is two-level (as ccache's direct mode): a
+   first-level key without headers names the header sets seen before, and each set gives a
+   full key to look up.
+3. *Remote* (with `--remote`): on a local miss the remote cache is asked (`cas.remote`); a hit's
+   outputs are fetched, verified and put into the local store, and a local entry is written, so
+   the next build is a local hit.
+4. *Run*: through the `ActionRunner` seam; the outputs are hashed on the worker (their digests
+   key the dependents, which start at once), then stored and an entry written into the action
+   cache by the background ingest (cas/ingest.py), so the next build anywhere on this
+   `$MCPP_HOME` is a hit. The build waits for the ingest at its end (`drain`); with
+   `--remote-upload` the ingest runs inline and the result is queued for upload to the remote
+   cache.
+
+The scheduler calls `check` and `finish` on its own thread and `restore_or_run` on worker
+threads; all bookkeeping of keys and state happens on the scheduler's thread.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from mcpp.cas.action import Action
+from mcpp.cas.action_cache import ActionEntry
+from mcpp.cas.atomic import write_if_changed
+from mcpp.cas.blobstore import StoreError
+from mcpp.cas.digest import Digest
+from mcpp.cas.ingest import Ingest, PendingBlob, pending_bytes, store_blobs, take_output
+from mcpp.cas.remote.trust import event_origin
+from mcpp.cas import tree
+
+from ..core.errors import environment_error
+from ..plan.planner import Plan
+from ..report.diagnostics import coloured, parse, plain
+from ..report.link_hints import link_hint
+from ..report.reporter import Reporter
+from ..report.warned_actions import WarnedActions
+from ..state.incremental import BuildState, KeyComputer
+from ..trust.policy import TrustPolicy
+from .action_output import shown
+from .action_runner import ActionRunner, RunResult
+from .discovered_inputs import discovered_inputs
+from .explain import ExplainLog
+from .stores import Stores
+
+if TYPE_CHECKING:  # the remote layer imports gRPC: only builds that use it load it
+    from mcpp.cas.remote.cache import RemoteCache
+
+
+@dataclass
+class Outcome:
+    run: RunResult | None = None  # set when the action ran
+    entry: ActionEntry | None = None  # set when restored from the action cache
+    key: str = ""
+    discovered: tuple[str, ...] = ()
+    outputs: dict[str, Digest] = field(default_factory=dict)  # hashed outputs of a successful run
+    pending: list[PendingBlob] = field(default_factory=list)  # those of them the ingest stores
+    modes: dict[str, int] = field(default_factory=dict)  # 0o555 or 0o444 for each of `outputs`
+    remote: bool = False  # `entry` came from the remote cache (its local key is computed in finish)
+
+    @property
+    def succeeded(self) -> bool:
+        """What `finish` will answer, known on the lane (the scheduler's `proceed`): restored
+        from a cache, or run with every output present and hashed."""
+        return self.entry is not None or bool(self.outputs)
+
+
+@dataclass
+class Counters:
+    fresh: int = 0
+    cache_hits: int = 0
+    remote_hits: int = 0
+    executed: int = 0
+    failed: int = 0
+    healed: list[str] = field(default_factory=list)  # actions re-run because a blob was corrupt
+
+
+class ActionPipeline:
+    def __init__(self, plan: Plan, state: BuildState, keys: KeyComputer, runner: ActionRunner,
+                 stores: Stores, reporter: Reporter, explain: ExplainLog, remote: "RemoteCache | None" = None,
+                 local_slots: threading.Semaphore | None = None, trust: TrustPolicy | None = None):
+        self.plan = plan
+        # which results the build may take and share (engine/trust/policy.py); the default sandbox's
+        self.trust = trust if trust is not None else TrustPolicy(None)
+        self.state = state
+        self.keys = keys
+        self.runner = runner
+        self.store = stores.blobs
+        self.ac = stores.ac
+        self.mat = stores.mat
+        self.reporter = reporter
+        self.explain = explain
+        self.remote = remote
+        # With a remote cache the scheduler runs more workers than -j, so that remote lookups
+        # (mostly waiting on the network) overlap; `local_slots` keeps local processes at -j.
+        self.local_slots = local_slots
+        # action id -> (input digests, tool digests) the key used, for the remote cache's workers
+        self.remote_keys: dict[str, tuple[dict[str, Digest], dict[str, Digest]]] = {}
+        self.by_id: dict[str, Action] = {a.id: a for a in plan.actions}
+        # Outputs another action stages (the inputs of actions that have prerequisites): only
+        # these are put into the materialization area as they are stored. The rest (a depfile, a
+        # binary no action runs) are restored into `target/` straight from the store, and made
+        # there only if a later action stages them: a clean build creates a file fewer for each.
+        self.staged_outputs = {p for a in plan.actions if plan.prereqs.get(a.id) for p in a.inputs}
+        self.candidates: dict[str, tuple[str, list[tuple[str, tuple[str, ...]]]]] = {}
+        self.files_outside: set[str] = set()  # system headers seen to be files (discovered_inputs)
+        self.counters = Counters()
+        self.timings = None  # a TimingsRecorder when the build reports its timings (`--timings`)
+        self.warned = WarnedActions(state.file + ".warned")
+        # Uploads read the blobs from the store right away: with them the ingest runs inline.
+        self.ingest = Ingest(inline=remote is not None and remote.upload_enabled)
+
+    # -- scheduler thread -------------------------------------------------------------------
+    def check(self, action_id: str) -> bool:
+        a = self.by_id[action_id]
+        if self.keys.fresh(a):
+            self.counters.fresh += 1
+            self._replay_fresh(a)
+            self._event(a, "fresh")
+            return True
+        key1 = self.keys.key(a, ())
+        sets = self.ac.get_manifest(key1) if a.depfile else [()]
+        self.candidates[action_id] = (key1, [(self.keys.key(a, s) if s else key1, s) for s in sets])
+        if self.remote is not None:
+            # Digests come from the stat cache, which only this thread may use.
+            self.remote_keys[action_id] = ({p: self.keys.digest_of(p) for p in a.inputs},
+                                           {t: self.keys.tool_digest(t) for t in a.tools})
+        return False
+
+    # -- worker threads ---------------------------------------------------------------------
+    def restore_or_run(self, action_id: str) -> Outcome:
+        """Restore the outputs from the action cache (or the remote one), else run the action."""
+        a = self.by_id[action_id]
+        _, candidates = self.candidates[action_id]
+        for key, discovered in candidates:
+            entry = self.ac.get(key)
+            if entry is None or entry.exit_code != 0:
+                continue
+            if not self.trust.accepts_cached(entry.origin):
+                continue  # fetched from a remote unverified: trusted keys now require a signature
+            try:
+                self._restore(a, entry)
+                return Outcome(entry=entry, key=key, discovered=discovered)
+            except StoreError:
+                # A missing or corrupt blob: the verifying store already discarded it. Fall
+                # through and run the action, which stores the outputs again (the heal).
+                self.ac.delete(key)
+                self.counters.healed.append(a.id)
+                break
+        if self.remote is not None:
+            outcome = self._remote_lookup(a)
+            if outcome is not None:
+                return outcome
+        for path in a.inputs:
+            if path in self.plan.generated:
+                write_if_changed(os.path.join(self.plan.execroot, path), self.plan.generated[path])
+        with self.local_slots or nullcontext():
+            res = self.runner.run(coloured(a) if self.reporter.compiler_colour else a)
+        outcome = Outcome(run=res)
+        if res.exit_code == 0 and all(_present(self._abs(o)) for o in a.outputs):
+            for o in a.outputs:
+                path = self._abs(o)
+                if o.endswith("/"):
+                    _read_only(path)
+                    outcome.modes[o] = 0o555 if os.stat(path).st_mode & 0o111 else 0o444
+                    try:
+                        outcome.outputs[o] = tree.capture(path, self.store)
+                    except (tree.TreeError, OSError) as e:
+                        outcome.outputs.clear()
+                        outcome.pending.clear()
+                        res.exit_code = 1
+                        res.stderr += f"error: action `{a.id}`: output {o}{e}\n".encode()
+                        break
+                    continue
+                # Hashed here (the dependents' keys need the digest); stored by the ingest.
+                blob = take_output(path)
+                if o not in self.staged_outputs:  # no copy for sandboxes (see __init__)
+                    blob = replace(blob, materialize=False)
+                outcome.outputs[o] = blob.digest
+                outcome.modes[o] = 0o555 if blob.executable else 0o444
+                outcome.pending.append(blob)
+        return outcome
+
+    def _remote_lookup(self, a: Action) -> Outcome | None:
+        inputs, tools = self.remote_keys[a.id]
+        platform = self.keys.platform_of(a)
+        if not self.trust.accepts_remote(platform):  # never uploaded: no remote holds one
+            return None
+        hit = self.remote.lookup(a, platform, tools, inputs)
+        if hit is None:
+            return None
+        try:
+            self._restore(a, hit.entry)
+        except StoreError:
+            return None  # the blobs were just stored; losing one now means a broken local store
+        return Outcome(entry=hit.entry, discovered=hit.discovered, remote=True)
+
+    def _restore(self, a: Action, entry: ActionEntry) -> None:
+        missing = self.store.find_missing([d for d, _ in entry.outputs.values()])
+        if missing:
+            raise StoreError(f"{len(missing)} blob(s) missing")
+        for out in a.outputs:
+            if out not in entry.outputs:
+                raise StoreError(f"entry lacks {out}")
+            if out.endswith("/"):  # a tree: every file it names must be here before any is written
+                try:
+                    missing = self.store.find_missing(tree.blobs(entry.outputs[out][0], self.store))
+                except tree.TreeError as e:
+                    raise StoreError(str(e)) from None
+                if missing:
+                    raise StoreError(f"{len(missing)} blob(s) of tree {out} missing")
+        for out in a.outputs:
+            digest, mode = entry.outputs[out]
+            if out.endswith("/"):
+                tree.materialize(digest, self.store, self._abs(out),
+                                 lambda d, p, x: self.mat.copy_into(d, p, executable=x))
+                continue
+            self.mat.copy_into(digest, self._abs(out), executable=bool(mode & 0o111))
+
+    # -- scheduler thread -------------------------------------------------------------------
+    def finish(self, action_id: str, outcome: Outcome) -> bool:
+        a = self.by_id[action_id]
+        if outcome.remote:
+            return self._finish_remote(a, outcome)
+        if outcome.entry is not None:
+            return self._finish_cached(a, outcome)
+        return self._finish_run(a, outcome)
+
+    def _finish_remote(self, a: Action, outcome: Outcome) -> bool:
+        """Record a remote hit locally (entry, header manifest), then finish it as a cache hit."""
+        key = self.keys.key(a, outcome.discovered)
+        outcome.entry = replace(outcome.entry, inputs=self._keyed_inputs(a, outcome.discovered))
+        outcome.key = key
+        self.ac.put(key, outcome.entry)
+        if a.depfile:
+            self.ac.add_manifest(self.candidates[a.id][0], outcome.discovered)
+        return self._finish_cached(a, outcome, status="remote")
+
+    def _finish_cached(self, a: Action, outcome: Outcome, status: str = "cached") -> bool:
+        entry = outcome.entry
+        self._replay(a, entry)
+        self.warned.set(a.id, outcome.key, entry.stdout is not None or entry.stderr is not None)
+        self.keys.outputs_settled({out: digest for out, (digest, _mode) in entry.outputs.items()})
+        outputs = {out: str(digest) for out, (digest, _mode) in entry.outputs.items()}
+        self.state.record(a.id, outcome.key, outcome.discovered, outputs)
+        origin = event_origin(status, entry.origin)
+        self.explain.record(a, outcome.key, self._keyed_inputs(a, outcome.discovered), self.keys,
+                            origin=origin, outputs=outputs)
+        if status == "remote":
+            self.counters.remote_hits += 1
+        else:
+            self.counters.cache_hits += 1
+        self._event(a, status, origin=origin)
+        return True
+
+    def _finish_run(self, a: Action, outcome: Outcome) -> bool:
+        res = outcome.run
+        text = shown((res.stdout + res.stderr).decode("utf-8", "replace"), self.plan.execroot)
+        self._show(a, text)
+        if not outcome.outputs and res.exit_code != 0:
+            hint = link_hint(a, text, self.plan.prereqs.get(a.id, ()))
+            if hint:
+                self.reporter.raw_warning(hint)
+        if not outcome.outputs:
+            self.state.forget(a.id)
+            if res.exit_code == 0:
+                missing = [o for o in a.outputs if not _present(self._abs(o))]
+                self.reporter.error(f"error: action `{a.id}` did not produce {', '.join(missing)} (as a file)")
+            self.counters.failed += 1
+            self._event(a, "failed", exit_code=res.exit_code, duration=round(res.duration, 3),
+                        **({"worker": res.worker} if res.worker else {}))
+            return False
+        discovered: tuple[str, ...] = ()
+        if a.depfile:
+            with open(self._abs(a.depfile), encoding="utf-8", errors="replace") as f:
+                discovered = discovered_inputs(f.read(), self.plan.execroot, set(a.inputs) | set(a.outputs),
+                                               self.files_outside)
+        self.keys.outputs_settled(outcome.outputs)
+        key = self.keys.key(a, discovered)
+        inputs = self._keyed_inputs(a, discovered)
+        texts = [pending_bytes(t) if t else None for t in (res.stdout, res.stderr)]
+        entry = ActionEntry(
+            outputs={o: (d, outcome.modes[o]) for o, d in outcome.outputs.items()},
+            exit_code=0,
+            stdout=texts[0].digest if texts[0] else None,
+            stderr=texts[1].digest if texts[1] else None,
+            inputs=inputs)
+        blobs = outcome.pending + [t for t in texts if t]
+        outcome.pending = []
+        key1 = self.candidates[a.id][0] if a.depfile else None
+
+        def ingest() -> None:
+            # Blobs first, then the records that name them: an interrupted ingest leaves no
+            # entry pointing at a missing blob.
+            store_blobs(blobs, self.store, self.mat)
+            self.ac.put(key, entry)
+            if key1 is not None:
+                self.ac.add_manifest(key1, discovered)
+
+        self.ingest.submit(a.id, ingest)
+        self.warned.set(a.id, key, bool(res.stdout or res.stderr))
+        if self.remote is not None and self.remote.upload_enabled:
+            platform = self.keys.platform_of(a)
+            if self.trust.uploads(platform):  # a result the sandbox cannot prove stays here (engine/trust/policy.py)
+                self.remote.upload(a, platform, self.remote_keys[a.id][1], inputs, discovered, entry)
+        self.state.record(a.id, key, discovered, {o: str(d) for o, d in outcome.outputs.items()})
+        origin = event_origin("executed", None)
+        self.explain.record(a, key, inputs, self.keys, origin=origin,
+                            outputs={o: str(d) for o, d in outcome.outputs.items()})
+        self.counters.executed += 1
+        self._event(a, "executed", exit_code=0, duration=round(res.duration, 3), origin=origin,
+                    **({"worker": res.worker} if res.worker else {}))
+        return True
+
+    def drain(self, result) -> None:
+        """Wait for the background ingest (called once, after the last action); an action whose
+        outputs could not be stored fails the build (`result.failed`) and runs again next time.
+        A file system that refused the store (a file where `$MCPP_HOME/cas` belongs, a read-only
+        or full disk) is one error naming what is in the way, not one per action."""
+        refused: OSError | None = None
+        for label, err in self.ingest.wait():
+            self.state.forget(label)
+            self.counters.failed += 1
+            if label in result.succeeded:
+                result.succeeded.remove(label)
+            result.failed.append(label)
+            if isinstance(err, OSError):
+                refused = refused or err
+            else:
+                self.reporter.error(f"error: action `{label}`: its outputs could not be stored: {err}")
+        if refused is not None:
+            raise environment_error(refused)
+
+    # -- helpers ----------------------------------------------------------------------------------
+    def _keyed_inputs(self, a: Action, discovered: tuple[str, ...]) -> dict[str, Digest]:
+        return {p: self.keys.digest_of(p) for p in sorted(set(a.inputs) | set(discovered))}
+
+    def _replay(self, a: Action, entry: ActionEntry) -> None:
+        text = b""
+        for d in (entry.stdout, entry.stderr):
+            if d is not None:
+                try:
+                    text += self.store.get(d)
+                except StoreError:
+                    pass
+        if text:
+            self._show(a, shown(text.decode("utf-8", "replace"), self.plan.execroot), replayed=True)
+
+    def _replay_fresh(self, a: Action) -> None:
+        """Say again what a fresh action printed when it last ran: its warnings stay on screen
+        until fixed, as Cargo's do (only actions that printed something cost a lookup)."""
+        key = self.warned.key_of(a.id)
+        rec = self.state.recorded(a.id)
+        if key is None or rec is None or rec[0] != key:
+            return
+        entry = self.ac.get(key)
+        if entry is not None:
+            self._replay(a, entry)
+
+    def _show(self, a: Action, text: str, replayed: bool = False) -> None:
+        """An action's output: verbatim for the user, one `compiler-message` event per diagnostic
+        (with `file`, `line`, `column`, `severity`, `message` and its `rendered` text) for tools."""
+        if not text:
+            return
+        self.reporter.diagnostics(text if self.reporter.compiler_colour else plain(text))
+        extra = {"replayed": True} if replayed else {}
+        for record in parse(plain(text)):
+            self.reporter.event("compiler-message", id=a.id, package=self.plan.package_of[a.id], **record, **extra)
+
+    def _event(self, a: Action, status: str, **extra) -> None:
+        if self.timings is not None:
+            self.timings.status(a.id, a.kind, self.plan.package_of[a.id], status)
+        self.reporter.event("action-finished", id=a.id, kind=a.kind, package=self.plan.package_of[a.id],
+                            status=status, **extra)
+
+    def _abs(self, rel: str) -> str:
+        return os.path.join(self.plan.execroot, rel)
+
+
+
+def _read_only(path: str) -> bool:
+    """Give a produced output (each file of a tree output) the mode a restored one has, 0555 or
+    0444, as Bazel does: a later action then sees the same mode under every sandbox, including
+    `off`, which reads `target/` in place (a tar of a binary is the same bytes everywhere), and a
+    stray write into `target/` fails instead of silently diverging from the cache. Returns
+    whether a file output is executable (the stat taken here answers that too)."""
+    paths = [path] if not path.endswith("/") else [
+        os.path.join(d, f) for d, _, files in os.walk(path) for f in files]
+    executable = False
+    for p in paths:
+        st = os.lstat(p)
+        if not stat.S_ISLNK(st.st_mode):
+            executable = bool(st.st_mode & 0o111)
+            os.chmod(p, 0o555 if executable else 0o444)
+    return executable
+
+
+def _present(path: str) -> bool:
+    """An output is there: a regular file, or for a tree output (`.../`) a directory."""
+    return os.path.isdir(path) if path.endswith("/") else os.path.isfile(path)

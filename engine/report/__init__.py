@@ -1,0 +1,1 @@
+"""What the user sees: status lines, progress, JSON events, compiler diagnostics, timings."""

@@ -1,0 +1,1 @@
+"""What earlier builds left behind: the no-op record, action state and keys, scans."""

@@ -1,0 +1,274 @@
+"""The no-op fast path: answer "nothing to do" without importing the engine.
+
+A full no-op build parses manifests, plans every action and recomputes every key from the stat
+cache: correct, but it spends most of its time importing and planning (about 0.2 s of imports
+alone). After a successful `mcpp build` that printed no warnings, this module records the stat
+of every file that build depended on (manifests, sources, discovered headers, outputs, compiler
+binaries, the configuration under `$MCPP_HOME`) and the mtime of every directory a glob or a
+lookup walked (a new file changes its directory's mtime). The next identical invocation (same
+argv, working directory, and the same values of every environment variable a build's result
+depends on: engine/core/build_env.py) first checks that record with plain `os.stat` calls; if
+everything is unchanged the previous build's result still holds and it prints the `Finished`
+line. Anything else, or any doubt, falls through to the full build, which is always correct on
+its own.
+
+What a record holds is the stat of what the build read, never a stat of what is there after it:
+a file saved while the build ran (after the build read it) must send the next build down the
+full path. Each full build first marks its record pending (`begin`), which also gives the
+build's start on the file system's clock. At the end, a file the build hashed through the stat
+cache is recorded with the stat taken when it was hashed (or, for an output, when it was
+written); any other file or directory (manifests, build programs, configuration) is stat'ed
+then, which is the stat the build read only when it is older than the build's start. A file
+the build did not write that is stamped no earlier than that start may have changed after the
+build read it: the build records nothing, and the next one takes the full path.
+
+Racy timestamps: a file rewritten within the file system's timestamp tick right after the
+record was taken keeps its stat. As in git, an entry stamped no earlier than the record file's
+own mtime is treated as changed.
+
+This module must stay importable with the standard library only (cas/atomic.py is plain `os`):
+it runs before anything else.
+"""
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+import time
+import zlib
+from array import array
+
+from mcpp.cas.atomic import PUBLIC, write_atomic
+
+from ..core import build_env
+from ..core.mcpp_home import home_root
+
+_FORMAT = "mcpp-noop-4"
+_PENDING = "mcpp-noop-pending"  # a build of this identity is running, or ended unrecorded
+# Stamps are stored as flat int64 arrays and paths as one NUL-joined string: loading a few
+# thousand of them that way is one allocation each, where tuples cost one object per stamp.
+_MISSING = -1
+
+
+def _home(env=None) -> str:
+    return home_root(os.environ if env is None else env)
+
+
+def _ident(argv: list[str], cwd: str | None = None, env=None) -> str:
+    env = os.environ if env is None else env
+    return "\0".join([cwd or os.getcwd(), _home(env), *build_env.identity(env), "", *argv])
+
+
+def _record_path(ident: str, env=None) -> str:
+    # crc32 only spreads records over file names; the record holds the full ident and is
+    # used only when it matches exactly. (hashlib costs a few ms of import on this path.)
+    return os.path.join(_home(env), "noop", f"{zlib.crc32(ident.encode()):08x}")
+
+
+def try_fast_noop(argv: list[str]) -> bool:
+    """True when the recorded build for `argv` still holds (and its line was printed)."""
+    text = answer(argv, os.getcwd(), os.environ, sys.stdout.isatty(), time.monotonic())
+    if text is None:
+        return False
+    if text:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return True
+
+
+def answer(argv: list[str], cwd: str, env, tty: bool, start: float) -> str | None:
+    """What the build of `argv` run in `cwd` with `env` would print when its record still holds
+    ("" for nothing), else None: build. `tty`: whether that output goes to a terminal (the
+    line is coloured as the build would colour it); `start`: when the command began. The warm
+    build server asks the same question for its clients (engine/server/noop_watch.py)."""
+    if env.get("MCPP_NO_FAST_PATH"):
+        return None
+    found = load_record(argv, cwd, env)
+    if found is None or not holds(found):
+        return None
+    return finish(found, argv, env, tty, start)
+
+
+class Record:
+    """A no-op record as read: what a later check compares and what it prints."""
+
+    def __init__(self, path: str, written: int, line, paths: str, stamps: bytes, dir_paths: str,
+                 dir_stamps: bytes, last_build: str):
+        self.path, self.written, self.line, self.last_build = path, written, line, last_build
+        self.paths = paths.split("\0") if paths else []
+        self.stamps = array("q")
+        self.stamps.frombytes(stamps)
+        self.dir_paths = dir_paths.split("\0") if dir_paths else []
+        self.dir_stamps = array("q")
+        self.dir_stamps.frombytes(dir_stamps)
+
+
+def load_record(argv: list[str], cwd: str, env) -> Record | None:
+    """The record of the last successful build of `argv` from `cwd` with `env`, if any."""
+    ident = _ident(argv, cwd, env)
+    path = _record_path(ident, env)
+    try:
+        with open(path, "rb") as f:
+            written = os.fstat(f.fileno()).st_mtime_ns
+            fmt, recorded_ident, *fields = marshal.load(f)
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if fmt != _FORMAT or recorded_ident != ident:
+        return None
+    try:
+        return Record(path, written, *fields)
+    except (TypeError, ValueError):
+        return None
+
+
+def holds(record: Record, only: range | list[int] | None = None) -> bool:
+    """Whether every file (those at the indexes `only`, when given) and every directory still
+    has the stat it had when the record was written."""
+    stat = os.stat
+    want, written = record.stamps, record.written
+    paths = record.paths
+    for k in (range(len(paths)) if only is None else only):
+        i = 4 * k
+        try:
+            st = stat(paths[k])
+        except OSError:
+            if want[i] != _MISSING:
+                return False
+            continue
+        if (st.st_ino != want[i] or st.st_size != want[i + 1] or st.st_mtime_ns != want[i + 2]
+                or st.st_ctime_ns != want[i + 3] or max(st.st_mtime_ns, st.st_ctime_ns) >= written):
+            return False
+    if only is not None:
+        return True
+    for j, d in enumerate(record.dir_paths):
+        try:
+            mtime = stat(d).st_mtime_ns
+        except OSError:
+            mtime = _MISSING
+        if mtime != record.dir_stamps[j] or mtime >= written:
+            return False
+    return True
+
+
+def finish(record: Record, argv: list[str], env, tty: bool, start: float) -> str:
+    """The no-op's output, and its `last-build.json`."""
+    text = ""
+    if record.line:
+        verb, message = record.line
+        if tty and "NO_COLOR" not in env and "--color" not in " ".join(argv):
+            verb = f"\x1b[1;32m{verb}\x1b[0m"
+        text = f"{verb} {message.replace('{elapsed}', f'{time.monotonic() - start:.2f}s')}\n"
+    _write_last_build(record.last_build, env)
+    return text
+
+
+def _write_last_build(text: str, env=None) -> None:
+    """`mcpp cache stats` reports the last build; rewrite the file only when it changes."""
+    path = os.path.join(_home(env), "last-build.json")
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    try:
+        write_atomic(path, text, mode=PUBLIC)
+    except OSError:
+        pass
+
+
+def begin(argv: list[str]) -> int | None:
+    """Before a full build of `argv`: mark its record pending (no check passes until `record`
+    writes it again) and return when that happened on the file system's clock (the marker's
+    mtime: the clock and granularity that stamp the files the build reads). None when the
+    marker cannot be written: then nothing is recorded."""
+    ident = _ident(argv)
+    path = _record_path(ident)
+    try:
+        write_atomic(path, marshal.dumps((_PENDING, ident)), mode=PUBLIC)
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        forget(argv)
+        return None
+
+
+def record(argv: list[str], line: tuple[str, str] | None, files: list[str], dirs: list[str],
+           actions: int, started: int | None, read_stamp=None, written: frozenset[str] | set[str] = frozenset()
+           ) -> bool:
+    """Remember what the successful build of `argv` begun at `started` (`begin`) depended on
+    (see the module docstring). `read_stamp(path)`: the (dev, ino, size, mtime_ns, ctime_ns)
+    the build hashed or wrote the file at, or None; `written`: the files the build itself wrote
+    (outputs, generated files), whose stamps are newer than its start by nature. False, and
+    nothing recorded, when a file or directory may have changed after the build read it."""
+    import json
+
+    if started is None:
+        return False
+    paths = list(dict.fromkeys(files))
+    stamps = array("q")
+    for p in paths:
+        st = read_stamp(p) if read_stamp is not None else None
+        if st is not None:
+            ino, size, mtime, ctime = st[1], st[2], st[3], st[4]
+        else:
+            try:
+                s = os.stat(p)
+            except OSError:
+                stamps.extend((_MISSING, _MISSING, _MISSING, _MISSING))
+                continue
+            ino, size, mtime, ctime = s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns
+        if max(mtime, ctime) >= started and p not in written:
+            return False  # changed while the build ran (or in the tick it began): not proven
+        stamps.extend((ino, size, mtime, ctime))
+    dir_paths = list(dict.fromkeys(dirs))
+    dir_stamps = array("q")
+    for d in dir_paths:
+        try:
+            mtime = os.stat(d).st_mtime_ns
+        except OSError:
+            mtime = _MISSING
+        if mtime >= started:
+            return False  # an entry made, removed or renamed while the build ran
+        dir_stamps.append(mtime)
+    last_build = json.dumps({"fresh": actions, "cache_hits": 0, "remote_hits": 0, "executed": 0, "failed": 0})
+    ident = _ident(argv)
+    path = _record_path(ident)
+    try:
+        write_atomic(path, marshal.dumps((_FORMAT, ident, line, "\0".join(paths), stamps.tobytes(),
+                                          "\0".join(dir_paths), dir_stamps.tobytes(), last_build)), mode=PUBLIC)
+    except OSError:
+        return False
+    return True
+
+
+def forget(argv: list[str]) -> None:
+    try:
+        os.unlink(_record_path(_ident(argv)))
+    except OSError:
+        pass
+
+
+def engine_files() -> list[str]:
+    """The engine's own sources: an upgraded or edited engine must not trust old records."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [os.path.join(dp, f) for dp, _, fs in os.walk(here) for f in fs if f.endswith(".py")]
+
+
+def walked_dirs(root: str) -> list[str]:
+    """Every directory under `root` a source glob may read (not `target/`, not dot dirs)."""
+    out = [root]
+    for dirpath, dirnames, _ in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and not (dirpath == root and d == "target")]
+        out.extend(os.path.join(dirpath, d) for d in dirnames)
+    return out
+
+
+def ancestors(path: str) -> list[str]:
+    out = []
+    d = os.path.abspath(path)
+    while True:
+        out.append(d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            return out
+        d = parent

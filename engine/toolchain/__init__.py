@@ -1,0 +1,1 @@
+"""The compilers (identity, probe) and the linker programs their drivers run."""

@@ -1,0 +1,209 @@
+"""The compilers of a build: which binaries, which version and target, and their identity.
+
+Probing a compiler costs a few process starts, so the answer is cached in `$MCPP_HOME` keyed by
+the binary's stat (device, inode, size, mtime): a no-op build reads one small file. The identity
+(version, target triple and the blake3 of the compiler binary) goes into every action key, so an
+upgraded compiler rebuilds everything and two machines with the same compiler share results.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from mcpp.cas.atomic import PUBLIC, write_atomic
+from mcpp.cas.digest import digest_file
+from mcpp.cas.home import Home
+from mcpp.cas.statcache import discard
+
+from ..core.action_env import ACTION_ENV
+from ..core.errors import McppError
+
+# name -> (C compiler, C++ compiler, family)
+_KNOWN = {
+    "gcc": ("gcc", "g++", "gcc"),
+    "clang": ("clang", "clang++", "clang"),
+}
+# A versioned driver pair as Debian and apt.llvm.org install them: clang-19 / clang++-19.
+_VERSIONED = re.compile(r"^(clang|gcc)-(\d+)$")
+TOOLCHAIN_NAMES = ("gcc", "gcc-NN", "clang", "clang-NN")
+
+
+@dataclass(frozen=True)
+class Compiler:
+    path: str  # absolute path as found on PATH (a symlink's name selects the driver mode)
+    version: str
+    target: str
+    digest: str  # blake3 of the binary
+    # The driver's program directories (`-print-search-dirs`), where it and its linker driver
+    # look for the programs they run before PATH (engine/toolchain/linker.py)
+    programs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    name: str
+    family: str  # "gcc" or "clang"
+    cc: Compiler
+    cxx: Compiler
+    ar: str
+
+    @property
+    def identity(self) -> str:
+        return f"{self.family} {self.cxx.version} {self.cxx.target} cxx={self.cxx.digest} cc={self.cc.digest}"
+
+    @property
+    def tool_dirs(self) -> tuple[str, ...]:
+        return tuple(sorted({os.path.dirname(self.cc.path), os.path.dirname(self.cxx.path), os.path.dirname(self.ar)}))
+
+
+def resolve_toolchain(name: str | None, home: Home) -> Toolchain:
+    name = name or "gcc"
+    if name.startswith("path:"):
+        raise McppError(f"unknown toolchain `{name}`; accepted values: {', '.join(TOOLCHAIN_NAMES)}")
+    versioned = _VERSIONED.match(name)
+    if versioned:
+        family, number = versioned.groups()
+        cc_name, cxx_name = name, f"{'clang++' if family == 'clang' else 'g++'}-{number}"
+    elif name in _KNOWN:
+        cc_name, cxx_name, family = _KNOWN[name]
+        if family == "clang" and shutil.which(cxx_name) is None:
+            # Debian installs only the versioned names (clang-19); take the newest installed.
+            newest = _newest_versioned("clang", "clang++")
+            if newest is not None:
+                cc_name, cxx_name = newest
+    else:
+        raise McppError(f"unknown toolchain `{name}`; accepted values: {', '.join(TOOLCHAIN_NAMES)}")
+    cache = _ProbeCache(str(home.toolchains))
+    cc, cxx = cache.probe(_which(cc_name, name), _which(cxx_name, name))
+    cache.save()
+    ar = shutil.which("ar") or "/usr/bin/ar"
+    return Toolchain(name=name, family=family, cc=cc, cxx=cxx, ar=os.path.realpath(ar))
+
+
+def _newest_versioned(cc: str, cxx: str) -> tuple[str, str] | None:
+    """The `cc-NN`/`cxx-NN` pair on PATH with the highest NN, both present, or None."""
+    pattern = re.compile(rf"^{re.escape(cxx)}-(\d+)$")
+    numbers: set[int] = set()
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        try:
+            names = os.listdir(d or ".")
+        except OSError:
+            continue
+        for n in names:
+            m = pattern.match(n)
+            if m:
+                numbers.add(int(m.group(1)))
+    for number in sorted(numbers, reverse=True):
+        pair = (f"{cc}-{number}", f"{cxx}-{number}")
+        if all(shutil.which(b) for b in pair):
+            return pair
+    return None
+
+
+def _which(binary: str, toolchain: str) -> str:
+    found = shutil.which(binary)
+    if found is None:
+        hint = " (apt-get install clang-19 libc++-19-dev libc++abi-19-dev)" if "clang" in binary else ""
+        raise McppError(f"toolchain `{toolchain}`: `{binary}` was not found on PATH{hint}")
+    # Not realpath: `clang++` is a symlink to `clang`, and the driver's mode comes from the name
+    # it is invoked by. The digest below is of the file the link points to.
+    return os.path.abspath(found)
+
+
+class _ProbeCache:
+    def __init__(self, path: str):
+        self.path = path
+        self.dirty = False
+        try:
+            with open(path) as f:
+                self.entries = json.load(f)
+        except OSError:
+            self.entries = {}
+        except ValueError:
+            self.entries = None
+        if not isinstance(self.entries, dict):  # damaged or wrong-shaped: probe again, overwrite it
+            discard(path, "unreadable" if self.entries is None else "wrong-shaped")
+            self.entries, self.dirty = {}, True
+
+    def probe(self, *paths: str) -> list[Compiler]:
+        """Each compiler's identity: from the cache while its file is unchanged, else asked of it.
+        Every question to every compiler is asked at once: a first build (an empty home) waits
+        for one round of compiler processes, not six in a row."""
+        known: dict[str, Compiler] = {}
+        asking: dict[str, tuple[str, list[subprocess.Popen]]] = {}
+        try:
+            for path in paths:
+                if path in known or path in asking:
+                    continue
+                st = os.stat(path)
+                stamp = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+                hit = self.entries.get(path)
+                if isinstance(hit, dict) and hit.get("stamp") == stamp \
+                        and all(isinstance(hit.get(k), str) for k in ("version", "target", "digest")) \
+                        and isinstance(hit.get("programs"), list) \
+                        and all(isinstance(d, str) for d in hit["programs"]):
+                    known[path] = Compiler(path, hit["version"], hit["target"], hit["digest"],
+                                           tuple(hit["programs"]))
+                    continue
+                asking[path] = (stamp, [])
+                for flag in ("-dumpversion", "-dumpfullversion", "-dumpmachine", "-print-search-dirs"):
+                    asking[path][1].append(_start([path, flag]))
+            for path, (stamp, (plain, full, machine, dirs)) in asking.items():
+                version = _answer(plain)
+                full_version = _answer(full, check=False) or version
+                target = _answer(machine)
+                programs = _program_dirs(_answer(dirs, check=False))
+                known[path] = Compiler(path, full_version, target, digest_file(os.path.realpath(path)).hash,
+                                       programs)
+                self.entries[path] = {"stamp": stamp, "version": full_version, "target": target,
+                                      "digest": known[path].digest, "programs": list(programs)}
+                self.dirty = True
+        finally:
+            for _, procs in asking.values():
+                for proc in procs:
+                    if proc.poll() is None:  # an error before its answer was read
+                        proc.kill()
+                        proc.wait()
+        return [known[p] for p in paths]
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        write_atomic(self.path, json.dumps(self.entries), mode=PUBLIC)
+
+
+def _program_dirs(search_dirs: str) -> tuple[str, ...]:
+    """The `programs: =a/:b/` line of `-print-search-dirs`, as a tuple of directories in order."""
+    for line in search_dirs.splitlines():
+        if line.startswith("programs: ="):
+            return tuple(d for d in line[len("programs: ="):].split(":") if d)
+    return ()
+
+
+def _start(argv: list[str]) -> subprocess.Popen:
+    """Ask a compiler about itself in the environment its actions run in (ACTION_ENV): the
+    answer is cached by the binary's stat alone, and the user's `COMPILER_PATH` or
+    `GCC_EXEC_PREFIX` would otherwise put program directories no action searches into it (and
+    into the link key, as the linker it names)."""
+    try:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=dict(ACTION_ENV))
+    except OSError as e:
+        raise McppError(f"cannot run `{argv[0]}`: {e.strerror}")
+
+
+def _answer(proc: subprocess.Popen, check: bool = True) -> str:
+    """What a compiler started by `_start` printed; "" for a failure `check` allows."""
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        raise McppError(f"`{' '.join(proc.args)}` did not answer in 30 s")
+    if proc.returncode != 0:
+        if not check:
+            return ""
+        raise McppError(f"`{' '.join(proc.args)}` failed: {err.strip()}")
+    return out.strip()
