@@ -8,6 +8,7 @@ would drop objects whose only effect is a static initializer.
 from __future__ import annotations
 
 import os
+from typing import Sequence
 
 from mcpp.cas.action import Action, ActionKind
 
@@ -101,7 +102,7 @@ class Links:
         aliases = tuple((f"{self.ctx.out}/{n}", names[i + 1]) for i, n in enumerate(names[:-1]))
         self.plan.artifacts.append(Artifact(pkg.name, t.name, ArtifactKind.SHARED, out, aliases))
 
-    def test_binary(self, pkg: Package, u: Unit, lib_units: list[Unit], rule_objects: list[tuple[str, str]] = (),
+    def test_binary(self, pkg: Package, u: Unit, lib_units: list[Unit], rule_objects: Sequence[tuple[str, str]] = (),
                     target=None, own: list[Unit] | None = None) -> None:
         """A test source of `pkg` (or a `kind = "test"` target, `own` being its units) linked with
         the package's library objects (its build program's `role = "object"` outputs included, as

@@ -9,6 +9,7 @@ checked as a whole before any compile is planned: a module imported but exported
 """
 from __future__ import annotations
 
+from ..core.conventions import Role
 from ..core.errors import McppError, Position, ScanError
 from ..core.paths import PkgPath
 from ..modules.scanner import ModuleUnit
@@ -88,7 +89,7 @@ class ModuleGraph:
             imports = ("std",) if name == "std.compat" else ()
             # A unit of no package: its source's "package-relative" path is the .cppm's absolute one,
             # which every join with a root leaves as it is.
-            u = Unit(None, Source(PkgPath(sources[name].source), "module"),
+            u = Unit(None, Source(PkgPath(sources[name].source), Role.MODULE),
                      ModuleUnit(name, True, imports, True, tuple(0 for _ in imports)),
                      f"{out}/std/{name}.o", f"compile std:{name}", f"{out}/bmi/{name}.pcm")
             self.table[name] = u
