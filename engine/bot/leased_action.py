@@ -31,6 +31,7 @@ from mcpp.cas.remote.exec_messages import TOOL_PROPERTY, decode_command
 from mcpp.cas.remote.worker_cas import WorkerCas
 from mcpp.sandbox import SandboxSpec, SandboxSpecError
 
+from ..core.paths import ExecPath
 from ..exec.action_output import portable
 
 
@@ -38,7 +39,7 @@ from ..exec.action_output import portable
 class LeaseOutcome:
     result: object  # pb.ActionResult
     timed_out: bool
-    outputs: list[str]  # execroot-relative paths produced
+    outputs: list[ExecPath]  # the paths produced
     exit_code: int
     duration: float
     # seconds in each part of `duration`: fetching and staging inputs, the sandboxed run, the

@@ -13,6 +13,7 @@ from typing import Any
 
 from . import deps, schema, shape, xlings
 from ..core.accel import BACKEND_NAME, AccelSet, AccelSyntaxError, parse_accel
+from ..core.paths import AbsPath, PkgPath
 from .model import TARGET_KINDS, BuildSpec, FeatureSpec, Manifest, ProfileSpec, RuntimeArtifact, TargetSpec
 from .reader import Reader, header, type_name
 
@@ -53,7 +54,7 @@ class Builder:
         if package is None:
             if members is None:
                 raise r.fail_at(r.pos((), "key"), "missing [package] table (a manifest needs [package] or [workspace])")
-            return Manifest(path=r.path, root=self.root, name=None, version=None, workspace_members=members,
+            return Manifest(path=AbsPath(r.path), root=self.root, name=None, version=None, workspace_members=members,
                             warnings=r.warnings, smap=r.smap, provenance=r.provenance)
         r.expect(package, dict, ("package",))
         r.check_keys(package, ("package",), schema.PACKAGE.keys, schema.PACKAGE.case)
@@ -68,7 +69,7 @@ class Builder:
         public_headers = self._public_headers(package)
         features, default_features = self._features()
         m = Manifest(
-            path=r.path, root=self.root, name=name, version=version, namespace=namespace,
+            path=AbsPath(r.path), root=self.root, name=name, version=version, namespace=namespace,
             standard=standard, build=self.read_build(doc["build"], ("build",)) if "build" in doc else BuildSpec(),
             profiles=self._profiles(), features=features, default_features=default_features,
             dependencies=self._deps("dependencies"), dev_dependencies=self._deps("dev-dependencies"),
@@ -200,7 +201,7 @@ class Builder:
             out.append(TargetSpec(
                 tname, kind, main, r.pos(kp, "key"),
                 sources=r.str_list(spec, "sources", kp) or (),
-                include_dirs=r.str_list(spec, "include_dirs", kp) or (),
+                include_dirs=tuple(PkgPath(d) for d in r.str_list(spec, "include_dirs", kp) or ()),
                 defines=r.str_list(spec, "defines", kp) or (),
                 cflags=r.str_list(spec, "cflags", kp) or (), cxxflags=r.str_list(spec, "cxxflags", kp) or (),
                 ldflags=r.str_list(spec, "ldflags", kp) or (),
@@ -237,7 +238,7 @@ class Builder:
                                                f"nor [dev-dependencies] declares ({listed})")
         return names
 
-    def _link_inputs(self, spec: dict, kp: tuple, tname: str) -> tuple[str, ...]:
+    def _link_inputs(self, spec: dict, kp: tuple, tname: str) -> tuple[PkgPath, ...]:
         r = self.r
         files = r.str_list(spec, "link_inputs", kp) or ()
         for i, rel in enumerate(files):
@@ -247,7 +248,7 @@ class Builder:
                                                       f"the package")
             if self.check_paths and not os.path.isfile(full):
                 raise r.fail(kp + ("link_inputs", i), f"link input `{rel}` of target `{tname}` does not exist")
-        return files
+        return tuple(PkgPath(f) for f in files)
 
     def _lib(self) -> str | None:
         table = self.r.opt(self.doc, "lib", dict, ())

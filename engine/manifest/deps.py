@@ -13,6 +13,7 @@ from typing import Any
 
 from . import schema, shape, version_req
 from ..core.errors import ManifestError, Position
+from ..core.paths import AbsPath
 from ..core.shipped_packages import NAMESPACE as SHIPPED_NAMESPACE, names as shipped_names, shipped_root
 from .model import DependencySpec
 from .reader import Reader, display_path, header
@@ -87,7 +88,7 @@ def _dep(r: Reader, kp: tuple, rel: tuple, spec: Any, section_path: tuple, check
         problem = version_req.parse(version)
         if isinstance(problem, str):
             raise r.fail(kp + ("version",), f"dependency `{key}`: {problem}")
-    full = os.path.normpath(os.path.join(root, path))
+    full = AbsPath(os.path.normpath(os.path.join(root, path)))
     if check_paths:
         check_dependency_path(full, path, key, r.pos(kp + ("path",)))
     return DependencySpec(

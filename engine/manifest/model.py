@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from ..core.accel import AccelSet
 from ..core.errors import Position
+from ..core.paths import AbsPath, PkgPath
 from .reader import display_path
 
 TARGET_KINDS = ("bin", "lib", "shared", "test")
@@ -15,7 +16,7 @@ TARGET_KINDS = ("bin", "lib", "shared", "test")
 class DependencySpec:
     key: str  # the name under which the manifest declares it (without namespace)
     namespace: str | None
-    path: str  # absolute directory of the dependency's package
+    path: AbsPath  # the dependency's package directory
     written_path: str = ""  # as the manifest spells it, for messages
     features: tuple[str, ...] = ()
     default_features: bool = True
@@ -68,16 +69,16 @@ class TargetSpec:
 
     name: str
     kind: str  # one of TARGET_KINDS
-    main: str | None = None  # package-relative path of the entry source (bin, test)
+    main: PkgPath | None = None  # the entry source (bin, test)
     pos: Position | None = None
     sources: tuple[str, ...] = ()  # globs of sources only this target compiles and links
-    include_dirs: tuple[str, ...] = ()  # package-relative, for this target's own sources
+    include_dirs: tuple[PkgPath, ...] = ()  # for this target's own sources
     defines: tuple[str, ...] = ()
     cflags: tuple[str, ...] = ()
     cxxflags: tuple[str, ...] = ()
     ldflags: tuple[str, ...] = ()
     deps: tuple[str, ...] = ()  # names of [dependencies]/[dev-dependencies] entries it links
-    link_inputs: tuple[str, ...] = ()  # package-relative files its link reads (a version script)
+    link_inputs: tuple[PkgPath, ...] = ()  # files its link reads (a version script)
     soname: str | None = None  # shared: the DT_SONAME
     version: str | None = None  # shared: the versioned file name's suffix (`1.3.1`)
 
@@ -134,7 +135,7 @@ class RuntimeArtifact:
 
 @dataclass
 class Manifest:
-    path: str  # absolute path of the mcpp.toml
+    path: AbsPath  # the mcpp.toml
     root: str  # its directory
     name: str | None  # None for a virtual workspace
     version: str | None

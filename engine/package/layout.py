@@ -18,14 +18,18 @@ log), so no other module joins these paths by hand:
 ```
 
 Every action path is relative to the execroot, so a copy of the project elsewhere has the same
-action keys.
+action keys. The layout is also the one place that converts between the kinds of path
+(engine/core/paths.py): an absolute one (`AbsPath`), one relative to the execroot (`ExecPath`),
+and one relative to its package's root (`PkgPath`).
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
+from ..core.paths import AbsPath, ExecPath, PkgPath
 from ..core.shipped_packages import is_shipped
 
 if TYPE_CHECKING:
@@ -34,9 +38,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Layout:
-    workspace_root: str  # where compile_commands.json is linked from, when asked
-    target_dir: str  # <workspace>/target, or a host tool build's own directory
-    execroot: str  # every action path is relative to this
+    workspace_root: AbsPath  # where compile_commands.json is linked from, when asked
+    target_dir: AbsPath  # <workspace>/target, or a host tool build's own directory
+    execroot: AbsPath  # every action path (`ExecPath`) is relative to this
     profile: str
 
     @classmethod
@@ -44,70 +48,92 @@ class Layout:
         # A package shipped with mcpp holds only Starlark, which no action reads: its place in the
         # engine's installation must not widen the execroot (and so every key) to `/`.
         roots = [p.root for p in graph.order if not is_shipped(p.root)] + [graph.workspace_root, graph.target_dir]
-        return cls(graph.workspace_root, graph.target_dir, os.path.commonpath(roots), profile)
+        return cls(AbsPath(graph.workspace_root), AbsPath(graph.target_dir), AbsPath(os.path.commonpath(roots)),
+                   profile)
 
     # -- target/ ------------------------------------------------------------------------------
     @property
-    def out_dir(self) -> str:
+    def out_dir(self) -> AbsPath:
         """`target/<profile>`: everything this profile builds."""
-        return os.path.join(self.target_dir, self.profile)
+        return AbsPath(os.path.join(self.target_dir, self.profile))
 
     @property
-    def lock_file(self) -> str:
-        return os.path.join(self.target_dir, ".lock")
+    def lock_file(self) -> AbsPath:
+        return AbsPath(os.path.join(self.target_dir, ".lock"))
 
-    def gen_dir(self, package: str) -> str:
+    def gen_dir(self, package: str) -> AbsPath:
         """Files generated for `package` (its build program's `out_dir()`, module mappers)."""
-        return os.path.join(self.out_dir, "gen", package)
+        return AbsPath(os.path.join(self.out_dir, "gen", package))
 
     # -- state: target/<profile>/.mcpp/ ------------------------------------------------------
     @property
-    def state_dir(self) -> str:
-        return os.path.join(self.out_dir, ".mcpp")
+    def state_dir(self) -> AbsPath:
+        return AbsPath(os.path.join(self.out_dir, ".mcpp"))
 
     @property
-    def action_state(self) -> str:
+    def action_state(self) -> AbsPath:
         """Each action's last key, discovered inputs and output digests (incremental.BuildState)."""
-        return os.path.join(self.state_dir, "actions")
+        return AbsPath(os.path.join(self.state_dir, "actions"))
 
     @property
-    def scan_cache(self) -> str:
+    def scan_cache(self) -> AbsPath:
         """Module and `#include` scans by content digest (incremental.ScanCache)."""
-        return os.path.join(self.state_dir, "scans")
+        return AbsPath(os.path.join(self.state_dir, "scans"))
 
     @property
-    def stat_cache(self) -> str:
+    def stat_cache(self) -> AbsPath:
         """Source digests by stat (cas/statcache.py)."""
-        return os.path.join(self.state_dir, "stat")
+        return AbsPath(os.path.join(self.state_dir, "stat"))
 
     @property
-    def explain_log(self) -> str:
+    def explain_log(self) -> AbsPath:
         """The key inputs of each action's last two runs (`mcpp explain`): an append-only log."""
-        return os.path.join(self.state_dir, "explain")
+        return AbsPath(os.path.join(self.state_dir, "explain"))
 
     @property
-    def program_cache(self) -> str:
+    def program_cache(self) -> AbsPath:
         """Build program evaluations (engine/program/cache.py)."""
-        return os.path.join(self.state_dir, "programs")
+        return AbsPath(os.path.join(self.state_dir, "programs"))
 
     @property
-    def payloads_record(self) -> str:
+    def payloads_record(self) -> AbsPath:
         """The payload environment of the last build (engine/payloads/record.py)."""
-        return os.path.join(self.state_dir, "payloads.json")
+        return AbsPath(os.path.join(self.state_dir, "payloads.json"))
 
     # -- the workspace ------------------------------------------------------------------------
     @property
-    def compile_commands(self) -> str:
-        return os.path.join(self.target_dir, "compile_commands.json")
+    def compile_commands(self) -> AbsPath:
+        return AbsPath(os.path.join(self.target_dir, "compile_commands.json"))
 
     @property
-    def compile_commands_link(self) -> str:
+    def compile_commands_link(self) -> AbsPath:
         """Where `[build] compile_commands = "root"` links it from."""
-        return os.path.join(self.workspace_root, "compile_commands.json")
+        return AbsPath(os.path.join(self.workspace_root, "compile_commands.json"))
 
-    # -- execroot-relative paths --------------------------------------------------------------
-    def abs(self, rel: str) -> str:
-        return os.path.join(self.execroot, rel)
+    # -- converting between the kinds of path ------------------------------------------------
+    @cached_property
+    def _execroot_prefix(self) -> str:
+        root = os.path.abspath(self.execroot)
+        return root if root.endswith("/") else root + "/"
 
-    def rel(self, path: str) -> str:
-        return os.path.relpath(path, self.execroot)
+    def exec_path(self, path: str) -> ExecPath:
+        """`path` (absolute, or relative to the current directory) relative to the execroot;
+        `..`-led when it lies outside. A normalized path under the execroot (nearly every one the
+        planner asks about: a thousand a plan) takes a prefix test; any other spelling gets
+        `os.path.relpath`'s answer."""
+        prefix = self._execroot_prefix
+        if path.startswith(prefix) and os.path.normpath(path) == path:
+            return ExecPath(path[len(prefix):])
+        return ExecPath(os.path.relpath(path, self.execroot))
+
+    def abs_path(self, path: ExecPath) -> AbsPath:
+        """Where an execroot-relative path lies on the host."""
+        return AbsPath(os.path.join(self.execroot, path))
+
+    def package_exec_path(self, root: str, path: PkgPath) -> ExecPath:
+        """A file named relative to the package at `root` (absolute), relative to the execroot."""
+        return self.exec_path(os.path.join(root, path))
+
+    def package_path(self, root: str, path: str) -> PkgPath:
+        """An absolute path relative to the package at `root` (absolute; `..`-led when outside it)."""
+        return PkgPath(os.path.relpath(path, root))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..core.conventions import (
     ASM_CPP_EXTS, ASM_EXTS, CXX_EXTS, DEFAULT_GLOBS, HEADER_GLOBS, MODULE_EXTS, ROLES, Role)
 from ..core.errors import ManifestError
+from ..core.paths import PkgPath
 from ..manifest import globs
 from .features import requested_features
 from .model import Package
@@ -21,7 +22,7 @@ from .model import Package
 
 @dataclass(frozen=True)
 class Source:
-    path: str  # package-relative, `/`-separated
+    path: PkgPath  # `/`-separated
     role: Role  # C, CXX, MODULE, or DEVICE (compiled by a rule's action, not by the engine)
 
     def __post_init__(self):
@@ -87,7 +88,7 @@ def package_sources(pkg: Package, expand: globs.Expand = globs.expand) -> list[S
                       "note: another extension is a device source only for a package that activates a "
                       "dependency's feature declaring it in `device_extensions`"])
         if role not in (Role.HEADER, Role.STARLARK):
-            out.append(Source(path, role))
+            out.append(Source(PkgPath(path), role))
     return out
 
 

@@ -6,6 +6,7 @@ import os
 
 from ..core.conventions import HEADER_EXTS, Role
 from ..core.errors import ManifestError
+from ..core.paths import PkgPath
 from ..manifest import globs
 from ..manifest.model import TargetSpec
 from .model import Package
@@ -20,7 +21,7 @@ def targets_of(pkg: Package) -> list[TargetSpec]:
         return list(m.targets)
     targets = []
     if os.path.isfile(os.path.join(m.root, "src", "main.cpp")):
-        targets.append(TargetSpec(m.name, "bin", "src/main.cpp"))
+        targets.append(TargetSpec(m.name, "bin", PkgPath("src/main.cpp")))
     return targets
 
 
@@ -28,7 +29,7 @@ def owned_sources(pkg: Package, target: TargetSpec, expand: globs.Expand = globs
     """The sources only `target` compiles and links: its `main`, then its `sources` globs. They
     are never part of the package's library, so one binary does not link another's files."""
     m = pkg.manifest
-    paths = [target.main] if target.main else []
+    paths: list[str] = [target.main] if target.main else []
     if target.sources:
         paths += [p for p in expand(m.root, list(target.sources)) if p not in paths]
     out = []
@@ -40,7 +41,7 @@ def owned_sources(pkg: Package, target: TargetSpec, expand: globs.Expand = globs
             raise ManifestError(f"source file `{path}` of target `{target.name}` is not a C, C++, module or "
                                 f"assembler source",
                                 m.position("targets", target.name, "sources"))
-        out.append(Source(path, role))
+        out.append(Source(PkgPath(path), role))
     return out
 
 

@@ -9,6 +9,7 @@ import os
 
 from ..core.conventions import C_EXTS, CXX_EXTS, HEADER_EXTS, Role
 from ..core.errors import McppError
+from ..core.paths import PkgPath
 from ..manifest import globs
 from .model import Package
 from .sources import Source
@@ -45,7 +46,7 @@ def package_tests(pkg: Package, expand: globs.Expand = globs.expand) -> list[Sou
             if name in found:
                 raise McppError(f"the tests `{found[name].path}` and `{rel}` of package `{pkg.name}` would both "
                                 f"build the test binary `{name}`; rename one of them")
-            found[name] = Source(rel, Role.C if ext in C_EXTS else Role.CXX)
+            found[name] = Source(PkgPath(rel), Role.C if ext in C_EXTS else Role.CXX)
     return list(found.values())
 
 

@@ -68,7 +68,7 @@ class Compiles:
             return self.compile_asm(u)
         ctx, tc = self.ctx, self.ctx.tc
         pkg = u.pkg
-        src = ctx.rel(os.path.join(pkg.root, u.source.path))
+        src = ctx.layout.package_exec_path(pkg.root, u.source.path)
         is_test = u.source.path.startswith("tests/") and u.obj.startswith(f"{ctx.out}/test-obj/")
         t = u.target  # a target's own settings add to the package's, for its sources alone
         is_test = is_test or (t is not None and (t.kind == "test" or bool(t.deps)))
@@ -76,7 +76,7 @@ class Compiles:
         if t is not None:
             user += list(t.cflags if u.source.role == "c" else t.cxxflags)
             defines += list(t.defines)
-            incs = [ctx.rel(os.path.join(pkg.root, d)) for d in t.include_dirs] + incs
+            incs = [ctx.layout.package_exec_path(pkg.root, d) for d in t.include_dirs] + incs
         needed = self.modules.closure(u)
         uses_modules = bool(needed or u.info.module or u.info.imports)
         gen_headers = self.generated_headers(pkg, is_test)
@@ -131,7 +131,8 @@ class Compiles:
             return None
         user, defines, incs = self.flags_for(pkg, src.role, dev)
         obj = f"{ctx.out}/scan/{pkg.name}/{src.path}.o"  # named in the P1689 answer, never written
-        argv = cf.compile_argv(tc, ctx.profile, source=ctx.rel(os.path.join(pkg.root, src.path)), obj=obj,
+        source = ctx.layout.package_exec_path(pkg.root, src.path)
+        argv = cf.compile_argv(tc, ctx.profile, source=source, obj=obj,
                                depfile=obj[:-2] + ".d", role=src.role, standard=pkg.manifest.standard,
                                user_flags=user, defines=defines, include_dirs=incs, module=[], pic=False)
         argv = argv[:argv.index("-MD")]  # the scan writes a depfile of its own
@@ -143,7 +144,7 @@ class Compiles:
         `#include` the package's headers, which the sandbox stages as for a C compile), `.s` as
         written, with nothing to read but itself."""
         ctx, pkg = self.ctx, u.pkg
-        src = ctx.rel(os.path.join(pkg.root, u.source.path))
+        src = ctx.layout.package_exec_path(pkg.root, u.source.path)
         is_test = u.source.path.startswith("tests/") and u.obj.startswith(f"{ctx.out}/test-obj/")
         t = u.target  # a target's own defines and include directories add to the package's
         is_test = is_test or (t is not None and (t.kind == "test" or bool(t.deps)))
@@ -152,7 +153,7 @@ class Compiles:
         _, defines, incs = self.flags_for(pkg, Role.C, dev=is_test)
         if t is not None:
             defines += list(t.defines)
-            incs = [ctx.rel(os.path.join(pkg.root, d)) for d in t.include_dirs] + incs
+            incs = [ctx.layout.package_exec_path(pkg.root, d) for d in t.include_dirs] + incs
         gen_headers = self.generated_headers(pkg, is_test) if preprocessed else []
         argv = cf.asm_argv(ctx.tc, ctx.profile, source=src, obj=u.obj, depfile=depfile,
                            defines=defines, include_dirs=incs)

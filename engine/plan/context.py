@@ -4,8 +4,9 @@ toolchain and profile, the build's layout (the execroot, where every action runs
 expanded (`expand`: a warm server's build child remembers them, manifest/globs.py)."""
 from __future__ import annotations
 
-import os
+from typing import Callable
 
+from ..core.paths import AbsPath, ExecPath
 from ..manifest import globs
 from ..manifest.model import TargetSpec
 from ..package.layout import Layout
@@ -21,20 +22,14 @@ class PlanContext:
         self.tc = toolchain
         self.profile = profile
         self.layout = layout
-        self.execroot = layout.execroot
-        root = os.path.abspath(self.execroot)
-        self._prefix = root if root.endswith("/") else root + "/"
+        self.execroot: AbsPath = layout.execroot
+        # A path relative to the execroot: the layout's conversion, bound once (the planner asks
+        # it a thousand times a plan).
+        self.rel: Callable[[str], ExecPath] = layout.exec_path
         self.targets = targets  # every package of the graph -> its targets
         self.expand = expand
-        self.out_abs = layout.out_dir
-        self.out = self.rel(self.out_abs)  # the profile's output directory, execroot-relative
-
-    def rel(self, path: str) -> str:
-        # A normalized path under the execroot (nearly every one the planner asks about: a
-        # thousand a plan) by a prefix test; `relpath` (two abspaths and a split each) otherwise.
-        if path.startswith(self._prefix) and os.path.normpath(path) == path:
-            return path[len(self._prefix):]
-        return os.path.relpath(path, self.execroot)
+        self.out_abs: AbsPath = layout.out_dir
+        self.out: ExecPath = self.rel(self.out_abs)  # the profile's output directory
 
     def targets_of(self, pkg: Package) -> list[TargetSpec]:
         return self.targets[pkg]

@@ -8,11 +8,13 @@ would drop objects whose only effect is a static initializer.
 from __future__ import annotations
 
 import os
+from typing import Sequence
 
 from mcpp.cas.action import Action, ActionKind
 
 from . import compile_flags as cf
 from ..core.conventions import ASM_CPP_EXTS, ASM_EXTS, C_DRIVER_ROLES, C_EXTS
+from ..core.paths import ExecPath, PkgPath
 from ..package.model import Package
 from ..package.targets import shared_names
 from ..package.testsuite import test_name
@@ -34,7 +36,7 @@ class Links:
         self.std_objects = modules.std_objects  # every link takes the standard library modules
         self.std_ids = modules.std_ids
         self.std_link = [LIBCXX_FLAG] if modules.libcxx else []
-        self.archives: dict[Package, str] = {}  # package -> its archive, once planned
+        self.archives: dict[Package, ExecPath] = {}  # package -> its archive, once planned
         # (driver, linker selection flags) -> the programs it runs to link (engine/toolchain/linker.py)
         self.linkers: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
 
@@ -56,7 +58,7 @@ class Links:
             lib_ids.append(producer)
         is_lib = any(t.kind == "lib" for t in targets) or not targets or self._is_dependency(pkg)
         if lib_objs and is_lib:
-            archive = f"{ctx.out}/lib/lib{pkg.name}.a"
+            archive = ExecPath(f"{ctx.out}/lib/lib{pkg.name}.a")
             self.plan.add(Action(
                 id=f"archive {pkg.name}", argv=tuple(cf.archive_argv(ctx.tc, archive, lib_objs)),
                 outputs=(archive,), inputs=tuple(lib_objs), tools=(ctx.tc.ar,), env=ACTION_ENV,
@@ -71,7 +73,7 @@ class Links:
             dep_archives, dep_ids = self._dep_archives(pkg, dev=False, extra=t.deps)
             ldflags = self._ldflags(pkg, dev=False, target=t)
             if t.kind == "bin":
-                out = f"{ctx.out}/{t.name}"
+                out = ExecPath(f"{ctx.out}/{t.name}")
                 self._link(pkg, f"link {pkg.name}:{t.name}", out, [u.obj for u in own] + lib_objs, dep_archives,
                            ldflags, False, [u.action_id for u in own] + lib_ids + dep_ids,
                            c_only=self._c_only(own + units), target=t)
@@ -91,7 +93,7 @@ class Links:
         objs = [u.obj for u in units] + [o for o, _ in rule_objects]
         ids = [u.action_id for u in units] + [p for _, p in rule_objects]
         names = shared_names(t)
-        out = f"{self.ctx.out}/{names[-1]}"
+        out = ExecPath(f"{self.ctx.out}/{names[-1]}")
         flags = list(ldflags)
         if t.soname or t.version:
             flags.append(f"-Wl,-soname,{t.soname or names[1]}")
@@ -100,7 +102,7 @@ class Links:
         aliases = tuple((f"{self.ctx.out}/{n}", names[i + 1]) for i, n in enumerate(names[:-1]))
         self.plan.artifacts.append(Artifact(pkg.name, t.name, ArtifactKind.SHARED, out, aliases))
 
-    def test_binary(self, pkg: Package, u: Unit, lib_units: list[Unit], rule_objects: list[tuple[str, str]] = (),
+    def test_binary(self, pkg: Package, u: Unit, lib_units: list[Unit], rule_objects: Sequence[tuple[str, str]] = (),
                     target=None, own: list[Unit] | None = None) -> None:
         """A test source of `pkg` (or a `kind = "test"` target, `own` being its units) linked with
         the package's library objects (its build program's `role = "object"` outputs included, as
@@ -110,7 +112,7 @@ class Links:
         ids = [x.action_id for x in own] + [x.action_id for x in lib_units] + [p for _, p in rule_objects]
         dep_archives, dep_ids = self._dep_archives(pkg, dev=True)
         name = target.name if target is not None else test_name(u.source.path)  # `tests/unit/a.cpp` -> `unit/a`
-        out = f"{self.ctx.out}/tests/{pkg.name}/{name}"
+        out = ExecPath(f"{self.ctx.out}/tests/{pkg.name}/{name}")
         self._link(pkg, f"link-test {pkg.name}:{name}", out, objs, dep_archives,
                    self._ldflags(pkg, True, target=target), False, ids + dep_ids, dev=True,
                    c_only=self._c_only(own + lib_units), target=target)
@@ -145,13 +147,13 @@ class Links:
                 flags += [f for f in search + [f"-l{lib}" for lib in p.program.link_libs] if f not in flags]
         return flags
 
-    def _relocated(self, pkg: Package, flag: str, link_inputs: tuple[str, ...]) -> str:
+    def _relocated(self, pkg: Package, flag: str, link_inputs: tuple[PkgPath, ...]) -> str:
         """`-Wl,--version-script=zlib.map` names the file relative to the package, as its author
         wrote it; a link runs in the execroot, so the name is rewritten to the staged path."""
         for rel in link_inputs:
             for sep in ("=", ",", ""):
                 if flag == rel if sep == "" else flag.endswith(sep + rel):
-                    return flag[:len(flag) - len(rel)] + self.ctx.rel(os.path.join(pkg.root, rel))
+                    return flag[:len(flag) - len(rel)] + self.ctx.layout.package_exec_path(pkg.root, rel)
         return flag
 
     def _link_dir(self, d: str) -> str:
@@ -182,7 +184,7 @@ class Links:
             argv[0] = ctx.tc.cc.path
         libs = self._program_link_inputs(pkg, dev)
         if target is not None:
-            libs += [ctx.rel(os.path.join(pkg.root, f)) for f in target.link_inputs]
+            libs += [ctx.layout.package_exec_path(pkg.root, f) for f in target.link_inputs]
         # The linker writes every file it read (crt objects, libraries `-l` found, linker
         # scripts, the libraries a `libc.so` script names): those outside the build are keyed
         # as a compile's system headers are, through the depfile's two-level lookup.

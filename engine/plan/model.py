@@ -8,6 +8,7 @@ from enum import StrEnum
 from mcpp.cas.action import Action
 
 from ..core.action_env import ACTION_ENV  # noqa: F401 - planning's modules take it from here
+from ..core.paths import AbsPath, ExecPath
 
 
 class ArtifactKind(StrEnum):
@@ -24,14 +25,14 @@ class Artifact:
     package: str
     name: str
     kind: ArtifactKind
-    path: str  # execroot-relative
+    path: ExecPath
     # (link, what it points to) made after the build: a shared library's libz.so -> libz.so.1
     aliases: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
 class Plan:
-    execroot: str
+    execroot: AbsPath
     actions: list[Action] = field(default_factory=list)
     prereqs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # action id -> action ids
     package_of: dict[str, str] = field(default_factory=dict)  # action id -> package name

@@ -9,7 +9,9 @@ checked as a whole before any compile is planned: a module imported but exported
 """
 from __future__ import annotations
 
+from ..core.conventions import Role
 from ..core.errors import McppError, Position, ScanError
+from ..core.paths import PkgPath
 from ..modules.scanner import ModuleUnit
 from ..package.sources import Source
 from .context import PlanContext
@@ -85,7 +87,9 @@ class ModuleGraph:
             if name not in sources:
                 raise McppError(f"libc++ does not provide the `{name}` module")
             imports = ("std",) if name == "std.compat" else ()
-            u = Unit(None, Source(sources[name].source, "module"),
+            # A unit of no package: its source's "package-relative" path is the .cppm's absolute one,
+            # which every join with a root leaves as it is.
+            u = Unit(None, Source(PkgPath(sources[name].source), Role.MODULE),
                      ModuleUnit(name, True, imports, True, tuple(0 for _ in imports)),
                      f"{out}/std/{name}.o", f"compile std:{name}", f"{out}/bmi/{name}.pcm")
             self.table[name] = u

@@ -16,6 +16,7 @@ from mcpp.cas.action import Action
 
 from ..core import containment
 from ..core.errors import McppError
+from ..core.paths import PkgPath
 from ..modules.scanner import ModuleUnit, scan_source
 from ..package.model import Package
 from ..package.sources import Source, role_of
@@ -40,7 +41,7 @@ class ProgramActions:
     def plan_actions(self, pkg: Package) -> None:
         """Plan `pkg`'s rule actions; `artifact` ones wait for `plan_after_link`."""
         for ra in pkg.program.actions:
-            action = to_plan_action(pkg, ra, self.ctx.execroot, ACTION_ENV)
+            action = to_plan_action(pkg, ra, self.ctx.layout, ACTION_ENV)
             if ra.role == "artifact":
                 self._after_link.append((pkg, action))
                 continue
@@ -125,7 +126,7 @@ class ProgramActions:
                 raise McppError(f"package `{pkg.name}`: generated source `{ctx.rel(path)}` is not a C or C++ "
                                 f"source (a generated file joins the compile set by its extension: .c, .cpp, .cc, .cxx)")
             shown = "gen/" + os.path.relpath(path, gen_root)
-            units.append(Unit(pkg, Source(os.path.relpath(path, pkg.root), role), info,
+            units.append(Unit(pkg, Source(ctx.layout.package_path(pkg.root, path), role), info,
                               f"{ctx.out}/obj/{pkg.name}/{shown}.o", f"compile {pkg.name}:{shown}",
                               produced_by=producer))
         return units
@@ -147,4 +148,4 @@ class ProgramActions:
             raise McppError(f"package `{pkg.name}`: `source(\"{rel}\")` is not a C, C++ or module source")
         if not os.path.isfile(os.path.join(pkg.root, rel)):
             raise McppError(f"package `{pkg.name}`: `source(\"{rel}\")` does not exist")
-        return Source(rel, role)
+        return Source(PkgPath(rel), role)

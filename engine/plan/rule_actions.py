@@ -15,13 +15,13 @@ host tools in the tool store) are bound read-only from where they are.
 """
 from __future__ import annotations
 
-import os
-
 from mcpp.cas.action import Action, ActionKind
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
 from ..core.containment import inside
 from ..core.errors import McppError
+from ..core.paths import ExecPath
+from ..package.layout import Layout
 from ..package.model import Package
 from ..package.program_result import RuleAction
 
@@ -30,13 +30,15 @@ def action_id(pkg: Package, ra: RuleAction) -> str:
     return f"rule {pkg.name}:{ra.id}"
 
 
-def to_plan_action(pkg: Package, ra: RuleAction, execroot: str, base_env: tuple) -> Action:
-    def rel(path: str, what: str) -> str:
-        r = os.path.relpath(path, execroot)
+def to_plan_action(pkg: Package, ra: RuleAction, layout: Layout, base_env: tuple) -> Action:
+    execroot = layout.execroot
+
+    def rel(path: str, what: str) -> ExecPath:
+        r = layout.exec_path(path)
         if r == ".." or r.startswith("../"):
             raise McppError(f"package `{pkg.name}`, action `{ra.id}`: {what} `{path}` is outside the build's root "
                             f"`{execroot}`; an action reads files of the packages in this build and its tools")
-        return r + ("/" if path.endswith("/") else "")  # a tree output keeps its mark
+        return ExecPath(r + "/") if path.endswith("/") else r  # a tree output keeps its mark
 
     built_tools = tuple(t for t in ra.tools if execroot != "/" and inside(t, execroot))
     inputs = tuple(dict.fromkeys(rel(p, "input") for p in ra.inputs + built_tools))

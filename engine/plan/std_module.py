@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..core.errors import McppError
+from ..core.paths import AbsPath
 
 STD_MODULES = ("std", "std.compat")
 LIBCXX_FLAG = "-stdlib=libc++"
@@ -21,7 +22,7 @@ LIBCXX_FLAG = "-stdlib=libc++"
 @dataclass(frozen=True)
 class StdModuleSource:
     name: str  # "std" or "std.compat"
-    source: str  # absolute path of the .cppm
+    source: AbsPath  # the .cppm
     include_dirs: tuple[str, ...]
 
 
@@ -42,6 +43,6 @@ def libcxx_modules(compiler: str) -> dict[str, StdModuleSource]:
     for m in data.get("modules", []):
         local = m.get("local-arguments", {})
         out[m["logical-name"]] = StdModuleSource(
-            m["logical-name"], os.path.normpath(os.path.join(base, m["source-path"])),
+            m["logical-name"], AbsPath(os.path.normpath(os.path.join(base, m["source-path"]))),
             tuple(os.path.normpath(os.path.join(base, d)) for d in local.get("system-include-directories", [])))
     return out

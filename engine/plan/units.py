@@ -8,6 +8,7 @@ from typing import Callable
 
 from ..core.conventions import C_DRIVER_ROLES
 from ..core.errors import McppError
+from ..core.paths import PkgPath
 from ..manifest.model import TargetSpec
 from ..modules.scanner import ModuleUnit, NeedsPreprocessor
 from ..package.model import Package
@@ -169,7 +170,7 @@ class TargetUnits:
         return list({u.action_id: u for u in units}.values())
 
 
-def _among(main: str, units: list[Unit], pkg: Package) -> bool:
+def _among(main: PkgPath | None, units: list[Unit], pkg: Package) -> bool:
     """Whether the implied `src/main.cpp` is one of the package's sources. Only an explicit
     target's `main` may lie outside them; leaving the implied one out is a mistake to name,
     except with `sources = []`, which builds nothing."""

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 
 import blake3
 
+from ..core.paths import PkgPath
+
 # Bump when the API's behaviour changes so that old cached evaluations are not reused.
 API_VERSION = "mcpp-starlark-3"
 
@@ -100,7 +102,7 @@ class ProgramContext:
     host: str  # triple
     features: tuple[str, ...]
     accel: tuple[AccelEntry, ...]
-    device_sources: tuple[str, ...]  # package-relative
+    device_sources: tuple[PkgPath, ...]
     tools: tuple[ToolRef, ...]
     payloads: tuple[PayloadRef, ...]
     rule_modules: tuple[RuleModuleRef, ...]  # those this package may load

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from ..core.errors import ManifestError, McppError, Position
+from ..core.paths import PkgPath
 
 from ..core.conventions import Role
 from ..manifest import globs
@@ -180,7 +181,7 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
     return watched, reads_env
 
 
-def _context(pkg: Package, device: list[str], c: Checked, inputs: ProgramInputs) -> ProgramContext:
+def _context(pkg: Package, device: list[PkgPath], c: Checked, inputs: ProgramInputs) -> ProgramContext:
     from .api_providers import dep_infos
     from .context import ProgramContext, RuleModuleRef, ToolRef
     m = pkg.manifest
@@ -194,7 +195,7 @@ def _context(pkg: Package, device: list[str], c: Checked, inputs: ProgramInputs)
         dep_infos=dep_infos(pkg), **inputs.extras(pkg, c.rule_modules))
 
 
-def _check_claims(pkg: Package, device: list[str], exts: dict[str, str], result: ProgramResult) -> None:
+def _check_claims(pkg: Package, device: list[PkgPath], exts: dict[str, str], result: ProgramResult) -> None:
     """A device source no action reads would silently drop out of the build: refuse it by name."""
     claimed = {p for a in result.actions for p in a.inputs}
     for rel in device:

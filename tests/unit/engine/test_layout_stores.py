@@ -40,7 +40,28 @@ def test_paths_under_target_profile():
     assert len(state) == 5 and all(os.path.dirname(p) == layout.state_dir for p in state)
     assert layout.compile_commands == "/w/target/compile_commands.json"
     assert layout.compile_commands_link == "/w/compile_commands.json"
-    assert layout.rel(layout.abs("target/release/x.o")) == "target/release/x.o"
+
+
+
+def test_exec_path_answers_what_relpath_does(tmp_path):
+    """`exec_path` takes a prefix test for normalized paths under the execroot; every other
+    spelling still gets `os.path.relpath`'s answer."""
+    root = tmp_path / "ws"
+    for execroot in (str(root), f"{root}/", f"{root}/sub/.."):
+        layout = Layout(str(root), f"{root}/target", execroot, "dev")
+        for path in (f"{root}/src/a.cpp", f"{root}/target/dev/obj/a.o", str(root), f"{root}/",
+                     f"{root}/src/../include/h.hpp", f"{root}//src/a.cpp", f"{root}/./src/a.cpp",
+                     f"{root}2/x.hpp", str(tmp_path / "elsewhere" / "y.hpp"), "relative/z.cpp"):
+            assert layout.exec_path(path) == os.path.relpath(path, execroot), (execroot, path)
+
+
+def test_layout_converts_between_absolute_execroot_and_package_paths():
+    layout = Layout.of(_graph("/w/app", ["/w/app", "/w/libs/fmt"]), "dev")
+    assert layout.exec_path(layout.abs_path("app/target/dev/x.o")) == "app/target/dev/x.o"
+    assert layout.abs_path(layout.exec_path("/w/libs/fmt/src/f.cc")) == "/w/libs/fmt/src/f.cc"
+    assert layout.package_exec_path("/w/libs/fmt", "include/fmt.h") == "libs/fmt/include/fmt.h"
+    assert layout.package_path("/w/libs/fmt", "/w/libs/fmt/src/f.cc") == "src/f.cc"
+    assert layout.exec_path("/elsewhere/h.hpp") == "../elsewhere/h.hpp"  # outside the build: `..`-led
 
 
 def test_stores_live_in_one_home(tmp_path):

@@ -214,20 +214,3 @@ def test_a_build_programs_object_joins_the_archive_and_its_artifact_runs_after_t
                                           (f"{gen}/app/stray",), ("/bin/true",), role="check"))
     with pytest.raises(McppError, match=r"package `app`, action `stray`: input `app/missing.txt` does not exist"):
         plan_of(root, execroot=tmp_path, graph=graph)
-
-
-def test_plan_context_rel_answers_what_relpath_does(tmp_path):
-    """`rel` takes a prefix test for normalized paths under the execroot; every other spelling
-    still gets `os.path.relpath`'s answer."""
-    import os
-    from types import SimpleNamespace
-
-    from mcpp.engine.plan.context import PlanContext
-
-    root = tmp_path / "ws"
-    for execroot in (str(root), f"{root}/", f"{root}/sub/.."):
-        ctx = PlanContext(None, None, None, SimpleNamespace(execroot=execroot, out_dir=f"{root}/target/dev"), {})
-        for path in (f"{root}/src/a.cpp", f"{root}/target/dev/obj/a.o", str(root), f"{root}/",
-                     f"{root}/src/../include/h.hpp", f"{root}//src/a.cpp", f"{root}/./src/a.cpp",
-                     f"{root}2/x.hpp", str(tmp_path / "elsewhere" / "y.hpp"), "relative/z.cpp"):
-            assert ctx.rel(path) == os.path.relpath(path, execroot), (execroot, path)
