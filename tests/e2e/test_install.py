@@ -46,8 +46,14 @@ def test_wheel_installs_beside_a_distribution_named_engine(tmp_path):
     # Built from a copy of the sources: a wheel built in the checkout would reuse setuptools'
     # build/ directory there, which can hold modules the tree no longer has.
     source = tmp_path / "source"
-    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "build", "*.egg-info", "target", "work", "__pycache__", "tests", "examples"))
+    anywhere = shutil.ignore_patterns(".git", ".venv", "*.egg-info", "target", "work", "__pycache__")
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        # setuptools' build/ is at the root only: engine/build/ is a package the wheel needs
+        at_root = {"build", "tests", "examples"} if Path(directory) == REPO else set()
+        return set(anywhere(directory, names)) | (at_root & set(names))
+
+    shutil.copytree(REPO, source, ignore=ignore)
     run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, source)
     run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels,
         dummy_engine_distribution(tmp_path / "dummy"))
