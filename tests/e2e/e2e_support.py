@@ -93,3 +93,21 @@ def copy_example(name: str, dest: Path) -> Path:
     target = dest / name
     shutil.copytree(EXAMPLES / name, target, ignore=shutil.ignore_patterns("target", "compile_commands.json"))
     return target
+
+
+# Environment for a test that turns the warm build server on for its own builds (an idle server
+# of a test's project goes away within a minute).
+SERVER_ON = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60"}
+
+# The smallest package that builds and prints a line: for tests about what surrounds a build.
+HELLO_PACKAGE = {
+    "mcpp.toml": """
+        [package]
+        name = "hello"
+        version = "0.1.0"
+    """,
+    "src/main.cpp": """
+        #include <cstdio>
+        int main() { std::puts("hello"); }
+    """,
+}

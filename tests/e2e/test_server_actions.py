@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from e2e_support import Mcpp, write_tree
+from e2e_support import Mcpp, SERVER_ON, write_tree
 
 pytestmark = pytest.mark.one_mode  # sets the server mode per build itself: the server-on run leaves it out
 
-ON = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60"}
+ON = SERVER_ON
 
 ASK = ("import os, sys\n"
        "os.environ['MCPP_HOME'] = sys.argv[2]\n"

@@ -8,23 +8,13 @@ import time
 
 import pytest
 
-from e2e_support import write_tree
+from e2e_support import HELLO_PACKAGE, SERVER_ON, write_tree
 
 pytestmark = pytest.mark.one_mode  # sets the server mode per build itself: the server-on run leaves it out
 
-ON = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60", "MCPP_NO_FAST_PATH": "1"}
+ON = {**SERVER_ON, "MCPP_NO_FAST_PATH": "1"}
 
-HELLO = {
-    "mcpp.toml": """
-        [package]
-        name = "hello"
-        version = "0.1.0"
-    """,
-    "src/main.cpp": """
-        #include <cstdio>
-        int main() { std::puts("hello"); }
-    """,
-}
+HELLO = HELLO_PACKAGE
 
 
 def _server_rss_kb(mcpp, root) -> int:

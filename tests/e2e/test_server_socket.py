@@ -13,25 +13,15 @@ import time
 
 import pytest
 
-from e2e_support import mcpp_executable, write_tree
+from e2e_support import HELLO_PACKAGE, SERVER_ON, mcpp_executable, write_tree
 from mcpp.engine.server import paths
 
 pytestmark = pytest.mark.one_mode  # sets the server mode per build itself: the server-on run leaves it out
 
-ON = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60"}
+ON = SERVER_ON
 NOBODY = 65534
 
-HELLO = {
-    "mcpp.toml": """
-        [package]
-        name = "hello"
-        version = "0.1.0"
-    """,
-    "src/main.cpp": """
-        #include <cstdio>
-        int main() { std::puts("hello"); }
-    """,
-}
+HELLO = HELLO_PACKAGE
 
 
 @pytest.fixture
