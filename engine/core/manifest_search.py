@@ -9,7 +9,7 @@ Standard library only: the server's client runs it before the engine is imported
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from _collections_abc import Iterator  # what `collections.abc` re-exports, already loaded
 
 MANIFEST_NAME = "mcpp.toml"
 

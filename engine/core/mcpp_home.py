@@ -9,7 +9,7 @@ no import for it.
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from _collections_abc import Mapping  # what `collections.abc` re-exports, already loaded
 
 
 def home_root(environ: Mapping[str, str]) -> str:
