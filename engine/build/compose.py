@@ -252,7 +252,8 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
             tools_of=tools.visible_to,
             payloads=tuple(PayloadRef(p.namespace, p.name, p.directory, p.version) for p in (env.payloads if env else ())),
             extras=lambda pkg, modules: context_extras(pkg, modules, toolchain, profile, layout.out_dir),
-            probes=ProbeSettings(opts.sandbox, str(opts.home.root), os.path.join(layout.program_cache, "probes")))
+            probes=ProbeSettings(opts.sandbox, str(opts.home.root), os.path.join(layout.program_cache, "probes"),
+                                 policy.apart))
         cache = ProgramCache(layout.program_cache)
     watched, reads_env = evaluate(graph, checked, inputs, cache, reporter, expand=memory.expand)
     # Every package's build.star, present or not: one appearing must end the no-op.

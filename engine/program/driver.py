@@ -153,6 +153,9 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
             continue
         ctx = _context(pkg, device, c, inputs)
         fingerprint = ctx.fingerprint()
+        if inputs is not None and inputs.probes is not None and inputs.probes.apart:
+            # what a probe answered in a sandbox that cannot prove its reads stays with such builds
+            fingerprint += "|" + inputs.probes.apart
         hit = cache.lookup(pkg.name, fingerprint, pkg.root, environ)
         reporter.event("build-program", package=pkg.name, cached=hit is not None)
         if hit is not None:

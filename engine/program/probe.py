@@ -35,11 +35,14 @@ _FORMAT = "mcpp-probe-1"
 @dataclass(frozen=True)
 class ProbeSettings:
     """What the build tells the probes (driver.ProgramInputs, handed to each package's `McppApi`):
-    the sandbox name (None: the best available), the directory sandboxes live in and the probe
-    cache's directory (None: the system's temporary directory, no cache)."""
+    the sandbox name (None: the best available), the directory sandboxes live in, the probe
+    cache's directory (None: the system's temporary directory, no cache), and `apart`: "" when
+    the sandbox proves what a probe read, else the tag its answers are cached under so that no
+    hermetic build takes them (engine/trust/policy.py `TrustPolicy.apart`)."""
     sandbox: str | None = None
     work_root: str | None = None
     cache_dir: str | None = None
+    apart: str = ""
 
 
 def run_probe(api, argv, inputs, tools) -> dict:
@@ -68,7 +71,7 @@ def run_probe(api, argv, inputs, tools) -> dict:
         staged[rel] = resolved
     digests = {p: digest_file(p).hash for p in tool_paths + list(staged.values())}  # as api.file_digest
     api.reads.files.update(digests)
-    key = blake3.blake3(json.dumps([_FORMAT, argv, sorted(staged.items()), sorted(digests.items())])
+    key = blake3.blake3(json.dumps([_FORMAT, settings.apart, argv, sorted(staged.items()), sorted(digests.items())])
                         .encode()).hexdigest()
     cached = _cached(settings, key)
     if cached is not None:

@@ -120,12 +120,18 @@ class TrustPolicy:
         copied from a remote must have been signed by a key still trusted (cas/remote/trust.py)."""
         return local_entry_accepted(origin, self._trusted)
 
+    @property
+    def apart(self) -> str:
+        """"" when the sandbox proves what an action read; else the tag (what it lacks) under which
+        anything it produced is kept apart from what hermetic builds produce and read."""
+        g = self.guarantees
+        return "" if g.hermetic else apart(g)
+
     def tool_host(self, host: str) -> str:
         """The host part of a host tool's store key (engine/build/host_tools.py): a tool a build that
         is not hermetic makes (its link is not proven) is published apart, so no hermetic
         build runs it."""
-        g = self.guarantees
-        return host if g.hermetic else f"{host} {apart(g)}"
+        return f"{host} {self.apart}" if self.apart else host
 
     def remote(self, warn: Callable[[str], None]) -> RemoteSettings | None:
         """The remote settings the build uses: uploading turned off when the build is not

@@ -79,3 +79,18 @@ def test_an_unchanged_probe_is_answered_from_the_cache_when_the_program_re_evalu
     assert again.code == 0, again.err
     answer = [line for line in first.err.splitlines() if "answer=" in line]
     assert answer and answer == [line for line in again.err.splitlines() if "answer=" in line]
+
+
+def test_a_probe_answered_under_dir_is_not_reused_by_a_bwrap_build(project, mcpp: Mcpp, tmp_path):
+    """dir cannot confine what a probe reads (here a file outside the package, by absolute path):
+    its answer, and the evaluation that used it, are kept apart from what a bwrap build takes."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("seen-by-dir\n")
+    program = (f'r = mcpp.probe(["/bin/sh", "-c", "cat {outside} 2>/dev/null || echo hidden"])\n'
+               'mcpp.define(\'DATA="%s"\' % r.stdout.strip())\n')
+    main = '#include <cstdio>\nint main() { std::puts(DATA); }\n'
+    root = project({"mcpp.toml": MANIFEST, "src/main.cpp": main, "build.star": program})
+    res = mcpp("run", "--sandbox", "dir", cwd=root)
+    assert res.code == 0 and res.out.strip().splitlines()[-1] == "seen-by-dir", res.err
+    res = mcpp("run", "--sandbox", "bwrap", cwd=root)  # same target/: the probe runs again, confined
+    assert res.code == 0 and res.out.strip().splitlines()[-1] == "hidden", res.err
