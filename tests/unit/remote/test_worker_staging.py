@@ -189,3 +189,29 @@ def test_an_entry_replaced_by_a_link_to_a_host_file_is_not_followed(client, tmp_
     os.symlink(host, cas.path(d))
     cas.ensure([d])
     assert not os.path.islink(cas.path(d)) and open(cas.staged(d, False), "rb").read() == data
+
+
+def test_a_worker_refuses_to_run_without_a_sandbox_that_confines_actions(tmp_path, monkeypatch):
+    """Where only the directory sandbox works, a worker would fill the server's action cache,
+    which every client reads, with results no sandbox proved: it refuses to start instead."""
+    import threading
+
+    from mcpp.cas.home import Home
+    from mcpp.engine.bot import lease_loop
+    from mcpp.engine.core.errors import McppError
+    from mcpp.sandbox.directory import DirSandbox
+    from mcpp.sandbox.pool import SandboxPool
+
+    made = []
+
+    def only_dir(name, work_root, ro_roots=()):  # the fallback make_sandbox takes without bwrap
+        made.append(DirSandbox(pool=SandboxPool(work_root)))
+        return made[-1], "bwrap: not found"
+
+    monkeypatch.setattr(lease_loop, "make_sandbox", only_dir)
+    worker = lease_loop.Worker("grpc://127.0.0.1:9", "", None, Home(tmp_path / "home"), 1, {}, "w", lambda e: None)
+    stop = threading.Event()
+    threading.Timer(5, stop.set).start()  # a worker that does start waits for a server: end it
+    with pytest.raises(McppError, match="only in a sandbox that confines them: bwrap: not found"):
+        worker.run(stop)
+    assert len(made) == 1 and not stop.is_set()  # refused at once, before asking the server anything
