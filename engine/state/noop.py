@@ -250,8 +250,8 @@ def forget(argv: list[str]) -> None:
 
 def engine_files() -> list[str]:
     """The engine's own sources: an upgraded or edited engine must not trust old records."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    return [os.path.join(dp, f) for dp, _, fs in os.walk(here) for f in fs if f.endswith(".py")]
+    engine = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this module is engine/state/
+    return [os.path.join(dp, f) for dp, _, fs in os.walk(engine) for f in fs if f.endswith(".py")]
 
 
 def walked_dirs(root: str) -> list[str]:

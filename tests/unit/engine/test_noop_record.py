@@ -79,3 +79,16 @@ def test_a_directory_changed_while_the_build_ran_is_not_recorded(world):
 def test_a_build_that_could_not_mark_its_start_records_nothing(world):
     tmp_path, source = world
     assert not noop.record(ARGV, LINE, [source], [], 1, None)
+
+
+def test_the_record_covers_every_module_of_the_engine():
+    """An edited or upgraded engine must not trust a record an older one wrote: every `.py` under
+    engine/, in whichever layer, is among the files a record holds."""
+    from pathlib import Path
+
+    from mcpp.engine.state import noop as noop_module
+
+    engine = Path(noop_module.__file__).resolve().parents[1]
+    expected = {str(p) for p in engine.rglob("*.py")}
+    assert {str(Path(p).resolve()) for p in noop_module.engine_files()} == expected
+    assert str(engine / "build" / "compose.py") in expected and str(engine / "entry.py") in expected
