@@ -202,11 +202,36 @@ def signed_payload(action_digest: object, result: Message) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def envelope(key: SecretKey, message: bytes) -> str:
+    """`key`'s signature of `message` as it travels (a remote result's metadata, a payload
+    descriptor's `.sig` line): compact JSON of the signer's name, public key and signature."""
+    return json.dumps({"key": key.name, "public": base64.b64encode(key.public.raw).decode(),
+                       "sig": base64.b64encode(key.sign(message)).decode()}, separators=(",", ":"))
+
+
+def opened(text: str | bytes) -> tuple[bytes, bytes] | None:
+    """(public key bytes, signature) of an `envelope`, or None for a malformed one (no signature)."""
+    try:
+        obj = json.loads(text)
+        return base64.b64decode(obj["public"], validate=True), base64.b64decode(obj["sig"], validate=True)
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        return None
+
+
+def signs(raw: bytes, sig: bytes, message: bytes) -> bool:
+    """Whether `sig` is the signature of `message` by the public key `raw`."""
+    from cryptography.exceptions import InvalidSignature
+
+    try:
+        _verifier(raw).verify(sig, message)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
 def sign(result: Message, action_digest: object, key: SecretKey) -> None:
     """Attach `key`'s signature of `result` (for `action_digest`) to `result`, in place."""
-    sig = key.sign(signed_payload(action_digest, result))
-    value = json.dumps({"key": key.name, "public": base64.b64encode(key.public.raw).decode(),
-                        "sig": base64.b64encode(sig).decode()}, separators=(",", ":")).encode()
+    value = envelope(key, signed_payload(action_digest, result)).encode()
     result.execution_metadata.auxiliary_metadata.add(type_url=SIGNATURE_TYPE_URL, value=value)
 
 
@@ -221,8 +246,6 @@ def verify(result: Message, action_digest: object, trusted: Iterable[PublicKey])
 
     Keys are compared by their bytes, never by name: a result signed by another key that is
     also called `ci` is "signed by an untrusted key"."""
-    from cryptography.exceptions import InvalidSignature
-
     by_raw = {k.raw: k for k in trusted}
     signatures = [a for a in result.execution_metadata.auxiliary_metadata if a.type_url == SIGNATURE_TYPE_URL]
     if not signatures:
@@ -230,20 +253,16 @@ def verify(result: Message, action_digest: object, trusted: Iterable[PublicKey])
     payload = None
     reason = UNTRUSTED
     for a in signatures:
-        try:
-            obj = json.loads(a.value)
-            raw = base64.b64decode(obj["public"], validate=True)
-            sig = base64.b64decode(obj["sig"], validate=True)
-        except (ValueError, KeyError, TypeError, binascii.Error):
+        envelope_ = opened(a.value)
+        if envelope_ is None:
             continue  # a malformed signature is no signature
+        raw, sig = envelope_
         key = by_raw.get(raw)
         if key is None:
             continue
         if payload is None:
             payload = signed_payload(action_digest, result)
-        try:
-            _verifier(raw).verify(sig, payload)
-        except (InvalidSignature, ValueError):
+        if not signs(raw, sig, payload):
             reason = MISMATCH
             continue
         return Verdict(key, None)

@@ -23,13 +23,10 @@ Keys are compared by their bytes, never by name.
 """
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import os
 from typing import Iterable
 
-from mcpp.cas.remote.signing import MISMATCH, UNSIGNED, UNTRUSTED, PublicKey, SecretKey
+from mcpp.cas.remote.signing import MISMATCH, UNSIGNED, UNTRUSTED, PublicKey, SecretKey, envelope, opened, signs
 
 FORMAT = "mcpp-payload-descriptor-v1"
 SUFFIX = ".sig"
@@ -46,33 +43,24 @@ def signed_text(rel: str, data: bytes) -> bytes:
 
 
 def signature_line(rel: str, data: bytes, key: SecretKey) -> str:
-    sig = key.sign(signed_text(rel, data))
-    return json.dumps({"key": key.name, "public": base64.b64encode(key.public.raw).decode(),
-                       "sig": base64.b64encode(sig).decode()}, separators=(",", ":")) + "\n"
+    return envelope(key, signed_text(rel, data)) + "\n"
 
 
 def verify(rel: str, data: bytes, sig_text: str | None, trusted: Iterable[PublicKey]) -> tuple[PublicKey | None, str]:
     """(the trusted key that signed exactly `data` at `rel`, or None; why not: UNSIGNED,
     UNTRUSTED or MISMATCH)."""
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
     by_raw = {k.raw: k for k in trusted}
     reason = UNSIGNED
     for line in (sig_text or "").splitlines():
-        try:
-            obj = json.loads(line)
-            raw = base64.b64decode(obj["public"], validate=True)
-            sig = base64.b64decode(obj["sig"], validate=True)
-        except (ValueError, KeyError, TypeError, binascii.Error):
+        envelope_ = opened(line)
+        if envelope_ is None:
             continue  # a malformed line is no signature
+        raw, sig = envelope_
         key = by_raw.get(raw)
         if key is None:
             reason = UNTRUSTED if reason == UNSIGNED else reason
             continue
-        try:
-            Ed25519PublicKey.from_public_bytes(raw).verify(sig, signed_text(rel, data))
-        except (InvalidSignature, ValueError):
+        if not signs(raw, sig, signed_text(rel, data)):
             reason = MISMATCH
             continue
         return key, ""
