@@ -1,7 +1,8 @@
 """A package that builds nothing because nothing matched its sources is almost always a mistake
 (files under `source/` instead of `src/`, a misspelled glob), yet the build "finishes" with it:
-say so. `sources = []` is the way to build nothing on purpose, and a virtual workspace has no
-sources of its own; neither warns."""
+say so. `sources = []` is the way to build nothing on purpose, a virtual workspace has no
+sources of its own, and a rule package (a feature binding a `rule_module`) holds Starlark, not C
+or C++; none of them warns unless C or C++ files lie in its tree."""
 from __future__ import annotations
 
 from mcpp.cas.action import ActionKind
@@ -27,11 +28,12 @@ def empty_package_warnings(graph, plan, expand: globs.Expand = globs.expand) -> 
         try:
             if package_sources(pkg, expand):
                 continue
-            stray = expand(m.root, [f"**/*{e}" for e in COMPILED_EXTS]) if pkg.name in planned else []
+            rules = any(f.rule_module for f in m.features.values())
+            stray = expand(m.root, [f"**/*{e}" for e in COMPILED_EXTS]) if pkg.name in planned or rules else []
         except McppError:
             continue  # reported where the sources are read
-        if pkg.name in planned and not stray:
-            continue  # a package of build-program actions alone (a code generator, an archive)
+        if (pkg.name in planned or rules) and not stray:
+            continue  # build-program actions alone (a code generator, an archive), or a rule package
         patterns = m.build.sources if m.build.sources is not None else DEFAULT_GLOBS
         shown = ", ".join(f"`{p}`" for p in patterns[:3]) + (", ..." if len(patterns) > 3 else "")
         found = (f"; its C/C++ files ({', '.join(f'`{p}`' for p in stray[:3])}{', ...' if len(stray) > 3 else ''})"

@@ -76,8 +76,8 @@ def test_cuda_build_links_device_code_and_reports_no_device(mcpp, example):
     where, answer = res.out.splitlines()[-2:]
     assert answer == ANSWER
     assert where in ("no CUDA device present: computed on the CPU", "computed on the CUDA device")
-    # The rule says which host compiler it chose and why (the bound read from the toolkit).
-    assert "rules-cuda: host compiler" in res.err and "crt/host_config.h" in res.err
+    # A host compiler within the toolkit's bound (crt/host_config.h) is a setup that is fine: no warning.
+    assert "warning" not in res.err, res.err
     assert has_device_code(example / "target" / "dev" / "saxpy")
     assert payloads(example) == ["xim:cuda-nvcc", "xim:cuda-cudart"]
     obj = example / "target" / "dev" / "gen" / "saxpy" / "cuda" / "src" / "kernels" / "saxpy.cu.o"

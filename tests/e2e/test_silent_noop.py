@@ -65,3 +65,24 @@ def test_sources_outside_the_globs_are_named_though_the_build_program_has_action
         (root / name).unlink()
     res = mcpp("build", cwd=root)
     assert res.code == 0 and "warning" not in res.err, res.err
+
+
+RULE_PACKAGE = {
+    "app/mcpp.toml": ('[package]\nname = "app"\nversion = "0.1.0"\n[dependencies]\n'
+                      'demo.rules-x = { path = "../rules-x", features = ["x"] }\n'),
+    "app/src/main.cpp": "int main() { return 0; }\n",
+    "rules-x/mcpp.toml": ('[package]\nname = "rules-x"\nversion = "0.1.0"\nnamespace = "demo"\n'
+                          '[features.x]\nsources = ["src/x.star"]\nrule_module = "demo.rules.x"\n'),
+    "rules-x/src/x.star": "def nothing():\n    pass\n",
+}
+
+
+def test_a_rule_package_holds_starlark_and_does_not_warn_unless_cpp_lies_in_it(project, mcpp):
+    root = project(RULE_PACKAGE, name="quiet")
+    res = mcpp("build", cwd=root / "app")
+    assert res.code == 0, res.err
+    assert "warning" not in res.err, res.err
+    root = project({**RULE_PACKAGE, "rules-x/helper.cpp": "int helper() { return 1; }\n"}, name="stray")
+    res = mcpp("build", cwd=root / "app")
+    assert res.code == 0, res.err
+    assert "warning: package `rules-x` has no sources" in res.err and "`helper.cpp`" in res.err, res.err
