@@ -45,6 +45,7 @@ from ..plan.model import ACTION_ENV
 from ..plan.planner import Plan, Planner
 from ..program.driver import ProgramInputs, check_loads, evaluate
 from ..program.paths import PROGRAM_NAME
+from ..report.hidden_files import PackageDirs
 from ..report.reporter import Reporter, Stopwatch
 from ..report.shell_text import pasteable
 from ..report.timings import TimingsRecorder
@@ -338,6 +339,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                               ExplainLog(layout.explain_log, f"{platform.toolchain} on {platform.host}"), remote, slots,
                               policy)
     pipeline.timings = timings
+    pipeline.package_dirs = lambda: {p.name: PackageDirs(p.name, p.manifest.root) for p in graph.order}
     packages = {p.name: p for p in graph.order}
     announced: set[str] = set()
     reporter.event("build-started", actions=len(plan.actions), jobs=jobs)

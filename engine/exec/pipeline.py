@@ -28,7 +28,7 @@ import stat
 import threading
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from mcpp.cas.action import Action
 from mcpp.cas.action_cache import ActionEntry
@@ -42,6 +42,7 @@ from mcpp.cas import tree
 from ..core.errors import environment_error
 from ..plan.planner import Plan
 from ..report.diagnostics import coloured, parse, plain
+from ..report.hidden_files import PackageDirs, hidden_file_hints
 from ..report.link_hints import link_hint
 from ..report.reporter import Reporter
 from ..report.warned_actions import WarnedActions
@@ -116,6 +117,9 @@ class ActionPipeline:
         self.files_outside: set[str] = set()  # system headers seen to be files (discovered_inputs)
         self.counters = Counters()
         self.timings = None  # a TimingsRecorder when the build reports its timings (`--timings`)
+        # The build's packages (roots, include directories), asked for only when an action fails:
+        # the hint for a file its sandbox hid (report/hidden_files.py).
+        self.package_dirs: Callable[[], dict[str, PackageDirs]] = dict
         self.warned = WarnedActions(state.file + ".warned")
         # Uploads read the blobs from the store right away: with them the ingest runs inline.
         self.ingest = Ingest(inline=remote is not None and remote.upload_enabled)
@@ -265,12 +269,17 @@ class ActionPipeline:
 
     def _finish_run(self, a: Action, outcome: Outcome) -> bool:
         res = outcome.run
-        text = shown((res.stdout + res.stderr).decode("utf-8", "replace"), self.plan.execroot)
+        raw = (res.stdout + res.stderr).decode("utf-8", "replace")
+        text = shown(raw, self.plan.execroot)
         self._show(a, text)
         if not outcome.outputs and res.exit_code != 0:
             hint = link_hint(a, text, self.plan.prereqs.get(a.id, ()))
             if hint:
                 self.reporter.raw_warning(hint)
+            if "No such file or directory" in raw or "file not found" in raw:
+                for line in hidden_file_hints(a, raw, self.plan.execroot, self.plan.package_of.get(a.id),
+                                              self.package_dirs()):
+                    self.reporter.raw_warning(line)
         if not outcome.outputs:
             self.state.forget(a.id)
             if res.exit_code == 0:
