@@ -98,8 +98,7 @@ def blocks(text: str, path: str) -> list[Block]:
 
 def is_session(text: str) -> bool:
     """Whether the document is marked `<!-- session -->`."""
-    return any(_MARKER.match(line) and _MARKER.match(line).group("body") == "session"  # type: ignore[union-attr]
-               for line in text.splitlines())
+    return any((m := _MARKER.match(line)) is not None and m.group("body") == "session" for line in text.splitlines())
 
 
 def commands(block: Block) -> list[Command]:
