@@ -31,7 +31,6 @@ FORMAT_VERSION = 1
 
 
 def collect(cwd: str, manifest_path: str | None, selection: Selection) -> PackageGraph:
-    selection.cross_ok = True
     return load_graph(cwd, manifest_path, selection)
 
 

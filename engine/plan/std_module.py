@@ -27,12 +27,20 @@ class StdModuleSource:
 
 
 @lru_cache(maxsize=4)
-def libcxx_modules(compiler: str) -> dict[str, StdModuleSource]:
+def libcxx_modules(compiler: str, flags: tuple[str, ...] = ()) -> dict[str, StdModuleSource]:
+    """libc++'s module sources for `compiler` asked with `flags` (a cross toolchain's `--target=`
+    and `--sysroot=`: the target's libc++, whose headers are configured for it)."""
     try:
-        manifest = subprocess.run([compiler, LIBCXX_FLAG, "-print-file-name=libc++.modules.json"],
+        manifest = subprocess.run([compiler, *flags, LIBCXX_FLAG, "-print-file-name=libc++.modules.json"],
                                   capture_output=True, text=True, timeout=30).stdout.strip()
     except OSError:
         manifest = ""
+    target = next((f[len("--target="):] for f in flags if f.startswith("--target=")), None)
+    if (not manifest or not os.path.isfile(manifest)) and target is not None:
+        raise McppError(f"`import std;` for `{target}` needs the target's libc++ and its module sources, and "
+                        f"`{compiler} --target={target}` finds none (Debian: apt-get install "
+                        f"libc++-{_major(compiler)}-dev:{_debian_arch(target)} "
+                        f"libc++abi-{_major(compiler)}-dev:{_debian_arch(target)})")
     if not manifest or not os.path.isfile(manifest):
         raise McppError(f"`import std;` needs libc++'s module sources, and `{compiler}` has none "
                         "(apt-get install libc++-19-dev libc++abi-19-dev)")
@@ -46,3 +54,15 @@ def libcxx_modules(compiler: str) -> dict[str, StdModuleSource]:
             m["logical-name"], AbsPath(os.path.normpath(os.path.join(base, m["source-path"]))),
             tuple(os.path.normpath(os.path.join(base, d)) for d in local.get("system-include-directories", [])))
     return out
+
+
+def _major(compiler: str) -> str:
+    """`19` for `clang++-19`; `NN` where the name carries no version."""
+    tail = os.path.basename(compiler).rsplit("-", 1)
+    return tail[1] if len(tail) == 2 and tail[1].isdigit() else "NN"
+
+
+def _debian_arch(triple: str) -> str:
+    """Debian's architecture name of a triple (`arm64` for `aarch64-linux-gnu`)."""
+    arch = triple.split("-")[0]
+    return {"aarch64": "arm64", "x86_64": "amd64", "i686": "i386", "riscv64": "riscv64"}.get(arch, arch)
