@@ -172,9 +172,17 @@ def test_a_workspace_cross_builds_runs_and_tests_with_the_cross_gcc(project, mcp
     cross_then_native(root, mcpp, f"/usr/bin/{TRIPLE}-g++")
     meta = mcpp("metadata", "--target", TRIPLE, "--format", "json", cwd=root / "app")
     assert meta.code == 0, meta.err
+    tc = json.loads(meta.out)["toolchain"]
+    assert (tc["cxx"], tc["target"], tc["runner"]) == (f"/usr/bin/{TRIPLE}-g++", TRIPLE, ["qemu-aarch64", "-L", f"/usr/{TRIPLE}"])
+    assert tc["sysroot"] == "/"  # the cross gcc's own (`-print-sysroot`)
 
 
 @needs_clang
 def test_a_workspace_cross_builds_runs_and_tests_with_clang_and_lld(project, mcpp: Mcpp):
     root = project(workspace("clang-19"))
     cross_then_native(root, mcpp, f"--target={TRIPLE}")
+    meta = mcpp("metadata", "--target", TRIPLE, "--format", "json", cwd=root / "app")
+    assert meta.code == 0, meta.err
+    tc = json.loads(meta.out)["toolchain"]
+    assert (tc["cxx"], tc["flags"], tc["link_flags"]) == \
+        ("/usr/bin/clang++-19", [f"--target={TRIPLE}", "--gcc-toolchain=/usr"], ["-fuse-ld=lld"])
