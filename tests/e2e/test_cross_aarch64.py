@@ -186,3 +186,19 @@ def test_a_workspace_cross_builds_runs_and_tests_with_clang_and_lld(project, mcp
     tc = json.loads(meta.out)["toolchain"]
     assert (tc["cxx"], tc["flags"], tc["link_flags"]) == \
         ("/usr/bin/clang++-19", [f"--target={TRIPLE}", "--gcc-toolchain=/usr"], ["-fuse-ld=lld"])
+
+
+@needs_clang
+def test_import_std_cross_with_clang_or_a_clear_error_naming_the_missing_libcxx(project, mcpp: Mcpp):
+    root = project({
+        "mcpp.toml": f'[package]\nname = "s"\nversion = "0.1.0"\nstandard = "c++23"\n[toolchain]\ndefault = "clang-19"\n'
+                     f'[target.{TRIPLE}]\nrunner = {RUNNER}\n',
+        "src/main.cpp": 'import std;\nint main() { std::println("std {}", 42); }\n',
+    })
+    res = mcpp("-q", "run", "--target", TRIPLE, "--sandbox", "bwrap", cwd=root)
+    missing = "libc++-19-dev:arm64 libc++abi-19-dev:arm64"
+    if res.code == 2 and missing in res.err:
+        assert f"`import std;` for `{TRIPLE}` needs the target's libc++" in res.err
+        pytest.skip(f"the aarch64 libc++ is not installed ({missing}): `import std` cross is refused clearly")
+    assert res.code == 0, res.err
+    assert res.out.strip().splitlines()[-1] == "std 42"
