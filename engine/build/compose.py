@@ -149,8 +149,6 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
     for pkg in graph.order:
         for w in pkg.manifest.warnings:
             reporter.raw_warning(w)
-    toolchain = resolve_target_toolchain(opts.toolchain or graph.root_manifest.toolchain, opts.home, graph.context,
-                                         graph.root_manifest)
     profile = resolve_profile(graph.root_manifest, opts.profile)
     layout = Layout.of(graph, profile.name)
     lock = _BuildLock(layout.lock_file, reporter)
@@ -159,6 +157,8 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         stats, state, scans = memory.open_state(layout.stat_cache, layout.action_state, layout.execroot,
                                                 layout.scan_cache)
         env = _environment(graph, layout, opts, reporter)
+        toolchain = resolve_target_toolchain(opts.toolchain or graph.root_manifest.toolchain, opts.home,
+                                             graph.context, graph.root_manifest, host_payload_dirs(env))
         warm = _warm_up(opts, reporter, stores, env.roots() + toolchain_roots(toolchain), runner, policy, memory)
         watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
         prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
@@ -208,6 +208,11 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         raise BuildFailed(f"build failed: {len(result.failed)} action(s) failed ({names})")
     reporter.status("Finished", f"{profile.summary} in {outcome.elapsed:.2f}s{_hits(counters)}")
     return outcome
+
+
+def host_payload_dirs(env: Environment) -> tuple[str, ...]:
+    """The installed host-axis payloads' directories (where a cross toolchain may come from)."""
+    return tuple(p.directory for p in env.payloads if p.axis == "host" and p.directory)
 
 
 def _environment(graph: PackageGraph, layout: Layout, opts: BuildOptions, reporter: Reporter) -> Environment:

@@ -60,7 +60,9 @@ def toolchain(graph: PackageGraph, settings: Settings) -> dict:
         if m.runner is None else m.runner
     runner = list(found) if found is not None else None
     try:
-        tc = resolve_target_toolchain(m.toolchain, settings.home, graph.context, m)
+        dirs = tuple(p["directory"] for p in environment(graph, settings)["payloads"]
+                     if p["axis"] == "host" and p["directory"])
+        tc = resolve_target_toolchain(m.toolchain, settings.home, graph.context, m, dirs)
     except McppError as e:
         return {"error": e.message, "runner": runner}
     return {"name": tc.name, "family": tc.family, "cxx": tc.cxx.path, "cc": tc.cc.path, "ar": tc.ar,

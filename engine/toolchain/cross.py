@@ -7,7 +7,9 @@ sysroot` names one (else the driver's own, which Debian's cross gcc keeps beside
 clang: the host's `clang++-NN` with `--target=TRIPLE`, `--sysroot=` (the written one, else the
 cross gcc's own `-print-sysroot`), `--gcc-toolchain=` the cross gcc's prefix (where its crt
 objects and libstdc++ live: clang finds `lib/gcc-cross/TRIPLE/NN` under it) and, for links,
-`-fuse-ld=lld` (the host's `ld` reads no aarch64 objects).
+`-fuse-ld=lld` (the host's `ld` reads no aarch64 objects). A cross gcc may come from a host-axis
+payload (an index's `system` release adopting `/usr`, or an archive): its `bin/TRIPLE-g++` is
+taken before PATH's.
 
 Every one of these flags, the triple, and the drivers' digests are in the toolchain's identity,
 which is in every action key: a target's results are never served to another target's build,
@@ -32,17 +34,19 @@ _DEBIAN_ARCH = {"aarch64": "aarch64-linux-gnu", "arm": "arm-linux-gnueabihf", "r
                 "i686": "i686-linux-gnu", "x86_64": "x86-64-linux-gnu", "loongarch64": "loongarch64-linux-gnu"}
 
 
-def resolve_target_toolchain(name: str | None, home: Home, ctx: BuildContext, manifest: Manifest) -> Toolchain:
+def resolve_target_toolchain(name: str | None, home: Home, ctx: BuildContext, manifest: Manifest,
+                             payload_dirs: tuple[str, ...] = ()) -> Toolchain:
     """The toolchain that compiles for `ctx.target`: the host's when it is the host, else the
     cross toolchain `name` (gcc or clang) names for it, configured by `manifest`'s (the root's)
-    `[target.TRIPLE]` keys."""
+    `[target.TRIPLE]` keys. `payload_dirs`: the installed host-axis payloads, searched for
+    `bin/TRIPLE-g++` before PATH (a cross toolchain declared as a payload: docs/cross.md)."""
     if not ctx.cross:
         return resolve_toolchain(name, home)
     name = name or "gcc"
     triple = ctx.target.text
     _, cxx_name, family = driver_names(name)
-    cxx = _driver(manifest, "cxx", f"{triple}-g++", triple, required=family == "gcc")
-    cc = _driver(manifest, "cc", f"{triple}-gcc", triple, required=family == "gcc")
+    cxx = _driver(manifest, "cxx", f"{triple}-g++", triple, family == "gcc", payload_dirs)
+    cc = _driver(manifest, "cc", f"{triple}-gcc", triple, family == "gcc", payload_dirs)
     if family == "gcc":
         assert cc is not None and cxx is not None
         flags = (f"--sysroot={manifest.sysroot}",) if manifest.sysroot else ()
@@ -93,9 +97,11 @@ def toolchain_roots(tc: Toolchain) -> tuple[str, ...]:
     return tuple(dict.fromkeys(os.path.normpath(p) for p in out if p and os.path.normpath(p) != "/"))
 
 
-def _driver(manifest: Manifest, key: str, default: str, triple: str, required: bool) -> str | None:
-    """The absolute path of `[target.TRIPLE] <key>`, else of `default` on PATH; a written one that
-    is missing is an error at the key, a default one is an error only where `required`."""
+def _driver(manifest: Manifest, key: str, default: str, triple: str, required: bool,
+            payload_dirs: tuple[str, ...]) -> str | None:
+    """The absolute path of `[target.TRIPLE] <key>`, else of `default` in a payload's `bin/`, else
+    on PATH; a written one that is missing is an error at the key, a default one is an error only
+    where `required`."""
     written = getattr(manifest, f"cross_{key}")
     if written is not None:
         found = written if os.path.isabs(written) and os.access(written, os.X_OK) else \
@@ -105,7 +111,8 @@ def _driver(manifest: Manifest, key: str, default: str, triple: str, required: b
                                 f"{' on PATH' if os.sep not in written else ''} (or is not executable)",
                                 manifest.position("target", key))
         return os.path.abspath(found)
-    found = shutil.which(default)
+    found = next((p for p in (os.path.join(d, "bin", default) for d in payload_dirs)
+                  if os.path.isfile(p) and os.access(p, os.X_OK)), None) or shutil.which(default)
     if found is None and required:
         kind = "C++" if key == "cxx" else "C"
         raise McppError(

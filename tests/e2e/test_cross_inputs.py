@@ -104,3 +104,32 @@ def test_a_cross_compile_under_bwrap_cannot_read_a_header_outside_its_inputs(pro
     assert "secret.h: No such file or directory" in res.err
     res = mcpp("build", "--target", TRIPLE, "--sandbox", "off", cwd=root)  # the header is there
     assert res.code == 0, res.err
+
+
+def test_a_cross_gcc_declared_as_a_host_payload_is_selected_for_the_triple(project, mcpp: Mcpp, tmp_path):
+    """An index's `system` release adopts a directory whose `bin/` holds the triple's drivers (here
+    wrappers of the installed cross gcc); a build for the triple compiles with them, not PATH's."""
+    tc = tmp_path / "cross-tc"
+    (tc / "bin").mkdir(parents=True)
+    for driver in ("g++", "gcc"):
+        wrapper = tc / "bin" / f"{TRIPLE}-{driver}"
+        wrapper.write_text(f'#!/bin/sh\nexec /usr/bin/{TRIPLE}-{driver} "$@"\n')
+        wrapper.chmod(0o755)
+    index = tmp_path / "index"
+    (index / "pkgs" / "xim").mkdir(parents=True)
+    (index / "index.toml").write_text('[index]\nname = "local"\nformat = 1\n')
+    (index / "pkgs" / "xim" / "gcc-aarch64.toml").write_text(
+        '[package]\nname = "gcc-aarch64"\nbins = []\n[[release]]\nversion = "12.2.0"\n'
+        f'linux-x86_64 = {{ system = "{tc}", probe = ["bin/{TRIPLE}-g++", "-dumpfullversion"], '
+        'match = "([0-9.]+)" }\n')
+    root = project({
+        "mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n[xlings.workspace]\n"xim:gcc-aarch64" = "12.2.0"\n'
+                     f'[target.{TRIPLE}]\n{RUNNER}\n',
+        "src/main.cpp": MAIN,
+    })
+    env = {"MCPP_PAYLOAD_INDEX": str(index)}
+    res = mcpp("-q", "run", "--target", TRIPLE, "--sandbox", "bwrap", cwd=root, env=env)
+    assert res.code == 0, res.err
+    assert res.out.strip().splitlines()[-1] == "hi"
+    commands = (root / "target" / "compile_commands.json").read_text()
+    assert f'"{tc}/bin/{TRIPLE}-g++"' in commands
