@@ -246,7 +246,7 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
         # A tool a build that is not hermetic makes is published apart (engine/trust/policy.py).
         # Host tools build for the host, with the host's toolchain, also in a cross build.
         host_tc = resolve_toolchain(opts.toolchain or graph.root_manifest.toolchain, opts.home) \
-            if graph.context.cross else toolchain
+            if graph.context is not None and graph.context.cross else toolchain
         tools = ToolBuilder(graph, host_tc.identity, policy.tool_host(host_triple()), profile.name,
                             build_package, reporter.status, opts.home).resolve()
     inputs = cache = None

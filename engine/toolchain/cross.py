@@ -34,13 +34,13 @@ _DEBIAN_ARCH = {"aarch64": "aarch64-linux-gnu", "arm": "arm-linux-gnueabihf", "r
                 "i686": "i686-linux-gnu", "x86_64": "x86-64-linux-gnu", "loongarch64": "loongarch64-linux-gnu"}
 
 
-def resolve_target_toolchain(name: str | None, home: Home, ctx: BuildContext, manifest: Manifest,
+def resolve_target_toolchain(name: str | None, home: Home, ctx: BuildContext | None, manifest: Manifest,
                              payload_dirs: tuple[str, ...] = ()) -> Toolchain:
     """The toolchain that compiles for `ctx.target`: the host's when it is the host, else the
     cross toolchain `name` (gcc or clang) names for it, configured by `manifest`'s (the root's)
     `[target.TRIPLE]` keys. `payload_dirs`: the installed host-axis payloads, searched for
     `bin/TRIPLE-g++` before PATH (a cross toolchain declared as a payload: docs/cross.md)."""
-    if not ctx.cross:
+    if ctx is None or not ctx.cross:
         return resolve_toolchain(name, home)
     name = name or "gcc"
     triple = ctx.target.text
@@ -49,10 +49,10 @@ def resolve_target_toolchain(name: str | None, home: Home, ctx: BuildContext, ma
     cc = _driver(manifest, "cc", f"{triple}-gcc", triple, family == "gcc", payload_dirs)
     if family == "gcc":
         assert cc is not None and cxx is not None
-        flags = (f"--sysroot={manifest.sysroot}",) if manifest.sysroot else ()
-        c, cpp = probe_compilers(home, (cc, cxx), flags)
+        sysroot_flag = (f"--sysroot={manifest.sysroot}",) if manifest.sysroot else ()
+        c, cpp = probe_compilers(home, (cc, cxx), sysroot_flag)
         ar = shutil.which(f"{triple}-ar") or shutil.which("ar") or "/usr/bin/ar"
-        return Toolchain(name=name, family=family, cc=c, cxx=cpp, ar=os.path.realpath(ar), flags=flags,
+        return Toolchain(name=name, family=family, cc=c, cxx=cpp, ar=os.path.realpath(ar), flags=sysroot_flag,
                          triple=triple, sysroot=manifest.sysroot or cpp.sysroot or None)
     # clang: the host's driver pointed at the target, with the cross gcc's sysroot and runtime
     cc_name, cxx_name, _ = driver_names(name)
@@ -69,7 +69,7 @@ def resolve_target_toolchain(name: str | None, home: Home, ctx: BuildContext, ma
                         f"(apt-get install {_package(ctx)})")
     # `/` is where clang looks anyway; written out, lld names every file it read through it
     # `//usr/...`, a spelling no other path of the build has.
-    flags = [f"--target={triple}"] + ([f"--sysroot={sysroot}"] if os.path.normpath(sysroot) != "/" else [])
+    flags: list[str] = [f"--target={triple}"] + ([f"--sysroot={sysroot}"] if os.path.normpath(sysroot) != "/" else [])
     if cc:
         flags.append(f"--gcc-toolchain={_prefix(cc)}")
     c, cpp = probe_compilers(home, (cc_path, cxx_path), tuple(flags))
