@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from tests.e2e.e2e_support import Mcpp
+from tests.e2e.e2e_support import Mcpp, copy_example
 
 TRIPLE = "aarch64-linux-gnu"
 HAVE_CROSS_GCC = shutil.which(f"{TRIPLE}-g++") is not None and shutil.which(f"{TRIPLE}-gcc") is not None
@@ -202,3 +202,16 @@ def test_import_std_cross_with_clang_or_a_clear_error_naming_the_missing_libcxx(
         pytest.skip(f"the aarch64 libc++ is not installed ({missing}): `import std` cross is refused clearly")
     assert res.code == 0, res.err
     assert res.out.strip().splitlines()[-1] == "std 42"
+
+
+def test_example_12_cross_builds_its_device_program_with_the_toy_compiler_on_the_host(mcpp: Mcpp, tmp_path):
+    """The toy compiler (a host tool) runs on x86-64 in the build; the program it feeds is aarch64."""
+    app = copy_example("12-a-new-device-language", tmp_path) / "app"
+    manifest = app / "mcpp.toml"
+    manifest.write_text(manifest.read_text() + f"\n[target.{TRIPLE}]\nrunner = {RUNNER}\n")
+    res = mcpp("-q", "run", "--target", TRIPLE, "--sandbox", "bwrap", cwd=app)
+    assert res.code == 0, res.err
+    assert res.out.strip().splitlines()[-1] == "answer()       = 42"
+    assert "ARM aarch64" in file_says(app / "target" / TRIPLE / "dev" / "toyapp")
+    toyc = [p for p in (app / "target" / "host" / "toyc").rglob("toyc") if p.is_file()]
+    assert toyc and "x86-64" in file_says(toyc[0])
