@@ -133,3 +133,25 @@ def test_a_cross_gcc_declared_as_a_host_payload_is_selected_for_the_triple(proje
     assert res.out.strip().splitlines()[-1] == "hi"
     commands = (root / "target" / "compile_commands.json").read_text()
     assert f'"{tc}/bin/{TRIPLE}-g++"' in commands
+
+
+def test_the_remote_cache_shares_cross_results_and_never_serves_them_to_a_native_build(project, tmp_path):
+    from tests.unit.remote.buildgrid_server import BuildGridServer, bgd_executable
+
+    if bgd_executable() is None:
+        pytest.skip("BuildGrid is not installed (pip install -e '.[test]')")
+    a = project({"mcpp.toml": manifest(), "src/main.cpp": MAIN, "src/two.cpp": "int two() { return 2; }\n"})
+    with BuildGridServer() as server:
+        ci = Mcpp(tmp_path / "ci-home")
+        first = ci.build_json("build", "--target", TRIPLE, "--remote", server.url, "--remote-upload", cwd=a)
+        uploaded = first.executed()
+        assert uploaded
+        b = tmp_path / "laptop" / "b"  # another checkout, another home
+        shutil.copytree(a, b, ignore=shutil.ignore_patterns("target"))
+        laptop = Mcpp(tmp_path / "laptop-home")
+        second = laptop.build_json("build", "--target", TRIPLE, "--remote", server.url, cwd=b)
+        assert second.executed() == []
+        assert sorted(e["id"] for e in second.events if e.get("status") == "remote") == sorted(uploaded)
+        native = laptop.build_json("build", "--remote", server.url, cwd=b)
+        statuses = {e["id"]: e["status"] for e in native.events if e.get("reason") == "action-finished"}
+        assert statuses and set(statuses.values()) == {"executed"}, statuses
