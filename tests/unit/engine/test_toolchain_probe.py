@@ -90,3 +90,18 @@ def test_the_probe_asks_in_the_actions_environment_not_the_users(tmp_path, monke
     home.root.mkdir()
     tc = resolve_toolchain("gcc", home)
     assert tc.cxx.programs and not any(str(evil) in d for d in tc.cxx.programs + tc.cc.programs), tc.cxx.programs
+
+
+def test_a_cross_toolchains_identity_names_its_triple_and_flags(fakes, tmp_path):
+    """The identity is in every action key: a cross toolchain's differs from the host's with the
+    same drivers, and from another sysroot's."""
+    import dataclasses
+
+    fakes(wait_for=0)
+    home = Home(tmp_path / "home")
+    home.root.mkdir()
+    host = resolve_toolchain("gcc", home)
+    cross = dataclasses.replace(host, flags=("--sysroot=/srv/a",), triple="aarch64-linux-gnu")
+    other = dataclasses.replace(cross, flags=("--sysroot=/srv/b",))
+    assert len({host.identity, cross.identity, other.identity}) == 3
+    assert "triple=aarch64-linux-gnu" in cross.identity and "--sysroot=/srv/a" in cross.identity
