@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install the system packages the test suite needs on Debian 12: clang-19 with libc++ (for
-# `import std;`), ninja (for the benchmark's comparison) and PostgreSQL 15 (the job scheduler of
-# the remote-execution tests' BuildGrid). gcc/g++ are assumed present.
+# `import std;`), ninja (for the benchmark's comparison), PostgreSQL 15 (the job scheduler of
+# the remote-execution tests' BuildGrid), and for the cross builds (`--target aarch64-linux-gnu`)
+# the aarch64 cross gcc, qemu-user to run its binaries, lld-19 (clang's cross linker) and `file`
+# (which the cross tests ask what a binary is). gcc/g++ are assumed present.
 # Idempotent: installs only what is missing. Needs root (or sudo) when something is missing.
 #
 # apt's own output is shown (a silent minute-long install looks like a hang). A fresh cloud
@@ -10,13 +12,15 @@
 set -euo pipefail
 
 need=()
-for p in clang-19 libc++-19-dev libc++abi-19-dev clang-tools-19 ninja-build postgresql-15; do
+for p in clang-19 libc++-19-dev libc++abi-19-dev clang-tools-19 ninja-build postgresql-15 \
+         g++-aarch64-linux-gnu qemu-user lld-19 file; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 want_chromium=0
 dpkg -s chromium >/dev/null 2>&1 || want_chromium=1
 if ((${#need[@]} == 0 && want_chromium == 0)); then
-    echo "install-system-deps: all present (clang-19, libc++-19, clang-tools-19, ninja-build, postgresql-15, chromium)"
+    echo "install-system-deps: all present (clang-19, libc++-19, clang-tools-19, ninja-build, postgresql-15," \
+         "g++-aarch64-linux-gnu, qemu-user, lld-19, file, chromium)"
     exit 0
 fi
 

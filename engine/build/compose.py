@@ -54,6 +54,7 @@ from ..state.incremental import BuildState, KeyComputer, ScanCache
 from ..state.unchanged import Knowledge, learn
 from ..toolchain import linker
 from ..toolchain.compilers import Toolchain, resolve_toolchain
+from ..toolchain.cross import resolve_target_toolchain, toolchain_roots
 from ..trust.policy import TrustPolicy
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .empty_packages import empty_package_warnings
@@ -149,7 +150,6 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
     for pkg in graph.order:
         for w in pkg.manifest.warnings:
             reporter.raw_warning(w)
-    toolchain = resolve_toolchain(opts.toolchain or graph.root_manifest.toolchain, opts.home)
     profile = resolve_profile(graph.root_manifest, opts.profile)
     layout = Layout.of(graph, profile.name)
     lock = _BuildLock(layout.lock_file, reporter)
@@ -158,7 +158,9 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         stats, state, scans = memory.open_state(layout.stat_cache, layout.action_state, layout.execroot,
                                                 layout.scan_cache)
         env = _environment(graph, layout, opts, reporter)
-        warm = _warm_up(opts, reporter, stores, env, runner, policy, memory)
+        toolchain = resolve_target_toolchain(opts.toolchain or graph.root_manifest.toolchain, opts.home,
+                                             graph.context, graph.root_manifest, host_payload_dirs(env))
+        warm = _warm_up(opts, reporter, stores, env.roots() + toolchain_roots(toolchain), runner, policy, memory)
         watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
         prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
 
@@ -175,7 +177,8 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
             reporter.raw_warning(w)
         timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
-                                     policy, memory, timings, env.roots(), top=opts.target_override is None, warm=warm)
+                                     policy, memory, timings, env.roots() + toolchain_roots(toolchain),
+                                     top=opts.target_override is None, warm=warm)
         if timings is not None:  # also for a failed build: where the time went is as telling
             timings.finish(skipped=len(result.skipped))
             for path in timings.write(layout.target_dir, opts.timings, opts.trace):
@@ -208,6 +211,11 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
     return outcome
 
 
+def host_payload_dirs(env: Environment) -> tuple[str, ...]:
+    """The installed host-axis payloads' directories (where a cross toolchain may come from)."""
+    return tuple(p.directory for p in env.payloads if p.axis == "host" and p.directory)
+
+
 def _environment(graph: PackageGraph, layout: Layout, opts: BuildOptions, reporter: Reporter) -> Environment:
     """Resolve and install the payloads of this build (before any program asks `xpkg_dir`), and
     record them in `target/<profile>/.mcpp/payloads.json`."""
@@ -237,7 +245,10 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
             return outcome.plan.execroot, {a.name: a.path for a in outcome.plan.artifacts if a.kind == "bin"}
 
         # A tool a build that is not hermetic makes is published apart (engine/trust/policy.py).
-        tools = ToolBuilder(graph, toolchain.identity, policy.tool_host(host_triple()), profile.name,
+        # Host tools build for the host, with the host's toolchain, also in a cross build.
+        host_tc = resolve_toolchain(opts.toolchain or graph.root_manifest.toolchain, opts.home) \
+            if graph.context is not None and graph.context.cross else toolchain
+        tools = ToolBuilder(graph, host_tc.identity, policy.tool_host(host_triple()), profile.name,
                             build_package, reporter.status, opts.home).resolve()
     inputs = cache = None
     if any(c.path is not None for c in checked.values()):  # the evaluator is imported only then
@@ -441,7 +452,7 @@ def _sandbox_warning(reporter: Reporter, warning: str | None) -> None:
         reporter.warning(warning)
 
 
-def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, env: Environment,
+def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, roots: tuple[str, ...],
              runner: ActionRunner | None, policy: TrustPolicy, memory: BuildMemory) -> SandboxWarmUp | None:
     """Make the sandbox and start its first worker while the build plans, when it will
     probably run an action: in a server's build child whose watcher saw a file change since
@@ -451,7 +462,7 @@ def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, env: Enviro
     same request in a server begins the same sandbox early when it has a worker."""
     if runner is not None or opts.target_override is not None:
         return None
-    settings = (opts.sandbox, str(stores.home.root), tuple(env.roots()))
+    settings = (opts.sandbox, str(stores.home.root), roots)
     # Handed over (for the next build's early start) only where a worker can start early: a
     # sandbox that stages inputs.
     warm = memory.sandbox(settings if policy.stages_inputs else None)

@@ -8,7 +8,8 @@ can build for it.
 
 Text: one block per package (dependencies first), a `#` header line, then the flat, source-ordered
 table of `manifest/flat.py`. JSON (`--format json`): the context, every package with its folded
-document, active features, sources, payloads, and the dependency edges.
+document, active features, sources, payloads, the dependency edges, and the toolchain that
+compiles for the target (drivers, cross flags, sysroot, runner).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import json
 import os
 
 
+from ..core.errors import McppError
 from ..core.settings import Settings
 from ..manifest.flat import flat_lines, jsonable
 from ..manifest.load import display_path
@@ -26,12 +28,12 @@ from ..package.model import Package, PackageGraph, Selection
 from ..package.sources import package_sources
 from ..package.targets import shared_names, targets_of
 from ..payloads import PayloadError, resolve_environment
+from ..toolchain.cross import resolve_target_toolchain
 
 FORMAT_VERSION = 1
 
 
 def collect(cwd: str, manifest_path: str | None, selection: Selection) -> PackageGraph:
-    selection.cross_ok = True
     return load_graph(cwd, manifest_path, selection)
 
 
@@ -46,6 +48,26 @@ def _context_line(graph: PackageGraph) -> str:
     ctx = graph.context
     cross = "" if not ctx.cross else " (cross)"
     return f"# target {ctx.target.text}{cross}, host {ctx.host.text}, accel {ctx.accel} ({ctx.accel_from})"
+
+
+def toolchain(graph: PackageGraph, settings: Settings) -> dict:
+    """The toolchain a build with the same flags compiles the target with (engine/toolchain/cross.py),
+    its sysroot and the runner its binaries run through; an error (a missing cross compiler) is
+    shown, not raised."""
+    m = graph.root_manifest
+    # as `mcpp run` picks it: the root's, else that of the member the command builds
+    found = next((p.manifest.runner for p in [*graph.members] if p.manifest.runner is not None), m.runner) \
+        if m.runner is None else m.runner
+    runner = list(found) if found is not None else None
+    try:
+        dirs = tuple(p["directory"] for p in environment(graph, settings)["payloads"]
+                     if p["axis"] == "host" and p["directory"])
+        tc = resolve_target_toolchain(m.toolchain, settings.home, graph.context, m, dirs)
+    except McppError as e:
+        return {"error": e.message, "runner": runner}
+    return {"name": tc.name, "family": tc.family, "cxx": tc.cxx.path, "cc": tc.cc.path, "ar": tc.ar,
+            "version": tc.cxx.version, "target": tc.triple or tc.cxx.target, "flags": list(tc.flags),
+            "link_flags": list(tc.link_flags), "sysroot": tc.sysroot, "runner": runner}
 
 
 def render_text(graph: PackageGraph, settings: Settings | None = None, warn=None) -> str:
@@ -141,5 +163,6 @@ def render_json(graph: PackageGraph, profile: str = "dev", settings: Settings | 
         "members": [p.name for p in graph.members],
         "packages": [_package(p, out_dir) for p in graph.order],
         "environment": environment(graph, settings, warn) if settings is not None else None,
+        "toolchain": toolchain(graph, settings) if settings is not None else None,
     }
     return json.dumps(data, indent=2) + "\n"

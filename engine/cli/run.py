@@ -2,11 +2,15 @@
 
 When `[target.<triple>] runner = [...]` applies to this build's target, the binary runs through it
 (an emulator, `valgrind`, a wrapper): the artifact takes the place of a `{}` argument, else it is
-appended, and the user's arguments follow.
+appended, and the user's arguments follow. A cross build's binaries (`--target` another machine)
+run only through a runner (`qemu-aarch64`): without one, or with one that is not installed, the
+command stops with an error at the key before running anything. `mcpp test` runs its test
+binaries the same way.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 
@@ -32,7 +36,7 @@ def run_binary(outcome: BuildOutcome, name: str | None, args: list[str], reporte
             raise McppError("`mcpp run` could not determine which binary to run; pass one of: "
                             + ", ".join(sorted(a.name for a in chosen)))
     binary = os.path.join(outcome.plan.execroot, chosen[0].path)
-    argv = runner_argv(_runner_of(outcome, chosen[0].package), binary, args)
+    argv = runner_argv(target_runner(outcome, chosen[0].package), binary, args)
     reporter.status("Running", f"`{' '.join(display_path(a) if a == binary else a for a in argv)}`")
     try:
         proc = subprocess.run(argv)
@@ -55,12 +59,28 @@ def _signal_text(number: int) -> str:
         return f"signal: {number}"
 
 
-def _runner_of(outcome: BuildOutcome, package: str) -> tuple[str, ...] | None:
-    """The runner of the package that owns the binary, else the workspace root's."""
-    for p in outcome.graph.order:
-        if p.name == package and p.manifest.runner is not None:
-            return p.manifest.runner
-    return outcome.graph.root_manifest.runner
+def target_runner(outcome: BuildOutcome, package: str) -> tuple[str, ...] | None:
+    """The runner of the package that owns the binary, else the workspace root's; checked to be
+    installed. A cross build without one is an error naming the key to set."""
+    manifest = next((p.manifest for p in outcome.graph.order if p.name == package and p.manifest.runner is not None),
+                    outcome.graph.root_manifest)
+    runner, ctx = manifest.runner, outcome.graph.context
+    if runner is None:
+        if ctx is not None and ctx.cross:
+            raise McppError(
+                f"the binaries of `{ctx.target.text}` do not run on this machine (`{ctx.host.text}`) and no "
+                f"runner is set: set [target.{ctx.target.text}] runner in {display_path(manifest.path)}",
+                notes=[f"help: e.g. [target.{ctx.target.text}] runner = "
+                       f"[\"qemu-{ctx.target.arch}\", \"-L\", \"/usr/{ctx.target.text}\"]"])
+        return None
+    program = runner[0]
+    found = os.access(program, os.X_OK) if os.sep in program else shutil.which(program) is not None
+    if not found:
+        where = "" if os.sep in program else " on PATH"
+        hint = " (Debian: apt-get install qemu-user)" if os.path.basename(program).startswith("qemu-") else ""
+        raise McppError(f"the runner `{program}` of [target.{ctx.target.text if ctx else 'TRIPLE'}] runner was not "
+                        f"found{where}{hint}", manifest.position("target", "runner"))
+    return runner
 
 
 def runner_argv(runner: tuple[str, ...] | None, binary: str, args: list[str]) -> list[str]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from ..build.compose import BuildOutcome
 from ..core.errors import McppError
 from ..report.reporter import Reporter
+from .run import runner_argv, target_runner
 
 DEFAULT_TIMEOUT = 300.0  # seconds; the real mcpp's `--timeout` default
 DEFAULT_SLOW_NOTICE = 60.0  # seconds, as Cargo's "has been running for over 60 seconds"
@@ -106,6 +107,8 @@ def run_tests(outcome: BuildOutcome, pattern: str | None, reporter: Reporter, js
         if json_mode:
             reporter.event("test-summary", passed=0, failed=0, duration=0.0)
         return 0
+    # a cross build's tests run through its runner (checked installed before any runs)
+    runners = {name: target_runner(outcome, name) for name in {a.package for a in tests}}
     roots = {p.name: p.root for p in outcome.graph.order}
     multi_pkg = len({a.package for a in tests}) > 1
     passed = failed = 0
@@ -121,7 +124,7 @@ def run_tests(outcome: BuildOutcome, pattern: str | None, reporter: Reporter, js
             else:
                 reporter.line(f"{label} has been running for over {slow_notice:g} s")
 
-        r = run_one([os.path.join(outcome.plan.execroot, a.path)], root, env, timeout, slow_notice, on_slow)
+        r = run_one(runner_argv(runners[a.package], os.path.join(outcome.plan.execroot, a.path), []), root, env, timeout, slow_notice, on_slow)
         ok = r.code == 0
         passed += ok
         failed += not ok

@@ -55,7 +55,7 @@ class Builder:
             if members is None:
                 raise r.fail_at(r.pos((), "key"), "missing [package] table (a manifest needs [package] or [workspace])")
             return Manifest(path=AbsPath(r.path), root=self.root, name=None, version=None, workspace_members=members,
-                            warnings=r.warnings, smap=r.smap, provenance=r.provenance)
+                            toolchain=self._toolchain(), warnings=r.warnings, smap=r.smap, provenance=r.provenance)
         r.expect(package, dict, ("package",))
         r.check_keys(package, ("package",), schema.PACKAGE.keys, schema.PACKAGE.case)
         name = self._package_name(package)

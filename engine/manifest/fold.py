@@ -228,6 +228,9 @@ def fold(source: ManifestSource, ctx: BuildContext) -> Manifest:
         m.runner = _runner(source.root, target["runner"])
     if "sysroot" in target:
         m.sysroot = check_sysroot(source.root, target["sysroot"], ctx.target, r.pos(("target", "sysroot")))
+    for key in ("cxx", "cc"):
+        if key in target:
+            setattr(m, f"cross_{key}", _runner(source.root, [target[key]])[0])
     m.warnings = warnings
     m.document, m.notes, m.context = doc, notes, ctx
     return m

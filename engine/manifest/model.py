@@ -160,7 +160,11 @@ class Manifest:
     runtime_artifacts: tuple[RuntimeArtifact, ...] = ()
     runtime_library_dirs: tuple[str, ...] = ()
     runner: tuple[str, ...] | None = None  # [target.<triple>] runner of this build's target
-    sysroot: str | None = None  # [target.<triple>] sysroot, absolute (checked, not passed on yet)
+    sysroot: str | None = None  # [target.<triple>] sysroot, absolute (checked; engine/toolchain/cross.py)
+    # [target.<triple>] cxx / cc: this target's compiler drivers (a path resolved against the
+    # manifest's directory, or a bare name looked up on PATH); None: `<triple>-g++` / `-gcc`
+    cross_cxx: str | None = None
+    cross_cc: str | None = None
     workspace_members: tuple[str, ...] | None = None  # None: not a workspace root
     toolchain: str | None = None
     warnings: list[str] = field(default_factory=list)

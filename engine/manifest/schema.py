@@ -99,10 +99,9 @@ WORKSPACE = Table("workspace", "workspace", KEBAB, ("members",))
 CONDITIONAL_SECTIONS = ("build", "dependencies", "dev-dependencies", "build-dependencies", "feature-deps.<f>",
                         "runtime", "xlings", "feature-xlings.<f>")
 # Keys that describe one exact target and so live directly under [target.<triple>].
-TRIPLE_KEYS = ("runner", "sysroot")
+TRIPLE_KEYS = ("runner", "sysroot", "cxx", "cc")
 TARGET = Table("target.<selector>", "conditions", KEBAB,
-               tuple(s.split(".")[0] for s in CONDITIONAL_SECTIONS) + TRIPLE_KEYS,
-               pending=("sysroot",))
+               tuple(s.split(".")[0] for s in CONDITIONAL_SECTIONS) + TRIPLE_KEYS)
 # [target.<selector>.build] takes only what combines by appending: a block adds to the
 # unconditional section, and two blocks that both apply could not both set one value.
 ADDITIVE_BUILD_KEYS = ("sources", "include_dirs", "cflags", "cxxflags", "ldflags", "defines")

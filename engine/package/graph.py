@@ -40,12 +40,7 @@ def build_context(selection: Selection, root: ManifestSource, files: ManifestFil
             raise McppError(f"the workspace members declare different [build] accel ({listed}); one build has one "
                             f"accelerator set: pass --accel or --no-accel")
         declared = next(iter(found.values()), None)
-    ctx = resolve_context(selection.target, selection.accel, selection.no_accel, declared)
-    if ctx.cross and not selection.cross_ok:
-        raise McppError(f"cross-compiling for `{ctx.target.text}` is not supported yet: this engine builds with the "
-                        f"host toolchain (`{ctx.host.text}`)",
-                        notes=[f"help: `mcpp metadata --target {ctx.target.text}` shows the manifests folded for it"])
-    return ctx
+    return resolve_context(selection.target, selection.accel, selection.no_accel, declared)
 
 
 def load_graph(cwd: str, manifest_path: str | None, selection: Selection,

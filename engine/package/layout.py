@@ -12,6 +12,7 @@ log), so no other module joins these paths by hand:
     .lock                        one build per target directory at a time
     host/<package>/              host tools' own builds (engine/build/host_tools.py)
     <profile>/                   objects, archives, binaries, BMIs
+    <triple>/<profile>/          the same for a cross build (`--target`), laid out alike
       gen/<package>/             what build programs and the planner generate
       .mcpp/                     state: losing it costs a rebuild (or a cache restore), nothing more
         actions  scans  stat  explain  programs/<package>.json
@@ -42,19 +43,25 @@ class Layout:
     target_dir: AbsPath  # <workspace>/target, or a host tool build's own directory
     execroot: AbsPath  # every action path (`ExecPath`) is relative to this
     profile: str
+    triple: str | None = None  # a cross build's target (`target/<triple>/<profile>`); None: the host
+
 
     @classmethod
     def of(cls, graph: "PackageGraph", profile: str) -> "Layout":
         # A package shipped with mcpp holds only Starlark, which no action reads: its place in the
         # engine's installation must not widen the execroot (and so every key) to `/`.
         roots = [p.root for p in graph.order if not is_shipped(p.root)] + [graph.workspace_root, graph.target_dir]
+        ctx = graph.context
         return cls(AbsPath(graph.workspace_root), AbsPath(graph.target_dir), AbsPath(os.path.commonpath(roots)),
-                   profile)
+                   profile, ctx.target.text if ctx is not None and ctx.cross else None)
 
     # -- target/ ------------------------------------------------------------------------------
     @property
     def out_dir(self) -> AbsPath:
-        """`target/<profile>`: everything this profile builds."""
+        """`target/<profile>`: everything this profile builds; a cross build's is
+        `target/<triple>/<profile>`, so no file of one target overwrites another's."""
+        if self.triple is not None:
+            return AbsPath(os.path.join(self.target_dir, self.triple, self.profile))
         return AbsPath(os.path.join(self.target_dir, self.profile))
 
     @property

@@ -50,7 +50,6 @@ class Selection:
     accel: str | None = None  # --accel SPEC; None: the root package's [build] accel
     no_accel: bool = False  # --no-accel: the empty accelerator set
     strict: bool = False  # --strict: unknown keys are errors
-    cross_ok: bool = False  # True for `mcpp metadata`, which folds for any target without compiling
 
 
 @dataclass

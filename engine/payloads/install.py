@@ -56,16 +56,24 @@ def _stamp_use(path: str) -> None:
         pass
 
 
-def installed(payloads_root: str, namespace: str, name: str, version: str) -> str | None:
-    d = store_dir(payloads_root, namespace, name, version)
+def stored_version(version: str, platform: str = "") -> str:
+    """The store's name of a release: its version, with `+<platform>` for a platform other than
+    the host's (a cross build's target-axis payload), so the two never share a directory."""
+    return f"{version}+{platform}" if platform else version
+
+
+def installed(payloads_root: str, namespace: str, name: str, version: str, platform: str = "") -> str | None:
+    d = store_dir(payloads_root, namespace, name, stored_version(version, platform))
     return d if os.path.isdir(d) else None
 
 
 def install(payloads_root: str, index: Index, desc: Descriptor, version: str, source: Source,
-            status=None, prober: system.Prober | None = None, environ: Mapping[str, str] | None = None) -> str:
+            status=None, prober: system.Prober | None = None, environ: Mapping[str, str] | None = None,
+            platform: str = "") -> str:
     """The directory of the installed payload, installing it when it is not there yet. A
     `system` source is adopted through `prober` (one that may run probes); `environ` holds the
-    command's `MCPP_PAYLOAD_MAX_*` limits (engine/core/settings.py; none: the defaults)."""
+    command's `MCPP_PAYLOAD_MAX_*` limits (engine/core/settings.py; none: the defaults);
+    `platform`: the release's platform where it is not the host's (`stored_version`)."""
     environ = {} if environ is None else environ
     address = f"{desc.namespace}:{desc.name}"
     if source.kind == "system":
@@ -75,8 +83,8 @@ def install(payloads_root: str, index: Index, desc: Descriptor, version: str, so
             raise PayloadError(f"payload `{address}` {version} is adopted from `{source.system}` on this machine, "
                                f"but {adoption.why} (descriptor {desc.location})")
         return adoption.root
-    final = store_dir(payloads_root, desc.namespace, desc.name, version)
-    lock = lock_path(payloads_root, desc.namespace, desc.name, version)
+    final = store_dir(payloads_root, desc.namespace, desc.name, stored_version(version, platform))
+    lock = lock_path(payloads_root, desc.namespace, desc.name, stored_version(version, platform))
     if os.path.isdir(final):
         _stamp_use(lock)
         return final

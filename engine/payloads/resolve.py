@@ -96,6 +96,15 @@ def host_platform_key() -> str:
     return f"{host_platform.system().lower()}-{host_platform.machine()}"
 
 
+def target_platform_key(graph) -> str:
+    """The key of the sources a target-axis payload takes: the build target's (`linux-aarch64` for
+    `--target aarch64-linux-gnu`: what the artifact is built against), the host's otherwise."""
+    ctx = graph.context
+    if ctx is None or not ctx.cross:
+        return host_platform_key()
+    return f"{'darwin' if ctx.target.os == 'macos' else ctx.target.os}-{ctx.target.arch}"
+
+
 def resolve_environment(graph, settings: Settings, *, install_missing: bool = True,
                         status=None, warn=None, indexes: IndexSet | None = None) -> Environment:
     """Resolve, and by default install, the payload environment of one build.
@@ -124,8 +133,9 @@ def resolve_environment(graph, settings: Settings, *, install_missing: bool = Tr
     payloads_root = str(settings.home.payloads)
     indexes = indexes or open_indexes(settings, warn)
     prober = system.Prober(os.path.join(payloads_root, system.PROBES), may_run=install_missing)
-    platform = host_platform_key()
+    platforms = {"host": host_platform_key(), "target": target_platform_key(graph)}
     for choice in choices:
+        platform = platforms[choice.winner.spec.axis]
         for note in choice.notes:
             env.notes.append(note)
             if warn is not None:
@@ -142,19 +152,27 @@ def resolve_environment(graph, settings: Settings, *, install_missing: bool = Tr
         source = desc.source(chosen, platform)
         probed = True
         if install_missing:
-            directory = install(payloads_root, index, desc, chosen, source, status, prober, settings.env)
+            directory = install(payloads_root, index, desc, chosen, source, status, prober, settings.env,
+                                platform=_apart(platform, platforms["host"]))
         elif source.kind == "system":
             adoption = system.adopt(source, chosen, prober, f"payload `{choice.address}` {chosen}")
             directory, probed = adoption.root or "", not adoption.pending
         else:
-            directory = installed(payloads_root, desc.namespace, desc.name, chosen) or ""
+            directory = installed(payloads_root, desc.namespace, desc.name, chosen,
+                                  _apart(platform, platforms["host"])) or ""
         w = choice.winner
         env.payloads.append(ResolvedPayload(desc.namespace, desc.name, chosen, w.spec.axis, source.kind, directory,
                                             w.package, str(w.position), choice.why, desc.bins, index.location,
                                             probed))
     env.read, env.read_remote = indexes.consulted()
-    env.read += _probed(indexes, platform)
+    for platform in dict.fromkeys(platforms.values()):
+        env.read += _probed(indexes, platform)
     return env
+
+
+def _apart(platform: str, host: str) -> str:
+    """The platform a release is stored apart under: "" for the host's own."""
+    return "" if platform == host else platform
 
 
 def _probed(indexes: IndexSet, platform: str) -> list[str]:

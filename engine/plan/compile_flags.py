@@ -64,7 +64,7 @@ def compile_argv(
     compiler = tc.cc.path if is_c else tc.cxx.path
     # The sandbox's root becomes `.` in debug info and __FILE__, so objects are byte-identical
     # whichever directory (checkout, /execroot, a private dir) the compile ran in.
-    argv = [compiler, *prefix_map_flags(gcc=tc.family == "gcc"), *std_flag(standard, is_c),
+    argv = [compiler, *tc.flags, *prefix_map_flags(gcc=tc.family == "gcc"), *std_flag(standard, is_c),
             *profile.compile_flags()]
     argv += list(profile.cflags if is_c else profile.cxxflags)
     argv += user_flags
@@ -86,7 +86,7 @@ def archive_argv(tc: Toolchain, archive: str, objects: list[str]) -> list[str]:
 
 def link_argv(tc: Toolchain, profile: Profile, out: str, objects: list[str], archives: list[str],
               ldflags: list[str], shared: bool, extra: list[str]) -> list[str]:
-    argv = [tc.cxx.path]
+    argv = [tc.cxx.path, *tc.flags, *tc.link_flags]
     if shared:
         argv.append("-shared")
     argv += ["-o", out, *objects, *archives, *profile.ldflags, *ldflags, *extra]
@@ -99,7 +99,7 @@ def asm_argv(tc: Toolchain, profile: Profile, *, source: str, obj: str, depfile:
     (`depfile` given) is preprocessed first, so it takes the package's defines and include
     directories and reports the headers it read; `.s` is assembled as written (the driver runs
     no preprocessor for it and would ignore `-D`, `-I` and `-MD`)."""
-    argv = [tc.cc.path, *prefix_map_flags(gcc=tc.family == "gcc")]
+    argv = [tc.cc.path, *tc.flags, *prefix_map_flags(gcc=tc.family == "gcc")]
     if depfile is None:
         return argv + ["-c", source, "-o", obj]
     argv += list(profile.compile_flags())

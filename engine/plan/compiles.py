@@ -272,7 +272,7 @@ class Compiles:
         """libc++'s `std` or `std.compat` module, compiled from the source libc++ ships."""
         ctx = self.ctx
         needed = self.modules.closure(u)
-        std_src = libcxx_modules(ctx.tc.cxx.path)[u.info.module]
+        std_src = libcxx_modules(ctx.tc.cxx.path, ctx.tc.flags)[u.info.module]
         module = cf.module_flags(ctx.tc, None, u.bmi, [(n.info.module, n.bmi) for n in needed])
         depfile = u.obj[:-2] + ".d"
         members = ctx.graph.members

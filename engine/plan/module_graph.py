@@ -81,7 +81,7 @@ class ModuleGraph:
         wanted = {n for u in units for n in u.info.imports if n in STD_MODULES}
         if "std.compat" in wanted:
             wanted.add("std")
-        sources = libcxx_modules(self.ctx.tc.cxx.path)
+        sources = libcxx_modules(self.ctx.tc.cxx.path, self.ctx.tc.flags)
         out = self.ctx.out
         for name in sorted(wanted):
             if name not in sources:

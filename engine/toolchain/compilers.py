@@ -41,6 +41,7 @@ class Compiler:
     # The driver's program directories (`-print-search-dirs`), where it and its linker driver
     # look for the programs they run before PATH (engine/toolchain/linker.py)
     programs: tuple[str, ...] = ()
+    sysroot: str = ""  # `-print-sysroot`: where the driver finds the target's libc ("" : none)
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,20 @@ class Toolchain:
     cc: Compiler
     cxx: Compiler
     ar: str
+    # A cross toolchain's (engine/toolchain/cross.py): what every compile and link of the target
+    # passes right after the driver (`--target=`, `--sysroot=`), what links alone pass
+    # (`-fuse-ld=lld`), the target triple and the sysroot its files come from (None: the host's)
+    flags: tuple[str, ...] = ()
+    link_flags: tuple[str, ...] = ()
+    triple: str | None = None
+    sysroot: str | None = None
 
     @property
     def identity(self) -> str:
-        return f"{self.family} {self.cxx.version} {self.cxx.target} cxx={self.cxx.digest} cc={self.cc.digest}"
+        base = f"{self.family} {self.cxx.version} {self.cxx.target} cxx={self.cxx.digest} cc={self.cc.digest}"
+        if self.triple is None:
+            return base
+        return f"{base} triple={self.triple} flags={' '.join(self.flags)} link={' '.join(self.link_flags)}"
 
     @property
     def tool_dirs(self) -> tuple[str, ...]:
@@ -62,6 +73,25 @@ class Toolchain:
 
 def resolve_toolchain(name: str | None, home: Home) -> Toolchain:
     name = name or "gcc"
+    cc_name, cxx_name, family = driver_names(name)
+    cache = _ProbeCache(str(home.toolchains))
+    cc, cxx = cache.probe(_which(cc_name, name), _which(cxx_name, name))
+    cache.save()
+    ar = shutil.which("ar") or "/usr/bin/ar"
+    return Toolchain(name=name, family=family, cc=cc, cxx=cxx, ar=os.path.realpath(ar))
+
+
+def probe_compilers(home: Home, paths: tuple[str, str], flags: tuple[str, ...] = ()) -> list[Compiler]:
+    """The identities of the drivers `paths` (C, C++) asked with `flags` before each question
+    (a cross clang answers `-dumpmachine` for its `--target=`)."""
+    cache = _ProbeCache(str(home.toolchains))
+    found = cache.probe(*paths, flags=flags)
+    cache.save()
+    return found
+
+
+def driver_names(name: str) -> tuple[str, str, str]:
+    """(C driver, C++ driver, family) of the toolchain `name` (`gcc`, `clang-19`, ...)."""
     if name.startswith("path:"):
         raise McppError(f"unknown toolchain `{name}`; accepted values: {', '.join(TOOLCHAIN_NAMES)}")
     versioned = _VERSIONED.match(name)
@@ -77,11 +107,7 @@ def resolve_toolchain(name: str | None, home: Home) -> Toolchain:
                 cc_name, cxx_name = newest
     else:
         raise McppError(f"unknown toolchain `{name}`; accepted values: {', '.join(TOOLCHAIN_NAMES)}")
-    cache = _ProbeCache(str(home.toolchains))
-    cc, cxx = cache.probe(_which(cc_name, name), _which(cxx_name, name))
-    cache.save()
-    ar = shutil.which("ar") or "/usr/bin/ar"
-    return Toolchain(name=name, family=family, cc=cc, cxx=cxx, ar=os.path.realpath(ar))
+    return cc_name, cxx_name, family
 
 
 def _newest_versioned(cc: str, cxx: str) -> tuple[str, str] | None:
@@ -102,6 +128,10 @@ def _newest_versioned(cc: str, cxx: str) -> tuple[str, str] | None:
         if all(shutil.which(b) for b in pair):
             return pair
     return None
+
+
+def which_driver(binary: str, toolchain: str) -> str:
+    return _which(binary, toolchain)
 
 
 def _which(binary: str, toolchain: str) -> str:
@@ -129,7 +159,7 @@ class _ProbeCache:
             discard(path, "unreadable" if self.entries is None else "wrong-shaped")
             self.entries, self.dirty = {}, True
 
-    def probe(self, *paths: str) -> list[Compiler]:
+    def probe(self, *paths: str, flags: tuple[str, ...] = ()) -> list[Compiler]:
         """Each compiler's identity: from the cache while its file is unchanged, else asked of it.
         Every question to every compiler is asked at once: a first build (an empty home) waits
         for one round of compiler processes, not six in a row."""
@@ -141,26 +171,28 @@ class _ProbeCache:
                     continue
                 st = os.stat(path)
                 stamp = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
-                hit = self.entries.get(path)
+                hit = self.entries.get(_entry(path, flags))
                 if isinstance(hit, dict) and hit.get("stamp") == stamp \
                         and all(isinstance(hit.get(k), str) for k in ("version", "target", "digest")) \
-                        and isinstance(hit.get("programs"), list) \
+                        and isinstance(hit.get("programs"), list) and isinstance(hit.get("sysroot"), str) \
                         and all(isinstance(d, str) for d in hit["programs"]):
                     known[path] = Compiler(path, hit["version"], hit["target"], hit["digest"],
-                                           tuple(hit["programs"]))
+                                           tuple(hit["programs"]), hit["sysroot"])
                     continue
                 asking[path] = (stamp, [])
-                for flag in ("-dumpversion", "-dumpfullversion", "-dumpmachine", "-print-search-dirs"):
-                    asking[path][1].append(_start([path, flag]))
-            for path, (stamp, (plain, full, machine, dirs)) in asking.items():
+                for flag in ("-dumpversion", "-dumpfullversion", "-dumpmachine", "-print-search-dirs",
+                             "-print-sysroot"):
+                    asking[path][1].append(_start([path, *flags, flag]))
+            for path, (stamp, (plain, full, machine, dirs, sysroot)) in asking.items():
                 version = _answer(plain)
                 full_version = _answer(full, check=False) or version
                 target = _answer(machine)
                 programs = _program_dirs(_answer(dirs, check=False))
                 known[path] = Compiler(path, full_version, target, digest_file(os.path.realpath(path)).hash,
-                                       programs)
-                self.entries[path] = {"stamp": stamp, "version": full_version, "target": target,
-                                      "digest": known[path].digest, "programs": list(programs)}
+                                       programs, _answer(sysroot, check=False))
+                self.entries[_entry(path, flags)] = {"stamp": stamp, "version": full_version, "target": target,
+                                                     "digest": known[path].digest, "programs": list(programs),
+                                                     "sysroot": known[path].sysroot}
                 self.dirty = True
         finally:
             for _, procs in asking.values():
@@ -174,6 +206,11 @@ class _ProbeCache:
         if not self.dirty:
             return
         write_atomic(self.path, json.dumps(self.entries), mode=PUBLIC)
+
+
+def _entry(path: str, flags: tuple[str, ...]) -> str:
+    """A probe's cache entry: the driver's path, and the flags it was asked with."""
+    return " ".join((path, *flags))
 
 
 def _program_dirs(search_dirs: str) -> tuple[str, ...]:

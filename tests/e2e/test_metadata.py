@@ -86,11 +86,12 @@ def test_accel_flags_select_conditional_sections_for_build_and_run(project, mcpp
     assert res.code == 2 and "error: invalid --accel `cuda12.9+{sm_89`: malformed accelerator entry" in res.err
 
 
-def test_a_cross_target_is_shown_by_metadata_and_refused_by_build(project, mcpp):
+def test_a_cross_target_is_shown_by_metadata_and_refused_by_build_without_its_compiler(project, mcpp):
     root = project(CONDITIONED)
     res = mcpp("build", "--target", "x86_64-pc-windows-msvc", cwd=root)
-    assert res.code == 2 and "cross-compiling for `x86_64-pc-windows-msvc` is not supported yet" in res.err
-    assert "help: `mcpp metadata --target x86_64-pc-windows-msvc`" in res.err
+    assert res.code == 2
+    assert "no C++ cross compiler for `x86_64-pc-windows-msvc`: `x86_64-pc-windows-msvc-g++` was not found" in res.err
+    assert "[target.x86_64-pc-windows-msvc] cxx" in res.err
     meta = mcpp("metadata", "--target", "x86_64-pc-windows-msvc", "--no-accel", cwd=root)
     assert meta.code == 0, meta.err
     assert meta.out.splitlines()[0] == f"# target x86_64-pc-windows-msvc (cross), host {HOST}, accel none (--no-accel)"

@@ -18,7 +18,7 @@ from mcpp.engine.exec.stores import Stores
 
 def _graph(workspace: str, roots: list[str], target_dir: str | None = None):
     return SimpleNamespace(order=[SimpleNamespace(root=r) for r in roots], workspace_root=workspace,
-                           target_dir=target_dir or os.path.join(workspace, "target"))
+                           target_dir=target_dir or os.path.join(workspace, "target"), context=None)
 
 
 def test_execroot_is_the_common_ancestor_of_packages_and_target():
@@ -110,3 +110,17 @@ def test_home_is_resolved_by_one_function_called_by_the_settings_and_the_two_fas
     callers = sorted(str(p.relative_to(package)) for p in (package / "engine").rglob("*.py")
                      if re.search(r"\bhome_root\(", p.read_text()))
     assert callers == ["engine/core/mcpp_home.py", "engine/core/settings.py", "engine/server/paths.py", "engine/state/noop.py"]
+
+
+def test_a_cross_build_lays_out_under_target_triple_profile(tmp_path):
+    from mcpp.engine.manifest.context import BuildContext
+    from mcpp.engine.manifest.triples import host_triple, parse_triple
+
+    ws = str(tmp_path / "ws")
+    graph = _graph(ws, [ws])
+    graph.context = BuildContext(parse_triple("aarch64-linux-gnu"), host_triple())
+    layout = Layout.of(graph, "release")
+    assert layout.out_dir == os.path.join(ws, "target", "aarch64-linux-gnu", "release")
+    assert layout.state_dir.startswith(layout.out_dir + "/")
+    graph.context = BuildContext(host_triple(), host_triple())
+    assert Layout.of(graph, "release").out_dir == os.path.join(ws, "target", "release")

@@ -35,7 +35,7 @@ def fakes(tmp_path, monkeypatch):
     bindir.mkdir()
     started.mkdir()
 
-    def make(full="echo 12.2.0", machine="echo x86_64-linux-gnu", wait_for=8):
+    def make(full="echo 12.2.0", machine="echo x86_64-linux-gnu", wait_for=10):
         for name in ("gcc", "g++"):
             path = bindir / name
             path.write_text(FAKE.format(log=log, started=started, wait_for=wait_for, full=full, machine=machine))
@@ -55,10 +55,10 @@ def test_a_first_probe_asks_both_compilers_everything_at_once_and_the_next_asks_
     tc = resolve_toolchain("gcc", home)
     assert (tc.cc.version, tc.cxx.version, tc.cxx.target) == ("12.2.0", "12.2.0", "x86_64-linux-gnu")
     assert tc.cxx.programs == ("/fake/libexec/12/", "/fake/bin/")  # where it looks for its linker
-    assert len(log.read_text().splitlines()) == 8
+    assert len(log.read_text().splitlines()) == 10  # five questions each
     assert set(json.loads(home.toolchains.read_text())) == {tc.cc.path, tc.cxx.path}
     again = resolve_toolchain("gcc", home)
-    assert again == tc and len(log.read_text().splitlines()) == 8  # from the cache: no process
+    assert again == tc and len(log.read_text().splitlines()) == 10  # from the cache: no process
 
 
 def test_a_compiler_without_dumpfullversion_is_known_by_its_dumpversion(fakes, tmp_path):
@@ -90,3 +90,18 @@ def test_the_probe_asks_in_the_actions_environment_not_the_users(tmp_path, monke
     home.root.mkdir()
     tc = resolve_toolchain("gcc", home)
     assert tc.cxx.programs and not any(str(evil) in d for d in tc.cxx.programs + tc.cc.programs), tc.cxx.programs
+
+
+def test_a_cross_toolchains_identity_names_its_triple_and_flags(fakes, tmp_path):
+    """The identity is in every action key: a cross toolchain's differs from the host's with the
+    same drivers, and from another sysroot's."""
+    import dataclasses
+
+    fakes(wait_for=0)
+    home = Home(tmp_path / "home")
+    home.root.mkdir()
+    host = resolve_toolchain("gcc", home)
+    cross = dataclasses.replace(host, flags=("--sysroot=/srv/a",), triple="aarch64-linux-gnu")
+    other = dataclasses.replace(cross, flags=("--sysroot=/srv/b",))
+    assert len({host.identity, cross.identity, other.identity}) == 3
+    assert "triple=aarch64-linux-gnu" in cross.identity and "--sysroot=/srv/a" in cross.identity

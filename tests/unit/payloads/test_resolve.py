@@ -11,6 +11,8 @@ from mcpp.engine.package.graph import load_graph
 from mcpp.engine.package.model import Selection
 from mcpp.engine.payloads import PayloadError, resolve_environment
 from mcpp.engine.payloads.index import IndexSet
+from mcpp.engine.payloads.resolve import host_platform_key
+from mcpp.engine.manifest.triples import host_triple
 from mcpp.engine.core.settings import Settings
 
 
@@ -172,3 +174,27 @@ def test_a_fifo_in_a_dir_release_is_refused_not_read(tmp_path, index):
     root = project(tmp_path, '[xlings.workspace]\n"xim:gen" = "2.0.0"\n')
     with pytest.raises(PayloadError, match="trees/2.0.0/pipe is a device, fifo or other special file"):
         resolve(tmp_path, index, root)
+
+
+def test_a_cross_build_takes_target_axis_payloads_for_the_target_and_host_axis_ones_for_the_host(tmp_path, index):
+    host = host_platform_key()
+    write(index, {"pkgs/xim/libs.toml": f'''
+        [package]
+        name = "libs"
+        bins = []
+        [[release]]
+        version = "1.0.0"
+        {host} = {{ dir = "trees/libs-host" }}
+        linux-aarch64 = {{ dir = "trees/libs-arm" }}
+        ''', "trees/libs-host/which": "host\n", "trees/libs-arm/which": "aarch64\n"})
+    root = project(tmp_path, '[xlings.workspace]\n"xim:gen" = "2.0.0"\n'
+                             '[target.\'cfg(os = "linux")\'.xlings.workspace]\n"xim:libs" = ""\n')
+    env = resolve(tmp_path, index, root, target="aarch64-linux-gnu")
+    by_name = {p.name: p for p in env.payloads}
+    assert (by_name["libs"].axis, by_name["gen"].axis) == ("target", "host")
+    assert open(os.path.join(by_name["libs"].directory, "which")).read() == "aarch64\n"
+    assert open(os.path.join(by_name["gen"].directory, "bin", "gen")).read() == "#!/bin/sh\necho 2.0.0\n"
+    assert by_name["libs"].directory.endswith("/libs/1.0.0+linux-aarch64")  # stored apart from the host's
+    # Built for the host, the same target-axis block takes the host's release.
+    native = {p.name: p for p in resolve(tmp_path, index, root, target=host_triple().text).payloads}
+    assert open(os.path.join(native["libs"].directory, "which")).read() == "host\n"
