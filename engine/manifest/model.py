@@ -29,6 +29,7 @@ class DependencySpec:
     keypath: tuple = ()  # where the entry is written in the source document
     version: str | None = None  # a requirement on the dependency's [package] version (version_req.py)
     version_pos: Position | None = None
+    index: bool = False  # a package of the library index (engine/registry/): `path` is set once resolved
 
     @property
     def display(self) -> str:

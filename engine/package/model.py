@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..manifest.context import BuildContext
 from ..manifest.model import DependencySpec, Manifest
@@ -51,6 +52,8 @@ class Selection:
     no_accel: bool = False  # --no-accel: the empty accelerator set
     strict: bool = False  # --strict: unknown keys are errors
     cross_ok: bool = False  # True for `mcpp metadata`, which folds for any target without compiling
+    locked: bool = False  # --locked: mcpp.lock may not change (engine/registry/)
+    offline: bool = False  # --offline: index packages from the source cache or vendor/ only
 
 
 @dataclass
@@ -61,6 +64,8 @@ class PackageGraph:
     order: list[Package]  # every package, dependencies first
     context: BuildContext | None = None  # what every manifest was folded for
     target_override: str | None = None  # a host tool's build puts its target/ elsewhere
+    lock_file: str | None = None  # mcpp.lock, when the graph has index packages
+    resolution: Any = None  # their resolution (engine/registry/session.py), for `mcpp tree`
 
     @property
     def target_dir(self) -> str:
