@@ -27,6 +27,7 @@ from ..package.model import Selection
 from ..report.reporter import Reporter
 from ..server.commands import server_group
 from .cache import cache_group
+from .dependencies import tree_cmd, update_cmd, vendor_cmd
 from .payload import payload_group
 
 

@@ -277,7 +277,7 @@ def workspace_of(manifest_path: str, files: Files) -> tuple[str, list[str]]:
     return ws.root, members
 
 
-class _Parsed:
+class ParsedManifests:
     def __init__(self) -> None:
         self.parsed: dict[str, ManifestSource] = {}
 
@@ -294,7 +294,7 @@ def refresh_lock(manifest_path: str, settings: Settings, *, update: tuple[str, .
     or for `mcpp update` (`update`: () for every package, else the names to move). Returns the
     resolution, whose `changed` lists what moved. A workspace with no index dependency left gets
     an empty lock."""
-    files = _Parsed()
+    files = ParsedManifests()
     root, members = workspace_of(os.path.abspath(manifest_path), files)
     resolution = resolve_workspace(files, root, members, settings, Options(locked, offline, update), force=True)
     assert resolution is not None

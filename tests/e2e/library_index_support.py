@@ -6,7 +6,7 @@ key, served over HTTP on 127.0.0.1 (payload_index_support.IndexServer).
 
 - `mcpplibs.shout` 1.0.0, 1.1.0: `shout::level()` is 10 or 11; feature `loud` adds 100.
 - `mcpplibs.greet` 1.0.0, 1.1.0: `greet::version()`, `greet::shout_level()`; 1.0.0
-  requires shout `1.0`, 1.1.0 requires shout `1.1`.
+  requires shout `~1.0`, 1.1.0 requires shout `1.1`.
 - `extra.calc` 1.0.0, 2.0.0: `calc::twice(x)` (2.0.0: plus one), in a namespace of its own.
 
 `add_release` publishes another version (a new release after a lock was written), `consumer`
@@ -82,7 +82,7 @@ class LibraryIndex:
         index = cls(root)
         for v in ("1.0.0", "1.1.0"):
             index.add_release("mcpplibs", "shout", v, shout_files(v))
-        index.add_release("mcpplibs", "greet", "1.0.0", greet_files("1.0.0", "1.0"))
+        index.add_release("mcpplibs", "greet", "1.0.0", greet_files("1.0.0", "~1.0"))
         index.add_release("mcpplibs", "greet", "1.1.0", greet_files("1.1.0", "1.1"))
         for v in ("1.0.0", "2.0.0"):
             index.add_release("extra", "calc", v, calc_files(v))
