@@ -267,8 +267,8 @@ def workspace_of(manifest_path: str, files: Files) -> tuple[str, list[str]]:
         for candidate in manifests_above(os.path.dirname(source.root)):
             above = files.get(candidate)
             if above.base.workspace_members is not None:
-                members = {os.path.normpath(os.path.join(above.root, m)) for m in above.base.workspace_members}
-                if source.root in members:
+                listed = {os.path.normpath(os.path.join(above.root, m)) for m in above.base.workspace_members}
+                if source.root in listed:
                     ws = above
                 break
     members = [os.path.normpath(os.path.join(ws.root, m)) for m in ws.base.workspace_members or ()]
