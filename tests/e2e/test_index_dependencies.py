@@ -197,3 +197,23 @@ def test_the_consumer_binary_is_what_was_printed(tmp_path, mcpp, served):
     mcpp("build", cwd=app, env=index_env(server.url), check=True)
     out = subprocess.run([app / "target" / "dev" / "app"], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "greet 1.1.0 shout=11 calc=40"
+
+
+@pytest.mark.parametrize("server_on", [False, True], ids=["in-process", "warm-server"])
+def test_mcpp_update_moves_a_build_the_no_op_path_or_the_server_would_answer(tmp_path, mcpp, served, server_on):
+    from e2e_support import SERVER_ON
+
+    index, server = served
+    env = {**index_env(server.url), **(SERVER_ON if server_on else {})}
+    app = consumer(tmp_path / "app", 'greet = "1"\nextra.calc = "1"\n')
+    mcpp("build", cwd=app, env=env, check=True)
+    again = mcpp("build", cwd=app, env=env, check=True)
+    assert "Compiling" not in again.out + again.err
+    index.add_release("mcpplibs", "greet", "1.2.0", greet_files("1.2.0", "1.1"))
+    mcpp("update", cwd=app, env=env, check=True)
+    moved = mcpp("build", cwd=app, env=env, check=True)
+    assert "Compiling greet v1.2.0" in moved.out + moved.err, moved.out
+    out = subprocess.run([app / "target" / "dev" / "app"], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "greet 1.2.0 shout=11 calc=40"
+    if server_on:
+        mcpp("server", "stop", cwd=app, env=env)
