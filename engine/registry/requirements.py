@@ -35,6 +35,7 @@ class Requirement:
     name: str
     requirement: str  # as written (version_req.py)
     pos: Position | None = None
+    origin: tuple[str, str, str] | None = None  # (namespace, name, version) of the index release asking
 
     @property
     def package(self) -> tuple[str, str]:
@@ -67,9 +68,11 @@ def _tables(doc: dict, dev: bool) -> Iterator[tuple[tuple, dict]]:
                 yield from of(body, ("target", selector))
 
 
-def read_entries(source: ManifestSource, requirer: str, *, dev: bool, published: bool) -> Entries:
-    """The index requirements and path dependencies of `source`; `published`: it is an index
-    package, whose path dependencies are requirements on the index (their `version`)."""
+def read_entries(source: ManifestSource, requirer: str, *, dev: bool,
+                 origin: tuple[str, str, str] | None = None) -> Entries:
+    """The index requirements and path dependencies of `source`; `origin`: the index release it
+    is, whose path dependencies are requirements on the index (their `version`)."""
+    published = origin is not None
     reader = Reader(source.path, source.text, source.smap)
     index: list[Requirement] = []
     paths: list[str] = []
@@ -81,7 +84,7 @@ def read_entries(source: ManifestSource, requirer: str, *, dev: bool, published:
             namespace = rel[0] if len(rel) == 2 else None
             kp = keypath + rel
             if isinstance(spec, str):
-                index.append(Requirement(requirer, namespace or INDEX_NAMESPACE, key, spec, reader.pos(kp)))
+                index.append(Requirement(requirer, namespace or INDEX_NAMESPACE, key, spec, reader.pos(kp), origin))
                 continue
             path, version = spec.get("path"), spec.get("version")
             if namespace == SHIPPED_NAMESPACE and path is None:
@@ -92,7 +95,7 @@ def read_entries(source: ManifestSource, requirer: str, *, dev: bool, published:
                                         f"`version`; a published package names what it needs from the index",
                                         reader.pos(kp, "key"))
                 index.append(Requirement(requirer, namespace or INDEX_NAMESPACE, key, version,
-                                         reader.pos(kp + ("version",))))
+                                         reader.pos(kp + ("version",)), origin))
             elif isinstance(path, str):
                 paths.append(os.path.normpath(os.path.join(source.root, path)))
     return Entries(tuple(index), tuple(paths))

@@ -96,7 +96,7 @@ def workspace_requirements(files: Files, member_roots: list[str]) -> list[Requir
         if not os.path.isfile(path):
             continue  # the loader names a path dependency that is not there
         source = files.get(path)
-        entries = read_entries(source, source.base.name or display_path(root), dev=member, published=False)
+        entries = read_entries(source, source.base.name or display_path(root), dev=member)
         out += entries.index
         queue += [(p, False) for p in entries.paths]
     return out
@@ -206,7 +206,8 @@ class _Universe:
                 raise RegistryError(f"the library index's `{ns}.{name} {version}` holds a manifest for "
                                     f"`{base.namespace or INDEX_NAMESPACE}.{base.name} {base.version}`; refused",
                                     notes=[f"note: {display_path(path)}"])
-            self._requirements[key] = read_entries(source, f"{name} {version}", dev=False, published=True).index
+            self._requirements[key] = read_entries(source, f"{name} {version}", dev=False,
+                                                     origin=(ns, name, version)).index
         return self._requirements[key]
 
 

@@ -217,3 +217,54 @@ def test_mcpp_update_moves_a_build_the_no_op_path_or_the_server_would_answer(tmp
     assert out.strip() == "greet 1.2.0 shout=11 calc=40"
     if server_on:
         mcpp("server", "stop", cwd=app, env=env)
+
+
+def test_a_workspace_locks_every_section_of_every_member_at_its_root(tmp_path, mcpp, served):
+    """The lock lies at the workspace root and holds what any build of the workspace may need:
+    a member's [feature-deps.<f>], [target.<selector>.dependencies] and [dev-dependencies] too."""
+    _index, server = served
+    env = index_env(server.url)
+    ws = tmp_path / "ws"
+    files = {
+        "mcpp.toml": '[workspace]\nmembers = ["app", "util"]\n',
+        "util/mcpp.toml": '[package]\nname = "util"\nversion = "0.1.0"\n\n[dependencies]\nextra.calc = "1"\n',
+        "util/src/util.cppm": "export module util;\nimport calc;\nexport int util_value() { return calc::twice(1); }\n",
+        "app/mcpp.toml": '[package]\nname = "app"\nversion = "0.1.0"\n\n[dependencies]\n'
+                         'util = { path = "../util", version = "0.1" }\n\n[features]\nfancy = []\n\n'
+                         '[feature-deps.fancy]\ngreet = "1"\n\n'
+                         "[target.'cfg(os = \"linux\")'.dependencies]\nshout = \"~1.0\"\n\n"
+                         '[dev-dependencies]\nmcpplibs.other = { version = "*", features = [] }\n',
+        "app/src/main.cpp": '#include <cstdio>\nimport util;\nint main() { std::printf("%d\\n", util_value()); }\n',
+    }
+    for rel, text in files.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text)
+    res = mcpp("build", cwd=ws / "app", env=env)
+    assert res.code == 2 and "no package `mcpplibs.other` in the library index" in res.err  # dev-deps count
+    assert re.search(r"mcpp\.toml:18:\d+: error", res.err), res.err
+    (ws / "app" / "mcpp.toml").write_text(files["app/mcpp.toml"].split("[dev-dependencies]")[0])
+    assert mcpp("run", "-q", cwd=ws / "app", env=env, check=True).out.strip() == "2"
+    assert not (ws / "app" / "mcpp.lock").exists()
+    locked = lock_of(ws)
+    # shout ~1.0 from the target section, and greet (feature-deps) choosing 1.0.0 to agree with it
+    assert {n: p["version"] for n, p in locked.items()} == {"calc": "1.0.0", "greet": "1.0.0", "shout": "1.0.0"}
+    fancy = mcpp("build", "--features", "fancy", "--locked", cwd=ws / "app", env=env, check=True)
+    assert "Compiling greet v1.0.0" in fancy.out + fancy.err
+
+
+def test_refresh_lock_re_resolves_after_a_manifest_edit(tmp_path, served):
+    """The entry point `mcpp add`/`mcpp remove` call after editing a manifest."""
+    from mcpp.engine.core.settings import Settings
+    from mcpp.engine.registry.session import refresh_lock
+
+    _index, server = served
+    app = consumer(tmp_path / "app", 'extra.calc = "1"\n')
+    settings = Settings.read({"MCPP_HOME": str(tmp_path / "home"), **index_env(server.url)})
+    first = refresh_lock(str(app / "mcpp.toml"), settings)
+    assert first.changed == ["+ extra.calc 1.0.0"] and lock_of(app)["calc"]["version"] == "1.0.0"
+    (app / "mcpp.toml").write_text((app / "mcpp.toml").read_text() + 'greet = "=1.0.0"\n')
+    second = refresh_lock(str(app / "mcpp.toml"), settings)
+    assert second.changed == ["+ mcpplibs.greet 1.0.0", "+ mcpplibs.shout 1.0.0"]
+    (app / "mcpp.toml").write_text((app / "mcpp.toml").read_text().replace('extra.calc = "1"\n', ""))
+    third = refresh_lock(str(app / "mcpp.toml"), settings)
+    assert third.changed == ["- extra.calc 1.0.0"] and "calc" not in lock_of(app)

@@ -25,7 +25,7 @@ class Index:
         return [Candidate(v, (package, v) in self.yanked) for v in self.releases.get(package, {})]
 
     def requirements(self, package, version):
-        return tuple(Requirement(f"{package[1]} {version}", ns, name, req)
+        return tuple(Requirement(f"{package[1]} {version}", ns, name, req, origin=(*package, version))
                      for (ns, name), req in self.releases[package][version])
 
 
@@ -78,6 +78,12 @@ def test_a_package_the_index_does_not_have_is_named():
 def test_a_choice_that_adds_a_requirement_moves_an_earlier_choice():
     # app wants shout 1 (-> 1.2.0) and greet 1.0.0, which needs shout ~1.0: shout moves down.
     got = resolve([req(SHOUT, "1"), req(GREET, "=1.0.0")], Index(STANDARD), {})
+    assert got == {GREET: "1.0.0", SHOUT: "1.0.0"}
+
+
+def test_a_conflict_with_a_chosen_release_retreats_to_an_older_release_of_it():
+    # greet 1 -> 1.1.0 needs shout 1.1, which `~1.0` refuses; greet 1.0.0 needs ~1.0: it is taken.
+    got = resolve([req(GREET, "1"), req(SHOUT, "~1.0")], Index(STANDARD), {})
     assert got == {GREET: "1.0.0", SHOUT: "1.0.0"}
 
 
