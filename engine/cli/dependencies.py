@@ -70,26 +70,23 @@ def tree_cmd(ctx, duplicates, edges, features, all_features, no_default_features
     if duplicates:
         click.echo("\n".join(duplicate_lines(graph.order)), nl=bool(duplicate_lines(graph.order)))
         return
+    index_roots = set(graph.resolution.roots.values()) if graph.resolution is not None else set()
     lines: list[str] = []
     for i, member in enumerate(graph.members):
         if i:
             lines.append("")
-        lines += tree_lines(member, "features" in kinds)
+        lines += tree_lines(member, "features" in kinds, index_roots)
     click.echo("\n".join(lines))
 
 
-def _label(p: Package) -> str:
-    index = os.sep + os.path.join("target", "registry", "") in p.root or _vendored(p)
-    return f"{p.name} v{p.version}" + ("" if index else f" ({display_path(p.root) or '.'})")
-
-
-def _vendored(p: Package) -> bool:
-    return os.path.exists(p.root + ".blake3")
-
-
-def tree_lines(root: Package, features: bool) -> list[str]:
+def tree_lines(root: Package, features: bool, index_roots: set[str]) -> list[str]:
     """Cargo's drawing: `├── `/`└── ` per child, `│   ` down a parent's open branch, `(*)` for
     a package already drawn above; with `features`, each edge's features as `name feature "f"`."""
+    def _label(p: Package) -> str:
+        """Cargo's label: an index package by name and version, a path package with its directory."""
+        shown = "" if p.root in index_roots else f" ({display_path(p.root) or '.'})"
+        return f"{p.name} v{p.version}{shown}"
+
     lines = [_label(root)]
     seen: set[Package] = set()
 

@@ -13,6 +13,7 @@ reading of that shape, shared by the loader and by the fold.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from . import schema, shape, version_req
@@ -25,6 +26,7 @@ from .reader import Reader, display_path, header
 MANIFEST_NAME = "mcpp.toml"
 # The namespace of an index dependency written without one (`greet = "1.2"`).
 INDEX_NAMESPACE = "mcpplibs"
+_INDEX_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
 DEP_SECTIONS = ("dependencies", "dev-dependencies", "build-dependencies")
 _DEP_KEYS_NORMALIZED = {schema.normalized(k) for k in schema.DEPENDENCY.keys}
 
@@ -74,6 +76,7 @@ def _dep(r: Reader, kp: tuple, rel: tuple, spec: Any, section_path: tuple, check
     key = rel[-1]
     namespace = rel[0] if len(rel) == 2 else None
     if type(spec) is str:  # `greet = "1.2"`: a requirement on a package of the index
+        _index_name(r, kp, rel)
         _requirement(r, kp, key, spec)
         return DependencySpec(key=key, namespace=namespace or INDEX_NAMESPACE, path=AbsPath(""), index=True,
                               feature=feature, keypath=r.source_path(kp), pos=r.pos(kp, "key"),
@@ -93,6 +96,7 @@ def _dep(r: Reader, kp: tuple, rel: tuple, spec: Any, section_path: tuple, check
     if version is not None:
         _requirement(r, kp + ("version",), key, version)
     if path is None:
+        _index_name(r, kp, rel)
         if version is None:
             raise r.fail(kp, f"dependency `{key}` needs a `version` (a package of the index) or a `path` "
                              f"(a package on this disk)", notes=[f"help: write `{key} = \"1.0\"` or "
@@ -120,6 +124,16 @@ def _dep(r: Reader, kp: tuple, rel: tuple, spec: Any, section_path: tuple, check
         pos=r.pos(kp, "key"), path_pos=r.pos(kp + ("path",)),
         version=version, version_pos=r.pos(kp + ("version",)) if version is not None else None,
     )
+
+
+def _index_name(r: Reader, kp: tuple, rel: tuple) -> None:
+    """An index dependency's name and namespace name its descriptor in the index and its
+    directory in the source cache: plain names only, never a path."""
+    for i, word in enumerate(rel):
+        if not _INDEX_NAME.match(word):
+            what = "namespace" if i < len(rel) - 1 else "name"
+            raise r.fail(kp[:len(kp) - len(rel) + i + 1], f"index dependency {what} `{word}`: use letters, digits, "
+                                                          f"`-` and `_`, starting with a letter", prefer="key")
 
 
 def _requirement(r: Reader, kp: tuple, key: str, text: str) -> None:

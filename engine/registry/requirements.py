@@ -14,6 +14,7 @@ siblings as path dependencies: docs/dependencies.md).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -25,6 +26,7 @@ from ..manifest.reader import Reader
 from .errors import RegistryError
 
 PLAIN = ("dependencies", "build-dependencies")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
 DEV = "dev-dependencies"
 
 
@@ -83,6 +85,14 @@ def read_entries(source: ManifestSource, requirer: str, *, dev: bool,
                 continue
             namespace = rel[0] if len(rel) == 2 else None
             kp = keypath + rel
+            if isinstance(spec, dict) and "path" in spec and not published:
+                if isinstance(spec["path"], str):
+                    paths.append(os.path.normpath(os.path.join(source.root, spec["path"])))
+                continue
+            if not all(_NAME.match(word) for word in rel):
+                raise RegistryError(f"dependency `{'.'.join(rel)}` of `{requirer}`: an index package's name and "
+                                    f"namespace are letters, digits, `-` and `_`, starting with a letter",
+                                    reader.pos(kp, "key"))
             if isinstance(spec, str):
                 index.append(Requirement(requirer, namespace or INDEX_NAMESPACE, key, spec, reader.pos(kp), origin))
                 continue
@@ -96,8 +106,6 @@ def read_entries(source: ManifestSource, requirer: str, *, dev: bool,
                                         reader.pos(kp, "key"))
                 index.append(Requirement(requirer, namespace or INDEX_NAMESPACE, key, version,
                                          reader.pos(kp + ("version",)), origin))
-            elif isinstance(path, str):
-                paths.append(os.path.normpath(os.path.join(source.root, path)))
     return Entries(tuple(index), tuple(paths))
 
 

@@ -242,7 +242,7 @@ def resolve_workspace(files: Files, workspace_root: str, member_roots: list[str]
             missing = sorted(names - {n for _ns, n in old.packages})
             raise RegistryError(f"`mcpp update -p {missing[0]}`: the lock holds no package `{missing[0]}`")
         preferred = {} if not names else {k: v for k, v in preferred.items() if k[1] not in names}
-    chosen = resolve(reqs, universe, preferred)
+    chosen = resolve(reqs, universe, preferred) if reqs else {}
     new = Lock()
     for package, version in chosen.items():
         entry = universe.locked(package, version)
@@ -250,6 +250,8 @@ def resolve_workspace(files: Files, workspace_root: str, member_roots: list[str]
         new.packages[package] = Locked(entry.namespace, entry.name, entry.version, entry.source, entry.blake3,
                                        tuple(deps))
     changed = changes(old, new)
+    if old is None and not new.packages:
+        return Resolution(lock_file, new, changed, sources)  # nothing to lock: no lockfile either
     if old is None or old.render() != new.render():
         if options.locked:
             what = "is missing" if old is None else "would change"
@@ -293,8 +295,8 @@ def refresh_lock(manifest_path: str, settings: Settings, *, update: tuple[str, .
     """Resolve the workspace of the manifest at `manifest_path` again and rewrite its `mcpp.lock`
     when the resolution changed: after a command edited the manifest (`mcpp add`, `mcpp remove`),
     or for `mcpp update` (`update`: () for every package, else the names to move). Returns the
-    resolution, whose `changed` lists what moved. A workspace with no index dependency left gets
-    an empty lock."""
+    resolution, whose `changed` lists what moved. A workspace with no index dependency left keeps
+    an empty lock (and gets none, if it had none)."""
     files = ParsedManifests()
     root, members = workspace_of(os.path.abspath(manifest_path), files)
     resolution = resolve_workspace(files, root, members, settings, Options(locked, offline, update), force=True)

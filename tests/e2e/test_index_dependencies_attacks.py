@@ -152,3 +152,14 @@ def test_a_release_whose_manifest_is_another_package_is_refused(tmp_path, mcpp, 
     app = consumer(tmp_path / "app", 'extra.calc = "3"\n', main="int main() {}\n")
     res = mcpp("build", cwd=app, env=index_env(server.url))
     assert res.code == 2 and "holds a manifest for `extra.greet 3.0.0`; refused" in res.err
+
+
+@pytest.mark.parametrize("entry", ['"..".x = "1"', 'mcpplibs."../../etc" = "1"', '"a/b" = { version = "1" }'])
+def test_an_index_dependency_named_like_a_path_is_refused_before_any_read(tmp_path, mcpp, served, entry):
+    """The name and namespace pick the descriptor's URL and the cache directory: never a path."""
+    _index, server = served
+    app = consumer(tmp_path / "app", entry + "\n", main="int main() {}\n")
+    res = mcpp("build", cwd=app, env=index_env(server.url))
+    assert res.code == 2 and "use letters, digits, `-` and `_`" in res.err and "Traceback" not in res.err
+    assert re.search(r"mcpp\.toml:6:\d+: error", res.err), res.err
+    assert server.requests == [] and not (mcpp.home / "registry").exists()
