@@ -75,8 +75,7 @@ def load_graph(cwd: str, manifest_path: str | None, selection: Selection,
     if not ws.is_virtual:
         all_members.insert(0, ws.root)
     loader.target_dir = target_override or os.path.join(workspace_root, "target")
-    loader.resolution = resolve_workspace(files, workspace_root, all_members,
-                                          settings or Settings.read(os.environ),
+    loader.resolution = resolve_workspace(files, workspace_root, all_members, settings,
                                           Options(locked=selection.locked, offline=selection.offline))
 
     members = []

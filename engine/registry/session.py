@@ -211,12 +211,18 @@ class _Universe:
         return self._requirements[key]
 
 
-def resolve_workspace(files: Files, workspace_root: str, member_roots: list[str], settings: Settings,
+def resolve_workspace(files: Files, workspace_root: str, member_roots: list[str], settings: Settings | None,
                       options: Options, *, force: bool = False) -> Resolution | None:
     """Resolve the workspace's index dependencies (None when it has none and not `force`); the
-    lock is written when it changed, refused to change under --locked."""
+    lock is written when it changed, refused to change under --locked. `settings` (None: this
+    process's environment, read only when there is something to resolve) locate the index and
+    the cache."""
     if not force and not _any_index_entry(files, member_roots):
         return None
+    if settings is None:
+        from ..core.settings import command_settings
+
+        settings = command_settings()
     reqs = workspace_requirements(files, member_roots)
     lock_file = lock_path(workspace_root)
     old = read_lock(lock_file)
