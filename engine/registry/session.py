@@ -310,4 +310,19 @@ def refresh_lock(manifest_path: str, settings: Settings, *, update: tuple[str, .
     return resolution
 
 
-__all__ = ["Options", "Resolution", "refresh_lock", "resolve_workspace", "workspace_of"]
+def newest_release(settings: Settings, namespace: str, name: str, requirement: str = "*") -> str | None:
+    """The highest release of `namespace.name` in the library index meeting `requirement`,
+    yanked ones aside (None: none does): what `mcpp add NAME` writes a requirement for."""
+    from ..manifest.version_req import satisfies, version_of
+
+    index = open_index(settings, f"`{namespace}.{name}`")
+    try:
+        desc = index.descriptor(namespace, name)
+    except PayloadError as e:
+        raise RegistryError(e.message, e.pos, e.notes) from None
+    versions = [r.version for r in (desc.releases if desc is not None else ())
+                if r.library is not None and not r.yanked and satisfies(r.version, requirement)]
+    return max(versions, key=lambda v: (version_of(v) or (-1, -1, -1), v), default=None)
+
+
+__all__ = ["newest_release", "Options", "Resolution", "refresh_lock", "resolve_workspace", "workspace_of"]

@@ -268,3 +268,25 @@ def test_refresh_lock_re_resolves_after_a_manifest_edit(tmp_path, served):
     (app / "mcpp.toml").write_text((app / "mcpp.toml").read_text().replace('extra.calc = "1"\n', ""))
     third = refresh_lock(str(app / "mcpp.toml"), settings)
     assert third.changed == ["- extra.calc 1.0.0"] and "calc" not in lock_of(app)
+
+
+def test_vendor_follows_the_lock_and_newest_release_answers_add(tmp_path, mcpp, served):
+    from mcpp.engine.core.settings import Settings
+    from mcpp.engine.registry.session import newest_release
+
+    index, server = served
+    env = index_env(server.url)
+    app = consumer(tmp_path / "app", 'greet = "1"\nextra.calc = "1"\n')
+    mcpp("vendor", cwd=app, env=env, check=True)
+    assert (app / "vendor" / "extra" / "calc-1.0.0").is_dir()
+    (app / "mcpp.toml").write_text((app / "mcpp.toml").read_text().replace('extra.calc = "1"', 'extra.calc = "2"'))
+    mcpp("vendor", "third_party", cwd=app, env=env, check=True)  # another directory, the lock moved first
+    assert (app / "third_party" / "extra" / "calc-2.0.0" / "src" / "calc.cppm").is_file()
+    mcpp("vendor", cwd=app, env=env, check=True)
+    assert not (app / "vendor" / "extra" / "calc-1.0.0").exists()  # the lock no longer names it
+    assert (app / "vendor" / "extra" / "calc-2.0.0").is_dir()
+    settings = Settings.read({"MCPP_HOME": str(tmp_path / "h"), **env})
+    index.yank("extra", "calc", "2.0.0")
+    assert newest_release(settings, "extra", "calc") == "1.0.0"
+    assert newest_release(settings, "mcpplibs", "greet", "~1.0") == "1.0.0"
+    assert newest_release(settings, "mcpplibs", "nothing") is None
