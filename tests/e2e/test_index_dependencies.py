@@ -290,3 +290,19 @@ def test_vendor_follows_the_lock_and_newest_release_answers_add(tmp_path, mcpp, 
     assert newest_release(settings, "extra", "calc") == "1.0.0"
     assert newest_release(settings, "mcpplibs", "greet", "~1.0") == "1.0.0"
     assert newest_release(settings, "mcpplibs", "nothing") is None
+
+
+def test_an_index_dev_dependency_is_built_by_mcpp_test_only(tmp_path, mcpp, served):
+    _index, server = served
+    env = index_env(server.url)
+    app = consumer(tmp_path / "app", 'greet = "1"\n', main='#include <cstdio>\nimport greet;\n'
+                   'int main() { std::printf("%s\\n", greet::version()); }\n')
+    (app / "mcpp.toml").write_text((app / "mcpp.toml").read_text() + '\n[dev-dependencies]\nextra.calc = "2"\n')
+    (app / "tests").mkdir()
+    (app / "tests" / "calc.cpp").write_text("import calc;\nint main() { return calc::twice(1) == 3 ? 0 : 1; }\n")
+    built = mcpp("build", cwd=app, env=env, check=True)
+    assert "calc" not in built.out + built.err
+    assert lock_of(app)["calc"]["version"] == "2.0.0"  # locked all the same: a test build needs it
+    tested = mcpp("test", "--locked", cwd=app, env=env)
+    assert tested.code == 0, tested.out + tested.err
+    assert "Compiling calc v2.0.0" in tested.out + tested.err
