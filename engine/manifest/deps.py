@@ -126,6 +126,20 @@ def _dep(r: Reader, kp: tuple, rel: tuple, spec: Any, section_path: tuple, check
     )
 
 
+def read_source(r: Reader, table: Any, root: str) -> AbsPath:
+    """`[source] vendor = "DIR"`: the vendor directory index dependencies are built from (a
+    directory inside the package, docs/dependencies.md)."""
+    r.expect(table, dict, ("source",))
+    for key in table:
+        if key != "vendor":
+            raise r.fail(("source", key), f"unknown key `{key}` in [source] (it takes `vendor`)", prefer="key")
+    vendor = table.get("vendor")
+    if not isinstance(vendor, str) or not vendor.strip() or os.path.isabs(vendor) or ".." in vendor.split("/"):
+        raise r.fail(("source", "vendor") if "vendor" in table else ("source",),
+                     "`vendor` must be a directory inside the workspace, such as \"vendor\"")
+    return AbsPath(os.path.normpath(os.path.join(root, vendor)))
+
+
 def _index_name(r: Reader, kp: tuple, rel: tuple) -> None:
     """An index dependency's name and namespace name its descriptor in the index and its
     directory in the source cache: plain names only, never a path."""

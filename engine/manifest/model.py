@@ -163,6 +163,7 @@ class Manifest:
     runner: tuple[str, ...] | None = None  # [target.<triple>] runner of this build's target
     sysroot: str | None = None  # [target.<triple>] sysroot, absolute (checked, not passed on yet)
     workspace_members: tuple[str, ...] | None = None  # None: not a workspace root
+    vendor: AbsPath | None = None  # [source] vendor: index dependencies built from this directory
     toolchain: str | None = None
     warnings: list[str] = field(default_factory=list)
     smap: object = None  # toml_positions.SourceMap of the file, for later diagnostics

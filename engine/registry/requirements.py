@@ -109,9 +109,9 @@ def read_entries(source: ManifestSource, requirer: str, *, dev: bool,
     return Entries(tuple(index), tuple(paths))
 
 
-def has_index_entries(doc: dict[str, Any]) -> bool:
+def has_index_entries(doc: dict[str, Any], dev: bool = True) -> bool:
     """Whether a manifest writes any index dependency (a cheap look, no position computed)."""
-    for _kp, table in _tables(doc, dev=True):
+    for _kp, table in _tables(doc, dev):
         for rel, spec in entries(table):
             if is_payload_address(rel[-1]):
                 continue
@@ -120,3 +120,13 @@ def has_index_entries(doc: dict[str, Any]) -> bool:
                                          and namespace != SHIPPED_NAMESPACE):
                 return True
     return False
+
+
+def path_dependencies(source: ManifestSource, dev: bool) -> list[str]:
+    """The directories of the path dependencies `source` writes, in every section."""
+    out = []
+    for _kp, table in _tables(source.doc, dev):
+        for _rel, spec in entries(table):
+            if isinstance(spec, dict) and isinstance(spec.get("path"), str):
+                out.append(os.path.normpath(os.path.join(source.root, spec["path"])))
+    return out

@@ -1,16 +1,16 @@
 """One command's index dependencies: read what the workspace requires, resolve it against the
 lock (and the index where the lock cannot answer), write the lock when it changed, and give the
-loader the directory of each package (`prepare`). `refresh_lock` is the same resolution for a
+loader the directory of each package (`resolve_workspace`). `refresh_lock` is the same resolution for a
 command that edits a manifest (`mcpp add`, `mcpp remove`) or asks for newer versions (`mcpp update`).
 
-A workspace that writes no index dependency pays nothing here: `prepare` looks at the manifests
+A workspace that writes no index dependency pays nothing here: `resolve_workspace` looks at the manifests
 the loader parses anyway and returns None without touching a lockfile or an index.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from mcpp.cas.atomic import PUBLIC, write_atomic
 
@@ -24,7 +24,7 @@ from .cache import Sources, find_release
 from .errors import RegistryError
 from .location import configured, open_index, source_id
 from .lockfile import Lock, Locked, changes, lock_path, read_lock
-from .requirements import Requirement, has_index_entries, read_entries
+from .requirements import Requirement, has_index_entries, path_dependencies, read_entries
 from .resolver import Candidate, Package, resolve
 
 if TYPE_CHECKING:
@@ -62,78 +62,33 @@ class Resolution:
         return self.roots[key]
 
 
-def _vendor_setting(source: ManifestSource) -> str | None:
-    """`[source] vendor = "DIR"` of the root manifest (relative to it), or None."""
-    table: Any = source.doc.get("source")
-    if table is None:
-        return None
-    from ..manifest.reader import Reader
-
-    r = Reader(source.path, source.text, source.smap)
-    if not isinstance(table, dict):
-        raise r.fail(("source",), "`source` must be a table: `[source] vendor = \"vendor\"`", prefer="key")
-    for key in table:
-        if key != "vendor":
-            raise r.fail(("source", key), f"unknown key `{key}` in [source] (it takes `vendor`)", prefer="key")
-    vendor = table.get("vendor")
-    if not isinstance(vendor, str) or not vendor or os.path.isabs(vendor) or ".." in vendor.split("/"):
-        raise r.fail(("source", "vendor"), "`vendor` must be a directory inside the workspace, such as \"vendor\"")
-    return os.path.normpath(os.path.join(source.root, vendor))
+def _workspace_manifests(files: Files, member_roots: list[str]):
+    """(manifest, is a member) for the members and every package their path dependencies
+    reach, each once; a path that holds no manifest is left to the loader to name."""
+    seen: set[str] = set()
+    queue = [(r, True) for r in member_roots]
+    while queue:
+        root, member = queue.pop(0)
+        path = os.path.join(root, MANIFEST_NAME)
+        if root in seen or not os.path.isfile(path):
+            continue
+        seen.add(root)
+        source = files.get(path)
+        yield source, member
+        queue += [(p, False) for p in path_dependencies(source, dev=member)]
 
 
 def workspace_requirements(files: Files, member_roots: list[str]) -> list[Requirement]:
     """The index requirements of the workspace: its members' (dev-dependencies included) and
     those of every package their path dependencies reach."""
     out: list[Requirement] = []
-    seen: set[str] = set()
-    queue = [(r, True) for r in member_roots]
-    while queue:
-        root, member = queue.pop(0)
-        if root in seen:
-            continue
-        seen.add(root)
-        path = os.path.join(root, MANIFEST_NAME)
-        if not os.path.isfile(path):
-            continue  # the loader names a path dependency that is not there
-        source = files.get(path)
-        entries = read_entries(source, source.base.name or display_path(root), dev=member)
-        out += entries.index
-        queue += [(p, False) for p in entries.paths]
+    for source, member in _workspace_manifests(files, member_roots):
+        out += read_entries(source, source.base.name or display_path(source.root), dev=member).index
     return out
 
 
 def _any_index_entry(files: Files, member_roots: list[str]) -> bool:
-    seen: set[str] = set()
-    queue = list(member_roots)
-    while queue:
-        root = queue.pop()
-        path = os.path.join(root, MANIFEST_NAME)
-        if root in seen or not os.path.isfile(path):
-            continue
-        seen.add(root)
-        source = files.get(path)
-        if has_index_entries(source.doc):
-            return True
-        for table_name in ("dependencies", "dev-dependencies", "build-dependencies"):
-            for spec in _path_specs(source.doc.get(table_name)):
-                queue.append(os.path.normpath(os.path.join(root, spec)))
-        for block in (source.doc.get("target") or {}).values():
-            if isinstance(block, dict):
-                for table_name in ("dependencies", "dev-dependencies", "build-dependencies"):
-                    for spec in _path_specs(block.get(table_name)):
-                        queue.append(os.path.normpath(os.path.join(root, spec)))
-        for table in (source.doc.get("feature-deps") or {}).values():
-            for spec in _path_specs(table):
-                queue.append(os.path.normpath(os.path.join(root, spec)))
-    return False
-
-
-def _path_specs(table: Any) -> list[str]:
-    from ..manifest.deps import entries
-
-    if not isinstance(table, dict):
-        return []
-    return [spec["path"] for _rel, spec in entries(table) if isinstance(spec, dict) and isinstance(spec.get("path"), str)]
+    return any(has_index_entries(source.doc, dev=member) for source, member in _workspace_manifests(files, member_roots))
 
 
 class _Universe:
@@ -227,7 +182,7 @@ def resolve_workspace(files: Files, workspace_root: str, member_roots: list[str]
     lock_file = lock_path(workspace_root)
     old = read_lock(lock_file)
     root_manifest = os.path.join(workspace_root, MANIFEST_NAME)
-    vendor_setting = _vendor_setting(files.get(root_manifest)) if os.path.isfile(root_manifest) else None
+    vendor_setting = files.get(root_manifest).base.vendor if os.path.isfile(root_manifest) else None
     offline = options.offline or vendor_setting is not None
     vendor = vendor_setting or (os.path.join(workspace_root, VENDOR_DEFAULT) if options.offline else None)
     index_cell: list[Index] = []

@@ -306,3 +306,10 @@ def test_an_index_dev_dependency_is_built_by_mcpp_test_only(tmp_path, mcpp, serv
     tested = mcpp("test", "--locked", cwd=app, env=env)
     assert tested.code == 0, tested.out + tested.err
     assert "Compiling calc v2.0.0" in tested.out + tested.err
+
+
+def test_an_index_dependency_with_no_index_configured_says_where_to_configure_one(tmp_path, mcpp):
+    app = consumer(tmp_path / "app", 'greet = "1"\n')
+    res = mcpp("build", cwd=app)
+    assert res.code == 2 and "needs the library index, and none is configured" in res.err
+    assert "MCPP_INDEX" in res.err and "[index]" in res.err and not (app / "mcpp.lock").exists()

@@ -102,3 +102,19 @@ def test_a_malformed_library_release_is_refused(old, new, message):
     text = LIB.replace(old, new)
     with pytest.raises(PayloadError, match=message):
         parse_descriptor(text, "idx/pkgs/mcpplibs/greet.toml", "mcpplibs", "greet")
+
+
+@pytest.mark.parametrize("body, message", [
+    ('[source]\nvendor = "../elsewhere"\n', "`vendor` must be a directory inside the workspace"),
+    ('[source]\nvendor = 3\n', "`vendor` must be a directory inside the workspace"),
+    ('[source]\nregistry = "x"\n', "unknown key `registry` in [source]"),
+])
+def test_a_bad_source_table_is_refused_at_its_position_with_or_without_index_dependencies(tmp_path, body, message):
+    with pytest.raises(ManifestError) as e:
+        manifest(tmp_path, body)
+    assert message in e.value.message and e.value.pos is not None and e.value.pos.line == 6
+
+
+def test_the_source_table_names_the_vendor_directory(tmp_path):
+    assert manifest(tmp_path, '[source]\nvendor = "third_party/vendor"\n').base.vendor == str(
+        tmp_path / "third_party" / "vendor")
