@@ -146,7 +146,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
     # sandbox cannot prove hermetic are keyed apart and never uploaded.
     policy = TrustPolicy(opts.sandbox, opts.settings.remote())
     stores = Stores.open(opts.home, policy.remote(reporter.warning))
-    graph = load_graph(opts.cwd, opts.manifest_path, opts.selection, opts.target_override)
+    graph = load_graph(opts.cwd, opts.manifest_path, opts.selection, opts.target_override, opts.settings)
     for pkg in graph.order:
         for w in pkg.manifest.warnings:
             reporter.raw_warning(w)
@@ -488,6 +488,8 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool, started: in
     if outcome.reads_env or _planned_nothing_for_sources(outcome) or env is None or env.read_remote:
         return  # an environment variable a program read, an index on a server: no stat shows them unchanged
     files = [graph.root_manifest.path] + [p.manifest.path for p in graph.order] + noop.engine_files()
+    if graph.lock_file is not None:  # `mcpp update` moves the versions a build reads
+        files.append(graph.lock_file)
     files += [os.path.join(str(home.root), name) for name in build_env.HOME_FILES]
     files += env.read
     files.append(outcome.layout.compile_commands)

@@ -27,6 +27,7 @@ from ..package.model import Selection
 from ..report.reporter import Reporter
 from ..server.commands import server_group
 from .cache import cache_group
+from .dependencies import tree_cmd, update_cmd, vendor_cmd
 from .payload import payload_group
 
 
@@ -75,6 +76,15 @@ def context_flags() -> list:
     ]
 
 
+def lock_flags() -> list:
+    """How index dependencies are resolved (docs/dependencies.md)."""
+    return [
+        click.option("--locked", is_flag=True, help="Refuse to build if mcpp.lock would change."),
+        click.option("--offline", is_flag=True,
+                     help="Never read the library index: index packages from the source cache or vendor/."),
+    ]
+
+
 def _apply(options):
     def decorate(fn):
         for opt in reversed(options()):
@@ -118,6 +128,7 @@ def build_flags(fn):
         click.option("-v", "--verbose", "verbose_local", count=True, help="Print commands as they run."),
         click.option("--no-server", "no_server", is_flag=True,
                      help="Build in this process, not in the workspace's warm server (docs/server.md)."),
+        *lock_flags(),
     ]
     for opt in reversed(options):
         fn = opt(fn)
@@ -139,7 +150,8 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
         selection=Selection(packages=kw["packages"], features=_split_features(kw["features"]),
                             all_features=kw["all_features"], no_default_features=kw["no_default_features"],
                             with_dev_deps=with_dev, target=kw["target"], accel=kw["accel"],
-                            no_accel=kw["no_accel"], strict=kw["strict"]),
+                            no_accel=kw["no_accel"], strict=kw["strict"], locked=kw["locked"],
+                            offline=kw["offline"]),
         jobs=jobs or 0, keep_going=kw["keep_going"], toolchain=kw["toolchain"], sandbox=kw["sandbox"],
         timings=kw["timings"], trace=kw["trace"],
         settings=ctx.settings.with_flags(RemoteFlags(kw["remote"], kw["remote_upload"], kw["remote_exec"])))

@@ -24,6 +24,7 @@ AFFECTS: dict[str, str] = {
     "HOME": "locates the mcpp home when MCPP_HOME is not set",
     "MCPP_HOME": "the stores, the tool and payload stores, config.toml",
     "MCPP_PAYLOAD_INDEX": "the payload indexes consulted first (engine/payloads/index.py)",
+    "MCPP_INDEX": "the library index index dependencies resolve against (engine/registry/location.py)",
     "MCPP_PAYLOAD_TRUSTED_KEYS": "whose signed descriptors a plain-http index may serve",
     "MCPP_PAYLOAD_INDEX_INSECURE": "whether a plain-http index is accepted unverified",
     "MCPP_PAYLOAD_MAX_UNPACKED": "whether a payload archive may be unpacked (its size limit)",
@@ -39,7 +40,7 @@ AFFECTS: dict[str, str] = {
 }
 
 HOME_FILES: tuple[str, ...] = (
-    "config.toml",  # [payloads] index, [remote]: read by resolution
+    "config.toml",  # [payloads] index, [index] url, [remote]: read by resolution
 )
 
 IGNORED: dict[str, str] = {

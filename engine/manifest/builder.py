@@ -82,6 +82,8 @@ class Builder:
             m.xlings = xlings.read_xlings(r, doc["xlings"], ("xlings",), None, self.host_os)
         if "runtime" in doc:
             m.runtime_artifacts, m.runtime_library_dirs = self.read_runtime(doc["runtime"], ("runtime",))
+        if "source" in doc:
+            m.vendor = deps.read_source(r, doc["source"], self.root)
         self._declared_deps = [s.key for s in m.dependencies + m.dev_dependencies]
         m.targets, m.explicit_targets = self._targets(name)
         m.lib_path = self._lib()

@@ -1,6 +1,10 @@
 """The library-dependency plane: `[dependencies]`, `[dev-dependencies]`, `[build-dependencies]`
 and the gate `[feature-deps.<f>]`, unconditional or under `[target.<selector>]`.
 
+An entry is a path dependency (`{ path = "..." }`, a `version` on it a check of what is found
+there) or an index dependency (`greet = "1.2"`, `{ version = "1.2", ... }`): a requirement that
+engine/registry/ resolves against the library index and pins in `mcpp.lock`.
+
 These tables name mcpp packages and nothing else: a payload address such as
 `"xim:cmake"` is a tool, refused here with the table where tools go. Entries are keyed by name or
 by `namespace.name` (a dotted key or a `[dependencies.<ns>]` sub-table); `entries()` is the one
@@ -9,6 +13,7 @@ reading of that shape, shared by the loader and by the fold.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from . import schema, shape, version_req
@@ -19,6 +24,9 @@ from .model import DependencySpec
 from .reader import Reader, display_path, header
 
 MANIFEST_NAME = "mcpp.toml"
+# The namespace of an index dependency written without one (`greet = "1.2"`).
+INDEX_NAMESPACE = "mcpplibs"
+_INDEX_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
 DEP_SECTIONS = ("dependencies", "dev-dependencies", "build-dependencies")
 _DEP_KEYS_NORMALIZED = {schema.normalized(k) for k in schema.DEPENDENCY.keys}
 
@@ -67,9 +75,12 @@ def _dep(r: Reader, kp: tuple, rel: tuple, spec: Any, section_path: tuple, check
          feature: str | None) -> DependencySpec:
     key = rel[-1]
     namespace = rel[0] if len(rel) == 2 else None
-    if type(spec) is str:
-        raise r.fail(kp, f"dependency `{key}`: only path dependencies are supported so far; "
-                         f"write `{key} = {{ path = \"...\" }}`")
+    if type(spec) is str:  # `greet = "1.2"`: a requirement on a package of the index
+        _index_name(r, kp, rel)
+        _requirement(r, kp, key, spec)
+        return DependencySpec(key=key, namespace=namespace or INDEX_NAMESPACE, path=AbsPath(""), index=True,
+                              feature=feature, keypath=r.source_path(kp), pos=r.pos(kp, "key"),
+                              version=spec, version_pos=r.pos(kp))
     r.expect(spec, dict, kp)
     if shape.is_platform_object(spec):
         raise shape.refuse_platform_object(r, kp, spec, section_path)
@@ -81,13 +92,24 @@ def _dep(r: Reader, kp: tuple, rel: tuple, spec: Any, section_path: tuple, check
         path = shipped_root(namespace, key)
         if path is None:
             raise r.fail(kp, f"mcpp ships no package `{namespace}:{key}` (it ships: {', '.join(shipped_names())})")
-    if path is None:
-        raise r.fail(kp, f"dependency `{key}` needs a `path` (index dependencies are not supported yet)")
     version = r.opt(spec, "version", str, kp)
     if version is not None:
-        problem = version_req.parse(version)
-        if isinstance(problem, str):
-            raise r.fail(kp + ("version",), f"dependency `{key}`: {problem}")
+        _requirement(r, kp + ("version",), key, version)
+    if path is None:
+        _index_name(r, kp, rel)
+        if version is None:
+            raise r.fail(kp, f"dependency `{key}` needs a `version` (a package of the index) or a `path` "
+                             f"(a package on this disk)", notes=[f"help: write `{key} = \"1.0\"` or "
+                                                               f"`{key} = {{ path = \"../{key}\" }}`"])
+        return DependencySpec(
+            key=key, namespace=namespace or INDEX_NAMESPACE, path=AbsPath(""), index=True,
+            features=r.str_list(spec, "features", kp) or (),
+            default_features=r.opt(spec, "default-features", bool, kp, True),
+            tools=r.str_list(spec, "tools", kp) or (),
+            host_module=r.opt(spec, "host-module", bool, kp, False),
+            reexport=r.opt(spec, "reexport", bool, kp, False),
+            feature=feature, keypath=r.source_path(kp), pos=r.pos(kp, "key"),
+            version=version, version_pos=r.pos(kp + ("version",)))
     full = AbsPath(os.path.normpath(os.path.join(root, path)))
     if check_paths:
         check_dependency_path(full, path, key, r.pos(kp + ("path",)))
@@ -102,6 +124,37 @@ def _dep(r: Reader, kp: tuple, rel: tuple, spec: Any, section_path: tuple, check
         pos=r.pos(kp, "key"), path_pos=r.pos(kp + ("path",)),
         version=version, version_pos=r.pos(kp + ("version",)) if version is not None else None,
     )
+
+
+def read_source(r: Reader, table: Any, root: str) -> AbsPath:
+    """`[source] vendor = "DIR"`: the vendor directory index dependencies are built from (a
+    directory inside the package, docs/dependencies.md)."""
+    r.expect(table, dict, ("source",))
+    for key in table:
+        if key != "vendor":
+            raise r.fail(("source", key), f"unknown key `{key}` in [source] (it takes `vendor`)", prefer="key")
+    vendor = table.get("vendor")
+    if not isinstance(vendor, str) or not vendor.strip() or os.path.isabs(vendor) or ".." in vendor.split("/"):
+        raise r.fail(("source", "vendor") if "vendor" in table else ("source",),
+                     "`vendor` must be a directory inside the workspace, such as \"vendor\"")
+    return AbsPath(os.path.normpath(os.path.join(root, vendor)))
+
+
+def _index_name(r: Reader, kp: tuple, rel: tuple) -> None:
+    """An index dependency's name and namespace name its descriptor in the index and its
+    directory in the source cache: plain names only, never a path."""
+    for i, word in enumerate(rel):
+        if not _INDEX_NAME.match(word):
+            what = "namespace" if i < len(rel) - 1 else "name"
+            raise r.fail(kp[:len(kp) - len(rel) + i + 1], f"index dependency {what} `{word}`: use letters, digits, "
+                                                          f"`-` and `_`, starting with a letter", prefer="key")
+
+
+def _requirement(r: Reader, kp: tuple, key: str, text: str) -> None:
+    """A version requirement as written (version_req.py), refused at its position."""
+    problem = version_req.parse(text)
+    if isinstance(problem, str):
+        raise r.fail(kp, f"dependency `{key}`: {problem}")
 
 
 def check_dependency_path(full: str, written: str, key: str, pos: Position) -> None:

@@ -29,6 +29,7 @@ class DependencySpec:
     keypath: tuple = ()  # where the entry is written in the source document
     version: str | None = None  # a requirement on the dependency's [package] version (version_req.py)
     version_pos: Position | None = None
+    index: bool = False  # a package of the library index (engine/registry/): `path` is set once resolved
 
     @property
     def display(self) -> str:
@@ -166,6 +167,7 @@ class Manifest:
     cross_cxx: str | None = None
     cross_cc: str | None = None
     workspace_members: tuple[str, ...] | None = None  # None: not a workspace root
+    vendor: AbsPath | None = None  # [source] vendor: index dependencies built from this directory
     toolchain: str | None = None
     warnings: list[str] = field(default_factory=list)
     smap: object = None  # toml_positions.SourceMap of the file, for later diagnostics

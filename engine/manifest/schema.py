@@ -53,7 +53,7 @@ class Table:
 TOP = Table("top level", "identity", KEBAB, (
     "package", "targets", "lib", "build", "profile", "toolchain", "dependencies", "dev-dependencies",
     "build-dependencies", "xlings", "features", "feature-deps", "feature-xlings", "target", "runtime",
-    "resources", "hooks", "workspace"), pending=("resources", "hooks"))
+    "resources", "hooks", "workspace", "source"), pending=("resources", "hooks"))
 
 # The plane of each top-level section (the table in docs/manifest.md, "Planes").
 SECTION_PLANES = {
@@ -65,7 +65,7 @@ SECTION_PLANES = {
     "features": "gates", "feature-deps": "gates", "feature-xlings": "gates",
     "target": "conditions",
     "runtime": "artifact metadata", "resources": "artifact metadata",
-    "hooks": "lifecycle", "workspace": "workspace",
+    "hooks": "lifecycle", "workspace": "workspace", "source": "library dependencies",
 }
 
 PACKAGE = Table("package", "identity", KEBAB, (

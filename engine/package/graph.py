@@ -3,7 +3,9 @@ which order, and with which features active.
 
 The root is found by searching upward from the working directory (or `--manifest-path`); a
 manifest inside a workspace builds just that member, from the workspace's `target/` (as Cargo
-does). Dependencies are path dependencies, loaded recursively; a cycle is reported with the whole
+does). Dependencies are path dependencies and index dependencies (resolved and locked for the
+whole workspace first, engine/registry/, then loaded from their sources like a path dependency),
+loaded recursively; a cycle is reported with the whole
 cycle named. Features are unified per package across every edge that requests them, and a
 feature's `[feature-deps.<f>]` joins the graph once the feature is active (to a fixed point).
 
@@ -16,9 +18,11 @@ from __future__ import annotations
 import os
 
 from ..core.errors import McppError
+from ..core.settings import Settings
 from ..manifest.context import BuildContext, resolve_context
 from ..manifest.fold import fold
 from ..manifest.load import MANIFEST_NAME, ManifestSource
+from ..registry.session import Options, resolve_workspace
 from .features import resolve_features
 from .loader import Loader, topological
 from .locate import ManifestFiles, enclosing_workspace, find_manifest
@@ -44,9 +48,10 @@ def build_context(selection: Selection, root: ManifestSource, files: ManifestFil
 
 
 def load_graph(cwd: str, manifest_path: str | None, selection: Selection,
-               target_override: str | None = None) -> PackageGraph:
+               target_override: str | None = None, settings: Settings | None = None) -> PackageGraph:
     """The graph of the build `selection` asks for, starting from `cwd` (or `manifest_path`).
-    `target_override` puts its `target/` elsewhere (a host tool builds into its consumer's)."""
+    `target_override` puts its `target/` elsewhere (a host tool builds into its consumer's);
+    `settings` (default: this process's environment) locate the library index and its cache."""
     files = ManifestFiles(selection.strict)
     root_source = files.get(find_manifest(cwd, manifest_path))
     ctx = build_context(selection, root_source, files)
@@ -60,6 +65,13 @@ def load_graph(cwd: str, manifest_path: str | None, selection: Selection,
     else:
         member_roots = [manifest.root]
     workspace_root = (workspace or manifest).root
+    ws = workspace or manifest
+    all_members = [os.path.normpath(os.path.join(ws.root, m)) for m in ws.workspace_members or ()]
+    if not ws.is_virtual:
+        all_members.insert(0, ws.root)
+    loader.target_dir = target_override or os.path.join(workspace_root, "target")
+    loader.resolution = resolve_workspace(files, workspace_root, all_members, settings,
+                                          Options(locked=selection.locked, offline=selection.offline))
 
     members = []
     for root in member_roots:
@@ -90,4 +102,6 @@ def load_graph(cwd: str, manifest_path: str | None, selection: Selection,
         if not loader.feature_edges(order):
             break
     return PackageGraph(root_manifest=workspace or manifest, workspace_root=workspace_root,
-                        members=members, order=order, context=ctx, target_override=target_override)
+                        members=members, order=order, context=ctx, target_override=target_override,
+                        lock_file=loader.resolution.lock_file if loader.resolution is not None else None,
+                        resolution=loader.resolution)

@@ -4,13 +4,16 @@ against the entry that names it, a cycle reported with the whole cycle named, an
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from ..core.errors import ManifestError
+from ..core.paths import AbsPath
 from ..manifest.context import BuildContext
-from ..manifest.deps import check_version
+from ..manifest.deps import INDEX_NAMESPACE, check_version
 from ..manifest.fold import fold
 from ..manifest.load import MANIFEST_NAME, check_dependency_path, display_path
 from ..manifest.model import DependencySpec, Manifest
+from ..registry.session import Resolution
 from .locate import ManifestFiles
 from .model import Package, declared_by
 
@@ -19,6 +22,10 @@ class Loader:
     def __init__(self, files: ManifestFiles, ctx: BuildContext):
         self.files = files
         self.ctx = ctx
+        # The index packages' versions and directories (engine/registry/), once the graph is
+        # known to write any; `target_dir` is where the build reads their sources from.
+        self.resolution: Resolution | None = None
+        self.target_dir = ""
         self.by_root: dict[str, Package] = {}
         self.by_name: dict[str, Package] = {}
 
@@ -43,6 +50,7 @@ class Loader:
                 stack.pop()
                 continue
             into, spec = entry
+            spec = self.located(spec)
             if spec.tools:
                 self._tool_edge(owner, spec)
                 continue
@@ -81,12 +89,24 @@ class Loader:
 
     def add(self, into: list[Package], pkg: Package, spec: DependencySpec, stack) -> None:
         """Follow `spec` from `pkg`: a library edge joins `into`, a tool edge `pkg.tool_edges`."""
+        spec = self.located(spec)
         if spec.tools:
             self._tool_edge(pkg, spec)
             return
         dep = self.load(self._follow(pkg, spec, stack), stack, dev=False)
         pkg.edges.append((spec, dep))
         into.append(dep)
+
+    def located(self, spec: DependencySpec) -> DependencySpec:
+        """`spec` with its package's directory: an index dependency's is the locked release's."""
+        if not spec.index:
+            return spec
+        root = None
+        if self.resolution is not None:
+            root = self.resolution.root_of(spec.namespace or "", spec.key, self.target_dir)
+        if root is None:
+            raise ManifestError(f"index dependency `{spec.display}` is not in the lock", spec.pos)
+        return replace(spec, path=AbsPath(root), written_path=display_path(root))
 
     def _tool_edge(self, pkg: Package, spec: DependencySpec) -> None:
         check_dependency_path(spec.path, spec.written_path, spec.key, spec.path_pos)
@@ -115,7 +135,8 @@ class Loader:
                 f"dependency `{spec.display}` points at package `{dep_manifest.name}` "
                 f"(its [package].name); the key must match the package name",
                 spec.pos, [f"note: `{display_path(dep_manifest.path)}` declares name = \"{dep_manifest.name}\""])
-        if spec.namespace is not None and dep_manifest.namespace != spec.namespace:
+        found_namespace = dep_manifest.namespace or (INDEX_NAMESPACE if spec.index else None)
+        if spec.namespace is not None and found_namespace != spec.namespace:
             raise ManifestError(
                 f"dependency `{spec.display}` points at package `{dep_manifest.name}` in namespace "
                 f"`{dep_manifest.namespace or '(none)'}`", spec.pos)

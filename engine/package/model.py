@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..manifest.context import BuildContext
 from ..manifest.model import DependencySpec, Manifest
@@ -50,6 +51,8 @@ class Selection:
     accel: str | None = None  # --accel SPEC; None: the root package's [build] accel
     no_accel: bool = False  # --no-accel: the empty accelerator set
     strict: bool = False  # --strict: unknown keys are errors
+    locked: bool = False  # --locked: mcpp.lock may not change (engine/registry/)
+    offline: bool = False  # --offline: index packages from the source cache or vendor/ only
 
 
 @dataclass
@@ -60,6 +63,8 @@ class PackageGraph:
     order: list[Package]  # every package, dependencies first
     context: BuildContext | None = None  # what every manifest was folded for
     target_override: str | None = None  # a host tool's build puts its target/ elsewhere
+    lock_file: str | None = None  # mcpp.lock, when the graph has index packages
+    resolution: Any = None  # their resolution (engine/registry/session.py), for `mcpp tree`
 
     @property
     def target_dir(self) -> str:

@@ -1,7 +1,8 @@
 """A payload descriptor, `pkgs/<namespace>/<name>.toml` of an index (docs/payloads.md).
 
 It names the package's `bins` (paths relative to the installed root) and, per release, one
-source per host platform (`linux-x86_64`, ...): an archive by URL with its blake3 and size, a
+source per host platform (`linux-x86_64`, ...) or, for a library (engine/registry/), one
+`source` archive for all of them, and may be `yanked`: an archive by URL with its blake3 and size, a
 directory inside the index, or a `system` root adopted in place when its probe answers the
 release's version (the probe's program must be a path inside that root: system.py). A descriptor is checked whole when it is read, so a typo in a release nobody
 asked for is still reported, with the descriptor's location.
@@ -59,10 +60,20 @@ class Source:
     match: str = ""  # system: regex whose first group is the version
 
 
+# A release's key for a library's sources (engine/registry/): one archive for every platform.
+LIBRARY_SOURCE = "source"
+
+
 @dataclass(frozen=True)
 class Release:
     version: str
-    sources: dict  # platform key -> Source
+    sources: dict  # platform key (or LIBRARY_SOURCE) -> Source
+    yanked: bool = False  # never picked for a new lock (engine/registry/resolver.py)
+
+    @property
+    def library(self) -> Source | None:
+        """The release's library sources, when the package is a library."""
+        return self.sources.get(LIBRARY_SOURCE)
 
 
 @dataclass(frozen=True)
@@ -115,11 +126,17 @@ def parse_descriptor(text: str, location: str, namespace: str, name: str) -> Des
             raise fail(f"release `{version}` is listed twice")
         seen.add(version)
         sources = {}
+        yanked = rel.get("yanked", False)
+        if not isinstance(yanked, bool):
+            raise fail(f"release `{version}`: `yanked` must be true or false")
         for platform, spec in rel.items():
-            if platform == "version":
+            if platform in ("version", "yanked"):
                 continue
             sources[platform] = _source(spec, lambda m: fail(f"release `{version}`, `{platform}`: {m}"))
-        releases.append(Release(version, sources))
+        library = sources.get(LIBRARY_SOURCE)
+        if library is not None and library.kind != "archive":
+            raise fail(f"release `{version}`: a library's `source` is an archive (`{{ url = ..., blake3 = ... }}`)")
+        releases.append(Release(version, sources, yanked))
     return Descriptor(namespace, name, str(pkg.get("description", "")), tuple(bins), tuple(releases), location)
 
 

@@ -253,7 +253,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("engine.state", "engine.trust"),                       # what earlier builds left; trust policy
     ("engine.program",),                                    # build.star evaluation
     ("engine.plan",),                                       # planning actions
-    ("engine.package", "engine.payloads", "engine.toolchain"),
+    ("engine.package", "engine.toolchain"),
+    ("engine.registry",),                                   # index dependencies, mcpp.lock
+    ("engine.payloads",),                                   # the payload index, store and unpacker
     ("engine.manifest", "engine.modules"),                  # mcpp.toml; the C++ module scanner
     ("engine.report",),                                     # what the user sees
     ("engine.core",),                                       # errors, conventions, registries
