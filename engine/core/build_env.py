@@ -26,6 +26,7 @@ AFFECTS: dict[str, str] = {
     "MCPP_PAYLOAD_INDEX": "the payload indexes consulted first (engine/payloads/index.py)",
     "MCPP_PAYLOAD_TRUSTED_KEYS": "whose signed descriptors a plain-http index may serve",
     "MCPP_PAYLOAD_INDEX_INSECURE": "whether a plain-http index is accepted unverified",
+    "MCPP_INDEX": "the library index dependencies are resolved from (docs/dependencies.md)",
     "MCPP_PAYLOAD_MAX_UNPACKED": "whether a payload archive may be unpacked (its size limit)",
     "MCPP_PAYLOAD_MAX_MEMBERS": "whether a payload archive may be unpacked (its member limit)",
     "MCPP_REMOTE": "the remote cache the build reads and writes (cas/remote/config.py)",
