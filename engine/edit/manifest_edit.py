@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass
+from typing import Any
 
 import tomlkit
+from tomlkit.container import Container
 from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import InlineTable, Table
 
 from mcpp.cas.atomic import PUBLIC, write_atomic
 
@@ -56,7 +59,7 @@ def _is_namespace(spec) -> bool:
     return isinstance(spec, dict) and bool(spec) and not (set(spec) & _DEP_KEYS)
 
 
-def _find(table, namespace: str, name: str) -> tuple[object, str] | None:
+def _find(table: Any, namespace: str, name: str) -> tuple[Any, str] | None:
     """(the table holding the entry, its key there) for `namespace.name` in a dependency table."""
     if namespace == DEFAULT_NAMESPACE and name in table and not _is_namespace(table[name]):
         return table, name
@@ -111,8 +114,8 @@ def add_entry(text: str, shown: str, w: Wanted, dev: bool) -> tuple[str, bool]:
     found = _find(table, w.namespace, w.name)
     if found is not None:
         holder, key = found
-        old = holder[key]
-        keep = {k: v for k, v in old.unwrap().items()} if isinstance(old, dict) else None
+        old: Any = holder[key]
+        keep = dict(old.unwrap()) if isinstance(old, Container | InlineTable | Table) else None
         holder[key] = _inline(_value_text(w, keep))
     elif w.namespace == DEFAULT_NAMESPACE:
         table.add(w.name, _inline(_value_text(w)))

@@ -32,24 +32,6 @@ from .files import Entry
 ZSTD_LEVEL = 12
 
 
-class _Hashing(io.RawIOBase):
-    """A write-only stream that hashes and counts what passes through to `out`."""
-
-    def __init__(self, out) -> None:
-        self.out = out
-        self.hasher = blake3.blake3()
-        self.size = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, b) -> int:
-        self.out.write(b)
-        self.hasher.update(b)
-        self.size += len(b)
-        return len(b)
-
-
 def _info(name: str) -> tarfile.TarInfo:
     info = tarfile.TarInfo(name)
     info.mtime = 0
@@ -65,9 +47,8 @@ def write_package(root: str, entries: tuple[Entry, ...], prefix: str, out_path: 
     blake3 hex, its size in bytes)."""
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
     with atomic_file(out_path, mode=PUBLIC) as raw:
-        sink = _Hashing(raw)
         compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True)
-        with compressor.stream_writer(sink, closefd=False) as z:
+        with compressor.stream_writer(raw, closefd=False) as z:
             with tarfile.open(fileobj=z, mode="w|", format=tarfile.PAX_FORMAT) as tar:
                 for e in entries:
                     if replaced is not None and e.rel in replaced:
@@ -76,7 +57,11 @@ def write_package(root: str, entries: tuple[Entry, ...], prefix: str, out_path: 
                         tar.addfile(info, io.BytesIO(replaced[e.rel]))
                     else:
                         _add(tar, root, e, prefix)
-        return sink.hasher.hexdigest(), sink.size
+    hasher = blake3.blake3()
+    with open(out_path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            hasher.update(chunk)
+    return hasher.hexdigest(), os.path.getsize(out_path)
 
 
 def _add(tar: tarfile.TarFile, root: str, e: Entry, prefix: str) -> None:
