@@ -143,3 +143,25 @@ def test_add_and_remove_have_help(mcpp, tmp_path):
     for flag in ("--dev", "--features", "--no-default-features", "--path DIR", "NAME[@REQ]"):
         assert flag in res.out
     assert "--dev" in mcpp("remove", "--help", cwd=tmp_path).out
+
+
+def test_an_entry_under_a_namespace_table_is_found_updated_and_removed(mcpp, project, tmp_path):
+    index = _index(tmp_path / "index", {("acme", "shout"): _release("2.0.0") + _release("2.1.0")})
+    text = ('[package]\nname = "app"\nversion = "0.1.0"\n\n[dependencies.acme]\nshout = "2.0"  # pinned low\n\n'
+            '[features]\nfast = []\n')
+    root = project({"mcpp.toml": text}, "app")
+    env = {"MCPP_INDEX": str(index)}
+    res = mcpp("add", "acme.shout", "--features", "loud", cwd=root, env=env)
+    assert res.code == 0 and "Updating acme.shout 2.1.0 in dependencies" in res.out, res.err
+    assert (root / "mcpp.toml").read_text() == text.replace(
+        'shout = "2.0"  # pinned low', 'shout = { version = "2.1.0", features = ["loud"] }  # pinned low')
+    assert mcpp("remove", "acme.shout", cwd=root).code == 0
+    assert (root / "mcpp.toml").read_text() == '[package]\nname = "app"\nversion = "0.1.0"\n\n[features]\nfast = []\n'
+
+
+def test_add_in_a_virtual_workspace_root_is_refused(mcpp, project):
+    ws = project({"mcpp.toml": '[workspace]\nmembers = ["a"]\n',
+                  "a/mcpp.toml": '[package]\nname = "a"\nversion = "0.1.0"\n'}, "ws")
+    res = mcpp("add", "fmt", "--path", "a", cwd=ws)
+    assert res.code == 2 and "is a virtual workspace, not a package" in res.err
+    assert (ws / "mcpp.toml").read_text() == '[workspace]\nmembers = ["a"]\n'

@@ -260,3 +260,16 @@ def test_package_and_publish_have_help(mcpp, tmp_path):
         res = mcpp(command, "--help", cwd=tmp_path)
         assert res.code == 0 and "--no-verify" in res.out and "-p, --package NAME" in res.out
     assert "--index DIR" in mcpp("publish", "--help", cwd=tmp_path).out
+
+
+def test_publish_into_a_signed_index_says_the_signature_is_stale(mcpp, project, tmp_path):
+    root = _lib(project)
+    index = tmp_path / "index"
+    assert mcpp("publish", "--index", str(index), "--no-verify", cwd=root).code == 0
+    assert mcpp("cache", "keygen", "idx", cwd=tmp_path).code == 0
+    assert mcpp("payload", "sign", "--key", str(tmp_path / "idx.secret"), str(index), cwd=tmp_path).code == 0
+    manifest = root / "mcpp.toml"
+    manifest.write_text(manifest.read_text().replace("0.1.0", "0.2.0"))
+    res = mcpp("publish", "--index", str(index), "--no-verify", cwd=root)
+    assert res.code == 0, res.err
+    assert "pkgs/mcpplibs/greet.toml.sig no longer matches: sign the index again" in res.err
