@@ -3,13 +3,16 @@ edited keeping its comments and layout (the exact resulting text is asserted), t
 comes from the library index, and every refusal is a clear error that leaves the file alone."""
 from __future__ import annotations
 
+import importlib.util
+import io
+import tarfile
 from pathlib import Path
 
+import blake3
 import pytest
+import zstandard
 
 from mcpp.engine.payloads.descriptor import Release
-
-DIGEST = "0" * 64
 
 MANIFEST = """\
 # my application
@@ -25,28 +28,49 @@ fmt = { path = "../fmt" }   # vendored
 fast = []
 """
 
-
-def _release(version: str, extra: str = "") -> str:
-    return (f'\n[[release]]\nversion = "{version}"\n{extra}'
-            f'source = {{ url = "archives/x-{version}.tar.zst", blake3 = "{DIGEST}", size = 1, strip = 1 }}\n')
+FEATURES = "[features]\ncolor = []\nwide = []\nloud = []\n"
 
 
-def _index(root: Path, packages: dict[tuple[str, str], str]) -> Path:
-    """A directory index describing each (namespace, name) with the releases text given."""
+def _archive(index: Path, ns: str, name: str, version: str) -> tuple[str, str, int]:
+    """A real release archive of a tiny library (its module, features `color`, `wide`, `loud`),
+    written into `index/archives/`: (its url in the index, its blake3, its size)."""
+    files = {"mcpp.toml": f'[package]\nname = "{name}"\nversion = "{version}"\nnamespace = "{ns}"\n\n{FEATURES}',
+             f"src/{name}.cppm": f"export module {name};\nexport namespace {name} {{ int v() {{ return 1; }} }}\n"}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for rel, text in sorted(files.items()):
+            info = tarfile.TarInfo(f"{name}-{version}/{rel}")
+            info.size, info.mode = len(text.encode()), 0o644
+            t.addfile(info, io.BytesIO(text.encode()))
+    data = zstandard.ZstdCompressor().compress(buf.getvalue())
+    url = f"archives/{ns}-{name}-{version}.tar.zst"
+    (index / "archives").mkdir(exist_ok=True)
+    (index / url).write_bytes(data)
+    return url, blake3.blake3(data).hexdigest(), len(data)
+
+
+def _index(root: Path, packages: dict[tuple[str, str], list[str]]) -> Path:
+    """A directory index describing each (namespace, name) with its releases (`yanked` after a
+    version: `"1.1.0 yanked"`), each a real archive."""
     (root / "pkgs").mkdir(parents=True)
     (root / "index.toml").write_text('[index]\nname = "test"\nformat = 1\n')
     for (ns, name), releases in packages.items():
+        text = f'[package]\nname = "{name}"\nnamespace = "{ns}"\n'
+        for release in releases:
+            version, _, yanked = release.partition(" ")
+            url, digest, size = _archive(root, ns, name, version)
+            text += (f'\n[[release]]\nversion = "{version}"\n{"yanked = true" + chr(10) if yanked else ""}'
+                     f'source = {{ url = "{url}", blake3 = "{digest}", size = {size}, strip = 1 }}\n')
         (root / "pkgs" / ns).mkdir(exist_ok=True)
-        (root / "pkgs" / ns / f"{name}.toml").write_text(
-            f'[package]\nname = "{name}"\nnamespace = "{ns}"\n' + releases)
+        (root / "pkgs" / ns / f"{name}.toml").write_text(text)
     return root
 
 
 @pytest.fixture
 def app(project, tmp_path):
     index = _index(tmp_path / "index", {
-        ("mcpplibs", "greet"): _release("1.2.0") + _release("1.10.1") + _release("0.9.0"),
-        ("acme", "shout"): _release("2.0.0"),
+        ("mcpplibs", "greet"): ["1.2.0", "1.10.1", "0.9.0"],
+        ("acme", "shout"): ["2.0.0"],
     })
     project({"mcpp.toml": '[package]\nname = "fmt"\nversion = "0.4.2"\n', "src/fmt.cppm": "export module fmt;\n"},
             "fmt")
@@ -131,7 +155,7 @@ def test_add_reads_the_index_configured_in_mcpp_home(mcpp, app):
 
 @pytest.mark.skipif(not hasattr(Release, "yanked"), reason="needs the index resolver's `yanked` (s40-idx)")
 def test_add_never_picks_a_yanked_release(mcpp, project, tmp_path):
-    index = _index(tmp_path / "index", {("mcpplibs", "greet"): _release("1.0.0") + _release("1.1.0", "yanked = true\n")})
+    index = _index(tmp_path / "index", {("mcpplibs", "greet"): ["1.0.0", "1.1.0 yanked"]})
     root = project({"mcpp.toml": '[package]\nname = "app"\nversion = "0.1.0"\n'}, "app")
     assert mcpp("add", "greet", cwd=root, env={"MCPP_INDEX": str(index)}).code == 0
     assert 'greet = "1.0.0"' in (root / "mcpp.toml").read_text()
@@ -146,7 +170,7 @@ def test_add_and_remove_have_help(mcpp, tmp_path):
 
 
 def test_an_entry_under_a_namespace_table_is_found_updated_and_removed(mcpp, project, tmp_path):
-    index = _index(tmp_path / "index", {("acme", "shout"): _release("2.0.0") + _release("2.1.0")})
+    index = _index(tmp_path / "index", {("acme", "shout"): ["2.0.0", "2.1.0"]})
     text = ('[package]\nname = "app"\nversion = "0.1.0"\n\n[dependencies.acme]\nshout = "2.0"  # pinned low\n\n'
             '[features]\nfast = []\n')
     root = project({"mcpp.toml": text}, "app")
@@ -165,3 +189,25 @@ def test_add_in_a_virtual_workspace_root_is_refused(mcpp, project):
     res = mcpp("add", "fmt", "--path", "a", cwd=ws)
     assert res.code == 2 and "is a virtual workspace, not a package" in res.err
     assert (ws / "mcpp.toml").read_text() == '[workspace]\nmembers = ["a"]\n'
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mcpp.engine.registry") is None,
+                    reason="needs the index resolver's lock (s40-idx)")
+def test_add_and_remove_update_the_lock(mcpp, app):
+    root, env = app
+    assert mcpp("add", "greet", cwd=root, env=env).code == 0
+    lock = (root / "mcpp.lock").read_text()
+    assert 'name = "greet"\nnamespace = "mcpplibs"\nversion = "1.10.1"\n' in lock
+    assert mcpp("remove", "greet", cwd=root, env=env).code == 0
+    assert 'name = "greet"' not in (root / "mcpp.lock").read_text()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mcpp.engine.registry") is None,
+                    reason="needs the index resolver's lock (s40-idx)")
+def test_an_add_the_lock_cannot_follow_leaves_the_manifest_alone(mcpp, app):
+    root, env = app
+    archive = Path(env["MCPP_INDEX"]) / "archives" / "mcpplibs-greet-1.10.1.tar.zst"
+    archive.write_bytes(archive.read_bytes()[:-1] + b"\0")  # tampered after the descriptor was written
+    res = mcpp("add", "greet", cwd=root, env=env)
+    assert res.code == 2 and "blake3" in res.err, res.err
+    assert (root / "mcpp.toml").read_text() == MANIFEST
