@@ -31,6 +31,8 @@ def _common(fn):
         click.option("-p", "--package", "package", metavar="NAME", default=None,
                      help="The workspace member to package (default: the package here)."),
         click.option("--no-verify", is_flag=True, help="Do not build the unpacked archive."),
+        click.option("--toolchain", metavar="NAME", default=None,
+                     help="The toolchain of the verifying build, as `mcpp build --toolchain` takes it."),
         click.option("-j", "--jobs", "jobs_local", type=int, default=None, metavar="N",
                      help="Parallel actions of the verifying build (default and 0: number of CPUs)."),
     ]
@@ -39,21 +41,22 @@ def _common(fn):
     return fn
 
 
-def _package(ctx, package, no_verify, jobs_local):
+def _package(ctx, package, no_verify, toolchain, jobs_local):
     from ..publish.package import make_package
 
     pkg, graph = _chosen(ctx, package)
     jobs = jobs_local if jobs_local is not None else ctx.jobs
-    return make_package(pkg, graph, ctx.settings, ctx.reporter(), verify=not no_verify, jobs=jobs or 0)
+    return make_package(pkg, graph, ctx.settings, ctx.reporter(), verify=not no_verify, jobs=jobs or 0,
+                        toolchain=toolchain)
 
 
 @click.command("package")
 @_common
 @click.pass_obj
-def package_cmd(ctx, package, no_verify, jobs_local):
+def package_cmd(ctx, package, no_verify, toolchain, jobs_local):
     """Write target/package/NAME-VERSION.tar.zst (the package's files, deterministic), then build
     it unpacked from an empty target/ to prove it is complete."""
-    _package(ctx, package, no_verify, jobs_local)
+    _package(ctx, package, no_verify, toolchain, jobs_local)
 
 
 @click.command("publish")
@@ -61,12 +64,12 @@ def package_cmd(ctx, package, no_verify, jobs_local):
               help="The directory index to publish into (created when it does not exist).")
 @_common
 @click.pass_obj
-def publish_cmd(ctx, index_dir, package, no_verify, jobs_local):
+def publish_cmd(ctx, index_dir, package, no_verify, toolchain, jobs_local):
     """Package (and verify), then add the release to the directory index DIR: the archive as
     archives/NAME-VERSION.tar.zst and a [[release]] in pkgs/NAMESPACE/NAME.toml."""
     from ..publish.index_writer import publish
 
-    packaged = _package(ctx, package, no_verify, jobs_local)
+    packaged = _package(ctx, package, no_verify, toolchain, jobs_local)
     descriptor, warnings = publish(packaged, index_dir)
     reporter = ctx.reporter()
     for w in warnings:

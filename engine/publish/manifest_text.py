@@ -21,6 +21,7 @@ from tomlkit.items import InlineTable
 from ..core.errors import McppError, Position
 from ..manifest import toml_text
 from ..manifest.deps import DEP_SECTIONS
+from ..manifest.reader import header
 
 _DEP_KEYS = {"path", "version", "features", "default-features", "default_features", "tools", "host-module",
              "host_module", "reexport"}
@@ -91,9 +92,8 @@ def _drop(holder, key: str, name: str, where: tuple[str, ...], dev: bool, shown:
         return False
     if dev:
         return True
-    section = ".".join(where)
     raise McppError(
-        f"dependency `{name}` in [{section}] is a path dependency without a `version`; a published package "
+        f"dependency `{name}` in {header(where)} is a path dependency without a `version`; a published package "
         f"cannot depend on a path its consumers do not have",
         _position(shown, text, name),
         [f"help: publish `{name}` first and add its version: `{name} = {{ path = \"...\", version = \"X.Y\" }}`"])

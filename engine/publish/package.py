@@ -57,7 +57,9 @@ def archive_path(graph: PackageGraph, name: str, version: str) -> str:
 
 
 def make_package(pkg: Package, graph: PackageGraph, settings: Settings, reporter: Reporter,
-                 verify: bool = True, jobs: int = 0) -> Packaged:
+                 verify: bool = True, jobs: int = 0, toolchain: str | None = None) -> Packaged:
+    """Write the archive of `pkg` (a package of `graph`) and, with `verify`, build it unpacked
+    with `toolchain` (None: the one a plain `mcpp build` of it would take)."""
     m = pkg.manifest
     if m.name is None or m.version is None:
         raise McppError(f"{display_path(m.path)}: a package needs `[package] name` and `version` to be packaged",
@@ -80,7 +82,7 @@ def make_package(pkg: Package, graph: PackageGraph, settings: Settings, reporter
     reporter.status("Packaged", f"{len(listing.entries)} files, {size} bytes ({display_path(out)}, "
                                 f"blake3 {digest[:16]})")
     if verify:
-        verify_package(packaged, settings, reporter, jobs)
+        verify_package(packaged, settings, reporter, jobs, toolchain)
     return packaged
 
 
@@ -109,7 +111,8 @@ def _check_limits(listing: Listing, unpacked: int, limits, name: str) -> None:
                         f"({limits.max_members}, {limits.members_origin})")
 
 
-def verify_package(packaged: Packaged, settings: Settings, reporter: Reporter, jobs: int = 0) -> None:
+def verify_package(packaged: Packaged, settings: Settings, reporter: Reporter, jobs: int = 0,
+                   toolchain: str | None = None) -> None:
     """Unpack the archive into a new directory and build it there from an empty `target/`."""
     label = f"{packaged.name} v{packaged.version}"
     reporter.status("Verifying", label)
@@ -123,7 +126,7 @@ def verify_package(packaged: Packaged, settings: Settings, reporter: Reporter, j
         except PayloadError as e:
             raise McppError(f"verifying {label}: its archive does not unpack: {e.message}") from None
         opts = BuildOptions(cwd=src, manifest_path=os.path.join(src, MANIFEST_NAME), profile="dev",
-                            selection=Selection(), jobs=jobs, settings=settings)
+                            selection=Selection(), jobs=jobs, toolchain=toolchain, settings=settings)
         try:
             build(opts, reporter)
         except McppError as e:
