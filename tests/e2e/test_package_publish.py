@@ -125,6 +125,10 @@ def test_package_refuses_more_than_a_consumer_unpacks(mcpp, project):
     assert res.code == 2, res.err
     assert "error: package `big` holds" in res.err and "`data.bin` (200000 bytes)" in res.err
     assert not (root / "target" / "package").exists()
+    for i in range(4):
+        (root / "src" / f"part{i}.h").write_text("\n")
+    res = mcpp("package", cwd=root, env={"MCPP_PAYLOAD_MAX_MEMBERS": "5"})
+    assert res.code == 2 and "error: package `big` holds 7 files, more than a consumer unpacks (5" in res.err
 
 
 def test_publish_into_a_new_index_then_the_same_version_is_refused(mcpp, project, tmp_path):
@@ -250,6 +254,14 @@ def test_publish_never_overwrites_another_archive_or_writes_into_a_non_index(mcp
     assert res.code == 2 and "archives/greet-0.1.0.tar.zst already exists in the index with other contents" in res.err
     assert taken.read_bytes() == b"other bytes"
     assert not (index / "pkgs").exists()
+
+    descriptor = index / "pkgs" / "mcpplibs" / "greet.toml"
+    descriptor.parent.mkdir(parents=True)
+    descriptor.write_text("[package\n")  # damaged: reported, never appended to
+    taken.unlink()
+    res = mcpp("publish", "--index", str(index), "--no-verify", cwd=root)
+    assert res.code == 2 and "cannot publish into" in res.err and "not valid TOML" in res.err
+    assert descriptor.read_text() == "[package\n" and not taken.exists()
 
     stranger = tmp_path / "not-an-index"
     stranger.mkdir()
