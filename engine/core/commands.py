@@ -24,6 +24,10 @@ COMMANDS: tuple[tuple[str, str, bool], ...] = (
     ("tree", "tree_cmd", False),
     ("cache", "cache_group", False),
     ("payload", "payload_group", False),
+    ("add", "add_cmd", False),
+    ("remove", "remove_cmd", False),
+    ("package", "package_cmd", False),
+    ("publish", "publish_cmd", False),
     ("server", "server_group", False),
     ("worker", "worker_command", False),
 )

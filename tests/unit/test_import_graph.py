@@ -247,7 +247,8 @@ def test_the_build_never_imports_the_server_that_hosts_it():
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("engine.entry",),                                      # the console script
     ("engine.cli",),                                        # click: one module per command
-    ("engine.server", "engine.bot"),                        # the warm build server; the REAPI bot
+    ("engine.server", "engine.bot", "engine.publish", "engine.edit"),  # the warm build server; the REAPI
+                                                            # bot; `mcpp package/publish`; `mcpp add/remove`
     ("engine.build",),                                      # one build, composed
     ("engine.exec",),                                       # running actions
     ("engine.state", "engine.trust"),                       # what earlier builds left; trust policy
