@@ -92,10 +92,11 @@ def add_cmd(ctx, spec, dev, features, no_default_features, path):
         wanted = Wanted(namespace, name, version if isinstance(version, str) else None, written,
                         wanted_features, no_default_features)
     else:
-        from ..edit.index_lookup import chosen_release, library_index
+        from ..edit.index_lookup import chosen_release
+        from ..registry.location import open_index
 
         namespace = namespace or DEFAULT_NAMESPACE
-        index = library_index(ctx.settings, reporter.warning)
+        index = open_index(ctx.settings, f"`mcpp add {spec}`")
         release = chosen_release(index, namespace, name, requirement)
         wanted = Wanted(namespace, name, requirement if requirement is not None else release, None,
                         wanted_features, no_default_features)
@@ -126,5 +127,16 @@ def _edited(ctx, manifest: str, text: str, verb: str, message: str) -> None:
     """The one place an edited manifest is written (atomically) and reported."""
     from ..edit.manifest_edit import write_manifest
 
+    from ..registry.session import refresh_lock
+
+    with open(manifest, encoding="utf-8") as f:
+        previous = f.read()
     write_manifest(manifest, text)
+    try:
+        # The lock follows the manifest, or the edit is undone: a manifest the lock cannot satisfy
+        # (a requirement no release meets, a conflict) is never left behind.
+        refresh_lock(manifest, ctx.settings)
+    except BaseException:
+        write_manifest(manifest, previous)
+        raise
     ctx.reporter().status(verb, message)

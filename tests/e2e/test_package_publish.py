@@ -3,7 +3,6 @@
 verified by building it unpacked, and what publishing writes into (and refuses for) an index."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import tarfile
@@ -211,8 +210,6 @@ def test_package_refuses_a_path_dependency_without_version(mcpp, project):
     assert not (ws / "target" / "package").exists()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mcpp.engine.registry") is None,
-                    reason="needs the index resolver (s40-idx)")
 def test_a_published_member_is_consumed_through_the_index(mcpp, project, tmp_path):
     ws = project(WORKSPACE, "ws")
     index = tmp_path / "index"
