@@ -38,9 +38,11 @@ def libcxx_modules(compiler: str, flags: tuple[str, ...] = ()) -> dict[str, StdM
     target = next((f[len("--target="):] for f in flags if f.startswith("--target=")), None)
     if target is not None and not _target_libcxx(compiler, flags, target):
         raise McppError(f"`import std;` for `{target}` needs the target's libc++ and its module sources, and "
-                        f"`{compiler} --target={target}` finds none (Debian: apt-get install "
+                        f"`{compiler} --target={target}` finds none: give a sysroot holding a libc++ built for "
+                        f"`{target}` (`[target.{target}] sysroot`); Debian's "
                         f"libc++-{_major(compiler)}-dev:{_debian_arch(target)} "
-                        f"libc++abi-{_major(compiler)}-dev:{_debian_arch(target)})")
+                        f"libc++abi-{_major(compiler)}-dev:{_debian_arch(target)} hold one, but Debian 12 cannot "
+                        f"install them beside the host's (both own /usr/lib/llvm-{_major(compiler)}/lib)")
     if not manifest or not os.path.isfile(manifest):
         raise McppError(f"`import std;` needs libc++'s module sources, and `{compiler}` has none "
                         "(apt-get install libc++-19-dev libc++abi-19-dev)")
