@@ -80,7 +80,7 @@ def test_cuda_build_links_device_code_and_reports_no_device(mcpp, example):
     assert "rules-cuda: host compiler" in res.err and "crt/host_config.h" in res.err
     assert has_device_code(example / "target" / "dev" / "saxpy")
     assert payloads(example) == ["xim:cuda-nvcc", "xim:cuda-cudart"]
-    obj = example / "target" / "dev" / "gen" / "saxpy" / "cuda" / "src" / "kernels" / "saxpy.cu.o"
+    obj = example / "target" / "dev" / ".mcpp" / "gen" / "saxpy" / "cuda" / "src" / "kernels" / "saxpy.cu.o"
     assert obj.is_file()
     tests = mcpp("test", cwd=example)
     assert tests.code == 0 and "1 passed" in tests.out, tests.out + tests.err

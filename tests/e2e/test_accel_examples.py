@@ -36,7 +36,7 @@ def has_device_code(binary) -> bool:
 def test_boundary_l0_runs_on_the_cpu_by_default(mcpp, tmp_path):
     root = copy_example("09-heterogeneous/boundary", tmp_path)
     assert lines(mcpp("run", cwd=root))[-1] == "sum of squares 1..100 = 338350"
-    header = (root / "target" / "dev" / "gen" / "boundary" / "island" / "boundary.h").read_text()
+    header = (root / "target" / "dev" / ".mcpp" / "gen" / "boundary" / "island" / "boundary.h").read_text()
     assert "long long sum_of_squares(const int* v, unsigned n);" in header
 
 

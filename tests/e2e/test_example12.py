@@ -63,7 +63,7 @@ def test_run_prints_the_seed_transcript_and_a_second_run_builds_no_tool(tmp_path
     root = copy_tree(tmp_path)
     first = mcpp("run", cwd=root / "app")
     assert first.code == 0, first.err
-    lines = first.out.splitlines()
+    lines = first.err.splitlines()
     assert lines[0] == "       Rules example.rules.toy (example:rules-toy)"
     assert lines[1] == "    " + BUILDING_TOOL.format("0.1.0")
     assert lines[2] == "   Compiling toyapp v0.1.0 (.)"
@@ -74,10 +74,10 @@ def test_run_prints_the_seed_transcript_and_a_second_run_builds_no_tool(tmp_path
 
     second = mcpp("run", cwd=root / "app")
     assert second.code == 0, second.err
-    assert "Building host tool" not in second.out
-    assert "Compiling" not in second.out
+    assert "Building host tool" not in second.err
+    assert "Compiling" not in second.err
     # How fast the second run is belongs to bench/, not to a test that a loaded machine would fail.
-    assert re.search(r"Finished dev \[unoptimized \+ debuginfo\] in \d+\.\d\ds", second.out), second.out
+    assert re.search(r"Finished dev \[unoptimized \+ debuginfo\] in \d+\.\d\ds", second.err), second.err
     assert second.out.endswith(THREE_LINES)
 
 
@@ -85,7 +85,7 @@ def test_editing_the_toy_source_reaches_the_artifact(example: Path, mcpp: Mcpp):
     edit(example / "app/src/kernels/answer.toy", "scale(gcd(1071, 462), 2)", "scale(gcd(1071, 462), 3)")
     res = mcpp("run", cwd=example / "app")
     assert answer(res) == "answer()       = 63"
-    assert "Building host tool" not in res.out
+    assert "Building host tool" not in res.err
 
 
 def test_the_tools_bytes_are_an_input_both_ways(example: Path, tmp_path, mcpp: Mcpp):
@@ -102,7 +102,7 @@ def test_the_tools_bytes_are_an_input_both_ways(example: Path, tmp_path, mcpp: M
 
     res = mcpp("run", cwd=example / "app")
     assert answer(res) == "answer()       = 168"
-    assert "Building host tool" not in res.out  # the store entry was used as it is
+    assert "Building host tool" not in res.err  # the store entry was used as it is
 
     tool.write_bytes(original)
     res = mcpp("run", cwd=example / "app")
@@ -137,7 +137,7 @@ def test_version_bump_rebuilds_and_going_back_follows(example: Path, mcpp: Mcpp)
         path.write_bytes(data)
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     res = mcpp("run", cwd=example / "app")
-    assert "Building host tool" not in res.out
+    assert "Building host tool" not in res.err
     assert answer(res) == "answer()       = 42"  # seed 000's "version goes forward only" trap is gone
 
 
@@ -150,7 +150,7 @@ def test_without_the_feature_the_load_fails_and_no_tool_is_built(tmp_path, mcpp:
         "error: build.star loads 'example.rules.toy', and no dependency provides it as a host module.",
         "       declared without `host-module = true`: rules-toy (in [dependencies])",
     ]
-    assert "Building host tool" not in res.out and "Rules" not in res.out
+    assert "Building host tool" not in res.err and "Rules" not in res.err
     assert tool_entries(mcpp.home) == []
     assert "Traceback" not in res.err
 

@@ -113,7 +113,7 @@ def test_a_socket_directory_others_control_is_refused(served, how):
         os.mkdir(elsewhere, 0o700)
         os.symlink(elsewhere, sockets)
     res = mcpp("build", cwd=root, env=env)
-    assert res.code == 0 and "Finished" in res.out, res.err
+    assert res.code == 0 and "Finished" in res.err, res.err
     warnings = res.err.splitlines()
     assert len(warnings) == 1 and warnings[0].startswith(f"warning: the mcpp server socket directory {sockets} "), res.err
     assert warnings[0].endswith("; building in process")
