@@ -198,4 +198,4 @@ def test_a_prebuilt_artifact_that_covers_no_requested_architecture_is_refused(mc
 def test_the_first_artifact_that_fits_is_linked(mcpp, project, tmp_path):
     app = prebuilt_project(project, tmp_path, CPU_ARTIFACT + GPU_ONLY)
     res = mcpp("run", "-v", "--accel", "cuda12.8+{sm_86}", cwd=app)
-    assert lines(res)[-1] == "42" and "-lcpukit" in res.out and "-lgpukit" not in res.out
+    assert lines(res)[-1] == "42" and "-lcpukit" in res.err and "-lgpukit" not in res.err

@@ -52,7 +52,7 @@ def test_a_starlark_error_names_file_line_col_and_the_call_stack(project, mcpp: 
     })
     res = mcpp("build", cwd=root)
     assert res.code == 2
-    first = res.err.splitlines()[0]
+    first = res.diagnostics.splitlines()[0]
     assert first.startswith("build.star:2:12: error: ") and "`+` not supported" in first, res.err
     assert "note: Starlark call stack (most recent call last):" in res.err
     assert "build.star:7, in <module>" in res.err and "build.star:5, in outer" in res.err
@@ -68,7 +68,7 @@ def test_a_parse_error_is_positioned(project, mcpp: Mcpp):
     })
     res = mcpp("build", cwd=root)
     assert res.code == 2
-    assert res.err.startswith("build.star:"), res.err
+    assert res.diagnostics.startswith("build.star:"), res.err
     assert "error: Parse error" in res.err
 
 
@@ -88,7 +88,7 @@ def test_a_malformed_action_names_the_package_and_the_action(project, mcpp: Mcpp
     })
     res = mcpp("build", cwd=root)
     assert res.code == 2
-    assert res.err.startswith("build.star:2:1: error: " + message), res.err
+    assert res.diagnostics.startswith("build.star:2:1: error: " + message), res.err
 
 
 def test_roles_flags_and_the_evaluation_cache(project, mcpp: Mcpp):
@@ -208,7 +208,7 @@ def test_a_rule_module_may_load_only_the_engine_library(project, mcpp: Mcpp):
     res = mcpp("build", cwd=root / "app")
     assert res.code == 2
     assert "rule module 'my.r' loads 'other.module'; a rule file may load `//<path>.star` files" in res.err
-    assert "rules/src/r.star:2:1: error:" in res.err.splitlines()[0], res.err
+    assert "rules/src/r.star:2:1: error:" in res.diagnostics.splitlines()[0], res.err
     assert "Rules my.r (rules)" in res.err
 
 
@@ -259,7 +259,7 @@ def test_without_reexport_the_tool_stays_with_the_declaring_package(project, mcp
     res = mcpp("build", cwd=root / "app")
     assert res.code == 2
     assert "no host tool `gen:gen` reaches package `app`" in res.err
-    assert "rules/src/gen.star:2:11: error: no host tool" in res.err.splitlines()[0], res.err
+    assert "rules/src/gen.star:2:11: error: no host tool" in res.diagnostics.splitlines()[0], res.err
 
 
 def test_a_consumer_that_does_not_activate_the_feature_builds_no_tool(project, mcpp: Mcpp):
@@ -367,7 +367,7 @@ def test_manifest_errors_of_rule_packages_and_tool_entries_are_positioned(projec
     res = mcpp("build", cwd=root / "app")
     assert res.code == 2
     assert "error: `gen` has no `kind = \"bin\"` target named `nope` (its bin targets: gen)" in res.err
-    assert "mcpp.toml:" in res.err.splitlines()[0]
+    assert "mcpp.toml:" in res.diagnostics.splitlines()[0]
 
     rules.write_text(rules.read_text().replace('tools = ["nope"]', 'tools = ["gen"]')
                      .replace('sources = ["src/gen.star"]', 'sources = []'))
@@ -389,7 +389,7 @@ def test_a_missing_input_or_tool_is_an_error_not_a_traceback(project, mcpp: Mcpp
     })
     res = mcpp("build", cwd=root)
     assert res.code == 2
-    assert res.err.startswith("error: package `p`, action `x`: input `missing.txt` does not exist"), res.err
+    assert res.diagnostics.startswith("error: package `p`, action `x`: input `missing.txt` does not exist"), res.err
     (root / "build.star").write_text(
         'o = mcpp.out_dir() + "/x"\n'
         'mcpp.action(id = "x", argv = ["/no/such/tool", o], inputs = [], outputs = [o], role = "check")\n')

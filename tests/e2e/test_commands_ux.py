@@ -124,7 +124,7 @@ def test_verbose_commands_can_be_pasted_into_a_shell(project, mcpp):
     res = mcpp("build", "-v", cwd=root / "src")  # from a subdirectory: the line must `cd` itself
     assert res.code == 0, res.err
     commands = re.findall(r"Running `(.*)`$", res.err, re.M)
-    assert len(commands) == 2 and "@@EXECROOT@@" not in res.out
+    assert len(commands) == 2 and "@@EXECROOT@@" not in res.err
     compile_line, link_line = commands
     assert """'-DAPP_NAME="feat two"'""" in compile_line
     # The commands write where the build wrote; remove those outputs and let the pasted lines redo them.
@@ -169,7 +169,7 @@ def test_metadata_json_lists_each_packages_targets(project, mcpp):
     data = json.loads(res.out)
     (pkg,) = data["packages"]
     assert pkg["targets"] == [{"kind": "bin", "name": "x", "main": "src/main.cpp",
-                               "output": str(root / "target" / "dev" / "x")}]
+                               "output": str(root / "target" / "dev" / "x"), "implicit": False}]
     assert data["target_directory"] == str(root / "target")
     mcpp("build", cwd=root, check=True)
     assert (root / "target" / "dev" / "x").is_file()

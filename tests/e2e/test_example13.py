@@ -68,7 +68,7 @@ def test_a_schema_breaking_the_naming_rule_fails_the_build_at_the_users_line(exa
     edit(example / "app/schemas/shape.schema", "int width = 5", "int Width = 5")
     res = mcpp("build", cwd=example / "app")
     assert res.code == 1
-    assert "schemas/shape.schema:5: error: field 'Width' must be lower_case" in res.err.splitlines()
+    assert "schemas/shape.schema:5: error: field 'Width' must be lower_case" in res.diagnostics.splitlines()
     assert "rule app:schema-check:schemas/shape.schema" in res.err
     assert "/execroot" not in res.err and "Traceback" not in res.err
 
@@ -120,7 +120,7 @@ def test_an_unknown_schema_option_from_the_apps_build_star_is_an_error_in_the_ru
     edit(example / "app/build.star", 'options = {"describe": True}', 'options = {"colour": "red"}')
     res = mcpp("build", cwd=example / "app")
     assert res.code == 2
-    first = res.err.splitlines()[0]
+    first = res.diagnostics.splitlines()[0]
     assert first.endswith("rules-schema/src/common.star:17:13: error: fail: schema option `colour` is "
                           "unknown (known: describe)"), res.err
     assert "build.star:5, in <module>" in res.err

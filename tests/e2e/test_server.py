@@ -80,7 +80,7 @@ def test_build_goes_through_a_server_and_reuses_it(served):
     root, mcpp = served
     first = mcpp("build", cwd=root, env=ON)
     assert first.code == 0 and "Compiling hello" in first.err, first.err
-    assert first.err == ""
+    assert first.diagnostics == ""
     status = _status(mcpp, root)
     assert status["root"] == str(root) and int(status["builds"]) == 1
     res = mcpp("run", cwd=root, env=ON)
@@ -232,7 +232,7 @@ def test_a_server_of_another_version_steps_aside(served):
     assert protocol.receive(sock) == {"restart": "version"}
     sock.close()
     res = mcpp("build", cwd=root, env={**ON, "MCPP_NO_FAST_PATH": "1"})
-    assert res.code == 0 and res.err == ""
+    assert res.code == 0 and res.diagnostics == ""
     assert _status(mcpp, root)["pid"] != old["pid"]
 
 
