@@ -66,3 +66,16 @@ def test_an_unknown_binary_lists_the_known_ones(project, mcpp):
     root = project(ECHO)
     res = mcpp("run", "ehco", cwd=root)
     assert res.code != 0 and "no binary named `ehco`; available binaries: echo, other" in res.err
+
+
+@pytest.mark.parametrize("args, wrong, suggestion", [
+    (("build", "--relase"), "No such option '--relase'", "'--release'"),
+    (("test", "--no-sever"), "No such option '--no-sever'", "'--no-server'"),
+    (("metadata", "--formt", "json"), "No such option '--formt'", "'--format'"),
+    (("buld",), "No such command 'buld'", "'build'"),
+])
+def test_every_command_refuses_an_unknown_option_with_a_suggestion(project, mcpp, args, wrong, suggestion):
+    root = project(ECHO)
+    res = mcpp(*args, cwd=root)
+    assert res.code == 2 and wrong in res.err and suggestion in res.err, res.err
+    assert "Traceback" not in res.err and not (root / "target").exists()
