@@ -8,16 +8,20 @@ BIN    := $(VENV)/bin
 
 .PHONY: example test test-server install install-test bench
 
+# A set-up step runs quietly: its output is kept and shown only when it fails (with its exit status).
+quietly = @log=$$(mktemp) && { $(1) >"$$log" 2>&1 || { status=$$?; cat "$$log"; rm -f "$$log"; \
+	echo "make: \`$(strip $(1))\` failed (exit $$status)" >&2; exit $$status; }; } && rm -f "$$log"
+
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	$(call quietly,$(PYTHON) -m venv $(VENV))
+	$(call quietly,$(BIN)/pip install -q --upgrade pip)
 
 install: $(BIN)/python
-	$(BIN)/pip install -q -e .
+	$(call quietly,$(BIN)/pip install -q -e .)
 
 install-test: $(BIN)/python
 	bash scripts/install-system-deps.sh
-	$(BIN)/pip install -q -e '.[test]'
+	$(call quietly,$(BIN)/pip install -q -e '.[test]')
 
 example: install
 	cd examples/01-hello && ../../$(BIN)/mcpp run

@@ -2,7 +2,7 @@
 host, or the directory the ``dir`` sandbox runs that thread's actions in.
 
 A fresh action directory costs a ``mkdir`` per directory level of every input and output
-(``target/dev/obj/pkg/src/...``), and creating a directory is far slower than making a hard
+(``target/dev/.mcpp/obj/pkg/src/...``), and creating a directory is far slower than making a hard
 link (bench/RESULTS.md). A slot keeps its directories
 from one action to the next and removes every *file* an action left. Before the next action
 it removes the directories that action does not need and creates the ones it lacks, so the

@@ -191,26 +191,36 @@ def build_cmd(ctx: _Ctx, **kw):
         record_noop(ctx.argv, outcome, ctx.quiet, started, opts.home)
 
 
-@click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+class _RunCommand(click.Command):
+    """`mcpp run [OPTIONS] [BIN] [-- ARGS]`: everything before the first `--` is parsed as
+    `build`'s would be (an unknown option is an error with click's did-you-mean, never a binary
+    name); everything after it goes to the program untouched, options and `--` included."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            cut = args.index("--")
+            args, ctx.meta["mcpp.program_args"] = args[:cut], args[cut + 1:]
+        else:
+            ctx.meta["mcpp.program_args"] = []
+        return super().parse_args(ctx, args)
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return super().collect_usage_pieces(ctx) + ["[-- ARGS]..."]
+
+
+@click.command("run", cls=_RunCommand)
 @build_flags
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.argument("binary", metavar="[BIN]", nargs=-1)
 @click.pass_obj
-def run_cmd(ctx: _Ctx, args, **kw):
+def run_cmd(ctx: _Ctx, binary, **kw):
     """Build, then run a binary: mcpp run [BIN] [-- ARGS]."""
     from .run import run_binary
 
-    # click drops a leading `--` but keeps a later one; the raw command line tells them apart.
-    args = list(args)
-    if "--" in args:
-        cut = args.index("--")
-        before, args = args[:cut], args[cut + 1:]
-    elif "--" in ctx.argv:
-        before = []
-    else:
-        before, args = args, []
-    if len(before) > 1:
-        raise click.UsageError(f"unexpected arguments {' '.join(before[1:])!r}; pass program arguments after `--`")
-    name = before[0] if before else None
+    if len(binary) > 1:
+        raise click.UsageError(f"unexpected argument {binary[1]!r}; pass program arguments after `--`: "
+                               f"mcpp run {binary[0]} -- {' '.join(binary[1:])}")
+    args = list(click.get_current_context().meta["mcpp.program_args"])
+    name = binary[0] if binary else None
     opts = _options(ctx, kw)
     reporter = ctx.reporter(kw["message_format"])
     outcome = build(opts, reporter, memory=ctx.memory)

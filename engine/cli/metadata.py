@@ -17,6 +17,7 @@ import json
 import os
 
 
+from ..core.conventions import Role
 from ..core.errors import McppError
 from ..core.settings import Settings
 from ..manifest.flat import flat_lines, jsonable
@@ -26,7 +27,8 @@ from ..package.graph import load_graph
 from ..package.layout import Layout
 from ..package.model import Package, PackageGraph, Selection
 from ..package.sources import package_sources
-from ..package.targets import shared_names, targets_of
+from ..package.targets import owned_by_targets, shared_names, targets_of
+from ..package.testsuite import package_tests, test_name
 from ..payloads import PayloadError, resolve_environment
 from ..toolchain.cross import resolve_target_toolchain
 
@@ -70,12 +72,15 @@ def toolchain(graph: PackageGraph, settings: Settings) -> dict:
             "link_flags": list(tc.link_flags), "sysroot": tc.sysroot, "runner": runner}
 
 
-def render_text(graph: PackageGraph, settings: Settings | None = None, warn=None) -> str:
+def render_text(graph: PackageGraph, settings: Settings | None = None, warn=None, profile: str = "dev") -> str:
     lines = [_context_line(graph)]
+    layout = Layout.of(graph, profile)
     for pkg in graph.order:
         features = ", ".join(sorted(pkg.features)) or "none"
         lines.append(f"# package {pkg.name} {pkg.version} ({display_path(pkg.manifest.path)}), features: {features}")
         lines += flat_lines(pkg.manifest.document, pkg.manifest.notes)
+        lines += [f"# builds {t['kind']} {t['name']}{' (implicit)' if t['implicit'] else ''}: "
+                  f"{display_path(t['output'])}" for t in _targets(pkg, graph, layout)]
     env = environment(graph, settings, warn) if settings is not None else {"payloads": []}
     if env["payloads"]:  # a refusal shows in the JSON form and when building, not in every listing
         lines.append("# environment (payloads this build resolves; docs/payloads.md)")
@@ -105,18 +110,45 @@ def _payload(p: PayloadSpec) -> dict:
             "axis": p.axis, "feature": p.feature}
 
 
-def _targets(pkg: Package, out_dir: str) -> list[dict]:
-    """What the package builds, with where each lands (Cargo's `targets`); `output` follows the
-    same naming as the link plan (`plan/links.py`)."""
-    outputs = {"bin": "{name}", "lib": "lib/lib{package}.a", "test": "tests/{package}/{name}"}
-    return [{"kind": t.kind, "name": t.name,
-             "main": t.main,
-             "output": os.path.join(out_dir, shared_names(t)[-1] if t.kind == "shared"
-                                    else outputs[t.kind].format(name=t.name, package=pkg.name))}
-            for t in targets_of(pkg)]
+def _targets(pkg: Package, graph: PackageGraph, layout: Layout) -> list[dict]:
+    """What the package builds, with where each lands (Cargo's `targets`), as the link plan
+    (`plan/links.py`) names them: its declared targets, the library no `[lib]` or `[targets]`
+    names (`implicit`: a package without targets, or any dependency, archives its sources), and,
+    for a package the command builds, each test binary `mcpp test` links from `tests/`."""
+    out = []
+    for t in targets_of(pkg):
+        if t.kind == "shared":
+            path = os.path.join(layout.out_dir, shared_names(t)[-1])
+        elif t.kind == "lib":
+            path = layout.archive(pkg.name, pkg.root)
+        elif t.kind == "test":
+            path = layout.test_binary(pkg.name, t.name)
+        else:
+            path = os.path.join(layout.out_dir, t.name)
+        out.append({"kind": t.kind, "name": t.name, "main": t.main, "output": path, "implicit": False})
+    declared = targets_of(pkg)
+    if not any(t.kind == "lib" for t in declared) and _archives(pkg, graph, declared):
+        out.append({"kind": "lib", "name": pkg.name, "main": None, "output": layout.archive(pkg.name, pkg.root),
+                    "implicit": True})
+    if any(pkg is m for m in graph.members):
+        out += [{"kind": "test", "name": test_name(s.path), "main": s.path,
+                 "output": layout.test_binary(pkg.name, test_name(s.path)), "implicit": True}
+                for s in package_tests(pkg)]
+    return out
 
 
-def _package(pkg: Package, out_dir: str) -> dict:
+def _archives(pkg: Package, graph: PackageGraph, declared) -> bool:
+    """Whether the build archives `pkg`'s library without a `lib` target naming it: the package
+    has sources no bin, test or shared target claims, and either declares no target or is a
+    dependency (the same rule as `Links.package_artifacts`)."""
+    dependency = any(pkg is d for p in graph.order for d in p.deps + p.dev_deps)
+    if declared and not dependency:
+        return False
+    claimed = owned_by_targets(pkg)
+    return any(s.path not in claimed and s.role != Role.DEVICE for s in package_sources(pkg))
+
+
+def _package(pkg: Package, graph: PackageGraph, layout: Layout) -> dict:
     m = pkg.manifest
     active = sorted(pkg.features)
     return {
@@ -133,7 +165,7 @@ def _package(pkg: Package, out_dir: str) -> dict:
                           "kind": "feature" if spec.feature else "dev" if spec in m.dev_dependencies else "normal",
                           "feature": spec.feature} for spec, dep in pkg.edges],
         "sources": [s.path for s in package_sources(pkg)],
-        "targets": _targets(pkg, out_dir),
+        "targets": _targets(pkg, graph, layout),
         "runner": list(m.runner) if m.runner is not None else None,
         "sysroot": m.sysroot,
         "xlings": {
@@ -147,7 +179,7 @@ def _package(pkg: Package, out_dir: str) -> dict:
 
 def render_json(graph: PackageGraph, profile: str = "dev", settings: Settings | None = None, warn=None) -> str:
     ctx = graph.context
-    out_dir = Layout.of(graph, profile).out_dir
+    layout = Layout.of(graph, profile)
     data = {
         "version": FORMAT_VERSION,
         "context": {
@@ -161,7 +193,7 @@ def render_json(graph: PackageGraph, profile: str = "dev", settings: Settings | 
         "target_directory": graph.target_dir,
         "profile": profile,
         "members": [p.name for p in graph.members],
-        "packages": [_package(p, out_dir) for p in graph.order],
+        "packages": [_package(p, graph, layout) for p in graph.order],
         "environment": environment(graph, settings, warn) if settings is not None else None,
         "toolchain": toolchain(graph, settings) if settings is not None else None,
     }

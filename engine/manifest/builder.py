@@ -161,6 +161,9 @@ class Builder:
         for tname, spec in table.items():
             kp = ("targets", tname)
             r.file_name(tname, kp, "target name", prefer="key")
+            if tname.startswith("."):  # target/<profile>/.mcpp holds the engine's own files
+                raise r.fail(kp, f"target name `{tname}` cannot start with `.`: such names are mcpp's "
+                                 f"(target/<profile>/.mcpp)", prefer="key")
             r.expect(spec, dict, kp)
             self._target_keys(spec, kp, tname)
             kind = r.opt(spec, "kind", str, kp, "bin")

@@ -58,10 +58,12 @@ def load_graph(cwd: str, manifest_path: str | None, selection: Selection,
     manifest = fold(root_source, ctx)
     workspace = manifest if manifest.workspace_members is not None else enclosing_workspace(manifest, files, ctx)
     loader = Loader(files, ctx)
-    if workspace is manifest:
-        member_roots = [os.path.normpath(os.path.join(manifest.root, m)) for m in manifest.workspace_members]
-        if not manifest.is_virtual:
-            member_roots.insert(0, manifest.root)
+    # From the workspace's root every member builds; from inside a member that member alone,
+    # unless `-p` names packages: then any package of the workspace, a sibling's included.
+    if workspace is not None and (workspace is manifest or selection.packages):
+        member_roots = [os.path.normpath(os.path.join(workspace.root, m)) for m in workspace.workspace_members]
+        if not workspace.is_virtual:
+            member_roots.insert(0, workspace.root)
     else:
         member_roots = [manifest.root]
     workspace_root = (workspace or manifest).root
@@ -75,7 +77,12 @@ def load_graph(cwd: str, manifest_path: str | None, selection: Selection,
 
     members = []
     for root in member_roots:
-        m = manifest if root == manifest.root else loader.manifest(root)
+        if root == manifest.root:
+            m = manifest
+        elif workspace is not None and root == workspace.root:
+            m = workspace
+        else:
+            m = loader.manifest(root)
         members.append(loader.load(m, [], dev=selection.with_dev_deps))
     if selection.packages:
         by_name = {p.name: p for p in loader.by_root.values()}

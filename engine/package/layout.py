@@ -11,12 +11,26 @@ log), so no other module joins these paths by hand:
     compile_commands.json
     .lock                        one build per target directory at a time
     host/<package>/              host tools' own builds (engine/build/host_tools.py)
-    <profile>/                   objects, archives, binaries, BMIs
-    <triple>/<profile>/          the same for a cross build (`--target`), laid out alike
-      gen/<package>/             what build programs and the planner generate
-      .mcpp/                     state: losing it costs a rebuild (or a cache restore), nothing more
-        actions  scans  stat  explain  programs/<package>.json
+    <profile>/                   the final artifacts, and nothing else, at the top:
+      <bin>                        binaries (a target name: letters, digits, `-`, `_`)
+      lib<name>.so[.<version>]     shared libraries
+      lib<package>.a               the static library of a package of the workspace
+      .mcpp/                     everything the engine makes on the way; losing it costs a
+                                 rebuild (or a cache restore), nothing more
+        obj/ obj-pic/ test-obj/    objects (scan/: names P1689 scans give objects, never written)
+        bmi/ std/                  module interfaces, the standard library's modules
+        deps/lib<package>.a        the static library of a package from outside the workspace
+        tests/<package>/<test>     test binaries
+        link-deps/                 links' depfiles
+        gen/<package>/             what build programs and the planner generate
+        actions  scans  stat  explain  programs/<package>.json  payloads.json   (state)
+    <triple>/<profile>/          the same for a cross build (`--target <triple>`), laid out alike
 ```
+
+A package or target name is never a name the engine chose: the top holds only artifacts named
+after them (a dot-free name cannot be `lib<x>.a` or `lib<x>.so`, nor `.mcpp`), and every
+engine folder lives under `.mcpp/`, so no name of a user's can stand where mcpp needs a
+directory.
 
 Every action path is relative to the execroot, so a copy of the project elsewhere has the same
 action keys. The layout is also the one place that converts between the kinds of path
@@ -45,7 +59,6 @@ class Layout:
     profile: str
     triple: str | None = None  # a cross build's target (`target/<triple>/<profile>`); None: the host
 
-
     @classmethod
     def of(cls, graph: "PackageGraph", profile: str) -> "Layout":
         # A package shipped with mcpp holds only Starlark, which no action reads: its place in the
@@ -68,14 +81,33 @@ class Layout:
     def lock_file(self) -> AbsPath:
         return AbsPath(os.path.join(self.target_dir, ".lock"))
 
+    @property
+    def work_dir(self) -> AbsPath:
+        """`target/<profile>/.mcpp`: every file of the build that is not a final artifact."""
+        return AbsPath(os.path.join(self.out_dir, ".mcpp"))
+
     def gen_dir(self, package: str) -> AbsPath:
         """Files generated for `package` (its build program's `out_dir()`, module mappers)."""
-        return AbsPath(os.path.join(self.out_dir, "gen", package))
+        return AbsPath(os.path.join(self.work_dir, "gen", package))
+
+    def archive(self, package: str, root: str) -> AbsPath:
+        """The static library of the package `package` at `root`: at the top for a package of
+        the workspace (what a user builds and links), under `.mcpp/deps/` for one from outside
+        it (a dependency's, which only its dependents link). Where a package's root lies does
+        not change with the command's `-p`, so neither does its archive's path."""
+        name = f"lib{package}.a"
+        if os.path.commonpath([root, self.workspace_root]) == self.workspace_root:
+            return AbsPath(os.path.join(self.out_dir, name))
+        return AbsPath(os.path.join(self.work_dir, "deps", name))
+
+    def test_binary(self, package: str, name: str) -> AbsPath:
+        """The binary of test `name` (`unit/a` for `tests/unit/a.cpp`) of `package`."""
+        return AbsPath(os.path.join(self.work_dir, "tests", package, name))
 
     # -- state: target/<profile>/.mcpp/ ------------------------------------------------------
     @property
     def state_dir(self) -> AbsPath:
-        return AbsPath(os.path.join(self.out_dir, ".mcpp"))
+        return self.work_dir
 
     @property
     def action_state(self) -> AbsPath:

@@ -29,7 +29,8 @@ class PlanContext:
         self.targets = targets  # every package of the graph -> its targets
         self.expand = expand
         self.out_abs: AbsPath = layout.out_dir
-        self.out: ExecPath = self.rel(self.out_abs)  # the profile's output directory
+        self.out: ExecPath = self.rel(self.out_abs)  # the profile's output directory: final artifacts
+        self.work: ExecPath = self.rel(layout.work_dir)  # everything else the build makes
 
     def targets_of(self, pkg: Package) -> list[TargetSpec]:
         return self.targets[pkg]

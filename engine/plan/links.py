@@ -58,7 +58,7 @@ class Links:
             lib_ids.append(producer)
         is_lib = any(t.kind == "lib" for t in targets) or not targets or self._is_dependency(pkg)
         if lib_objs and is_lib:
-            archive = ExecPath(f"{ctx.out}/lib/lib{pkg.name}.a")
+            archive = ctx.rel(ctx.layout.archive(pkg.name, pkg.root))
             self.plan.add(Action(
                 id=f"archive {pkg.name}", argv=tuple(cf.archive_argv(ctx.tc, archive, lib_objs)),
                 outputs=(archive,), inputs=tuple(lib_objs), tools=(ctx.tc.ar,), env=ACTION_ENV,
@@ -112,7 +112,7 @@ class Links:
         ids = [x.action_id for x in own] + [x.action_id for x in lib_units] + [p for _, p in rule_objects]
         dep_archives, dep_ids = self._dep_archives(pkg, dev=True)
         name = target.name if target is not None else test_name(u.source.path)  # `tests/unit/a.cpp` -> `unit/a`
-        out = ExecPath(f"{self.ctx.out}/tests/{pkg.name}/{name}")
+        out = self.ctx.rel(self.ctx.layout.test_binary(pkg.name, name))
         self._link(pkg, f"link-test {pkg.name}:{name}", out, objs, dep_archives,
                    self._ldflags(pkg, True, target=target), False, ids + dep_ids, dev=True,
                    c_only=self._c_only(own + lib_units), target=target)
@@ -188,7 +188,8 @@ class Links:
         # The linker writes every file it read (crt objects, libraries `-l` found, linker
         # scripts, the libraries a `libc.so` script names): those outside the build are keyed
         # as a compile's system headers are, through the depfile's two-level lookup.
-        depfile = f"{ctx.out}/link-deps/{os.path.relpath(out, ctx.out)}.d"
+        under = ctx.work if out.startswith(ctx.work + "/") else ctx.out
+        depfile = f"{ctx.work}/link-deps/{os.path.relpath(out, under)}.d"
         argv.append(f"-Wl,--dependency-file={depfile}")
         self.plan.add(Action(
             id=action_id, argv=tuple(argv), outputs=(out, depfile), inputs=tuple(objs + archives + libs),

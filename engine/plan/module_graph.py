@@ -44,7 +44,7 @@ class ModuleGraph:
                 if other is not None:
                     raise McppError(f"module `{u.info.module}` is declared by two sources: "
                                     f"`{other.shown()}` and `{u.shown()}`")
-                u.bmi = f"{ctx.out}/bmi/{u.info.module.replace(':', '-')}{ext}"
+                u.bmi = f"{ctx.work}/bmi/{u.info.module.replace(':', '-')}{ext}"
                 self.table[u.info.module] = u
         if self.libcxx:
             self._add_std_units(units)
@@ -82,7 +82,7 @@ class ModuleGraph:
         if "std.compat" in wanted:
             wanted.add("std")
         sources = libcxx_modules(self.ctx.tc.cxx.path, self.ctx.tc.flags)
-        out = self.ctx.out
+        out = self.ctx.work
         for name in sorted(wanted):
             if name not in sources:
                 raise McppError(f"libc++ does not provide the `{name}` module")

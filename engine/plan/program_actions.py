@@ -127,7 +127,7 @@ class ProgramActions:
                                 f"source (a generated file joins the compile set by its extension: .c, .cpp, .cc, .cxx)")
             shown = "gen/" + os.path.relpath(path, gen_root)
             units.append(Unit(pkg, Source(ctx.layout.package_path(pkg.root, path), role), info,
-                              f"{ctx.out}/obj/{pkg.name}/{shown}.o", f"compile {pkg.name}:{shown}",
+                              f"{ctx.work}/obj/{pkg.name}/{shown}.o", f"compile {pkg.name}:{shown}",
                               produced_by=producer))
         return units
 

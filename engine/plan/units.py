@@ -56,7 +56,7 @@ class UnitMaker:
         for src in sources:
             abs_path = os.path.join(pkg.root, src.path)
             info = self._scan(pkg, src, abs_path, kind == "test-obj") if src.role not in C_DRIVER_ROLES else ORDINARY
-            obj = f"{self.ctx.out}/{kind}/{pkg.name}/{src.path}.o"
+            obj = f"{self.ctx.work}/{kind}/{pkg.name}/{src.path}.o"
             out.append(Unit(pkg, src, info, obj, f"compile {pkg.name}:{src.path}"))
         return out
 
@@ -71,12 +71,12 @@ class UnitMaker:
         apart = target.compiles_apart or target.kind == "test"
         for src in owned_sources(pkg, target, self.ctx.expand):
             if apart:
-                obj = f"{self.ctx.out}/obj/{pkg.name}.{target.name}/{src.path}.o"
+                obj = f"{self.ctx.work}/obj/{pkg.name}.{target.name}/{src.path}.o"
                 out.append(self._unit(pkg, src, obj, f"compile {pkg.name}.{target.name}:{src.path}", target))
             elif src.path in by_path:
                 out.append(by_path[src.path])
             else:
-                out.append(self._unit(pkg, src, f"{self.ctx.out}/obj/{pkg.name}/{src.path}.o",
+                out.append(self._unit(pkg, src, f"{self.ctx.work}/obj/{pkg.name}/{src.path}.o",
                                       f"compile {pkg.name}:{src.path}", None))
         return out
 
@@ -96,7 +96,7 @@ class UnitMaker:
         """`u` compiled position-independent into `obj-pic/`: a shared library's objects are kept
         apart from the static library's, which stay as fast as non-PIC code can be. (Never for a
         module unit: its BMI is one file every importer reads, see `TargetUnits._make_pic`.)"""
-        return Unit(u.pkg, u.source, u.info, u.obj.replace(f"{self.ctx.out}/obj/", f"{self.ctx.out}/obj-pic/", 1),
+        return Unit(u.pkg, u.source, u.info, u.obj.replace(f"{self.ctx.work}/obj/", f"{self.ctx.work}/obj-pic/", 1),
                     f"{u.action_id} (pic)", None, u.produced_by, u.target, True)
 
     def _unit(self, pkg: Package, src: Source, obj: str, action_id: str, target: TargetSpec | None) -> Unit:
@@ -146,7 +146,7 @@ class TargetUnits:
         dependency = any(pkg is d for p in ctx.graph.order for d in p.deps + p.dev_deps)
         static_used = dependency or not targets or any(t.kind == "lib" for t in targets) \
             or any(t.kind == "bin" and t.name in self.by_target for t in targets) or bool(self.tests) \
-            or any(u.obj.startswith(f"{ctx.out}/test-obj/") for u in self.library)
+            or any(u.obj.startswith(f"{ctx.work}/test-obj/") for u in self.library)
         # A module interface makes one BMI that every importer reads: its units are compiled
         # once, position-independent, rather than kept apart.
         modular = any(u.info.module or u.info.imports for u in self.library)

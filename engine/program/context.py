@@ -96,7 +96,7 @@ class ProgramContext:
     version: str
     namespace: str
     manifest_dir: str  # absolute
-    out_dir: str  # absolute: target/<profile>/gen/<package>
+    out_dir: str  # absolute: target/<profile>/.mcpp/gen/<package>
     profile: str
     target: str  # triple
     host: str  # triple

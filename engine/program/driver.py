@@ -123,7 +123,7 @@ def _load_position(path: str, module_id: str) -> Position:
 class ProgramInputs:
     """What the build tells every program (the same for each package)."""
 
-    gen_dir: Callable[[str], str]  # package name -> its out_dir(): target/<profile>/gen/<package>
+    gen_dir: Callable[[str], str]  # package name -> its out_dir(): target/<profile>/.mcpp/gen/<package>
     profile: str
     target: str
     host: str

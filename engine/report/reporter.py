@@ -1,10 +1,11 @@
 """Everything the user sees, in one place: Cargo-shaped status lines, the live progress counter,
 warnings, errors, and `--message-format json` events.
 
-Status goes to stdout, `error:`/`warning:` to stderr, so diagnostics stay visible when the
-output is piped. In JSON mode stdout carries
-only JSON objects, one per line, and the human status lines move to stderr so that a consumer
-can parse stdout without filtering.
+Status lines (`Compiling`, `Finished`, `Running`), the progress counter, `error:` and `warning:`
+go to stderr, as Cargo's do: stdout is left to results (a test run's outcomes, the JSON events of
+`--message-format json`, one object per line) and to the program `mcpp run` starts, so
+`mcpp run > out.txt` captures the program's output alone and a JSON consumer parses stdout
+without filtering.
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ class Reporter:
         self.verbose = verbose
         self.quiet = quiet
         self.json_mode = json_mode
-        self.status_stream = self.err if json_mode else self.out
+        self.status_stream = self.err
         isatty = getattr(self.status_stream, "isatty", lambda: False)()
         self.live = isatty and not quiet and os.environ.get("TERM") != "dumb"
         self.color = color == "always" or (color == "auto" and isatty and "NO_COLOR" not in os.environ)

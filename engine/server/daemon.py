@@ -413,14 +413,15 @@ class Server:
             self.selector.register(pidfd, selectors.EVENT_READ, ("exited", build))
 
     def _answer_noop(self, request: dict, fds: list[int]) -> bool:
-        """Print the `Finished` line of a no-op for the client, when its record holds."""
-        if len(fds) < 2 or not _writable(fds[1]):  # a stdout that would block the server: the child writes
+        """Print the `Finished` line of a no-op for the client (on its stderr, as every status
+        line), when its record holds."""
+        if len(fds) < 3 or not _writable(fds[2]):  # a stderr that would block the server: the child writes
             return False
         start = time.monotonic() - max(0.0, time.time() - request.get("started", time.time()))
         try:
-            text = self.noops.answer(request["argv"], request["cwd"], request["env"], os.isatty(fds[1]), start)
+            text = self.noops.answer(request["argv"], request["cwd"], request["env"], os.isatty(fds[2]), start)
             if text:
-                _write_within(fds[1], text.encode("utf-8", "surrogateescape"), REQUEST_S)
+                _write_within(fds[2], text.encode("utf-8", "surrogateescape"), REQUEST_S)
         except Exception:  # noqa: BLE001 - only a shortcut: the build child decides instead
             self.log(traceback.format_exc())
             return False

@@ -67,12 +67,12 @@ def _record_path(ident: str, env=None) -> str:
 
 def try_fast_noop(argv: list[str]) -> bool:
     """True when the recorded build for `argv` still holds (and its line was printed)."""
-    text = answer(argv, os.getcwd(), os.environ, sys.stdout.isatty(), time.monotonic())
+    text = answer(argv, os.getcwd(), os.environ, sys.stderr.isatty(), time.monotonic())
     if text is None:
         return False
-    if text:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    if text:  # a status line: stderr, as the build's own (engine/report/reporter.py)
+        sys.stderr.write(text)
+        sys.stderr.flush()
     return True
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,11 +34,20 @@ def mcpp_executable() -> str:
     return str(candidate) if candidate.exists() else shutil.which("mcpp") or "mcpp"
 
 
+_STATUS = re.compile(r"^(?= {0,11}[A-Z])[ A-Za-z]{12} ")  # `   Compiling x`, `       Rules y`
+
+
 @dataclass
 class Result:
     code: int
     out: str
     err: str
+
+    @property
+    def diagnostics(self) -> str:
+        """stderr without mcpp's status lines (`   Compiling ...`: a verb right-aligned in 12
+        columns), which share it: the errors, warnings and notes, in their order."""
+        return "".join(line for line in self.err.splitlines(keepends=True) if not _STATUS.match(line))
 
     @property
     def events(self) -> list[dict]:

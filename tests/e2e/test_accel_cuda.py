@@ -80,7 +80,7 @@ def test_cuda_build_links_device_code_and_reports_no_device(mcpp, example):
     assert "warning" not in res.err, res.err
     assert has_device_code(example / "target" / "dev" / "saxpy")
     assert payloads(example) == ["xim:cuda-nvcc", "xim:cuda-cudart"]
-    obj = example / "target" / "dev" / "gen" / "saxpy" / "cuda" / "src" / "kernels" / "saxpy.cu.o"
+    obj = example / "target" / "dev" / ".mcpp" / "gen" / "saxpy" / "cuda" / "src" / "kernels" / "saxpy.cu.o"
     assert obj.is_file()
     tests = mcpp("test", cwd=example)
     assert tests.code == 0 and "1 passed" in tests.out, tests.out + tests.err
@@ -90,7 +90,7 @@ def test_cuda_build_links_device_code_and_reports_no_device(mcpp, example):
 def test_sass_per_architecture_and_ptx_for_the_floor(mcpp, example):
     res = mcpp("build", "-v", "--accel", "cuda12.9+{sm_80,sm_89} ptx>=75", cwd=example)
     assert res.code == 0, res.out + res.err
-    line = [l for l in res.out.splitlines() if "nvcc" in l and "saxpy.cu" in l][0]
+    line = [l for l in res.err.splitlines() if "nvcc" in l and "saxpy.cu" in l][0]
     for code in ("arch=compute_80,code=sm_80", "arch=compute_89,code=sm_89", "arch=compute_75,code=compute_75"):
         assert code in line
 

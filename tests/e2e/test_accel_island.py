@@ -74,6 +74,6 @@ def test_the_boundary_it_writes(mcpp, project):
     res = mcpp("build", cwd=root)
     assert res.code == 0, res.err
     assert mcpp("run", cwd=root).code == 0  # image::blur(0): the namespace path of src/kernels/image/
-    gen = root / "target" / "dev" / "gen" / "isl" / "island"
+    gen = root / "target" / "dev" / ".mcpp" / "gen" / "isl" / "island"
     assert (gen / "app_kernels.h").read_text() == (GOLDEN / "island_header.h").read_text()
     assert (gen / "app_kernels.cppm").read_text() == (GOLDEN / "island_module.cppm").read_text()

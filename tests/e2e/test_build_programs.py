@@ -52,7 +52,7 @@ def test_a_starlark_error_names_file_line_col_and_the_call_stack(project, mcpp: 
     })
     res = mcpp("build", cwd=root)
     assert res.code == 2
-    first = res.err.splitlines()[0]
+    first = res.diagnostics.splitlines()[0]
     assert first.startswith("build.star:2:12: error: ") and "`+` not supported" in first, res.err
     assert "note: Starlark call stack (most recent call last):" in res.err
     assert "build.star:7, in <module>" in res.err and "build.star:5, in outer" in res.err
@@ -68,7 +68,7 @@ def test_a_parse_error_is_positioned(project, mcpp: Mcpp):
     })
     res = mcpp("build", cwd=root)
     assert res.code == 2
-    assert res.err.startswith("build.star:"), res.err
+    assert res.diagnostics.startswith("build.star:"), res.err
     assert "error: Parse error" in res.err
 
 
@@ -88,7 +88,7 @@ def test_a_malformed_action_names_the_package_and_the_action(project, mcpp: Mcpp
     })
     res = mcpp("build", cwd=root)
     assert res.code == 2
-    assert res.err.startswith("build.star:2:1: error: " + message), res.err
+    assert res.diagnostics.startswith("build.star:2:1: error: " + message), res.err
 
 
 def test_roles_flags_and_the_evaluation_cache(project, mcpp: Mcpp):
@@ -119,7 +119,7 @@ def test_roles_flags_and_the_evaluation_cache(project, mcpp: Mcpp):
     assert res.code == 0, res.err
     assert res.out.strip().splitlines()[-1] == "value=5 flag=3"
     assert "warning: p: configured p for dev" in res.err
-    assert (root / "target/dev/gen/p/p.copy").read_bytes() == (root / "target/dev/p").read_bytes()
+    assert (root / "target/dev/.mcpp/gen/p/p.copy").read_bytes() == (root / "target/dev/p").read_bytes()
 
     again = mcpp.build_json("build", cwd=root)
     assert [e["cached"] for e in events(again, "build-program")] == [True]
@@ -147,7 +147,7 @@ def test_a_check_action_runs_and_its_failure_fails_the_build(project, mcpp: Mcpp
     })
     res = mcpp("build", cwd=root)
     assert res.code == 0, res.err
-    assert (root / "target/dev/gen/p/checked").read_text() == "ok\n"
+    assert (root / "target/dev/.mcpp/gen/p/checked").read_text() == "ok\n"
     res = mcpp("build", cwd=root, env={"FAIL_CHECK": "1"})
     assert res.code == 1
     assert "rule p:fails" in res.err
@@ -208,8 +208,8 @@ def test_a_rule_module_may_load_only_the_engine_library(project, mcpp: Mcpp):
     res = mcpp("build", cwd=root / "app")
     assert res.code == 2
     assert "rule module 'my.r' loads 'other.module'; a rule file may load `//<path>.star` files" in res.err
-    assert "rules/src/r.star:2:1: error:" in res.err.splitlines()[0], res.err
-    assert "Rules my.r (rules)" in res.out
+    assert "rules/src/r.star:2:1: error:" in res.diagnostics.splitlines()[0], res.err
+    assert "Rules my.r (rules)" in res.err
 
 
 def _tool_projects(project, reexport: bool, activate: bool, app_program: bool = True):
@@ -250,7 +250,7 @@ def test_a_reexported_tool_reaches_the_consumer(project, mcpp: Mcpp):
     root = _tool_projects(project, reexport=True, activate=True)
     res = mcpp("run", cwd=root / "app")
     assert res.code == 0, res.err
-    assert "Building host tool gen:gen from gen v1.0.0" in res.out
+    assert "Building host tool gen:gen from gen v1.0.0" in res.err
     assert res.out.strip().splitlines()[-1] == "value=7"
 
 
@@ -259,14 +259,14 @@ def test_without_reexport_the_tool_stays_with_the_declaring_package(project, mcp
     res = mcpp("build", cwd=root / "app")
     assert res.code == 2
     assert "no host tool `gen:gen` reaches package `app`" in res.err
-    assert "rules/src/gen.star:2:11: error: no host tool" in res.err.splitlines()[0], res.err
+    assert "rules/src/gen.star:2:11: error: no host tool" in res.diagnostics.splitlines()[0], res.err
 
 
 def test_a_consumer_that_does_not_activate_the_feature_builds_no_tool(project, mcpp: Mcpp):
     root = _tool_projects(project, reexport=True, activate=False, app_program=False)
     res = mcpp("build", cwd=root / "app")
     assert res.code == 0, res.err
-    assert "Building host tool" not in res.out
+    assert "Building host tool" not in res.err
     assert not list((mcpp.home / "tool").glob("*/gen@*"))
 
 
@@ -282,7 +282,7 @@ def test_floors_are_compared_with_facts_before_compiling(project, mcpp: Mcpp):
     res = mcpp("build", cwd=root / "app")
     assert res.code == 2
     assert "package `app` requires `lib-abi >= 3.0`, but `lib` states lib-abi 2.1" in res.err
-    assert "Compiling" not in res.out
+    assert "Compiling" not in res.err
     (root / "app/build.star").write_text('mcpp.floor("lib-abi >= 2.0")\n')
     assert mcpp("build", cwd=root / "app").code == 0
 
@@ -367,14 +367,14 @@ def test_manifest_errors_of_rule_packages_and_tool_entries_are_positioned(projec
     res = mcpp("build", cwd=root / "app")
     assert res.code == 2
     assert "error: `gen` has no `kind = \"bin\"` target named `nope` (its bin targets: gen)" in res.err
-    assert "mcpp.toml:" in res.err.splitlines()[0]
+    assert "mcpp.toml:" in res.diagnostics.splitlines()[0]
 
     rules.write_text(rules.read_text().replace('tools = ["nope"]', 'tools = ["gen"]')
                      .replace('sources = ["src/gen.star"]', 'sources = []'))
     res = mcpp("build", cwd=root / "app")
     assert res.code == 2
     assert "feature `gen` declares rule_module = \"gen.rules\", which needs one `.star` file" in res.err
-    assert "Building host tool" not in res.out
+    assert "Building host tool" not in res.err
 
 
 def test_a_missing_input_or_tool_is_an_error_not_a_traceback(project, mcpp: Mcpp):
@@ -389,7 +389,7 @@ def test_a_missing_input_or_tool_is_an_error_not_a_traceback(project, mcpp: Mcpp
     })
     res = mcpp("build", cwd=root)
     assert res.code == 2
-    assert res.err.startswith("error: package `p`, action `x`: input `missing.txt` does not exist"), res.err
+    assert res.diagnostics.startswith("error: package `p`, action `x`: input `missing.txt` does not exist"), res.err
     (root / "build.star").write_text(
         'o = mcpp.out_dir() + "/x"\n'
         'mcpp.action(id = "x", argv = ["/no/such/tool", o], inputs = [], outputs = [o], role = "check")\n')

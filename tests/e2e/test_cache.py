@@ -37,7 +37,7 @@ def test_rebuild_after_rm_target_runs_no_compiler_and_is_byte_identical(tmp_path
     assert binary.read_bytes() == before
     assert subprocess.run([binary], capture_output=True, text=True).stdout == "area = 9.0\nperimeter = 12.0 m\n"
     human = mcpp("build", cwd=root)
-    assert "Finished dev" in human.out
+    assert "Finished dev" in human.err
 
 
 def test_a_copy_in_another_directory_hits_the_cache(tmp_path, mcpp):
@@ -84,12 +84,12 @@ def test_second_build_on_the_same_project_blocks_then_proceeds(tmp_path, mcpp):
     env = {**os.environ, "MCPP_HOME": str(mcpp.home)}
     proc = subprocess.Popen([mcpp_executable(), "build"], cwd=root, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    first_line = proc.stdout.readline()
+    first_line = proc.stderr.readline()
     assert first_line == "    Blocking waiting for file lock on build directory\n"
     assert proc.poll() is None  # still waiting
     fcntl.flock(lock_fd, fcntl.LOCK_UN)
     os.close(lock_fd)
-    rest, _ = proc.communicate(timeout=120)
+    _, rest = proc.communicate(timeout=120)
     assert proc.returncode == 0
     assert "Finished dev" in rest
 
@@ -187,7 +187,7 @@ def test_only_outputs_another_action_stages_are_materialized(project, mcpp):
     both, byte for byte, from the store."""
     root = many_sources(project, n=2, name="staged")
     assert mcpp("build", cwd=root).code == 0
-    obj_dir = root / "target" / "dev" / "obj" / "staged" / "src"
+    obj_dir = root / "target" / "dev" / ".mcpp" / "obj" / "staged" / "src"
     obj, depfile, binary = obj_dir / "f0.cpp.o", obj_dir / "f0.cpp.d", root / "target" / "dev" / "staged"
     saved = {p: p.read_bytes() for p in (obj, depfile, binary)}
     assert _area_file(mcpp.home, saved[obj]).is_file()

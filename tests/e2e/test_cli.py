@@ -11,7 +11,7 @@ from e2e_support import copy_example, mcpp_executable
 
 def test_new_binary_then_run(tmp_path, mcpp):
     res = mcpp("new", "demo", cwd=tmp_path)
-    assert res.code == 0 and "Created binary (application) `demo` package" in res.out
+    assert res.code == 0 and "Created binary (application) `demo` package" in res.err
     res = mcpp("run", cwd=tmp_path / "demo")
     assert res.code == 0 and "Hello, world!" in res.out
 
@@ -70,7 +70,7 @@ def test_quiet_prints_nothing_but_the_program(tmp_path, mcpp):
 def test_verbose_prints_commands(tmp_path, mcpp):
     root = copy_example("01-hello", tmp_path)
     res = mcpp("-v", "build", cwd=root)
-    assert "     Running `" in res.out and " -c src/main.cpp " in res.out
+    assert "     Running `" in res.err and " -c src/main.cpp " in res.err
 
 
 def test_progress_counter_on_a_terminal(tmp_path, mcpp):

@@ -27,7 +27,7 @@ def test_clean_is_silent_when_there_is_nothing_to_remove(project, mcpp):
     assert res.code == 0 and "Removed" not in res.out + res.err
     mcpp("build", cwd=root, check=True)
     res = mcpp("clean", cwd=root)
-    assert res.code == 0 and "Removed" in res.out
+    assert res.code == 0 and "Removed" in res.err
 
 
 def test_jobs_zero_means_all_cores(project, mcpp):
@@ -104,14 +104,14 @@ def test_new_inside_a_workspace_adds_the_member(tmp_path, mcpp):
     (ws / "mcpp.toml").write_text('# my workspace\n[workspace]\nmembers = []\n')
     res = mcpp("new", "app", cwd=ws)
     assert res.code == 0, res.err
-    assert "Adding" in res.out and "`app` as member of workspace" in res.out
+    assert "Adding" in res.err and "`app` as member of workspace" in res.err
     (ws / "libs").mkdir()
     assert mcpp("new", "libs/util", "--lib", cwd=ws).code == 0
     text = (ws / "mcpp.toml").read_text()
     assert text.startswith("# my workspace\n") and 'members = ["app", "libs/util"]' in text
     res = mcpp("build", cwd=ws)
     assert res.code == 0, res.err
-    assert "Compiling app" in res.out and "Compiling util" in res.out
+    assert "Compiling app" in res.err and "Compiling util" in res.err
 
 
 def test_verbose_commands_can_be_pasted_into_a_shell(project, mcpp):
@@ -123,12 +123,12 @@ def test_verbose_commands_can_be_pasted_into_a_shell(project, mcpp):
                     "src/main.cpp": '#include <cstring>\nint main() { return std::strcmp(APP_NAME, "feat two"); }\n'})
     res = mcpp("build", "-v", cwd=root / "src")  # from a subdirectory: the line must `cd` itself
     assert res.code == 0, res.err
-    commands = re.findall(r"Running `(.*)`$", res.out, re.M)
-    assert len(commands) == 2 and "@@EXECROOT@@" not in res.out
+    commands = re.findall(r"Running `(.*)`$", res.err, re.M)
+    assert len(commands) == 2 and "@@EXECROOT@@" not in res.err
     compile_line, link_line = commands
     assert """'-DAPP_NAME="feat two"'""" in compile_line
     # The commands write where the build wrote; remove those outputs and let the pasted lines redo them.
-    objects = list((root / "target" / "dev" / "obj").rglob("*.o"))
+    objects = list((root / "target" / "dev" / ".mcpp" / "obj").rglob("*.o"))
     assert objects
     for path in [*objects, root / "target" / "dev" / "x"]:
         path.unlink()
@@ -156,7 +156,7 @@ def test_explain_without_an_argument_lists_actions_and_help_is_its_own(project, 
     mcpp("build", cwd=root, check=True)
     res = mcpp("explain", "link x:x", cwd=root)
     assert res.code == 0, res.err
-    assert "input added: target/dev/obj/x/src/more.cpp.o" in res.out
+    assert "input added: target/dev/.mcpp/obj/x/src/more.cpp.o" in res.out
     assert "flag added" not in res.out
 
 
@@ -169,7 +169,7 @@ def test_metadata_json_lists_each_packages_targets(project, mcpp):
     data = json.loads(res.out)
     (pkg,) = data["packages"]
     assert pkg["targets"] == [{"kind": "bin", "name": "x", "main": "src/main.cpp",
-                               "output": str(root / "target" / "dev" / "x")}]
+                               "output": str(root / "target" / "dev" / "x"), "implicit": False}]
     assert data["target_directory"] == str(root / "target")
     mcpp("build", cwd=root, check=True)
     assert (root / "target" / "dev" / "x").is_file()

@@ -163,4 +163,4 @@ def test_compiler_colours_with_color_always_and_the_same_cache_without(project, 
     shutil.rmtree(app / "target")
     replayed = mcpp("--color", "always", "build", cwd=app, check=True)  # restored: colours kept
     assert "\x1b[01;35m\x1b[Kwarning" in replayed.err, repr(replayed.err)
-    assert "4 cached" in replayed.out, replayed.out
+    assert "4 cached" in replayed.err, replayed.err

@@ -63,7 +63,7 @@ def test_run_prints_the_seed_transcript_and_a_second_run_builds_no_tool(tmp_path
     root = copy_tree(tmp_path)
     first = mcpp("run", cwd=root / "app")
     assert first.code == 0, first.err
-    lines = first.out.splitlines()
+    lines = [line for line in first.err.splitlines() if line not in first.diagnostics.splitlines()]
     assert lines[0] == "       Rules example.rules.toy (example:rules-toy)"
     assert lines[1] == "    " + BUILDING_TOOL.format("0.1.0")
     assert lines[2] == "   Compiling toyapp v0.1.0 (.)"
@@ -74,10 +74,10 @@ def test_run_prints_the_seed_transcript_and_a_second_run_builds_no_tool(tmp_path
 
     second = mcpp("run", cwd=root / "app")
     assert second.code == 0, second.err
-    assert "Building host tool" not in second.out
-    assert "Compiling" not in second.out
+    assert "Building host tool" not in second.err
+    assert "Compiling" not in second.err
     # How fast the second run is belongs to bench/, not to a test that a loaded machine would fail.
-    assert re.search(r"Finished dev \[unoptimized \+ debuginfo\] in \d+\.\d\ds", second.out), second.out
+    assert re.search(r"Finished dev \[unoptimized \+ debuginfo\] in \d+\.\d\ds", second.err), second.err
     assert second.out.endswith(THREE_LINES)
 
 
@@ -85,7 +85,7 @@ def test_editing_the_toy_source_reaches_the_artifact(example: Path, mcpp: Mcpp):
     edit(example / "app/src/kernels/answer.toy", "scale(gcd(1071, 462), 2)", "scale(gcd(1071, 462), 3)")
     res = mcpp("run", cwd=example / "app")
     assert answer(res) == "answer()       = 63"
-    assert "Building host tool" not in res.out
+    assert "Building host tool" not in res.err
 
 
 def test_the_tools_bytes_are_an_input_both_ways(example: Path, tmp_path, mcpp: Mcpp):
@@ -102,7 +102,7 @@ def test_the_tools_bytes_are_an_input_both_ways(example: Path, tmp_path, mcpp: M
 
     res = mcpp("run", cwd=example / "app")
     assert answer(res) == "answer()       = 168"
-    assert "Building host tool" not in res.out  # the store entry was used as it is
+    assert "Building host tool" not in res.err  # the store entry was used as it is
 
     tool.write_bytes(original)
     res = mcpp("run", cwd=example / "app")
@@ -112,7 +112,7 @@ def test_the_tools_bytes_are_an_input_both_ways(example: Path, tmp_path, mcpp: M
 def test_editing_the_emitter_rebuilds_the_tool_and_the_artifact_follows(example: Path, mcpp: Mcpp):
     edit(example / "toyc/src/emit.cpp", EMITTER_LINE, EMITTER_TIMES_4)
     res = mcpp("run", cwd=example / "app")
-    assert BUILDING_TOOL.format("0.1.0") in res.out
+    assert BUILDING_TOOL.format("0.1.0") in res.err
     assert answer(res) == "answer()       = 168"
     assert len(tool_entries(mcpp.home)) == 2  # one entry per stamp of the tree
 
@@ -124,12 +124,12 @@ def test_version_bump_rebuilds_and_going_back_follows(example: Path, mcpp: Mcpp)
 
     edit(manifest, 'version = "0.1.0"', 'version = "0.1.1"')
     res = mcpp("run", cwd=example / "app")
-    assert BUILDING_TOOL.format("0.1.1") in res.out
+    assert BUILDING_TOOL.format("0.1.1") in res.err
     assert answer(res) == "answer()       = 42"
 
     edit(emitter, EMITTER_LINE, EMITTER_TIMES_4)
     res = mcpp("run", cwd=example / "app")
-    assert BUILDING_TOOL.format("0.1.1") in res.out
+    assert BUILDING_TOOL.format("0.1.1") in res.err
     assert answer(res) == "answer()       = 168"
 
     # Back to 0.1.0, byte for byte and stamp for stamp: its clean tool is still in the store.
@@ -137,7 +137,7 @@ def test_version_bump_rebuilds_and_going_back_follows(example: Path, mcpp: Mcpp)
         path.write_bytes(data)
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     res = mcpp("run", cwd=example / "app")
-    assert "Building host tool" not in res.out
+    assert "Building host tool" not in res.err
     assert answer(res) == "answer()       = 42"  # seed 000's "version goes forward only" trap is gone
 
 
@@ -150,7 +150,7 @@ def test_without_the_feature_the_load_fails_and_no_tool_is_built(tmp_path, mcpp:
         "error: build.star loads 'example.rules.toy', and no dependency provides it as a host module.",
         "       declared without `host-module = true`: rules-toy (in [dependencies])",
     ]
-    assert "Building host tool" not in res.out and "Rules" not in res.out
+    assert "Building host tool" not in res.err and "Rules" not in res.err
     assert tool_entries(mcpp.home) == []
     assert "Traceback" not in res.err
 
@@ -171,5 +171,5 @@ def test_cache_clean_empties_the_tool_store(example: Path, mcpp: Mcpp):
     assert res.code == 0, res.err
     assert tool_entries(mcpp.home) == []
     res = mcpp("run", cwd=example / "app")
-    assert BUILDING_TOOL.format("0.1.0") in res.out
+    assert BUILDING_TOOL.format("0.1.0") in res.err
     assert res.out.endswith(THREE_LINES)

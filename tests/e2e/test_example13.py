@@ -49,18 +49,18 @@ def test_run_prints_what_each_generator_made_and_a_second_run_does_nothing(examp
     first = mcpp("run", cwd=example / "app")
     assert printed(first) == OUTPUT
     for tool in ("embedc", "schemac"):
-        assert f"Building host tool {tool}:{tool} from {tool} v0.1.0" in first.out
-    assert "Rules example.rules.embed (example:rules-embed)" in first.out
-    assert "Rules example.rules.schema (example:rules-schema)" in first.out
+        assert f"Building host tool {tool}:{tool} from {tool} v0.1.0" in first.err
+    assert "Rules example.rules.embed (example:rules-embed)" in first.err
+    assert "Rules example.rules.schema (example:rules-schema)" in first.err
     # (d) the artifact: the app's binary, executable, alone in a tar
-    with tarfile.open(example / "target/dev/gen/app/app.tar") as tar:
+    with tarfile.open(example / "target/dev/.mcpp/gen/app/app.tar") as tar:
         [member] = tar.getmembers()
         assert (member.name, member.mode, member.mtime) == ("app", 0o555, 0)
         assert tar.extractfile(member).read() == (example / "target/dev/app").read_bytes()
 
     second = mcpp("run", cwd=example / "app")
     assert printed(second) == OUTPUT
-    assert "Building host tool" not in second.out and "Compiling" not in second.out
+    assert "Building host tool" not in second.err and "Compiling" not in second.err
 
 
 def test_a_schema_breaking_the_naming_rule_fails_the_build_at_the_users_line(example: Path, mcpp: Mcpp):
@@ -68,7 +68,7 @@ def test_a_schema_breaking_the_naming_rule_fails_the_build_at_the_users_line(exa
     edit(example / "app/schemas/shape.schema", "int width = 5", "int Width = 5")
     res = mcpp("build", cwd=example / "app")
     assert res.code == 1
-    assert "schemas/shape.schema:5: error: field 'Width' must be lower_case" in res.err.splitlines()
+    assert "schemas/shape.schema:5: error: field 'Width' must be lower_case" in res.diagnostics.splitlines()
     assert "rule app:schema-check:schemas/shape.schema" in res.err
     assert "/execroot" not in res.err and "Traceback" not in res.err
 
@@ -85,7 +85,7 @@ def test_the_tar_of_the_binary_is_the_same_bytes_under_every_sandbox(example: Pa
         shutil.rmtree(example / "target", ignore_errors=True)
         res = Mcpp(tmp_path / f"home-{mode}")("build", "--sandbox", mode, cwd=example / "app")
         assert res.code == 0, f"{mode}: {res.out}\n{res.err}"
-        tars[mode] = (example / "target/dev/gen/app/app.tar").read_bytes()
+        tars[mode] = (example / "target/dev/.mcpp/gen/app/app.tar").read_bytes()
         with tarfile.open(fileobj=io.BytesIO(tars[mode])) as tar:
             assert [(m.name, m.mode) for m in tar.getmembers()] == [("app", 0o555)], mode
     assert tars["bwrap"] == tars["dir"] == tars["off"]
@@ -98,7 +98,7 @@ def test_an_edit_of_the_librarys_schema_reaches_the_app(example: Path, mcpp: Mcp
     edit(example / "geo/schemas/point.schema", "int x = 3", "int x = 7")
     res = mcpp("run", cwd=example / "app")
     assert printed(res)[2] == "Rect{corner=Point{x=7, y=4}, width=5}"
-    assert "Building host tool" not in res.out
+    assert "Building host tool" not in res.err
 
 
 def test_a_new_message_adds_a_page_to_the_tree_and_a_new_asset_an_entry(example: Path, mcpp: Mcpp):
@@ -120,7 +120,7 @@ def test_an_unknown_schema_option_from_the_apps_build_star_is_an_error_in_the_ru
     edit(example / "app/build.star", 'options = {"describe": True}', 'options = {"colour": "red"}')
     res = mcpp("build", cwd=example / "app")
     assert res.code == 2
-    first = res.err.splitlines()[0]
+    first = res.diagnostics.splitlines()[0]
     assert first.endswith("rules-schema/src/common.star:17:13: error: fail: schema option `colour` is "
                           "unknown (known: describe)"), res.err
     assert "build.star:5, in <module>" in res.err

@@ -95,7 +95,7 @@ def test_custom_profile_inherits_and_adds_flags(project, mcpp):
     })
     res = mcpp("run", "--profile", "bench", cwd=root)
     assert res.code == 0, res.err
-    assert "Finished bench [optimized + debuginfo] in" in res.out and "bench\n" in res.out
+    assert "Finished bench [optimized + debuginfo] in" in res.err and "bench\n" in res.out
     assert (root / "target" / "bench" / "prof").is_file()
     res = mcpp("build", "--profile", "nope", cwd=root)
     assert res.code == 2 and "profile `nope` is not defined; known profiles: bench, dev, release" in res.err
@@ -114,7 +114,7 @@ def test_explicit_targets_bin_lib_and_shared_with_c_sources(project, mcpp):
     assert res.code == 0, res.err
     assert res.out.strip().endswith("42")
     out = root / "target" / "dev"
-    assert (out / "lib" / "libmulti.a").is_file()
+    assert (out / "libmulti.a").is_file()
     shared = out / "libplug.so"
     assert shared.is_file()
     symbols = subprocess.run(["nm", "-D", shared], capture_output=True, text=True).stdout

@@ -39,14 +39,14 @@ def test_an_action_cannot_rewrite_a_staged_input_in_the_store(project, mcpp: Mcp
         assert res.code != 0 and "action rule attacker:x modified its input data.txt" in res.err, res.err
     else:  # the read-only mount refused it; the action's `;` went on
         assert res.code == 0, res.err
-        assert (attacker / "target/dev/gen/attacker/seen.txt").read_text() == DATA
+        assert (attacker / "target/dev/.mcpp/gen/attacker/seen.txt").read_text() == DATA
     assert (attacker / "data.txt").read_text() == DATA
 
     # another project on the same home with the same input bytes
     victim = project(files("victim", "/bin/cp data.txt {out}/seen.txt"), name="victim")
     res = mcpp("build", "--sandbox", sandbox, cwd=victim)
     assert res.code == 0, res.err
-    assert (victim / "target/dev/gen/victim/seen.txt").read_text() == DATA
+    assert (victim / "target/dev/.mcpp/gen/victim/seen.txt").read_text() == DATA
     assert mcpp("cache", "verify", cwd=victim).code == 0
 
 
@@ -79,7 +79,7 @@ def test_restore_and_cache_verify_detect_a_materialized_file_changed_in_place(pr
     shutil.rmtree(root / "target")
     res = mcpp("build", cwd=root)
     assert res.code == 0, res.err
-    assert (root / "target/dev/gen/p/seen.txt").read_text() == DATA
+    assert (root / "target/dev/.mcpp/gen/p/seen.txt").read_text() == DATA
     assert mat.read_text() == DATA  # re-created from the verified blob
 
     _rewrite_in_place(mat, "tampered byte\n")

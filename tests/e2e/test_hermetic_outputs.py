@@ -27,8 +27,8 @@ def test_a_symlinked_output_to_a_host_file_is_refused(project, mcpp: Mcpp, tmp_p
     root = project(project_files(f"/bin/ln -s {secret} {{out}}/leak.txt", "leak.txt"))
     res = mcpp("build", "--sandbox", sandbox, cwd=root)
     assert res.code != 0
-    assert "error: action rule p:x: output target/dev/gen/p/leak.txt: is a symbolic link" in res.err, res.err
-    leak = root / "target/dev/gen/p/leak.txt"
+    assert "error: action rule p:x: output target/dev/.mcpp/gen/p/leak.txt: is a symbolic link" in res.err, res.err
+    leak = root / "target/dev/.mcpp/gen/p/leak.txt"
     assert not leak.exists() and not leak.is_symlink()
     assert secret.read_text() == "host secret\n"
     assert "Traceback" not in res.err
@@ -43,8 +43,8 @@ def test_a_symlinked_directory_above_an_output_is_refused_and_the_host_file_stay
     root = project(project_files(f"/bin/rm -rf {{out}}/d; /bin/ln -s {host_dir} {{out}}/d", "d/f.txt"))
     res = mcpp("build", "--sandbox", sandbox, cwd=root)
     assert res.code != 0
-    assert "error: action rule p:x: output target/dev/gen/p/d/f.txt: target/dev/gen/p/d is a symbolic link" \
+    assert "error: action rule p:x: output target/dev/.mcpp/gen/p/d/f.txt: target/dev/.mcpp/gen/p/d is a symbolic link" \
         in res.err, res.err
     assert (host_dir / "f.txt").read_text() == "host file\n"  # not moved into target/ or the store
-    assert not (root / "target/dev/gen/p/d/f.txt").exists()
+    assert not (root / "target/dev/.mcpp/gen/p/d/f.txt").exists()
     assert "Traceback" not in res.err

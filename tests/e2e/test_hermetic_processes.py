@@ -53,7 +53,7 @@ mcpp.action(id = "b{i}", argv = ["/usr/bin/python3", "-c", {VICTIM!r}, out + "/b
             inputs = [out + "/a{i}.txt"], outputs = [out + "/b{i}.txt"], tools = ["/usr/bin/python3"],
             role = "check")
 """
-        after = [f"target/dev/gen/p/b{i}.txt"]
+        after = [f"target/dev/.mcpp/gen/p/b{i}.txt"]
     return text
 
 
@@ -67,4 +67,4 @@ def test_a_forking_process_left_by_an_action_cannot_rewrite_a_later_output(proje
     res = mcpp("build", "-j", "1", "--sandbox", sandbox, cwd=root)
     assert res.code == 0, res.err
     for i in range(ROUNDS):
-        assert (root / f"target/dev/gen/p/b{i}.txt").read_text() == "good\n"
+        assert (root / f"target/dev/.mcpp/gen/p/b{i}.txt").read_text() == "good\n"

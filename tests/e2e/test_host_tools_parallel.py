@@ -54,5 +54,5 @@ def test_two_missing_host_tools_are_built_at_the_same_time(project, mcpp: Mcpp, 
     })
     res = mcpp("build", "--sandbox", "off", cwd=root / "app", env={"MEET_DIR": str(meet)})
     assert res.code == 0, res.err
-    assert "Building host tool gen-a:gen-a" in res.out and "Building host tool gen-b:gen-b" in res.out
+    assert "Building host tool gen-a:gen-a" in res.err and "Building host tool gen-b:gen-b" in res.err
     assert sorted(p.name for p in meet.iterdir()) == ["gen-a", "gen-b"]

@@ -44,8 +44,8 @@ def test_noop_build_runs_nothing_and_says_finished_fast(calc, mcpp):
     assert res.executed() == []
     assert res.events[-1]["files_hashed"] == 0  # a no-op stats each input and hashes nothing
     human = mcpp("build", cwd=calc)
-    assert re.search(r"Finished dev \[unoptimized \+ debuginfo\] in \d+\.\d\ds", human.out), human.out
-    assert "Compiling" not in human.out
+    assert re.search(r"Finished dev \[unoptimized \+ debuginfo\] in \d+\.\d\ds", human.err), human.err
+    assert "Compiling" not in human.err
 
 
 def test_editing_one_source_recompiles_it_and_relinks(calc, mcpp):
@@ -89,7 +89,7 @@ def test_flag_change_in_manifest_rebuilds(calc, mcpp):
 
 def test_release_profile_builds_separately(calc, mcpp):
     res = mcpp("build", "--release", cwd=calc)
-    assert "Finished release [optimized] in" in res.out
+    assert "Finished release [optimized] in" in res.err
     assert (calc / "target" / "release" / "calc").is_file()
     assert mcpp.build_json(cwd=calc).executed() == []  # dev is still up to date
 

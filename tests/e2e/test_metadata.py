@@ -111,7 +111,7 @@ def test_run_goes_through_the_runner_of_the_target_triple(project, mcpp):
     res = mcpp("run", "--no-accel", "--", "arg1", cwd=root)
     assert res.code == 3, res.err  # the program's own exit code, through the runner
     assert res.out.split()[-4:] == ["via-runner", "unix", "cpu", "arg1"]
-    assert "Running `sh -c" in res.out
+    assert "Running `sh -c" in res.err
 
 
 def test_feature_deps_join_the_graph_when_the_feature_is_active(project, mcpp):

@@ -45,7 +45,7 @@ def test_a_source_saved_during_the_build_is_built_next_time(tmp_path, mcpp, mode
         "src/main.cpp": _main("one"),
         "src/slow.cpp": _slow(1),
     })
-    main, obj, binary = root / "src/main.cpp", root / "target/dev/obj/app/src/main.cpp.o", root / "target/dev/app"
+    main, obj, binary = root / "src/main.cpp", root / "target/dev/.mcpp/obj/app/src/main.cpp.o", root / "target/dev/app"
     try:
         mcpp("build", cwd=root, env=env, check=True)
         before = obj.stat().st_mtime_ns
@@ -71,9 +71,9 @@ def test_a_source_saved_during_the_build_is_built_next_time(tmp_path, mcpp, mode
                 build.kill()
                 build.wait()
         assert build.returncode == 0, err
-        assert "Compiling app" in out
+        assert "Compiling app" in err
         res = mcpp("build", cwd=root, env=env, check=True)
-        assert "Compiling app" in res.out, res.out
+        assert "Compiling app" in res.err, res.err
         shown = subprocess.run([binary], capture_output=True, text=True, check=True).stdout
         assert shown == "three 1\n"
     finally:

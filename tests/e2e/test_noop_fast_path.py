@@ -33,7 +33,7 @@ def test_noop_after_a_build_does_not_load_the_engine(tmp_path, mcpp):
     settle(mcpp, root)
     assert build_in_process(root, mcpp) == "FAST PATH"
     res = mcpp("build", cwd=root)
-    assert res.out.startswith("    Finished dev [unoptimized + debuginfo] in 0.0")
+    assert res.err.startswith("    Finished dev [unoptimized + debuginfo] in 0.0")
 
 
 def test_a_header_edit_takes_the_full_path_and_rebuilds(tmp_path, mcpp):
@@ -50,8 +50,8 @@ def test_a_new_source_file_is_seen(tmp_path, mcpp):
     settle(mcpp, root)
     (root / "src" / "extra.cpp").write_text("int extra_function() { return 1; }\n")
     res = mcpp("build", cwd=root)
-    assert "Compiling hello" in res.out
-    assert (root / "target" / "dev" / "obj" / "hello" / "src" / "extra.cpp.o").is_file()
+    assert "Compiling hello" in res.err
+    assert (root / "target" / "dev" / ".mcpp" / "obj" / "hello" / "src" / "extra.cpp.o").is_file()
 
 
 def test_a_deleted_output_is_restored(tmp_path, mcpp):

@@ -100,11 +100,11 @@ def test_the_finished_line_counts_remote_hits_and_a_repeat_is_a_no_op(tmp_path, 
     b = clone(a, tmp_path / "b")
     laptop = Mcpp(tmp_path / "laptop")
     res = laptop("build", cwd=b, env={"MCPP_REMOTE": buildgrid.url}, check=True)
-    assert "Finished dev [unoptimized + debuginfo] in" in res.out and res.out.rstrip().endswith("(5 remote hits)")
+    assert "Finished dev [unoptimized + debuginfo] in" in res.err and res.err.rstrip().endswith("(5 remote hits)")
     # The only remark: nothing was verified (no trusted keys; tests/e2e/test_remote_trust.py).
-    assert res.err.startswith("note: results from remote cache at") and res.err.count("\n") == 1, res.err
+    assert res.diagnostics.startswith("note: results from remote cache at") and res.diagnostics.count("\n") == 1, res.err
     again = laptop("build", cwd=b, env={"MCPP_REMOTE": buildgrid.url}, check=True)
-    assert "Finished dev" in again.out and "remote" not in again.out
+    assert "Finished dev" in again.err and "remote" not in again.err, again.err
 
 
 def test_remote_settings_come_from_config_toml(tmp_path, project, buildgrid):

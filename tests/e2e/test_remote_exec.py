@@ -164,7 +164,7 @@ def test_a_remote_compile_with_a_warning_prints_it_as_a_local_one_and_keeps_its_
     """A compile that succeeds with a diagnostic: its stderr and its outputs come back in one
     download, and both reach the build (the diagnostic on screen, the object in the link)."""
     outcomes = []
-    before = _executed_outputs(grid).get("target/dev/obj/hello/src/greeting.cpp.o", 0)
+    before = _executed_outputs(grid).get("target/dev/.mcpp/obj/hello/src/greeting.cpp.o", 0)
     for name, args in (("local", ()), ("remote", ("--remote", grid.url, "--remote-exec"))):
         proj = copy_example("01-hello", tmp_path / name)
         with open(proj / "src/greeting.cpp", "a") as f:
@@ -177,7 +177,7 @@ def test_a_remote_compile_with_a_warning_prints_it_as_a_local_one_and_keeps_its_
     assert outcomes[0][0] == 0 and any("checked" in line for line in outcomes[0][1]), outcomes[0]
     assert outcomes[1] == outcomes[0]
     assert compiles["compile hello:src/greeting.cpp"] == "executed"
-    assert _executed_outputs(grid).get("target/dev/obj/hello/src/greeting.cpp.o", 0) == before + 1
+    assert _executed_outputs(grid).get("target/dev/.mcpp/obj/hello/src/greeting.cpp.o", 0) == before + 1
 
 
 def test_a_remote_action_past_its_timeout_is_killed_with_its_process_group(grid):

@@ -77,7 +77,7 @@ def test_a_rule_module_of_several_files_loads_its_helper_and_a_host_module_depen
     res = mcpp("run", cwd=root / "app")
     assert res.code == 0, res.err
     assert res.out.strip().splitlines()[-1] == "value=12"
-    assert "/rules/src/entry.star:4: value is 12" in res.err and res.err.startswith("note: "), res.err
+    assert "/rules/src/entry.star:4: value is 12" in res.err and res.diagnostics.startswith("note: "), res.err
 
 
 def test_print_notes_the_calling_line_of_the_build_program(project, mcpp: Mcpp):
@@ -93,7 +93,7 @@ def test_several_star_files_need_an_entry(project, mcpp: Mcpp):
     toml.write_text(toml.read_text().replace('rule_module_entry = "src/entry.star"', ""))
     res = mcpp("build", cwd=root / "app")
     assert res.code == 2
-    assert "rules/mcpp.toml:" in res.err.splitlines()[0], res.err
+    assert "rules/mcpp.toml:" in res.diagnostics.splitlines()[0], res.err
     assert "needs one `.star` file in its `sources` or a `rule_module_entry`" in res.err
     assert 'name the entry with `rule_module_entry = "src/<file>.star"`' in res.err
 
@@ -108,7 +108,7 @@ def test_an_error_in_a_helper_is_at_its_own_line_with_the_load_chain(project, mc
     root = _projects(project, {"rules/src/common.star": "def doubled(n):\n    return 2 * n\nx = undefined_name\n"})
     res = mcpp("build", cwd=root / "app")
     assert res.code == 2, res.err
-    lines = res.err.splitlines()
+    lines = res.diagnostics.splitlines()
     assert "/rules/src/common.star:3:5: error: Variable `undefined_name` not found" in lines[0], res.err
     assert "/rules/src/entry.star:1:1" in res.err
     assert "note: loaded from build.star:1:1" in res.err
@@ -120,7 +120,7 @@ def test_a_syntax_error_in_the_rule_module_is_at_its_own_line(project, mcpp: Mcp
     root = _projects(project, {"rules/src/entry.star": "def build_value(n)\n    pass\n"})
     res = mcpp("build", cwd=root / "app")
     assert res.code == 2, res.err
-    assert "/rules/src/entry.star:1:" in res.err.splitlines()[0], res.err
+    assert "/rules/src/entry.star:1:" in res.diagnostics.splitlines()[0], res.err
     assert "note: loaded from build.star:1:1" in res.err
 
 
@@ -132,7 +132,7 @@ def test_a_rule_file_may_not_load_a_file_outside_its_sources(project, mcpp: Mcpp
     res = mcpp("build", cwd=root / "app")
     assert res.code == 2, res.err
     assert ("/rules/src/entry.star:1:1: error: rule module 'app.rules' loads '//src/secret.star', which is not a "
-            "`.star` file of feature `app`") in res.err.splitlines()[0], res.err
+            "`.star` file of feature `app`") in res.diagnostics.splitlines()[0], res.err
 
 
 @pytest.mark.parametrize("order", ["base first", "rules first"])
@@ -163,8 +163,8 @@ def test_permission_does_not_depend_on_load_order(project, mcpp: Mcpp, order):
     }, app_program="\n".join(loads) + "\n")
     res = mcpp("build", cwd=root / "app")
     assert res.code == 2, res.err
-    assert "rule module 'other.rules' loads 'base.rules'" in res.err.splitlines()[0], res.err
-    assert "/other/src/other.star:1:1: error:" in res.err.splitlines()[0], res.err
+    assert "rule module 'other.rules' loads 'base.rules'" in res.diagnostics.splitlines()[0], res.err
+    assert "/other/src/other.star:1:1: error:" in res.diagnostics.splitlines()[0], res.err
 
 
 def test_a_refused_load_in_a_rule_file_stops_the_build_before_any_host_tool_is_built(project, mcpp: Mcpp):
@@ -177,10 +177,10 @@ def test_a_refused_load_in_a_rule_file_stops_the_build_before_any_host_tool_is_b
     toml.write_text(toml.read_text() + 'gen = { path = "../gen", tools = ["gen"] }\n')
     res = mcpp("build", cwd=root / "app")
     assert res.code == 2, res.err
-    lines = res.err.splitlines()
+    lines = res.diagnostics.splitlines()
     assert "/rules/src/common.star:1:1: error: //src/common.star loads 'other.rules'" in lines[0], res.err
     assert "/rules/src/entry.star:1:1" in res.err and "note: loaded from build.star:1:1" in res.err
-    assert "Building host tool" not in res.out
+    assert "Building host tool" not in res.err
     assert not list((mcpp.home / "tool").glob("*/gen@*"))
 
 
@@ -188,6 +188,6 @@ def test_what_a_program_printed_is_shown_before_its_error(project, mcpp: Mcpp):
     root = _projects(project, app_program='print("about to fail")\nmcpp.dep_bin("nope", "x")\n')
     res = mcpp("build", cwd=root / "app")
     assert res.code == 2, res.err
-    lines = res.err.splitlines()
+    lines = res.diagnostics.splitlines()
     assert lines[0] == "note: build.star:1: about to fail", res.err
     assert lines[1].startswith("build.star:2:1: error: no host tool `nope:x`"), res.err

@@ -157,16 +157,16 @@ def test_a_packed_binary_keeps_its_executable_bit_in_every_sandbox(project, mcpp
         shutil.rmtree(root / "target", ignore_errors=True)
         res = mcpp("build", "--sandbox", mode, cwd=root)
         assert res.code == 0, res.err
-        listing = (root / "target/dev/gen/p/p.tar.list").read_text()
+        listing = (root / "target/dev/.mcpp/gen/p/p.tar.list").read_text()
         assert listing.startswith("-r-xr-xr-x"), (mode, listing)
-        tars[mode] = (root / "target/dev/gen/p/p.tar").read_bytes()
+        tars[mode] = (root / "target/dev/.mcpp/gen/p/p.tar").read_bytes()
     assert tars["bwrap"] == tars["dir"] == tars["off"]
 
 
 def test_a_binary_of_a_dependency_runs_as_a_tool_of_a_later_action(project, mcpp: Mcpp):
     """`bin()` of a dependency in `tools`: the action runs after the link, with the binary staged."""
     from tests.e2e.test_build_programs import GEN_TOOL, MAIN_PRINTS_VALUE
-    # (a bin named `gen` would be target/<profile>/gen, the generated files' directory)
+    # (a bin named `gen` would be target/<profile>/.mcpp/gen, the generated files' directory)
     tool = {**GEN_TOOL, "gen/mcpp.toml": GEN_TOOL["gen/mcpp.toml"].replace("[targets.gen]", "[targets.mkvalue]")}
     root = project({
         **tool,
@@ -191,12 +191,12 @@ def test_a_binary_of_a_dependency_runs_as_a_tool_of_a_later_action(project, mcpp
 
 @pytest.mark.parametrize("program, message", [
     ('mcpp.object(mcpp.out_dir() + "/nobody.o")',
-     "package `p`: object `target/dev/gen/p/nobody.o` is not an output of any action its build program declares"),
+     "package `p`: object `target/dev/.mcpp/gen/p/nobody.o` is not an output of any action its build program declares"),
     ('mcpp.action(id = "a", argv = ["/bin/true"], inputs = [], outputs = [mcpp.out_dir() + "/a.cpp"])',
-     "package `p`, action `a`: output `target/dev/gen/p/a.cpp` is a source, and `role = \"object\"` links its outputs"),
+     "package `p`, action `a`: output `target/dev/.mcpp/gen/p/a.cpp` is a source, and `role = \"object\"` links its outputs"),
     ('mcpp.action(id = "a", argv = ["/bin/true"], inputs = [], outputs = [mcpp.out_dir() + "/a.h"], role = "check")\n'
      'mcpp.object(mcpp.out_dir() + "/a.h")',
-     "package `p`: `object(\"target/dev/gen/p/a.h\")` names a source or header"),
+     "package `p`: `object(\"target/dev/.mcpp/gen/p/a.h\")` names a source or header"),
 ])
 def test_outputs_consumed_wrongly_are_refused_by_name(project, mcpp: Mcpp, program, message):
     root = project({

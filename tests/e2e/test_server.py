@@ -69,7 +69,7 @@ def _popen(mcpp: Mcpp, root, *args: str) -> subprocess.Popen:
 
 def _wait_for_line(proc: subprocess.Popen, needle: str) -> list[str]:
     lines = []
-    for line in proc.stdout:
+    for line in proc.stderr:  # status lines go to stderr
         lines.append(line)
         if needle in line:
             return lines
@@ -79,8 +79,8 @@ def _wait_for_line(proc: subprocess.Popen, needle: str) -> list[str]:
 def test_build_goes_through_a_server_and_reuses_it(served):
     root, mcpp = served
     first = mcpp("build", cwd=root, env=ON)
-    assert first.code == 0 and "Compiling hello" in first.out, first.err
-    assert first.err == ""
+    assert first.code == 0 and "Compiling hello" in first.err, first.err
+    assert first.diagnostics == ""
     status = _status(mcpp, root)
     assert status["root"] == str(root) and int(status["builds"]) == 1
     res = mcpp("run", cwd=root, env=ON)
@@ -149,7 +149,7 @@ def test_environment_and_working_directory_are_the_clients(served):
         (root / "src/main.cpp").write_text(f'#include <cstdio>\nint main() {{ std::puts("{len(outputs)}"); }}\n')
         res = mcpp("--manifest-path", "../../mcpp.toml", "build", cwd=root / "src/sub", env=env)
         assert res.code == 0, res.err
-        outputs.append(re.sub(r"in [0-9.]+s", "in Ts", res.out))
+        outputs.append(re.sub(r"in [0-9.]+s", "in Ts", res.err))
     assert outputs[0] == outputs[1] and "Compiling hello" in outputs[0]
 
 
@@ -185,7 +185,7 @@ def test_killed_server_mid_build_costs_one_warning_and_the_next_build_is_right(t
         assert proc.returncode == 0, err
         warnings = [line for line in err.splitlines() if line.startswith("warning:")]
         assert warnings == ["warning: the mcpp server stopped before the build finished; building in process"]
-        assert "Finished dev" in out
+        assert "Finished dev" in err
         # The next build, through a fresh server, finds everything built and right.
         res = mcpp("build", "--message-format", "json", cwd=root, env={**ON, "MCPP_NO_FAST_PATH": "1"})
         assert res.code == 0 and res.executed() == [], res.out
@@ -211,7 +211,7 @@ def test_a_crashed_build_process_costs_one_warning_and_builds_in_process(tmp_pat
         assert proc.returncode == 0, err
         warnings = [line for line in err.splitlines() if line.startswith("warning:")]
         assert warnings == ["warning: the mcpp server's build process died (signal 9); building in process"]
-        assert "Finished dev" in out
+        assert "Finished dev" in err
         assert int(_status(mcpp, root)["pid"]) == server
         assert mcpp("-q", "run", cwd=root, env=ON).out == "hello\n"
     finally:
@@ -232,7 +232,7 @@ def test_a_server_of_another_version_steps_aside(served):
     assert protocol.receive(sock) == {"restart": "version"}
     sock.close()
     res = mcpp("build", cwd=root, env={**ON, "MCPP_NO_FAST_PATH": "1"})
-    assert res.code == 0 and res.err == ""
+    assert res.code == 0 and res.diagnostics == ""
     assert _status(mcpp, root)["pid"] != old["pid"]
 
 
@@ -288,7 +288,7 @@ def test_the_plan_is_reused_only_while_it_holds(served, watcher):
     # A new source file: the shape of the tree changed, planned again, and it is compiled.
     (root / "src/extra.cpp").write_text("int extra() { return 1; }\n")
     assert run_and_status("changed\n") == {"plans_made": 3, "plans_reused": 3}
-    assert (root / "target/dev/obj/hello/src/extra.cpp.o").is_file()
+    assert (root / "target/dev/.mcpp/obj/hello/src/extra.cpp.o").is_file()
     # A manifest edit: the graph differs, planned again.
     (root / "mcpp.toml").write_text('[package]\nname = "hello"\nversion = "0.2.0"\n')
     assert run_and_status("changed\n")["plans_made"] == 4

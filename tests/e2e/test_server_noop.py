@@ -60,7 +60,7 @@ def armed(tmp_path, mcpp):
         assert mcpp("build", cwd=root, env=ON).code == 0  # checked by stat, then watched
         before = _counts(mcpp, root)
         res = mcpp("build", cwd=root, env=ON)
-        assert res.code == 0 and res.out.startswith("    Finished dev"), res.err
+        assert res.code == 0 and res.err.startswith("    Finished dev"), res.err
         after = _counts(mcpp, root)
         assert after == (before[0], before[1] + 1, before[2] + 1), (before, after)  # no build process
         yield root, tmp_path, mcpp
@@ -90,7 +90,7 @@ def test_a_change_after_the_watch_is_armed_is_built(armed, change):
     make, expected = CHANGES[change]
     make(root, tmp)
     res = mcpp("build", cwd=root, env=ON)
-    assert res.code == 0 and "Compiling app" in res.out, (change, res.out, res.err)
+    assert res.code == 0 and "Compiling app" in res.err, (change, res.out, res.err)
     res = mcpp("-q", "run", cwd=root, env=ON)
     assert res.code == 0 and res.out == expected, (change, res.out, res.err)
 

@@ -87,7 +87,7 @@ def test_another_user_cannot_take_the_socket_name(served):
         os.close(w)
         assert os.read(r, 1) == b"1"
         res = mcpp("build", cwd=root, env=env)
-        assert res.code == 0 and res.err == "", res.err
+        assert res.code == 0 and res.diagnostics == "", res.err
         status = mcpp("server", "status", cwd=root, env=env)
         assert status.code == 0 and "pid: " in status.out, status.err
     finally:
@@ -113,8 +113,8 @@ def test_a_socket_directory_others_control_is_refused(served, how):
         os.mkdir(elsewhere, 0o700)
         os.symlink(elsewhere, sockets)
     res = mcpp("build", cwd=root, env=env)
-    assert res.code == 0 and "Finished" in res.out, res.err
-    warnings = res.err.splitlines()
+    assert res.code == 0 and "Finished" in res.err, res.err
+    warnings = res.diagnostics.splitlines()
     assert len(warnings) == 1 and warnings[0].startswith(f"warning: the mcpp server socket directory {sockets} "), res.err
     assert warnings[0].endswith("; building in process")
     assert mcpp("-q", "run", cwd=root, env=env).out == "hello\n"
@@ -199,7 +199,7 @@ def test_a_client_that_sends_nothing_delays_no_other_build(served):
         started = time.monotonic()
         res = mcpp("build", cwd=root, env={**env, "MCPP_NO_FAST_PATH": "1"})
         took = time.monotonic() - started
-        assert res.code == 0 and res.err == "", res.err
+        assert res.code == 0 and res.diagnostics == "", res.err
         # Waiting on the silent ones in turn would take 3 x REQUEST_S (15 s); the bound leaves a
         # loaded machine room for the build itself.
         assert took < 9, f"a build behind three silent connections took {took:.1f} s"
@@ -236,7 +236,7 @@ def test_connections_that_never_finish_a_request_hold_a_bounded_share_of_the_ser
         time.sleep(0.5)
         assert _open_fds(pid) <= baseline + daemon.MAX_INTAKES, _open_fds(pid) - baseline
         res = mcpp("build", cwd=root, env={**env, "MCPP_NO_FAST_PATH": "1"})
-        assert res.code == 0 and res.err == "", res.err
+        assert res.code == 0 and res.diagnostics == "", res.err
     finally:
         for s in held:
             s.close()

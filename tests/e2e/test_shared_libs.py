@@ -50,7 +50,7 @@ def test_a_consumer_links_the_shared_library_through_its_soname(project, mcpp, t
     main = tmp_path / "use.c"
     main.write_text('#include <stdio.h>\n#include "zlike.h"\nint main(void) { printf("%u\\n", zl_adler("abc")); }\n')
     exe = tmp_path / "use"
-    gen = out / "gen" / "zlike"
+    gen = out / ".mcpp" / "gen" / "zlike"
     subprocess.run(["gcc", "-I", str(root), "-I", str(gen), str(main), "-L", str(out), "-lzlike", "-o", str(exe)],
                    check=True)
     assert "Shared library: [libzlike.so.1]" in dynamic(exe)
@@ -72,9 +72,9 @@ def test_pic_objects_are_kept_apart_from_the_static_librarys(project, mcpp):
     mcpp("build", cwd=root, check=True)
     commands = json.loads((root / "target" / "compile_commands.json").read_text())
     by_output = {os.path.relpath(c["output"], root / "target" / "dev"): c["arguments"] for c in commands}
-    assert "-fPIC" in by_output["obj-pic/zlike/adler.c.o"]
-    assert "-fPIC" not in by_output["obj/zlike/adler.c.o"]
-    members = subprocess.run(["ar", "t", str(root / "target" / "dev" / "lib" / "libzlike.a")], capture_output=True,
+    assert "-fPIC" in by_output[".mcpp/obj-pic/zlike/adler.c.o"]
+    assert "-fPIC" not in by_output[".mcpp/obj/zlike/adler.c.o"]
+    members = subprocess.run(["ar", "t", str(root / "target" / "dev" / "libzlike.a")], capture_output=True,
                              text=True, check=True).stdout.split()
     assert sorted(members) == ["adler.c.o", "config.c.o", "zutil.c.o"]
 

@@ -29,7 +29,7 @@ def test_a_generated_header_in_an_include_dir_builds_every_planned_action(projec
     done = finished(res)
     assert done["executed"] + done["cached"] == planned(res) > 3
     out = root / "target" / "dev"
-    for artifact in ("lib/libzlike.a", "libzlike.so.1.3.1", "example", "minigzip"):
+    for artifact in ("libzlike.a", "libzlike.so.1.3.1", "example", "minigzip"):
         assert (out / artifact).is_file(), artifact
     assert subprocess.run([out / "example"], capture_output=True, text=True).stdout.split()[-1] == "131"
     # the header changes: every compile that includes it runs again, and the result shows it
@@ -43,10 +43,10 @@ def test_the_artifacts_come_back_when_removed(project, mcpp):
     root = project(ZLIKE)
     mcpp("build", cwd=root, check=True)
     out = root / "target" / "dev"
-    shutil.rmtree(out / "lib")
+    (out / "libzlike.a").unlink()
     (out / "example").unlink()
     mcpp("build", cwd=root, check=True)
-    assert (out / "lib" / "libzlike.a").is_file() and (out / "example").is_file()
+    assert (out / "libzlike.a").is_file() and (out / "example").is_file()
 
 
 def test_sources_outside_the_globs_are_named_though_the_build_program_has_actions(project, mcpp):

@@ -92,8 +92,8 @@ def test_one_test_target_gets_no_exceptions_and_a_dev_dependency(project, mcpp):
     assert res.code == 0, res.out + res.err
     assert "noexcept ... ok" in res.out and "plain ... ok" in res.out
     # built once, not also as an auto-discovered tests/*.cpp
-    assert not (root / "target" / "dev" / "tests" / "lib" / "noexcept.cpp").exists()
-    built = sorted(os.listdir(root / "target" / "dev" / "tests" / "lib"))
+    assert not (root / "target" / "dev" / ".mcpp" / "tests" / "lib" / "noexcept.cpp").exists()
+    built = sorted(os.listdir(root / "target" / "dev" / ".mcpp" / "tests" / "lib"))
     assert built == ["noexcept", "plain"]
 
 
@@ -172,7 +172,7 @@ def test_a_dependencys_examples_are_not_built_into_the_consumer(project, mcpp):
     assert res.out.strip().splitlines()[-1] == "131"
     out = root / "app" / "target" / "dev"
     assert not (out / "example").exists() and not (out / "minigzip").exists()
-    assert not any(p.name.startswith("zlike.") for p in (out / "obj").iterdir())
+    assert not any(p.name.startswith("zlike.") for p in (out / ".mcpp" / "obj").iterdir())
 
 
 def test_compile_commands_is_linked_at_the_root_only_when_asked(project, mcpp):

@@ -44,7 +44,7 @@ def test_no_tests_found(project, mcpp):
     root = project({"mcpp.toml": '[package]\nname = "x"\nversion = "0.1.0"\n',
                     "src/main.cpp": "int main() {}\n"})
     res = mcpp("test", cwd=root)
-    assert res.code == 0 and "no tests found" in res.out
+    assert res.code == 0 and "no tests found" in res.err
 
 
 def test_json_format_gives_one_object_per_test_then_a_summary(project, mcpp):

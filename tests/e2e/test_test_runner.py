@@ -114,7 +114,7 @@ def test_a_failing_c_test_is_reported_as_a_failure(project, mcpp):
     root = project({**C_PKG, "tests/broken.c": '#include <stdio.h>\nint main(void) { puts("boom"); return 3; }\n'})
     res = mcpp("test", cwd=root)
     assert res.code == 1, res.out + res.err
-    assert "no tests found" not in res.out
+    assert "no tests found" not in res.err
     assert re.search(r"^broken \.\.\. FAIL \(exit 3, ", res.out, re.M), res.out
     assert "    boom" in res.out
     assert "1 passed; 1 failed" in res.out

@@ -59,7 +59,7 @@ def test_timings_html_is_self_contained_and_failed_builds_report_too(tmp_path, m
     })
     res = mcpp("build", "--timings", "--keep-going", cwd=root)
     assert res.code != 0
-    assert "Timings target/mcpp-timings/report.html" in " ".join(res.out.split())
+    assert "Timings target/mcpp-timings/report.html" in " ".join(res.err.split())
     page = (root / "target/mcpp-timings/report.html").read_text()
     assert _urls(page) <= {SVG_NS}
     assert "<link" not in page and " src=" not in page

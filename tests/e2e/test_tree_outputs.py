@@ -48,7 +48,7 @@ EXPECTED = {"a.txt": ("one\n", False), "sub": "dir", "sub/empty": "dir", "sub/b.
 def test_a_tree_output_is_made_read_by_a_later_action_and_restored_whole(project, mcpp: Mcpp, mode):
     root = project({"mcpp.toml": MANIFEST, "src/main.cpp": "int main() { return 0; }\n",
                     "pages.txt": "one\n", "build.star": PROGRAM.format(extra="")})
-    gen = root / "target" / "dev" / "gen" / "p"
+    gen = root / "target" / "dev" / ".mcpp" / "gen" / "p"
     res = mcpp.build_json("build", "--sandbox", mode, cwd=root)
     assert res.code == 0, res.err
     assert tree_of(gen / "docs") == EXPECTED
@@ -72,7 +72,7 @@ def test_a_symlink_leaving_a_tree_output_fails_the_action(project, mcpp: Mcpp):
                     "build.star": PROGRAM.format(extra=" && ln -s /etc/passwd $0/sub/out")})
     res = mcpp("build", cwd=root)
     assert res.code != 0
-    assert "output target/dev/gen/p/docs/sub/out is a symbolic link to `/etc/passwd`, which leaves the directory" \
+    assert "output target/dev/.mcpp/gen/p/docs/sub/out is a symbolic link to `/etc/passwd`, which leaves the directory" \
         in res.err, res.err
 
 
@@ -97,7 +97,7 @@ def test_a_file_edited_inside_a_tree_output_is_put_back(project, mcpp: Mcpp):
                     "pages.txt": "one\n", "build.star": PROGRAM.format(extra="")})
     assert mcpp("build", cwd=root).code == 0
     assert mcpp("build", cwd=root).code == 0  # records the no-op fast path
-    edited = root / "target" / "dev" / "gen" / "p" / "docs" / "sub" / "b.txt"
+    edited = root / "target" / "dev" / ".mcpp" / "gen" / "p" / "docs" / "sub" / "b.txt"
     edited.chmod(0o644)
     edited.write_text("tampered\n")
     res = mcpp("build", cwd=root)  # the same command line: the no-op fast path must notice it

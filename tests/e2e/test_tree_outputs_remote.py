@@ -29,7 +29,7 @@ def test_a_tree_output_travels_through_the_remote_cache(tmp_path, project, kind)
     status = {e["id"]: e["status"] for e in second.events if e.get("reason") == "action-finished"}
     assert status["rule p:docs"] == "remote" and status["rule p:count"] == "remote", status
     assert "warning" not in second.err, second.err
-    gen = b / "target" / "dev" / "gen" / "p"
+    gen = b / "target" / "dev" / ".mcpp" / "gen" / "p"
     assert tree_of(gen / "docs") == EXPECTED
     assert (gen / "count.txt").read_text() == "one\ntwo\n"
     assert collections.Counter(status.values())["executed"] == 0
@@ -94,7 +94,7 @@ def test_a_signed_tree_output_whose_tree_digest_was_altered_is_refused(tmp_path,
         g = checkout("gullible")
         _, finished = build("gullible-home", g, env={})
         assert finished["rule p:docs"]["status"] == "remote"
-        assert (g / "target/dev/gen/p/docs/a.txt").read_text() == "forged\n"
+        assert (g / "target/dev/.mcpp/gen/p/docs/a.txt").read_text() == "forged\n"
         # A client that trusts the CI key refuses it, says why once, and builds the tree here.
         v = checkout("victim")
         res, finished = build("victim-home", v, env=trusting)
@@ -102,5 +102,5 @@ def test_a_signed_tree_output_whose_tree_digest_was_altered_is_refused(tmp_path,
         f"warning: refused the result of `rule p:docs` from remote cache at {server.url} "
         "(signature does not match); the action runs locally"], res.err
     assert finished["rule p:docs"]["status"] == "executed"
-    assert tree_of(v / "target/dev/gen/p/docs") == EXPECTED
-    assert (v / "target/dev/gen/p/count.txt").read_text() == "one\ntwo\n"
+    assert tree_of(v / "target/dev/.mcpp/gen/p/docs") == EXPECTED
+    assert (v / "target/dev/.mcpp/gen/p/count.txt").read_text() == "one\ntwo\n"

@@ -34,7 +34,7 @@ def test_paths_under_target_profile():
     layout = Layout.of(_graph("/w", ["/w"]), "release")
     assert layout.out_dir == "/w/target/release"
     assert layout.lock_file == "/w/target/.lock"
-    assert layout.gen_dir("fmt") == "/w/target/release/gen/fmt"
+    assert layout.gen_dir("fmt") == "/w/target/release/.mcpp/gen/fmt"
     assert layout.state_dir == "/w/target/release/.mcpp"
     state = {layout.action_state, layout.scan_cache, layout.stat_cache, layout.explain_log, layout.program_cache}
     assert len(state) == 5 and all(os.path.dirname(p) == layout.state_dir for p in state)
@@ -49,7 +49,7 @@ def test_exec_path_answers_what_relpath_does(tmp_path):
     root = tmp_path / "ws"
     for execroot in (str(root), f"{root}/", f"{root}/sub/.."):
         layout = Layout(str(root), f"{root}/target", execroot, "dev")
-        for path in (f"{root}/src/a.cpp", f"{root}/target/dev/obj/a.o", str(root), f"{root}/",
+        for path in (f"{root}/src/a.cpp", f"{root}/target/dev/.mcpp/obj/a.o", str(root), f"{root}/",
                      f"{root}/src/../include/h.hpp", f"{root}//src/a.cpp", f"{root}/./src/a.cpp",
                      f"{root}2/x.hpp", str(tmp_path / "elsewhere" / "y.hpp"), "relative/z.cpp"):
             assert layout.exec_path(path) == os.path.relpath(path, execroot), (execroot, path)

@@ -28,20 +28,20 @@ def test_clang_compiles_a_cc_interface_and_an_implementation_partition_as_module
     plan = plan_of(root, "clang", execroot=tmp_path)
     for src, bmi in (("src/geo.cc", "geo.pcm"), ("src/secret.cpp", "geo-secret.pcm")):
         a = action(plan, f"compile geo:{src}")
-        assert f"-fmodule-output=proj/target/dev/bmi/{bmi}" in a.argv
+        assert f"-fmodule-output=proj/target/dev/.mcpp/bmi/{bmi}" in a.argv
         assert a.argv[a.argv.index("-x") + 1] == "c++-module"
         assert "-fmodules-embed-all-files" in a.argv  # importers need the BMI and nothing else
     impl = action(plan, "compile geo:src/impl.cpp")
-    assert "-fmodule-file=geo:secret=proj/target/dev/bmi/geo-secret.pcm" in impl.argv
+    assert "-fmodule-file=geo:secret=proj/target/dev/.mcpp/bmi/geo-secret.pcm" in impl.argv
     assert "-x" not in impl.argv and "-fmodules-embed-all-files" not in impl.argv
-    assert "proj/target/dev/bmi/geo-secret.pcm" in action(plan, "compile geo:src/geo.cc").inputs
+    assert "proj/target/dev/.mcpp/bmi/geo-secret.pcm" in action(plan, "compile geo:src/geo.cc").inputs
 
 
 def test_gcc_maps_the_implementation_partition_for_its_importers(root, tmp_path):
     plan = plan_of(root, "gcc", execroot=tmp_path)
-    mapper = plan.generated["proj/target/dev/obj/geo/src/impl.cpp.map"].decode()
-    assert "geo:secret proj/target/dev/bmi/geo-secret.gcm\n" in mapper
-    assert "proj/target/dev/bmi/geo-secret.gcm" in action(plan, "compile geo:src/secret.cpp").outputs
+    mapper = plan.generated["proj/target/dev/.mcpp/obj/geo/src/impl.cpp.map"].decode()
+    assert "geo:secret proj/target/dev/.mcpp/bmi/geo-secret.gcm\n" in mapper
+    assert "proj/target/dev/.mcpp/bmi/geo-secret.gcm" in action(plan, "compile geo:src/secret.cpp").outputs
 
 
 def test_a_clang_without_clang_scan_deps_refuses_a_conditional_import_and_says_what_is_missing(

@@ -57,38 +57,38 @@ def test_a_library_and_a_binary_plan_compiles_an_archive_and_a_link(root, tmp_pa
     assert {a.id: plan.package_of[a.id] for a in plan.actions}["archive geo"] == "geo"
 
     archive = action(plan, "archive geo")
-    objs = ("app/target/dev/obj/geo/src/geo.cppm.o", "app/target/dev/obj/geo/src/perimeter.cpp.o")
-    assert archive.argv == ("/fake/bin/ar", "rcsD", "app/target/dev/lib/libgeo.a", *objs)
-    assert archive.inputs == objs and archive.outputs == ("app/target/dev/lib/libgeo.a",)
+    objs = ("app/target/dev/.mcpp/obj/geo/src/geo.cppm.o", "app/target/dev/.mcpp/obj/geo/src/perimeter.cpp.o")
+    assert archive.argv == ("/fake/bin/ar", "rcsD", "app/target/dev/.mcpp/deps/libgeo.a", *objs)
+    assert archive.inputs == objs and archive.outputs == ("app/target/dev/.mcpp/deps/libgeo.a",)
     assert set(plan.prereqs["archive geo"]) == {"compile geo:src/geo.cppm", "compile geo:src/perimeter.cpp"}
 
     link = action(plan, "link app:app")
     assert link.argv[:3] == ("/fake/bin/g++", "-o", "app/target/dev/app")
-    assert link.inputs == ("app/target/dev/obj/app/src/main.cpp.o", "app/target/dev/obj/app/src/helper.cpp.o",
-                           "app/target/dev/lib/libgeo.a")
+    assert link.inputs == ("app/target/dev/.mcpp/obj/app/src/main.cpp.o", "app/target/dev/.mcpp/obj/app/src/helper.cpp.o",
+                           "app/target/dev/.mcpp/deps/libgeo.a")
     assert "archive geo" in plan.prereqs["link app:app"]  # the archive before the link
     assert [(a.package, a.name, a.kind, a.path) for a in plan.artifacts] == [
-        ("geo", "geo", "lib", "app/target/dev/lib/libgeo.a"), ("app", "app", "bin", "app/target/dev/app")]
+        ("geo", "geo", "lib", "app/target/dev/.mcpp/deps/libgeo.a"), ("app", "app", "bin", "app/target/dev/app")]
 
 
 def test_a_module_interface_compiles_before_its_importer_gcc(root, tmp_path):
     plan = plan_of(root, "gcc", execroot=tmp_path)
     iface = action(plan, "compile geo:src/geo.cppm")
-    assert iface.outputs == ("app/target/dev/obj/geo/src/geo.cppm.o", "app/target/dev/bmi/geo.gcm",
-                             "app/target/dev/obj/geo/src/geo.cppm.d")
+    assert iface.outputs == ("app/target/dev/.mcpp/obj/geo/src/geo.cppm.o", "app/target/dev/.mcpp/bmi/geo.gcm",
+                             "app/target/dev/.mcpp/obj/geo/src/geo.cppm.d")
     argv = list(iface.argv)
     assert argv[0] == "/fake/bin/g++" and "-std=c++23" in argv
-    assert "-fmodules-ts" in argv and "-fmodule-mapper=app/target/dev/obj/geo/src/geo.cppm.map" in argv
+    assert "-fmodules-ts" in argv and "-fmodule-mapper=app/target/dev/.mcpp/obj/geo/src/geo.cppm.map" in argv
     assert argv[argv.index("-x") + 1] == "c++"
     assert argv[argv.index("-c") + 1] == "geo/src/geo.cppm"
-    assert plan.generated["app/target/dev/obj/geo/src/geo.cppm.map"] == b"geo app/target/dev/bmi/geo.gcm\n"
+    assert plan.generated["app/target/dev/.mcpp/obj/geo/src/geo.cppm.map"] == b"geo app/target/dev/.mcpp/bmi/geo.gcm\n"
 
     main = action(plan, "compile app:src/main.cpp")
     assert "compile geo:src/geo.cppm" in plan.prereqs["compile app:src/main.cpp"]
-    assert main.inputs == ("app/src/main.cpp", "app/target/dev/bmi/geo.gcm", "app/target/dev/obj/app/src/main.cpp.map")
-    assert plan.generated["app/target/dev/obj/app/src/main.cpp.map"] == b"geo app/target/dev/bmi/geo.gcm\n"
+    assert main.inputs == ("app/src/main.cpp", "app/target/dev/.mcpp/bmi/geo.gcm", "app/target/dev/.mcpp/obj/app/src/main.cpp.map")
+    assert plan.generated["app/target/dev/.mcpp/obj/app/src/main.cpp.map"] == b"geo app/target/dev/.mcpp/bmi/geo.gcm\n"
     assert "-Igeo/include" in main.argv
-    assert main.depfile == "app/target/dev/obj/app/src/main.cpp.d" and main.depfile in main.outputs
+    assert main.depfile == "app/target/dev/.mcpp/obj/app/src/main.cpp.d" and main.depfile in main.outputs
     # The include scan stages the header main.cpp names, not every header of the dependency.
     assert main.may_read == ("geo/include/geo.h",)
     assert action(plan, "compile app:src/helper.cpp").may_read == ()
@@ -100,11 +100,11 @@ def test_clang_passes_each_bmi_on_the_command_line_and_writes_no_mapper(root, tm
     plan = plan_of(root, "clang", execroot=tmp_path)
     iface = action(plan, "compile geo:src/geo.cppm")
     assert iface.argv[0] == "/fake/bin/clang++-19"
-    assert "-fmodule-output=app/target/dev/bmi/geo.pcm" in iface.argv
+    assert "-fmodule-output=app/target/dev/.mcpp/bmi/geo.pcm" in iface.argv
     assert iface.argv[iface.argv.index("-x") + 1] == "c++-module"
     main = action(plan, "compile app:src/main.cpp")
-    assert "-fmodule-file=geo=app/target/dev/bmi/geo.pcm" in main.argv
-    assert main.inputs == ("app/src/main.cpp", "app/target/dev/bmi/geo.pcm")
+    assert "-fmodule-file=geo=app/target/dev/.mcpp/bmi/geo.pcm" in main.argv
+    assert main.inputs == ("app/src/main.cpp", "app/target/dev/.mcpp/bmi/geo.pcm")
     assert plan.generated == {}
 
 
@@ -114,7 +114,7 @@ def test_paths_are_relative_to_the_execroot_the_caller_gives(root, tmp_path):
     assert plan.execroot == str(tmp_path.parent)
     assert action(plan, "compile app:src/helper.cpp").inputs == (prefix + "app/src/helper.cpp",)
     assert action(plan, "link app:app").outputs == (prefix + "app/target/dev/app",
-                                                     prefix + "app/target/dev/link-deps/app.d")
+                                                     prefix + "app/target/dev/.mcpp/link-deps/app.d")
 
 
 def test_a_link_writes_a_depfile_of_what_it_read_and_keys_the_linker_program(root, tmp_path):
@@ -122,8 +122,8 @@ def test_a_link_writes_a_depfile_of_what_it_read_and_keys_the_linker_program(roo
     (keyed through the two-level lookup, as a compile's headers); the linker the driver runs is
     a tool of the link."""
     link = action(plan_of(root, execroot=tmp_path), "link app:app")
-    assert link.depfile == "app/target/dev/link-deps/app.d" and link.depfile in link.outputs
-    assert "-Wl,--dependency-file=app/target/dev/link-deps/app.d" in link.argv
+    assert link.depfile == "app/target/dev/.mcpp/link-deps/app.d" and link.depfile in link.outputs
+    assert "-Wl,--dependency-file=app/target/dev/.mcpp/link-deps/app.d" in link.argv
     assert link.tools[0] == link.argv[0] and len(link.tools) > 1
 
 
@@ -131,17 +131,17 @@ def test_under_with_tests_each_test_source_becomes_a_test_binary(root, tmp_path)
     assert not [a for a in plan_of(root, execroot=tmp_path).actions if "tests/" in a.id]
     plan = plan_of(root, execroot=tmp_path, with_tests=True)
     compile_test = action(plan, "compile app:tests/smoke.cpp")
-    assert compile_test.outputs[0] == "app/target/dev/test-obj/app/tests/smoke.cpp.o"
+    assert compile_test.outputs[0] == "app/target/dev/.mcpp/test-obj/app/tests/smoke.cpp.o"
     test = action(plan, "link-test app:smoke")
     assert test.kind == "link"
-    assert test.outputs == ("app/target/dev/tests/app/smoke", "app/target/dev/link-deps/tests/app/smoke.d")
+    assert test.outputs == ("app/target/dev/.mcpp/tests/app/smoke", "app/target/dev/.mcpp/link-deps/tests/app/smoke.d")
     # The package's library objects (not its main) and its dependency's archive.
-    assert test.inputs == ("app/target/dev/test-obj/app/tests/smoke.cpp.o",
-                           "app/target/dev/obj/app/src/helper.cpp.o", "app/target/dev/lib/libgeo.a")
+    assert test.inputs == ("app/target/dev/.mcpp/test-obj/app/tests/smoke.cpp.o",
+                           "app/target/dev/.mcpp/obj/app/src/helper.cpp.o", "app/target/dev/.mcpp/deps/libgeo.a")
     assert set(plan.prereqs["link-test app:smoke"]) == {
         "compile app:tests/smoke.cpp", "compile app:src/helper.cpp", "archive geo"}
     tests = [a for a in plan.artifacts if a.kind is ArtifactKind.TEST]
-    assert [(a.name, a.path) for a in tests] == [("smoke", "app/target/dev/tests/app/smoke")]
+    assert [(a.name, a.path) for a in tests] == [("smoke", "app/target/dev/.mcpp/tests/app/smoke")]
 
 
 def test_artifact_kinds_are_strings_in_comparisons_and_json(root, tmp_path):
@@ -192,7 +192,7 @@ def test_a_build_programs_object_joins_the_archive_and_its_artifact_runs_after_t
     graph = load(root)
     app = next(p for p in graph.order if p.name == "app")
     geo = next(p for p in graph.order if p.name == "geo")
-    gen = str(root / "target/dev/gen")
+    gen = str(root / "target/dev/.mcpp/gen")
     geo.program = ProgramResult(actions=[RuleAction(
         "table", ("/fake/bin/mktable", "-o", f"{gen}/geo/table.o"), (), (f"{gen}/geo/table.o",),
         ("/fake/bin/mktable",), role="object")])
@@ -203,8 +203,8 @@ def test_a_build_programs_object_joins_the_archive_and_its_artifact_runs_after_t
 
     rule = action(plan, "rule geo:table")
     assert rule.kind == "rule" and rule.cwd == "geo"
-    assert rule.argv == ("/fake/bin/mktable", "-o", "@@EXECROOT@@/app/target/dev/gen/geo/table.o")
-    assert "app/target/dev/gen/geo/table.o" in action(plan, "archive geo").inputs
+    assert rule.argv == ("/fake/bin/mktable", "-o", "@@EXECROOT@@/app/target/dev/.mcpp/gen/geo/table.o")
+    assert "app/target/dev/.mcpp/gen/geo/table.o" in action(plan, "archive geo").inputs
     assert "rule geo:table" in plan.prereqs["archive geo"]
 
     assert plan.actions[-1].id == "rule app:copy"

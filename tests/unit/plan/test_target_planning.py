@@ -45,7 +45,7 @@ def test_each_binary_links_its_own_sources_and_the_library(tmp_path):
     plan = plan_of(make(tmp_path), execroot=tmp_path)
     one = action(plan, "link z:one")
     two = action(plan, "link z:two")
-    objs = "z/target/dev/obj/"
+    objs = "z/target/dev/.mcpp/obj/"
     assert [i for i in one.inputs if i.endswith(".o")] == [f"{objs}z.one/ex/one.c.o", f"{objs}z/a.c.o", f"{objs}z/b.c.o"]
     assert [i for i in two.inputs if i.endswith(".o")] == [f"{objs}z/ex/two.c.o", f"{objs}z/ex/helper.c.o",
                                                             f"{objs}z/a.c.o", f"{objs}z/b.c.o"]
@@ -64,10 +64,10 @@ def test_a_targets_defines_reach_its_own_compiles_only(tmp_path):
 def test_the_shared_library_links_pic_objects_with_its_soname_and_version_script(tmp_path):
     plan = plan_of(make(tmp_path), execroot=tmp_path)
     link = action(plan, "link z:z-shared")
-    assert link.outputs == ("z/target/dev/libz.so.1.3.1", "z/target/dev/link-deps/libz.so.1.3.1.d")
+    assert link.outputs == ("z/target/dev/libz.so.1.3.1", "z/target/dev/.mcpp/link-deps/libz.so.1.3.1.d")
     assert "-Wl,-soname,libz.so.1" in link.argv and "-Wl,--version-script=z/z.map" in link.argv
     assert "z/z.map" in link.inputs
-    assert [i for i in link.inputs if i.endswith(".o")] == ["z/target/dev/obj-pic/z/a.c.o", "z/target/dev/obj-pic/z/b.c.o"]
+    assert [i for i in link.inputs if i.endswith(".o")] == ["z/target/dev/.mcpp/obj-pic/z/a.c.o", "z/target/dev/.mcpp/obj-pic/z/b.c.o"]
     assert "-fPIC" in action(plan, "compile z:a.c (pic)").argv and "-fPIC" not in action(plan, "compile z:a.c").argv
     archive = action(plan, "archive z")
-    assert archive.inputs == ("z/target/dev/obj/z/a.c.o", "z/target/dev/obj/z/b.c.o")
+    assert archive.inputs == ("z/target/dev/.mcpp/obj/z/a.c.o", "z/target/dev/.mcpp/obj/z/b.c.o")

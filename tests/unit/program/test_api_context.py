@@ -62,9 +62,9 @@ mcpp.write(out + "/run.sh", "#!/bin/sh\\n", executable = True)
 mcpp.object(out + "/x.o")
 """)
     a, b = api.result.actions
-    assert a.outputs == (str(tmp_path / "target/dev/gen/p/v.h"),) and a.argv[-2] == "#define V 1\n"
+    assert a.outputs == (str(tmp_path / "target/dev/.mcpp/gen/p/v.h"),) and a.argv[-2] == "#define V 1\n"
     assert "chmod 755" in b.argv[2] and "chmod" not in a.argv[2]
-    assert api.result.objects == [str(tmp_path / "target/dev/gen/p/x.o")]
+    assert api.result.objects == [str(tmp_path / "target/dev/.mcpp/gen/p/x.o")]
 
 
 @pytest.mark.parametrize("call, message", [

@@ -16,7 +16,7 @@ from mcpp.engine.program.evaluate import Evaluation, program_error
 
 def context(root: Path, **over) -> ProgramContext:
     base = dict(package="p", version="0.1.0", namespace="", manifest_dir=str(root),
-                out_dir=str(root / "target/dev/gen/p"), profile="dev", target="x86_64-linux-gnu",
+                out_dir=str(root / "target/dev/.mcpp/gen/p"), profile="dev", target="x86_64-linux-gnu",
                 host="x86_64-linux-gnu", features=("f1",), accel=(AccelEntry("cuda", "12.9", ("sm_89",), ""),),
                 device_sources=("src/a.toy", "src/b.cu"), tools=(ToolRef("example.toyc", "toyc", "/t/bin/toyc"),),
                 payloads=(), rule_modules=())
