@@ -80,7 +80,7 @@ def test_add_writes_the_highest_release_as_a_caret_requirement_keeping_the_layou
     root, env = app
     res = mcpp("add", "greet", cwd=root, env=env)
     assert res.code == 0, res.err
-    assert "Adding greet 1.10.1 to dependencies" in res.out
+    assert "Adding greet 1.10.1 to dependencies" in res.err
     assert (root / "mcpp.toml").read_text() == MANIFEST.replace(
         "fmt = { path = \"../fmt\" }   # vendored\n",
         "fmt = { path = \"../fmt\" }   # vendored\ngreet = \"1.10.1\"\n")
@@ -101,7 +101,7 @@ def test_add_path_and_add_again_updates_the_entry(mcpp, app):
     root, env = app
     res = mcpp("add", "fmt", "--path", "../fmt", "--features", "extra", cwd=root, env=env)
     assert res.code == 0, res.err
-    assert "Updating fmt 0.4.2 (path ../fmt) in dependencies" in res.out
+    assert "Updating fmt 0.4.2 (path ../fmt) in dependencies" in res.err
     assert (root / "mcpp.toml").read_text() == MANIFEST.replace(
         'fmt = { path = "../fmt" }   # vendored',
         'fmt = { path = "../fmt", version = "0.4.2", features = ["extra"] }   # vendored')
@@ -115,7 +115,7 @@ def test_remove_keeps_the_rest_of_the_manifest(mcpp, app):
     root, env = app
     assert mcpp("add", "greet", "--dev", cwd=root, env=env).code == 0
     res = mcpp("remove", "fmt", cwd=root)
-    assert res.code == 0 and "Removing fmt from dependencies" in res.out
+    assert res.code == 0 and "Removing fmt from dependencies" in res.err
     assert mcpp("remove", "greet", "--dev", cwd=root).code == 0
     assert (root / "mcpp.toml").read_text() == MANIFEST.replace(
         "fmt = { path = \"../fmt\" }   # vendored\n", "") + "\n[dev-dependencies]\n"
@@ -173,7 +173,7 @@ def test_an_entry_under_a_namespace_table_is_found_updated_and_removed(mcpp, pro
     root = project({"mcpp.toml": text}, "app")
     env = {"MCPP_INDEX": str(index)}
     res = mcpp("add", "acme.shout", "--features", "loud", cwd=root, env=env)
-    assert res.code == 0 and "Updating acme.shout 2.1.0 in dependencies" in res.out, res.err
+    assert res.code == 0 and "Updating acme.shout 2.1.0 in dependencies" in res.err, res.err
     assert (root / "mcpp.toml").read_text() == text.replace(
         'shout = "2.0"  # pinned low', 'shout = { version = "2.1.0", features = ["loud"] }  # pinned low')
     assert mcpp("remove", "acme.shout", cwd=root).code == 0

@@ -74,7 +74,7 @@ def test_package_holds_only_the_package_files_and_is_deterministic(mcpp, project
     res = mcpp("package", cwd=root)
     assert res.code == 0, res.err
     assert "`leak` is a link to" in res.err and "outside the package; it is not packaged" in res.err
-    assert "Verifying greet v0.1.0" in res.out
+    assert "Verifying greet v0.1.0" in res.err
     archive = root / "target" / "package" / "greet-0.1.0.tar.zst"
     members = _members(archive)
     assert [m.name for m in members] == [
@@ -135,7 +135,7 @@ def test_publish_into_a_new_index_then_the_same_version_is_refused(mcpp, project
     index = tmp_path / "index"
     res = mcpp("publish", "--index", str(index), cwd=root)
     assert res.code == 0, res.err
-    assert "Published mcpplibs.greet v0.1.0" in res.out
+    assert "Published mcpplibs.greet v0.1.0" in res.err
     archive = index / "archives" / "greet-0.1.0.tar.zst"
     assert archive.read_bytes() == (root / "target" / "package" / "greet-0.1.0.tar.zst").read_bytes()
     assert (index / "index.toml").read_text() == '[index]\nname = "index"\nformat = 1\n'
