@@ -383,11 +383,10 @@ class Server:
         if problem is not None:
             self._reply(conn, {"refused": f"malformed request: {problem}"})
             return
-        if self.problem is not None:
-            self.limits, self.problem = _limits(self.home)  # fixed since?
-            if self.problem is not None:
-                self._reply(conn, {"refused": self.problem})
-                return
+        if self.problem is not None:  # said to the client, who builds in process; the next one starts
+            self._reply(conn, {"refused": self.problem})  # a server that reads the settings again
+            self._stop_listening()
+            return
         if request.get("root") != self.root or request.get("home") != self.home:
             self._reply(conn, {"refused": f"the mcpp server named for this workspace serves {self.root}"})
             return

@@ -7,8 +7,9 @@ max-servers = 4     # servers of this home at most: a new one makes the least re
 ```
 
 Read by the server when it starts (the client never parses config.toml: it runs before the
-engine is imported). A value that cannot be used is said by the server to every build it is
-asked for (the client warns and builds in process) until the file is fixed.
+engine is imported). A value that cannot be used is said by the server to the build it is asked
+for (the client warns and builds in process), and the server exits: the next build starts one
+that reads the settings again.
 """
 from __future__ import annotations
 
