@@ -52,14 +52,14 @@ def list_cmd(fmt):
         click.echo("no mcpp server running")
         return
     rows = [("WORKSPACE", "HOME", "PID", "MEMORY", "IDLE")]
-    rows += [(s.root, s.home, str(s.pid), _memory(s.memory_kb), "building" if s.running else _duration(s.idle_s))
+    rows += [(s.root, s.home, str(s.pid), _mib(s.memory_kb), "building" if s.running else _duration(s.idle_s))
              for s in sorted(found, key=lambda s: (s.home, s.root))]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         click.echo("  ".join(cell.rjust(w) if i in (2, 3) else cell.ljust(w)
                              for i, (cell, w) in enumerate(zip(row, widths))).rstrip())
     total = sum(s.memory_kb for s in found)
-    click.echo(f"{len(found)} server{'s' if len(found) != 1 else ''}, {_memory(total)}")
+    click.echo(f"{len(found)} server{'s' if len(found) != 1 else ''}, {_mib(total)}")
 
 
 @server_group.command("stop")
@@ -105,7 +105,7 @@ def _unsafe_is_an_error(ask):
                         notes=["note: builds run in process meanwhile; see `Sockets` in docs/server.md"]) from None
 
 
-def _memory(kb: int) -> str:
+def _mib(kb: int) -> str:
     return f"{kb / 1024:.1f} MiB"
 
 
