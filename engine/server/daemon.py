@@ -242,14 +242,20 @@ class Server:
         return self.sources.quiet() or protocol.version() == self.version
 
     def _stop_listening(self) -> None:
-        """Free the socket name at once (a new server may take it: the file is its to remove);
-        finish the running builds."""
+        """Free the socket name at once (a new server may take it); finish the running builds.
+        The socket file goes while the lock still says it is this server's, so a server that
+        stopped leaves none for `mcpp server list` to try (one that died leaves its file to the
+        next server of the name, which removes it before it binds)."""
         if self.stopping:
             return
         self._accept(False)
         self.stopping = True
         self.listener.close()
         if self.lock is not None:
+            try:
+                os.unlink(socket_path(self.ident))
+            except (OSError, Unsafe):
+                pass
             os.close(self.lock)
             self.lock = None
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 
@@ -115,6 +116,18 @@ def test_the_least_recently_used_server_exits_beyond_max_servers(tmp_path, mcpp,
     assert sorted(s["workspace"] for s in _listed(mcpp, tmp_path)) == [str(a), str(c)]
     log = (mcpp.home / "server").glob("*.log")
     assert any("stop requested (least recently used of more than 2)" in p.read_text() for p in log)
+
+
+@pytest.mark.parametrize("gone", ["workspace", "home"])
+def test_a_server_exits_within_seconds_when_its_workspace_or_home_is_removed(tmp_path, mcpp, workspaces, gone):
+    (a,) = workspaces("a")
+    assert mcpp("build", cwd=a, env=SERVER_ON).code == 0
+    pid = serving_pid(mcpp.home, a)
+    removed = a if gone == "workspace" else mcpp.home
+    aside = removed.with_name(removed.name + ".removed")
+    removed.rename(aside)  # at once: the server may still be writing there
+    shutil.rmtree(aside, ignore_errors=True)
+    assert _exits(pid, 20), f"a server outlived its {gone}"
 
 
 @pytest.mark.parametrize("where", ["env", "config"])
