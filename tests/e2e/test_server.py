@@ -154,16 +154,18 @@ def test_environment_and_working_directory_are_the_clients(served):
 
 
 @pytest.mark.heavy
-def test_ctrl_c_cancels_the_build_as_in_process(tmp_path, mcpp):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGHUP])
+def test_ctrl_c_or_a_hang_up_cancels_the_build_as_in_process(tmp_path, mcpp, signum):
     root = tmp_path / "slow"
     _slow_project(root)
     try:
         proc = _popen(mcpp, root, "build", "-j", "1")
         _wait_for_line(proc, "Compiling")
         time.sleep(0.3)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         _out, err = proc.communicate(timeout=60)
-        assert proc.returncode == 130 and "error: interrupted" in err
+        assert proc.returncode == 128 + signum and "error: interrupted" in err, err
+        assert "building in process" not in err
         res = mcpp("build", "-j", "2", cwd=root, env=ON)  # the build lock was released
         assert res.code == 0, res.err
     finally:
