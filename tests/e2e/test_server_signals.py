@@ -145,3 +145,29 @@ def test_a_server_killed_while_its_program_runs_is_not_run_again_in_process(slee
     assert "error: the mcpp server stopped before the command finished" in err
     assert "it was not run again" in err
     assert _gone(program), "the program outlived its server's build process"  # told by PR_SET_PDEATHSIG
+
+
+ENDLESS_PROGRAM = {  # a build that runs until it is stopped: its build program never ends
+    "mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+    "src/main.cpp": "int main() { return 0; }\n",
+    "build.star": "def spin():\n    for i in range(2147483647):\n        for j in range(2147483647):\n            pass\nspin()\n",
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM])
+def test_a_hang_up_or_terminate_during_a_build_cancels_it_as_ctrl_c_does(tmp_path, mcpp, mode, signum):
+    root = write_tree(tmp_path / "endless", ENDLESS_PROGRAM)
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home), **MODES[mode]}
+    env.pop("TERM", None)
+    proc = subprocess.Popen([mcpp_executable(), "build"], cwd=root, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    try:
+        time.sleep(3)  # into the build program
+        proc.send_signal(signum)
+        _out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+        mcpp("server", "stop", cwd=root, env=SERVER_ON)
+    assert proc.returncode == 128 + signum, (proc.returncode, err)
+    assert "error: interrupted" in err and "Traceback" not in err and "building in process" not in err, err
