@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests import ordering, working_tree
-from tests.e2e.e2e_support import Mcpp, mcpp_executable, write_tree
+from tests.e2e.e2e_support import Mcpp, mcpp_executable, stop_servers, write_tree
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -29,8 +29,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 @pytest.fixture
-def mcpp(tmp_path_factory) -> Mcpp:
-    return Mcpp(tmp_path_factory.mktemp("mcpp-home"))
+def mcpp(tmp_path_factory):
+    """The CLI with a home of the test's own; the build servers it started stop with the test."""
+    cli = Mcpp(tmp_path_factory.mktemp("mcpp-home"))
+    yield cli
+    stop_servers(cli.home)
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from ..bot.command import worker_command
 from ..build.compose import BuildOptions, build
 from ..build.memory import BuildMemory, NoMemory
 from ..core.commands import COMMANDS
+from ..core import interrupt
 from ..core.errors import EXIT_USER_ERROR, McppError, display_path, environment_error
 from ..core.settings import RemoteFlags, Settings
 from ..package.graph import load_graph
@@ -399,20 +400,21 @@ def main(argv: list[str] | None = None, memory: BuildMemory | None = None) -> No
     passes its own; None: the `mcpp` process's, which keeps nothing)."""
     launch = _Launch(list(sys.argv[1:] if argv is None else argv), memory or NoMemory())
     warnings.showwarning = _show_warning
+    interrupt.install()
     try:
         cli.main(args=argv, prog_name="mcpp", standalone_mode=False, obj=launch)
     except McppError as e:
         Reporter().error(e.render())
         sys.exit(e.exit_code)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as e:
         sys.stderr.write("error: interrupted\n")
-        sys.exit(130)
+        sys.exit(interrupt.exit_code(e))
     except click.ClickException as e:
         e.show()
         sys.exit(EXIT_USER_ERROR)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         sys.stderr.write("error: interrupted\n")
-        sys.exit(130)
+        sys.exit(interrupt.exit_code(e))
     except BrokenPipeError:
         sys.exit(1)
     except OSError as e:

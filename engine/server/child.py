@@ -19,6 +19,8 @@ import tempfile
 import time
 from typing import Callable
 
+from ..core import interrupt
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -26,7 +28,8 @@ def run(request: dict, fds: list[int], command: Callable[[list[str]], None],
         ready: Callable[[], None] | None = None) -> int:
     """Become the client's `mcpp` process, run `command(argv)`; the exit status. `ready()`
     runs once the process is the client's, just before the command."""
-    os.setpgid(0, 0)  # Ctrl-C forwarded to the group reaches the build's processes, as from a terminal
+    os.setpgid(0, 0)  # a group of its own, apart from the server and its other builds
+    server = os.getppid()
     _die_with_server()
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target, inheritable=True)
@@ -39,7 +42,7 @@ def run(request: dict, fds: list[int], command: Callable[[list[str]], None],
     os.chdir(request["cwd"])
     os.umask(request["umask"])
     sys.argv = ["mcpp", *request["argv"]]
-    _reset_signals()
+    _reset_signals(server)
     _reopen_stdio()
     try:
         if ready is not None:
@@ -48,8 +51,8 @@ def run(request: dict, fds: list[int], command: Callable[[list[str]], None],
         code = 0
     except SystemExit as e:
         code = _exit_code(e.code)
-    except KeyboardInterrupt:
-        code = 130
+    except KeyboardInterrupt as e:
+        code = interrupt.exit_code(e)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -86,8 +89,8 @@ def _exit_code(value) -> int:
 
 
 def _die_with_server() -> None:
-    """A server killed mid-build takes its builds with it (SIGTERM: cancelled quietly, so the
-    client's in-process retry is the only build the user sees)."""
+    """A server killed mid-build takes its builds with it (SIGTERM: cancelled quietly; the
+    client says the server stopped, and runs nothing again)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
@@ -97,16 +100,20 @@ def _die_with_server() -> None:
         os._exit(1)
 
 
-def _orphaned(signum, frame):
-    _to_devnull(1, 2)
-    raise KeyboardInterrupt
+def _reset_signals(server: int) -> None:
+    """As a fresh `mcpp` process has them (engine/core/interrupt.py): each signal the client
+    forwards interrupts the build, whose exit code says which it was."""
+    def terminated(signum, _frame):
+        """The client's SIGTERM, forwarded (cancel as Ctrl-C does), or the server's death
+        (`PR_SET_PDEATHSIG`: cancel quietly; the server's silence tells the client)."""
+        if os.getppid() != server:
+            _to_devnull(1, 2)
+        raise interrupt.Interrupted(signum)
 
-
-def _reset_signals() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _orphaned)
+    signal.signal(signal.SIGTERM, terminated)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, interrupt.raise_interrupted)
 
 
 def _reopen_stdio() -> None:

@@ -3,7 +3,8 @@
 Only `build`, `run` and `test` go to a server; everything else, `--no-server`,
 `MCPP_NO_SERVER=1`, and a directory with no `mcpp.toml` above it run in process. Whatever goes
 wrong with the server itself (it cannot start, it dies mid-build, it answers nonsense) costs
-one warning and an in-process build: `route` returns None and the caller builds.
+one warning and an in-process build (`route` returns None and the caller builds) as long as
+the server has not taken the request; once it has, the command is never run a second time.
 
 This module runs before the engine is imported, on every `mcpp build`: it uses only what the
 interpreter loaded at start-up and `protocol`/`paths` (the `socket` and `signal` modules alone
@@ -67,7 +68,11 @@ def wanted(argv: list[str]) -> tuple[str, str | None] | None:
 def route(argv: list[str], unserved: Callable[[], bool] = lambda: False) -> int | None:
     """The exit code of the build the server ran for `argv`, or None: build in process.
     `unserved()` runs when no server is up, before one is started; True means it answered the
-    command (the no-op fast path) and the exit code is 0."""
+    command (the no-op fast path) and the exit code is 0.
+
+    None only while nothing has run: once the request is handed to a server, whatever happens
+    (the server or its build process dies, a signal comes) is answered here with an exit code,
+    never by running the command again in process."""
     target = wanted(argv)
     if target is None:
         return 0 if unserved() else None
@@ -80,16 +85,63 @@ def route(argv: list[str], unserved: Callable[[], bool] = lambda: False) -> int 
     ident = server_id(root, home)
     request = {"op": "build", "identity": protocol.identity(), "root": root, "home": home, "argv": argv,
                "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask(), "started": time.time()}
+    signals = _Signals()
     try:
-        return _run(ident, root, home, request, unserved)
+        return _run(ident, root, home, request, unserved, signals)
+    except _Interrupted as e:  # before the hand-over: nothing ran
+        _say("error: interrupted")
+        return 128 + e.args[0]
+    except _Lost as e:
+        _say(f"error: {e.args[0]}; it was not run again (run the command again, or with "
+             f"--no-server to run it in this process)")
+        return e.args[1]
     except (_Fallback, Unsafe) as e:
         if e.args:
-            sys.stderr.write(f"warning: {e.args[0]}; building in process\n")
-            sys.stderr.flush()
+            _say(f"warning: {e.args[0]}; building in process")
         return None
+    finally:
+        signals.restore()
 
 
-def _run(ident: str, root: str, home: str, request: dict, unserved: Callable[[], bool]) -> int:
+class _Interrupted(BaseException):
+    """A signal (its number) came before the request was handed to a server: nothing ran.
+    A BaseException, so that no `except Exception` on the way (the no-op fast path's) takes it."""
+
+
+class _Lost(Exception):
+    """The server took the request and then went away without its exit status: (message, exit code)."""
+
+
+class _Signals:
+    """SIGINT, SIGTERM and SIGHUP while the client runs (a signal ignored when `mcpp` started
+    stays ignored). Before a request is handed to a server, one ends the client (`_Interrupted`);
+    after, it is forwarded to the server's build process, which passes it on to what it runs, and
+    the exit status comes back as usual."""
+
+    def __init__(self) -> None:
+        self.sock: "_socket.socket | None" = None  # the connection the request was handed over on
+        self.received: int | None = None
+        self.previous = {}
+        for signum in _FORWARDED:
+            if _signal.getsignal(signum) != _signal.SIG_IGN:
+                self.previous[signum] = _signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum, _frame) -> None:
+        self.received = signum
+        if self.sock is None:
+            raise _Interrupted(signum)
+        try:
+            protocol.send(self.sock, {"signal": _FORWARDED[signum]})
+        except OSError:
+            pass
+
+    def restore(self) -> None:
+        previous, self.previous = self.previous, {}
+        for signum, handler in previous.items():
+            _signal.signal(signum, handler)
+
+
+def _run(ident: str, root: str, home: str, request: dict, unserved: Callable[[], bool], signals: _Signals) -> int:
     for _attempt in range(3):
         sock = connect(ident)
         if sock is None:
@@ -99,20 +151,25 @@ def _run(ident: str, root: str, home: str, request: dict, unserved: Callable[[],
             sock = _start(ident, root, home)
         try:
             protocol.send(sock, request, [0, 1, 2])
-        except OSError:
+        except OSError:  # not handed over: a server takes no partial request
             sock.close()
             continue
-        reply = _wait(sock)
-        if reply.get("restart"):  # another version: it has freed the name; start ours
-            _wait_gone(ident)
-            continue
+        reply = _wait(sock, signals)
         if "exit" in reply:
             return int(reply["exit"])
-        if "refused" in reply:
+        if signals.received is not None:  # the server answered otherwise, or not at all: the signal's code
+            return 128 + signals.received
+        if reply.get("restart"):  # another version: it has freed the name, running nothing; start ours
+            _wait_gone(ident)
+            continue
+        if "refused" in reply:  # nothing ran
             raise _Fallback(reply["refused"])
         if "crashed" in reply:
-            raise _Fallback(f"the mcpp server's build process died (signal {reply['crashed']})")
-        raise _Fallback(f"the mcpp server answered {reply!r}")
+            raise _Lost(f"the mcpp server's build process died (signal {reply['crashed']})",
+                        128 + int(reply["crashed"]))
+        if not reply:
+            raise _Lost(f"the mcpp server stopped before the command finished (see {log_file(ident, home)})", 1)
+        raise _Lost(f"the mcpp server answered {reply!r}", 1)
     raise _Fallback("the mcpp server kept restarting")
 
 
@@ -184,26 +241,26 @@ def _wait_gone(ident: str) -> None:
         time.sleep(0.02)
 
 
-def _wait(sock) -> dict:
-    """The server's answer, forwarding Ctrl-C (and TERM, HUP) to the build meanwhile."""
-    def forward(signum, _frame):
-        try:
-            protocol.send(sock, {"signal": _FORWARDED[signum]})
-        except OSError:
-            pass
-
-    previous = {s: _signal.signal(s, forward) for s in _FORWARDED}
+def _wait(sock, signals: _Signals) -> dict:
+    """The server's answer ({} when it went away without one), forwarding signals meanwhile."""
+    signals.sock = sock
     try:
         reply = protocol.receive(sock)
     except (OSError, protocol.ProtocolError):
         reply = None
     finally:
-        for s, handler in previous.items():
-            _signal.signal(s, handler)
+        signals.sock = None
         sock.close()
-    if reply is None:
-        raise _Fallback("the mcpp server stopped before the build finished")
-    return reply
+    return reply or {}
+
+
+def _say(line: str) -> None:
+    """A line on stderr, which may be a terminal that hung up."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _umask() -> int:
@@ -212,13 +269,14 @@ def _umask() -> int:
     return mask
 
 
-def request_once(ident: str, message: dict) -> dict | None:
-    """A one-shot request (`status`, `stop`) to a running server; None when none runs. Raises
-    Unsafe (see `connect`)."""
+def request_once(ident: str, message: dict, timeout: float | None = None) -> dict | None:
+    """A one-shot request (`status`, `stop`, `info`) to a running server; None when none runs
+    (or none answers within `timeout` seconds). Raises Unsafe (see `connect`)."""
     sock = connect(ident)
     if sock is None:
         return None
     try:
+        sock.settimeout(timeout)
         protocol.send(sock, message)
         return protocol.receive(sock)
     except (OSError, protocol.ProtocolError):

@@ -41,14 +41,13 @@ from typing import Callable
 
 from mcpp.sandbox.lineage import inside_action
 
-from . import child, protocol
+from . import child, limits, protocol, registry
+from ..core.config_file import ConfigError
 from .child_memory import ChildMemory
 from .noop_watch import NoopWatch
 from .paths import Unsafe, lock_path, socket_path
 from .source_watch import SourceWatch
 
-IDLE_ENV = "MCPP_SERVER_IDLE"
-DEFAULT_IDLE_S = 3 * 3600  # as Bazel's and Gradle's daemons: a working day's pauses, not a week's
 _TICK_S = 5.0
 REQUEST_S = 5.0  # how long a connection may take to send its request (a client sends it at once)
 # Connections whose request has not fully come, at most: each holds a descriptor, up to three
@@ -100,7 +99,7 @@ class Server:
         self.noops = NoopWatch()
         if hooks is not None:
             hooks.share(self.noops)
-        self.idle_s = _idle_seconds()
+        self.limits, self.problem = _limits(home)
         self.running: dict[int, _Build] = {}
         self.intakes: dict[int, _Intake] = {}  # connection descriptor -> its request so far
         self.lock: int | None = None  # `<id>.lock`, held while this server owns the socket name
@@ -152,6 +151,7 @@ class Server:
         self.listener.listen(64)
         self.listener.setblocking(False)
         self._accept(True)
+        self.later.append(self._keep_within_cap)
         if self.noops.fileno() is not None:
             self.selector.register(self.noops.fileno(), selectors.EVENT_READ, ("noop_watch", None))
         if self.hooks is not None and self.hooks.fileno() is not None:
@@ -163,7 +163,7 @@ class Server:
             if self.stopping and not self.running:
                 self._run_later()  # each takes its build's hand-off file away
                 return
-            if not self.running and not self.stopping and self._idle_for() > self.idle_s:
+            if not self.running and not self.stopping and self._idle_for() > self.limits.idle_s:
                 self.log("idle: exiting")
                 self._run_later()
                 return
@@ -242,14 +242,20 @@ class Server:
         return self.sources.quiet() or protocol.version() == self.version
 
     def _stop_listening(self) -> None:
-        """Free the socket name at once (a new server may take it: the file is its to remove);
-        finish the running builds."""
+        """Free the socket name at once (a new server may take it); finish the running builds.
+        The socket file goes while the lock still says it is this server's, so a server that
+        stopped leaves none for `mcpp server list` to try (one that died leaves its file to the
+        next server of the name, which removes it before it binds)."""
         if self.stopping:
             return
         self._accept(False)
         self.stopping = True
         self.listener.close()
         if self.lock is not None:
+            try:
+                os.unlink(socket_path(self.ident))
+            except (OSError, Unsafe):
+                pass
             os.close(self.lock)
             self.lock = None
 
@@ -275,7 +281,6 @@ class Server:
             self.paused_until = time.monotonic() + _PAUSE_S
             self._accept(False)
             return
-        self.last_active = time.monotonic()
         try:
             same_user = protocol.peer_uid(conn) == os.getuid()
         except OSError:
@@ -322,11 +327,15 @@ class Server:
             return
         op = request.get("op")
         if op == "build":
+            self.last_active = time.monotonic()  # only a build is use: a question does not keep a server
             self._start_build(conn, request, fds)
         elif op == "status":
             self._reply(conn, self.status())
+        elif op == "info":
+            self._reply(conn, self.info())
         elif op == "stop":
-            self._reply(conn, {"stopping": True, "running": len(self.running)})
+            self.log(f"stop requested ({request.get('reason', 'asked')})")
+            self._reply(conn, {"stopping": True, "running": len(self.running), "pid": os.getpid()})
             self._stop_listening()
         else:
             self._reply(conn, {"error": f"unknown request {op!r}"})
@@ -338,15 +347,32 @@ class Server:
             pass
         conn.close()
 
+    def info(self) -> dict:
+        """Who this server is and what it costs (`mcpp server list`): answered at once."""
+        return {"pid": os.getpid(), "root": self.root, "home": self.home, "memory_kb": _rss_kb(),
+                "idle_s": 0.0 if self.running else round(self._idle_for(), 1), "running": len(self.running),
+                "idle_exit_s": self.limits.idle_s}
+
     def status(self) -> dict:
         self._run_later()  # what the server holds once every finished build is taken in
-        info = {"pid": os.getpid(), "version": self.version, "root": self.root,
+        info = {"pid": os.getpid(), "version": self.version, "root": self.root, "home": self.home,
                 "uptime_s": round(time.time() - self.started, 1), "builds": self.builds_served,
                 "noops_answered": self.noops_answered, "noops_from_watch": self.noops.answered_from_watch,
-                "running": len(self.running), "idle_exit_s": self.idle_s, "memory_kb": _rss_kb()}
+                "running": len(self.running), "idle_s": self.info()["idle_s"], "idle_exit_s": self.limits.idle_s,
+                "max_servers": self.limits.max_servers, "memory_kb": _rss_kb()}
         if self.hooks is not None:
             info.update(self.hooks.status())
         return info
+
+    def _keep_within_cap(self) -> None:
+        """At most `max-servers` servers of this home: ask the least recently used others to exit."""
+        if self.stopping:
+            return
+        others = registry.servers(self.home, but=self.ident)
+        for server in others[:max(0, len(others) + 1 - self.limits.max_servers)]:  # least recently used first
+            self.log(f"{len(others) + 1} servers of this home, at most {self.limits.max_servers}: "
+                     f"stopping the one of {server.root} (idle {server.idle_s:.0f} s, pid {server.pid})")
+            registry.stop(server, f"least recently used of more than {self.limits.max_servers}")
 
     def _start_build(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
         """Answer a build request, or fork its build child. `fds` stay the caller's to close."""
@@ -362,6 +388,10 @@ class Server:
         problem = protocol.build_request_problem(request, fds)  # after the version: another's may differ
         if problem is not None:
             self._reply(conn, {"refused": f"malformed request: {problem}"})
+            return
+        if self.problem is not None:  # said to the client, who builds in process; the next one starts
+            self._reply(conn, {"refused": self.problem})  # a server that reads the settings again
+            self._stop_listening()
             return
         if request.get("root") != self.root or request.get("home") != self.home:
             self._reply(conn, {"refused": f"the mcpp server named for this workspace serves {self.root}"})
@@ -463,12 +493,12 @@ class Server:
         except (OSError, protocol.ProtocolError):  # the client is gone (killed): cancel its build quietly
             build.incoming.close()
             self.selector.unregister(conn)
-            _signal_group(build.pid, signal.SIGTERM)
+            _signal_child(build.pid, signal.SIGTERM)
             return
         for message in messages:
             sig = _FORWARDED.get(message.get("signal", ""))
             if sig is not None:
-                _signal_group(build.pid, sig)
+                _signal_child(build.pid, sig)
 
     def _on_done(self, fd, build: _Build) -> None:
         """The child reported its exit status (or closed the pipe by dying first)."""
@@ -527,16 +557,14 @@ class Server:
             self.later.append(functools.partial(self.hooks.after_build, build.pid, message))
 
 
-def _signal_group(pid: int, sig: int) -> None:
+def _signal_child(pid: int, sig: int) -> None:
+    """Tell a build child of the client's signal. The child alone: it passes the signal on to
+    what it runs (a `mcpp run` program gets it once, from its `mcpp`, as in process), and its
+    actions run in sessions of their own, which it stops itself."""
     try:
-        os.killpg(pid, sig)
+        os.kill(pid, sig)
     except ProcessLookupError:
         pass
-    except PermissionError:
-        try:
-            os.kill(pid, sig)
-        except OSError:
-            pass
 
 
 def _listening(path: str) -> bool:
@@ -570,11 +598,12 @@ def _write_within(fd: int, data: bytes, seconds: float) -> None:
         data = data[os.write(fd, data[:select.PIPE_BUF]):]  # a pipe that polls writable takes this much
 
 
-def _idle_seconds() -> float:
+def _limits(home: str) -> tuple[limits.Limits, str | None]:
+    """The server's limits (limits.py), or the defaults and why the configured ones cannot be used."""
     try:
-        return float(os.environ.get(IDLE_ENV, DEFAULT_IDLE_S))
-    except ValueError:
-        return DEFAULT_IDLE_S
+        return limits.read(os.environ, home), None
+    except ConfigError as e:
+        return limits.Limits(), e.message
 
 
 def _rss_kb() -> int:

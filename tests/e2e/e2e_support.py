@@ -105,6 +105,31 @@ def copy_example(name: str, dest: Path) -> Path:
     return target
 
 
+def stop_servers(home: Path) -> None:
+    """Ask every build server of `home` to exit (after the builds it runs): a test's servers end
+    with the test, not an idle period later. Costs a directory listing where none ran."""
+    if not (home / "server").is_dir():
+        return
+    from mcpp.engine.server import registry
+
+    try:
+        for server in registry.servers(str(home)):
+            registry.stop(server, "the test that started it ended")
+    except Exception:  # noqa: BLE001 - an unsafe socket directory: no server ran
+        pass
+
+
+def serving_pid(home: Path, root: Path) -> int:
+    """The pid of the last server that served workspace `root` for `home`, from its log (which
+    outlives it: unlike `mcpp server status`, this finds a server that has exited already)."""
+    import re
+
+    from mcpp.engine.server.paths import log_file, server_id
+
+    text = Path(log_file(server_id(str(root), str(home)), str(home))).read_text()
+    return int(re.findall(r"\[(\d+)\] serving ", text)[-1])
+
+
 # Environment for a test that turns the warm build server on for its own builds (an idle server
 # of a test's project goes away within a minute).
 SERVER_ON = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60"}
