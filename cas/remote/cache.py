@@ -275,6 +275,18 @@ class RemoteCache:
         self.warn(f"remote cache at {self.url} refused an upload ({reason(e)}); "
                   "this build uploads nothing more (are its credentials read-only?)")
 
+    def summary(self) -> dict[str, object]:
+        """What the remote did for this build, for the `build-finished` event and the `Remote`
+        line: results taken, missed and uploaded, blob bytes moved, retries, results refused
+        (by reason, with the key names their signatures claimed), and why it was turned off."""
+        c, wire = self.counters, self.endpoint.wire
+        return {"url": self.url, "hits": c.hits, "misses": c.misses, "uploads": c.uploaded,
+                "bytes_down": wire.bytes_down if wire else 0, "bytes_up": wire.bytes_up if wire else 0,
+                "retries": self.endpoint.retries, "corrupt": c.rejected,
+                "refused": {"count": c.refused, "reasons": dict(self.trust.refused),
+                            "keys": sorted(self.trust.refused_keys)},
+                "disabled": self.disabled}
+
     def close(self, wait: bool = True) -> None:
         """Finish (or, with `wait=False`, abandon) queued uploads; save the side index."""
         with self._lock:

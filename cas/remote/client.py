@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, TypeVar, Union
 
 # gRPC's C core logs connection events (a server going away) to stderr at INFO; the cache
 # reports what matters itself, once. The variable is read when grpc initializes, and is removed
@@ -41,6 +42,8 @@ from . import exec_protocol as xp
 from . import protocol as pb
 from .config import ChannelSecurity, RemoteSettings
 from .digests import DigestFunction, RemoteDigest, choose, function_names
+from .errors import RemoteError
+from .retry import Retrier
 
 if TYPE_CHECKING:
     # protobuf ships no types, and the REAPI classes are built at run time (protocol.py): to
@@ -53,17 +56,10 @@ _FRAMING = 4 << 10  # room left in a batch for the request's own fields
 _PER_BLOB = 160  # per-blob overhead in a batch: digest, status, field tags
 _FIND_MISSING_CHUNK = 4096  # digests per FindMissingBlobs request (~100 bytes each)
 
+T = TypeVar("T")
+
 # A blob to upload: its bytes, or a function that opens a stream of them (for large blobs).
 BlobSource = Union[bytes, Callable[[], io.BufferedIOBase]]
-
-
-class RemoteError(Exception):
-    """The server could not be reached or refused a request; `code` is the gRPC status name."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}" if message else code)
-        self.code = code
-        self.message = message
 
 
 class BlobMissing(RemoteError):
@@ -84,14 +80,27 @@ class ServerInfo:
     api: str  # e.g. "2.0-2.2"
 
 
+@dataclass
+class WireCounts:
+    """What this client moved: blob bytes read and written (the `data` of batches and ByteStream
+    messages, which is what a proxy in between can count too)."""
+
+    bytes_down: int = 0
+    bytes_up: int = 0
+
+
 class RemoteClient:
     """One channel to one server. Thread-safe: gRPC channels and callables are."""
 
     def __init__(self, target: str, instance_name: str = "", timeout: float = 60.0,
-                 security: ChannelSecurity | None = None) -> None:
+                 security: ChannelSecurity | None = None, retrier: Retrier | None = None) -> None:
         self.target = target
         self.instance = instance_name
         self.timeout = timeout
+        # transient failures are retried (retry.py); without one, every failure is final
+        self.retrier = retrier
+        self.wire = WireCounts()
+        self._wire_lock = threading.Lock()
         self.fn: DigestFunction | None = None
         self.batch_limit = DEFAULT_BATCH_LIMIT - _FRAMING
         self.info: ServerInfo | None = None
@@ -134,7 +143,7 @@ class RemoteClient:
     def connect(self, timeout: float | None = None) -> ServerInfo:
         """Read the server's capabilities and settle the digest function and batch limit."""
         caps = self._call(self._caps, pb.GetCapabilitiesRequest(instance_name=self.instance),
-                          timeout=min(self.timeout, 10.0) if timeout is None else timeout)
+                          timeout=min(self.timeout, 10.0) if timeout is None else timeout, read=True)
         cache = caps.cache_capabilities
         offered = list(cache.digest_functions)
         fn = choose(offered)
@@ -166,7 +175,7 @@ class RemoteClient:
             chunk = unique[i:i + _FIND_MISSING_CHUNK]
             resp = self._call(self._find_missing, pb.FindMissingBlobsRequest(
                 instance_name=self.instance, blob_digests=[d.to_proto() for d in chunk],
-                digest_function=self.digest_function.value))
+                digest_function=self.digest_function.value), read=True)
             missing += _asked(chunk, resp.missing_blob_digests)
         return missing
 
@@ -202,7 +211,8 @@ class RemoteClient:
                 continue
             cost = d.size + _PER_BLOB
             if cost > self.batch_limit:
-                out[d] = b"".join(self.read_stream(d))
+                out[d] = self._retried(lambda d=d: b"".join(self.read_stream(d)), read=True)  # type: ignore[misc]
+                self._count(down=len(out[d]))
                 continue
             if batch and used + cost > self.batch_limit:
                 out.update(self._read_batch(batch))
@@ -244,9 +254,11 @@ class RemoteClient:
                 yield pb.WriteRequest(resource_name=resource if first else "", write_offset=offset,
                                       finish_write=True)
 
-        resp = self._call(self._bs_write, requests(), timeout=self._stream_timeout(d.size))
+        # a retry writes the blob again from its start, under a new upload name
+        resp = self._call(self._bs_write, requests, timeout=self._stream_timeout(d.size))
         if resp.committed_size not in (d.size, -1):
             raise RemoteError("DATA_LOSS", f"blob {d}: server committed {resp.committed_size} bytes")
+        self._count(up=d.size)
 
     # --- action cache ---------------------------------------------------------------------
 
@@ -256,12 +268,15 @@ class RemoteClient:
             instance_name=self.instance, action_digest=action.to_proto(), inline_stdout=True,
             inline_stderr=True, inline_output_files=list(inline_outputs),
             digest_function=self.digest_function.value)
-        try:
-            return self._ac_get(request, timeout=self.timeout)
-        except grpc.RpcError as e:
-            if e.code() == grpc.StatusCode.NOT_FOUND:
-                return None
-            raise error_of(e) from None
+        def get() -> Message | None:
+            try:
+                return self._ac_get(request, timeout=self.timeout)
+            except grpc.RpcError as e:
+                if e.code() == grpc.StatusCode.NOT_FOUND:
+                    return None
+                raise error_of(e) from None
+
+        return self._retried(get, read=True)
 
     def update_action_result(self, action: RemoteDigest, result: Message) -> None:
         """Record `result` for `action`. The caller must have uploaded every blob it names."""
@@ -294,6 +309,7 @@ class RemoteClient:
         resp = self._call(self._batch_update, pb.BatchUpdateBlobsRequest(
             instance_name=self.instance, digest_function=self.digest_function.value,
             requests=[pb.BatchUpdateBlobsRequest.Request(digest=d.to_proto(), data=data) for d, data in batch]))
+        self._count(up=sum(len(data) for _, data in batch))
         failed = [r for r in resp.responses if r.status.code != 0]
         if failed:
             r = failed[0]
@@ -303,7 +319,8 @@ class RemoteClient:
     def _read_batch(self, batch: list[RemoteDigest]) -> dict[RemoteDigest, bytes]:
         resp = self._call(self._batch_read, pb.BatchReadBlobsRequest(
             instance_name=self.instance, digests=[d.to_proto() for d in batch],
-            digest_function=self.digest_function.value))
+            digest_function=self.digest_function.value), read=True)
+        self._count(down=sum(len(r.data) for r in resp.responses))
         out: dict[RemoteDigest, bytes] = {}
         asked = {(d.hash, d.size): d for d in batch}
         for r in resp.responses:
@@ -320,12 +337,27 @@ class RemoteClient:
                 raise BlobMissing(d)
         return out
 
-    def _call(self, method: Callable[..., Message], request: Message | Iterator[Message],
-              timeout: float | None = None) -> Message:
-        try:
-            return method(request, timeout=self.timeout if timeout is None else timeout)
-        except grpc.RpcError as e:
-            raise error_of(e) from None
+    def _call(self, method: Callable[..., Message], request: Message | Callable[[], Iterator[Message]],
+              timeout: float | None = None, read: bool = False) -> Message:
+        """One call of `method`, retried when it fails transiently (`read`: it changes nothing
+        on the server, so a timed-out one may be repeated too). A request stream is given as
+        the function that makes it, so that a retry sends it again from its start."""
+        def once() -> Message:
+            try:
+                return method(request() if callable(request) else request,
+                              timeout=self.timeout if timeout is None else timeout)
+            except grpc.RpcError as e:
+                raise error_of(e) from None
+
+        return self._retried(once, read)
+
+    def _retried(self, fn: Callable[[], T], read: bool) -> T:
+        return fn() if self.retrier is None else self.retrier.call(fn, read)
+
+    def _count(self, down: int = 0, up: int = 0) -> None:
+        with self._wire_lock:
+            self.wire.bytes_down += down
+            self.wire.bytes_up += up
 
     def _stream_timeout(self, size: int) -> float:
         # The configured timeout plus a second per MiB: a large blob on a slow link is not a hang.
@@ -393,10 +425,11 @@ def _read_all(opener: Callable[[], io.BufferedIOBase]) -> bytes:
         return f.read()
 
 
-def open_client(settings: RemoteSettings) -> tuple[RemoteClient, ServerInfo]:
+def open_client(settings: RemoteSettings, retrier: Retrier | None = None) -> tuple[RemoteClient, ServerInfo]:
     """A client for `settings`, connected (capabilities read); when the server cannot be reached
     the channel is closed before the RemoteError goes to the caller, which degrades."""
-    client = RemoteClient(settings.target, settings.instance_name, settings.timeout, settings.security)
+    client = RemoteClient(settings.target, settings.instance_name, settings.timeout, settings.security,
+                          retrier)
     try:
         return client, client.connect()
     except RemoteError:

@@ -8,6 +8,7 @@ upload = true          # like --remote-upload (CI writes; laptops read)
 execute = true         # like --remote-exec: run actions on the server's workers (docs/remote.md)
 instance = ""          # REAPI instance_name, when the server hosts several
 timeout = 60           # seconds per request before the server counts as unavailable
+retries = 5            # like --remote-retries: retries of one failed call (cas/remote/retry.py); 0: none
 sign-key = "keys/ci.secret"                 # sign what this machine uploads (relative: to $MCPP_HOME)
 trusted-keys = ["ci:Vf3x...=", "ci-old:..."]  # accept only results one of these keys signed
 tls-ca = "ca.pem"      # grpcs:// only: the CA that signed the server's certificate (default: system roots)
@@ -31,13 +32,15 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .retry import DEFAULT_RETRIES
+
 if TYPE_CHECKING:  # the key code is imported by a build that has a remote (see `_keys`)
     from .signing import PublicKey, SecretKey
 
 # key -> what `isinstance` accepts for its value (a type, or a tuple of types)
 _KEYS: dict[str, Any] = {"url": str, "upload": bool, "instance": str, "timeout": (int, float), "sign-key": str,
          "trusted-keys": list, "tls-ca": str, "tls-cert": str, "tls-key": str, "token-file": str,
-         "execute": bool}
+         "execute": bool, "retries": int}
 
 
 class RemoteConfigError(ValueError):
@@ -66,6 +69,7 @@ class RemoteSettings:
     trusted_keys: tuple[PublicKey, ...] | None = None  # None: remote results are accepted unverified
     security: ChannelSecurity = ChannelSecurity()
     execute: bool = False  # run actions remotely (REAPI Execute), not only look them up
+    retries: int = DEFAULT_RETRIES  # per call, under a per-build budget (retry.py)
 
 
 def parse_remote_url(url: str) -> str:
@@ -93,8 +97,8 @@ def check_table(table: dict[str, Any], where: str) -> dict[str, Any]:
         if want is None:
             raise RemoteConfigError(f"{where}: unknown key `remote.{key}`; accepted: {', '.join(_KEYS)}")
         if not isinstance(value, want) or (want is not bool and isinstance(value, bool)):
-            kind = {str: "a string", bool: "true or false", list: "a list of strings"}.get(
-                want, "a number of seconds")
+            kind = {str: "a string", bool: "true or false", list: "a list of strings",
+                    int: "a whole number"}.get(want, "a number of seconds")
             raise RemoteConfigError(f"{where}: `remote.{key}` must be {kind}")
         if want is list and not all(isinstance(v, str) for v in value):
             raise RemoteConfigError(f"{where}: `remote.{key}` must be a list of strings")
@@ -121,6 +125,7 @@ class Chosen:
     token_file: Override | None = None  # a path, relative to the working directory
     sign_key: str | None = None  # a path, relative to the working directory
     trusted_keys: Override | None = None  # comma-separated public keys
+    retries: int | None = None  # --remote-retries
 
 
 def resolve_settings(chosen: Chosen, table: dict[str, Any], home_root: str | os.PathLike[str],
@@ -137,12 +142,16 @@ def resolve_settings(chosen: Chosen, table: dict[str, Any], home_root: str | os.
     timeout = float(table.get("timeout", 60.0))
     if timeout <= 0:
         raise RemoteConfigError("`remote.timeout` must be a positive number of seconds")
+    retries = chosen.retries if chosen.retries is not None else table.get("retries", DEFAULT_RETRIES)
+    if retries < 0:
+        raise RemoteConfigError("`remote.retries` must be 0 or more (0: no retries)")
     sign_key, trusted = _keys(chosen, table, home_root, where)
     target = parse_remote_url(url)
     return RemoteSettings(url=url, target=target, upload=upload,
                           instance_name=table.get("instance", ""), timeout=timeout,
                           sign_key=sign_key, trusted_keys=trusted,
-                          security=_security(url, target, table, chosen, home_root, where), execute=execute)
+                          security=_security(url, target, table, chosen, home_root, where), execute=execute,
+                          retries=retries)
 
 
 _LOOPBACK = re.compile(r"(localhost|127(\.\d{1,3}){3}|\[::1\]):\d+")

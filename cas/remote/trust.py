@@ -89,6 +89,8 @@ class SignaturePolicy:
         self._lock = threading.Lock()
         self._warned = False
         self._noted = False
+        self.refused: dict[str, int] = {}  # why -> how many results this build refused
+        self.refused_keys: set[str] = set()  # the key names the refused signatures claimed
 
     def accept(self, action_id: str, action_digest: object, result: Message) -> Origin | None:
         """The origin to record for `result` (the answer to `action_digest`), or None when it
@@ -100,12 +102,16 @@ class SignaturePolicy:
                 self.note(f"results from remote cache at {self.server} are not verified: no trusted keys are "
                           "configured (`trusted-keys` under [remote]; see docs/remote.md)")
             return remote_origin(self.server, action_digest, None)
-        from .signing import verify
+        from .signing import claimed_signers, verify
 
         verdict = verify(result, action_digest, self.trusted)
         if verdict.signer is not None:
             return remote_origin(self.server, action_digest, verdict.signer)
+        claimed = claimed_signers(result)
         with self._lock:
+            why = verdict.reason or "refused"
+            self.refused[why] = self.refused.get(why, 0) + 1
+            self.refused_keys.update(claimed)
             first, self._warned = not self._warned, True
         if first:
             self.warn(f"refused the result of `{action_id}` from remote cache at {self.server} "

@@ -199,10 +199,13 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
     reporter.event("build-finished", success=result.ok, executed=counters.executed,
                    cached=counters.cache_hits, remote=counters.remote_hits, fresh=counters.fresh,
                    failed=len(result.failed),
-                   files_hashed=state.files_hashed, duration=round(outcome.elapsed, 3))
+                   files_hashed=state.files_hashed, duration=round(outcome.elapsed, 3),
+                   **({"remote_cache": counters.remote} if counters.remote is not None else {}))
     if not result.ok:
         names = ", ".join(result.failed[:3]) + (" ..." if len(result.failed) > 3 else "")
         raise BuildFailed(f"build failed: {len(result.failed)} action(s) failed ({names})")
+    if counters.remote is not None:
+        reporter.status("Remote", remote_line(counters.remote))
     reporter.status("Finished", f"{profile.summary} in {outcome.elapsed:.2f}s{_hits(counters)}")
     return outcome
 
@@ -276,6 +279,34 @@ def _hits(counters: Counters) -> str:
     if counters.remote_hits:
         parts.append(f"{counters.remote_hits} remote hit{'' if counters.remote_hits == 1 else 's'}")
     return f" ({', '.join(parts)})" if parts else ""
+
+
+def remote_line(summary: dict) -> str:
+    """`grpc://cache:50051: 12 hits, 3 misses, 3 uploads, 1.2 MiB down, 40.0 KiB up, 7 retries`
+    and, where they apply, the refused results (with the key names they claimed) and why the
+    remote was turned off."""
+    parts = [f"{summary['hits']} hits", f"{summary['misses']} misses", f"{summary['uploads']} uploads",
+             f"{_size(summary['bytes_down'])} down", f"{_size(summary['bytes_up'])} up"]
+    if summary["retries"]:
+        parts.append(f"{summary['retries']} retries")
+    refused = summary["refused"]
+    if refused["count"]:
+        keys = f" (claimed keys: {', '.join(refused['keys'])})" if refused["keys"] else ""
+        parts.append(f"{refused['count']} refused: " + ", ".join(
+            f"{n} {why}" for why, n in sorted(refused["reasons"].items())) + keys)
+    if summary["corrupt"]:
+        parts.append(f"{summary['corrupt']} corrupt")
+    if summary["disabled"]:
+        parts.append(f"disabled: {summary['disabled']}")
+    return f"{summary['url']}: " + ", ".join(parts)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024 or unit == "MiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
 
 
 def record_last_build(home: Home, counters: Counters) -> None:
@@ -381,8 +412,12 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                 runner.shutdown()
         reporter.end_progress()
         _save_records(state, scans, pipeline)  # each writes only what changed since it last wrote
+        if endpoint is not None and not completed:
+            endpoint.cancel()  # interrupted: end retry waits and calls in flight now
         if remote is not None:
             remote.close(wait=completed)  # uploads still queued finish before `Finished`
+            if endpoint is not None and endpoint.contacted:
+                pipeline.counters.remote = remote.summary()
         if endpoint is not None:
             endpoint.close()
     return result, pipeline.counters

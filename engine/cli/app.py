@@ -105,6 +105,9 @@ def build_flags(fn):
                      help="Upload results of actions run here to the remote cache."),
         click.option("--remote-exec/--no-remote-exec", "remote_exec", default=None,
                      help="Run actions on the remote server's workers (REAPI Execute; docs/remote.md)."),
+        click.option("--remote-retries", "remote_retries", type=click.IntRange(min=0), default=None, metavar="N",
+                     help="Retries of a remote call that failed transiently, under a per-build budget "
+                          "(default 5; 0: none; else [remote] retries)."),
         click.option("--message-format", type=click.Choice(["human", "json"]), default="human",
                      help="json: one JSON object per build event on stdout."),
         click.option("--timings", type=click.Choice(["html", "json"]), is_flag=False, flag_value="html",
@@ -142,7 +145,8 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
                             no_accel=kw["no_accel"], strict=kw["strict"]),
         jobs=jobs or 0, keep_going=kw["keep_going"], toolchain=kw["toolchain"], sandbox=kw["sandbox"],
         timings=kw["timings"], trace=kw["trace"],
-        settings=ctx.settings.with_flags(RemoteFlags(kw["remote"], kw["remote_upload"], kw["remote_exec"])))
+        settings=ctx.settings.with_flags(RemoteFlags(kw["remote"], kw["remote_upload"], kw["remote_exec"],
+                                                                   kw["remote_retries"])))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -83,6 +83,7 @@ class Counters:
     executed: int = 0
     failed: int = 0
     healed: list[str] = field(default_factory=list)  # actions re-run because a blob was corrupt
+    remote: dict | None = None  # what the remote cache did (RemoteCache.summary); None: not asked
 
 
 class ActionPipeline:

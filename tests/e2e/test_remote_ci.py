@@ -1,0 +1,105 @@
+"""The remote cache at CI scale, end to end: the real `mcpp` CLI, a real BuildGrid 0.4.4 started
+from the configuration docs/remote.md documents, and a fault-injecting gRPC proxy in between
+(tests/e2e/remote_proxy.py) that refuses a fraction of calls and counts what it forwards.
+
+One BuildGrid serves the whole module (each test uses its own project, so its own keys).
+"""
+from __future__ import annotations
+
+import collections
+import re
+import shutil
+from pathlib import Path
+
+import grpc
+import pytest
+
+from e2e_support import Mcpp
+from remote_proxy import FaultProxy
+from tests.unit.remote.buildgrid_server import BuildGridServer, bgd_executable
+
+pytestmark = pytest.mark.skipif(bgd_executable() is None, reason="BuildGrid is not installed (pip install -e '.[test]')")
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "remote.md"
+
+
+def documented_config() -> str:
+    """The buildgrid.yml of docs/remote.md's quick start, its address left to the test."""
+    text = DOCS.read_text()
+    block = re.search(r"```yaml\n# buildgrid.yml\n(.*?)```", text, re.S).group(1)
+    return re.sub(r'address: "[^"]*".*', 'address: "{address}"', block, count=1)
+
+
+@pytest.fixture(scope="module")
+def buildgrid():
+    with BuildGridServer(config=documented_config()) as server:
+        yield server
+
+
+def unit_project(root: Path, n: int, name: str) -> Path:
+    """`n` sources that include a project header, and a binary that calls them all."""
+    files = {"mcpp.toml": f'[package]\nname = "{name}"\nversion = "0.1.0"\n[build]\ninclude_dirs = ["include"]\n',
+             "include/u.hpp": "#pragma once\ninline int twice(int x) { return 2 * x; }\n",
+             "src/main.cpp": "#include <cstdio>\n" + "".join(f"int f{i}();\n" for i in range(n))
+             + "int main() { int s = 0;\n" + "".join(f"s += f{i}();\n" for i in range(n))
+             + 'std::printf("%d\\n", s); }\n'}
+    for i in range(n):
+        files[f"src/f{i}.cpp"] = f'#include "u.hpp"\nint f{i}() {{ return twice({i}); }}\n'
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def statuses(res) -> collections.Counter:
+    return collections.Counter(e["status"] for e in res.events if e.get("reason") == "action-finished")
+
+
+def summary(res) -> dict:
+    return [e for e in res.events if e.get("reason") == "build-finished"][0]["remote_cache"]
+
+
+def test_a_server_refusing_30_percent_of_calls_is_retried_through(tmp_path, buildgrid):
+    """UNAVAILABLE on 3 calls in 10, both ways: the writer uploads everything, the reader (fresh
+    home, -j8, the documented server config) gets every action from the remote, and the only
+    trace of the faults is the retry count; the counts match what the proxy forwarded."""
+    a = unit_project(tmp_path / "a", 24, "flaky")
+    with FaultProxy(buildgrid.target, fail=0.3) as proxy:
+        ci = Mcpp(tmp_path / "ci").build_json("build", "-j", "8", "--remote", proxy.url, "--remote-upload", cwd=a)
+        assert statuses(ci) == {"executed": 26}
+        up = summary(ci)
+        assert up["uploads"] == 26 == proxy.ac_updates
+        assert up["bytes_up"] == proxy.bytes_up > 0
+        assert up["retries"] == sum(proxy.failed.values()) > 0
+        assert up["disabled"] is None
+        assert "warning" not in ci.err, ci.err
+
+        proxy.reset()
+        b = tmp_path / "b"
+        shutil.copytree(a, b, ignore=shutil.ignore_patterns("target"))
+        res = Mcpp(tmp_path / "laptop")("build", "-j", "8", "--remote", proxy.url, "--message-format", "json",
+                                        cwd=b, check=True)
+        assert statuses(res) == {"remote": 26}
+        got = summary(res)
+        assert got["hits"] == 26 == proxy.ac_hits and got["uploads"] == 0
+        assert got["bytes_down"] == proxy.bytes_down > 0
+        assert got["retries"] == sum(proxy.failed.values()) > 0 and got["disabled"] is None
+        # no warning: one note (results unverified: no trusted keys), and the counts on the Remote line
+        assert "warning" not in res.err, res.err
+        assert re.search(rf"Remote {re.escape(proxy.url)}: 26 hits, 0 misses, 0 uploads, [0-9.]+ KiB down, "
+                         rf"0 B up, {got['retries']} retries\n", res.err), res.err
+
+
+def test_a_server_that_keeps_refusing_is_given_up_once_with_the_count(tmp_path, buildgrid):
+    a = unit_project(tmp_path / "a", 3, "down")
+    with FaultProxy(buildgrid.target, fail=1.0, code=grpc.StatusCode.RESOURCE_EXHAUSTED) as proxy:
+        res = Mcpp(tmp_path / "h")("build", "--remote", proxy.url, "--remote-retries", "2",
+                                   "--message-format", "json", cwd=a, check=True)
+    assert statuses(res) == {"executed": 5}
+    warnings = [line for line in res.err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1, res.err
+    assert "unavailable (RESOURCE_EXHAUSTED: injected by the test proxy; a call failed 3 times; 2 retries this " \
+           "build)" in warnings[0] and warnings[0].endswith("building locally")
+    got = summary(res)
+    assert got["retries"] == 2 and got["disabled"].startswith("RESOURCE_EXHAUSTED")
+    assert sum(proxy.failed.values()) == 3  # one call, tried three times; nothing after
