@@ -283,7 +283,7 @@ class RemoteCache:
         return {"url": self.url, "hits": c.hits, "misses": c.misses, "uploads": c.uploaded,
                 "bytes_down": wire.bytes_down if wire else 0, "bytes_up": wire.bytes_up if wire else 0,
                 "retries": self.endpoint.retries, "corrupt": c.rejected,
-                "refused": {"count": c.refused, "reasons": dict(self.trust.refused),
+                "refused": {"count": sum(self.trust.refused.values()), "reasons": dict(self.trust.refused),
                             "keys": sorted(self.trust.refused_keys)},
                 "disabled": self.disabled}
 

@@ -107,11 +107,8 @@ class SignaturePolicy:
         verdict = verify(result, action_digest, self.trusted)
         if verdict.signer is not None:
             return remote_origin(self.server, action_digest, verdict.signer)
-        claimed = claimed_signers(result)
+        self._count_refusal(verdict.reason, claimed_signers(result))
         with self._lock:
-            why = verdict.reason or "refused"
-            self.refused[why] = self.refused.get(why, 0) + 1
-            self.refused_keys.update(claimed)
             first, self._warned = not self._warned, True
         if first:
             self.warn(f"refused the result of `{action_id}` from remote cache at {self.server} "
@@ -120,12 +117,22 @@ class SignaturePolicy:
 
     def accept_quietly(self, action_digest: object, result: Message) -> bool:
         """For header manifests: only hints of which keys to look up, so an unverified one is
-        skipped without a word (the lookups it would lead to are checked themselves)."""
+        skipped without a warning (the lookups it would lead to are checked themselves); it is
+        counted with the refused results, since the compile it stood for is refused with it."""
         if self.trusted is None:
             return True
-        from .signing import verify
+        from .signing import claimed_signers, verify
 
-        return verify(result, action_digest, self.trusted).signer is not None
+        verdict = verify(result, action_digest, self.trusted)
+        if verdict.signer is None:
+            self._count_refusal(verdict.reason, claimed_signers(result))
+        return verdict.signer is not None
+
+    def _count_refusal(self, reason: str | None, claimed: list[str]) -> None:
+        with self._lock:
+            why = reason or "refused"
+            self.refused[why] = self.refused.get(why, 0) + 1
+            self.refused_keys.update(claimed)
 
     def accepts_local(self, origin: Origin | None) -> bool:
         """Whether a local action cache entry with `origin` may be used: with trusted keys, one

@@ -103,3 +103,24 @@ def test_a_server_that_keeps_refusing_is_given_up_once_with_the_count(tmp_path, 
     got = summary(res)
     assert got["retries"] == 2 and got["disabled"].startswith("RESOURCE_EXHAUSTED")
     assert sum(proxy.failed.values()) == 3  # one call, tried three times; nothing after
+
+
+def test_refused_results_are_counted_with_the_key_names_they_claimed(tmp_path, buildgrid):
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    tool = Mcpp(tmp_path / "keyhome")
+    public = {name: tool("cache", "keygen", name, cwd=keys, check=True).out.strip() for name in ("ci", "mallory")}
+    a = unit_project(tmp_path / "a", 3, "refused")
+    with FaultProxy(buildgrid.target) as proxy:
+        Mcpp(tmp_path / "w")("build", "--remote", proxy.url, "--remote-upload", cwd=a, check=True,
+                             env={"MCPP_REMOTE_SIGN_KEY": str(keys / "mallory.secret")})
+        b = tmp_path / "b"
+        shutil.copytree(a, b, ignore=shutil.ignore_patterns("target"))
+        res = Mcpp(tmp_path / "r")("build", "--remote", proxy.url, "--message-format", "json", cwd=b, check=True,
+                                   env={"MCPP_REMOTE_TRUSTED_KEYS": public["ci"]})
+    got = summary(res)
+    # four compiles (their header manifests) and the link, each signed by mallory: all refused
+    assert statuses(res) == {"executed": 5}
+    assert got["hits"] == 0 and got["refused"] == {"count": 5, "reasons": {"signed by an untrusted key": 5},
+                                                   "keys": ["mallory"]}
+    assert "5 refused: 5 signed by an untrusted key (claimed keys: mallory)" in res.err, res.err
