@@ -285,7 +285,8 @@ def remote_line(summary: dict) -> str:
     """`grpc://cache:50051: 12 hits, 3 misses, 3 uploads, 1.2 MiB down, 40.0 KiB up, 7 retries`
     and, where they apply, the refused results (with the key names they claimed) and why the
     remote was turned off."""
-    parts = [f"{summary['hits']} hits", f"{summary['misses']} misses", f"{summary['uploads']} uploads",
+    parts = [f"{summary['hits']} hits", f"{summary['misses']} misses", f"{summary['uploads']} uploads"
+             + (f" ({summary['republished']} republished)" if summary.get("republished") else ""),
              f"{_size(summary['bytes_down'])} down", f"{_size(summary['bytes_up'])} up"]
     if summary["retries"]:
         parts.append(f"{summary['retries']} retries")

@@ -261,8 +261,19 @@ class ActionPipeline:
             self.counters.remote_hits += 1
         else:
             self.counters.cache_hits += 1
+            self._republish(a, outcome)
         self._event(a, status, origin=origin)
         return True
+
+    def _republish(self, a: Action, outcome: Outcome) -> None:
+        """With uploads on, a local hit is offered to the remote, which uploads it only if the
+        server lacks its result (`RemoteCache.republish`, on an upload thread)."""
+        if self.remote is None or not self.remote.upload_enabled or a.id not in self.remote_keys:
+            return
+        platform = self.keys.platform_of(a)
+        if self.trust.uploads(platform):
+            self.remote.republish(a, platform, self.remote_keys[a.id][1],
+                                  self._keyed_inputs(a, outcome.discovered), outcome.discovered, outcome.entry)
 
     def _finish_run(self, a: Action, outcome: Outcome) -> bool:
         res = outcome.run

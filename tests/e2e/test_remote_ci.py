@@ -124,3 +124,22 @@ def test_refused_results_are_counted_with_the_key_names_they_claimed(tmp_path, b
     assert got["hits"] == 0 and got["refused"] == {"count": 5, "reasons": {"signed by an untrusted key": 5},
                                                    "keys": ["mallory"]}
     assert "5 refused: 5 signed by an untrusted key (claimed keys: mallory)" in res.err, res.err
+
+
+def test_an_uploading_build_republishes_local_hits_to_a_server_that_lost_them(tmp_path, buildgrid):
+    a = unit_project(tmp_path / "a", 3, "republish")
+    writer = Mcpp(tmp_path / "ci")
+    first = writer.build_json("build", "--remote", buildgrid.url, "--remote-upload", cwd=a)
+    assert summary(first)["uploads"] == 5
+    buildgrid.stop()  # BuildGrid keeps its action cache in memory: restarted, it is empty
+    buildgrid.start()
+    shutil.rmtree(a / "target")
+    again = writer.build_json("build", "--remote", buildgrid.url, "--remote-upload", cwd=a)
+    assert statuses(again) == {"cached": 5}
+    assert summary(again)["uploads"] == summary(again)["republished"] == 5
+    shutil.rmtree(a / "target")
+    third = writer.build_json("build", "--remote", buildgrid.url, "--remote-upload", cwd=a)
+    assert statuses(third) == {"cached": 5} and summary(third)["uploads"] == 0  # the server has them all
+    b = tmp_path / "b"
+    shutil.copytree(a, b, ignore=shutil.ignore_patterns("target"))
+    assert statuses(Mcpp(tmp_path / "reader").build_json("build", "--remote", buildgrid.url, cwd=b)) == {"remote": 5}
