@@ -134,6 +134,8 @@ class RemoteClient:
                                                   response_deserializer=xp.BotSession.FromString)
         self._update_bot_session = ch.unary_unary(xp.UPDATE_BOT_SESSION, request_serializer=_ser,
                                                   response_deserializer=xp.BotSession.FromString)
+        if retrier is not None:
+            retrier.on_cancel(self.close)  # an interrupted build ends the calls in flight too
 
     def close(self) -> None:
         self._channel.close()
@@ -142,8 +144,10 @@ class RemoteClient:
 
     def connect(self, timeout: float | None = None) -> ServerInfo:
         """Read the server's capabilities and settle the digest function and batch limit."""
+        # A server that does not answer the first call in time is not waited on again: its
+        # deadline is not retried (a refused or reset connection is).
         caps = self._call(self._caps, pb.GetCapabilitiesRequest(instance_name=self.instance),
-                          timeout=min(self.timeout, 10.0) if timeout is None else timeout, read=True)
+                          timeout=min(self.timeout, 10.0) if timeout is None else timeout)
         cache = caps.cache_capabilities
         offered = list(cache.digest_functions)
         fn = choose(offered)
@@ -431,7 +435,7 @@ def open_client(settings: RemoteSettings, retrier: Retrier | None = None) -> tup
     client = RemoteClient(settings.target, settings.instance_name, settings.timeout, settings.security,
                           retrier)
     try:
-        return client, client.connect()
+        return client, client.connect(settings.connect_timeout)
     except RemoteError:
         client.close()
         raise

@@ -8,6 +8,7 @@ upload = true          # like --remote-upload (CI writes; laptops read)
 execute = true         # like --remote-exec: run actions on the server's workers (docs/remote.md)
 instance = ""          # REAPI instance_name, when the server hosts several
 timeout = 60           # seconds per request before the server counts as unavailable
+connect-timeout = 5    # seconds the first request (GetCapabilities) may take: a server that never answers
 retries = 5            # like --remote-retries: retries of one failed call (cas/remote/retry.py); 0: none
 sign-key = "keys/ci.secret"                 # sign what this machine uploads (relative: to $MCPP_HOME)
 trusted-keys = ["ci:Vf3x...=", "ci-old:..."]  # accept only results one of these keys signed
@@ -40,7 +41,8 @@ if TYPE_CHECKING:  # the key code is imported by a build that has a remote (see 
 # key -> what `isinstance` accepts for its value (a type, or a tuple of types)
 _KEYS: dict[str, Any] = {"url": str, "upload": bool, "instance": str, "timeout": (int, float), "sign-key": str,
          "trusted-keys": list, "tls-ca": str, "tls-cert": str, "tls-key": str, "token-file": str,
-         "execute": bool, "retries": int}
+         "execute": bool, "retries": int,
+         "connect-timeout": (int, float)}
 
 
 class RemoteConfigError(ValueError):
@@ -70,6 +72,7 @@ class RemoteSettings:
     security: ChannelSecurity = ChannelSecurity()
     execute: bool = False  # run actions remotely (REAPI Execute), not only look them up
     retries: int = DEFAULT_RETRIES  # per call, under a per-build budget (retry.py)
+    connect_timeout: float = 5.0  # the first call's deadline (GetCapabilities)
 
 
 def parse_remote_url(url: str) -> str:
@@ -142,6 +145,9 @@ def resolve_settings(chosen: Chosen, table: dict[str, Any], home_root: str | os.
     timeout = float(table.get("timeout", 60.0))
     if timeout <= 0:
         raise RemoteConfigError("`remote.timeout` must be a positive number of seconds")
+    connect_timeout = float(table.get("connect-timeout", 5.0))
+    if connect_timeout <= 0:
+        raise RemoteConfigError("`remote.connect-timeout` must be a positive number of seconds")
     retries = chosen.retries if chosen.retries is not None else table.get("retries", DEFAULT_RETRIES)
     if retries < 0:
         raise RemoteConfigError("`remote.retries` must be 0 or more (0: no retries)")
@@ -151,7 +157,7 @@ def resolve_settings(chosen: Chosen, table: dict[str, Any], home_root: str | os.
                           instance_name=table.get("instance", ""), timeout=timeout,
                           sign_key=sign_key, trusted_keys=trusted,
                           security=_security(url, target, table, chosen, home_root, where), execute=execute,
-                          retries=retries)
+                          retries=retries, connect_timeout=connect_timeout)
 
 
 _LOOPBACK = re.compile(r"(localhost|127(\.\d{1,3}){3}|\[::1\]):\d+")

@@ -19,6 +19,8 @@ an action) stays with that service: it is not the server going away.
 """
 from __future__ import annotations
 
+import socket
+import ssl
 import threading
 from typing import Callable
 
@@ -80,13 +82,11 @@ class RemoteEndpoint:
             self._down_locked(e, service)
 
     def cancel(self) -> None:
-        """Interrupted (Ctrl-C, SIGTERM): end every retry wait and every call in flight now."""
+        """Interrupted (Ctrl-C, SIGTERM): end every retry wait and every call in flight now,
+        the first connection's too (the retrier closes every channel it was given; gRPC fails
+        the calls in flight on a closed channel). Takes no lock a call may hold."""
+        self._closed = True
         self.retrier.cancel()
-        with self._lock:
-            self._closed = True
-            client = self._client
-        if client is not None:
-            client.close()  # gRPC fails the calls in flight on a closed channel: CANCELLED
 
     @property
     def contacted(self) -> bool:
@@ -137,4 +137,24 @@ def hint(e: RemoteError, settings: RemoteSettings) -> str:
         return " (TLS: the server's certificate is not signed by a trusted CA; set `tls-ca` under [remote])"
     if "handshake" in text.lower() or "SSL" in text:
         return " (TLS handshake failed: check `tls-ca`, `tls-cert` and `tls-key` under [remote])"
+    if e.code == "UNAVAILABLE" and not settings.security.tls and not settings.target.startswith("unix:") \
+            and speaks_tls(settings.target):
+        return f" (the server speaks TLS: use grpcs://{settings.target})"
     return ""
+
+
+def speaks_tls(target: str, timeout: float = 2.0) -> bool:
+    """Whether the server at `target` ("host:port") completes a TLS handshake: asked only after
+    a plain-text connection failed, to say `grpcs://` where gRPC would only say "Socket closed".
+    Nothing is sent but the handshake, and its certificate is not used for anything."""
+    host, _, port = target.rpartition(":")
+    host = host.strip("[]")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout) as raw:
+            with ctx.wrap_socket(raw, server_hostname=host):
+                return True
+    except (OSError, ValueError):
+        return False

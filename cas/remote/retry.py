@@ -52,6 +52,7 @@ class Retrier:
         self._start = 10 * retries
         self._tokens = float(self._start)
         self._cancelled = threading.Event()
+        self._on_cancel: list[Callable[[], None]] = []
         self.count = 0  # retries made this build
         self.gave_up: str | None = None  # why retrying stopped, once it has
 
@@ -81,8 +82,21 @@ class Retrier:
         return cap / 2 + self._jitter() * cap / 2
 
     def cancel(self) -> None:
-        """End every wait now; calls not yet made fail with CANCELLED."""
+        """End every wait now, and the calls in flight (the `on_cancel` hooks close their
+        channels); calls not yet made fail with CANCELLED."""
         self._cancelled.set()
+        with self._lock:
+            hooks, self._on_cancel = self._on_cancel, []
+        for hook in hooks:
+            hook()
+
+    def on_cancel(self, hook: Callable[[], None]) -> None:
+        """Call `hook` (once) when the build is cancelled."""
+        with self._lock:
+            if not self._cancelled.is_set():
+                self._on_cancel.append(hook)
+                return
+        hook()
 
     @property
     def cancelled(self) -> bool:
