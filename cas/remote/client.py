@@ -25,7 +25,7 @@ import os
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, NamedTuple, TypeVar, Union
 
 # gRPC's C core logs connection events (a server going away) to stderr at INFO; the cache
 # reports what matters itself, once. The variable is read when grpc initializes, and is removed
@@ -93,7 +93,9 @@ class RemoteClient:
     """One channel to one server. Thread-safe: gRPC channels and callables are."""
 
     def __init__(self, target: str, instance_name: str = "", timeout: float = 60.0,
-                 security: ChannelSecurity | None = None, retrier: Retrier | None = None) -> None:
+                 security: ChannelSecurity | None = None, retrier: Retrier | None = None,
+                 headers: tuple[tuple[str, str], ...] = ()) -> None:
+        """`headers`: metadata sent with every call (--remote-header, the credential helper's)."""
         self.target = target
         self.instance = instance_name
         self.timeout = timeout
@@ -109,6 +111,8 @@ class RemoteClient:
             ("grpc.max_send_message_length", 64 << 20),
             ("grpc.enable_http_proxy", 0),
         ])
+        if headers:
+            self._channel = grpc.intercept_channel(self._channel, _Headers(headers))
         ch = self._channel
         self._caps = ch.unary_unary(pb.CAPABILITIES_GET, request_serializer=_ser,
                                     response_deserializer=pb.ServerCapabilities.FromString)
@@ -392,6 +396,44 @@ def _open_channel(target: str, security: ChannelSecurity | None, options: list[t
     return grpc.secure_channel(target, creds, options=options)
 
 
+class _Details(NamedTuple):
+    method: str
+    timeout: float | None
+    metadata: Any
+    credentials: Any
+    wait_for_ready: bool | None
+    compression: Any
+
+
+class _Headers(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,  # type: ignore[misc]
+               grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor):
+    """Adds the configured headers to every call's metadata."""
+
+    def __init__(self, headers: tuple[tuple[str, str], ...]) -> None:
+        self.headers = headers
+
+    def _details(self, d: Any) -> Any:
+        metadata = list(d.metadata or ()) + list(self.headers)
+        return _CallDetails(d.method, d.timeout, metadata, d.credentials,
+                            getattr(d, "wait_for_ready", None), getattr(d, "compression", None))
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._details(details), request)
+
+    def intercept_stream_unary(self, continuation: Any, details: Any, requests: Any) -> Any:
+        return continuation(self._details(details), requests)
+
+    def intercept_stream_stream(self, continuation: Any, details: Any, requests: Any) -> Any:
+        return continuation(self._details(details), requests)
+
+
+class _CallDetails(_Details, grpc.ClientCallDetails):  # type: ignore[misc]
+    """`grpc.ClientCallDetails` is abstract: a named tuple gives it its fields."""
+
+
 def _ser(message: Message) -> bytes:
     data: bytes = message.SerializeToString()
     return data
@@ -432,8 +474,13 @@ def _read_all(opener: Callable[[], io.BufferedIOBase]) -> bytes:
 def open_client(settings: RemoteSettings, retrier: Retrier | None = None) -> tuple[RemoteClient, ServerInfo]:
     """A client for `settings`, connected (capabilities read); when the server cannot be reached
     the channel is closed before the RemoteError goes to the caller, which degrades."""
+    headers = settings.security.headers
+    if settings.security.credential_helper:
+        from .credential_helper import helper_headers
+
+        headers = (*headers, *helper_headers(settings.security.credential_helper, settings.url))
     client = RemoteClient(settings.target, settings.instance_name, settings.timeout, settings.security,
-                          retrier)
+                          retrier, headers)
     try:
         return client, client.connect(settings.connect_timeout)
     except RemoteError:

@@ -16,6 +16,8 @@ tls-ca = "ca.pem"      # grpcs:// only: the CA that signed the server's certific
 tls-cert = "me.pem"    # mutual TLS: this client's certificate chain ...
 tls-key = "me.key"     # ... and its private key
 token-file = "token"   # sent as `authorization: Bearer <token>` (grpcs://, unix: or loopback only)
+headers = { x-ci-run = "42" }  # like --remote-header KEY=VALUE: sent with every call
+credential-helper = "gcloud-helper --scope cache"  # Bazel's protocol: `CMD get`, headers back (credential_helper.py)
 ```
 
 Paths are relative to $MCPP_HOME. Without trusted keys every remote result is accepted
@@ -42,7 +44,7 @@ if TYPE_CHECKING:  # the key code is imported by a build that has a remote (see 
 _KEYS: dict[str, Any] = {"url": str, "upload": bool, "instance": str, "timeout": (int, float), "sign-key": str,
          "trusted-keys": list, "tls-ca": str, "tls-cert": str, "tls-key": str, "token-file": str,
          "execute": bool, "retries": int,
-         "connect-timeout": (int, float)}
+         "connect-timeout": (int, float), "headers": dict, "credential-helper": str}
 
 
 class RemoteConfigError(ValueError):
@@ -58,6 +60,10 @@ class ChannelSecurity:
     cert: bytes | None = None  # PEM client certificate chain (mutual TLS)
     key: bytes | None = field(default=None, repr=False)
     token: str | None = field(default=None, repr=False)
+    # sent with every call (--remote-header, `headers`); values may be credentials: never shown
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    # the credential helper's argv (`credential-helper`), run when the channel opens
+    credential_helper: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +107,12 @@ def check_table(table: dict[str, Any], where: str) -> dict[str, Any]:
             raise RemoteConfigError(f"{where}: unknown key `remote.{key}`; accepted: {', '.join(_KEYS)}")
         if not isinstance(value, want) or (want is not bool and isinstance(value, bool)):
             kind = {str: "a string", bool: "true or false", list: "a list of strings",
-                    int: "a whole number"}.get(want, "a number of seconds")
+                    int: "a whole number", dict: "a table of strings"}.get(want, "a number of seconds")
             raise RemoteConfigError(f"{where}: `remote.{key}` must be {kind}")
         if want is list and not all(isinstance(v, str) for v in value):
             raise RemoteConfigError(f"{where}: `remote.{key}` must be a list of strings")
+        if want is dict and not all(isinstance(v, str) for v in value.values()):
+            raise RemoteConfigError(f"{where}: `remote.{key}` must be a table of strings")
     return table
 
 
@@ -129,6 +137,8 @@ class Chosen:
     sign_key: str | None = None  # a path, relative to the working directory
     trusted_keys: Override | None = None  # comma-separated public keys
     retries: int | None = None  # --remote-retries
+    instance_name: str | None = None  # --remote-instance-name
+    headers: tuple[str, ...] = ()  # --remote-header KEY=VALUE, each as given
 
 
 def resolve_settings(chosen: Chosen, table: dict[str, Any], home_root: str | os.PathLike[str],
@@ -154,7 +164,8 @@ def resolve_settings(chosen: Chosen, table: dict[str, Any], home_root: str | os.
     sign_key, trusted = _keys(chosen, table, home_root, where)
     target = parse_remote_url(url)
     return RemoteSettings(url=url, target=target, upload=upload,
-                          instance_name=table.get("instance", ""), timeout=timeout,
+                          instance_name=chosen.instance_name if chosen.instance_name is not None
+                          else table.get("instance", ""), timeout=timeout,
                           sign_key=sign_key, trusted_keys=trusted,
                           security=_security(url, target, table, chosen, home_root, where), execute=execute,
                           retries=retries, connect_timeout=connect_timeout)
@@ -203,7 +214,61 @@ def _security(url: str, target: str, table: dict[str, Any], chosen: Chosen,
         if not tls and not target.startswith("unix:") and not _LOOPBACK.fullmatch(target):
             raise RemoteConfigError(f"{origin}: a token is sent only over TLS (grpcs://), a unix socket or "
                                     f"to this machine (127.0.0.1, localhost), not in plain text to `{url}`")
-    return ChannelSecurity(tls=tls, ca=ca, cert=cert, key=key, token=token)
+    helper = _credential_helper(table, home_root, where)
+    if helper is not None and not tls and not target.startswith("unix:") and not _LOOPBACK.fullmatch(target):
+        raise RemoteConfigError(f"{where}: `remote.credential-helper`: credentials are sent only over TLS "
+                                f"(grpcs://), a unix socket or to this machine, not in plain text to `{url}`")
+    return ChannelSecurity(tls=tls, ca=ca, cert=cert, key=key, token=token,
+                           headers=_headers(chosen, table, where), credential_helper=helper)
+
+
+_HEADER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+_RESERVED = ("grpc-", ":")
+
+
+def header(name: str, value: str, origin: str) -> tuple[str, str]:
+    """A call header as gRPC metadata wants it: a lower-case name of `[a-z0-9_.-]` (not `grpc-*`,
+    not a binary `*-bin` one) and a printable ASCII value. The value is never quoted in a message."""
+    name = name.strip().lower()
+    if not _HEADER_NAME.fullmatch(name) or name.startswith(_RESERVED) or name.endswith("-bin"):
+        raise RemoteConfigError(f"{origin}: `{name}` is not a header name mcpp sends (letters, digits, "
+                                "`-`, `_`, `.`; not grpc-*, not *-bin)")
+    if not all(" " <= c <= "~" for c in value):
+        raise RemoteConfigError(f"{origin}: the value of header `{name}` must be printable ASCII")
+    return name, value
+
+
+def _headers(chosen: Chosen, table: dict[str, Any], where: str) -> tuple[tuple[str, str], ...]:
+    """`headers` of the table, then --remote-header (which wins for a name both set)."""
+    out = dict(header(k, v, f"{where}: `remote.headers`") for k, v in table.get("headers", {}).items())
+    for text in chosen.headers:
+        name, eq, value = text.partition("=")
+        if not eq:
+            raise RemoteConfigError(f"--remote-header `{name}`: expected KEY=VALUE")
+        k, v = header(name, value, "--remote-header")
+        out[k] = v
+    return tuple(out.items())
+
+
+def _credential_helper(table: dict[str, Any], home_root: str | os.PathLike[str], where: str
+                       ) -> tuple[str, ...] | None:
+    """`credential-helper` as an argv: split as a shell would (no shell runs it); a relative
+    program path with a `/` is relative to $MCPP_HOME, a bare name is looked up on PATH."""
+    import shlex
+
+    text = table.get("credential-helper")
+    if not text:
+        return None
+    try:
+        argv = shlex.split(text)
+    except ValueError as e:
+        raise RemoteConfigError(f"{where}: `remote.credential-helper`: {e}") from None
+    if not argv:
+        raise RemoteConfigError(f"{where}: `remote.credential-helper` names no program")
+    program = os.path.expanduser(argv[0])
+    if "/" in program and not os.path.isabs(program):
+        program = os.path.join(home_root, program)
+    return (program, *argv[1:])
 
 
 def _keys(chosen: Chosen, table: dict[str, Any], home_root: str | os.PathLike[str], where: str

@@ -12,6 +12,7 @@ $MCPP_HOME                the home (engine/core/mcpp_home.py)
 --remote-upload / MCPP_REMOTE_UPLOAD / [remote] upload
 --remote-exec / MCPP_REMOTE_EXEC / [remote] execute
 --remote-retries / [remote] retries
+--remote-instance-name / [remote] instance; --remote-header KEY=VALUE / [remote] headers
 MCPP_REMOTE_TOKEN_FILE, MCPP_REMOTE_SIGN_KEY, MCPP_REMOTE_TRUSTED_KEYS  over their [remote] keys
 MCPP_REMOTE_EXEC_WAIT     how long remote execution waits for a worker
 MCPP_PAYLOAD_*            the payload indexes, their trust and unpacking limits (engine/payloads/)
@@ -50,6 +51,8 @@ class RemoteFlags:
     upload: bool | None = None  # --remote-upload / --no-remote-upload
     execute: bool | None = None  # --remote-exec / --no-remote-exec
     retries: int | None = None  # --remote-retries
+    instance_name: str | None = None  # --remote-instance-name
+    headers: tuple[str, ...] = ()  # --remote-header KEY=VALUE (repeatable)
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ class Settings:
                 token_file=self._override("MCPP_REMOTE_TOKEN_FILE"),
                 sign_key=self.env.get("MCPP_REMOTE_SIGN_KEY") or None,
                 trusted_keys=self._override("MCPP_REMOTE_TRUSTED_KEYS"),
-                retries=self.flags.retries)
+                retries=self.flags.retries, instance_name=self.flags.instance_name, headers=self.flags.headers)
             found = resolve_settings(chosen, self.table("remote"), self.home.root, self.config.path)
         except RemoteConfigError as e:
             raise McppError(str(e)) from None

@@ -38,6 +38,7 @@ class FaultProxy:
         self.bytes_down = self.bytes_up = 0
         self.metadata_keys: set[str] = set()
         self.metadata: list[tuple[str, str]] = []
+        self.instances: set[str] = set()  # the instance names GetCapabilities asked for
         self.upstream = grpc.insecure_channel(upstream, options=[("grpc.max_receive_message_length", 64 << 20),
                                                                    ("grpc.max_send_message_length", 64 << 20)])
         self.server = grpc.server(futures.ThreadPoolExecutor(64), handlers=[_Handler(self)],
@@ -59,6 +60,7 @@ class FaultProxy:
             self.bytes_down = self.bytes_up = 0
             self.metadata_keys.clear()
             self.metadata.clear()
+            self.instances.clear()
 
     def close(self) -> None:
         self.server.stop(0)
@@ -168,6 +170,9 @@ class _Handler(grpc.GenericRpcHandler):
         call = channel.unary_unary(method)
 
         def unary_unary(request, context):
+            if method.endswith("/GetCapabilities"):
+                with proxy.lock:
+                    proxy.instances.add(pb.GetCapabilitiesRequest.FromString(request).instance_name)
             proxy.admit(method, context)
             try:
                 resp = call(request, timeout=context.time_remaining(), metadata=forwarded_metadata(context))

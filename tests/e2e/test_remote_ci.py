@@ -143,3 +143,38 @@ def test_an_uploading_build_republishes_local_hits_to_a_server_that_lost_them(tm
     b = tmp_path / "b"
     shutil.copytree(a, b, ignore=shutil.ignore_patterns("target"))
     assert statuses(Mcpp(tmp_path / "reader").build_json("build", "--remote", buildgrid.url, cwd=b)) == {"remote": 5}
+
+
+def test_headers_the_credential_helper_and_the_instance_name_reach_the_server(tmp_path, buildgrid):
+    import sys
+
+    helper = tmp_path / "helper"
+    helper.write_text(f"#!{sys.executable}\nimport json, sys\nassert sys.argv[1:] == ['--scope', 'cache', 'get']\n"
+                      f"asked = json.load(sys.stdin)\nopen({str(tmp_path / 'asked')!r}, 'w').write(asked['uri'])\n"
+                      'print(json.dumps({"headers": {"x-cred": ["s3cret-token"]}, "expires": "2099-01-01T00:00:00Z"}))\n')
+    helper.chmod(0o755)
+    a = unit_project(tmp_path / "a", 2, "knobs")
+    with FaultProxy(buildgrid.target) as proxy:
+        m = Mcpp(tmp_path / "h")
+        m.home.mkdir()
+        (m.home / "config.toml").write_text(f'[remote]\nurl = "{proxy.url}"\ncredential-helper = "{helper} --scope cache"\n'
+                                            'headers = { x-team = "core", x-ci-run = "config" }\n')
+        res = m("build", "-v", "--remote-upload", "--remote-header", "x-ci-run=42", "--remote-header", "X-Extra=a=b",
+                cwd=a, check=True)
+        assert (tmp_path / "asked").read_text() == proxy.url
+        sent = dict(proxy.metadata)
+        assert (sent["x-cred"], sent["x-team"], sent["x-ci-run"], sent["x-extra"]) == ("s3cret-token", "core", "42", "a=b")
+        assert "s3cret" not in res.out + res.err and "x-cred" not in res.out + res.err
+        assert "4 uploads" in res.out and "warning" not in res.err, res.err
+        proxy.reset()
+        shutil.rmtree(a / "target")  # local hits, offered for republishing: the remote is asked
+        named = m("build", "--remote-upload", "--remote-instance-name", "ci-instance", cwd=a, check=True)
+        assert proxy.instances == {"ci-instance"}, named.err
+    # a helper that fails: one warning naming it and how, never its output; the build goes on
+    helper.write_text(f"#!{sys.executable}\nimport sys\nprint('s3cret-token')\nsys.exit(3)\n")
+    shutil.rmtree(a / "target")
+    res = m("build", "--remote-upload", cwd=a, check=True)
+    assert f"credential helper `{helper}` exited with 3" in res.err and "s3cret" not in res.err, res.err
+    bad = m("build", "--remote-header", "grpc-timeout=1", cwd=a)
+    assert bad.code == 2 and "not a header name" in bad.err and "Traceback" not in bad.err
+    assert "grpcs://HOST:PORT" in m("build", "--help", cwd=a).out
