@@ -57,6 +57,7 @@ from ..trust.policy import TrustPolicy
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .empty_packages import empty_package_warnings
 from .host_tools import HostTools, ToolBuilder, host_tool_options
+from ..state.home_gc import after_build as home_gc_after_build, cache_max_size
 from .memory import BuildMemory, NoMemory
 
 
@@ -207,7 +208,19 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
     if counters.remote is not None:
         reporter.status("Remote", remote_line(counters.remote))
     reporter.status("Finished", f"{profile.summary} in {outcome.elapsed:.2f}s{_hits(counters)}")
+    if opts.target_override is None:
+        _bound_home(opts, memory)
     return outcome
+
+
+def _bound_home(opts: BuildOptions, memory: BuildMemory) -> None:
+    """`[cache] max-size`: the home bounded after the reply (engine/state/home_gc.py); a home
+    without the key pays one lookup."""
+    table = opts.settings.table("cache")
+    if "max-size" not in table:
+        return
+    cache_max_size(table["max-size"])  # a bad value is a usage error now, not after the reply
+    memory.after_reply(lambda: home_gc_after_build(opts.home, table))
 
 
 def _environment(graph: PackageGraph, layout: Layout, opts: BuildOptions, reporter: Reporter) -> Environment:
