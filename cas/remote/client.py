@@ -42,7 +42,7 @@ from . import exec_protocol as xp
 from . import protocol as pb
 from .config import ChannelSecurity, RemoteSettings
 from .digests import DigestFunction, RemoteDigest, choose, function_names
-from .errors import RemoteError
+from .errors import RemoteError as RemoteError  # re-exported: callers name it from here
 from .retry import Retrier
 
 if TYPE_CHECKING:
@@ -405,8 +405,11 @@ class _Details(NamedTuple):
     compression: Any
 
 
-class _Headers(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,  # type: ignore[misc]
-               grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor):
+_INTERCEPTORS: tuple[Any, ...] = (grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
+                                  grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor)
+
+
+class _Headers(*_INTERCEPTORS):  # type: ignore[misc]
     """Adds the configured headers to every call's metadata."""
 
     def __init__(self, headers: tuple[tuple[str, str], ...]) -> None:

@@ -78,7 +78,7 @@ class Retrier:
 
     def delay(self, attempt: int) -> float:
         """Seconds before the `attempt`-th retry (1-based) of one call."""
-        cap = min(self.maximum, self.initial * (2 ** (attempt - 1)))
+        cap = min(self.maximum, self.initial * (2.0 ** (attempt - 1)))
         return cap / 2 + self._jitter() * cap / 2
 
     def cancel(self) -> None:

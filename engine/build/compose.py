@@ -220,7 +220,10 @@ def _bound_home(opts: BuildOptions, memory: BuildMemory) -> None:
     if "max-size" not in table:
         return
     cache_max_size(table["max-size"])  # a bad value is a usage error now, not after the reply
-    memory.after_reply(lambda: home_gc_after_build(opts.home, table))
+    def bound() -> None:
+        home_gc_after_build(opts.home, table)
+
+    memory.after_reply(bound)
 
 
 def _environment(graph: PackageGraph, layout: Layout, opts: BuildOptions, reporter: Reporter) -> Environment:
@@ -316,11 +319,9 @@ def remote_line(summary: dict) -> str:
 
 
 def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB"):
-        if n < 1024 or unit == "MiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
+    if n < 1024:
+        return f"{n} B"
+    return f"{n / 1024:.1f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MiB"
 
 
 def record_last_build(home: Home, counters: Counters) -> None:

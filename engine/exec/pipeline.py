@@ -268,7 +268,8 @@ class ActionPipeline:
     def _republish(self, a: Action, outcome: Outcome) -> None:
         """With uploads on, a local hit is offered to the remote, which uploads it only if the
         server lacks its result (`RemoteCache.republish`, on an upload thread)."""
-        if self.remote is None or not self.remote.upload_enabled or a.id not in self.remote_keys:
+        if self.remote is None or not self.remote.upload_enabled or a.id not in self.remote_keys \
+                or outcome.entry is None:
             return
         platform = self.keys.platform_of(a)
         if self.trust.uploads(platform):
