@@ -40,11 +40,12 @@ def remote_origin(server: str, action_digest: object, signer: object | None) -> 
             "signed-by": None if signer is None else str(signer)}
 
 
-def event_origin(status: str, entry_origin: Origin | None) -> Origin:
+def event_origin(status: str, entry_origin: Origin | None, worker: str = "") -> Origin:
     """The `origin` of an `action-finished` event: `status` is "executed", "cached" or "remote";
-    `entry_origin` the origin stored with the action cache entry used (None: built here)."""
+    `entry_origin` the origin stored with the action cache entry used (None: built here);
+    `worker` the remote worker that executed it (`--remote-exec`), "" for a local run."""
     if status == "executed":
-        return {"kind": EXECUTED}
+        return {"kind": EXECUTED, "worker": worker} if worker else {"kind": EXECUTED}
     if status == "remote" and entry_origin:
         return dict(entry_origin)
     if entry_origin and entry_origin.get("kind") == REMOTE_CACHE:
@@ -60,7 +61,7 @@ def describe(origin: Origin | None) -> str:
         return "unknown (recorded before mcpp kept origins)"
     kind = origin.get("kind")
     if kind == EXECUTED:
-        return "executed here"
+        return f"executed remotely on {origin['worker']}" if origin.get("worker") else "executed here"
     if kind == REMOTE_CACHE:
         return f"remote cache {origin.get('server')} (action {origin.get('action')}), {_signer(origin)}"
     if origin.get("fetched-from"):
