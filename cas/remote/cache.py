@@ -243,7 +243,8 @@ class RemoteCache:
             return
         with self._lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(_UPLOAD_WORKERS, thread_name_prefix="mcpp-remote-upload")
+                self._pool = ThreadPoolExecutor(max(_UPLOAD_WORKERS, self.settings.jobs // 4),
+                                                thread_name_prefix="mcpp-remote-upload")
             self._pending.append(self._pool.submit(
                 self._upload, action, platform, dict(tools), dict(inputs), discovered, entry, if_missing))
 

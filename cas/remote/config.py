@@ -9,6 +9,7 @@ execute = true         # like --remote-exec: run actions on the server's workers
 instance = ""          # REAPI instance_name, when the server hosts several
 timeout = 60           # seconds per request before the server counts as unavailable
 connect-timeout = 5    # seconds the first request (GetCapabilities) may take: a server that never answers
+jobs = 32              # like --remote-jobs: remote lookups in flight at once, whatever -j is
 retries = 5            # like --remote-retries: retries of one failed call (cas/remote/retry.py); 0: none
 sign-key = "keys/ci.secret"                 # sign what this machine uploads (relative: to $MCPP_HOME)
 trusted-keys = ["ci:Vf3x...=", "ci-old:..."]  # accept only results one of these keys signed
@@ -37,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from .retry import DEFAULT_RETRIES
 
+DEFAULT_JOBS = 32  # lookups mostly wait on the network: far more of them than cores
+
 if TYPE_CHECKING:  # the key code is imported by a build that has a remote (see `_keys`)
     from .signing import PublicKey, SecretKey
 
@@ -44,7 +47,7 @@ if TYPE_CHECKING:  # the key code is imported by a build that has a remote (see 
 _KEYS: dict[str, Any] = {"url": str, "upload": bool, "instance": str, "timeout": (int, float), "sign-key": str,
          "trusted-keys": list, "tls-ca": str, "tls-cert": str, "tls-key": str, "token-file": str,
          "execute": bool, "retries": int,
-         "connect-timeout": (int, float), "headers": dict, "credential-helper": str}
+         "connect-timeout": (int, float), "headers": dict, "credential-helper": str, "jobs": int}
 
 
 class RemoteConfigError(ValueError):
@@ -79,6 +82,7 @@ class RemoteSettings:
     execute: bool = False  # run actions remotely (REAPI Execute), not only look them up
     retries: int = DEFAULT_RETRIES  # per call, under a per-build budget (retry.py)
     connect_timeout: float = 5.0  # the first call's deadline (GetCapabilities)
+    jobs: int = DEFAULT_JOBS  # remote lookups in flight at once (the build runs at least -j)
 
 
 def parse_remote_url(url: str) -> str:
@@ -138,6 +142,7 @@ class Chosen:
     trusted_keys: Override | None = None  # comma-separated public keys
     retries: int | None = None  # --remote-retries
     instance_name: str | None = None  # --remote-instance-name
+    jobs: int | None = None  # --remote-jobs
     headers: tuple[str, ...] = ()  # --remote-header KEY=VALUE, each as given
 
 
@@ -161,6 +166,9 @@ def resolve_settings(chosen: Chosen, table: dict[str, Any], home_root: str | os.
     retries = chosen.retries if chosen.retries is not None else table.get("retries", DEFAULT_RETRIES)
     if retries < 0:
         raise RemoteConfigError("`remote.retries` must be 0 or more (0: no retries)")
+    jobs = chosen.jobs if chosen.jobs is not None else table.get("jobs", DEFAULT_JOBS)
+    if not 1 <= jobs <= 1024:
+        raise RemoteConfigError("`remote.jobs` must be a number of lookups from 1 to 1024")
     sign_key, trusted = _keys(chosen, table, home_root, where)
     target = parse_remote_url(url)
     return RemoteSettings(url=url, target=target, upload=upload,
@@ -168,7 +176,7 @@ def resolve_settings(chosen: Chosen, table: dict[str, Any], home_root: str | os.
                           else table.get("instance", ""), timeout=timeout,
                           sign_key=sign_key, trusted_keys=trusted,
                           security=_security(url, target, table, chosen, home_root, where), execute=execute,
-                          retries=retries, connect_timeout=connect_timeout)
+                          retries=retries, connect_timeout=connect_timeout, jobs=jobs)
 
 
 _LOOPBACK = re.compile(r"(localhost|127(\.\d{1,3}){3}|\[::1\]):\d+")

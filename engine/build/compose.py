@@ -373,9 +373,9 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     remote = stores.remote_cache(endpoint, _content_of(plan), reporter.warning,
                                  note=lambda text: reporter.raw_warning(f"note: {text}"))
     if remote is not None:
-        # Remote lookups mostly wait on the server: let several overlap, but run at most -j
-        # local processes (the pipeline takes a slot around each one).
-        workers, slots = max(jobs, min(4 * jobs, 32)), threading.BoundedSemaphore(jobs)
+        # Remote lookups mostly wait on the server: `--remote-jobs` of them overlap whatever -j
+        # is, and at most -j local processes run (the pipeline takes a slot around each one).
+        workers, slots = max(jobs, remote.settings.jobs), threading.BoundedSemaphore(jobs)
     # remote runs hold no local slot; the runner keeps local ones at the core count
     if executing and isinstance(runner, SandboxRunner):
         runner, slots = with_remote_execution(runner, endpoint, stores.blobs, policy, reporter.warning,

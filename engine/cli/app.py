@@ -108,6 +108,8 @@ def build_flags(fn):
         click.option("--remote-retries", "remote_retries", type=click.IntRange(min=0), default=None, metavar="N",
                      help="Retries of a remote call that failed transiently, under a per-build budget "
                           "(default 5; 0: none; else [remote] retries)."),
+        click.option("--remote-jobs", "remote_jobs", type=click.IntRange(1, 1024), default=None, metavar="N",
+                     help="Remote cache lookups in flight at once, whatever -j is (default 32; else [remote] jobs)."),
         click.option("--remote-instance-name", "remote_instance", metavar="NAME", default=None,
                      help="REAPI instance name (else [remote] instance; default \"\")."),
         click.option("--remote-header", "remote_headers", metavar="KEY=VALUE", multiple=True,
@@ -149,9 +151,9 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
                             no_accel=kw["no_accel"], strict=kw["strict"]),
         jobs=jobs or 0, keep_going=kw["keep_going"], toolchain=kw["toolchain"], sandbox=kw["sandbox"],
         timings=kw["timings"], trace=kw["trace"],
-        settings=ctx.settings.with_flags(RemoteFlags(kw["remote"], kw["remote_upload"], kw["remote_exec"],
-                                                                   kw["remote_retries"], kw["remote_instance"],
-                                                                   tuple(kw["remote_headers"]))))
+        settings=ctx.settings.with_flags(RemoteFlags(
+            kw["remote"], kw["remote_upload"], kw["remote_exec"], retries=kw["remote_retries"],
+            instance_name=kw["remote_instance"], remote_jobs=kw["remote_jobs"], headers=tuple(kw["remote_headers"]))))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

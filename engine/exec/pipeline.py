@@ -327,7 +327,7 @@ class ActionPipeline:
             if self.trust.uploads(platform):  # a result the sandbox cannot prove stays here (engine/trust/policy.py)
                 self.remote.upload(a, platform, self.remote_keys[a.id][1], inputs, discovered, entry)
         self.state.record(a.id, key, discovered, {o: str(d) for o, d in outcome.outputs.items()})
-        origin = event_origin("executed", None, res.worker)
+        origin = event_origin("executed", None, res.worker if res is not None else "")
         self.explain.record(a, key, inputs, self.keys, origin=origin,
                             outputs={o: str(d) for o, d in outcome.outputs.items()})
         self.counters.executed += 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 from concurrent import futures
 
 import grpc
@@ -26,10 +27,13 @@ _STREAM_IN = ("/google.bytestream.ByteStream/Write",)
 
 class FaultProxy:
     def __init__(self, upstream: str, fail: float = 0.0, code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE,
-                 methods: tuple[str, ...] | None = None) -> None:
+                 methods: tuple[str, ...] | None = None, delay: float = 0.0) -> None:
         """`fail`: the fraction of calls answered `code` (spread evenly, never twice in a row);
-        `methods`: the method-name suffixes that may fail (None: any)."""
-        self.fail, self.code, self.methods = fail, code, methods
+        `methods`: the method-name suffixes that may fail (None: any); `delay`: seconds added to
+        every call (a long round trip)."""
+        self.fail, self.code, self.methods, self.delay = fail, code, methods, delay
+        self.in_flight = collections.Counter()  # method -> calls being answered now
+        self.most_in_flight = collections.Counter()  # method -> the most at once
         self.lock = threading.Lock()
         self.calls = 0
         self.failed = collections.Counter()  # method -> calls answered with `code`
@@ -76,6 +80,13 @@ class FaultProxy:
 
     def admit(self, method: str, context) -> None:
         """Count the call; abort it with `code` when it is one of the `fail` fraction."""
+        if self.delay:
+            with self.lock:
+                self.in_flight[method] += 1
+                self.most_in_flight[method] = max(self.most_in_flight[method], self.in_flight[method])
+            time.sleep(self.delay)
+            with self.lock:
+                self.in_flight[method] -= 1
         with self.lock:
             for k, v in context.invocation_metadata():
                 self.metadata_keys.add(k)

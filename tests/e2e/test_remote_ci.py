@@ -178,3 +178,22 @@ def test_headers_the_credential_helper_and_the_instance_name_reach_the_server(tm
     bad = m("build", "--remote-header", "grpc-timeout=1", cwd=a)
     assert bad.code == 2 and "not a header name" in bad.err and "Traceback" not in bad.err
     assert "grpcs://HOST:PORT" in m("build", "--help", cwd=a).out
+
+
+def test_lookups_overlap_beyond_j_over_a_slow_link(tmp_path, buildgrid):
+    """200 ms added to every call: with -j1 the lookups still run `--remote-jobs` (32) at a time,
+    so a fully cached build costs a few round trips, not three per action."""
+    import time
+
+    a = unit_project(tmp_path / "a", 30, "slowlink")
+    Mcpp(tmp_path / "ci")("build", "--remote", buildgrid.url, "--remote-upload", cwd=a, check=True)
+    b = tmp_path / "b"
+    shutil.copytree(a, b, ignore=shutil.ignore_patterns("target"))
+    with FaultProxy(buildgrid.target, delay=0.2) as proxy:
+        t0 = time.monotonic()
+        res = Mcpp(tmp_path / "laptop")("build", "-j", "1", "--remote", proxy.url, "--message-format", "json",
+                                        cwd=b, check=True)
+        took = time.monotonic() - t0
+    assert statuses(res) == {"remote": 32}
+    assert proxy.most_in_flight["/build.bazel.remote.execution.v2.ActionCache/GetActionResult"] >= 16
+    assert took < 32 * 0.2, took  # one call per action, one after another, would take longer
