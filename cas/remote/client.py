@@ -10,6 +10,10 @@ owns the transport rules every caller would otherwise get wrong:
   `BatchUpdateBlobs`/`BatchReadBlobs` requests whose payload stays under the server's
   `max_batch_total_size_bytes` (minus room for the message framing); a blob too large for any
   batch goes through ByteStream, written in chunks of at most 1 MiB.
+- *Compression*: where `GetCapabilities` lists ZSTD among `supported_compressors`, blobs travel
+  zstd-compressed (`compressed-blobs/zstd/...` ByteStream resources, `compressor` in batches);
+  otherwise, as with BuildGrid 0.4.4, plain. A compressed blob is decompressed to at most its
+  digest's size; the caller verifies the bytes against the digest as always.
 - *Errors*: every gRPC failure becomes `RemoteError` with the status code's name, except the one
   that is an answer rather than a failure: `NOT_FOUND` from `GetActionResult` (a cache miss).
 
@@ -34,6 +38,7 @@ _QUIET = "GRPC_VERBOSITY" not in os.environ
 if _QUIET:
     os.environ["GRPC_VERBOSITY"] = "ERROR"
 import grpc  # noqa: E402
+import zstandard  # noqa: E402
 
 if _QUIET:
     del os.environ["GRPC_VERBOSITY"]
@@ -78,6 +83,7 @@ class ServerInfo:
     max_batch_total_size_bytes: int  # 0: the server sets no limit of its own
     update_enabled: bool  # the server accepts `UpdateActionResult`
     api: str  # e.g. "2.0-2.2"
+    zstd: bool = False  # blobs travel zstd-compressed
 
 
 @dataclass
@@ -105,6 +111,7 @@ class RemoteClient:
         self._wire_lock = threading.Lock()
         self.fn: DigestFunction | None = None
         self.batch_limit = DEFAULT_BATCH_LIMIT - _FRAMING
+        self.zstd = False  # the server takes and sends zstd-compressed blobs (its capabilities say so)
         self.info: ServerInfo | None = None
         self._channel = _open_channel(target, security, [
             ("grpc.max_receive_message_length", 64 << 20),
@@ -162,9 +169,10 @@ class RemoteClient:
         limit = cache.max_batch_total_size_bytes or DEFAULT_BATCH_LIMIT
         self.batch_limit = min(limit, DEFAULT_BATCH_LIMIT) - _FRAMING
         low, high = caps.low_api_version, caps.high_api_version
+        self.zstd = pb.COMPRESSOR["ZSTD"] in cache.supported_compressors
         self.info = ServerInfo(tuple(function_names(offered)) or ("SHA256",), cache.max_batch_total_size_bytes,
                                cache.action_cache_update_capabilities.update_enabled,
-                               f"{low.major}.{low.minor}-{high.major}.{high.minor}")
+                               f"{low.major}.{low.minor}-{high.major}.{high.minor}", self.zstd)
         return self.info
 
     @property
@@ -220,7 +228,6 @@ class RemoteClient:
             cost = d.size + _PER_BLOB
             if cost > self.batch_limit:
                 out[d] = self._retried(lambda d=d: b"".join(self.read_stream(d)), read=True)  # type: ignore[misc]
-                self._count(down=len(out[d]))
                 continue
             if batch and used + cost > self.batch_limit:
                 out.update(self._read_batch(batch))
@@ -232,15 +239,27 @@ class RemoteClient:
         return out
 
     def read_stream(self, d: RemoteDigest) -> Iterator[bytes]:
-        """ByteStream `Read` of one blob, as the chunks the server sends."""
-        request = pb.ReadRequest(resource_name=self.digest_function.read_resource(self.instance, d))
+        """ByteStream `Read` of one blob, as the chunks the server sends (decompressed)."""
+        fn = self.digest_function
+        zstd = self.zstd
+        request = pb.ReadRequest(resource_name=fn.compressed_read_resource(self.instance, d) if zstd
+                                 else fn.read_resource(self.instance, d))
         seen = 0
+        # compressed: a zstd frame never needs much more room than its content
+        limit = 2 * d.size + (1 << 20) if zstd else d.size
+        packed: list[bytes] = []
         try:
             for resp in self._bs_read(request, timeout=self._stream_timeout(d.size)):
+                self._count(down=len(resp.data))
                 seen += len(resp.data)
-                if seen > d.size:
-                    raise RemoteError("OUT_OF_RANGE", f"blob {d}: server sent more than {d.size} bytes")
-                yield resp.data
+                if seen > limit:
+                    raise RemoteError("OUT_OF_RANGE", f"blob {d}: server sent more than {limit} bytes")
+                if zstd:
+                    packed.append(resp.data)
+                else:
+                    yield resp.data
+            if zstd:
+                yield _inflated(d, b"".join(packed))
         except grpc.RpcError as e:
             if e.code() == grpc.StatusCode.NOT_FOUND:
                 raise BlobMissing(d) from None
@@ -248,25 +267,31 @@ class RemoteClient:
 
     def write_stream(self, d: RemoteDigest, source: BlobSource) -> None:
         """ByteStream `Write` of one blob in chunks of at most `CHUNK` bytes."""
-        resource = self.digest_function.write_resource(self.instance, str(uuid.uuid4()), d)
+        fn = self.digest_function
+        zstd = self.zstd
+        sent = [0]
 
         def requests() -> Iterator[Message]:
+            # a retry writes the blob again from its start, under a new upload name
+            resource = (fn.compressed_write_resource if zstd else fn.write_resource)(
+                self.instance, str(uuid.uuid4()), d)
+            sent[0] = 0
+            chunks = _compressed_chunks(source) if zstd else _chunks(source)
             offset = 0
             first = True
-            for chunk in _chunks(source):
+            for chunk, last in chunks:
                 yield pb.WriteRequest(resource_name=resource if first else "", write_offset=offset,
-                                      data=chunk, finish_write=offset + len(chunk) >= d.size)
+                                      data=chunk, finish_write=last)
                 first = False
                 offset += len(chunk)
-            if first or offset < d.size:  # an empty blob, or a source shorter than its digest
-                yield pb.WriteRequest(resource_name=resource if first else "", write_offset=offset,
-                                      finish_write=True)
+            sent[0] = offset
+            if first:  # an empty blob
+                yield pb.WriteRequest(resource_name=resource, write_offset=0, finish_write=True)
 
-        # a retry writes the blob again from its start, under a new upload name
         resp = self._call(self._bs_write, requests, timeout=self._stream_timeout(d.size))
-        if resp.committed_size not in (d.size, -1):
+        if resp.committed_size not in (d.size, -1) and not (zstd and resp.committed_size == sent[0]):
             raise RemoteError("DATA_LOSS", f"blob {d}: server committed {resp.committed_size} bytes")
-        self._count(up=d.size)
+        self._count(up=sent[0])
 
     # --- action cache ---------------------------------------------------------------------
 
@@ -314,10 +339,16 @@ class RemoteClient:
     # --- internals ------------------------------------------------------------------------
 
     def _update_batch(self, batch: list[tuple[RemoteDigest, bytes]]) -> None:
+        if self.zstd:
+            zstd = pb.COMPRESSOR["ZSTD"]
+            packer = zstandard.ZstdCompressor()
+            entries = [pb.BatchUpdateBlobsRequest.Request(digest=d.to_proto(), data=packer.compress(data),
+                                                          compressor=zstd) for d, data in batch]
+        else:
+            entries = [pb.BatchUpdateBlobsRequest.Request(digest=d.to_proto(), data=data) for d, data in batch]
         resp = self._call(self._batch_update, pb.BatchUpdateBlobsRequest(
-            instance_name=self.instance, digest_function=self.digest_function.value,
-            requests=[pb.BatchUpdateBlobsRequest.Request(digest=d.to_proto(), data=data) for d, data in batch]))
-        self._count(up=sum(len(data) for _, data in batch))
+            instance_name=self.instance, digest_function=self.digest_function.value, requests=entries))
+        self._count(up=sum(len(e.data) for e in entries))
         failed = [r for r in resp.responses if r.status.code != 0]
         if failed:
             r = failed[0]
@@ -327,7 +358,8 @@ class RemoteClient:
     def _read_batch(self, batch: list[RemoteDigest]) -> dict[RemoteDigest, bytes]:
         resp = self._call(self._batch_read, pb.BatchReadBlobsRequest(
             instance_name=self.instance, digests=[d.to_proto() for d in batch],
-            digest_function=self.digest_function.value), read=True)
+            digest_function=self.digest_function.value,
+            acceptable_compressors=[pb.COMPRESSOR["ZSTD"]] if self.zstd else []), read=True)
         self._count(down=sum(len(r.data) for r in resp.responses))
         out: dict[RemoteDigest, bytes] = {}
         asked = {(d.hash, d.size): d for d in batch}
@@ -339,7 +371,7 @@ class RemoteClient:
                 raise BlobMissing(d)
             if r.status.code != 0:
                 raise RemoteError(code_name(r.status.code), f"read of {d} failed: {r.status.message}")
-            out[d] = r.data
+            out[d] = _inflated(d, r.data) if r.compressor == pb.COMPRESSOR["ZSTD"] else r.data
         for d in batch:
             if d not in out:
                 raise BlobMissing(d)
@@ -458,15 +490,48 @@ def code_name(code: int) -> str:
     return str(code)
 
 
-def _chunks(source: BlobSource) -> Iterator[bytes]:
+def _inflated(d: RemoteDigest, data: bytes) -> bytes:
+    """A zstd-compressed blob's bytes, at most `d.size` of them (a bomb stops there)."""
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)) as r:
+            out: bytes = r.read(d.size + 1)
+    except zstandard.ZstdError as e:
+        raise RemoteError("DATA_LOSS", f"blob {d}: not zstd: {e}") from None
+    if len(out) > d.size:
+        raise RemoteError("OUT_OF_RANGE", f"blob {d}: more than {d.size} bytes once decompressed")
+    return out
+
+
+def _compressed_chunks(source: BlobSource) -> Iterator[tuple[bytes, bool]]:
+    """The zstd stream of `source` in chunks of at most `CHUNK` bytes, each with whether it is the last."""
+    packer = zstandard.ZstdCompressor().compressobj()
+    pending = b""
+    for chunk, _last in _chunks(source):
+        pending += packer.compress(chunk)
+        while len(pending) > CHUNK:
+            yield pending[:CHUNK], False
+            pending = pending[CHUNK:]
+    pending += packer.flush()
+    while len(pending) > CHUNK:
+        yield pending[:CHUNK], False
+        pending = pending[CHUNK:]
+    yield pending, True
+
+
+def _chunks(source: BlobSource) -> Iterator[tuple[bytes, bool]]:
+    """`source` in chunks of at most `CHUNK` bytes, each with whether it is the last (an empty
+    source yields nothing)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         view = memoryview(source)
         for i in range(0, len(view), CHUNK):
-            yield bytes(view[i:i + CHUNK])
+            yield bytes(view[i:i + CHUNK]), i + CHUNK >= len(view)
         return
     with source() as f:
-        while chunk := f.read(CHUNK):
-            yield chunk
+        chunk = f.read(CHUNK)
+        while chunk:
+            following = f.read(CHUNK)
+            yield chunk, not following
+            chunk = following
 
 
 def _read_all(opener: Callable[[], io.BufferedIOBase]) -> bytes:

@@ -12,11 +12,13 @@ Served on 127.0.0.1 with plain text (`grpc://127.0.0.1:PORT`); upstream is any g
 from __future__ import annotations
 
 import collections
+import io
 import threading
 import time
 from concurrent import futures
 
 import grpc
+import zstandard
 
 from mcpp.cas.remote import protocol as pb
 
@@ -27,11 +29,12 @@ _STREAM_IN = ("/google.bytestream.ByteStream/Write",)
 
 class FaultProxy:
     def __init__(self, upstream: str, fail: float = 0.0, code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE,
-                 methods: tuple[str, ...] | None = None, delay: float = 0.0) -> None:
+                 methods: tuple[str, ...] | None = None, delay: float = 0.0, zstd: bool = False) -> None:
         """`fail`: the fraction of calls answered `code` (spread evenly, never twice in a row);
         `methods`: the method-name suffixes that may fail (None: any); `delay`: seconds added to
-        every call (a long round trip)."""
-        self.fail, self.code, self.methods, self.delay = fail, code, methods, delay
+        every call (a long round trip); `zstd`: offer REAPI's zstd-compressed blobs to the client
+        (in Capabilities) and translate to and from the plain blobs upstream."""
+        self.fail, self.code, self.methods, self.delay, self.zstd = fail, code, methods, delay, zstd
         self.in_flight = collections.Counter()  # method -> calls being answered now
         self.most_in_flight = collections.Counter()  # method -> the most at once
         self.lock = threading.Lock()
@@ -120,6 +123,34 @@ class FaultProxy:
             elif method.endswith("ByteStream/Write"):
                 self.bytes_up += sum(len(pb.WriteRequest.FromString(m).data) for m in request)
 
+    # --- zstd translation (`zstd=True`) ----------------------------------------------------
+
+    def unpacked(self, method: str, request: bytes) -> bytes:
+        """The plain request upstream gets for the client's `request`."""
+        if method.endswith("/BatchUpdateBlobs"):
+            r = pb.BatchUpdateBlobsRequest.FromString(request)
+            for entry in r.requests:
+                if entry.compressor == pb.COMPRESSOR["ZSTD"]:
+                    entry.data = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(entry.data)).read()
+                    entry.compressor = 0
+            return r.SerializeToString()
+        return request
+
+    def packed(self, method: str, request: bytes, response: bytes) -> bytes:
+        """The client's answer for upstream's plain `response`."""
+        if method.endswith("/GetCapabilities"):
+            caps = pb.ServerCapabilities.FromString(response)
+            caps.cache_capabilities.supported_compressors.append(pb.COMPRESSOR["ZSTD"])
+            return caps.SerializeToString()
+        if method.endswith("/BatchReadBlobs") and \
+                pb.COMPRESSOR["ZSTD"] in pb.BatchReadBlobsRequest.FromString(request).acceptable_compressors:
+            r = pb.BatchReadBlobsResponse.FromString(response)
+            for entry in r.responses:
+                entry.data = zstandard.ZstdCompressor().compress(entry.data)
+                entry.compressor = pb.COMPRESSOR["ZSTD"]
+            return r.SerializeToString()
+        return response
+
     def missed(self, method: str) -> None:
         with self.lock:
             if method.endswith("/GetActionResult"):
@@ -155,8 +186,20 @@ class _Handler(grpc.GenericRpcHandler):
             def unary_stream(request, context):
                 proxy.admit(method, context)
                 out = []
+                packed = False
+                if proxy.zstd and method.endswith("ByteStream/Read"):
+                    r = pb.ReadRequest.FromString(request)
+                    if "compressed-blobs/zstd/" in r.resource_name:
+                        r.resource_name = r.resource_name.replace("compressed-blobs/zstd/", "blobs/")
+                        request, packed = r.SerializeToString(), True
                 try:
-                    for m in call(request, timeout=context.time_remaining(), metadata=forwarded_metadata(context)):
+                    upstream = call(request, timeout=context.time_remaining(), metadata=forwarded_metadata(context))
+                    if packed:
+                        data = zstandard.ZstdCompressor().compress(
+                            b"".join(pb.ReadResponse.FromString(m).data for m in upstream))
+                        upstream = [pb.ReadResponse(data=data[i:i + (1 << 20)]).SerializeToString()
+                                    for i in range(0, len(data), 1 << 20)]
+                    for m in upstream:
                         out.append(m)
                         yield m
                 except grpc.RpcError as e:
@@ -170,8 +213,18 @@ class _Handler(grpc.GenericRpcHandler):
             def stream_unary(requests, context):
                 proxy.admit(method, context)
                 got = list(requests)
+                sent = got
+                first = pb.WriteRequest.FromString(got[0]) if got else None
+                if proxy.zstd and first is not None and "/compressed-blobs/zstd/" in first.resource_name:
+                    data = zstandard.ZstdDecompressor().stream_reader(
+                        io.BytesIO(b"".join(pb.WriteRequest.FromString(m).data for m in got))).read()
+                    resource = first.resource_name.replace("/compressed-blobs/zstd/", "/blobs/")
+                    chunks = [data[i:i + (1 << 20)] for i in range(0, len(data), 1 << 20)] or [b""]
+                    sent = [pb.WriteRequest(resource_name=resource if i == 0 else "", write_offset=i << 20, data=c,
+                                            finish_write=i == len(chunks) - 1).SerializeToString()
+                            for i, c in enumerate(chunks)]
                 try:
-                    resp = call(iter(got), timeout=context.time_remaining(), metadata=forwarded_metadata(context))
+                    resp = call(iter(sent), timeout=context.time_remaining(), metadata=forwarded_metadata(context))
                 except grpc.RpcError as e:
                     relay(e, context)
                 proxy.answered(method, got, resp)
@@ -185,10 +238,13 @@ class _Handler(grpc.GenericRpcHandler):
                 with proxy.lock:
                     proxy.instances.add(pb.GetCapabilitiesRequest.FromString(request).instance_name)
             proxy.admit(method, context)
+            upstream_request = proxy.unpacked(method, request) if proxy.zstd else request
             try:
-                resp = call(request, timeout=context.time_remaining(), metadata=forwarded_metadata(context))
+                resp = call(upstream_request, timeout=context.time_remaining(), metadata=forwarded_metadata(context))
             except grpc.RpcError as e:
                 relay(e, context)
+            if proxy.zstd:
+                resp = proxy.packed(method, request, resp)
             proxy.answered(method, request, resp)
             return resp
 
