@@ -339,6 +339,11 @@ class RemoteClient:
     # --- internals ------------------------------------------------------------------------
 
     def _update_batch(self, batch: list[tuple[RemoteDigest, bytes]]) -> None:
+        """One `BatchUpdateBlobs`, retried whole when the call or one of its blobs failed
+        transiently (a server may answer a full pool per blob)."""
+        self._retried(lambda: self._update_batch_once(batch), read=False)
+
+    def _update_batch_once(self, batch: list[tuple[RemoteDigest, bytes]]) -> None:
         if self.zstd:
             zstd = pb.COMPRESSOR["ZSTD"]
             packer = zstandard.ZstdCompressor()
@@ -347,7 +352,8 @@ class RemoteClient:
         else:
             entries = [pb.BatchUpdateBlobsRequest.Request(digest=d.to_proto(), data=data) for d, data in batch]
         resp = self._call(self._batch_update, pb.BatchUpdateBlobsRequest(
-            instance_name=self.instance, digest_function=self.digest_function.value, requests=entries))
+            instance_name=self.instance, digest_function=self.digest_function.value, requests=entries),
+            retry=False)
         self._count(up=sum(len(e.data) for e in entries))
         failed = [r for r in resp.responses if r.status.code != 0]
         if failed:
@@ -356,10 +362,14 @@ class RemoteClient:
                               f"refused: {r.status.message} ({len(failed)} of {len(batch)} blobs refused)")
 
     def _read_batch(self, batch: list[RemoteDigest]) -> dict[RemoteDigest, bytes]:
+        """One `BatchReadBlobs`, retried whole when the call or one of its blobs failed transiently."""
+        return self._retried(lambda: self._read_batch_once(batch), read=True)
+
+    def _read_batch_once(self, batch: list[RemoteDigest]) -> dict[RemoteDigest, bytes]:
         resp = self._call(self._batch_read, pb.BatchReadBlobsRequest(
             instance_name=self.instance, digests=[d.to_proto() for d in batch],
             digest_function=self.digest_function.value,
-            acceptable_compressors=[pb.COMPRESSOR["ZSTD"]] if self.zstd else []), read=True)
+            acceptable_compressors=[pb.COMPRESSOR["ZSTD"]] if self.zstd else []), retry=False)
         self._count(down=sum(len(r.data) for r in resp.responses))
         out: dict[RemoteDigest, bytes] = {}
         asked = {(d.hash, d.size): d for d in batch}
@@ -378,10 +388,11 @@ class RemoteClient:
         return out
 
     def _call(self, method: Callable[..., Message], request: Message | Callable[[], Iterator[Message]],
-              timeout: float | None = None, read: bool = False) -> Message:
+              timeout: float | None = None, read: bool = False, retry: bool = True) -> Message:
         """One call of `method`, retried when it fails transiently (`read`: it changes nothing
-        on the server, so a timed-out one may be repeated too). A request stream is given as
-        the function that makes it, so that a retry sends it again from its start."""
+        on the server, so a timed-out one may be repeated too; `retry=False`: the caller retries
+        around it). A request stream is given as the function that makes it, so that a retry
+        sends it again from its start."""
         def once() -> Message:
             try:
                 return method(request() if callable(request) else request,
@@ -389,7 +400,7 @@ class RemoteClient:
             except grpc.RpcError as e:
                 raise error_of(e) from None
 
-        return self._retried(once, read)
+        return self._retried(once, read) if retry else once()
 
     def _retried(self, fn: Callable[[], T], read: bool) -> T:
         return fn() if self.retrier is None else self.retrier.call(fn, read)

@@ -79,3 +79,29 @@ def test_cancel_ends_a_backoff_wait_at_once():
     t.join(5)
     assert not t.is_alive() and time.monotonic() - t0 < 5
     assert out[0].value.code == "CANCELLED"
+
+
+def test_a_batch_whose_blobs_failed_transiently_is_sent_again(buildgrid):
+    """A per-blob RESOURCE_EXHAUSTED inside a BatchUpdateBlobs answer: the batch is retried whole."""
+    from mcpp.cas.remote.client import RemoteClient
+    from mcpp.cas.remote.digests import SHA256
+
+    client = RemoteClient(buildgrid.url, timeout=10, retrier=Retrier(3, initial=0.001))
+    client.connect()
+    real, calls = client._batch_update, []
+
+    def flaky(request, timeout=None):
+        calls.append(1)
+        resp = real(request, timeout=timeout)
+        if len(calls) == 1:  # the first answer says the server was busy for every blob
+            for r in resp.responses:
+                r.status.code = 8  # RESOURCE_EXHAUSTED
+        return resp
+
+    client._batch_update = flaky
+    data = b"batch retried " * 10
+    d = SHA256.of_bytes(data)
+    client.upload({d: data})
+    assert len(calls) == 2 and client.retrier.count == 1
+    assert client.download([d])[d] == data
+    client.close()
