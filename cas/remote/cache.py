@@ -243,7 +243,7 @@ class RemoteCache:
             return
         with self._lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max(_UPLOAD_WORKERS, self.settings.jobs // 4),
+                self._pool = ThreadPoolExecutor(max(_UPLOAD_WORKERS, self.settings.jobs // 2),
                                                 thread_name_prefix="mcpp-remote-upload")
             self._pending.append(self._pool.submit(
                 self._upload, action, platform, dict(tools), dict(inputs), discovered, entry, if_missing))
