@@ -68,3 +68,26 @@ def test_cache_max_size_in_config_bounds_the_home_after_a_build(tmp_path):
     (m.home / "config.toml").write_text('[cache]\nmax-size = "lots"\n')
     bad = m("build", cwd=root)
     assert bad.code == 2 and "cache.max-size" in bad.err and "Traceback" not in bad.err
+
+
+def test_materialized_copies_go_before_any_cache_entry(tmp_path):
+    """Everything two hours old (`now` moved on): a bound the store alone fits removes mat/ copies
+    and keeps every action entry; a tighter one then evicts entries too."""
+    from mcpp.cas.home import Home
+    from mcpp.engine.state.home_gc import bound
+
+    m = Mcpp(tmp_path / "home")
+    root = project(tmp_path)
+    m("build", cwd=root, check=True)
+    home = Home(m.home)
+    mat = du(m.home / "mat")
+    entries = len(list((m.home / "ac").rglob("*")))
+    assert mat > 0
+    later = time.time() + 7200
+    report = bound(home, du(m.home) - mat // 2, now=later)
+    assert report.removed.get("materialized files and logs", 0) >= 1 and report.store.entries_removed == 0
+    assert len(list((m.home / "ac").rglob("*"))) == entries
+    sandboxes = du(m.home / "sandbox") if (m.home / "sandbox").exists() else 0
+    assert report.after == du(m.home) - sandboxes  # what gc counted is what is there
+    tight = bound(home, 1, now=later)
+    assert tight.store.entries_removed >= 1 and du(m.home / "mat") == 0
