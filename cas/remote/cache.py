@@ -50,7 +50,7 @@ from .memo import Memo
 from .side_index import SideIndex
 from .signing import sign
 from .store import RemoteCorrupt, RemoteStore
-from .trust import Origin, SignaturePolicy
+from .trust import REMOTE_CACHE, Origin, SignaturePolicy
 
 if TYPE_CHECKING:
     # protobuf ships no types, and the REAPI classes are built at run time (protocol.py): to
@@ -72,6 +72,7 @@ class RemoteCounters:
     hits: int = 0
     misses: int = 0
     uploaded: int = 0
+    republished: int = 0  # of `uploaded`: local hits the remote lacked (`republish`)
     rejected: int = 0  # remote results refused because a blob was corrupt
     refused: int = 0  # remote results refused because no trusted key signed them
 
@@ -222,16 +223,34 @@ class RemoteCache:
                inputs: Mapping[str, Digest], discovered: tuple[str, ...], entry: ActionEntry) -> None:
         """Queue the upload of a successful local run: its blobs first, then its result, then its
         header set. `inputs` covers `action.inputs` and `discovered`, with the local key's digests."""
+        self._queue(action, platform, tools, inputs, discovered, entry, False)
+
+    def republish(self, action: Action, platform: Platform, tools: Mapping[str, Digest],
+                  inputs: Mapping[str, Digest], discovered: tuple[str, ...], entry: ActionEntry) -> None:
+        """Queue the upload of a local cache hit built on this machine, if the remote lacks it:
+        a server that lost its action cache (BuildGrid keeps it in memory) is filled again by
+        the next uploading build instead of never. The check is one `GetActionResult`, on an
+        upload thread; a result that came from a remote is never republished (it would travel
+        under this machine's signature)."""
+        if entry.origin is not None and entry.origin.get("kind") == REMOTE_CACHE:
+            return
+        self._queue(action, platform, tools, inputs, discovered, entry, True)
+
+    def _queue(self, action: Action, platform: Platform, tools: Mapping[str, Digest],
+               inputs: Mapping[str, Digest], discovered: tuple[str, ...], entry: ActionEntry,
+               if_missing: bool) -> None:
         if not self.upload_enabled or self.endpoint.disabled:
             return
         with self._lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(_UPLOAD_WORKERS, thread_name_prefix="mcpp-remote-upload")
+                self._pool = ThreadPoolExecutor(max(_UPLOAD_WORKERS, self.settings.jobs // 2),
+                                                thread_name_prefix="mcpp-remote-upload")
             self._pending.append(self._pool.submit(
-                self._upload, action, platform, dict(tools), dict(inputs), discovered, entry))
+                self._upload, action, platform, dict(tools), dict(inputs), discovered, entry, if_missing))
 
     def _upload(self, action: Action, platform: Platform, tools: dict[str, Digest],
-                inputs: dict[str, Digest], discovered: tuple[str, ...], entry: ActionEntry) -> None:
+                inputs: dict[str, Digest], discovered: tuple[str, ...], entry: ActionEntry,
+                if_missing: bool = False) -> None:
         if not self._ready() or not self.upload_enabled:
             return
         store, ac = self._store, self._ac
@@ -252,6 +271,8 @@ class RemoteCache:
                 stderr = store.remote_digest(entry.stderr) if entry.stderr else None
             except (_InputChanged, OSError, StoreError, ValueError):
                 return  # an input changed or a blob vanished: publish nothing rather than a guess
+            if if_missing and ac.get(full) is not None:
+                return  # the remote has a result for this key: nothing to republish
             result = action_result(action, outputs, stdout, stderr)
             if self.settings.sign_key is not None:
                 sign(result, full.digest, self.settings.sign_key)
@@ -259,6 +280,7 @@ class RemoteCache:
                       headers=(first, discovered) if action.depfile else None)
             with self._lock:
                 self.counters.uploaded += 1
+                self.counters.republished += if_missing
         except StoreError:
             return
         except RemoteError as e:
@@ -274,6 +296,19 @@ class RemoteCache:
             self.upload_enabled = False
         self.warn(f"remote cache at {self.url} refused an upload ({reason(e)}); "
                   "this build uploads nothing more (are its credentials read-only?)")
+
+    def summary(self) -> dict[str, object]:
+        """What the remote did for this build, for the `build-finished` event and the `Remote`
+        line: results taken, missed and uploaded, blob bytes moved, retries, results refused
+        (by reason, with the key names their signatures claimed), and why it was turned off."""
+        c, wire = self.counters, self.endpoint.wire
+        return {"url": self.url, "hits": c.hits, "misses": c.misses, "uploads": c.uploaded,
+                "republished": c.republished,
+                "bytes_down": wire.bytes_down if wire else 0, "bytes_up": wire.bytes_up if wire else 0,
+                "retries": self.endpoint.retries, "corrupt": c.rejected,
+                "refused": {"count": sum(self.trust.refused.values()), "reasons": dict(self.trust.refused),
+                            "keys": sorted(self.trust.refused_keys)},
+                "disabled": self.disabled}
 
     def close(self, wait: bool = True) -> None:
         """Finish (or, with `wait=False`, abandon) queued uploads; save the side index."""

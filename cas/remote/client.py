@@ -10,6 +10,10 @@ owns the transport rules every caller would otherwise get wrong:
   `BatchUpdateBlobs`/`BatchReadBlobs` requests whose payload stays under the server's
   `max_batch_total_size_bytes` (minus room for the message framing); a blob too large for any
   batch goes through ByteStream, written in chunks of at most 1 MiB.
+- *Compression*: where `GetCapabilities` lists ZSTD among `supported_compressors`, blobs travel
+  zstd-compressed (`compressed-blobs/zstd/...` ByteStream resources, `compressor` in batches);
+  otherwise, as with BuildGrid 0.4.4, plain. A compressed blob is decompressed to at most its
+  digest's size; the caller verifies the bytes against the digest as always.
 - *Errors*: every gRPC failure becomes `RemoteError` with the status code's name, except the one
   that is an answer rather than a failure: `NOT_FOUND` from `GetActionResult` (a cache miss).
 
@@ -22,9 +26,10 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, NamedTuple, TypeVar, Union
 
 # gRPC's C core logs connection events (a server going away) to stderr at INFO; the cache
 # reports what matters itself, once. The variable is read when grpc initializes, and is removed
@@ -33,6 +38,7 @@ _QUIET = "GRPC_VERBOSITY" not in os.environ
 if _QUIET:
     os.environ["GRPC_VERBOSITY"] = "ERROR"
 import grpc  # noqa: E402
+import zstandard  # noqa: E402
 
 if _QUIET:
     del os.environ["GRPC_VERBOSITY"]
@@ -41,6 +47,8 @@ from . import exec_protocol as xp
 from . import protocol as pb
 from .config import ChannelSecurity, RemoteSettings
 from .digests import DigestFunction, RemoteDigest, choose, function_names
+from .errors import RemoteError as RemoteError  # re-exported: callers name it from here
+from .retry import Retrier
 
 if TYPE_CHECKING:
     # protobuf ships no types, and the REAPI classes are built at run time (protocol.py): to
@@ -53,17 +61,10 @@ _FRAMING = 4 << 10  # room left in a batch for the request's own fields
 _PER_BLOB = 160  # per-blob overhead in a batch: digest, status, field tags
 _FIND_MISSING_CHUNK = 4096  # digests per FindMissingBlobs request (~100 bytes each)
 
+T = TypeVar("T")
+
 # A blob to upload: its bytes, or a function that opens a stream of them (for large blobs).
 BlobSource = Union[bytes, Callable[[], io.BufferedIOBase]]
-
-
-class RemoteError(Exception):
-    """The server could not be reached or refused a request; `code` is the gRPC status name."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}" if message else code)
-        self.code = code
-        self.message = message
 
 
 class BlobMissing(RemoteError):
@@ -82,24 +83,43 @@ class ServerInfo:
     max_batch_total_size_bytes: int  # 0: the server sets no limit of its own
     update_enabled: bool  # the server accepts `UpdateActionResult`
     api: str  # e.g. "2.0-2.2"
+    zstd: bool = False  # blobs travel zstd-compressed
+
+
+@dataclass
+class WireCounts:
+    """What this client moved: blob bytes read and written (the `data` of batches and ByteStream
+    messages, which is what a proxy in between can count too)."""
+
+    bytes_down: int = 0
+    bytes_up: int = 0
 
 
 class RemoteClient:
     """One channel to one server. Thread-safe: gRPC channels and callables are."""
 
     def __init__(self, target: str, instance_name: str = "", timeout: float = 60.0,
-                 security: ChannelSecurity | None = None) -> None:
+                 security: ChannelSecurity | None = None, retrier: Retrier | None = None,
+                 headers: tuple[tuple[str, str], ...] = ()) -> None:
+        """`headers`: metadata sent with every call (--remote-header, the credential helper's)."""
         self.target = target
         self.instance = instance_name
         self.timeout = timeout
+        # transient failures are retried (retry.py); without one, every failure is final
+        self.retrier = retrier
+        self.wire = WireCounts()
+        self._wire_lock = threading.Lock()
         self.fn: DigestFunction | None = None
         self.batch_limit = DEFAULT_BATCH_LIMIT - _FRAMING
+        self.zstd = False  # the server takes and sends zstd-compressed blobs (its capabilities say so)
         self.info: ServerInfo | None = None
         self._channel = _open_channel(target, security, [
             ("grpc.max_receive_message_length", 64 << 20),
             ("grpc.max_send_message_length", 64 << 20),
             ("grpc.enable_http_proxy", 0),
         ])
+        if headers:
+            self._channel = grpc.intercept_channel(self._channel, _Headers(headers))
         ch = self._channel
         self._caps = ch.unary_unary(pb.CAPABILITIES_GET, request_serializer=_ser,
                                     response_deserializer=pb.ServerCapabilities.FromString)
@@ -125,6 +145,8 @@ class RemoteClient:
                                                   response_deserializer=xp.BotSession.FromString)
         self._update_bot_session = ch.unary_unary(xp.UPDATE_BOT_SESSION, request_serializer=_ser,
                                                   response_deserializer=xp.BotSession.FromString)
+        if retrier is not None:
+            retrier.on_cancel(self.close)  # an interrupted build ends the calls in flight too
 
     def close(self) -> None:
         self._channel.close()
@@ -133,6 +155,8 @@ class RemoteClient:
 
     def connect(self, timeout: float | None = None) -> ServerInfo:
         """Read the server's capabilities and settle the digest function and batch limit."""
+        # A server that does not answer the first call in time is not waited on again: its
+        # deadline is not retried (a refused or reset connection is).
         caps = self._call(self._caps, pb.GetCapabilitiesRequest(instance_name=self.instance),
                           timeout=min(self.timeout, 10.0) if timeout is None else timeout)
         cache = caps.cache_capabilities
@@ -145,9 +169,10 @@ class RemoteClient:
         limit = cache.max_batch_total_size_bytes or DEFAULT_BATCH_LIMIT
         self.batch_limit = min(limit, DEFAULT_BATCH_LIMIT) - _FRAMING
         low, high = caps.low_api_version, caps.high_api_version
+        self.zstd = pb.COMPRESSOR["ZSTD"] in cache.supported_compressors
         self.info = ServerInfo(tuple(function_names(offered)) or ("SHA256",), cache.max_batch_total_size_bytes,
                                cache.action_cache_update_capabilities.update_enabled,
-                               f"{low.major}.{low.minor}-{high.major}.{high.minor}")
+                               f"{low.major}.{low.minor}-{high.major}.{high.minor}", self.zstd)
         return self.info
 
     @property
@@ -166,7 +191,7 @@ class RemoteClient:
             chunk = unique[i:i + _FIND_MISSING_CHUNK]
             resp = self._call(self._find_missing, pb.FindMissingBlobsRequest(
                 instance_name=self.instance, blob_digests=[d.to_proto() for d in chunk],
-                digest_function=self.digest_function.value))
+                digest_function=self.digest_function.value), read=True)
             missing += _asked(chunk, resp.missing_blob_digests)
         return missing
 
@@ -202,7 +227,7 @@ class RemoteClient:
                 continue
             cost = d.size + _PER_BLOB
             if cost > self.batch_limit:
-                out[d] = b"".join(self.read_stream(d))
+                out[d] = self._retried(lambda d=d: b"".join(self.read_stream(d)), read=True)  # type: ignore[misc]
                 continue
             if batch and used + cost > self.batch_limit:
                 out.update(self._read_batch(batch))
@@ -214,15 +239,27 @@ class RemoteClient:
         return out
 
     def read_stream(self, d: RemoteDigest) -> Iterator[bytes]:
-        """ByteStream `Read` of one blob, as the chunks the server sends."""
-        request = pb.ReadRequest(resource_name=self.digest_function.read_resource(self.instance, d))
+        """ByteStream `Read` of one blob, as the chunks the server sends (decompressed)."""
+        fn = self.digest_function
+        zstd = self.zstd
+        request = pb.ReadRequest(resource_name=fn.compressed_read_resource(self.instance, d) if zstd
+                                 else fn.read_resource(self.instance, d))
         seen = 0
+        # compressed: a zstd frame never needs much more room than its content
+        limit = 2 * d.size + (1 << 20) if zstd else d.size
+        packed: list[bytes] = []
         try:
             for resp in self._bs_read(request, timeout=self._stream_timeout(d.size)):
+                self._count(down=len(resp.data))
                 seen += len(resp.data)
-                if seen > d.size:
-                    raise RemoteError("OUT_OF_RANGE", f"blob {d}: server sent more than {d.size} bytes")
-                yield resp.data
+                if seen > limit:
+                    raise RemoteError("OUT_OF_RANGE", f"blob {d}: server sent more than {limit} bytes")
+                if zstd:
+                    packed.append(resp.data)
+                else:
+                    yield resp.data
+            if zstd:
+                yield _inflated(d, b"".join(packed))
         except grpc.RpcError as e:
             if e.code() == grpc.StatusCode.NOT_FOUND:
                 raise BlobMissing(d) from None
@@ -230,23 +267,31 @@ class RemoteClient:
 
     def write_stream(self, d: RemoteDigest, source: BlobSource) -> None:
         """ByteStream `Write` of one blob in chunks of at most `CHUNK` bytes."""
-        resource = self.digest_function.write_resource(self.instance, str(uuid.uuid4()), d)
+        fn = self.digest_function
+        zstd = self.zstd
+        sent = [0]
 
         def requests() -> Iterator[Message]:
+            # a retry writes the blob again from its start, under a new upload name
+            resource = (fn.compressed_write_resource if zstd else fn.write_resource)(
+                self.instance, str(uuid.uuid4()), d)
+            sent[0] = 0
+            chunks = _compressed_chunks(source) if zstd else _chunks(source)
             offset = 0
             first = True
-            for chunk in _chunks(source):
+            for chunk, last in chunks:
                 yield pb.WriteRequest(resource_name=resource if first else "", write_offset=offset,
-                                      data=chunk, finish_write=offset + len(chunk) >= d.size)
+                                      data=chunk, finish_write=last)
                 first = False
                 offset += len(chunk)
-            if first or offset < d.size:  # an empty blob, or a source shorter than its digest
-                yield pb.WriteRequest(resource_name=resource if first else "", write_offset=offset,
-                                      finish_write=True)
+            sent[0] = offset
+            if first:  # an empty blob
+                yield pb.WriteRequest(resource_name=resource, write_offset=0, finish_write=True)
 
-        resp = self._call(self._bs_write, requests(), timeout=self._stream_timeout(d.size))
-        if resp.committed_size not in (d.size, -1):
+        resp = self._call(self._bs_write, requests, timeout=self._stream_timeout(d.size))
+        if resp.committed_size not in (d.size, -1) and not (zstd and resp.committed_size == sent[0]):
             raise RemoteError("DATA_LOSS", f"blob {d}: server committed {resp.committed_size} bytes")
+        self._count(up=sent[0])
 
     # --- action cache ---------------------------------------------------------------------
 
@@ -256,12 +301,15 @@ class RemoteClient:
             instance_name=self.instance, action_digest=action.to_proto(), inline_stdout=True,
             inline_stderr=True, inline_output_files=list(inline_outputs),
             digest_function=self.digest_function.value)
-        try:
-            return self._ac_get(request, timeout=self.timeout)
-        except grpc.RpcError as e:
-            if e.code() == grpc.StatusCode.NOT_FOUND:
-                return None
-            raise error_of(e) from None
+        def get() -> Message | None:
+            try:
+                return self._ac_get(request, timeout=self.timeout)
+            except grpc.RpcError as e:
+                if e.code() == grpc.StatusCode.NOT_FOUND:
+                    return None
+                raise error_of(e) from None
+
+        return self._retried(get, read=True)
 
     def update_action_result(self, action: RemoteDigest, result: Message) -> None:
         """Record `result` for `action`. The caller must have uploaded every blob it names."""
@@ -291,9 +339,22 @@ class RemoteClient:
     # --- internals ------------------------------------------------------------------------
 
     def _update_batch(self, batch: list[tuple[RemoteDigest, bytes]]) -> None:
+        """One `BatchUpdateBlobs`, retried whole when the call or one of its blobs failed
+        transiently (a server may answer a full pool per blob)."""
+        self._retried(lambda: self._update_batch_once(batch), read=False)
+
+    def _update_batch_once(self, batch: list[tuple[RemoteDigest, bytes]]) -> None:
+        if self.zstd:
+            zstd = pb.COMPRESSOR["ZSTD"]
+            packer = zstandard.ZstdCompressor()
+            entries = [pb.BatchUpdateBlobsRequest.Request(digest=d.to_proto(), data=packer.compress(data),
+                                                          compressor=zstd) for d, data in batch]
+        else:
+            entries = [pb.BatchUpdateBlobsRequest.Request(digest=d.to_proto(), data=data) for d, data in batch]
         resp = self._call(self._batch_update, pb.BatchUpdateBlobsRequest(
-            instance_name=self.instance, digest_function=self.digest_function.value,
-            requests=[pb.BatchUpdateBlobsRequest.Request(digest=d.to_proto(), data=data) for d, data in batch]))
+            instance_name=self.instance, digest_function=self.digest_function.value, requests=entries),
+            retry=False)
+        self._count(up=sum(len(e.data) for e in entries))
         failed = [r for r in resp.responses if r.status.code != 0]
         if failed:
             r = failed[0]
@@ -301,9 +362,15 @@ class RemoteClient:
                               f"refused: {r.status.message} ({len(failed)} of {len(batch)} blobs refused)")
 
     def _read_batch(self, batch: list[RemoteDigest]) -> dict[RemoteDigest, bytes]:
+        """One `BatchReadBlobs`, retried whole when the call or one of its blobs failed transiently."""
+        return self._retried(lambda: self._read_batch_once(batch), read=True)
+
+    def _read_batch_once(self, batch: list[RemoteDigest]) -> dict[RemoteDigest, bytes]:
         resp = self._call(self._batch_read, pb.BatchReadBlobsRequest(
             instance_name=self.instance, digests=[d.to_proto() for d in batch],
-            digest_function=self.digest_function.value))
+            digest_function=self.digest_function.value,
+            acceptable_compressors=[pb.COMPRESSOR["ZSTD"]] if self.zstd else []), retry=False)
+        self._count(down=sum(len(r.data) for r in resp.responses))
         out: dict[RemoteDigest, bytes] = {}
         asked = {(d.hash, d.size): d for d in batch}
         for r in resp.responses:
@@ -314,18 +381,34 @@ class RemoteClient:
                 raise BlobMissing(d)
             if r.status.code != 0:
                 raise RemoteError(code_name(r.status.code), f"read of {d} failed: {r.status.message}")
-            out[d] = r.data
+            out[d] = _inflated(d, r.data) if r.compressor == pb.COMPRESSOR["ZSTD"] else r.data
         for d in batch:
             if d not in out:
                 raise BlobMissing(d)
         return out
 
-    def _call(self, method: Callable[..., Message], request: Message | Iterator[Message],
-              timeout: float | None = None) -> Message:
-        try:
-            return method(request, timeout=self.timeout if timeout is None else timeout)
-        except grpc.RpcError as e:
-            raise error_of(e) from None
+    def _call(self, method: Callable[..., Message], request: Message | Callable[[], Iterator[Message]],
+              timeout: float | None = None, read: bool = False, retry: bool = True) -> Message:
+        """One call of `method`, retried when it fails transiently (`read`: it changes nothing
+        on the server, so a timed-out one may be repeated too; `retry=False`: the caller retries
+        around it). A request stream is given as the function that makes it, so that a retry
+        sends it again from its start."""
+        def once() -> Message:
+            try:
+                return method(request() if callable(request) else request,
+                              timeout=self.timeout if timeout is None else timeout)
+            except grpc.RpcError as e:
+                raise error_of(e) from None
+
+        return self._retried(once, read) if retry else once()
+
+    def _retried(self, fn: Callable[[], T], read: bool) -> T:
+        return fn() if self.retrier is None else self.retrier.call(fn, read)
+
+    def _count(self, down: int = 0, up: int = 0) -> None:
+        with self._wire_lock:
+            self.wire.bytes_down += down
+            self.wire.bytes_up += up
 
     def _stream_timeout(self, size: int) -> float:
         # The configured timeout plus a second per MiB: a large blob on a slow link is not a hang.
@@ -356,6 +439,47 @@ def _open_channel(target: str, security: ChannelSecurity | None, options: list[t
     return grpc.secure_channel(target, creds, options=options)
 
 
+class _Details(NamedTuple):
+    method: str
+    timeout: float | None
+    metadata: Any
+    credentials: Any
+    wait_for_ready: bool | None
+    compression: Any
+
+
+_INTERCEPTORS: tuple[Any, ...] = (grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
+                                  grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor)
+
+
+class _Headers(*_INTERCEPTORS):  # type: ignore[misc]
+    """Adds the configured headers to every call's metadata."""
+
+    def __init__(self, headers: tuple[tuple[str, str], ...]) -> None:
+        self.headers = headers
+
+    def _details(self, d: Any) -> Any:
+        metadata = list(d.metadata or ()) + list(self.headers)
+        return _CallDetails(d.method, d.timeout, metadata, d.credentials,
+                            getattr(d, "wait_for_ready", None), getattr(d, "compression", None))
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._details(details), request)
+
+    def intercept_stream_unary(self, continuation: Any, details: Any, requests: Any) -> Any:
+        return continuation(self._details(details), requests)
+
+    def intercept_stream_stream(self, continuation: Any, details: Any, requests: Any) -> Any:
+        return continuation(self._details(details), requests)
+
+
+class _CallDetails(_Details, grpc.ClientCallDetails):  # type: ignore[misc]
+    """`grpc.ClientCallDetails` is abstract: a named tuple gives it its fields."""
+
+
 def _ser(message: Message) -> bytes:
     data: bytes = message.SerializeToString()
     return data
@@ -377,15 +501,48 @@ def code_name(code: int) -> str:
     return str(code)
 
 
-def _chunks(source: BlobSource) -> Iterator[bytes]:
+def _inflated(d: RemoteDigest, data: bytes) -> bytes:
+    """A zstd-compressed blob's bytes, at most `d.size` of them (a bomb stops there)."""
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)) as r:
+            out: bytes = r.read(d.size + 1)
+    except zstandard.ZstdError as e:
+        raise RemoteError("DATA_LOSS", f"blob {d}: not zstd: {e}") from None
+    if len(out) > d.size:
+        raise RemoteError("OUT_OF_RANGE", f"blob {d}: more than {d.size} bytes once decompressed")
+    return out
+
+
+def _compressed_chunks(source: BlobSource) -> Iterator[tuple[bytes, bool]]:
+    """The zstd stream of `source` in chunks of at most `CHUNK` bytes, each with whether it is the last."""
+    packer = zstandard.ZstdCompressor().compressobj()
+    pending = b""
+    for chunk, _last in _chunks(source):
+        pending += packer.compress(chunk)
+        while len(pending) > CHUNK:
+            yield pending[:CHUNK], False
+            pending = pending[CHUNK:]
+    pending += packer.flush()
+    while len(pending) > CHUNK:
+        yield pending[:CHUNK], False
+        pending = pending[CHUNK:]
+    yield pending, True
+
+
+def _chunks(source: BlobSource) -> Iterator[tuple[bytes, bool]]:
+    """`source` in chunks of at most `CHUNK` bytes, each with whether it is the last (an empty
+    source yields nothing)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         view = memoryview(source)
         for i in range(0, len(view), CHUNK):
-            yield bytes(view[i:i + CHUNK])
+            yield bytes(view[i:i + CHUNK]), i + CHUNK >= len(view)
         return
     with source() as f:
-        while chunk := f.read(CHUNK):
-            yield chunk
+        chunk = f.read(CHUNK)
+        while chunk:
+            following = f.read(CHUNK)
+            yield chunk, not following
+            chunk = following
 
 
 def _read_all(opener: Callable[[], io.BufferedIOBase]) -> bytes:
@@ -393,12 +550,18 @@ def _read_all(opener: Callable[[], io.BufferedIOBase]) -> bytes:
         return f.read()
 
 
-def open_client(settings: RemoteSettings) -> tuple[RemoteClient, ServerInfo]:
+def open_client(settings: RemoteSettings, retrier: Retrier | None = None) -> tuple[RemoteClient, ServerInfo]:
     """A client for `settings`, connected (capabilities read); when the server cannot be reached
     the channel is closed before the RemoteError goes to the caller, which degrades."""
-    client = RemoteClient(settings.target, settings.instance_name, settings.timeout, settings.security)
+    headers = settings.security.headers
+    if settings.security.credential_helper:
+        from .credential_helper import helper_headers
+
+        headers = (*headers, *helper_headers(settings.security.credential_helper, settings.url))
+    client = RemoteClient(settings.target, settings.instance_name, settings.timeout, settings.security,
+                          retrier, headers)
     try:
-        return client, client.connect()
+        return client, client.connect(settings.connect_timeout)
     except RemoteError:
         client.close()
         raise

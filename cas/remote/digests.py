@@ -127,6 +127,13 @@ class DigestFunction:
     def write_resource(self, instance: str, upload_id: str, d: RemoteDigest) -> str:
         return _join(instance, f"uploads/{upload_id}/blobs/{self.segment}{d.hash}/{d.size}")
 
+    def compressed_read_resource(self, instance: str, d: RemoteDigest) -> str:
+        """REAPI's zstd-compressed form of `read_resource` (size: the uncompressed size)."""
+        return _join(instance, f"compressed-blobs/zstd/{self.segment}{d.hash}/{d.size}")
+
+    def compressed_write_resource(self, instance: str, upload_id: str, d: RemoteDigest) -> str:
+        return _join(instance, f"uploads/{upload_id}/compressed-blobs/zstd/{self.segment}{d.hash}/{d.size}")
+
 
 def _shown(value: object) -> str:
     """`value` for a message: what came from the wire, cut to a readable length."""

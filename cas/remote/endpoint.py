@@ -6,21 +6,27 @@ It owns what both would otherwise each do their own way:
 - *One channel*: the `RemoteClient` (TLS, token, every stub: `client.py`) is opened and its
   capabilities read at the first `client()` call, once, whichever user asks first; a build
   with nothing to do never touches the network.
-- *Degrade, do not fail*: when the server cannot be reached, or a user reports that it went
-  away (`down`), the endpoint is off for the rest of the build: one warning through `warn`,
-  and every later `client()` answers None, so the cache misses and execution runs here.
-  A cache must never fail a build that could simply run the action.
+- *Retry, then degrade*: a transient failure (`UNAVAILABLE`, `RESOURCE_EXHAUSTED`, a read
+  that timed out) is retried by the client under the build's one `Retrier` (`retry.py`). When
+  the server cannot be reached, or a user reports that it went away (`down`) after the retries
+  were used, the endpoint is off for the rest of the build: one warning through `warn`, which
+  says how many retries were made, and every later `client()` answers None, so the cache
+  misses and execution runs here. A cache must never fail a build that could simply run the
+  action.
 
 What a failure of one service means for that service alone (a refused upload, no worker taking
 an action) stays with that service: it is not the server going away.
 """
 from __future__ import annotations
 
+import socket
+import ssl
 import threading
 from typing import Callable
 
-from .client import RemoteClient, RemoteError, ServerInfo, open_client
+from .client import RemoteClient, RemoteError, ServerInfo, WireCounts, open_client
 from .config import RemoteSettings
+from .retry import Retrier
 
 # RemoteSettings -> (client, capabilities); raises RemoteError when the server cannot be reached
 Connect = Callable[[RemoteSettings], "tuple[RemoteClient, ServerInfo]"]
@@ -30,15 +36,17 @@ class RemoteEndpoint:
     """Thread-safe: the engine's worker threads and the upload threads share one endpoint."""
 
     def __init__(self, settings: RemoteSettings, warn: Callable[[str], None],
-                 connect: Connect = open_client) -> None:
+                 connect: Connect | None = None) -> None:
         self.settings = settings
         self.warn = warn
         self.info: ServerInfo | None = None  # what `GetCapabilities` said, once connected
-        self._connect = connect
+        self.retrier = Retrier(settings.retries)  # the build's one retry budget
+        self._connect: Connect = connect or (lambda s: open_client(s, self.retrier))
         self._lock = threading.Lock()
         self._client: RemoteClient | None = None
         self._down: str | None = None
         self._closed = False
+        self.wire: WireCounts | None = None  # the bytes the client moved, once connected
 
     @property
     def url(self) -> str:
@@ -62,6 +70,7 @@ class RemoteEndpoint:
             if self._client is None:
                 try:
                     self._client, self.info = self._connect(self.settings)
+                    self.wire = getattr(self._client, "wire", None)
                 except RemoteError as e:
                     self._down_locked(e, self.services)
                     return None
@@ -71,6 +80,23 @@ class RemoteEndpoint:
         """`service` ("remote cache", "remote execution") found the server gone: off for everyone."""
         with self._lock:
             self._down_locked(e, service)
+
+    def cancel(self) -> None:
+        """Interrupted (Ctrl-C, SIGTERM): end every retry wait and every call in flight now,
+        the first connection's too (the retrier closes every channel it was given; gRPC fails
+        the calls in flight on a closed channel). Takes no lock a call may hold."""
+        self._closed = True
+        self.retrier.cancel()
+
+    @property
+    def contacted(self) -> bool:
+        """Whether this build tried the server at all (a no-op build never does)."""
+        return self.wire is not None or self._down is not None
+
+    @property
+    def retries(self) -> int:
+        """Retries made this build."""
+        return self.retrier.count
 
     def close(self) -> None:
         """Close the channel; from now on `client()` answers None."""
@@ -84,7 +110,11 @@ class RemoteEndpoint:
         if self._down:
             return
         self._down = reason(e)
-        self.warn(f"{service} at {self.url} unavailable ({self._down}){hint(e, self.settings)}; building locally")
+        if self.retrier.cancelled:
+            return  # interrupted: the build is ending, nothing to warn about
+        retried = f"; {self.retrier.gave_up}" if self.retrier.gave_up else ""
+        self.warn(f"{service} at {self.url} unavailable ({self._down}{retried}){hint(e, self.settings)}; "
+                  "building locally")
 
 
 REFUSED = ("UNAUTHENTICATED", "PERMISSION_DENIED")
@@ -107,4 +137,24 @@ def hint(e: RemoteError, settings: RemoteSettings) -> str:
         return " (TLS: the server's certificate is not signed by a trusted CA; set `tls-ca` under [remote])"
     if "handshake" in text.lower() or "SSL" in text:
         return " (TLS handshake failed: check `tls-ca`, `tls-cert` and `tls-key` under [remote])"
+    if e.code == "UNAVAILABLE" and not settings.security.tls and not settings.target.startswith("unix:") \
+            and speaks_tls(settings.target):
+        return f" (the server speaks TLS: use grpcs://{settings.target})"
     return ""
+
+
+def speaks_tls(target: str, timeout: float = 2.0) -> bool:
+    """Whether the server at `target` ("host:port") completes a TLS handshake: asked only after
+    a plain-text connection failed, to say `grpcs://` where gRPC would only say "Socket closed".
+    Nothing is sent but the handshake, and its certificate is not used for anything."""
+    host, _, port = target.rpartition(":")
+    host = host.strip("[]")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout) as raw:
+            with ctx.wrap_socket(raw, server_hostname=host):
+                return True
+    except (OSError, ValueError):
+        return False

@@ -305,6 +305,7 @@ WriteResponse = _cls("google.bytestream.WriteResponse")
 
 # Enum values (`DigestFunction.Value`, `Compressor.Value`) by name.
 DIGEST_FUNCTION: dict[str, int] = {v.name: v.number for v in POOL.FindEnumTypeByName(REAPI_PACKAGE + ".DigestFunction.Value").values}
+COMPRESSOR: dict[str, int] = {v.name: v.number for v in POOL.FindEnumTypeByName(REAPI_PACKAGE + ".Compressor.Value").values}
 
 # --- method paths (gRPC: "/<package>.<Service>/<Method>") ------------------------------------
 

@@ -269,6 +269,25 @@ def verify(result: Message, action_digest: object, trusted: Iterable[PublicKey])
     return Verdict(None, reason)
 
 
+def claimed_signers(result: Message) -> list[str]:
+    """The key names the signatures on `result` claim, for a report of what was refused. A name
+    is whatever the writer put there (nothing proves it): only `[A-Za-z0-9._-]`, at most 40
+    characters, are kept, so that no server can put text of its choosing in a build's output."""
+    names = []
+    for a in result.execution_metadata.auxiliary_metadata:
+        if a.type_url != SIGNATURE_TYPE_URL:
+            continue
+        try:
+            name = json.loads(a.value).get("key")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(name, str):
+            clean = re.sub(r"[^A-Za-z0-9._-]", "", name)[:40]
+            if clean:
+                names.append(clean)
+    return names
+
+
 def _shorten(text: str) -> str:
     text = text.strip()
     return text if len(text) <= 60 else text[:57] + "..."

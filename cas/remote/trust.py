@@ -40,11 +40,12 @@ def remote_origin(server: str, action_digest: object, signer: object | None) -> 
             "signed-by": None if signer is None else str(signer)}
 
 
-def event_origin(status: str, entry_origin: Origin | None) -> Origin:
+def event_origin(status: str, entry_origin: Origin | None, worker: str = "") -> Origin:
     """The `origin` of an `action-finished` event: `status` is "executed", "cached" or "remote";
-    `entry_origin` the origin stored with the action cache entry used (None: built here)."""
+    `entry_origin` the origin stored with the action cache entry used (None: built here);
+    `worker` the remote worker that executed it (`--remote-exec`), "" for a local run."""
     if status == "executed":
-        return {"kind": EXECUTED}
+        return {"kind": EXECUTED, "worker": worker} if worker else {"kind": EXECUTED}
     if status == "remote" and entry_origin:
         return dict(entry_origin)
     if entry_origin and entry_origin.get("kind") == REMOTE_CACHE:
@@ -60,7 +61,7 @@ def describe(origin: Origin | None) -> str:
         return "unknown (recorded before mcpp kept origins)"
     kind = origin.get("kind")
     if kind == EXECUTED:
-        return "executed here"
+        return f"executed remotely on {origin['worker']}" if origin.get("worker") else "executed here"
     if kind == REMOTE_CACHE:
         return f"remote cache {origin.get('server')} (action {origin.get('action')}), {_signer(origin)}"
     if origin.get("fetched-from"):
@@ -89,6 +90,8 @@ class SignaturePolicy:
         self._lock = threading.Lock()
         self._warned = False
         self._noted = False
+        self.refused: dict[str, int] = {}  # why -> how many results this build refused
+        self.refused_keys: set[str] = set()  # the key names the refused signatures claimed
 
     def accept(self, action_id: str, action_digest: object, result: Message) -> Origin | None:
         """The origin to record for `result` (the answer to `action_digest`), or None when it
@@ -100,11 +103,12 @@ class SignaturePolicy:
                 self.note(f"results from remote cache at {self.server} are not verified: no trusted keys are "
                           "configured (`trusted-keys` under [remote]; see docs/remote.md)")
             return remote_origin(self.server, action_digest, None)
-        from .signing import verify
+        from .signing import claimed_signers, verify
 
         verdict = verify(result, action_digest, self.trusted)
         if verdict.signer is not None:
             return remote_origin(self.server, action_digest, verdict.signer)
+        self._count_refusal(verdict.reason, claimed_signers(result))
         with self._lock:
             first, self._warned = not self._warned, True
         if first:
@@ -114,12 +118,22 @@ class SignaturePolicy:
 
     def accept_quietly(self, action_digest: object, result: Message) -> bool:
         """For header manifests: only hints of which keys to look up, so an unverified one is
-        skipped without a word (the lookups it would lead to are checked themselves)."""
+        skipped without a warning (the lookups it would lead to are checked themselves); it is
+        counted with the refused results, since the compile it stood for is refused with it."""
         if self.trusted is None:
             return True
-        from .signing import verify
+        from .signing import claimed_signers, verify
 
-        return verify(result, action_digest, self.trusted).signer is not None
+        verdict = verify(result, action_digest, self.trusted)
+        if verdict.signer is None:
+            self._count_refusal(verdict.reason, claimed_signers(result))
+        return verdict.signer is not None
+
+    def _count_refusal(self, reason: str | None, claimed: list[str]) -> None:
+        with self._lock:
+            why = reason or "refused"
+            self.refused[why] = self.refused.get(why, 0) + 1
+            self.refused_keys.update(claimed)
 
     def accepts_local(self, origin: Origin | None) -> bool:
         """Whether a local action cache entry with `origin` may be used: with trusted keys, one

@@ -59,6 +59,7 @@ from ..trust.policy import TrustPolicy
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .empty_packages import empty_package_warnings
 from .host_tools import HostTools, ToolBuilder, host_tool_options
+from ..state.home_gc import after_build as home_gc_after_build, cache_max_size
 from .memory import BuildMemory, NoMemory
 
 
@@ -203,17 +204,35 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
     reporter.event("build-finished", success=result.ok, executed=counters.executed,
                    cached=counters.cache_hits, remote=counters.remote_hits, fresh=counters.fresh,
                    failed=len(result.failed),
-                   files_hashed=state.files_hashed, duration=round(outcome.elapsed, 3))
+                   files_hashed=state.files_hashed, duration=round(outcome.elapsed, 3),
+                   **({"remote_cache": counters.remote} if counters.remote is not None else {}))
     if not result.ok:
         names = ", ".join(result.failed[:3]) + (" ..." if len(result.failed) > 3 else "")
         raise BuildFailed(f"build failed: {len(result.failed)} action(s) failed ({names})")
+    if counters.remote is not None:
+        reporter.status("Remote", remote_line(counters.remote))
     reporter.status("Finished", f"{profile.summary} in {outcome.elapsed:.2f}s{_hits(counters)}")
+    if opts.target_override is None:
+        _bound_home(opts, memory)
     return outcome
 
 
 def host_payload_dirs(env: Environment) -> tuple[str, ...]:
     """The installed host-axis payloads' directories (where a cross toolchain may come from)."""
     return tuple(p.directory for p in env.payloads if p.axis == "host" and p.directory)
+
+
+def _bound_home(opts: BuildOptions, memory: BuildMemory) -> None:
+    """`[cache] max-size`: the home bounded after the reply (engine/state/home_gc.py); a home
+    without the key pays one lookup."""
+    table = opts.settings.table("cache")
+    if "max-size" not in table:
+        return
+    cache_max_size(table["max-size"])  # a bad value is a usage error now, not after the reply
+    def bound() -> None:
+        home_gc_after_build(opts.home, table)
+
+    memory.after_reply(bound)
 
 
 def _environment(graph: PackageGraph, layout: Layout, opts: BuildOptions, reporter: Reporter) -> Environment:
@@ -290,6 +309,33 @@ def _hits(counters: Counters) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
+def remote_line(summary: dict) -> str:
+    """`grpc://cache:50051: 12 hits, 3 misses, 3 uploads, 1.2 MiB down, 40.0 KiB up, 7 retries`
+    and, where they apply, the refused results (with the key names they claimed) and why the
+    remote was turned off."""
+    parts = [f"{summary['hits']} hits", f"{summary['misses']} misses", f"{summary['uploads']} uploads"
+             + (f" ({summary['republished']} republished)" if summary.get("republished") else ""),
+             f"{_size(summary['bytes_down'])} down", f"{_size(summary['bytes_up'])} up"]
+    if summary["retries"]:
+        parts.append(f"{summary['retries']} retries")
+    refused = summary["refused"]
+    if refused["count"]:
+        keys = f" (claimed keys: {', '.join(refused['keys'])})" if refused["keys"] else ""
+        parts.append(f"{refused['count']} refused: " + ", ".join(
+            f"{n} {why}" for why, n in sorted(refused["reasons"].items())) + keys)
+    if summary["corrupt"]:
+        parts.append(f"{summary['corrupt']} corrupt")
+    if summary["disabled"]:
+        parts.append(f"disabled: {summary['disabled']}")
+    return f"{summary['url']}: " + ", ".join(parts)
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    return f"{n / 1024:.1f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MiB"
+
+
 def record_last_build(home: Home, counters: Counters) -> None:
     """Remember the hit rate of this build for `mcpp cache stats`."""
     data = {"fresh": counters.fresh, "cache_hits": counters.cache_hits, "remote_hits": counters.remote_hits,
@@ -339,9 +385,9 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     remote = stores.remote_cache(endpoint, _content_of(plan), reporter.warning,
                                  note=lambda text: reporter.raw_warning(f"note: {text}"))
     if remote is not None:
-        # Remote lookups mostly wait on the server: let several overlap, but run at most -j
-        # local processes (the pipeline takes a slot around each one).
-        workers, slots = max(jobs, min(4 * jobs, 32)), threading.BoundedSemaphore(jobs)
+        # Remote lookups mostly wait on the server: `--remote-jobs` of them overlap whatever -j
+        # is, and at most -j local processes run (the pipeline takes a slot around each one).
+        workers, slots = max(jobs, remote.settings.jobs), threading.BoundedSemaphore(jobs)
     # remote runs hold no local slot; the runner keeps local ones at the core count
     if executing and isinstance(runner, SandboxRunner):
         runner, slots = with_remote_execution(runner, endpoint, stores.blobs, policy, reporter.warning,
@@ -373,7 +419,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                                execute=timings.timed(pipeline.restore_or_run) if timings else pipeline.restore_or_run,
                                finish=pipeline.finish, keep_going=opts.keep_going,
                                on_start=on_start, on_progress=reporter.progress, before_wait=reporter.flush,
-                               proceed=lambda outcome: outcome.succeeded)
+                               proceed=lambda outcome: outcome.succeeded,
+                               on_abort=endpoint.cancel if endpoint is not None else lambda: None)
         # The records go to disk while the ingest finishes the last outputs (zstd lets go of
         # the GIL): an action whose outputs then fail to store is forgotten by `drain`, and the
         # state is written again below. A crash in between leaves a state that takes the action
@@ -394,8 +441,12 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                 runner.shutdown()
         reporter.end_progress()
         _save_records(state, scans, pipeline)  # each writes only what changed since it last wrote
+        if endpoint is not None and not completed:
+            endpoint.cancel()  # interrupted: end retry waits and calls in flight now
         if remote is not None:
             remote.close(wait=completed)  # uploads still queued finish before `Finished`
+            if endpoint is not None and endpoint.contacted:
+                pipeline.counters.remote = remote.summary()
         if endpoint is not None:
             endpoint.close()
     return result, pipeline.counters

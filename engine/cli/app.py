@@ -112,12 +112,21 @@ def build_flags(fn):
         click.option("--sandbox", type=click.Choice(SANDBOXES), default=None,
                      help="How actions are isolated (default: bwrap when it works, else dir)."),
         click.option("--remote", "remote", metavar="URL", default=None,
-                     help="Remote cache (REAPI): grpc://HOST:PORT or unix:PATH "
+                     help="Remote cache (REAPI): grpcs://HOST:PORT (TLS), grpc://HOST:PORT or unix:PATH "
                           "(else MCPP_REMOTE, else [remote] url in $MCPP_HOME/config.toml)."),
         click.option("--remote-upload/--no-remote-upload", "remote_upload", default=None,
                      help="Upload results of actions run here to the remote cache."),
         click.option("--remote-exec/--no-remote-exec", "remote_exec", default=None,
                      help="Run actions on the remote server's workers (REAPI Execute; docs/remote.md)."),
+        click.option("--remote-retries", "remote_retries", type=click.IntRange(min=0), default=None, metavar="N",
+                     help="Retries of a remote call that failed transiently, under a per-build budget "
+                          "(default 5; 0: none; else [remote] retries)."),
+        click.option("--remote-jobs", "remote_jobs", type=click.IntRange(1, 1024), default=None, metavar="N",
+                     help="Remote cache lookups in flight at once, whatever -j is (default 32; else [remote] jobs)."),
+        click.option("--remote-instance-name", "remote_instance", metavar="NAME", default=None,
+                     help="REAPI instance name (else [remote] instance; default \"\")."),
+        click.option("--remote-header", "remote_headers", metavar="KEY=VALUE", multiple=True,
+                     help="Send this header with every remote call (repeatable; with [remote] headers)."),
         click.option("--message-format", type=click.Choice(["human", "json"]), default="human",
                      help="json: one JSON object per build event on stdout."),
         click.option("--timings", type=click.Choice(["html", "json"]), is_flag=False, flag_value="html",
@@ -157,7 +166,9 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
                             offline=kw["offline"]),
         jobs=jobs or 0, keep_going=kw["keep_going"], toolchain=kw["toolchain"], sandbox=kw["sandbox"],
         timings=kw["timings"], trace=kw["trace"],
-        settings=ctx.settings.with_flags(RemoteFlags(kw["remote"], kw["remote_upload"], kw["remote_exec"])))
+        settings=ctx.settings.with_flags(RemoteFlags(
+            kw["remote"], kw["remote_upload"], kw["remote_exec"], retries=kw["remote_retries"],
+            instance_name=kw["remote_instance"], remote_jobs=kw["remote_jobs"], headers=tuple(kw["remote_headers"]))))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -85,7 +85,8 @@ def _corrupt(n: int, deleted: bool) -> McppError:
 
 
 @cache_group.command("gc")
-@click.option("--max-size", metavar="SIZE", help="Evict least recently used entries until the store fits (e.g. 500M, 2G).")
+@click.option("--max-size", metavar="SIZE", help="Evict least recently used things until everything under the "
+              "home fits (e.g. 500M, 2G; else [cache] max-size after builds).")
 @click.option("--older-than", metavar="AGE", help="Evict entries not used for AGE (e.g. 7d, 12h).")
 def cache_gc(max_size, older_than):
     """Evict least recently used entries; never a blob a remaining entry needs."""
@@ -96,6 +97,12 @@ def cache_gc(max_size, older_than):
         age = parse_age(older_than) if older_than else None
     except ValueError as e:
         raise click.BadParameter(str(e))
+    if size is not None:
+        _bound(size, age)
+        payloads = payload_gc(str(_home().payloads), older_than_s=age)
+        if payloads.temp_removed:
+            click.echo(f"swept {payloads.temp_removed} interrupted payload install(s)")
+        return
     report = maintenance.gc(_home(), max_size=size, older_than_s=age)
     click.echo(f"removed {report.entries_removed} action entries and {report.blobs_removed} blobs; "
                f"freed {format_size(report.bytes_freed)}, {format_size(report.bytes_after)} remain")
@@ -115,6 +122,29 @@ def cache_gc(max_size, older_than):
         rest = report.bytes_after - report.grace_bytes
         if rest > 0:
             why.append(f"note: {format_size(rest)} is held by action entries and the blobs they name")
+        click.echo("\n".join(why), err=True)
+
+
+def _bound(size: int, age: float | None) -> None:
+    """--max-size: everything under the home, not only the store (engine/state/home_gc.py)."""
+    from ..state.home_gc import bound
+
+    home = _home()
+    r = bound(home, size, older_than_s=age)
+    others = "".join(f", {n} {kind}" for kind, n in sorted(r.removed.items()))
+    click.echo(f"removed {r.store.entries_removed} action entries and {r.store.blobs_removed} blobs{others}; "
+               f"freed {format_size(max(0, r.before - r.after))}, {format_size(r.after)} remain under {home.root}")
+    if r.after > size:
+        minutes = f"{r.store.grace_s / 60:.0f} minutes"
+        why = [f"note: the store is still above {format_size(size)} (everything under {home.root})"]
+        if r.store.grace_blobs:
+            why.append(f"note: {r.store.grace_blobs} unreferenced blob(s) ({format_size(r.store.grace_bytes)}) were "
+                       f"written less than {minutes} ago and are kept in case a running build still needs them")
+        if r.kept_recent:
+            why.append(f"note: {format_size(r.kept_recent)} of materialized files, logs, host tools or payloads "
+                       f"was used less than {minutes} ago and is kept")
+        if r.store.grace_blobs or r.kept_recent:
+            why.append("note: run `mcpp cache gc` again later, or `mcpp cache clean` when no build is running")
         click.echo("\n".join(why), err=True)
 
 

@@ -3,6 +3,7 @@
 ```toml
 [remote]     # the remote cache and execution service (cas/remote/config.py lists the keys)
 [payloads]   # payload indexes and their trusted keys (engine/payloads/index.py)
+[cache]      # max-size = "2G": the home bounded after builds (engine/state/home_gc.py)
 ```
 
 The file is read and parsed once per command, when its settings are made

@@ -11,6 +11,8 @@ $MCPP_HOME                the home (engine/core/mcpp_home.py)
 --remote / MCPP_REMOTE / [remote] url, and the other [remote] keys (cas/remote/config.py)
 --remote-upload / MCPP_REMOTE_UPLOAD / [remote] upload
 --remote-exec / MCPP_REMOTE_EXEC / [remote] execute
+--remote-retries / [remote] retries; --remote-jobs / [remote] jobs
+--remote-instance-name / [remote] instance; --remote-header KEY=VALUE / [remote] headers
 MCPP_REMOTE_TOKEN_FILE, MCPP_REMOTE_SIGN_KEY, MCPP_REMOTE_TRUSTED_KEYS  over their [remote] keys
 MCPP_REMOTE_EXEC_WAIT     how long remote execution waits for a worker
 MCPP_PAYLOAD_*            the payload indexes, their trust and unpacking limits (engine/payloads/)
@@ -48,6 +50,10 @@ class RemoteFlags:
     url: str | None = None  # --remote
     upload: bool | None = None  # --remote-upload / --no-remote-upload
     execute: bool | None = None  # --remote-exec / --no-remote-exec
+    retries: int | None = None  # --remote-retries
+    instance_name: str | None = None  # --remote-instance-name
+    remote_jobs: int | None = None  # --remote-jobs
+    headers: tuple[str, ...] = ()  # --remote-header KEY=VALUE (repeatable)
 
 
 @dataclass(frozen=True)
@@ -86,7 +92,9 @@ class Settings:
                 execute=self._switch(self.flags.execute, "MCPP_REMOTE_EXEC"),
                 token_file=self._override("MCPP_REMOTE_TOKEN_FILE"),
                 sign_key=self.env.get("MCPP_REMOTE_SIGN_KEY") or None,
-                trusted_keys=self._override("MCPP_REMOTE_TRUSTED_KEYS"))
+                trusted_keys=self._override("MCPP_REMOTE_TRUSTED_KEYS"),
+                retries=self.flags.retries, instance_name=self.flags.instance_name, headers=self.flags.headers,
+                jobs=self.flags.remote_jobs)
             found = resolve_settings(chosen, self.table("remote"), self.home.root, self.config.path)
         except RemoteConfigError as e:
             raise McppError(str(e)) from None

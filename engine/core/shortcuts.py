@@ -139,6 +139,8 @@ NOT_SHORTCUTS: dict[str, str] = {
     "mcpp.engine.payloads.gc": "stats are ages for garbage collection",
     "mcpp.engine.registry.cache": "a store of unpacked releases, each verified by its archive's blake3 once; "
                                   "what it holds is the build's input, hashed by content like any source",
+    "mcpp.engine.state.home_gc": "stats are sizes and ages for garbage collection; its hourly stamp only "
+                                 "spaces out the automatic gc, it skips nothing a build needs",
     "mcpp.sandbox.pool": "stats are ages of stale sandbox directories to reclaim",
     "mcpp.cas.remote.action_cache": "the REAPI client of the remote-cache shortcut",
     "mcpp.cas.remote.memo": "a per-build memo of values keyed by what computes them (its users register)",

@@ -84,6 +84,7 @@ class Counters:
     executed: int = 0
     failed: int = 0
     healed: list[str] = field(default_factory=list)  # actions re-run because a blob was corrupt
+    remote: dict | None = None  # what the remote cache did (RemoteCache.summary); None: not asked
 
 
 class ActionPipeline:
@@ -264,8 +265,20 @@ class ActionPipeline:
             self.counters.remote_hits += 1
         else:
             self.counters.cache_hits += 1
+            self._republish(a, outcome)
         self._event(a, status, origin=origin)
         return True
+
+    def _republish(self, a: Action, outcome: Outcome) -> None:
+        """With uploads on, a local hit is offered to the remote, which uploads it only if the
+        server lacks its result (`RemoteCache.republish`, on an upload thread)."""
+        if self.remote is None or not self.remote.upload_enabled or a.id not in self.remote_keys \
+                or outcome.entry is None:
+            return
+        platform = self.keys.platform_of(a)
+        if self.trust.uploads(platform):
+            self.remote.republish(a, platform, self.remote_keys[a.id][1],
+                                  self._keyed_inputs(a, outcome.discovered), outcome.discovered, outcome.entry)
 
     def _finish_run(self, a: Action, outcome: Outcome) -> bool:
         res = outcome.run
@@ -323,7 +336,7 @@ class ActionPipeline:
             if self.trust.uploads(platform):  # a result the sandbox cannot prove stays here (engine/trust/policy.py)
                 self.remote.upload(a, platform, self.remote_keys[a.id][1], inputs, discovered, entry)
         self.state.record(a.id, key, discovered, {o: str(d) for o, d in outcome.outputs.items()})
-        origin = event_origin("executed", None)
+        origin = event_origin("executed", None, res.worker if res is not None else "")
         self.explain.record(a, key, inputs, self.keys, origin=origin,
                             outputs={o: str(d) for o, d in outcome.outputs.items()})
         self.counters.executed += 1

@@ -122,6 +122,7 @@ def run_graph(
     on_progress: Callable[[int, int, list[str]], None] = lambda done, total, running: None,
     before_wait: Callable[[], None] = lambda: None,
     proceed: Callable[[object], bool] = lambda _outcome: True,
+    on_abort: Callable[[], None] = lambda: None,
 ) -> ScheduleResult:
     ids = list(order)
     waiting = {i: len(prereqs.get(i, ())) for i in ids}
@@ -197,6 +198,9 @@ def run_graph(
                         del in_flight[j]
                 lanes.settled(i)
             on_progress(done_count, total, list(in_flight))
+    except BaseException:
+        on_abort()  # interrupted: before the lanes are waited for, end what they wait on
+        raise
     finally:
         lanes.close()
     if stopped:

@@ -109,6 +109,8 @@ def test_a_clean_remote_build_runs_every_compile_on_a_worker_and_matches_a_local
     # both workers took part
     assert all(any(e.get("event") == "action-executed" for e in grid.events(i)) for i in (0, 1))
     assert (remote / "target/dev/bench").read_bytes() == local_build[0]
+    explained = mcpp("explain", compiles[0]["id"], cwd=remote, check=True).out
+    assert f"origin: executed remotely on {compiles[0]['worker']}" in explained, explained
 
 
 @pytest.mark.heavy

@@ -62,10 +62,11 @@ class BuildGridServer:
     `cas_dir`, so a test can corrupt a blob behind the server's back)."""
 
     def __init__(self, storage: str = "lru", lru_size: str = "2G", *, tls: dict | None = None,
-                 jwt: tuple[Path, Path] | None = None, ready_security=None) -> None:
+                 jwt: tuple[Path, Path] | None = None, ready_security=None, config: str | None = None) -> None:
         """`tls`: {"key": path, "cert": path, "client-ca": path or None} serves TLS (mutual with
         `client-ca`) on 127.0.0.1; `jwt`: (HS256 secret file, ACL file) requires a bearer token;
-        `ready_security`: the `ChannelSecurity` that the readiness probe connects with."""
+        `ready_security`: the `ChannelSecurity` that the readiness probe connects with;
+        `config`: a whole buildgrid.yml of the caller's, its channel address `{address}`."""
         exe = bgd_executable()
         if exe is None:
             raise FileNotFoundError("BuildGrid (`bgd`) is not installed: pip install -e '.[test]'")
@@ -91,7 +92,8 @@ class BuildGridServer:
             authorization = (f"authorization:\n  method: jwt\n  algorithm: hs256\n  secret: {jwt[0]}\n"
                              f"  acl-config: {jwt[1]}\n")
         self.config = self.dir / "buildgrid.yml"
-        self.config.write_text(CONFIG.format(address=address, channel=channel, authorization=authorization,
+        self.config.write_text(config.replace("{address}", address) if config is not None else
+                               CONFIG.format(address=address, channel=channel, authorization=authorization,
                                              kind=kind, option=option))
         self.log = self.dir / "server.log"
         self.proc: subprocess.Popen | None = None

@@ -234,3 +234,12 @@ def test_a_local_entry_keeps_its_origin():
     assert b'"o"' not in ActionEntry(outputs={}).to_json()  # entries built here are unchanged on disk
     assert event_origin("cached", origin) == {"kind": "local-cache", "fetched-from": "unix:/s",
                                               "action": str(ACTION), "signed-by": None}
+
+
+def test_an_action_a_remote_worker_ran_says_so_in_its_origin():
+    from mcpp.cas.remote.trust import describe
+
+    assert event_origin("executed", None) == {"kind": "executed"}
+    remote = event_origin("executed", None, "bot-7@grid")
+    assert remote == {"kind": "executed", "worker": "bot-7@grid"}
+    assert describe(remote) == "executed remotely on bot-7@grid" and describe({"kind": "executed"}) == "executed here"
