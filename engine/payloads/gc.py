@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from mcpp.cas.maintenance import remove_tree
@@ -54,6 +55,21 @@ def _real_dir(path: str) -> bool:
         return False
 
 
+def installed(payloads_root: str) -> Iterator[tuple[str, str, float | None]]:
+    """Each installed payload version: (`ns:name version`, its directory, the mtime of its lock
+    stamp, which every use touches, or None where it has none)."""
+    for ns in _subdirs(payloads_root):
+        if ns in (LOCKS, TMP, PROBES):
+            continue
+        for name in _subdirs(os.path.join(payloads_root, ns)):
+            for version in _subdirs(os.path.join(payloads_root, ns, name)):
+                try:
+                    used: float | None = os.stat(lock_path(payloads_root, ns, name, version)).st_mtime
+                except OSError:
+                    used = None
+                yield f"{ns}:{name} {version}", os.path.join(payloads_root, ns, name, version), used
+
+
 def gc(payloads_root: str, older_than_s: float | None = None, now: float | None = None) -> PayloadGc:
     now = time.time() if now is None else now
     report = PayloadGc()
@@ -68,18 +84,8 @@ def gc(payloads_root: str, older_than_s: float | None = None, now: float | None 
             pass
     if older_than_s is None or not os.path.isdir(payloads_root):  # the root may be the user's link to a disk
         return report
-    for ns in _subdirs(payloads_root):
-        if ns in (LOCKS, TMP, PROBES):
-            continue
-        for name in _subdirs(os.path.join(payloads_root, ns)):
-            for version in _subdirs(os.path.join(payloads_root, ns, name)):
-                path = os.path.join(payloads_root, ns, name, version)
-                stamp = lock_path(payloads_root, ns, name, version)
-                try:
-                    used = os.stat(stamp).st_mtime
-                except OSError:
-                    used = os.lstat(path).st_mtime
-                if used < now - older_than_s:
-                    _rmtree(path)
-                    report.removed.append(f"{ns}:{name} {version}")
+    for label, path, used in installed(payloads_root):
+        if (used if used is not None else os.lstat(path).st_mtime) < now - older_than_s:
+            _rmtree(path)
+            report.removed.append(label)
     return report

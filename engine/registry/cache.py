@@ -119,7 +119,7 @@ class Sources:
             install(self.root, index, desc, p.version, source, environ=self.settings.env)
         except PayloadError as e:
             raise RegistryError(f"`{p.display}`: {e.message}", e.pos, e.notes) from None
-        _read_only(d)
+        set_write_permission(d, writable=False)
         write_atomic(d + STAMP, p.blake3 + "\n", mode=0o644)
         return d
 
@@ -149,14 +149,16 @@ class Sources:
         return dest
 
 
-def _read_only(root: str) -> None:
-    """Take write permission off every file of a cached tree (its directories stay removable)."""
+def set_write_permission(root: str, writable: bool) -> None:
+    """Give or take the owner's write permission on every regular file of a tree: a cached copy is
+    read-only (its directories stay removable); a vendored one is the user's to patch."""
     for dirpath, _dirs, files in os.walk(root):
         for name in files:
             path = os.path.join(dirpath, name)
             mode = os.lstat(path).st_mode
             if stat.S_ISREG(mode):
-                os.chmod(path, stat.S_IMODE(mode) & ~0o222)
+                perm = stat.S_IMODE(mode)
+                os.chmod(path, perm | stat.S_IWUSR if writable else perm & ~0o222)
 
 
 def _link_tree(src: str, dest: str) -> None:

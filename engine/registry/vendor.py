@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import tempfile
 from typing import TYPE_CHECKING
 
 from mcpp.cas.atomic import TMP_PREFIX, write_atomic
 
-from .cache import STAMP, vendored_dir
+from .cache import STAMP, set_write_permission, vendored_dir
 from .session import Options, Resolution, ParsedManifests, resolve_workspace, workspace_of
 
 if TYPE_CHECKING:
@@ -52,7 +51,7 @@ def vendor(manifest_path: str, settings: Settings, dest: str | None, *, locked: 
         try:
             copy = os.path.join(tmp, "root")
             shutil.copytree(src, copy, symlinks=True)
-            _writable(copy)
+            set_write_permission(copy, writable=True)
             if os.path.isdir(final):
                 shutil.rmtree(final)
             os.rename(copy, final)
@@ -67,13 +66,3 @@ def vendor(manifest_path: str, settings: Settings, dest: str | None, *, locked: 
                     shutil.rmtree(stale, ignore_errors=True)
                     os.unlink(stale + STAMP)
     return target, resolution
-
-
-def _writable(root: str) -> None:
-    """The user owns a vendored copy (it is committed, reviewed, patched): its files are theirs to write."""
-    for dirpath, _dirs, names in os.walk(root):
-        for name in names:
-            path = os.path.join(dirpath, name)
-            mode = os.lstat(path).st_mode
-            if stat.S_ISREG(mode):
-                os.chmod(path, stat.S_IMODE(mode) | stat.S_IWUSR)

@@ -35,8 +35,7 @@ from mcpp.cas.maintenance import GRACE_S, remove_tree
 from mcpp.cas.units import parse_size
 
 from ..core.errors import McppError
-from ..payloads.install import LOCKS, TMP, lock_path
-from ..payloads.system import PROBES
+from ..payloads.gc import installed as installed_payloads
 
 AUTO_INTERVAL_S = 3600.0
 STAMP = "gc.stamp"
@@ -183,20 +182,8 @@ def _tools(home: Home) -> list[Unit]:
 
 
 def _payloads(home: Home) -> list[Unit]:
-    root = str(home.payloads)
-    out = []
-    for ns in _subdirs(root):
-        if ns in (LOCKS, TMP, PROBES):
-            continue
-        for name in _subdirs(os.path.join(root, ns)):
-            for version in _subdirs(os.path.join(root, ns, name)):
-                path = os.path.join(root, ns, name, version)
-                try:
-                    used = os.stat(lock_path(root, ns, name, version)).st_mtime
-                except OSError:
-                    used = _last_touch(path)
-                out.append(Unit(path, _tree_size(path), used, tree=True))
-    return out
+    return [Unit(path, _tree_size(path), used if used is not None else _last_touch(path), tree=True)
+            for _label, path, used in installed_payloads(str(home.payloads))]
 
 
 _COUNTED_APART = ("cas", "ac", "mat", "tool", "payloads", "server", "sandbox")
@@ -247,11 +234,3 @@ def _last_touch(path: str) -> float:
     except OSError:
         pass
     return latest
-
-
-def _subdirs(path: str) -> list[str]:
-    try:
-        with os.scandir(path) as entries:
-            return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
-    except OSError:
-        return []
