@@ -1,0 +1,6 @@
+import app.report;
+
+int main()
+{
+    return app::report();
+}
