@@ -3,7 +3,9 @@
 # `import std;`), ninja (for the benchmark's comparison), PostgreSQL 15 (the job scheduler of
 # the remote-execution tests' BuildGrid), and for the cross builds (`--target aarch64-linux-gnu`)
 # the aarch64 cross gcc, qemu-user to run its binaries, lld-19 (clang's cross linker) and `file`
-# (which the cross tests ask what a binary is). gcc/g++ are assumed present.
+# (which the cross tests ask what a binary is), and the shader compilers of the SPIR-V lane
+# (glslang-tools, glslc, spirv-tools: the payload `xim:glslang` adopts them from /usr). gcc/g++ are
+# assumed present.
 # Idempotent: installs only what is missing. Needs root (or sudo) when something is missing.
 #
 # apt's own output is shown (a silent minute-long install looks like a hang). A fresh cloud
@@ -13,14 +15,14 @@ set -euo pipefail
 
 need=()
 for p in clang-19 libc++-19-dev libc++abi-19-dev clang-tools-19 ninja-build postgresql-15 \
-         g++-aarch64-linux-gnu qemu-user lld-19 file; do
+         g++-aarch64-linux-gnu qemu-user lld-19 file glslang-tools glslc spirv-tools; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 want_chromium=0
 dpkg -s chromium >/dev/null 2>&1 || want_chromium=1
 if ((${#need[@]} == 0 && want_chromium == 0)); then
     echo "install-system-deps: all present (clang-19, libc++-19, clang-tools-19, ninja-build, postgresql-15," \
-         "g++-aarch64-linux-gnu, qemu-user, lld-19, file, chromium)"
+         "g++-aarch64-linux-gnu, qemu-user, lld-19, file, glslang-tools, glslc, spirv-tools, chromium)"
     exit 0
 fi
 

@@ -77,3 +77,44 @@ def test_the_boundary_it_writes(mcpp, project):
     gen = root / "target" / "dev" / ".mcpp" / "gen" / "isl" / "island"
     assert (gen / "app_kernels.h").read_text() == (GOLDEN / "island_header.h").read_text()
     assert (gen / "app_kernels.cppm").read_text() == (GOLDEN / "island_module.cppm").read_text()
+
+
+L2_SCAN = """
+load("mcpp.tools.island", "island")
+entries = island.scan(module_name = "app.kernels", roots = ["src/cpu"], strip_prefix = "app_")
+entries.append(island.declared("{decl}", module_name = "app.kernels", subdir = "math", strip_prefix = "app_"))
+island.emit(entries, module_name = "app.kernels")
+"""
+# An entry point `scan` cannot see: a macro writes its definition.
+TWICE = '#define DEFINE_TWICE(T, name) extern "C" T name(T x) { return x + x; }\nDEFINE_TWICE(int, app_twice)\n'
+
+
+@pytest.mark.skipif(shutil.which("clang++-19") is None, reason="needs clang-19")
+def test_l2_declared_entry_and_using_declarations_under_clang(mcpp, project):
+    """Level L2: `island.declared` adds an entry point scan cannot see; under clang the module names
+    each entry point with `using ::name;` (GCC 12 gets constexpr pointers, see the golden module)."""
+    manifest = MANIFEST.replace('sources = ["src/main.cpp"]', 'sources = ["src/main.cpp", "src/cpu/*.cpp"]')
+    root = project({
+        "mcpp.toml": manifest + '\n[toolchain]\ndefault = "clang-19"\n',
+        "build.star": L2_SCAN.format(decl="int app_twice(int x)"),
+        "src/cpu/all.cpp": '#include "app_kernels.h"\n' + SAXPY + TWICE,
+        "src/main.cpp": ("import app.kernels;\nint main() {\n"
+                         "  return app::kernels::math::app_twice(2) == 4 && app::kernels::math::twice(3) == 6 &&\n"
+                         "         app::kernels::saxpy(1.0f, nullptr, nullptr, 0) == 0 ? 0 : 1;\n}\n")})
+    res = mcpp("run", cwd=root)
+    assert res.code == 0, res.out + res.err
+    gen = root / "target" / "dev" / ".mcpp" / "gen" / "isl" / "island"
+    module = (gen / "app_kernels.cppm").read_text()
+    assert "export namespace app::kernels::math {\nusing ::app_twice;\ninline constexpr auto twice = ::app_twice;\n}" in module
+    assert "using ::app_saxpy;" in module and "inline constexpr auto app_saxpy" not in module
+    assert "int app_twice(int x);" in (gen / "app_kernels.h").read_text()
+
+
+def test_a_declared_entry_that_disagrees_with_the_scanned_one_is_refused(mcpp, project):
+    root = project({"mcpp.toml": MANIFEST, "build.star": L2_SCAN.format(decl="int app_saxpy(float a)"),
+                    "src/cpu/all.cpp": SAXPY, "src/main.cpp": "int main() {}\n"})
+    res = mcpp("build", cwd=root)
+    assert res.code == 2 and "Traceback" not in res.err, res.out + res.err
+    assert ("island.emit: `app_saxpy` is declared two ways; C linkage does not mangle names, so the link would be "
+            "clean and each side would read the arguments by its own ABI:\n"
+            "  int app_saxpy(float a, const float* x, float* out, unsigned n)\n  int app_saxpy(float a)") in res.err
