@@ -14,7 +14,8 @@ The convention every document follows (README.md, docs/*.md, examples/*/README.m
 - `<!-- illustrative -->` right before a block: shown, never run (a command that needs a server,
   a placeholder path, `make test` itself).
 - `<!-- needs: WHAT -->` right before a block: run only where WHAT is here (`nvcc`: the CUDA
-  toolkit at /usr/local/cuda; `cuda-gpu`: a CUDA device); elsewhere it is skipped, saying why.
+  toolkit at /usr/local/cuda; `cuda-gpu`: a CUDA device; `glslang`: glslangValidator in /usr/bin);
+  elsewhere it is skipped, saying why.
 - A `sh`, `bash` or `shell` block must be marked illustrative: a block meant to be run is a
   `console` block, so that what it prints is checked.
 
@@ -156,7 +157,9 @@ def requirement_missing(what: str) -> str | None:
         smi = shutil.which("nvidia-smi")
         ok = smi is not None and subprocess.run([smi, "-L"], capture_output=True).returncode == 0
         return None if ok else "needs a CUDA GPU"
-    return f"unknown requirement `{what}` (known: nvcc, cuda-gpu)"
+    if what == "glslang":
+        return None if os.access("/usr/bin/glslangValidator", os.X_OK) else "needs glslang (/usr/bin/glslangValidator)"
+    return f"unknown requirement `{what}` (known: nvcc, cuda-gpu, glslang)"
 
 
 class Session:
