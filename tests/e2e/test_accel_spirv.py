@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +103,31 @@ def test_a_stageless_glsl_source_is_refused(mcpp, project):
     assert ("rules-spirv: shaders/common.glsl names no stage: glslang infers a shader's stage from its "
             "extension, and `.glsl` carries none") in res.err
     assert "build.star:2" in res.err
+
+
+@pytest.mark.skipif(not os.access("/usr/bin/glslc", os.X_OK), reason="needs glslc")
+def test_a_project_that_resolves_xim_shaderc_compiles_with_glslc(mcpp, example, tmp_path):
+    """`xim:shaderc` (the shader compiler published for macOS and Windows) chosen by the project:
+    its glslc compiles, and a root without spirv-val validates nothing. Both payloads come from an
+    index of the test's own (glslang adopted from /usr, shaderc from a root holding only glslc)."""
+    root = tmp_path / "shaderc"
+    (root / "bin").mkdir(parents=True)
+    shutil.copy2("/usr/bin/glslc", root / "bin" / "glslc")
+    version = re.search(r"shaderc v?([0-9]+\.[0-9]+)",
+                        subprocess.run(["/usr/bin/glslc", "--version"], capture_output=True, text=True).stdout)[1]
+    shipped = (Path(__file__).resolve().parents[2] / "starlark_rules" / "payload-index" / "pkgs" / "xim" / "glslang.toml")
+    index = tmp_path / "index"
+    (index / "pkgs" / "xim").mkdir(parents=True)
+    (index / "index.toml").write_text('[index]\nname = "fake"\nformat = 1\n')
+    shutil.copy2(shipped, index / "pkgs" / "xim" / "glslang.toml")
+    (index / "pkgs" / "xim" / "shaderc.toml").write_text(
+        f'[package]\nname = "shaderc"\nnamespace = "xim"\nbins = ["bin/glslc"]\n[[release]]\nversion = "{version}"\n'
+        f'linux-x86_64 = {{ system = "{root}", probe = ["bin/glslc", "--version"], match = "shaderc v?([0-9]+[.][0-9]+)" }}\n')
+    manifest = example / "mcpp.toml"
+    manifest.write_text(manifest.read_text() +
+                        f'\n[target.\'cfg(accelerator = "vulkan")\'.xlings.workspace]\n"xim:shaderc" = "{version}"\n')
+    res = mcpp("run", "-v", cwd=example, env={"MCPP_PAYLOAD_INDEX": str(index)})
+    assert res.code == 0, res.out + res.err
+    assert f"compile.sh glslc {root}/bin/glslc vulkan1.2" in res.err, res.err
+    assert "spirv-val" not in res.err
+    assert res.out.splitlines()[-1] == "two blobs: distinct"
