@@ -52,6 +52,13 @@ def test_two_shaders_with_one_stem_are_two_blobs_behind_one_module(mcpp, example
     module = example.joinpath(*GEN, "spirv", "shader_app_shaders", "shader_app_shaders.cppm").read_text()
     assert "export module shader_app.shaders;" in module
     assert "export namespace shader_app::shaders::a {" in module
+    # An edited shader is compiled again and the program sees its new blob.
+    edited = example / "shaders" / "a" / "scale.comp"
+    edited.write_text(edited.read_text().replace("v[i] * factor + offset", "v[i] * factor + offset + float(i)"))
+    again = mcpp("run", cwd=example)
+    assert again.code == 0, again.out + again.err
+    grown = (spv / "a" / "scale.comp.spv").read_bytes()
+    assert len(grown) != len(sub) and again.out.splitlines()[-2] == f"shaders/a/scale.comp: {len(grown)} bytes, SPIR-V"
 
 
 @needs_glslang
