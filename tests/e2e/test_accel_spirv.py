@@ -94,6 +94,23 @@ def test_accel_vulkan_compiles_the_shaders_and_leaves_cu_out(mcpp, example):
     assert refused.code == 2 and "src/kernels/scale.cu" in refused.err, refused.out + refused.err
 
 
+STAGELESS = {
+    "mcpp.toml": ('[package]\nname = "st"\nversion = "0.1.0"\n\n[build-dependencies.mcpp]\n'
+                  'plugins = { version = "0.3.0", features = ["rules-spirv"], host-module = true }\n\n'
+                  '[build]\naccel = "vulkan1.2"\n'
+                  'sources = ["src/main.cpp", { glob = "shaders/*", accel = "vulkan1.2" }]\n'),
+    "build.star": 'load("mcpp.rules.spirv", "spirv")\nspirv.embed(srcs = mcpp.device_sources())\n',
+    "src/main.cpp": "int main() {}\n"}
+
+
+@needs_glslang
+def test_a_shader_path_that_would_break_the_generated_include_is_refused(mcpp, project):
+    root = project({**STAGELESS, 'shaders/a"b.comp': "#version 450\nvoid main() {}\n"})
+    res = mcpp("build", cwd=root)
+    assert res.code == 2 and "Traceback" not in res.err, res.out + res.err
+    assert "a shader's path is written into the generated module's `#include`" in res.err, res.err
+
+
 @needs_glslang
 def test_a_stageless_glsl_source_is_refused(mcpp, project):
     root = project({
