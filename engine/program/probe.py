@@ -9,7 +9,10 @@ reproducible from what the engine can see:
 - every tool (argv[0] included) and input is recorded, with its digest, among the program's
   reads: a changed compiler or input re-evaluates the program (cache.py), and argv lives in the
   program text, whose change re-evaluates it too;
-- the result is cached on disk keyed by argv, the tools' and inputs' digests and their paths,
+- `reads` names files outside the package the probe reads in place (a toolkit's header for
+  `cat`, a driver library the loader may find): each is digested like a tool, and one absent
+  now is recorded as absent, so the answer goes stale when any of them changes, appears or goes;
+- the result is cached on disk keyed by argv, the tools', inputs' and reads' digests and paths,
   so a program that re-evaluates for another reason reuses an unchanged probe's answer instead
   of running the tool again.
 """
@@ -45,7 +48,7 @@ class ProbeSettings:
     apart: str = ""
 
 
-def run_probe(api, argv, inputs, tools) -> dict:
+def run_probe(api, argv, inputs, tools, reads=()) -> dict:
     """Validate, look up the cache, else run; returns {code, stdout, stderr} for the struct.
     Where it runs and caches: `api.probes`."""
     settings: ProbeSettings = api.probes
@@ -59,6 +62,7 @@ def run_probe(api, argv, inputs, tools) -> dict:
     if exe not in tool_paths:
         tool_paths.insert(0, exe)
     argv = [exe] + argv[1:]
+    read_paths = [_read(r, ProgramApiError) for r in _str_list(reads, "probe(): reads")]
     staged: dict[str, str] = {}
     for path in _str_list(inputs, "probe(): inputs"):
         resolved = api._path(path)
@@ -69,14 +73,16 @@ def run_probe(api, argv, inputs, tools) -> dict:
         if not os.path.isfile(resolved):
             raise ProgramApiError(f"probe(): input `{path}` does not exist or is not a file")
         staged[rel] = resolved
-    digests = {p: digest_file(p).hash for p in tool_paths + list(staged.values())}  # as api.file_digest
+    digests: dict[str, str | None] = {p: digest_file(p).hash for p in tool_paths + list(staged.values())}
+    digests.update({p: digest_file(p).hash if os.path.exists(p) else None for p in read_paths})  # as api.file_digest
     api.reads.files.update(digests)
     key = blake3.blake3(json.dumps([_FORMAT, settings.apart, argv, sorted(staged.items()), sorted(digests.items())])
                         .encode()).hexdigest()
     cached = _cached(settings, key)
     if cached is not None:
         return cached
-    result = _run(settings, argv, tool_paths, staged, ProgramApiError)
+    mounted = tool_paths + [p for p in read_paths if digests[p] is not None and p not in tool_paths]
+    result = _run(settings, argv, mounted, staged, ProgramApiError)
     _store(settings, key, result)
     return result
 
@@ -95,6 +101,16 @@ def _tool(name: str, error, on_path: bool = False) -> str:
         raise error(f"probe(): tool `{name}` must be an absolute path")
     if not os.path.isfile(name) or not os.access(name, os.X_OK):
         raise error(f"probe(): tool `{name}` does not exist or is not executable")
+    return os.path.normpath(name)
+
+
+def _read(name: str, error) -> str:
+    """An absolute path the probe may read where it lies (mounted read-only, like a tool): a regular
+    file, or nothing (absent now, which is part of the answer's key)."""
+    if not os.path.isabs(name):
+        raise error(f"probe(): read `{name}` must be an absolute path")
+    if os.path.exists(name) and not os.path.isfile(name):
+        raise error(f"probe(): read `{name}` is not a regular file")
     return os.path.normpath(name)
 
 
