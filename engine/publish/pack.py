@@ -96,22 +96,24 @@ def _ensure(path: str) -> str:
 def _variant(variant: str, selection: Selection, pkg: Package, settings: Settings, reporter: Reporter, jobs: int,
              toolchain: str | None, staging: str) -> Variant:
     m = pkg.manifest
+    name = m.name or ""
     opts = BuildOptions(cwd=m.root, manifest_path=m.path, profile=PROFILE, selection=selection, jobs=jobs,
                         toolchain=toolchain, settings=settings)
     outcome = build(opts, reporter)
     if not outcome.result.ok:
         raise McppError(f"packing {m.name} v{m.version}: the `{variant}` build failed")
     built = next(p for p in outcome.graph.order if p.root == pkg.root)
-    archive = outcome.layout.archive(m.name, built.root)
+    archive = outcome.layout.archive(name, built.root)
     if not os.path.isfile(archive):
         raise McppError(f"packing {m.name} v{m.version}: the package has no library to pack (no source besides "
                         f"its binaries' and tests' own)")
     ctx = outcome.graph.context
+    assert ctx is not None  # a loaded graph is folded for its context
     device = [s for s in package_sources(built) if s.role == Role.DEVICE]
     accel = str(ctx.accel) if ctx.accel.entries and device else ""
     tc = outcome.toolchain
     abi = toolchain_tag(ctx.target.text, tc.family, tc.cxx.version, outcome.graph.root_manifest.standard)
-    rel = os.path.join("lib", variant, f"lib{m.name}.a")
+    rel = os.path.join("lib", variant, f"lib{name}.a")
     dest = os.path.join(staging, rel)
     os.makedirs(os.path.dirname(dest), exist_ok=True)
     _bundle(tc.ar, dest, [archive] + _linked_archives(built))
