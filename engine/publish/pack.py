@@ -11,7 +11,9 @@ Each artifact's fields are measured from the build that produced it, never copie
 manifest declares: `abi` is that build's tag (`triple-compilerN-libstdcxxN-standard`,
 engine/build/prebuilt.py `toolchain_tag`), and `accel` is that build's accelerator set, written
 only when the build compiled device sources (a set no rule compiled anything for carries no
-device code, and an artifact without `accel` says exactly that).
+device code, and an artifact without `accel` says exactly that), each backend's version being the
+toolkit's its rule stated as a fact named after the backend (`mcpp.fact("cuda", "13.0")`) where it
+stated one: a `cuda12.9` request compiled by a 13.x toolkit makes code that needs a 13.x driver.
 
 A variant's archive carries what its build program linked from its own search directories (the
 static CUDA runtime the CUDA rule links, say): a consumer links a prebuilt artifact alone, so a
@@ -36,6 +38,7 @@ from ..build.prebuilt import toolchain_tag
 from ..core.errors import McppError, display_path
 from ..core.settings import Settings
 from ..package.model import Package, PackageGraph, Selection
+from ..core.accel import AccelSet
 from ..core.conventions import Role
 from ..package.sources import package_sources
 from ..report.reporter import Reporter
@@ -110,7 +113,8 @@ def _variant(variant: str, selection: Selection, pkg: Package, settings: Setting
     ctx = outcome.graph.context
     assert ctx is not None  # a loaded graph is folded for its context
     device = [s for s in package_sources(built) if s.role == Role.DEVICE]
-    accel = str(ctx.accel) if ctx.accel.entries and device else ""
+    facts = built.program.facts if built.program is not None else {}
+    accel = measured_accel(ctx.accel, facts) if ctx.accel.entries and device else ""
     tc = outcome.toolchain
     abi = toolchain_tag(ctx.target.text, tc.family, tc.cxx.version, outcome.graph.root_manifest.standard)
     rel = os.path.join("lib", variant, f"lib{name}.a")
@@ -118,6 +122,19 @@ def _variant(variant: str, selection: Selection, pkg: Package, settings: Setting
     os.makedirs(os.path.dirname(dest), exist_ok=True)
     _bundle(tc.ar, dest, [archive] + _linked_archives(built))
     return Variant(variant, rel, abi, accel)
+
+
+def measured_accel(accel: AccelSet, facts: dict[str, str]) -> str:
+    """`accel` as written, each backend's version replaced by the one a fact named after the
+    backend states (the toolkit that compiled its device code)."""
+    out = []
+    for e in accel.entries:
+        text, have = str(e), facts.get(e.name)
+        prefix = e.name + e.version
+        if have and text.startswith(prefix):
+            text = e.name + have + text[len(prefix):]
+        out.append(text)
+    return ", ".join(out)
 
 
 def _linked_archives(pkg: Package) -> list[str]:

@@ -106,3 +106,10 @@ def test_the_closest_artifact_is_the_one_with_fewest_differences():
         select("p@1", (other, near), TAG, parse_accel("cuda12.8+{sm_86}"))
     notes = "\n".join(e.value.notes)
     assert "closest is x86_64-linux-gnu, and it differs on:\n    accel needs cuda12.8+{sm_90f}" in notes
+
+
+def test_pack_records_the_toolkit_a_rule_stated_as_the_measured_version():
+    from mcpp.engine.publish.pack import measured_accel
+    build = parse_accel("cuda12.9+{sm_89} ptx>=89, vulkan1.2")
+    assert measured_accel(build, {"cuda": "13.0"}) == "cuda13.0+{sm_89} ptx>=89, vulkan1.2"
+    assert measured_accel(build, {}) == "cuda12.9+{sm_89} ptx>=89, vulkan1.2"
