@@ -11,7 +11,9 @@ reproducible from what the engine can see:
   program text, whose change re-evaluates it too;
 - `reads` names files outside the package the probe reads in place (a toolkit's header for
   `cat`, a driver library the loader may find): each is digested like a tool, and one absent
-  now is recorded as absent, so the answer goes stale when any of them changes, appears or goes;
+  now is recorded as absent, so the answer goes stale when any of them changes, appears or goes.
+  A read lies where the probe sees anyway (the system directories, or the installation root of
+  one of its tools): `reads` keys the answer, it never widens what the sandbox shows;
 - the result is cached on disk keyed by argv, the tools', inputs' and reads' digests and paths,
   so a program that re-evaluates for another reason reuses an unchanged probe's answer instead
   of running the tool again.
@@ -62,7 +64,7 @@ def run_probe(api, argv, inputs, tools, reads=()) -> dict:
     if exe not in tool_paths:
         tool_paths.insert(0, exe)
     argv = [exe] + argv[1:]
-    read_paths = [_read(r, ProgramApiError) for r in _str_list(reads, "probe(): reads")]
+    read_paths = [_read(r, tool_paths, ProgramApiError) for r in _str_list(reads, "probe(): reads")]
     staged: dict[str, str] = {}
     for path in _str_list(inputs, "probe(): inputs"):
         resolved = api._path(path)
@@ -81,8 +83,7 @@ def run_probe(api, argv, inputs, tools, reads=()) -> dict:
     cached = _cached(settings, key)
     if cached is not None:
         return cached
-    mounted = tool_paths + [p for p in read_paths if digests[p] is not None and p not in tool_paths]
-    result = _run(settings, argv, mounted, staged, ProgramApiError)
+    result = _run(settings, argv, tool_paths, staged, ProgramApiError)
     _store(settings, key, result)
     return result
 
@@ -104,14 +105,21 @@ def _tool(name: str, error, on_path: bool = False) -> str:
     return os.path.normpath(name)
 
 
-def _read(name: str, error) -> str:
-    """An absolute path the probe may read where it lies (mounted read-only, like a tool): a regular
-    file, or nothing (absent now, which is part of the answer's key)."""
+def _read(name: str, tools: list[str], error) -> str:
+    """An absolute path the probe reads where it lies: a regular file, or nothing (absent now,
+    which is part of the answer's key), under the system directories or a tool's root."""
+    from mcpp.sandbox.undeclared import SYSTEM_ROOTS, tool_roots
+
     if not os.path.isabs(name):
         raise error(f"probe(): read `{name}` must be an absolute path")
-    if os.path.exists(name) and not os.path.isfile(name):
+    path = os.path.normpath(name)
+    roots = SYSTEM_ROOTS + tool_roots(tuple(tools))
+    if not any(path.startswith(r.rstrip("/") + "/") for r in roots):
+        raise error(f"probe(): read `{name}` is neither under the system directories nor under the root of a "
+                    f"tool of this probe, so the probe cannot see it")
+    if os.path.exists(path) and not os.path.isfile(path):
         raise error(f"probe(): read `{name}` is not a regular file")
-    return os.path.normpath(name)
+    return path
 
 
 def _run(settings: ProbeSettings, argv: list[str], tools: list[str], staged: dict[str, str], error) -> dict:

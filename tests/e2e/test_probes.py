@@ -57,6 +57,8 @@ def test_a_probe_sees_only_what_it_declares(project, mcpp: Mcpp):
     ('mcpp.probe(["/bin/true"], inputs = ["missing.txt"])', "probe(): input `missing.txt` does not exist"),
     ('mcpp.probe(["/bin/true"], tools = ["gcc"])', "probe(): tool `gcc` must be an absolute path"),
     ('mcpp.probe(["/bin/true"], reads = ["rel.h"])', "probe(): read `rel.h` must be an absolute path"),
+    ('mcpp.probe(["/bin/true"], reads = ["/root/.ssh/id_rsa"])',
+     "probe(): read `/root/.ssh/id_rsa` is neither under the system directories nor under the root of a tool"),
 ])
 def test_probe_errors_are_positioned_at_the_call(project, mcpp: Mcpp, call, message):
     root = project({"mcpp.toml": MANIFEST, "src/main.cpp": "int main() { return 0; }\n",
@@ -102,10 +104,12 @@ def test_a_probe_answer_follows_the_files_it_reads_outside_the_package(project, 
     appears, is asked again instead of answered from the cache."""
     kit = tmp_path / "toolkit" / "include"
     kit.mkdir(parents=True)
+    (tmp_path / "toolkit" / "bin").mkdir()
+    shutil.copy2("/bin/cat", tmp_path / "toolkit" / "bin" / "cat")  # the toolkit's root is the probe's to see
     header, later = kit / "host_config.h", kit / "later.h"
     header.write_text("12\n")
     program = (f'r = mcpp.probe(["/bin/sh", "-c", "cat {header}; cat {later} 2>/dev/null; true"], '
-               f'reads = ["{header}", "{later}"])\n'
+               f'tools = ["{tmp_path}/toolkit/bin/cat"], reads = ["{header}", "{later}"])\n'
                'mcpp.define(\'DATA="%s"\' % " ".join(r.stdout.split()))\n')
     root = project({"mcpp.toml": MANIFEST, "src/main.cpp": '#include <cstdio>\nint main() { std::puts(DATA); }\n',
                     "build.star": program})
