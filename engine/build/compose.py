@@ -171,7 +171,8 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
 
         if opts.target_override is None:
             plan = memory.plan(make, scans.scan, scans.includes, graph,
-                               (toolchain.identity, profile, layout.target_dir, with_tests, env, _linkers(toolchain)))
+                               (toolchain.identity, profile, layout.target_dir, with_tests, env, _linkers(toolchain),
+                                graph.archive_members))
         else:  # a host tool's build inside the build: neither remembered nor given
             plan = make(scans.scan, scans.includes)
         for w in empty_package_warnings(graph, plan, memory.expand):

@@ -3,9 +3,15 @@
 A package may publish several artifacts, each with a compatibility tag (`abi`) and, when it
 carries device code, the accelerator set it was built for (`accel`, a field beside the tag rather
 than a segment of it: an architecture list is a set, and a tag is a `-`-joined string whose
-triple already holds a varying number of `-`). The consumer takes the *first* artifact whose tag
-and accel accept the build; publishers put the CPU-only artifact first, because an older client
-that ignores `accel` still gets one that runs everywhere.
+triple already holds a varying number of `-`). Which artifact a build takes depends on its accel set:
+- an **empty** set (no `accel`, or `--no-accel`) takes the first artifact whose tag accepts and that
+  carries no device code; a package publishing only device artifacts is refused, naming `--accel`;
+- a **non-empty** set takes the first artifact carrying device code whose tag and accel accept the
+  build; when none does the refusal names both sides (its `fix:` names `--no-accel`);
+- a package publishing no device artifact at all is a pure CPU library: its first artifact whose
+  tag accepts serves every build.
+Publishers put the CPU-only artifact first, because an older client that ignores `accel` still
+gets one that runs everywhere; the rule above keeps that order from hiding the device variant.
 
 The accel comparison holds only the shape (backend name, version, architecture set, portable
 floor), never a table of who exists:
@@ -111,18 +117,39 @@ def _differences(art: RuntimeArtifact, tag: str, build: AccelSet) -> list[str]:
     return out
 
 
-def select(label: str, artifacts: tuple[RuntimeArtifact, ...], tag: str, build: AccelSet) -> Choice | None:
-    """The first artifact whose tag and accel accept the build; None when the package publishes
-    none; else the refusal, naming the dimension and both sides of the closest artifact."""
-    if not artifacts:
-        return None
-    for i, art in enumerate(artifacts):
-        if not _differences(art, tag, build):
-            return Choice(art, i)
-    closest = min(artifacts, key=lambda a: len(_differences(a, tag, build)))
+def _carries_device_code(art: RuntimeArtifact) -> bool:
+    return art.accel is not None and bool(art.accel.entries)
+
+
+def _header(tag: str, build: AccelSet, artifacts: tuple[RuntimeArtifact, ...]) -> list[str]:
     lines = [f"  your toolchain : {tag}" + (f" accel={build}" if build.entries else ""),
              "  published tags :"]
-    lines += [f"    {_shown(a.abi, a.accel)}" for a in artifacts]
+    return lines + [f"    {_shown(a.abi, a.accel)}" for a in artifacts]
+
+
+def select(label: str, artifacts: tuple[RuntimeArtifact, ...], tag: str, build: AccelSet) -> Choice | None:
+    """The artifact this build takes (the module docstring states the rule); None when the package
+    publishes none; else the refusal, naming the dimension and both sides of the closest one."""
+    if not artifacts:
+        return None
+    device = [i for i, a in enumerate(artifacts) if _carries_device_code(a)]
+    if not device:  # a pure CPU library serves every build
+        pool = list(range(len(artifacts)))
+    elif build.entries:
+        pool = device
+    else:
+        pool = [i for i in range(len(artifacts)) if i not in device]
+        if not pool:
+            lines = _header(tag, build, artifacts)
+            lines += ["  every published artifact carries device code, and this build names no accelerator.",
+                      "  fix: build for an accelerator the package carries (--accel), or ask the",
+                      "       publisher for a variant that carries no device code."]
+            raise McppError(f"{label}: no prebuilt artifact matches this toolchain.", notes=lines)
+    for i in pool:
+        if not _differences(artifacts[i], tag, build):
+            return Choice(artifacts[i], i)
+    closest = min((artifacts[i] for i in pool), key=lambda a: len(_differences(a, tag, build)))
+    lines = _header(tag, build, artifacts)
     lines.append(f"  closest is {closest.abi or '(any)'}, and it differs on:")
     lines += [f"    {d}" for d in _differences(closest, tag, build)]
     lines += ["  fix: build for an architecture the package carries (--accel), or take",

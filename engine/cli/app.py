@@ -31,7 +31,7 @@ from .cache import cache_group
 from .dependencies import tree_cmd, update_cmd, vendor_cmd
 from .deps_edit import add_cmd, remove_cmd
 from .payload import payload_group
-from .publish import package_cmd, publish_cmd
+from .publish import pack_cmd, package_cmd, publish_cmd
 
 
 class _Launch:

@@ -27,6 +27,7 @@ COMMANDS: tuple[tuple[str, str, bool], ...] = (
     ("add", "add_cmd", False),
     ("remove", "remove_cmd", False),
     ("package", "package_cmd", False),
+    ("pack", "pack_cmd", False),
     ("publish", "publish_cmd", False),
     ("server", "server_group", False),
     ("worker", "worker_command", False),

@@ -111,4 +111,4 @@ def load_graph(cwd: str, manifest_path: str | None, selection: Selection,
     return PackageGraph(root_manifest=workspace or manifest, workspace_root=workspace_root,
                         members=members, order=order, context=ctx, target_override=target_override,
                         lock_file=loader.resolution.lock_file if loader.resolution is not None else None,
-                        resolution=loader.resolution)
+                        resolution=loader.resolution, archive_members=selection.archive_members)

@@ -53,6 +53,7 @@ class Selection:
     strict: bool = False  # --strict: unknown keys are errors
     locked: bool = False  # --locked: mcpp.lock may not change (engine/registry/)
     offline: bool = False  # --offline: index packages from the source cache or vendor/ only
+    archive_members: bool = False  # `mcpp pack`: each member's library is archived even beside its bins
 
 
 @dataclass
@@ -65,6 +66,7 @@ class PackageGraph:
     target_override: str | None = None  # a host tool's build puts its target/ elsewhere
     lock_file: str | None = None  # mcpp.lock, when the graph has index packages
     resolution: Any = None  # their resolution (engine/registry/session.py), for `mcpp tree`
+    archive_members: bool = False  # Selection.archive_members
 
     @property
     def target_dir(self) -> str:

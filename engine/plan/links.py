@@ -56,7 +56,8 @@ class Links:
         for obj, producer in rule_objects:
             lib_objs.append(obj)
             lib_ids.append(producer)
-        is_lib = any(t.kind == "lib" for t in targets) or not targets or self._is_dependency(pkg)
+        is_lib = (any(t.kind == "lib" for t in targets) or not targets or self._is_dependency(pkg)
+                  or (ctx.graph.archive_members and any(pkg is m for m in ctx.graph.members)))
         if lib_objs and is_lib:
             archive = ctx.rel(ctx.layout.archive(pkg.name, pkg.root))
             self.plan.add(Action(

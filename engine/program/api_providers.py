@@ -19,7 +19,7 @@ from .probe import run_probe
 # Starlark wrappers for functions whose result is a struct: a Python callable can only hand
 # Starlark plain values, so the prelude (evaluate.py) turns the dict into a struct.
 WRAPPERS = {"dep_info": "lambda name: struct(**_mcpp_dep_info(name))",
-            "probe": "lambda argv, inputs = [], tools = []: struct(**_mcpp_probe(argv, inputs, tools))"}
+            "probe": "lambda argv, inputs = [], tools = [], reads = []: struct(**_mcpp_probe(argv, inputs, tools, reads))"}
 
 
 class ProvidersApi:
@@ -42,8 +42,8 @@ class ProvidersApi:
                                   f"`{self.ctx.package}` (its dependencies: {have})")
         return infos[name]
 
-    def probe(self, argv, inputs=(), tools=()) -> dict:
-        return run_probe(self, argv, inputs, tools)
+    def probe(self, argv, inputs=(), tools=(), reads=()) -> dict:
+        return run_probe(self, argv, inputs, tools, reads)
 
 
 def _check_plain(what: str, value) -> None:

@@ -9,7 +9,12 @@ reproducible from what the engine can see:
 - every tool (argv[0] included) and input is recorded, with its digest, among the program's
   reads: a changed compiler or input re-evaluates the program (cache.py), and argv lives in the
   program text, whose change re-evaluates it too;
-- the result is cached on disk keyed by argv, the tools' and inputs' digests and their paths,
+- `reads` names files outside the package the probe reads in place (a toolkit's header for
+  `cat`, a driver library the loader may find): each is digested like a tool, and one absent
+  now is recorded as absent, so the answer goes stale when any of them changes, appears or goes.
+  A read lies where the probe sees anyway (the system directories, or the installation root of
+  one of its tools): `reads` keys the answer, it never widens what the sandbox shows;
+- the result is cached on disk keyed by argv, the tools', inputs' and reads' digests and paths,
   so a program that re-evaluates for another reason reuses an unchanged probe's answer instead
   of running the tool again.
 """
@@ -45,7 +50,7 @@ class ProbeSettings:
     apart: str = ""
 
 
-def run_probe(api, argv, inputs, tools) -> dict:
+def run_probe(api, argv, inputs, tools, reads=()) -> dict:
     """Validate, look up the cache, else run; returns {code, stdout, stderr} for the struct.
     Where it runs and caches: `api.probes`."""
     settings: ProbeSettings = api.probes
@@ -59,6 +64,7 @@ def run_probe(api, argv, inputs, tools) -> dict:
     if exe not in tool_paths:
         tool_paths.insert(0, exe)
     argv = [exe] + argv[1:]
+    read_paths = [_read(r, tool_paths, ProgramApiError) for r in _str_list(reads, "probe(): reads")]
     staged: dict[str, str] = {}
     for path in _str_list(inputs, "probe(): inputs"):
         resolved = api._path(path)
@@ -69,7 +75,8 @@ def run_probe(api, argv, inputs, tools) -> dict:
         if not os.path.isfile(resolved):
             raise ProgramApiError(f"probe(): input `{path}` does not exist or is not a file")
         staged[rel] = resolved
-    digests = {p: digest_file(p).hash for p in tool_paths + list(staged.values())}  # as api.file_digest
+    digests: dict[str, str | None] = {p: digest_file(p).hash for p in tool_paths + list(staged.values())}
+    digests.update({p: digest_file(p).hash if os.path.exists(p) else None for p in read_paths})  # as api.file_digest
     api.reads.files.update(digests)
     key = blake3.blake3(json.dumps([_FORMAT, settings.apart, argv, sorted(staged.items()), sorted(digests.items())])
                         .encode()).hexdigest()
@@ -96,6 +103,23 @@ def _tool(name: str, error, on_path: bool = False) -> str:
     if not os.path.isfile(name) or not os.access(name, os.X_OK):
         raise error(f"probe(): tool `{name}` does not exist or is not executable")
     return os.path.normpath(name)
+
+
+def _read(name: str, tools: list[str], error) -> str:
+    """An absolute path the probe reads where it lies: a regular file, or nothing (absent now,
+    which is part of the answer's key), under the system directories or a tool's root."""
+    from mcpp.sandbox.undeclared import SYSTEM_ROOTS, tool_roots
+
+    if not os.path.isabs(name):
+        raise error(f"probe(): read `{name}` must be an absolute path")
+    path = os.path.normpath(name)
+    roots = SYSTEM_ROOTS + tool_roots(tuple(tools))
+    if not any(path.startswith(r.rstrip("/") + "/") for r in roots):
+        raise error(f"probe(): read `{name}` is neither under the system directories nor under the root of a "
+                    f"tool of this probe, so the probe cannot see it")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise error(f"probe(): read `{name}` is not a regular file")
+    return path
 
 
 def _run(settings: ProbeSettings, argv: list[str], tools: list[str], staged: dict[str, str], error) -> dict:

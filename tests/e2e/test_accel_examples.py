@@ -152,16 +152,17 @@ def prebuilt_project(project, tmp_path, artifacts: str):
     root = project({
         "gpuonly/mcpp.toml": '[package]\nname = "gpuonly"\nnamespace = "mcpplibs"\nversion = "0.1.0"\n'
                              '[build]\nsources = []\n' + artifacts,
-        "gpuonly/src/k.c": "int gpukit_answer(void) { return 42; }\n",
         "app/mcpp.toml": '[package]\nname = "app"\nversion = "0.1.0"\n'
                          '[dependencies]\nmcpplibs.gpuonly = { path = "../gpuonly" }\n',
         "app/src/main.cpp": '#include <cstdio>\nextern "C" int gpukit_answer();\n'
                             'int main() { std::printf("%d\\n", gpukit_answer()); }\n'}, name="prebuilt")
     lib = root / "gpuonly" / "lib"
     lib.mkdir()
-    subprocess.run(["gcc", "-c", str(root / "gpuonly/src/k.c"), "-o", str(tmp_path / "k.o")], check=True)
-    for name in ("gpukit", "cpukit"):
-        subprocess.run(["ar", "rcs", str(lib / f"lib{name}.a"), str(tmp_path / "k.o")], check=True)
+    for name, answer in (("gpukit", 42), ("cpukit", 7)):  # the answer says which variant was linked
+        obj = tmp_path / f"{name}.o"
+        subprocess.run(["gcc", f"-DANSWER={answer}", "-x", "c", "-c", "-", "-o", str(obj)], check=True,
+                       input=b"int gpukit_answer(void) { return ANSWER; }\n")
+        subprocess.run(["ar", "rcs", str(lib / f"lib{name}.a"), str(obj)], check=True)
     return root / "app"
 
 
@@ -195,7 +196,32 @@ def test_a_prebuilt_artifact_that_covers_no_requested_architecture_is_refused(mc
 
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="the published tags are x86_64-linux-gnu")
-def test_the_first_artifact_that_fits_is_linked(mcpp, project, tmp_path):
+def test_the_accel_set_picks_the_device_or_the_cpu_variant(mcpp, project, tmp_path):
+    """The CPU artifact is listed first (as publishers are told to): an accel build still takes the
+    device artifact that covers it, `--no-accel` the CPU one, and an uncovered architecture is refused
+    with the message of docs/accelerators.md, though a CPU artifact exists."""
     app = prebuilt_project(project, tmp_path, CPU_ARTIFACT + GPU_ONLY)
-    res = mcpp("run", "-v", "--accel", "cuda12.8+{sm_86}", cwd=app)
-    assert lines(res)[-1] == "42" and "-lcpukit" in res.err and "-lgpukit" not in res.err
+    assert lines(mcpp("run", "--accel", "cuda12.8+{sm_90}", cwd=app))[-1] == "42"
+    assert lines(mcpp("run", "--no-accel", cwd=app))[-1] == "7"
+    res = mcpp("build", "--accel", "cuda12.8+{sm_86}", cwd=app)
+    assert res.code == 2 and "Traceback" not in res.err, res.out + res.err
+    got = res.err[res.err.index("error: mcpplibs.gpuonly@0.1.0"):]
+    tag = got.splitlines()[1].split(": ", 1)[1].split(" accel=")[0]
+    expected = (GOLDEN / "prebuilt_refusal.txt").read_text().replace("x86_64-linux-gnu-gcc16-libstdcxx16-c++23", tag)
+    expected = expected.replace("  published tags :\n", "  published tags :\n    x86_64-linux-gnu\n")
+    assert got == expected
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the published tags are x86_64-linux-gnu")
+def test_only_device_artifacts_refuse_a_build_without_accelerators_naming_accel(mcpp, project, tmp_path):
+    app = prebuilt_project(project, tmp_path, GPU_ONLY)
+    res = mcpp("build", "--no-accel", cwd=app)
+    assert res.code == 2 and "Traceback" not in res.err, res.out + res.err
+    assert "every published artifact carries device code, and this build names no accelerator." in res.err
+    assert "(--accel)" in res.err and "Compiling" not in res.err
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the published tags are x86_64-linux-gnu")
+def test_a_pure_cpu_package_serves_an_accel_build(mcpp, project, tmp_path):
+    app = prebuilt_project(project, tmp_path, CPU_ARTIFACT)
+    assert lines(mcpp("run", "--accel", "cuda12.8+{sm_86}", cwd=app))[-1] == "7"

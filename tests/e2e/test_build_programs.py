@@ -287,6 +287,19 @@ def test_floors_are_compared_with_facts_before_compiling(project, mcpp: Mcpp):
     assert mcpp("build", cwd=root / "app").code == 0
 
 
+def test_a_floor_no_program_states_a_fact_for_is_reported_not_enforced(project, mcpp: Mcpp):
+    """A probe that cannot answer (no driver on this machine) states no fact: the build goes on."""
+    root = project({
+        "mcpp.toml": '[package]\nname = "app"\nversion = "0.1.0"\n',
+        "src/main.cpp": "int main() { return 0; }\n",
+        "build.star": 'mcpp.floor("gpu.driver >= 13.0")\n',
+    })
+    res = mcpp("build", cwd=root)
+    assert res.code == 0, res.err
+    assert "warning: app: requires `gpu.driver >= 13.0`, and no build program states a fact `gpu.driver`: " \
+           "not enforced" in res.err
+
+
 def test_reads_stay_inside_the_package(project, mcpp: Mcpp):
     root = project({
         "mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',

@@ -56,6 +56,9 @@ def test_a_probe_sees_only_what_it_declares(project, mcpp: Mcpp):
     ('mcpp.probe([])', "probe(): argv is empty"),
     ('mcpp.probe(["/bin/true"], inputs = ["missing.txt"])', "probe(): input `missing.txt` does not exist"),
     ('mcpp.probe(["/bin/true"], tools = ["gcc"])', "probe(): tool `gcc` must be an absolute path"),
+    ('mcpp.probe(["/bin/true"], reads = ["rel.h"])', "probe(): read `rel.h` must be an absolute path"),
+    ('mcpp.probe(["/bin/true"], reads = ["/root/.ssh/id_rsa"])',
+     "probe(): read `/root/.ssh/id_rsa` is neither under the system directories nor under the root of a tool"),
 ])
 def test_probe_errors_are_positioned_at_the_call(project, mcpp: Mcpp, call, message):
     root = project({"mcpp.toml": MANIFEST, "src/main.cpp": "int main() { return 0; }\n",
@@ -94,3 +97,24 @@ def test_a_probe_answered_under_dir_is_not_reused_by_a_bwrap_build(project, mcpp
     assert res.code == 0 and res.out.strip().splitlines()[-1] == "seen-by-dir", res.err
     res = mcpp("run", "--sandbox", "bwrap", cwd=root)  # same target/: the probe runs again, confined
     assert res.code == 0 and res.out.strip().splitlines()[-1] == "hidden", res.err
+
+
+def test_a_probe_answer_follows_the_files_it_reads_outside_the_package(project, mcpp: Mcpp, tmp_path):
+    """`reads`: a toolkit's header read in place keys the answer, so a changed header, or one that
+    appears, is asked again instead of answered from the cache."""
+    kit = tmp_path / "toolkit" / "include"
+    kit.mkdir(parents=True)
+    (tmp_path / "toolkit" / "bin").mkdir()
+    shutil.copy2("/bin/cat", tmp_path / "toolkit" / "bin" / "cat")  # the toolkit's root is the probe's to see
+    header, later = kit / "host_config.h", kit / "later.h"
+    header.write_text("12\n")
+    program = (f'r = mcpp.probe(["/bin/sh", "-c", "cat {header}; cat {later} 2>/dev/null; true"], '
+               f'tools = ["{tmp_path}/toolkit/bin/cat"], reads = ["{header}", "{later}"])\n'
+               'mcpp.define(\'DATA="%s"\' % " ".join(r.stdout.split()))\n')
+    root = project({"mcpp.toml": MANIFEST, "src/main.cpp": '#include <cstdio>\nint main() { std::puts(DATA); }\n',
+                    "build.star": program})
+    assert mcpp("run", cwd=root).out.strip().splitlines()[-1] == "12"
+    header.write_text("14\n")
+    assert mcpp("run", cwd=root).out.strip().splitlines()[-1] == "14"
+    later.write_text("late\n")
+    assert mcpp("run", cwd=root).out.strip().splitlines()[-1] == "14 late"

@@ -54,13 +54,40 @@ def test_tags_accept_their_extensions_at_a_dash():
     assert not tag_accepts("aarch64-linux-gnu", TAG)
 
 
-def test_the_first_artifact_that_fits_is_taken():
-    cpu = RuntimeArtifact(role="static-library", path="lib/a.a", abi="x86_64-linux-gnu")
-    gpu = RuntimeArtifact(role="static-library", path="lib/b.a", abi="x86_64-linux-gnu",
-                          accel=parse_accel("cuda12.8+{sm_90f}"))
-    assert select("p@1", (cpu, gpu), TAG, parse_accel("cuda12.8+{sm_90}")).artifact is cpu
-    assert select("p@1", (gpu, cpu), TAG, parse_accel("cuda12.8+{sm_90}")).artifact is gpu
-    assert select("p@1", (gpu, cpu), TAG, parse_accel("cuda12.8+{sm_86}")).artifact is cpu
+CPU = RuntimeArtifact(role="static-library", path="lib/a.a", abi="x86_64-linux-gnu")
+GPU = RuntimeArtifact(role="static-library", path="lib/b.a", abi="x86_64-linux-gnu",
+                      accel=parse_accel("cuda12.8+{sm_90f}"))
+
+
+@pytest.mark.parametrize("order", [(CPU, GPU), (GPU, CPU)])
+def test_an_accel_build_takes_the_first_device_artifact_that_satisfies_it(order):
+    assert select("p@1", order, TAG, parse_accel("cuda12.8+{sm_90}")).artifact is GPU
+
+
+@pytest.mark.parametrize("order", [(CPU, GPU), (GPU, CPU)])
+def test_a_build_without_accelerators_takes_the_first_artifact_without_device_code(order):
+    assert select("p@1", order, TAG, parse_accel("")).artifact is CPU
+
+
+def test_an_accel_build_no_device_artifact_satisfies_is_refused_even_with_a_cpu_one():
+    with pytest.raises(McppError) as e:
+        select("p@1", (CPU, GPU), TAG, parse_accel("cuda12.8+{sm_86}"))
+    notes = "\n".join(e.value.notes)
+    assert "accel needs cuda12.8+{sm_90f}, this build has cuda12.8+{sm_86}" in notes
+    assert "(--no-accel)" in notes
+
+
+def test_only_device_artifacts_and_no_accelerator_is_refused_naming_accel():
+    with pytest.raises(McppError) as e:
+        select("p@1", (GPU,), TAG, parse_accel(""))
+    notes = "\n".join(e.value.notes)
+    assert "carries device code" in notes and "(--accel)" in notes and "--no-accel" not in notes
+
+
+def test_a_pure_cpu_package_serves_every_build_with_its_first_artifact():
+    other = RuntimeArtifact(role="static-library", path="lib/c.a", abi="x86_64-linux-gnu")
+    for accel in ("", "cuda12.8+{sm_86}", "vulkan1.2"):
+        assert select("p@1", (CPU, other), TAG, parse_accel(accel)).artifact is CPU
     assert select("p@1", (), TAG, parse_accel("")) is None
 
 
@@ -79,3 +106,10 @@ def test_the_closest_artifact_is_the_one_with_fewest_differences():
         select("p@1", (other, near), TAG, parse_accel("cuda12.8+{sm_86}"))
     notes = "\n".join(e.value.notes)
     assert "closest is x86_64-linux-gnu, and it differs on:\n    accel needs cuda12.8+{sm_90f}" in notes
+
+
+def test_pack_records_the_toolkit_a_rule_stated_as_the_measured_version():
+    from mcpp.engine.publish.pack import measured_accel
+    build = parse_accel("cuda12.9+{sm_89} ptx>=89, vulkan1.2")
+    assert measured_accel(build, {"cuda": "13.0"}) == "cuda13.0+{sm_89} ptx>=89, vulkan1.2"
+    assert measured_accel(build, {}) == "cuda12.9+{sm_89} ptx>=89, vulkan1.2"
