@@ -113,7 +113,7 @@ def test_a_rule_action_reading_a_compile_output_of_its_package_runs_after_the_co
         "src/lib.cpp": "int lib_value() { return 1; }\n",
         "build.star": """
             out = mcpp.out_dir()
-            obj = mcpp.manifest_dir() + "/target/" + mcpp.profile() + "/obj/p/src/lib.cpp.o"
+            obj = mcpp.manifest_dir() + "/target/" + mcpp.profile() + "/.mcpp/obj/p/src/lib.cpp.o"
             # Needs the compile's object (it fails when the file is empty or missing), makes another.
             mcpp.action(id = "extra", role = "object", inputs = [obj], outputs = [out + "/extra.o"],
                         tools = ["/bin/sh", "/usr/bin/gcc"],
