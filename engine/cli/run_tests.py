@@ -103,7 +103,7 @@ def warn_undiscovered(outcome: BuildOutcome, reporter: Reporter) -> None:
     for pkg in outcome.graph.members:
         if pkg.manifest.is_virtual:
             continue
-        taken = {s.path for s in package_tests(pkg)} | {s.path for s in package_sources(pkg)}
+        taken: set[str] = {s.path for s in package_tests(pkg)} | {s.path for s in package_sources(pkg)}
         taken |= {s.path for t in pkg.manifest.targets for s in owned_sources(pkg, t)}
         missed = undiscovered_tests(pkg, taken)
         if missed:

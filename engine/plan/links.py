@@ -228,7 +228,7 @@ class Links:
         names = list(dict.fromkeys(names))
         if dep not in self.archives and names == [dep.name]:  # no library named after it: all of them
             names = [t.name for t in self.ctx.targets_of(dep) if own_library(t)]
-        out = []
+        out: list[tuple[str, str]] = []
         for name in library_closure(dep, names):
             if (dep, name) in self.own_archives:
                 out.append(self.own_archives[(dep, name)])
@@ -271,7 +271,8 @@ class Links:
         memo = (pkg.root, target.name)
         if memo in self._link_inputs:
             return self._link_inputs[memo]
-        ctx, out = self.ctx, []
+        ctx = self.ctx
+        out: list[tuple[str, str, str | None]] = []
         for i, rel in enumerate(target.link_inputs):
             generated = rel.startswith(OUT_PREFIX)
             made = ctx.rel(os.path.join(ctx.layout.gen_dir(pkg.name), rel[len(OUT_PREFIX):] if generated else rel))

@@ -104,6 +104,7 @@ class UnitMaker:
         objects of the target's own (`obj-pic/<pkg>.<target>/`): a shared target's `cflags` and
         `defines` (`-fvisibility=hidden`) reach the library code linked into it, and only it."""
         pkg = u.pkg
+        assert pkg is not None  # a library unit, never the standard library's
         lib_obj, lib_id = f"{self.ctx.work}/obj/{pkg.name}/", f"compile {pkg.name}:"
         obj = f"{self.ctx.work}/obj-pic/{pkg.name}.{target.name}/" + u.obj[len(lib_obj):] \
             if u.obj.startswith(lib_obj) else u.obj.replace(f"{self.ctx.work}/", f"{self.ctx.work}/obj-pic/"
