@@ -239,6 +239,11 @@ class Builder:
             if siblings[name] == "shared" and kind not in ("bin", "test"):
                 raise r.fail(kp + ("deps", i), f"`{tname}` is a `{kind}` target: only a `bin` or `test` target "
                                                f"links the shared library `{name}`")
+            other = self.doc["targets"].get(name)
+            if kind == "shared" and isinstance(other, dict) and "sources" in other:
+                raise r.fail(kp + ("deps", i), f"the shared library `{tname}` cannot link the static library "
+                                               f"`{name}`, whose objects are not position-independent: name its "
+                                               f"sources in `{tname}`'s `sources`")
             out.append(name)
         return tuple(out)
 
