@@ -107,7 +107,8 @@ def warn_undiscovered(outcome: BuildOutcome, reporter: Reporter) -> None:
         taken |= {s.path for t in pkg.manifest.targets for s in owned_sources(pkg, t)}
         missed = undiscovered_tests(pkg, taken)
         if missed:
-            shown = ", ".join(f"`{m}`" for m in missed[:8]) + (f" and {len(missed) - 8} more" if len(missed) > 8 else "")
+            more = f" and {len(missed) - 8} more" if len(missed) > 8 else ""
+            shown = ", ".join(f"`{m}`" for m in missed[:8]) + more
             dirs = ", ".join(f"`{d}/`" for d in test_dirs(pkg))
             reporter.warning(f"{pkg.name}: {shown} look like tests but no rule builds them (tests are the sources "
                              f"under {dirs}); add their directory to `[test] dirs` or declare a "

@@ -78,14 +78,12 @@ class Links:
             if own_library(t) and t.name in target_units and target_units[t.name]:
                 self._own_archive(pkg, t, target_units[t.name])
         for t in targets:
-            if (t.kind in ("bin", "shared") or own_library(t)) and t.name not in target_units:
-                continue  # not built in this build (a dependency's own examples)
-            if own_library(t):
-                continue
+            if own_library(t) or (t.kind in ("bin", "shared") and t.name not in target_units):
+                continue  # archived above, or not built in this build (a dependency's own examples)
             own = target_units.get(t.name, [])
             dep_archives, dep_ids = self._dep_archives(pkg, dev=False, extra=t.deps)
             ldflags = self._ldflags(pkg, dev=False, target=t)
-            sib_archives, sib_ids, sib_flags, sib_inputs = self._sibling_inputs(pkg, t.libs, t.kind)
+            sib_archives, sib_ids, sib_flags, sib_inputs = self._sibling_inputs(pkg, t.libs)
             dep_archives, dep_ids, ldflags = sib_archives + dep_archives, sib_ids + dep_ids, ldflags + sib_flags
             if t.kind == "bin":
                 out = ExecPath(f"{ctx.out}/{t.name}")
@@ -112,12 +110,13 @@ class Links:
         self.own_archives[(pkg, t.name)] = (archive, action_id)
         self.plan.artifacts.append(Artifact(pkg.name, t.name, ArtifactKind.LIB, archive))
 
-    def _sibling_inputs(self, pkg: Package, names: tuple[str, ...], kind: str,
+    def _sibling_inputs(self, pkg: Package, names: tuple[str, ...],
                         test_out: str | None = None) -> tuple[list[str], list[str], list[str], list[str]]:
-        """(archives, action ids, link flags, shared libraries read) of the package's own libraries a target names in
-        `deps`, with theirs, each before what it depends on. The library named after the package
-        is linked as objects already; a shared one is linked by its file name from the output
-        directory, found at run time through an `$ORIGIN`-relative run path."""
+        """(archives, action ids, link flags, shared libraries read) of the package's own
+        libraries a target names in `deps`, with theirs, each before what it depends on. The
+        library named after the package is linked as objects already; a shared one is linked by
+        its file name from the output directory, found at run time through an `$ORIGIN`-relative
+        run path."""
         archives: list[str] = []
         ids: list[str] = []
         flags: list[str] = []
@@ -170,7 +169,7 @@ class Links:
         out = self.ctx.rel(self.ctx.layout.test_binary(pkg.name, name))
         libs = target.libs if target is not None and target.libs else \
             tuple(t.name for t in self.ctx.targets_of(pkg) if own_library(t))
-        sib_archives, sib_ids, sib_flags, sib_inputs = self._sibling_inputs(pkg, libs, "test", out)
+        sib_archives, sib_ids, sib_flags, sib_inputs = self._sibling_inputs(pkg, libs, out)
         if sib_inputs:  # a shared library of the package holds its code
             lib_units, rule_objects = [], ()
         objs = [x.obj for x in own] + [x.obj for x in lib_units] + [o for o, _ in rule_objects]
