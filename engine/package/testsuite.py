@@ -13,6 +13,7 @@ from __future__ import annotations
 import fnmatch
 import os
 
+from ..core import containment
 from ..core.conventions import C_EXTS, CXX_EXTS, HEADER_EXTS, Role
 from ..core.errors import McppError
 from ..core.paths import PkgPath
@@ -51,6 +52,8 @@ def package_tests(pkg: Package, expand: globs.Expand = globs.expand) -> list[Sou
     roots = [d for d in dirs if os.path.isdir(os.path.join(pkg.root, d))]
     if not roots:
         return []
+    for d in roots:  # a test directory that is a link leading out of the package is refused
+        containment.check(os.path.join(pkg.root, d), pkg.root, shown=f"test directory `{d}` of `{pkg.name}`")
     claimed = {s.path for t in pkg.manifest.targets for s in owned_sources(pkg, t, expand)}
     found: dict[str, Source] = {}
     seen: set[str] = set()

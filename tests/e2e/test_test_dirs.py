@@ -90,3 +90,16 @@ deps = ["adder-shared"]
     # the library's code is in the shared library, not in the test
     symbols = subprocess.run(["nm", str(binary)], capture_output=True, text=True, check=True).stdout
     assert re.search(r"^\s+U add$", symbols, re.M), symbols
+
+
+def test_a_test_directory_leading_out_of_the_package_is_refused(project, mcpp, tmp_path):
+    import os
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "steal.c").write_text(CHECK)
+    root = project({**LIB, "mcpp.toml": manifest('\n[test]\ndirs = ["suite"]\n')})
+    os.symlink(outside, root / "suite")
+    res = mcpp("test", cwd=root)
+    assert res.code == 2, res.out + res.err
+    assert "test directory `suite` of `adder` leads outside the package" in res.err and "Traceback" not in res.err
