@@ -83,7 +83,7 @@ def library_closure(pkg: Package, names: list[str] | tuple[str, ...]) -> list[st
         seen.add(n)
         t = by_name.get(n)
         deps = list(t.libs) if t is not None else []
-        if t is None or not own_library(t):  # the package's library: what every alias of it names
+        if t is None or (t.kind == "lib" and not own_library(t)):  # the package's library: what its aliases name
             deps += [d for a in by_name.values() if a.kind == "lib" and not own_library(a) for d in a.libs]
         for d in deps:
             visit(d)
