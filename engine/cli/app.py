@@ -246,7 +246,7 @@ def run_cmd(ctx: _Ctx, binary, **kw):
 @click.argument("pattern", required=False)
 @click.pass_obj
 def test_cmd(ctx: _Ctx, pattern, timeout, **kw):
-    """Build and run tests/**/*.{c,cpp}, one binary each."""
+    """Build and run the tests (tests/ and test/, or [test] dirs), one binary each."""
     from .run_tests import run_tests
 
     opts = _options(ctx, kw, with_dev=True)

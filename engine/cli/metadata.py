@@ -28,7 +28,7 @@ from ..package.layout import Layout
 from ..package.model import Package, PackageGraph, Selection
 from ..package.sources import package_sources
 from ..package.targets import owned_by_targets, shared_names, targets_of
-from ..package.testsuite import package_tests, test_name
+from ..package.testsuite import package_tests, test_dirs, test_name
 from ..payloads import PayloadError, resolve_environment
 from ..toolchain.cross import resolve_target_toolchain
 
@@ -119,8 +119,8 @@ def _targets(pkg: Package, graph: PackageGraph, layout: Layout) -> list[dict]:
     for t in targets_of(pkg):
         if t.kind == "shared":
             path = os.path.join(layout.out_dir, shared_names(t)[-1])
-        elif t.kind == "lib":
-            path = layout.archive(pkg.name, pkg.root)
+        elif t.kind == "lib":  # with `sources`, a library of its own; else the package's
+            path = layout.archive(t.name if t.sources else pkg.name, pkg.root)
         elif t.kind == "test":
             path = layout.test_binary(pkg.name, t.name)
         else:
@@ -131,8 +131,9 @@ def _targets(pkg: Package, graph: PackageGraph, layout: Layout) -> list[dict]:
         out.append({"kind": "lib", "name": pkg.name, "main": None, "output": layout.archive(pkg.name, pkg.root),
                     "implicit": True})
     if any(pkg is m for m in graph.members):
-        out += [{"kind": "test", "name": test_name(s.path), "main": s.path,
-                 "output": layout.test_binary(pkg.name, test_name(s.path)), "implicit": True}
+        dirs = test_dirs(pkg)
+        out += [{"kind": "test", "name": test_name(s.path, dirs), "main": s.path,
+                 "output": layout.test_binary(pkg.name, test_name(s.path, dirs)), "implicit": True}
                 for s in package_tests(pkg)]
     return out
 

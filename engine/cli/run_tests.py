@@ -20,6 +20,9 @@ from dataclasses import dataclass
 
 from ..build.compose import BuildOutcome
 from ..core.errors import McppError
+from ..package.sources import package_sources
+from ..package.targets import owned_sources
+from ..package.testsuite import package_tests, test_dirs, undiscovered_tests
 from ..report.reporter import Reporter
 from .run import runner_argv, target_runner
 
@@ -93,11 +96,31 @@ def _kill_session(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+def warn_undiscovered(outcome: BuildOutcome, reporter: Reporter) -> None:
+    """Name the test-looking sources of each tested package that no rule builds (a suite in
+    `unittests/`, a `foo_test.cc` outside the test directories): `mcpp test` would otherwise pass
+    with them never compiled."""
+    for pkg in outcome.graph.members:
+        if pkg.manifest.is_virtual:
+            continue
+        taken: set[str] = {s.path for s in package_tests(pkg)} | {s.path for s in package_sources(pkg)}
+        taken |= {s.path for t in pkg.manifest.targets for s in owned_sources(pkg, t)}
+        missed = undiscovered_tests(pkg, taken)
+        if missed:
+            more = f" and {len(missed) - 8} more" if len(missed) > 8 else ""
+            shown = ", ".join(f"`{m}`" for m in missed[:8]) + more
+            dirs = ", ".join(f"`{d}/`" for d in test_dirs(pkg))
+            reporter.warning(f"{pkg.name}: {shown} look like tests but no rule builds them (tests are the sources "
+                             f"under {dirs}); add their directory to `[test] dirs` or declare a "
+                             f"`[targets.<name>] kind = \"test\"`")
+
+
 def run_tests(outcome: BuildOutcome, pattern: str | None, reporter: Reporter, json_mode: bool,
               timeout: float | None = DEFAULT_TIMEOUT) -> int:
     """Run the planned test binaries that match `pattern`; `timeout` None (or 0) is no limit."""
     timeout = timeout or None
     slow_notice = slow_notice_from_env()
+    warn_undiscovered(outcome, reporter)
     tests = [a for a in outcome.plan.artifacts if a.kind == "test"]
     if pattern:
         glob = pattern if any(c in pattern for c in "*?[") else f"*{pattern}*"

@@ -71,3 +71,6 @@ DEFAULT_GLOBS = tuple(f"src/**/*{e}" for e in COMPILED_EXTS)
 
 # The headers beside a package's sources, which its compiles may `#include`.
 HEADER_GLOBS = tuple(f"src/**/*{e}" for e in HEADER_EXTS)
+
+# A package's build program, at its root (engine/program/).
+PROGRAM_FILE = "build.star"

@@ -13,8 +13,9 @@ from typing import Any
 
 from . import deps, schema, shape, xlings
 from ..core.accel import BACKEND_NAME, AccelSet, AccelSyntaxError, parse_accel
+from ..core.conventions import PROGRAM_FILE
 from ..core.paths import AbsPath, PkgPath
-from .model import TARGET_KINDS, BuildSpec, FeatureSpec, Manifest, ProfileSpec, RuntimeArtifact, TargetSpec
+from .model import OUT_PREFIX, TARGET_KINDS, BuildSpec, FeatureSpec, Manifest, ProfileSpec, RuntimeArtifact, TargetSpec
 from .reader import Reader, header, type_name
 
 # What the reference mcpp compiles with when a manifest names no standard (its examples use
@@ -87,6 +88,7 @@ class Builder:
         self._declared_deps = [s.key for s in m.dependencies + m.dev_dependencies]
         m.targets, m.explicit_targets = self._targets(name)
         m.lib_path = self._lib()
+        m.test_dirs = self._test_dirs()
         return m
 
     # -- the top level -------------------------------------------------------------------------
@@ -158,6 +160,10 @@ class Builder:
         if table is None:
             return (), False
         out = []
+        # Targets another target's `deps` may name: the package's libraries, static and shared.
+        siblings = {n: s.get("kind", "bin") for n, s in table.items() if isinstance(s, dict)
+                    and s.get("kind") in ("lib", "shared")}
+        siblings.setdefault(package_name, "lib")  # the library of its [build] sources
         for tname, spec in table.items():
             kp = ("targets", tname)
             r.file_name(tname, kp, "target name", prefer="key")
@@ -187,11 +193,14 @@ class Builder:
                     raise r.fail(kp + (key,), f"`{key}` applies to `shared` targets only (target `{tname}` is "
                                               f"`{kind}`)", prefer="key")
             if kind == "lib":
-                for key in ("sources", "ldflags", "link_inputs"):
+                for key in ("ldflags", "link_inputs"):
                     if key in spec:
-                        raise r.fail(kp + (key,), f"`{key}` does not apply to a `lib` target (`{tname}`): the "
-                                                  f"static library is the package's [build] sources, archived, "
-                                                  f"not linked", prefer="key")
+                        raise r.fail(kp + (key,), f"`{key}` does not apply to a `lib` target (`{tname}`): a "
+                                                  f"static library is archived, not linked", prefer="key")
+                if "sources" in spec and tname == package_name:
+                    raise r.fail(kp + ("sources",), f"the library named after the package (`{tname}`) is its "
+                                                    f"[build] sources: name them there, or give this library "
+                                                    f"another name", prefer="key")
             for i, flag in enumerate(r.str_list(spec, "ldflags", kp) or ()):
                 if flag.startswith(SONAME_FLAGS):
                     raise r.fail(kp + ("ldflags", i), f"`{flag}`: a SONAME is written `soname = \"...\"` on a "
@@ -210,10 +219,55 @@ class Builder:
                 defines=r.str_list(spec, "defines", kp) or (),
                 cflags=r.str_list(spec, "cflags", kp) or (), cxxflags=r.str_list(spec, "cxxflags", kp) or (),
                 ldflags=r.str_list(spec, "ldflags", kp) or (),
-                deps=self._target_deps(spec, kp, tname, kind),
+                deps=self._target_deps(spec, kp, tname, kind, siblings),
+                libs=self._sibling_libs(spec, kp, tname, kind, siblings),
                 link_inputs=self._link_inputs(spec, kp, tname),
                 soname=soname, version=version))
+        self._sibling_cycles(out)
         return tuple(out), True
+
+    def _sibling_libs(self, spec: dict, kp: tuple, tname: str, kind: str, siblings: dict) -> tuple[str, ...]:
+        """The libraries of this package a target's `deps` names (`gtest_main` depends on
+        `gtest`): linked after the target's own objects, each before the libraries it names."""
+        r = self.r
+        out = []
+        for i, name in enumerate(r.str_list(spec, "deps", kp) or ()):
+            if name not in siblings:
+                continue
+            if name == tname:
+                raise r.fail(kp + ("deps", i), f"target `{tname}` names itself in `deps`")
+            if siblings[name] == "shared" and kind not in ("bin", "test"):
+                raise r.fail(kp + ("deps", i), f"`{tname}` is a `{kind}` target: only a `bin` or `test` target "
+                                               f"links the shared library `{name}`")
+            other = self.doc["targets"].get(name)
+            if kind == "shared" and isinstance(other, dict) and "sources" in other:
+                raise r.fail(kp + ("deps", i), f"the shared library `{tname}` cannot link the static library "
+                                               f"`{name}`, whose objects are not position-independent: name its "
+                                               f"sources in `{tname}`'s `sources`")
+            out.append(name)
+        return tuple(out)
+
+    def _sibling_cycles(self, targets: list[TargetSpec]) -> None:
+        libs = {t.name: t for t in targets}
+        state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+        def visit(t: TargetSpec, path: list[str]) -> None:
+            state[t.name] = 1
+            for i, name in enumerate(t.libs):
+                if state.get(name) == 1:
+                    cycle = " -> ".join(path[path.index(name):] + [name]) if name in path else f"{t.name} -> {name}"
+                    raise self.r.fail(("targets", t.name, "deps", list(self._deps_of(t)).index(name)),
+                                      f"the libraries of this package depend on each other in a cycle: {cycle}")
+                if state.get(name) is None and name in libs:
+                    visit(libs[name], path + [name])
+            state[t.name] = 2
+
+        for t in targets:
+            if state.get(t.name) is None:
+                visit(t, [t.name])
+
+    def _deps_of(self, t: TargetSpec) -> tuple[str, ...]:
+        return self.r.str_list(self.doc["targets"][t.name], "deps", ("targets", t.name)) or ()
 
     def _target_keys(self, spec: dict, kp: tuple, tname: str) -> None:
         """An unknown key under a target is an error, never a warning: a misspelt `defnies` or
@@ -228,30 +282,44 @@ class Builder:
             raise r.fail(kp + (key,), f"unknown key `{key}` in [targets.{tname}]{hint} (known keys: "
                                       f"{', '.join(known)})", prefer="key")
 
-    def _target_deps(self, spec: dict, kp: tuple, tname: str, kind: str) -> tuple[str, ...]:
+    def _target_deps(self, spec: dict, kp: tuple, tname: str, kind: str, siblings: dict) -> tuple[str, ...]:
         """Names of dependency entries the target links on top of the package's [dependencies]:
         a [dev-dependencies] entry (an example or a test that needs a test framework) or a
         [dependencies] one (already linked by every target; accepted, so moving an entry between
-        the two sections does not break the target)."""
+        the two sections does not break the target). A name of one of the package's own
+        libraries is not one of them (`_sibling_libs`)."""
         r = self.r
         names = r.str_list(spec, "deps", kp) or ()
         declared = self._declared_deps
         for i, name in enumerate(names):
-            if name not in declared:
+            if name not in declared and name not in siblings:
                 listed = ", ".join(declared) if declared else "none are declared"
+                own = f"; the libraries of this package are {', '.join(siblings)}" if siblings else ""
                 raise r.fail(kp + ("deps", i), f"target `{tname}` depends on `{name}`, which neither [dependencies] "
-                                               f"nor [dev-dependencies] declares ({listed})")
-        return names
+                                               f"nor [dev-dependencies] declares ({listed}){own}")
+        return tuple(n for n in names if n not in siblings)
 
     def _link_inputs(self, spec: dict, kp: tuple, tname: str) -> tuple[PkgPath, ...]:
+        """Files the target's link reads: package files, or outputs of its build program, named
+        `$OUT/<path>` (under `out_dir()`) or by their path there alone. A name that is not a
+        file of the package is left for the planner to find among the program's outputs when
+        the package has a build program (they do not exist before it runs)."""
         r = self.r
         files = r.str_list(spec, "link_inputs", kp) or ()
+        has_program = os.path.isfile(os.path.join(self.root, PROGRAM_FILE))
         for i, rel in enumerate(files):
-            full = os.path.normpath(os.path.join(self.root, rel))
-            if os.path.isabs(rel) or not full.startswith(self.root.rstrip("/") + "/"):
+            generated = rel.startswith(OUT_PREFIX)
+            inner = rel[len(OUT_PREFIX):] if generated else rel
+            norm = os.path.normpath(inner) if inner else ".."
+            if os.path.isabs(inner) or norm == ".." or norm.startswith("../") or "$" in inner:
+                where = "the build program's output directory (`$OUT/...`)" if generated else "the package"
                 raise r.fail(kp + ("link_inputs", i), f"link input `{rel}` of target `{tname}` must be a path inside "
-                                                      f"the package")
-            if self.check_paths and not os.path.isfile(full):
+                                                      f"{where}")
+            if generated and not has_program:
+                raise r.fail(kp + ("link_inputs", i), f"link input `{rel}` of target `{tname}` names an output of the "
+                                                      f"build program, and this package has no `{PROGRAM_FILE}`")
+            full = os.path.join(self.root, norm)
+            if not generated and self.check_paths and not has_program and not os.path.isfile(full):
                 raise r.fail(kp + ("link_inputs", i), f"link input `{rel}` of target `{tname}` does not exist")
         return tuple(PkgPath(f) for f in files)
 
@@ -264,6 +332,24 @@ class Builder:
         if path is not None and not os.path.isfile(os.path.join(self.root, path)):
             raise self.r.fail(("lib", "path"), f"library source `{path}` does not exist")
         return path
+
+    def _test_dirs(self) -> tuple[PkgPath, ...] | None:
+        """`[test] dirs`: the directories whose C and C++ sources are tests (docs/manifest.md,
+        "Tests"); each a directory inside the package."""
+        r = self.r
+        table = r.opt(self.doc, "test", dict, ())
+        if table is None:
+            return None
+        r.check_keys(table, ("test",), schema.TEST.keys, schema.TEST.case)
+        dirs = r.str_list(table, "dirs", ("test",))
+        if dirs is None:
+            return None
+        for i, d in enumerate(dirs):
+            norm = os.path.normpath(d) if d else ""
+            if not d or os.path.isabs(d) or norm in (".", "..") or norm.startswith("../"):
+                raise r.fail(("test", "dirs", i), f"`{d}` is not a directory inside the package: [test] dirs names "
+                                                  f"directories relative to the package root, such as `test`")
+        return tuple(PkgPath(os.path.normpath(d)) for d in dirs)
 
     # -- [build] (also [target.<selector>.build]) ----------------------------------------------
     def read_build(self, table: Any, kp: tuple) -> BuildSpec:

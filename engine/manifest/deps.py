@@ -109,7 +109,7 @@ def _dep(r: Reader, kp: tuple, rel: tuple, spec: Any, section_path: tuple, check
             host_module=r.opt(spec, "host-module", bool, kp, False),
             reexport=r.opt(spec, "reexport", bool, kp, False),
             feature=feature, keypath=r.source_path(kp), pos=r.pos(kp, "key"),
-            version=version, version_pos=r.pos(kp + ("version",)))
+            version=version, version_pos=r.pos(kp + ("version",)), **_libs(r, spec, kp))
     full = AbsPath(os.path.normpath(os.path.join(root, path)))
     if check_paths:
         check_dependency_path(full, path, key, r.pos(kp + ("path",)))
@@ -123,7 +123,22 @@ def _dep(r: Reader, kp: tuple, rel: tuple, spec: Any, section_path: tuple, check
         feature=feature, keypath=r.source_path(kp),
         pos=r.pos(kp, "key"), path_pos=r.pos(kp + ("path",)),
         version=version, version_pos=r.pos(kp + ("version",)) if version is not None else None,
-    )
+        **_libs(r, spec, kp))
+
+
+def _libs(r: Reader, spec: dict, kp: tuple) -> dict:
+    """`libs = ["gtest_main"]`: which of the dependency's libraries its dependent links (each
+    checked against the dependency's targets once it is loaded, plan/library_set.py)."""
+    libs = r.str_list(spec, "libs", kp)
+    if libs is None:
+        return {}
+    if not libs:
+        raise r.fail(kp + ("libs",), "`libs` names at least one library of the dependency (leave it out to link "
+                                     "the library named after the package)")
+    for i, name in enumerate(libs):
+        if not name:
+            raise r.fail(kp + ("libs", i), "an empty library name in `libs`")
+    return {"libs": libs, "libs_pos": r.pos(kp + ("libs",))}
 
 
 def read_source(r: Reader, table: Any, root: str) -> AbsPath:

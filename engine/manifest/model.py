@@ -10,6 +10,8 @@ from ..core.paths import AbsPath, PkgPath
 from .reader import display_path
 
 TARGET_KINDS = ("bin", "lib", "shared", "test")
+# A link input written `$OUT/<path>` is the file `<path>` of the build program's `out_dir()`.
+OUT_PREFIX = "$OUT/"
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,8 @@ class DependencySpec:
     version: str | None = None  # a requirement on the dependency's [package] version (version_req.py)
     version_pos: Position | None = None
     index: bool = False  # a package of the library index (engine/registry/): `path` is set once resolved
+    libs: tuple[str, ...] | None = None  # which of its libraries to link; None: the one named after it
+    libs_pos: Position | None = None
 
     @property
     def display(self) -> str:
@@ -79,7 +83,8 @@ class TargetSpec:
     cxxflags: tuple[str, ...] = ()
     ldflags: tuple[str, ...] = ()
     deps: tuple[str, ...] = ()  # names of [dependencies]/[dev-dependencies] entries it links
-    link_inputs: tuple[PkgPath, ...] = ()  # files its link reads (a version script)
+    libs: tuple[str, ...] = ()  # the package's own `lib`/`shared` targets it links (named in `deps`)
+    link_inputs: tuple[PkgPath, ...] = ()  # files its link reads (a version script); `$OUT/x`: generated
     soname: str | None = None  # shared: the DT_SONAME
     version: str | None = None  # shared: the versioned file name's suffix (`1.3.1`)
 
@@ -148,6 +153,7 @@ class Manifest:
     targets: tuple[TargetSpec, ...] = ()
     explicit_targets: bool = False
     lib_path: str | None = None
+    test_dirs: tuple[PkgPath, ...] | None = None  # [test] dirs; None: `tests/` and `test/`
     build: BuildSpec = field(default_factory=BuildSpec)
     profiles: dict[str, ProfileSpec] = field(default_factory=dict)
     features: dict[str, FeatureSpec] = field(default_factory=dict)

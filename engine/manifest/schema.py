@@ -53,7 +53,7 @@ class Table:
 TOP = Table("top level", "identity", KEBAB, (
     "package", "targets", "lib", "build", "profile", "toolchain", "dependencies", "dev-dependencies",
     "build-dependencies", "xlings", "features", "feature-deps", "feature-xlings", "target", "runtime",
-    "resources", "hooks", "workspace", "source"), pending=("resources", "hooks"))
+    "resources", "hooks", "workspace", "source", "test"), pending=("resources", "hooks"))
 
 # The plane of each top-level section (the table in docs/manifest.md, "Planes").
 SECTION_PLANES = {
@@ -65,7 +65,7 @@ SECTION_PLANES = {
     "features": "gates", "feature-deps": "gates", "feature-xlings": "gates",
     "target": "conditions",
     "runtime": "artifact metadata", "resources": "artifact metadata",
-    "hooks": "lifecycle", "workspace": "workspace", "source": "library dependencies",
+    "hooks": "lifecycle", "workspace": "workspace", "source": "library dependencies", "test": "artifacts",
 }
 
 PACKAGE = Table("package", "identity", KEBAB, (
@@ -77,13 +77,14 @@ TARGET_SPEC = Table("targets.<name>", "artifacts", SNAKE, (
     "kind", "main", "sources", "include_dirs", "defines", "cflags", "cxxflags", "ldflags", "deps", "link_inputs",
     "soname", "version"))
 LIB = Table("lib", "artifacts", SNAKE, ("path",))
+TEST = Table("test", "artifacts", SNAKE, ("dirs",))
 BUILD = Table("build", "compilation", SNAKE, (
     "sources", "include_dirs", "cflags", "cxxflags", "ldflags", "defines", "accel", "compile_commands"))
 SOURCE_ENTRY = Table("build.sources[]", "compilation", SNAKE, ("glob", "accel"))
 PROFILE = Table("profile.<name>", "compilation", KEBAB, ("inherits", "opt", "debug", "cflags", "cxxflags", "ldflags"))
 TOOLCHAIN = Table("toolchain", "compilation", SNAKE, ("default",))
 DEPENDENCY = Table("dependencies.<name>", "library dependencies", KEBAB, (
-    "path", "version", "features", "default-features", "tools", "host-module", "reexport"))
+    "path", "version", "features", "default-features", "tools", "host-module", "reexport", "libs"))
 FEATURE = Table("features.<name>", "gates", SNAKE, (
     "sources", "defines", "implies", "rule_module", "rule_module_entry", "device_extensions"))
 XLINGS = Table("xlings", "tools and environment", SNAKE, ("deps", "workspace", "envs", "subos"),
@@ -122,7 +123,7 @@ PLATFORM_KEYS = ("linux", "macosx", "windows", "default")
 PLATFORM_KEY_OF_OS = {"linux": "linux", "macos": "macosx", "windows": "windows"}
 DEFAULT_PAYLOAD_NAMESPACE = "xim"
 
-ALL_TABLES = (TOP, PACKAGE, TARGET_SPEC, LIB, BUILD, SOURCE_ENTRY, PROFILE, TOOLCHAIN, DEPENDENCY, FEATURE,
+ALL_TABLES = (TOP, PACKAGE, TARGET_SPEC, LIB, TEST, BUILD, SOURCE_ENTRY, PROFILE, TOOLCHAIN, DEPENDENCY, FEATURE,
               XLINGS, RUNTIME, ARTIFACT, WORKSPACE, TARGET)
 
 

@@ -46,8 +46,52 @@ def owned_sources(pkg: Package, target: TargetSpec, expand: globs.Expand = globs
 
 
 def owned_by_targets(pkg: Package, expand: globs.Expand = globs.expand) -> set[str]:
-    """Every source a bin, test or shared target claims: what the package's static library leaves out."""
-    return {s.path for t in targets_of(pkg) if t.kind in ("bin", "test", "shared") for s in owned_sources(pkg, t, expand)}
+    """Every source a bin, test or shared target, or a library of its own, claims: what the
+    package's static library leaves out."""
+    return {s.path for t in targets_of(pkg) if t.kind in ("bin", "test", "shared") or own_library(t)
+            for s in owned_sources(pkg, t, expand)}
+
+
+def own_library(t: TargetSpec) -> bool:
+    """A `lib` target with `sources`: a static library of its own (`libgtest_main.a`), not the
+    package's."""
+    return t.kind == "lib" and bool(t.sources)
+
+
+def libraries(pkg: Package) -> dict[str, TargetSpec | None]:
+    """The package's static libraries by name: the one named after the package (its [build]
+    sources; None), a `lib` target without `sources` naming that same library (None), and each
+    `lib` target with `sources` (itself)."""
+    out: dict[str, TargetSpec | None] = {pkg.name: None}
+    for t in targets_of(pkg):
+        if t.kind == "lib":
+            out[t.name] = t if t.sources else None
+    return out
+
+
+def library_closure(pkg: Package, names: list[str] | tuple[str, ...]) -> list[str]:
+    """`names` and the libraries of the package they name in `deps`, each before the ones it
+    depends on (the order a single-pass linker needs): `gtest_main` -> [gtest_main, gtest]. A
+    `lib` target without `sources` is the package's library, whose own `deps` it carries."""
+    by_name = {t.name: t for t in targets_of(pkg) if t.kind in ("lib", "shared")}
+    seen: set[str] = set()
+    post: list[str] = []
+
+    def visit(n: str) -> None:
+        if n in seen:
+            return
+        seen.add(n)
+        t = by_name.get(n)
+        deps = list(t.libs) if t is not None else []
+        if t is None or (t.kind == "lib" and not own_library(t)):  # the package's library: what its aliases name
+            deps += [d for a in by_name.values() if a.kind == "lib" and not own_library(a) for d in a.libs]
+        for d in deps:
+            visit(d)
+        post.append(n)
+
+    for n in names:
+        visit(n)
+    return list(reversed(post))
 
 
 def target_headers(pkg: Package, target: TargetSpec, expand: globs.Expand = globs.expand) -> list[str]:

@@ -69,7 +69,7 @@ class Compiles:
         ctx, tc = self.ctx, self.ctx.tc
         pkg = u.pkg
         src = ctx.layout.package_exec_path(pkg.root, u.source.path)
-        is_test = u.source.path.startswith("tests/") and u.obj.startswith(f"{ctx.work}/test-obj/")
+        is_test = u.obj.startswith(f"{ctx.work}/test-obj/")  # a source of a test directory
         t = u.target  # a target's own settings add to the package's, for its sources alone
         is_test = is_test or (t is not None and (t.kind == "test" or bool(t.deps)))
         user, defines, incs = self.flags_for(pkg, u.source.role, dev=is_test)
@@ -145,7 +145,7 @@ class Compiles:
         written, with nothing to read but itself."""
         ctx, pkg = self.ctx, u.pkg
         src = ctx.layout.package_exec_path(pkg.root, u.source.path)
-        is_test = u.source.path.startswith("tests/") and u.obj.startswith(f"{ctx.work}/test-obj/")
+        is_test = u.obj.startswith(f"{ctx.work}/test-obj/")  # a source of a test directory
         t = u.target  # a target's own defines and include directories add to the package's
         is_test = is_test or (t is not None and (t.kind == "test" or bool(t.deps)))
         preprocessed = u.source.role == Role.ASM_CPP

@@ -14,10 +14,12 @@ from mcpp.cas.action import Action, ActionKind
 
 from . import compile_flags as cf
 from ..core.conventions import ASM_CPP_EXTS, ASM_EXTS, C_DRIVER_ROLES, C_EXTS
-from ..core.paths import ExecPath, PkgPath
+from ..core.errors import McppError
+from ..core.paths import ExecPath
+from ..manifest.model import OUT_PREFIX
 from ..package.model import Package
-from ..package.targets import shared_names
-from ..package.testsuite import test_name
+from ..package.targets import libraries, library_closure, own_library, shared_names
+from ..package.testsuite import test_dirs, test_name
 from ..toolchain.linker import action_path, link_programs, selection_flags
 from .context import PlanContext, target_deps, transitive_deps
 from .model import ACTION_ENV, Artifact, ArtifactKind, Plan
@@ -37,16 +39,22 @@ class Links:
         self.std_ids = modules.std_ids
         self.std_link = [LIBCXX_FLAG] if modules.libcxx else []
         self.archives: dict[Package, ExecPath] = {}  # package -> its archive, once planned
+        # (package, `lib` target with sources) -> (its archive, the archive action), once planned
+        self.own_archives: dict[tuple[Package, str], tuple[ExecPath, str]] = {}
         # (driver, linker selection flags) -> the programs it runs to link (engine/toolchain/linker.py)
         self.linkers: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
+        # (package root, target) -> its link inputs, resolved (`_link_files`)
+        self._link_inputs: dict[tuple[str, str], list[tuple[str, str, str | None]]] = {}
 
     def package_artifacts(self, pkg: Package, units: list[Unit], rule_objects: list[tuple[str, str]],
                           target_units: dict[str, list[Unit]] | None = None,
-                          pic_units: list[Unit] | None = None) -> None:
+                          pic_units: list[Unit] | None = None,
+                          shared_units: dict[str, list[Unit]] | None = None) -> None:
         """`pkg`'s archive and its targets. `units` are the package library's units (no target's
         own sources); `target_units` the units each bin, test or shared target links on top of
         them; `pic_units` the library's units compiled position-independent for its shared
-        targets (None: `units` already are). `rule_objects` are (object, producing action) of
+        targets (None: `units` already are); `shared_units` the library's units a shared target with
+        settings of its own compiled with them. `rule_objects` are (object, producing action) of
         its build program's `role = "object"` actions: they join the archive like compiled units."""
         ctx = self.ctx
         target_units = target_units or {}
@@ -67,23 +75,68 @@ class Links:
             self.archives[pkg] = archive
             if any(t.kind == "lib" for t in targets) or not targets:
                 self.plan.artifacts.append(Artifact(pkg.name, pkg.name, ArtifactKind.LIB, archive))
+        for t in targets:  # the package's own libraries first: its other targets may link them
+            if own_library(t) and t.name in target_units and target_units[t.name]:
+                self._own_archive(pkg, t, target_units[t.name])
         for t in targets:
-            if t.kind in ("bin", "shared") and t.name not in target_units:
-                continue  # not built in this build (a dependency's own examples)
+            if own_library(t) or (t.kind in ("bin", "shared") and t.name not in target_units):
+                continue  # archived above, or not built in this build (a dependency's own examples)
             own = target_units.get(t.name, [])
             dep_archives, dep_ids = self._dep_archives(pkg, dev=False, extra=t.deps)
             ldflags = self._ldflags(pkg, dev=False, target=t)
+            sib_archives, sib_ids, sib_flags, sib_inputs = self._sibling_inputs(pkg, t.libs)
+            dep_archives, dep_ids, ldflags = sib_archives + dep_archives, sib_ids + dep_ids, ldflags + sib_flags
             if t.kind == "bin":
                 out = ExecPath(f"{ctx.out}/{t.name}")
                 self._link(pkg, f"link {pkg.name}:{t.name}", out, [u.obj for u in own] + lib_objs, dep_archives,
                            ldflags, False, [u.action_id for u in own] + lib_ids + dep_ids,
-                           c_only=self._c_only(own + units), target=t)
+                           c_only=self._c_only(own + units), target=t, extra_inputs=sib_inputs)
                 self.plan.artifacts.append(Artifact(pkg.name, t.name, ArtifactKind.BIN, out))
             elif t.kind == "shared":
-                self._shared(pkg, t, own, units if pic_units is None else pic_units, rule_objects, dep_archives,
-                             dep_ids, ldflags)
+                lib_units = (shared_units or {}).get(t.name) or (units if pic_units is None else pic_units)
+                self._shared(pkg, t, own, lib_units, rule_objects, dep_archives, dep_ids, ldflags)
             elif t.kind == "lib" and t.name != pkg.name and lib_objs:
                 self.plan.artifacts.append(Artifact(pkg.name, t.name, ArtifactKind.LIB, self.archives[pkg]))
+
+    def _own_archive(self, pkg: Package, t, units: list[Unit]) -> None:
+        """`lib<name>.a` of a `lib` target with `sources`: a library of the package's own."""
+        ctx = self.ctx
+        archive = ctx.rel(ctx.layout.archive(t.name, pkg.root))
+        objs = [u.obj for u in units]
+        action_id = f"archive {pkg.name}:{t.name}"
+        self.plan.add(Action(
+            id=action_id, argv=tuple(cf.archive_argv(ctx.tc, archive, objs)), outputs=(archive,),
+            inputs=tuple(objs), tools=(ctx.tc.ar,), env=ACTION_ENV, kind=ActionKind.ARCHIVE,
+            description=f"{pkg.name}: lib{t.name}.a"), pkg.name, [u.action_id for u in units])
+        self.own_archives[(pkg, t.name)] = (archive, action_id)
+        self.plan.artifacts.append(Artifact(pkg.name, t.name, ArtifactKind.LIB, archive))
+
+    def _sibling_inputs(self, pkg: Package, names: tuple[str, ...],
+                        test_out: str | None = None) -> tuple[list[str], list[str], list[str], list[str]]:
+        """(archives, action ids, link flags, shared libraries read) of the package's own
+        libraries a target names in `deps`, with theirs, each before what it depends on. The
+        library named after the package is linked as objects already; a shared one is linked by
+        its file name from the output directory, found at run time through an `$ORIGIN`-relative
+        run path."""
+        archives: list[str] = []
+        ids: list[str] = []
+        flags: list[str] = []
+        inputs: list[str] = []
+        shared = {t.name: t for t in self.ctx.targets_of(pkg) if t.kind == "shared"}
+        for name in library_closure(pkg, names):
+            if (pkg, name) in self.own_archives:
+                archive, action_id = self.own_archives[(pkg, name)]
+                archives.append(archive)
+                ids.append(action_id)
+            elif name in shared:
+                out = self.ctx.out
+                binary_dir = os.path.dirname(test_out) if test_out else out
+                origin = os.path.relpath(out, binary_dir)
+                flags += [f"-L{out}", f"-l:{shared_names(shared[name])[-1]}",
+                          "-Wl,-rpath,$ORIGIN" + ("" if origin == "." else f"/{origin}")]
+                ids.append(f"link {pkg.name}:{name}")
+                inputs.append(f"{out}/{shared_names(shared[name])[-1]}")
+        return archives, ids, flags, inputs
 
     def _shared(self, pkg: Package, t, own: list[Unit], lib_units: list[Unit], rule_objects, dep_archives,
                 dep_ids, ldflags: list[str]) -> None:
@@ -107,16 +160,25 @@ class Links:
                     target=None, own: list[Unit] | None = None) -> None:
         """A test source of `pkg` (or a `kind = "test"` target, `own` being its units) linked with
         the package's library objects (its build program's `role = "object"` outputs included, as
-        in its bins) and its (dev-)dependencies."""
+        in its bins) and its (dev-)dependencies. A test links the package's own libraries too
+        (`lib` targets with `sources`: archives, so it takes only what it uses); a test target
+        that names one of the package's shared libraries in `deps` links that library instead of
+        the library's objects."""
         own = own if own is not None else [u]
+        # `tests/unit/a.cpp` -> `unit/a`
+        name = target.name if target is not None else test_name(u.source.path, test_dirs(pkg))
+        out = self.ctx.rel(self.ctx.layout.test_binary(pkg.name, name))
+        libs = target.libs if target is not None and target.libs else \
+            tuple(t.name for t in self.ctx.targets_of(pkg) if own_library(t))
+        sib_archives, sib_ids, sib_flags, sib_inputs = self._sibling_inputs(pkg, libs, out)
+        if sib_inputs:  # a shared library of the package holds its code
+            lib_units, rule_objects = [], ()
         objs = [x.obj for x in own] + [x.obj for x in lib_units] + [o for o, _ in rule_objects]
         ids = [x.action_id for x in own] + [x.action_id for x in lib_units] + [p for _, p in rule_objects]
         dep_archives, dep_ids = self._dep_archives(pkg, dev=True)
-        name = target.name if target is not None else test_name(u.source.path)  # `tests/unit/a.cpp` -> `unit/a`
-        out = self.ctx.rel(self.ctx.layout.test_binary(pkg.name, name))
-        self._link(pkg, f"link-test {pkg.name}:{name}", out, objs, dep_archives,
-                   self._ldflags(pkg, True, target=target), False, ids + dep_ids, dev=True,
-                   c_only=self._c_only(own + lib_units), target=target)
+        self._link(pkg, f"link-test {pkg.name}:{name}", out, objs, sib_archives + dep_archives,
+                   self._ldflags(pkg, True, target=target) + sib_flags, False, ids + sib_ids + dep_ids, dev=True,
+                   c_only=self._c_only(own + lib_units), target=target, extra_inputs=sib_inputs)
         self.plan.artifacts.append(Artifact(pkg.name, name, ArtifactKind.TEST, out))
 
     @staticmethod
@@ -133,13 +195,56 @@ class Links:
         named in `extra`, a target's `deps`), dependents first."""
         deps = transitive_deps(pkg, dev) + target_deps(pkg, dev, extra)
         order = [p for p in reversed(self.ctx.graph.order) if any(p is d for d in deps)]
-        planned = [p for p in order if p in self.archives]
-        return [self.archives[p] for p in planned], [f"archive {p.name}" for p in planned]
+        archives: list[str] = []
+        ids: list[str] = []
+        for p in order:
+            for archive, action_id in self._chosen_archives(p, [pkg] + deps):
+                if archive not in archives:
+                    archives.append(archive)
+                    ids.append(action_id)
+        return archives, ids
+
+    def _chosen_archives(self, dep: Package, linkers: list[Package]) -> list[tuple[str, str]]:
+        """(archive, action id) of the libraries of `dep` a link takes: those its dependents
+        among `linkers` name in `libs` (with the libraries they name in `deps`), or, for an entry
+        without `libs`, the library named after the package (when it has no such library, all
+        of its own libraries). A name that is none of its libraries is an error at `libs`."""
+        names: list[str] = []
+        for p in linkers:
+            for spec, target in p.edges:
+                if target is not dep:
+                    continue
+                if spec.libs is None:
+                    names.append(dep.name)
+                    continue
+                known = libraries(dep)
+                shared = {t.name for t in self.ctx.targets_of(dep) if t.kind == "shared"}
+                for name in spec.libs:
+                    if name not in known:
+                        what = f"; `{name}` is a shared library, which `libs` does not link" if name in shared else ""
+                        raise McppError(f"dependency `{spec.display}` has no library `{name}` (its libraries: "
+                                        f"{', '.join(self._library_names(dep))}){what}", spec.libs_pos)
+                names += spec.libs
+        names = list(dict.fromkeys(names))
+        if dep not in self.archives and names == [dep.name]:  # no library named after it: all of them
+            names = [t.name for t in self.ctx.targets_of(dep) if own_library(t)]
+        out: list[tuple[str, str]] = []
+        for name in library_closure(dep, names):
+            if (dep, name) in self.own_archives:
+                out.append(self.own_archives[(dep, name)])
+            elif libraries(dep).get(name, ...) is None and dep in self.archives:
+                out.append((self.archives[dep], f"archive {dep.name}"))
+        return out
+
+    def _library_names(self, dep: Package) -> list[str]:
+        """The names of `dep`'s libraries a dependent may choose: those that build an archive."""
+        return [n for n, t in libraries(dep).items() if (t is None and dep in self.archives) or
+                (t is not None and (dep, n) in self.own_archives)] or ["none"]
 
     def _ldflags(self, pkg: Package, dev: bool, target=None) -> list[str]:
         flags = list(pkg.manifest.build.ldflags)
         if target is not None:  # its own, after the package's; link inputs named execroot-relative
-            flags += [self._relocated(pkg, f, target.link_inputs) for f in target.ldflags]
+            flags += [self._relocated(pkg, f, target) for f in target.ldflags]
         for p in transitive_deps(pkg, dev) + target_deps(pkg, dev, target.deps if target else ()):
             flags += [f for f in p.manifest.build.ldflags if f not in flags]
         for p in [pkg] + transitive_deps(pkg, dev):  # a program's libraries reach every link above it
@@ -148,14 +253,43 @@ class Links:
                 flags += [f for f in search + [f"-l{lib}" for lib in p.program.link_libs] if f not in flags]
         return flags
 
-    def _relocated(self, pkg: Package, flag: str, link_inputs: tuple[PkgPath, ...]) -> str:
-        """`-Wl,--version-script=zlib.map` names the file relative to the package, as its author
-        wrote it; a link runs in the execroot, so the name is rewritten to the staged path."""
-        for rel in link_inputs:
+    def _relocated(self, pkg: Package, flag: str, target) -> str:
+        """`-Wl,--version-script=zlib.map` names the file relative to the package (or, for a
+        generated one, `$OUT/zlib.map`), as its author wrote it; a link runs in the execroot, so
+        the name is rewritten to the staged path."""
+        for rel, path, _ in self._link_files(pkg, target):
             for sep in ("=", ",", ""):
                 if flag == rel if sep == "" else flag.endswith(sep + rel):
-                    return flag[:len(flag) - len(rel)] + self.ctx.layout.package_exec_path(pkg.root, rel)
+                    return flag[:len(flag) - len(rel)] + path
         return flag
+
+    def _link_files(self, pkg: Package, target) -> list[tuple[str, str, str | None]]:
+        """(as written, execroot path, producing action or None) of `target`'s `link_inputs`: a
+        package file, or an output of the package's build program in this profile's `out_dir()`
+        (`$OUT/zlib.map`, or `zlib.map` when the program declares it and the package has no
+        such file), which the link then waits for."""
+        memo = (pkg.root, target.name)
+        if memo in self._link_inputs:
+            return self._link_inputs[memo]
+        ctx = self.ctx
+        out: list[tuple[str, str, str | None]] = []
+        for i, rel in enumerate(target.link_inputs):
+            generated = rel.startswith(OUT_PREFIX)
+            made = ctx.rel(os.path.join(ctx.layout.gen_dir(pkg.name), rel[len(OUT_PREFIX):] if generated else rel))
+            if made in self.plan.made_by and (generated or not os.path.isfile(os.path.join(pkg.root, rel))):
+                out.append((rel, made, self.plan.made_by[made]))
+            elif generated:
+                raise McppError(f"link input `{rel}` of target `{target.name}` is not an output of any action the "
+                                f"build program of `{pkg.name}` declares (`$OUT` is its `mcpp.out_dir()`)",
+                                pkg.manifest.position("targets", target.name, "link_inputs", i))
+            elif os.path.isfile(os.path.join(pkg.root, rel)):
+                out.append((rel, ctx.layout.package_exec_path(pkg.root, rel), None))
+            else:
+                raise McppError(f"link input `{rel}` of target `{target.name}` does not exist, and the build program "
+                                f"of `{pkg.name}` declares no output `$OUT/{rel}`",
+                                pkg.manifest.position("targets", target.name, "link_inputs", i))
+        self._link_inputs[memo] = out
+        return out
 
     def _link_dir(self, d: str) -> str:
         """A package's own library directory is staged and named relative to the execroot (where
@@ -175,7 +309,7 @@ class Links:
 
     def _link(self, pkg: Package, action_id: str, out: str, objs: list[str], archives: list[str],
               ldflags: list[str], shared: bool, prereqs: list[str], dev: bool = False, c_only: bool = False,
-              target=None) -> None:
+              target=None, extra_inputs: Sequence[str] = ()) -> None:
         ctx = self.ctx
         objs = objs + self.std_objects
         prereqs = prereqs + self.std_ids
@@ -183,9 +317,11 @@ class Links:
         argv = cf.link_argv(ctx.tc, ctx.profile, out, objs, archives, ldflags, shared, self.std_link)
         if c_only:
             argv[0] = ctx.tc.cc.path
-        libs = self._program_link_inputs(pkg, dev)
+        libs = self._program_link_inputs(pkg, dev) + list(extra_inputs)
         if target is not None:
-            libs += [ctx.layout.package_exec_path(pkg.root, f) for f in target.link_inputs]
+            files = self._link_files(pkg, target)
+            libs += [path for _, path, _ in files]
+            prereqs = prereqs + [producer for _, _, producer in files if producer is not None]
         # The linker writes every file it read (crt objects, libraries `-l` found, linker
         # scripts, the libraries a `libc.so` script names): those outside the build are keyed
         # as a compile's system headers are, through the depfile's two-level lookup.

@@ -83,7 +83,8 @@ class Planner:
         links = Links(self.ctx, plan, modules)
         for pkg in graph.order:
             tu = per_pkg[pkg]
-            links.package_artifacts(pkg, tu.library, programs.objects_of(pkg), tu.by_target, tu.pic)
+            links.package_artifacts(pkg, tu.library, programs.objects_of(pkg), tu.by_target, tu.pic,
+                                    tu.shared_library)
         for pkg in graph.members:
             for u in test_units.get(pkg, []):
                 links.test_binary(pkg, u, per_pkg[pkg].library, programs.objects_of(pkg))

@@ -13,7 +13,7 @@ from ..manifest.model import TargetSpec
 from ..modules.scanner import ModuleUnit, NeedsPreprocessor
 from ..package.model import Package
 from ..package.sources import Source
-from ..package.targets import owned_by_targets, owned_sources, targets_of
+from ..package.targets import own_library, owned_by_targets, owned_sources, targets_of
 from .context import PlanContext
 
 # What a source that is not a module and imports none scans as (and every C or assembler source,
@@ -99,6 +99,20 @@ class UnitMaker:
         return Unit(u.pkg, u.source, u.info, u.obj.replace(f"{self.ctx.work}/obj/", f"{self.ctx.work}/obj-pic/", 1),
                     f"{u.action_id} (pic)", None, u.produced_by, u.target, True)
 
+    def with_settings(self, u: Unit, target: TargetSpec) -> Unit:
+        """The library unit `u` compiled with `target`'s settings, position-independent, into
+        objects of the target's own (`obj-pic/<pkg>.<target>/`): a shared target's `cflags` and
+        `defines` (`-fvisibility=hidden`) reach the library code linked into it, and only it."""
+        pkg = u.pkg
+        assert pkg is not None  # a library unit, never the standard library's
+        lib_obj, lib_id = f"{self.ctx.work}/obj/{pkg.name}/", f"compile {pkg.name}:"
+        obj = f"{self.ctx.work}/obj-pic/{pkg.name}.{target.name}/" + u.obj[len(lib_obj):] \
+            if u.obj.startswith(lib_obj) else u.obj.replace(f"{self.ctx.work}/", f"{self.ctx.work}/obj-pic/"
+                                                            f"{pkg.name}.{target.name}/", 1)
+        action = f"compile {pkg.name}.{target.name}:" + u.action_id[len(lib_id):] \
+            if u.action_id.startswith(lib_id) else f"{u.action_id} ({target.name})"
+        return Unit(pkg, u.source, u.info, obj, action, None, u.produced_by, target, True)
+
     def _unit(self, pkg: Package, src: Source, obj: str, action_id: str, target: TargetSpec | None) -> Unit:
         """One unit, made once per object path (two targets without settings may share a source)."""
         memo = self._memo
@@ -112,14 +126,16 @@ class UnitMaker:
 @dataclass
 class TargetUnits:
     """How a package's units divide among its targets in one build: the library (every source
-    no target claims), each bin and shared target's own units, the test targets', and the
+    no target claims), each bin and shared target's own units, the test targets', the
     library's position-independent copies for its shared targets (None when the library units
-    are compiled position-independent themselves, or no shared target is built)."""
+    are compiled position-independent themselves, or no shared target is built), and, for a
+    shared target with compile settings of its own, the library's units compiled with them."""
 
     library: list[Unit]
     by_target: dict[str, list[Unit]] = field(default_factory=dict)
     tests: list[tuple[TargetSpec, list[Unit]]] = field(default_factory=list)
     pic: list[Unit] | None = None
+    shared_library: dict[str, list[Unit]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, ctx: PlanContext, maker: UnitMaker, pkg: Package, units: list[Unit], with_tests: bool,
@@ -132,7 +148,7 @@ class TargetUnits:
                 continue  # `sources = []`: the package builds nothing (docs/manifest.md)
             if t.kind == "bin" and (member or f"{ctx.out}/{t.name}" in wanted):
                 out.by_target[t.name] = maker.for_target(pkg, t, units)
-            elif t.kind == "shared":
+            elif t.kind == "shared" or own_library(t):
                 out.by_target[t.name] = maker.for_target(pkg, t, units)
             elif t.kind == "test" and with_tests and member:
                 out.tests.append((t, maker.for_target(pkg, t, units)))
@@ -150,11 +166,15 @@ class TargetUnits:
         # A module interface makes one BMI that every importer reads: its units are compiled
         # once, position-independent, rather than kept apart.
         modular = any(u.info.module or u.info.imports for u in self.library)
-        if static_used and not modular:
-            self.pic = [maker.pic_variant(u) for u in self.library]
-        else:
-            for u in self.library:
-                u.pic = True
+        # A shared target with settings of its own compiles the library with them; the others
+        # share one position-independent copy of it (or the library itself, compiled so).
+        plain = [t for t in shared if not t.compiles_apart]
+        if plain or modular:
+            if static_used and not modular:
+                self.pic = [maker.pic_variant(u) for u in self.library]
+            else:
+                for u in self.library:
+                    u.pic = True
         for t in shared:
             own = self.by_target[t.name]
             if modular:
@@ -162,11 +182,15 @@ class TargetUnits:
                     u.pic = True
             else:
                 self.by_target[t.name] = [u if u.pic else maker.pic_variant(u) for u in own]
+            if t.compiles_apart:
+                # A module unit's BMI is one file every importer reads: it keeps the library's compile.
+                self.shared_library[t.name] = [u if u.info.module or u.info.imports else maker.with_settings(u, t)
+                                               for u in self.library]
 
     def all_units(self) -> list[Unit]:
         """Every unit this package compiles in this build, each once."""
         units = self.library + (self.pic or []) + [u for us in self.by_target.values() for u in us] \
-            + [u for _, us in self.tests for u in us]
+            + [u for _, us in self.tests for u in us] + [u for us in self.shared_library.values() for u in us]
         return list({u.action_id: u for u in units}.values())
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import stat
 
+from ..core.conventions import PROGRAM_FILE
 from ..core.errors import McppError, Position, display_path
 
-PROGRAM_NAME = "build.star"
+PROGRAM_NAME = PROGRAM_FILE
 
 
 def program_path(pkg_root: str) -> str | None:
