@@ -79,7 +79,7 @@ class Compiles:
             incs = [ctx.layout.package_exec_path(pkg.root, d) for d in t.include_dirs] + incs
         needed = self.modules.closure(u)
         uses_modules = bool(needed or u.info.module or u.info.imports)
-        gen_headers = self.generated_headers(pkg, is_test)
+        gen_headers = self.generated_headers(pkg, is_test) + list(u.extra_headers)
         inputs = [src] + [n.bmi for n in needed] + [h for h, _ in gen_headers]
         outputs = [u.obj]
         mapper = None

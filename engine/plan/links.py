@@ -37,6 +37,9 @@ class Links:
         self.std_ids = modules.std_ids
         self.std_link = [LIBCXX_FLAG] if modules.libcxx else []
         self.archives: dict[Package, ExecPath] = {}  # package -> its archive, once planned
+        # package -> (archive, action id) of the static libraries its rules declared (rule_targets.py),
+        # linked by its dependents before its own archive
+        self.rule_archives: dict[Package, list[tuple[str, str]]] = {}
         # (driver, linker selection flags) -> the programs it runs to link (engine/toolchain/linker.py)
         self.linkers: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
 
@@ -70,7 +73,7 @@ class Links:
             if t.kind in ("bin", "shared") and t.name not in target_units:
                 continue  # not built in this build (a dependency's own examples)
             own = target_units.get(t.name, [])
-            dep_archives, dep_ids = self._dep_archives(pkg, dev=False, extra=t.deps)
+            dep_archives, dep_ids = self._dep_archives(pkg, dev=False, extra=t.deps, own=True)
             ldflags = self._ldflags(pkg, dev=False, target=t)
             if t.kind == "bin":
                 out = ExecPath(f"{ctx.out}/{t.name}")
@@ -110,7 +113,7 @@ class Links:
         own = own if own is not None else [u]
         objs = [x.obj for x in own] + [x.obj for x in lib_units] + [o for o, _ in rule_objects]
         ids = [x.action_id for x in own] + [x.action_id for x in lib_units] + [p for _, p in rule_objects]
-        dep_archives, dep_ids = self._dep_archives(pkg, dev=True)
+        dep_archives, dep_ids = self._dep_archives(pkg, dev=True, own=True)
         name = target.name if target is not None else test_name(u.source.path)  # `tests/unit/a.cpp` -> `unit/a`
         out = self.ctx.rel(self.ctx.layout.test_binary(pkg.name, name))
         self._link(pkg, f"link-test {pkg.name}:{name}", out, objs, dep_archives,
@@ -127,13 +130,23 @@ class Links:
     def _is_dependency(self, pkg: Package) -> bool:
         return any(pkg is d for p in self.ctx.graph.order for d in p.deps + p.dev_deps)
 
-    def _dep_archives(self, pkg: Package, dev: bool, extra: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+    def _dep_archives(self, pkg: Package, dev: bool, extra: tuple[str, ...] = (),
+                      own: bool = False) -> tuple[list[str], list[str]]:
         """(archive paths, archive action ids) of `pkg`'s dependencies (and the dev-dependencies
-        named in `extra`, a target's `deps`), dependents first."""
+        named in `extra`, a target's `deps`), dependents first; with `own`, the static libraries
+        `pkg`'s rules declared first."""
         deps = transitive_deps(pkg, dev) + target_deps(pkg, dev, extra)
         order = [p for p in reversed(self.ctx.graph.order) if any(p is d for d in deps)]
-        planned = [p for p in order if p in self.archives]
-        return [self.archives[p] for p in planned], [f"archive {p.name}" for p in planned]
+        paths: list[str] = []
+        ids: list[str] = []
+        for p in ([pkg] if own else []) + order:
+            for archive, action_id in self.rule_archives.get(p, ()):
+                paths.append(archive)
+                ids.append(action_id)
+            if p in self.archives and p is not pkg:
+                paths.append(self.archives[p])
+                ids.append(f"archive {p.name}")
+        return paths, ids
 
     def _ldflags(self, pkg: Package, dev: bool, target=None) -> list[str]:
         flags = list(pkg.manifest.build.ldflags)
@@ -195,6 +208,11 @@ class Links:
             id=action_id, argv=tuple(argv), outputs=(out, depfile), inputs=tuple(objs + archives + libs),
             tools=(argv[0],) + self._linker(argv), env=ACTION_ENV, depfile=depfile, kind=ActionKind.LINK,
             description=f"{pkg.name}: {os.path.basename(out)}"), pkg.name, prereqs)
+
+    # What rule_targets.py plans its targets with: the same archives, flags and link as a manifest target's.
+    dep_archives = _dep_archives
+    ldflags = _ldflags
+    link = _link
 
     def _linker(self, argv: list[str]) -> tuple[str, ...]:
         """The programs the driver `argv[0]` runs to link (its linker, gcc's collect2): tools of

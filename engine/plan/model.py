@@ -28,6 +28,7 @@ class Artifact:
     path: ExecPath
     # (link, what it points to) made after the build: a shared library's libz.so -> libz.so.1
     aliases: tuple[tuple[str, str], ...] = ()
+    args: tuple[str, ...] = ()  # a test's arguments: the data files a rule's `mcpp.test` names
 
 
 @dataclass

@@ -100,7 +100,8 @@ def context_extras(pkg: Package, rule_modules: dict, toolchain, profile, bin_dir
     return dict(
         toolchain=ToolchainInfo(toolchain.cc.path, toolchain.cxx.path, toolchain.ar, toolchain.family,
                                 toolchain.cxx.version, toolchain.cxx.target),
-        compile_flags=CompileContext(tuple(flags), tuple(defines), tuple(own), tuple(dict.fromkeys(dep_incs))),
+        compile_flags=CompileContext(tuple(flags), tuple(defines), tuple(own), tuple(dict.fromkeys(dep_incs)),
+                                     tuple([*profile.compile_flags(), *profile.cflags, *m.build.cflags])),
         bins=tuple(bins),
         rule_packages=tuple(sorted((RulePackageRef(root, p.name, p.manifest.version or "", tuple(sorted(p.features)))
                                     for root, p in rule_pkgs.items()), key=lambda r: r.root)))
@@ -109,7 +110,7 @@ def context_extras(pkg: Package, rule_modules: dict, toolchain, profile, bin_dir
 class ContextApi:
     """`toolchain`, `cxx_flags`, `bin`, `rule_dir`, `package`, `rule_package`, `object`, `write`."""
 
-    CONTEXT_FUNCTIONS = ("toolchain", "cxx_flags", "bin", "rule_dir", "package", "rule_package", "object",
+    CONTEXT_FUNCTIONS = ("toolchain", "cxx_flags", "c_flags", "bin", "rule_dir", "package", "rule_package", "object",
                          "write")
 
     def function(self, name: str, path: str):
@@ -138,6 +139,15 @@ class ContextApi:
         own = c.include_dirs
         incs = list(own) + [d for d in r.include_dirs if d not in own] + list(c.dependency_include_dirs)
         return [*c.flags, *r.cxxflags, *(f"-D{d}" for d in [*c.defines, *r.defines]),
+                *(f"-I{d}" for d in dict.fromkeys(incs))]
+
+    def c_flags(self) -> list[str]:
+        """What the engine passes to this package's C compiles: `cxx_flags()` with the C flags
+        (profile and `[build] cflags`, what `cflag` added) in place of the C++ ones."""
+        c, r = self.ctx.compile_flags, self.result
+        own = c.include_dirs
+        incs = list(own) + [d for d in r.include_dirs if d not in own] + list(c.dependency_include_dirs)
+        return [*c.c_flags, *r.cflags, *(f"-D{d}" for d in [*c.defines, *r.defines]),
                 *(f"-I{d}" for d in dict.fromkeys(incs))]
 
     def bin(self, name: str) -> str:

@@ -1,0 +1,152 @@
+"""The compiles and targets a build program's rules declared (`mcpp.compile`, `link`, `binary`,
+`library`, `test`; engine/program/api_targets.py), planned with the planner's own parts.
+
+A `compile()` set becomes units compiled by `Compiles.compile` (the manifest's compile path:
+the package's flags, its dependencies' include directories, the sandbox's header staging, the
+include scan), with the set's flags as a target's own settings. A target becomes an archive or a
+link by `Links` (the same argv, linker keying and dependency archives as a manifest target), and
+an `Artifact`, which is what `mcpp run`, `mcpp test` and `mcpp install` act on. A static library
+a rule declares is linked by the package's own binaries and by its dependents, as its archive is.
+"""
+from __future__ import annotations
+
+import os
+
+from mcpp.cas.action import Action, ActionKind
+
+from . import compile_flags as cf
+from ..core.containment import inside
+from ..core.errors import McppError
+from ..core.paths import ExecPath, PkgPath
+from ..manifest.model import TargetSpec
+from ..package.model import Package
+from ..package.program_result import RuleCompile, RuleTarget
+from ..package.sources import Source, role_of
+from .context import PlanContext
+from .links import Links
+from .model import ACTION_ENV, Artifact, ArtifactKind, Plan
+from .rule_actions import action_id as rule_action_id
+from .units import ORDINARY, Unit
+
+
+class RuleTargets:
+    def __init__(self, ctx: PlanContext, plan: Plan, with_tests: bool):
+        self.ctx = ctx
+        self.plan = plan
+        self.with_tests = with_tests
+        self._objects: dict[str, str] = {}  # execroot-relative object -> the action making it
+
+    def units(self, pkg: Package) -> list[Unit]:
+        """The units of `pkg`'s `compile()` sets; a source is an object's when a shared library
+        links it (then position-independent)."""
+        program = pkg.program
+        if program is None or not program.compiles:
+            return []
+        ctx = self.ctx
+        made_by = {out: rule_action_id(pkg, ra) for ra in program.actions for out in ra.products}
+        shared = {o for t in program.targets if t.kind == "shared" for o in t.objects}
+        tests = {o for t in program.targets if t.kind == "test" for o in t.objects}
+        out: list[Unit] = []
+        for c in program.compiles:
+            settings = self._settings(pkg, c, test=any(o in tests for o in c.objects))
+            extra = self._generated_headers(pkg, c, made_by)
+            for src, obj in zip(c.srcs, c.objects):
+                producer = None
+                if inside(src, ctx.layout.gen_dir(pkg.name)):
+                    producer = made_by.get(src)
+                    if producer is None:
+                        raise McppError(f"package `{pkg.name}`: compile() source `{ctx.rel(src)}` is not an output "
+                                        f"of any action its build program declares")
+                rel_obj = ctx.rel(obj)
+                shown = os.path.relpath(obj, os.path.dirname(os.path.dirname(obj)))[:-2]
+                u = Unit(pkg, Source(ctx.layout.package_path(pkg.root, src), role_of(src)), ORDINARY, rel_obj,
+                         f"compile {shown}", produced_by=producer, target=settings, pic=obj in shared,
+                         extra_headers=extra)
+                self._objects[rel_obj] = u.action_id
+                out.append(u)
+        return out
+
+    def _settings(self, pkg: Package, c: RuleCompile, test: bool) -> TargetSpec:
+        """The set's flags as a target's own settings (`Compiles.compile` adds them to the
+        package's); a test's set sees the dev-dependencies, as a test target does."""
+        return TargetSpec(f"{pkg.name}@{c.id}", "test" if test else "lib", cflags=c.cflags, cxxflags=c.cxxflags,
+                          defines=c.defines,
+                          include_dirs=tuple(PkgPath(self.ctx.layout.package_path(pkg.root, d)) for d in c.includes))
+
+    def _generated_headers(self, pkg: Package, c: RuleCompile, made_by: dict[str, str]) -> tuple[tuple[str, str], ...]:
+        """(header, producing action) of the package's action outputs under the set's include
+        directories: inputs of its compiles, which run after their producers."""
+        dirs = [d.rstrip("/") + "/" for d in c.includes]
+        return tuple((self.ctx.rel(out), producer) for out, producer in made_by.items()
+                     if role_of(out) == "header" and any(out.startswith(d) for d in dirs))
+
+    def archives(self, pkg: Package, links: Links) -> None:
+        """`pkg`'s rule static libraries, before its manifest targets, which link them."""
+        program = pkg.program
+        ctx = self.ctx
+        for t in program.targets if program is not None else ():
+            if t.kind == "static":
+                objs, ids = self._objects_of(pkg, t)
+                out = ExecPath(ctx.rel(os.path.join(ctx.layout.out_dir, f"lib{t.name}.a")))
+                action_id = f"archive {pkg.name}:{t.name}"
+                self.plan.add(Action(id=action_id, argv=tuple(cf.archive_argv(ctx.tc, out, objs)), outputs=(out,),
+                                     inputs=tuple(objs), tools=(ctx.tc.ar,), env=ACTION_ENV, kind=ActionKind.ARCHIVE,
+                                     description=f"{pkg.name}: lib{t.name}.a"), pkg.name, ids)
+                links.rule_archives.setdefault(pkg, []).insert(0, (out, action_id))
+                self.plan.artifacts.append(Artifact(pkg.name, t.name, ArtifactKind.LIB, out))
+
+    def link(self, pkg: Package, links: Links) -> None:
+        """`pkg`'s rule binaries, shared libraries and tests, after its manifest targets (its
+        archive is linked by them)."""
+        program = pkg.program
+        if program is None or not program.targets:
+            return
+        ctx = self.ctx
+        # static rule library name -> (archive, action id)
+        own = {action_id.split(":", 1)[1]: (out, action_id) for out, action_id in links.rule_archives.get(pkg, [])}
+        member = any(pkg is m for m in ctx.graph.members)
+        for t in program.targets:
+            if t.kind == "static":
+                continue
+            objs, ids = self._objects_of(pkg, t)
+            if t.kind == "test" and not (self.with_tests and member):
+                continue
+            if t.kind == "test" and t.binary is not None:
+                path = ExecPath(ctx.rel(os.path.join(ctx.layout.out_dir, t.binary)))
+                self.plan.artifacts.append(Artifact(pkg.name, t.name, ArtifactKind.TEST, path, args=t.data))
+                continue
+            dev = t.kind == "test"
+            archives = [own[d][0] for d in t.deps]
+            prereqs = [own[d][1] for d in t.deps]
+            if pkg in links.archives:
+                archives.append(links.archives[pkg])
+                prereqs.append(f"archive {pkg.name}")
+            dep_archives, dep_ids = links.dep_archives(pkg, dev)
+            ldflags = links.ldflags(pkg, dev) + [lib if lib.startswith("-") else f"-l{lib}" for lib in t.libs]
+            if t.kind == "bin":
+                out = ExecPath(ctx.rel(os.path.join(ctx.layout.out_dir, t.name)))
+                kind = ArtifactKind.BIN
+            elif t.kind == "shared":
+                out = ExecPath(ctx.rel(os.path.join(ctx.layout.out_dir, f"lib{t.name}.so")))
+                kind = ArtifactKind.SHARED
+            else:
+                out = ctx.rel(ctx.layout.test_binary(pkg.name, t.name))
+                kind = ArtifactKind.TEST
+            links.link(pkg, f"link {pkg.name}:{t.name}" if kind != ArtifactKind.TEST else
+                       f"link-test {pkg.name}:{t.name}", out, objs, archives + dep_archives, ldflags,
+                       kind == ArtifactKind.SHARED, ids + prereqs + dep_ids, dev=dev)
+            self.plan.artifacts.append(Artifact(pkg.name, t.name, kind, out, args=t.data if dev else ()))
+
+    def _objects_of(self, pkg: Package, t: RuleTarget) -> tuple[list[str], list[str]]:
+        """(execroot-relative objects, their producing actions) a target links."""
+        made_by = {out: rule_action_id(pkg, ra) for ra in pkg.program.actions for out in ra.products}
+        objs, ids = [], []
+        for o in t.objects:
+            rel = self.ctx.rel(o)
+            producer = self._objects.get(rel) or made_by.get(o)
+            if producer is None:
+                raise McppError(f"package `{pkg.name}`, {t.kind} `{t.name}`: object `{rel}` is not made by any "
+                                f"compile() or action of its build program")
+            objs.append(rel)
+            ids.append(producer)
+        return objs, ids
