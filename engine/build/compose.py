@@ -32,6 +32,7 @@ from ..exec.pipeline import ActionPipeline, Counters
 from ..exec.remote_exec_runner import remote_exec_jobs, with_remote_execution
 from ..exec.sandbox_warm_up import SandboxWarmUp
 from ..exec.schedule import ScheduleResult, run_graph
+from ..plan import dynamic_trees
 from ..exec.stores import Stores
 from ..manifest.load import display_path
 from ..package.graph import load_graph
@@ -165,15 +166,23 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
         prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
 
-        def make(scan, includes) -> Plan:
+        def make(scan, includes, trees=None) -> Plan:
             return Planner(graph, toolchain, profile, layout=layout, scan=scan, with_tests=with_tests,
-                           includes=includes, expand=memory.expand).build()
+                           includes=includes, expand=memory.expand, trees=trees).build()
 
         if opts.target_override is None:
             plan = memory.plan(make, scans.scan, scans.includes, graph,
                                (toolchain.identity, profile, layout.target_dir, with_tests, env, _linkers(toolchain)))
         else:  # a host tool's build inside the build: neither remembered nor given
             plan = make(scans.scan, scans.includes)
+        if plan.dynamic:  # sources a generator names as it runs: run it, then plan again (dynamic_trees.py)
+            first, _ = _run_plan(dynamic_trees.subset(plan, dynamic_trees.producers(plan)), graph, layout,
+                                 toolchain, opts, reporter, state, scans, runner, stores, policy, memory,
+                                 payload_roots=env.roots() + toolchain_roots(toolchain), top=False)
+            if not first.ok:
+                names = ", ".join(first.failed[:3]) + (" ..." if len(first.failed) > 3 else "")
+                raise BuildFailed(f"build failed: {len(first.failed)} action(s) failed ({names})")
+            plan = make(scans.scan, scans.includes, dynamic_trees.list_trees(plan))
         for w in empty_package_warnings(graph, plan, memory.expand):
             reporter.raw_warning(w)
         timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None

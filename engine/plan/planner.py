@@ -45,7 +45,8 @@ class Planner:
 
     def __init__(self, graph: PackageGraph, toolchain: Toolchain, profile: Profile, *, layout: Layout,
                  scan: Callable[..., ModuleUnit], with_tests: bool = False,
-                 includes: Callable[[str], object] | None = None, expand: globs.Expand = globs.expand):
+                 includes: Callable[[str], object] | None = None, expand: globs.Expand = globs.expand,
+                 trees: dict[str, tuple[str, ...]] | None = None):
         self.ctx = PlanContext(graph, toolchain, profile, layout, {p: targets_of(p) for p in graph.order}, expand)
         self.with_tests = with_tests
         self.includes = includes
@@ -54,7 +55,7 @@ class Planner:
         self.compiles = Compiles(self.ctx, self.plan, None, includes)
         self.unit_maker.preprocess = self.compiles.scan_request
         self.programs = ProgramActions(self.ctx, self.plan, self.unit_maker)
-        self.rule_targets = RuleTargets(self.ctx, self.plan, with_tests)
+        self.rule_targets = RuleTargets(self.ctx, self.plan, with_tests, trees)
 
     def build(self) -> Plan:
         graph, plan, programs = self.ctx.graph, self.plan, self.programs

@@ -30,11 +30,15 @@ from .units import ORDINARY, Unit
 
 
 class RuleTargets:
-    def __init__(self, ctx: PlanContext, plan: Plan, with_tests: bool):
+    def __init__(self, ctx: PlanContext, plan: Plan, with_tests: bool,
+                 trees: dict[str, tuple[str, ...]] | None = None):
         self.ctx = ctx
         self.plan = plan
         self.with_tests = with_tests
+        self.trees = trees or {}  # tree output (execroot-relative, `/`-ended) -> its files, once listed
         self._objects: dict[str, str] = {}  # execroot-relative object -> the action making it
+        # the `/`-ended object directory of a compiled tree -> (object, compile id) of each of its sources
+        self._tree_objects: dict[str, list[tuple[str, str]]] = {}
 
     def units(self, pkg: Package) -> list[Unit]:
         """The units of `pkg`'s `compile()` sets; a source is an object's when a shared library
@@ -49,8 +53,11 @@ class RuleTargets:
         out: list[Unit] = []
         for c in program.compiles:
             settings = self._settings(pkg, c, test=any(o in tests for o in c.objects))
-            extra = self._generated_headers(pkg, c, made_by)
+            extra = self._generated_headers(pkg, c, made_by) + self._tree_headers(pkg, c)
             for src, obj in zip(c.srcs, c.objects):
+                if src.endswith("/"):
+                    out += self._tree_units(pkg, c, src, obj, made_by, settings, obj in shared, extra)
+                    continue
                 producer = None
                 if inside(src, ctx.layout.gen_dir(pkg.name)):
                     producer = made_by.get(src)
@@ -58,13 +65,56 @@ class RuleTargets:
                         raise McppError(f"package `{pkg.name}`: compile() source `{ctx.rel(src)}` is not an output "
                                         f"of any action its build program declares")
                 rel_obj = ctx.rel(obj)
-                shown = os.path.relpath(obj, os.path.dirname(os.path.dirname(obj)))[:-2]
                 u = Unit(pkg, Source(ctx.layout.package_path(pkg.root, src), role_of(src)), ORDINARY, rel_obj,
-                         f"compile {shown}", produced_by=producer, target=settings, pic=obj in shared,
+                         f"compile {self._shown(pkg, c, obj)[:-2]}", produced_by=producer, target=settings, pic=obj in shared,
                          extra_headers=extra)
                 self._objects[rel_obj] = u.action_id
                 out.append(u)
         return out
+
+    def _shown(self, pkg: Package, c: RuleCompile, obj: str) -> str:
+        """`<package>@<set>:<source>.o`, an object as its compile's id names it."""
+        base = os.path.join(self.ctx.layout.work_dir, "obj", f"{pkg.name}@{c.id}")
+        return f"{pkg.name}@{c.id}:{os.path.relpath(obj, base)}" + ("/" if obj.endswith("/") else "")
+
+    def _tree_units(self, pkg: Package, c: RuleCompile, tree: str, obj_dir: str, made_by: dict[str, str], settings: TargetSpec,
+                    pic: bool, extra: tuple[tuple[str, str], ...]) -> list[Unit]:
+        """The compiles of a tree output's C and C++ files, or none yet: before its generator
+        ran, the tree is noted in `plan.dynamic` and the build plans again once it did."""
+        ctx = self.ctx
+        producer = made_by.get(tree)
+        if producer is None:
+            raise McppError(f"package `{pkg.name}`: compile() source `{ctx.rel(tree.rstrip('/'))}/` is not a tree "
+                            f"output of any action its build program declares")
+        rel_tree = ctx.rel(tree.rstrip("/")) + "/"
+        listing = self.trees.get(rel_tree)
+        rel_dir = ctx.rel(obj_dir.rstrip("/")) + "/"
+        self._tree_objects[rel_dir] = []
+        if listing is None:
+            self.plan.dynamic.append(rel_tree)
+            return []
+        out = []
+        for f in listing:
+            if role_of(f) not in ("c", "cxx"):
+                continue
+            src = tree + f
+            obj = rel_dir + f + ".o"
+            u = Unit(pkg, Source(ctx.layout.package_path(pkg.root, src), role_of(f)), ORDINARY, obj,
+                     f"compile {self._shown(pkg, c, obj_dir)}{f}", produced_by=producer, target=settings, pic=pic, extra_headers=extra)
+            self._objects[obj] = u.action_id
+            self._tree_objects[rel_dir].append((obj, u.action_id))
+            out.append(u)
+        return out
+
+    def _tree_headers(self, pkg: Package, c: RuleCompile) -> tuple[tuple[str, str], ...]:
+        """(header, producing action) of the listed trees the set compiles or names in `includes`."""
+        made_by = {out: rule_action_id(pkg, ra) for ra in pkg.program.actions for out in ra.products}
+        out = []
+        for tree in [s for s in c.srcs if s.endswith("/")] + [d.rstrip("/") + "/" for d in c.includes]:
+            producer = made_by.get(tree)
+            listing = self.trees.get(self.ctx.rel(tree.rstrip("/")) + "/") if producer else None
+            out += [(self.ctx.rel(tree + f), producer) for f in listing or () if role_of(f) == "header"]
+        return tuple(dict.fromkeys(out))
 
     def _settings(self, pkg: Package, c: RuleCompile, test: bool) -> TargetSpec:
         """The set's flags as a target's own settings (`Compiles.compile` adds them to the
@@ -142,6 +192,11 @@ class RuleTargets:
         made_by = {out: rule_action_id(pkg, ra) for ra in pkg.program.actions for out in ra.products}
         objs, ids = [], []
         for o in t.objects:
+            if o.endswith("/"):  # every object of a compiled tree
+                for obj, producer in self._tree_objects.get(self.ctx.rel(o.rstrip("/")) + "/", ()):
+                    objs.append(obj)
+                    ids.append(producer)
+                continue
             rel = self.ctx.rel(o)
             producer = self._objects.get(rel) or made_by.get(o)
             if producer is None:

@@ -60,7 +60,9 @@ class TargetsApi:
     # -- compile ----------------------------------------------------------------------------------
     def compile(self, srcs, flags=(), includes=(), defines=(), cflags=(), cxxflags=(), name=None) -> list[str]:
         """Objects of `srcs`, compiled with the package's flags plus these (`flags` for every
-        source, `cflags`/`cxxflags` for C or C++ ones alone); returns their paths."""
+        source, `cflags`/`cxxflags` for C or C++ ones alone); returns their paths. A source ending
+        in `/` is an action's tree output: every C and C++ file in it is compiled, and its
+        objects are named by one path ending in `/` that `link()` takes as all of them."""
         srcs = _strs("compile", "srcs", srcs)
         if not srcs:
             raise ProgramApiError("compile(): `srcs` is empty")
@@ -71,6 +73,15 @@ class TargetsApi:
         resolved, objects = [], []
         for src in srcs:
             path = self._path(src)
+            if src.endswith("/") and src.strip("/"):
+                # a tree output: its files are compiled once its action ran (engine/plan/dynamic_trees.py)
+                if not inside(path, self.ctx.out_dir) or path == os.path.normpath(self.ctx.out_dir):
+                    raise ProgramApiError(f"compile(): `{src}` ends in `/`, so it is a tree output of an action, "
+                                          f"and those are under out_dir() (`{self.ctx.out_dir}`)")
+                shown = "gen/" + os.path.relpath(path, self.ctx.out_dir) + "/"
+                resolved.append(path + "/")
+                objects.append(os.path.join(self._work, "obj", f"{self.ctx.package}@{cid}", shown))
+                continue
             role = role_of(path)
             if role not in _COMPILED:
                 raise ProgramApiError(f"compile(): `{src}` is not a C or C++ source (.c, .cpp, .cc, .cxx)")
@@ -163,7 +174,7 @@ class TargetsApi:
         return self._output(t.kind, t.name)
 
     def _object(self, where: str, o: str) -> str:
-        path = self._path(o)
+        path = self._path(o) + ("/" if o.endswith("/") and o.strip("/") else "")
         known = {obj for c in self.result.compiles for obj in c.objects}
         if path not in known and not inside(path, self.ctx.out_dir):
             raise ProgramApiError(f"{where}: object `{o}` is neither from compile() nor under out_dir()")
