@@ -150,7 +150,11 @@ def _rule_targets(pkg: Package, layout: Layout) -> list[dict]:
     out = []
     for t in result.targets if result is not None else ():
         if t.kind == "test":
-            path = os.path.join(layout.out_dir, t.binary) if t.binary else layout.test_binary(pkg.name, t.name)
+            runs = next((b for b in result.targets if b.kind == "bin" and b.name == t.binary), None)
+            path = layout.test_binary(pkg.name, t.name) if runs is None else \
+                layout.test_binary(pkg.name, runs.name) if runs.testonly else os.path.join(layout.out_dir, runs.name)
+        elif t.testonly:
+            path = layout.test_binary(pkg.name, t.name)
         else:
             path = os.path.join(layout.out_dir, {"bin": t.name, "static": f"lib{t.name}.a",
                                                  "shared": f"lib{t.name}.so"}[t.kind])

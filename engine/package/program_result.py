@@ -60,6 +60,7 @@ class RuleTarget:
     deps: tuple[str, ...] = ()  # static rule libraries of this package it links, by name
     data: tuple[str, ...] = ()  # test: absolute paths, passed to the test binary as its arguments
     binary: str | None = None  # test: runs this rule binary of the package instead of linking one
+    testonly: bool = False  # bin: built for `mcpp test` alone (what its tests run), never run or installed
 
 
 @dataclass

@@ -76,7 +76,7 @@ class Compiles:
         if t is not None:
             user += list(t.cflags if u.source.role == "c" else t.cxxflags)
             defines += list(t.defines)
-            incs = [ctx.layout.package_exec_path(pkg.root, d) for d in t.include_dirs] + incs
+            incs = [ctx.layout.package_exec_path(pkg.root, d) for d in t.include_dirs] + list(u.extra_includes) + incs
         needed = self.modules.closure(u)
         uses_modules = bool(needed or u.info.module or u.info.imports)
         gen_headers = self.generated_headers(pkg, is_test) + list(u.extra_headers)
@@ -262,8 +262,9 @@ class Compiles:
                 dirs = [d.rstrip("/") + "/" for d in include_dirs(p)]
                 for ra in p.program.actions:
                     for out in ra.products:
-                        if any(out.startswith(d) for d in dirs):
-                            found.append((self.ctx.rel(out), rule_action_id(p, ra)))
+                        if any(out.startswith(d) for d in dirs):  # a tree output keeps its `/`: staged whole
+                            found.append((self.ctx.rel(out) + ("/" if out.endswith("/") else ""),
+                                          rule_action_id(p, ra)))
             self._gen_header_memo[key] = found
         return self._gen_header_memo[key]
 

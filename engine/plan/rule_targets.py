@@ -49,14 +49,20 @@ class RuleTargets:
         ctx = self.ctx
         made_by = {out: rule_action_id(pkg, ra) for ra in program.actions for out in ra.products}
         shared = {o for t in program.targets if t.kind == "shared" for o in t.objects}
-        tests = {o for t in program.targets if t.kind == "test" for o in t.objects}
+        tests = {o for t in program.targets if t.kind == "test" or t.testonly for o in t.objects}
+        built = {o for t in program.targets if self._built(pkg, t) for o in t.objects}
         out: list[Unit] = []
+        gen_root = os.path.join(ctx.layout.work_dir, "gen")
         for c in program.compiles:
+            generated_incs = tuple(ctx.rel(d) for d in c.includes if inside(d, gen_root))
+            if program.targets and not any(o in built for o in c.objects) and all(o in tests for o in c.objects):
+                continue  # only tests link it, and this build runs none
             settings = self._settings(pkg, c, test=any(o in tests for o in c.objects))
             extra = self._generated_headers(pkg, c, made_by) + self._tree_headers(pkg, c)
             for src, obj in zip(c.srcs, c.objects):
                 if src.endswith("/"):
-                    out += self._tree_units(pkg, c, src, obj, made_by, settings, obj in shared, extra)
+                    out += self._tree_units(pkg, c, src, obj, made_by, settings, obj in shared, extra,
+                                            generated_incs)
                     continue
                 producer = None
                 if inside(src, ctx.layout.gen_dir(pkg.name)):
@@ -67,7 +73,7 @@ class RuleTargets:
                 rel_obj = ctx.rel(obj)
                 u = Unit(pkg, Source(ctx.layout.package_path(pkg.root, src), role_of(src)), ORDINARY, rel_obj,
                          f"compile {self._shown(pkg, c, obj)[:-2]}", produced_by=producer, target=settings, pic=obj in shared,
-                         extra_headers=extra)
+                         extra_headers=extra, extra_includes=generated_incs)
                 self._objects[rel_obj] = u.action_id
                 out.append(u)
         return out
@@ -78,7 +84,7 @@ class RuleTargets:
         return f"{pkg.name}@{c.id}:{os.path.relpath(obj, base)}" + ("/" if obj.endswith("/") else "")
 
     def _tree_units(self, pkg: Package, c: RuleCompile, tree: str, obj_dir: str, made_by: dict[str, str], settings: TargetSpec,
-                    pic: bool, extra: tuple[tuple[str, str], ...]) -> list[Unit]:
+                    pic: bool, extra: tuple[tuple[str, str], ...], incs: tuple[str, ...]) -> list[Unit]:
         """The compiles of a tree output's C and C++ files, or none yet: before its generator
         ran, the tree is noted in `plan.dynamic` and the build plans again once it did."""
         ctx = self.ctx
@@ -100,7 +106,8 @@ class RuleTargets:
             src = tree + f
             obj = rel_dir + f + ".o"
             u = Unit(pkg, Source(ctx.layout.package_path(pkg.root, src), role_of(f)), ORDINARY, obj,
-                     f"compile {self._shown(pkg, c, obj_dir)}{f}", produced_by=producer, target=settings, pic=pic, extra_headers=extra)
+                     f"compile {self._shown(pkg, c, obj_dir)}{f}", produced_by=producer, target=settings, pic=pic,
+                     extra_headers=extra, extra_includes=incs)
             self._objects[obj] = u.action_id
             self._tree_objects[rel_dir].append((obj, u.action_id))
             out.append(u)
@@ -118,10 +125,14 @@ class RuleTargets:
 
     def _settings(self, pkg: Package, c: RuleCompile, test: bool) -> TargetSpec:
         """The set's flags as a target's own settings (`Compiles.compile` adds them to the
-        package's); a test's set sees the dev-dependencies, as a test target does."""
+        package's); a test's set sees the dev-dependencies, as a test target does. Include
+        directories of generated files are the units' `extra_includes`: their headers are the
+        actions' outputs, never globbed."""
+        gen_root = os.path.join(self.ctx.layout.work_dir, "gen")
         return TargetSpec(f"{pkg.name}@{c.id}", "test" if test else "lib", cflags=c.cflags, cxxflags=c.cxxflags,
                           defines=c.defines,
-                          include_dirs=tuple(PkgPath(self.ctx.layout.package_path(pkg.root, d)) for d in c.includes))
+                          include_dirs=tuple(PkgPath(self.ctx.layout.package_path(pkg.root, d)) for d in c.includes
+                                             if not inside(d, gen_root)))
 
     def _generated_headers(self, pkg: Package, c: RuleCompile, made_by: dict[str, str]) -> tuple[tuple[str, str], ...]:
         """(header, producing action) of the package's action outputs under the set's include
@@ -154,18 +165,17 @@ class RuleTargets:
         ctx = self.ctx
         # static rule library name -> (archive, action id)
         own = {action_id.split(":", 1)[1]: (out, action_id) for out, action_id in links.rule_archives.get(pkg, [])}
-        member = any(pkg is m for m in ctx.graph.members)
         for t in program.targets:
-            if t.kind == "static":
+            if t.kind == "static" or not self._built(pkg, t):
                 continue
             objs, ids = self._objects_of(pkg, t)
-            if t.kind == "test" and not (self.with_tests and member):
-                continue
             if t.kind == "test" and t.binary is not None:
-                path = ExecPath(ctx.rel(os.path.join(ctx.layout.out_dir, t.binary)))
+                runs = next(b for b in program.targets if b.kind == "bin" and b.name == t.binary)
+                path = ExecPath(ctx.rel(ctx.layout.test_binary(pkg.name, runs.name) if runs.testonly
+                                        else os.path.join(ctx.layout.out_dir, runs.name)))
                 self.plan.artifacts.append(Artifact(pkg.name, t.name, ArtifactKind.TEST, path, args=t.data))
                 continue
-            dev = t.kind == "test"
+            dev = t.kind == "test" or t.testonly
             archives = [own[d][0] for d in t.deps]
             prereqs = [own[d][1] for d in t.deps]
             if pkg in links.archives:
@@ -174,7 +184,8 @@ class RuleTargets:
             dep_archives, dep_ids = links.dep_archives(pkg, dev)
             ldflags = links.ldflags(pkg, dev) + [lib if lib.startswith("-") else f"-l{lib}" for lib in t.libs]
             if t.kind == "bin":
-                out = ExecPath(ctx.rel(os.path.join(ctx.layout.out_dir, t.name)))
+                out = ExecPath(ctx.rel(ctx.layout.test_binary(pkg.name, t.name) if t.testonly
+                                       else os.path.join(ctx.layout.out_dir, t.name)))
                 kind = ArtifactKind.BIN
             elif t.kind == "shared":
                 out = ExecPath(ctx.rel(os.path.join(ctx.layout.out_dir, f"lib{t.name}.so")))
@@ -185,7 +196,14 @@ class RuleTargets:
             links.link(pkg, f"link {pkg.name}:{t.name}" if kind != ArtifactKind.TEST else
                        f"link-test {pkg.name}:{t.name}", out, objs, archives + dep_archives, ldflags,
                        kind == ArtifactKind.SHARED, ids + prereqs + dep_ids, dev=dev)
-            self.plan.artifacts.append(Artifact(pkg.name, t.name, kind, out, args=t.data if dev else ()))
+            if not t.testonly:
+                self.plan.artifacts.append(Artifact(pkg.name, t.name, kind, out, args=t.data if dev else ()))
+
+    def _built(self, pkg: Package, t: RuleTarget) -> bool:
+        """Whether this build makes `t`: a test (or a `testonly` binary) only for `mcpp test` of a member."""
+        if t.kind == "test" or t.testonly:
+            return self.with_tests and any(pkg is m for m in self.ctx.graph.members)
+        return True
 
     def _objects_of(self, pkg: Package, t: RuleTarget) -> tuple[list[str], list[str]]:
         """(execroot-relative objects, their producing actions) a target links."""

@@ -119,18 +119,23 @@ class TargetsApi:
                                         libs=tuple(_strs("link", "libs", libs)),
                                         deps=tuple(self._deps("link", deps))))
 
-    def binary(self, name, srcs, deps=(), flags=(), includes=(), defines=(), libs=()) -> str:
+    def binary(self, name, srcs=(), deps=(), flags=(), includes=(), defines=(), libs=(), objects=(),
+               testonly=False) -> str:
         name = self._name("binary", name)
-        objs = self.compile(srcs, flags=flags, includes=includes, defines=defines, name=f"bin-{name}")
+        if not isinstance(testonly, bool):
+            raise ProgramApiError(f"binary(`{name}`): `testonly` must be a bool, got {type(testonly).__name__}")
+        objs = self._sources_and_objects(f"binary(`{name}`)", f"bin-{name}", srcs, objects, flags, includes, defines)
         return self._declare(RuleTarget(name=name, kind="bin", objects=tuple(objs),
                                         libs=tuple(_strs("binary", "libs", libs)),
-                                        deps=tuple(self._deps("binary", deps))))
+                                        deps=tuple(self._deps("binary", deps)), testonly=testonly))
 
-    def library(self, name, srcs, kind="static", deps=(), flags=(), includes=(), defines=(), libs=()) -> str:
+    def library(self, name, srcs=(), kind="static", deps=(), flags=(), includes=(), defines=(), libs=(),
+                objects=()) -> str:
         name = self._name("library", name)
         if kind not in ("static", "shared"):
             raise ProgramApiError(f"library(`{name}`): unknown kind `{kind}` (expected static or shared)")
-        objs = self.compile(srcs, flags=flags, includes=includes, defines=defines, name=f"lib-{name}")
+        objs = self._sources_and_objects(f"library(`{name}`)", f"lib-{name}", srcs, objects, flags, includes,
+                                         defines)
         return self._declare(RuleTarget(name=name, kind=kind, objects=tuple(objs),
                                         libs=tuple(_strs("library", "libs", libs)),
                                         deps=tuple(self._deps("library", deps))))
@@ -152,7 +157,8 @@ class TargetsApi:
         if binary is not None:
             _need_str("test", "binary", binary)
             bins = {t.name: t for t in self.result.targets if t.kind == "bin"}
-            found = bins.get(binary) or next((t for t in bins.values() if self._output("bin", t.name) == binary), None)
+            found = bins.get(binary) or next((t for t in bins.values() if self._output(
+                "test" if t.testonly else "bin", t.name) == binary), None)
             if found is None:
                 have = ", ".join(sorted(bins)) or "none"
                 raise ProgramApiError(f"test(`{name}`): `{binary}` is not a binary this package's rules declared "
@@ -164,14 +170,24 @@ class TargetsApi:
                                         deps=tuple(self._deps("test", deps))))
 
     # -- helpers ----------------------------------------------------------------------------------
+    def _sources_and_objects(self, where: str, cid: str, srcs, objects, flags, includes, defines) -> list[str]:
+        """The objects a target links: its `srcs` compiled (a set named `cid`) and `objects` as given."""
+        srcs = _strs(where.split("(")[0], "srcs", srcs)
+        given = [self._object(where, o) for o in _strs(where.split("(")[0], "objects", objects)]
+        if not srcs and not given:
+            raise ProgramApiError(f"{where}: give `srcs` to compile or `objects` to link")
+        made = self.compile(srcs, flags=flags, includes=includes, defines=defines, name=cid) if srcs else []
+        return made + given
+
     def _declare(self, t: RuleTarget) -> str:
-        clash = next((o for o in self.result.targets if o.name == t.name and (o.kind == "test") == (t.kind == "test")),
+        apart = t.kind == "test" or t.testonly  # a test's binary lands among the tests
+        clash = next((o for o in self.result.targets if o.name == t.name and (o.kind == "test" or o.testonly) == apart),
                      None)
         if clash is not None:
             raise ProgramApiError(f"{t.kind} `{t.name}`: package `{self.ctx.package}` already declares a "
                                   f"{clash.kind} target with that name")
         self.result.targets.append(t)
-        return self._output(t.kind, t.name)
+        return self._output("test" if apart else t.kind, t.name)
 
     def _object(self, where: str, o: str) -> str:
         path = self._path(o) + ("/" if o.endswith("/") and o.strip("/") else "")
