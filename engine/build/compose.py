@@ -175,10 +175,12 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
                                (toolchain.identity, profile, layout.target_dir, with_tests, env, _linkers(toolchain)))
         else:  # a host tool's build inside the build: neither remembered nor given
             plan = make(scans.scan, scans.includes)
+        announced: set[str] = set()
         if plan.dynamic:  # sources a generator names as it runs: run it, then plan again (dynamic_trees.py)
             first, _ = _run_plan(dynamic_trees.subset(plan, dynamic_trees.producers(plan)), graph, layout,
                                  toolchain, opts, reporter, state, scans, runner, stores, policy, memory,
-                                 payload_roots=env.roots() + toolchain_roots(toolchain), top=False)
+                                 payload_roots=env.roots() + toolchain_roots(toolchain), top=False,
+                                 announced=announced)
             if not first.ok:
                 names = ", ".join(first.failed[:3]) + (" ..." if len(first.failed) > 3 else "")
                 raise BuildFailed(f"build failed: {len(first.failed)} action(s) failed ({names})")
@@ -188,7 +190,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
                                      policy, memory, timings, env.roots() + toolchain_roots(toolchain),
-                                     top=opts.target_override is None, warm=warm)
+                                     top=opts.target_override is None, warm=warm, announced=announced)
         if timings is not None:  # also for a failed build: where the time went is as telling
             timings.finish(skipped=len(result.skipped))
             for path in timings.write(layout.target_dir, opts.timings, opts.trace):
@@ -359,7 +361,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
               reporter: Reporter, state: BuildState, scans: ScanCache, runner: ActionRunner | None,
               stores: Stores, policy: TrustPolicy, memory: BuildMemory, timings: TimingsRecorder | None = None,
               payload_roots: tuple[str, ...] = (), top: bool = True,
-              warm: SandboxWarmUp | None = None) -> tuple[ScheduleResult, Counters]:
+              warm: SandboxWarmUp | None = None, announced: set[str] | None = None) -> tuple[ScheduleResult, Counters]:
     """Schedule every action of the plan through the pipeline; save the state, also on failure.
     `top`: the build the user asked for, not a host tool's build inside it; `warm`: its
     sandbox, made ahead (`_warm_up`)."""
@@ -407,7 +409,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     pipeline.timings = timings
     pipeline.package_dirs = lambda: {p.name: PackageDirs(p.name, p.manifest.root) for p in graph.order}
     packages = {p.name: p for p in graph.order}
-    announced: set[str] = set()
+    announced = set() if announced is None else announced  # packages whose `Compiling` line was shown
     reporter.event("build-started", actions=len(plan.actions), jobs=jobs)
 
     def on_start(action_id: str) -> None:

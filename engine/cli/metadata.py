@@ -160,7 +160,7 @@ def _rule_targets(pkg: Package, layout: Layout) -> list[dict]:
                                                  "shared": f"lib{t.name}.so"}[t.kind])
         kind = {"static": "lib"}.get(t.kind, t.kind)
         out.append({"kind": kind, "name": t.name, "main": None, "output": path, "implicit": False, "rule": True,
-                    "args": list(t.data)})
+                    "testonly": t.testonly, "args": list(t.data)})
     return out
 
 
