@@ -23,12 +23,20 @@ _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 _COMPILED = ("c", "cxx")
 
 
+_STARLARK_TYPES = {"str": "string", "NoneType": "None", "tuple": "tuple", "list": "list", "dict": "dict"}
+
+
+def _type(value) -> str:
+    """A value's type as Starlark names it."""
+    return _STARLARK_TYPES.get(type(value).__name__, type(value).__name__)
+
+
 def _strs(func: str, arg: str, value) -> list[str]:
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
-        raise ProgramApiError(f"{func}(): `{arg}` must be a list of strings, got {type(value).__name__}")
+        raise ProgramApiError(f"{func}(): `{arg}` must be a list of strings, got {_type(value)}")
     for v in value:
         if not isinstance(v, str):
-            raise ProgramApiError(f"{func}(): `{arg}` must be a list of strings, got a {type(v).__name__} in it")
+            raise ProgramApiError(f"{func}(): `{arg}` must be a list of strings, got a {_type(v)} in it")
         if "\0" in v:
             raise ProgramApiError(f"{func}(): `{arg}` contains a NUL byte")
     return list(value)
@@ -123,7 +131,8 @@ class TargetsApi:
                testonly=False) -> str:
         name = self._name("binary", name)
         if not isinstance(testonly, bool):
-            raise ProgramApiError(f"binary(`{name}`): `testonly` must be a bool, got {type(testonly).__name__}")
+            raise ProgramApiError(f"binary(`{name}`): `testonly` must be a bool, got {_type(testonly)}")
+        self._free("bin", name, testonly)
         objs = self._sources_and_objects(f"binary(`{name}`)", f"bin-{name}", srcs, objects, flags, includes, defines)
         return self._declare(RuleTarget(name=name, kind="bin", objects=tuple(objs),
                                         libs=tuple(_strs("binary", "libs", libs)),
@@ -134,6 +143,7 @@ class TargetsApi:
         name = self._name("library", name)
         if kind not in ("static", "shared"):
             raise ProgramApiError(f"library(`{name}`): unknown kind `{kind}` (expected static or shared)")
+        self._free(kind, name)
         objs = self._sources_and_objects(f"library(`{name}`)", f"lib-{name}", srcs, objects, flags, includes,
                                          defines)
         return self._declare(RuleTarget(name=name, kind=kind, objects=tuple(objs),
@@ -147,6 +157,7 @@ class TargetsApi:
         name = self._name("test", name)
         if (srcs is None) == (binary is None):
             raise ProgramApiError(f"test(`{name}`): give exactly one of `srcs` and `binary`")
+        self._free("test", name)
         files = []
         for d in _strs("test", "data", data):
             path = self._path(d)
@@ -179,13 +190,18 @@ class TargetsApi:
         made = self.compile(srcs, flags=flags, includes=includes, defines=defines, name=cid) if srcs else []
         return made + given
 
-    def _declare(self, t: RuleTarget) -> str:
-        apart = t.kind == "test" or t.testonly  # a test's binary lands among the tests
-        clash = next((o for o in self.result.targets if o.name == t.name and (o.kind == "test" or o.testonly) == apart),
+    def _free(self, kind: str, name: str, testonly: bool = False) -> None:
+        """A target's name is unique among the package's rule targets that land beside it."""
+        apart = kind == "test" or testonly  # a test's binary lands among the tests
+        clash = next((o for o in self.result.targets if o.name == name and (o.kind == "test" or o.testonly) == apart),
                      None)
         if clash is not None:
-            raise ProgramApiError(f"{t.kind} `{t.name}`: package `{self.ctx.package}` already declares a "
+            raise ProgramApiError(f"{kind} `{name}`: package `{self.ctx.package}` already declares a "
                                   f"{clash.kind} target with that name")
+
+    def _declare(self, t: RuleTarget) -> str:
+        self._free(t.kind, t.name, t.testonly)
+        apart = t.kind == "test" or t.testonly
         self.result.targets.append(t)
         return self._output("test" if apart else t.kind, t.name)
 
