@@ -14,7 +14,7 @@ import platform as host_platform
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, cast
 
 from mcpp.cas.action import ActionKind, Platform
 from mcpp.cas.atomic import PUBLIC, write_atomic
@@ -171,8 +171,9 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
                            includes=includes, expand=memory.expand, trees=trees).build()
 
         if opts.target_override is None:
-            plan = memory.plan(make, scans.scan, scans.includes, graph,
-                               (toolchain.identity, profile, layout.target_dir, with_tests, env, _linkers(toolchain)))
+            plan = cast(Plan, memory.plan(make, scans.scan, scans.includes, graph,
+                                          (toolchain.identity, profile, layout.target_dir, with_tests, env,
+                                           _linkers(toolchain))))
         else:  # a host tool's build inside the build: neither remembered nor given
             plan = make(scans.scan, scans.includes)
         announced: set[str] = set()

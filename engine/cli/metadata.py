@@ -148,9 +148,10 @@ def _rule_targets(pkg: Package, layout: Layout) -> list[dict]:
         return []
     result = last_result(layout.program_cache, pkg.name)
     out = []
-    for t in result.targets if result is not None else ():
+    targets = result.targets if result is not None else []
+    for t in targets:
         if t.kind == "test":
-            runs = next((b for b in result.targets if b.kind == "bin" and b.name == t.binary), None)
+            runs = next((b for b in targets if b.kind == "bin" and b.name == t.binary), None)
             path = layout.test_binary(pkg.name, t.name) if runs is None else \
                 layout.test_binary(pkg.name, runs.name) if runs.testonly else os.path.join(layout.out_dir, runs.name)
         elif t.testonly:

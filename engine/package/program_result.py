@@ -7,6 +7,7 @@ on the evaluator, and the evaluator depends on the package model, not the other 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 # What an action's outputs become (`role` of `mcpp.action`, docs/rules.md): compiled with the
 # package, linked into it, checked (run, consumed by nobody), or made after the link.
@@ -91,8 +92,11 @@ class ProgramResult:
                                  "outputs": tuple(a["outputs"]), "tools": tuple(a["tools"]),
                                  "env": tuple(tuple(kv) for kv in a["env"])})
                    for a in data["actions"]]
-        compiles = [RuleCompile(**{k: tuple(v) if isinstance(v, list) else v for k, v in c.items()})
-                    for c in data.get("compiles", [])]
-        targets = [RuleTarget(**{k: tuple(v) if isinstance(v, list) else v for k, v in t.items()})
-                   for t in data.get("targets", [])]
+        compiles = [RuleCompile(**_tupled(c)) for c in data.get("compiles", [])]
+        targets = [RuleTarget(**_tupled(t)) for t in data.get("targets", [])]
         return cls(**{**data, "actions": actions, "compiles": compiles, "targets": targets})
+
+
+def _tupled(fields: dict) -> dict[str, Any]:
+    """A dataclass's fields read back from JSON: its lists are tuples again."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}

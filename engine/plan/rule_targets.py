@@ -16,6 +16,7 @@ from mcpp.cas.action import Action, ActionKind
 
 from . import compile_flags as cf
 from ..core.containment import inside
+from ..core.conventions import Role
 from ..core.errors import McppError
 from ..core.paths import ExecPath, PkgPath
 from ..manifest.model import TargetSpec
@@ -71,7 +72,7 @@ class RuleTargets:
                         raise McppError(f"package `{pkg.name}`: compile() source `{ctx.rel(src)}` is not an output "
                                         f"of any action its build program declares")
                 rel_obj = ctx.rel(obj)
-                u = Unit(pkg, Source(ctx.layout.package_path(pkg.root, src), role_of(src)), ORDINARY, rel_obj,
+                u = Unit(pkg, Source(ctx.layout.package_path(pkg.root, src), _role(src)), ORDINARY, rel_obj,
                          f"compile {self._shown(pkg, c, obj)[:-2]}", produced_by=producer, target=settings, pic=obj in shared,
                          extra_headers=extra, extra_includes=generated_incs)
                 self._objects[rel_obj] = u.action_id
@@ -105,7 +106,7 @@ class RuleTargets:
                 continue
             src = tree + f
             obj = rel_dir + f + ".o"
-            u = Unit(pkg, Source(ctx.layout.package_path(pkg.root, src), role_of(f)), ORDINARY, obj,
+            u = Unit(pkg, Source(ctx.layout.package_path(pkg.root, src), _role(f)), ORDINARY, obj,
                      f"compile {self._shown(pkg, c, obj_dir)}{f}", produced_by=producer, target=settings, pic=pic,
                      extra_headers=extra, extra_includes=incs)
             self._objects[obj] = u.action_id
@@ -115,12 +116,14 @@ class RuleTargets:
 
     def _tree_headers(self, pkg: Package, c: RuleCompile) -> tuple[tuple[str, str], ...]:
         """(header, producing action) of the listed trees the set compiles or names in `includes`."""
-        made_by = {out: rule_action_id(pkg, ra) for ra in pkg.program.actions for out in ra.products}
-        out = []
+        made_by = _made_by(pkg)
+        out: list[tuple[str, str]] = []
         for tree in [s for s in c.srcs if s.endswith("/")] + [d.rstrip("/") + "/" for d in c.includes]:
             producer = made_by.get(tree)
-            listing = self.trees.get(self.ctx.rel(tree.rstrip("/")) + "/") if producer else None
-            out += [(self.ctx.rel(tree + f), producer) for f in listing or () if role_of(f) == "header"]
+            if producer is None:
+                continue
+            listing = self.trees.get(self.ctx.rel(tree.rstrip("/")) + "/", ())
+            out += [(self.ctx.rel(tree + f), producer) for f in listing if role_of(f) == "header"]
         return tuple(dict.fromkeys(out))
 
     def _settings(self, pkg: Package, c: RuleCompile, test: bool) -> TargetSpec:
@@ -207,13 +210,14 @@ class RuleTargets:
 
     def _objects_of(self, pkg: Package, t: RuleTarget) -> tuple[list[str], list[str]]:
         """(execroot-relative objects, their producing actions) a target links."""
-        made_by = {out: rule_action_id(pkg, ra) for ra in pkg.program.actions for out in ra.products}
-        objs, ids = [], []
+        made_by = _made_by(pkg)
+        objs: list[str] = []
+        ids: list[str] = []
         for o in t.objects:
             if o.endswith("/"):  # every object of a compiled tree
-                for obj, producer in self._tree_objects.get(self.ctx.rel(o.rstrip("/")) + "/", ()):
+                for obj, compile_id in self._tree_objects.get(self.ctx.rel(o.rstrip("/")) + "/", ()):
                     objs.append(obj)
-                    ids.append(producer)
+                    ids.append(compile_id)
                 continue
             rel = self.ctx.rel(o)
             producer = self._objects.get(rel) or made_by.get(o)
@@ -223,3 +227,17 @@ class RuleTargets:
             objs.append(rel)
             ids.append(producer)
         return objs, ids
+
+
+def _made_by(pkg: Package) -> dict[str, str]:
+    """Each output of `pkg`'s program's actions -> the id of the action making it."""
+    actions = pkg.program.actions if pkg.program is not None else []
+    return {out: rule_action_id(pkg, ra) for ra in actions for out in ra.products}
+
+
+def _role(path: str) -> Role:
+    """The role of a source `compile()` accepted (C or C++, checked when it was declared)."""
+    role = role_of(path)
+    if role is None:
+        raise McppError(f"`{path}` is not a C or C++ source")
+    return role

@@ -19,12 +19,13 @@ from dataclasses import asdict
 from ..core.containment import inside
 from ..package.features import feature_define
 from ..package.model import Package
+from ..package.program_result import ProgramResult
 from ..package.sources import include_dirs
 from ..package.targets import targets_of
 from ..plan.compile_flags import std_flag
 from ..plan.context import transitive_deps
 from .api_errors import ProgramApiError, _need_str
-from .context import BinRef, CompileContext, RulePackageRef, ToolchainInfo
+from .context import BinRef, CompileContext, ProgramContext, RulePackageRef, ToolchainInfo
 
 # Functions that return a struct: Starlark builds it (a Python callable returns only plain
 # values), in a wrapper the prelude defines with the same (empty) signature, so a wrong call is
@@ -109,6 +110,9 @@ def context_extras(pkg: Package, rule_modules: dict, toolchain, profile, bin_dir
 
 class ContextApi:
     """`toolchain`, `cxx_flags`, `bin`, `rule_dir`, `package`, `rule_package`, `object`, `write`."""
+
+    ctx: ProgramContext  # McppApi's, which this mixin uses
+    result: ProgramResult
 
     CONTEXT_FUNCTIONS = ("toolchain", "cxx_flags", "c_flags", "bin", "rule_dir", "package", "rule_package", "object",
                          "write")

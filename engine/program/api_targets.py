@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Callable
 
 from ..core.containment import inside
 from ..package.program_result import RuleCompile, RuleTarget
 from ..package.sources import role_of
+from ..package.program_result import ProgramResult
 from .api_errors import ProgramApiError, _need_str
+from .context import ProgramContext
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 _COMPILED = ("c", "cxx")
@@ -46,6 +49,12 @@ class TargetsApi:
     """`compile`, `link`, `binary`, `library`, `test`."""
 
     TARGET_FUNCTIONS = ("compile", "link", "binary", "library", "test")
+
+    # McppApi's, which this mixin uses
+    ctx: ProgramContext
+    result: ProgramResult
+    _path: Callable[[str], str]
+    _inside: Callable[[str, str], None]
 
     # -- where things land (the planner's Layout, engine/package/layout.py) ----------------------
     @property
