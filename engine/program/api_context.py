@@ -126,6 +126,12 @@ class ContextApi:
                 return self._rule_package_of(path, "rule_dir").root
             rule_dir.__qualname__ = "ContextApi.rule_dir"  # named so in a wrong call's TypeError
             return rule_dir
+        if name == "probe":
+            def probe(argv, inputs=(), tools=()):
+                owners = [r for r in self.ctx.rule_packages if path.startswith(r.root.rstrip("/") + "/")]
+                rule_root = max(owners, key=lambda r: len(r.root)).root if owners else None
+                return self._probe(argv, inputs, tools, rule_root)
+            return probe
         if name == "rule_package":
             def rule_package():
                 r = self._rule_package_of(path, "rule_package")

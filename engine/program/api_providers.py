@@ -46,6 +46,10 @@ class ProvidersApi:
     def probe(self, argv, inputs=(), tools=()) -> dict:
         return run_probe(self, argv, inputs, tools)
 
+    def _probe(self, argv, inputs, tools, rule_root: str | None) -> dict:
+        """`probe` called from a file of the rule package at `rule_root`: its files may be inputs."""
+        return run_probe(self, argv, inputs, tools, rule_root)
+
 
 def _check_plain(what: str, value) -> None:
     if value is None or isinstance(value, (str, bool, int, float)):
