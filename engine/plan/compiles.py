@@ -15,6 +15,7 @@ from mcpp.cas.action import Action, ActionKind
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
 from . import compile_flags as cf
+from ..core.containment import inside
 from ..core.conventions import Role
 from ..modules.p1689 import PreprocessScan, scan_deps_tool
 from ..package.features import feature_define
@@ -192,7 +193,9 @@ class Compiles:
             user += pkg.program.cflags if role == "c" else pkg.program.cxxflags
             defines += pkg.program.defines
         for p in [pkg] + transitive_deps(pkg, dev):
-            incs += [self.ctx.rel(d) for d in include_dirs(p)]
+            # A directory outside the build (an installed payload's, which the sandbox mounts where it
+            # lies) is named absolute and read as system headers are: keyed through the depfile.
+            incs += [self.ctx.rel(d) if inside(d, self.ctx.execroot) else d for d in include_dirs(p)]
         return user, defines, list(dict.fromkeys(incs))
 
     # -- headers -------------------------------------------------------------------------------
@@ -204,7 +207,8 @@ class Compiles:
         out: list[str] = []
         for p in [pkg] + transitive_deps(pkg, dev):
             if p not in self._pools:
-                self._pools[p] = tuple(self.ctx.rel(h) for h in header_pool(p, self.ctx.expand))
+                self._pools[p] = tuple(self.ctx.rel(h) for h in header_pool(p, self.ctx.expand)
+                                       if inside(h, self.ctx.execroot))  # what is staged, not mounted
             out.extend(self._pools[p])
         if dev:  # a test may include the headers beside it (its framework, the suite's helpers)
             if (pkg, "tests") not in self._pools:
