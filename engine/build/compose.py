@@ -177,8 +177,9 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         else:  # a host tool's build inside the build: neither remembered nor given
             plan = make(scans.scan, scans.includes)
         announced: set[str] = set()
+        first_counters = None
         if plan.dynamic:  # sources a generator names as it runs: run it, then plan again (dynamic_trees.py)
-            first, _ = _run_plan(dynamic_trees.subset(plan, dynamic_trees.producers(plan)), graph, layout,
+            first, first_counters = _run_plan(dynamic_trees.subset(plan, dynamic_trees.producers(plan)), graph, layout,
                                  toolchain, opts, reporter, state, scans, runner, stores, policy, memory,
                                  payload_roots=env.roots() + toolchain_roots(toolchain), top=False,
                                  announced=announced)
@@ -192,6 +193,8 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
                                      policy, memory, timings, env.roots() + toolchain_roots(toolchain),
                                      top=opts.target_override is None, warm=warm, announced=announced)
+        if first_counters is not None:
+            _merge_first_phase(counters, first_counters)
         if timings is not None:  # also for a failed build: where the time went is as telling
             timings.finish(skipped=len(result.skipped))
             for path in timings.write(layout.target_dir, opts.timings, opts.trace):
@@ -309,6 +312,17 @@ def _is_executable(path: str) -> bool:
         return bool(os.stat(path).st_mode & 0o111)
     except OSError:
         return False
+
+
+def _merge_first_phase(counters: Counters, first: Counters) -> None:
+    """What the generators of a two-phase build did, counted once: the second phase found the
+    actions the first ran or restored fresh."""
+    done = first.executed + first.cache_hits + first.remote_hits
+    counters.executed += first.executed
+    counters.cache_hits += first.cache_hits
+    counters.remote_hits += first.remote_hits
+    counters.fresh = max(0, counters.fresh - done)
+    counters.healed += first.healed
 
 
 def _hits(counters: Counters) -> str:

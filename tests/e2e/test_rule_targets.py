@@ -105,7 +105,11 @@ mcpp.binary("app", ["src/main.cpp"], deps = ["api"], includes = [out + "/api"])
     assert first.out.splitlines()[-1] == "9"  # alpha + beta
     assert mcpp.build_json("build", cwd=root).executed() == []
     (root / "names.txt").write_text("alpha\ngamma\ndelta\n")
-    changed = mcpp.build_json("build", cwd=root).executed("compile")
+    rebuilt = mcpp.build_json("build", cwd=root)
+    finished = next(e for e in rebuilt.events if e.get("reason") == "build-finished")
+    assert "rule p:gen" in rebuilt.executed()
+    assert finished["executed"] == len(rebuilt.executed())  # the generator's run is counted, once
+    changed = rebuilt.executed("compile")
     assert "compile p@lib-api:gen/api/impl/gamma.cpp" in changed and "compile p@lib-api:gen/api/impl/delta.cpp" in changed
     assert "compile p@bin-app:src/main.cpp" in changed  # it includes the tree's header, whose content changed
     res = mcpp("run", cwd=root)
