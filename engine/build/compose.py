@@ -14,7 +14,7 @@ import platform as host_platform
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, cast
 
 from mcpp.cas.action import ActionKind, Platform
 from mcpp.cas.atomic import PUBLIC, write_atomic
@@ -32,6 +32,7 @@ from ..exec.pipeline import ActionPipeline, Counters
 from ..exec.remote_exec_runner import remote_exec_jobs, with_remote_execution
 from ..exec.sandbox_warm_up import SandboxWarmUp
 from ..exec.schedule import ScheduleResult, run_graph
+from ..plan import dynamic_trees
 from ..exec.stores import Stores
 from ..manifest.load import display_path
 from ..package.graph import load_graph
@@ -165,22 +166,35 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
         prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
 
-        def make(scan, includes) -> Plan:
+        def make(scan, includes, trees=None) -> Plan:
             return Planner(graph, toolchain, profile, layout=layout, scan=scan, with_tests=with_tests,
-                           includes=includes, expand=memory.expand).build()
+                           includes=includes, expand=memory.expand, trees=trees).build()
 
         if opts.target_override is None:
-            plan = memory.plan(make, scans.scan, scans.includes, graph,
-                               (toolchain.identity, profile, layout.target_dir, with_tests, env, _linkers(toolchain),
-                                graph.archive_members))
+            plan = cast(Plan, memory.plan(make, scans.scan, scans.includes, graph,
+                                          (toolchain.identity, profile, layout.target_dir, with_tests, env,
+                                           _linkers(toolchain), graph.archive_members)))
         else:  # a host tool's build inside the build: neither remembered nor given
             plan = make(scans.scan, scans.includes)
+        announced: set[str] = set()
+        first_counters = None
+        if plan.dynamic:  # sources a generator names as it runs: run it, then plan again (dynamic_trees.py)
+            first, first_counters = _run_plan(dynamic_trees.subset(plan, dynamic_trees.producers(plan)), graph, layout,
+                                 toolchain, opts, reporter, state, scans, runner, stores, policy, memory,
+                                 payload_roots=env.roots() + toolchain_roots(toolchain), top=False,
+                                 announced=announced)
+            if not first.ok:
+                names = ", ".join(first.failed[:3]) + (" ..." if len(first.failed) > 3 else "")
+                raise BuildFailed(f"build failed: {len(first.failed)} action(s) failed ({names})")
+            plan = make(scans.scan, scans.includes, dynamic_trees.list_trees(plan))
         for w in empty_package_warnings(graph, plan, memory.expand):
             reporter.raw_warning(w)
         timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
                                      policy, memory, timings, env.roots() + toolchain_roots(toolchain),
-                                     top=opts.target_override is None, warm=warm)
+                                     top=opts.target_override is None, warm=warm, announced=announced)
+        if first_counters is not None:
+            _merge_first_phase(counters, first_counters)
         if timings is not None:  # also for a failed build: where the time went is as telling
             timings.finish(skipped=len(result.skipped))
             for path in timings.write(layout.target_dir, opts.timings, opts.trace):
@@ -300,6 +314,17 @@ def _is_executable(path: str) -> bool:
         return False
 
 
+def _merge_first_phase(counters: Counters, first: Counters) -> None:
+    """What the generators of a two-phase build did, counted once: the second phase found the
+    actions the first ran or restored fresh."""
+    done = first.executed + first.cache_hits + first.remote_hits
+    counters.executed += first.executed
+    counters.cache_hits += first.cache_hits
+    counters.remote_hits += first.remote_hits
+    counters.fresh = max(0, counters.fresh - done)
+    counters.healed += first.healed
+
+
 def _hits(counters: Counters) -> str:
     """` (3 cached, 12 remote hits)`: what the build restored instead of running."""
     parts = []
@@ -351,7 +376,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
               reporter: Reporter, state: BuildState, scans: ScanCache, runner: ActionRunner | None,
               stores: Stores, policy: TrustPolicy, memory: BuildMemory, timings: TimingsRecorder | None = None,
               payload_roots: tuple[str, ...] = (), top: bool = True,
-              warm: SandboxWarmUp | None = None) -> tuple[ScheduleResult, Counters]:
+              warm: SandboxWarmUp | None = None, announced: set[str] | None = None) -> tuple[ScheduleResult, Counters]:
     """Schedule every action of the plan through the pipeline; save the state, also on failure.
     `top`: the build the user asked for, not a host tool's build inside it; `warm`: its
     sandbox, made ahead (`_warm_up`)."""
@@ -399,7 +424,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     pipeline.timings = timings
     pipeline.package_dirs = lambda: {p.name: PackageDirs(p.name, p.manifest.root) for p in graph.order}
     packages = {p.name: p for p in graph.order}
-    announced: set[str] = set()
+    announced = set() if announced is None else announced  # packages whose `Compiling` line was shown
     reporter.event("build-started", actions=len(plan.actions), jobs=jobs)
 
     def on_start(action_id: str) -> None:

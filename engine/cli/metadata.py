@@ -30,6 +30,8 @@ from ..package.sources import package_sources
 from ..package.targets import owned_by_targets, shared_names, targets_of
 from ..package.testsuite import package_tests, test_dirs, test_name
 from ..payloads import PayloadError, resolve_environment
+from ..program.cache import last_result
+from ..program.paths import PROGRAM_NAME
 from ..toolchain.cross import resolve_target_toolchain
 
 FORMAT_VERSION = 1
@@ -130,11 +132,37 @@ def _targets(pkg: Package, graph: PackageGraph, layout: Layout) -> list[dict]:
     if not any(t.kind == "lib" for t in declared) and _archives(pkg, graph, declared):
         out.append({"kind": "lib", "name": pkg.name, "main": None, "output": layout.archive(pkg.name, pkg.root),
                     "implicit": True})
+    out += _rule_targets(pkg, layout)
     if any(pkg is m for m in graph.members):
         dirs = test_dirs(pkg)
         out += [{"kind": "test", "name": test_name(s.path, dirs), "main": s.path,
                  "output": layout.test_binary(pkg.name, test_name(s.path, dirs)), "implicit": True}
                 for s in package_tests(pkg)]
+    return out
+
+
+def _rule_targets(pkg: Package, layout: Layout) -> list[dict]:
+    """The targets the package's rules declared (`mcpp.binary`, `library`, `link`, `test`) as its
+    build program's last evaluation in this profile recorded them (`"rule": true`); none before
+    the first build, since metadata runs no program."""
+    if not os.path.isfile(os.path.join(pkg.root, PROGRAM_NAME)):
+        return []
+    result = last_result(layout.program_cache, pkg.name)
+    out = []
+    targets = result.targets if result is not None else []
+    for t in targets:
+        if t.kind == "test":
+            runs = next((b for b in targets if b.kind == "bin" and b.name == t.binary), None)
+            path = layout.test_binary(pkg.name, t.name) if runs is None else \
+                layout.test_binary(pkg.name, runs.name) if runs.testonly else os.path.join(layout.out_dir, runs.name)
+        elif t.testonly:
+            path = layout.test_binary(pkg.name, t.name)
+        else:
+            path = os.path.join(layout.out_dir, {"bin": t.name, "static": f"lib{t.name}.a",
+                                                 "shared": f"lib{t.name}.so"}[t.kind])
+        kind = {"static": "lib"}.get(t.kind, t.kind)
+        out.append({"kind": kind, "name": t.name, "main": None, "output": path, "implicit": False, "rule": True,
+                    "testonly": t.testonly, "args": list(t.data)})
     return out
 
 

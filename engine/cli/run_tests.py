@@ -147,7 +147,7 @@ def run_tests(outcome: BuildOutcome, pattern: str | None, reporter: Reporter, js
             else:
                 reporter.line(f"{label} has been running for over {slow_notice:g} s")
 
-        r = run_one(runner_argv(runners[a.package], os.path.join(outcome.plan.execroot, a.path), []), root, env, timeout, slow_notice, on_slow)
+        r = run_one(runner_argv(runners[a.package], os.path.join(outcome.plan.execroot, a.path), list(a.args)), root, env, timeout, slow_notice, on_slow)
         ok = r.code == 0
         passed += ok
         failed += not ok

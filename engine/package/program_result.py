@@ -7,6 +7,7 @@ on the evaluator, and the evaluator depends on the package model, not the other 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 # What an action's outputs become (`role` of `mcpp.action`, docs/rules.md): compiled with the
 # package, linked into it, checked (run, consumed by nobody), or made after the link.
@@ -31,6 +32,38 @@ class RuleAction:
         return tuple(o for o in self.outputs if o != self.depfile)
 
 
+# What a rule-declared target links into (`mcpp.binary`, `mcpp.library`, `mcpp.link`, `mcpp.test`).
+TARGET_KINDS = ("bin", "static", "shared", "test")
+
+
+@dataclass(frozen=True)
+class RuleCompile:
+    """`mcpp.compile(...)`: sources compiled as the package's own are, plus these settings; each
+    object lands at `objects[i]` (absolute, under the build's object directory)."""
+
+    id: str  # unique within the package: the objects' directory
+    srcs: tuple[str, ...]  # absolute: files of the package, or outputs of its actions
+    objects: tuple[str, ...]  # absolute, one per source
+    cflags: tuple[str, ...] = ()  # C sources only
+    cxxflags: tuple[str, ...] = ()  # C++ sources only
+    defines: tuple[str, ...] = ()
+    includes: tuple[str, ...] = ()  # absolute
+
+
+@dataclass(frozen=True)
+class RuleTarget:
+    """A binary, library or test a rule declares: what `mcpp build/run/test/install` act on."""
+
+    name: str
+    kind: str  # one of TARGET_KINDS
+    objects: tuple[str, ...] = ()  # absolute: from `compile()`, or outputs of the package's actions
+    libs: tuple[str, ...] = ()  # `-l<name>` for a bare name, else passed to the link as written
+    deps: tuple[str, ...] = ()  # static rule libraries of this package it links, by name
+    data: tuple[str, ...] = ()  # test: absolute paths, passed to the test binary as its arguments
+    binary: str | None = None  # test: runs this rule binary of the package instead of linking one
+    testonly: bool = False  # bin: built for `mcpp test` alone (what its tests run), never run or installed
+
+
 @dataclass
 class ProgramResult:
     actions: list[RuleAction] = field(default_factory=list)
@@ -47,6 +80,8 @@ class ProgramResult:
     facts: dict[str, str] = field(default_factory=dict)  # name -> version
     floors: list[str] = field(default_factory=list)  # "name >= v"
     provided: dict = field(default_factory=dict)  # `provide(**fields)`: plain JSON data for dependents
+    compiles: list[RuleCompile] = field(default_factory=list)  # `compile()`, in call order
+    targets: list[RuleTarget] = field(default_factory=list)  # `binary()`, `library()`, `link()`, `test()`
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -57,4 +92,11 @@ class ProgramResult:
                                  "outputs": tuple(a["outputs"]), "tools": tuple(a["tools"]),
                                  "env": tuple(tuple(kv) for kv in a["env"])})
                    for a in data["actions"]]
-        return cls(**{**data, "actions": actions})
+        compiles = [RuleCompile(**_tupled(c)) for c in data.get("compiles", [])]
+        targets = [RuleTarget(**_tupled(t)) for t in data.get("targets", [])]
+        return cls(**{**data, "actions": actions, "compiles": compiles, "targets": targets})
+
+
+def _tupled(fields: dict) -> dict[str, Any]:
+    """A dataclass's fields read back from JSON: its lists are tuples again."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}

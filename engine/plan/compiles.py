@@ -15,6 +15,7 @@ from mcpp.cas.action import Action, ActionKind
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
 from . import compile_flags as cf
+from ..core.containment import inside
 from ..core.conventions import Role
 from ..modules.p1689 import PreprocessScan, scan_deps_tool
 from ..package.features import feature_define
@@ -76,10 +77,10 @@ class Compiles:
         if t is not None:
             user += list(t.cflags if u.source.role == "c" else t.cxxflags)
             defines += list(t.defines)
-            incs = [ctx.layout.package_exec_path(pkg.root, d) for d in t.include_dirs] + incs
+            incs = [ctx.layout.package_exec_path(pkg.root, d) for d in t.include_dirs] + list(u.extra_includes) + incs
         needed = self.modules.closure(u)
         uses_modules = bool(needed or u.info.module or u.info.imports)
-        gen_headers = self.generated_headers(pkg, is_test)
+        gen_headers = self.generated_headers(pkg, is_test) + list(u.extra_headers)
         inputs = [src] + [n.bmi for n in needed] + [h for h, _ in gen_headers]
         outputs = [u.obj]
         mapper = None
@@ -192,7 +193,9 @@ class Compiles:
             user += pkg.program.cflags if role == "c" else pkg.program.cxxflags
             defines += pkg.program.defines
         for p in [pkg] + transitive_deps(pkg, dev):
-            incs += [self.ctx.rel(d) for d in include_dirs(p)]
+            # A directory outside the build (an installed payload's, which the sandbox mounts where it
+            # lies) is named absolute and read as system headers are: keyed through the depfile.
+            incs += [self.ctx.rel(d) if inside(d, self.ctx.execroot) else d for d in include_dirs(p)]
         return user, defines, list(dict.fromkeys(incs))
 
     # -- headers -------------------------------------------------------------------------------
@@ -204,7 +207,8 @@ class Compiles:
         out: list[str] = []
         for p in [pkg] + transitive_deps(pkg, dev):
             if p not in self._pools:
-                self._pools[p] = tuple(self.ctx.rel(h) for h in header_pool(p, self.ctx.expand))
+                self._pools[p] = tuple(self.ctx.rel(h) for h in header_pool(p, self.ctx.expand)
+                                       if inside(h, self.ctx.execroot))  # what is staged, not mounted
             out.extend(self._pools[p])
         if dev:  # a test may include the headers beside it (its framework, the suite's helpers)
             if (pkg, "tests") not in self._pools:
@@ -262,8 +266,9 @@ class Compiles:
                 dirs = [d.rstrip("/") + "/" for d in include_dirs(p)]
                 for ra in p.program.actions:
                     for out in ra.products:
-                        if any(out.startswith(d) for d in dirs):
-                            found.append((self.ctx.rel(out), rule_action_id(p, ra)))
+                        if any(out.startswith(d) for d in dirs):  # a tree output keeps its `/`: staged whole
+                            found.append((self.ctx.rel(out) + ("/" if out.endswith("/") else ""),
+                                          rule_action_id(p, ra)))
             self._gen_header_memo[key] = found
         return self._gen_header_memo[key]
 

@@ -41,6 +41,9 @@ class Links:
         self.archives: dict[Package, ExecPath] = {}  # package -> its archive, once planned
         # (package, `lib` target with sources) -> (its archive, the archive action), once planned
         self.own_archives: dict[tuple[Package, str], tuple[ExecPath, str]] = {}
+        # package -> (archive, action id) of the static libraries its rules declared (rule_targets.py),
+        # linked by its dependents before its own archive
+        self.rule_archives: dict[Package, list[tuple[str, str]]] = {}
         # (driver, linker selection flags) -> the programs it runs to link (engine/toolchain/linker.py)
         self.linkers: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
         # (package root, target) -> its link inputs, resolved (`_link_files`)
@@ -82,7 +85,7 @@ class Links:
             if own_library(t) or (t.kind in ("bin", "shared") and t.name not in target_units):
                 continue  # archived above, or not built in this build (a dependency's own examples)
             own = target_units.get(t.name, [])
-            dep_archives, dep_ids = self._dep_archives(pkg, dev=False, extra=t.deps)
+            dep_archives, dep_ids = self._dep_archives(pkg, dev=False, extra=t.deps, own=True)
             ldflags = self._ldflags(pkg, dev=False, target=t)
             sib_archives, sib_ids, sib_flags, sib_inputs = self._sibling_inputs(pkg, t.libs)
             dep_archives, dep_ids, ldflags = sib_archives + dep_archives, sib_ids + dep_ids, ldflags + sib_flags
@@ -175,7 +178,7 @@ class Links:
             lib_units, rule_objects = [], ()
         objs = [x.obj for x in own] + [x.obj for x in lib_units] + [o for o, _ in rule_objects]
         ids = [x.action_id for x in own] + [x.action_id for x in lib_units] + [p for _, p in rule_objects]
-        dep_archives, dep_ids = self._dep_archives(pkg, dev=True)
+        dep_archives, dep_ids = self._dep_archives(pkg, dev=True, own=True)
         self._link(pkg, f"link-test {pkg.name}:{name}", out, objs, sib_archives + dep_archives,
                    self._ldflags(pkg, True, target=target) + sib_flags, False, ids + sib_ids + dep_ids, dev=True,
                    c_only=self._c_only(own + lib_units), target=target, extra_inputs=sib_inputs)
@@ -190,9 +193,11 @@ class Links:
     def _is_dependency(self, pkg: Package) -> bool:
         return any(pkg is d for p in self.ctx.graph.order for d in p.deps + p.dev_deps)
 
-    def _dep_archives(self, pkg: Package, dev: bool, extra: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+    def _dep_archives(self, pkg: Package, dev: bool, extra: tuple[str, ...] = (),
+                      own: bool = False) -> tuple[list[str], list[str]]:
         """(archive paths, archive action ids) of `pkg`'s dependencies (and the dev-dependencies
-        named in `extra`, a target's `deps`), dependents first."""
+        named in `extra`, a target's `deps`), dependents first; with `own`, the static libraries
+        `pkg`'s rules declared first."""
         deps = transitive_deps(pkg, dev) + target_deps(pkg, dev, extra)
         order = [p for p in reversed(self.ctx.graph.order) if any(p is d for d in deps)]
         archives: list[str] = []
@@ -240,6 +245,16 @@ class Links:
         """The names of `dep`'s libraries a dependent may choose: those that build an archive."""
         return [n for n, t in libraries(dep).items() if (t is None and dep in self.archives) or
                 (t is not None and (dep, n) in self.own_archives)] or ["none"]
+        paths: list[str] = []
+        ids: list[str] = []
+        for p in ([pkg] if own else []) + order:
+            for archive, action_id in self.rule_archives.get(p, ()):
+                paths.append(archive)
+                ids.append(action_id)
+            if p in self.archives and p is not pkg:
+                paths.append(self.archives[p])
+                ids.append(f"archive {p.name}")
+        return paths, ids
 
     def _ldflags(self, pkg: Package, dev: bool, target=None) -> list[str]:
         flags = list(pkg.manifest.build.ldflags)
@@ -332,6 +347,11 @@ class Links:
             id=action_id, argv=tuple(argv), outputs=(out, depfile), inputs=tuple(objs + archives + libs),
             tools=(argv[0],) + self._linker(argv), env=ACTION_ENV, depfile=depfile, kind=ActionKind.LINK,
             description=f"{pkg.name}: {os.path.basename(out)}"), pkg.name, prereqs)
+
+    # What rule_targets.py plans its targets with: the same archives, flags and link as a manifest target's.
+    dep_archives = _dep_archives
+    ldflags = _ldflags
+    link = _link
 
     def _linker(self, argv: list[str]) -> tuple[str, ...]:
         """The programs the driver `argv[0]` runs to link (its linker, gcc's collect2): tools of

@@ -28,6 +28,7 @@ class Artifact:
     path: ExecPath
     # (link, what it points to) made after the build: a shared library's libz.so -> libz.so.1
     aliases: tuple[tuple[str, str], ...] = ()
+    args: tuple[str, ...] = ()  # a test's arguments: the data files a rule's `mcpp.test` names
 
 
 @dataclass
@@ -40,6 +41,9 @@ class Plan:
     artifacts: list[Artifact] = field(default_factory=list)
     compile_commands: list[dict] = field(default_factory=list)
     made_by: dict[str, str] = field(default_factory=dict)  # execroot path -> id of the action writing it
+    # tree outputs (execroot-relative, `/`-ended) whose files a rule compiles: planned once the
+    # generator ran (dynamic_trees.py)
+    dynamic: list[str] = field(default_factory=list)
     # `compile_commands` as the file's bytes, made once per plan (engine/build/build_outputs.py)
     compile_commands_json: bytes | None = field(default=None, repr=False, compare=False)
 

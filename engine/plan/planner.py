@@ -30,6 +30,7 @@ from .links import Links
 from .model import ACTION_ENV, Artifact, ArtifactKind, Plan
 from .module_graph import ModuleGraph
 from .program_actions import ProgramActions
+from .rule_targets import RuleTargets
 from .units import TargetUnits, Unit, UnitMaker
 
 __all__ = ["ACTION_ENV", "Artifact", "ArtifactKind", "Plan", "Planner", "targets_of"]
@@ -44,7 +45,8 @@ class Planner:
 
     def __init__(self, graph: PackageGraph, toolchain: Toolchain, profile: Profile, *, layout: Layout,
                  scan: Callable[..., ModuleUnit], with_tests: bool = False,
-                 includes: Callable[[str], object] | None = None, expand: globs.Expand = globs.expand):
+                 includes: Callable[[str], object] | None = None, expand: globs.Expand = globs.expand,
+                 trees: dict[str, tuple[str, ...]] | None = None):
         self.ctx = PlanContext(graph, toolchain, profile, layout, {p: targets_of(p) for p in graph.order}, expand)
         self.with_tests = with_tests
         self.includes = includes
@@ -53,16 +55,19 @@ class Planner:
         self.compiles = Compiles(self.ctx, self.plan, None, includes)
         self.unit_maker.preprocess = self.compiles.scan_request
         self.programs = ProgramActions(self.ctx, self.plan, self.unit_maker)
+        self.rule_targets = RuleTargets(self.ctx, self.plan, with_tests, trees)
 
     def build(self) -> Plan:
         graph, plan, programs = self.ctx.graph, self.plan, self.programs
         units_by_pkg: dict[Package, list[Unit]] = {}
+        rule_units: list[Unit] = []  # the rules' `compile()` sets: linked by their targets alone
         for pkg in graph.order:
             compiled = [s for s in package_sources(pkg, self.ctx.expand) if s.role != "device"]
             units_by_pkg[pkg] = self.unit_maker.make(pkg, compiled, "obj")
             if pkg.program is not None:
                 units_by_pkg[pkg] += programs.units(pkg)
                 programs.plan_actions(pkg)
+                rule_units += self.rule_targets.units(pkg)
         per_pkg = {pkg: TargetUnits.of(self.ctx, self.unit_maker, pkg, units_by_pkg[pkg], self.with_tests,
                                        self._wanted()) for pkg in graph.order}
         test_units: dict[Package, list[Unit]] = {}
@@ -70,7 +75,7 @@ class Planner:
             for pkg in graph.members:
                 test_units[pkg] = self.unit_maker.make(pkg, package_tests(pkg, self.ctx.expand), "test-obj")
         all_units = [u for tu in per_pkg.values() for u in tu.all_units()] \
-            + [u for us in test_units.values() for u in us]
+            + [u for us in test_units.values() for u in us] + rule_units
 
         modules = ModuleGraph(self.ctx, all_units)
         compiles = self.compiles
@@ -83,8 +88,10 @@ class Planner:
         links = Links(self.ctx, plan, modules)
         for pkg in graph.order:
             tu = per_pkg[pkg]
+            self.rule_targets.archives(pkg, links)
             links.package_artifacts(pkg, tu.library, programs.objects_of(pkg), tu.by_target, tu.pic,
                                     tu.shared_library)
+            self.rule_targets.link(pkg, links)
         for pkg in graph.members:
             for u in test_units.get(pkg, []):
                 links.test_binary(pkg, u, per_pkg[pkg].library, programs.objects_of(pkg))

@@ -32,6 +32,11 @@ class Unit:
     produced_by: str | None = None  # a generated source: the rule action that writes it
     target: TargetSpec | None = None  # set when compiled with a target's own settings
     pic: bool = False  # position-independent, for a shared library
+    # (header, producing action) the compile reads beyond its package's generated headers: those
+    # under a rule `compile()`'s own include directories (rule_targets.py)
+    extra_headers: tuple[tuple[str, str], ...] = ()
+    # execroot-relative include directories of generated files (`-I`, after the target's own)
+    extra_includes: tuple[str, ...] = ()
 
     def shown(self) -> str:
         """The source as an error message names it: relative to the working directory."""

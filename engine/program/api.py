@@ -23,6 +23,7 @@ from ..payloads import version as payload_version
 from .api_context import ContextApi
 from .api_errors import ProgramApiError, _need_str
 from .api_providers import ProvidersApi
+from .api_targets import TargetsApi
 from .context import ProgramContext
 from .probe import ProbeSettings
 
@@ -47,7 +48,7 @@ def file_digest(path: str) -> str | None:
         return None
 
 
-class McppApi(ContextApi, ProvidersApi):
+class McppApi(ContextApi, ProvidersApi, TargetsApi):
     """The functions behind `mcpp.<name>` for one package's evaluation."""
 
     FUNCTIONS = ("manifest_dir", "out_dir", "package_name", "profile", "target", "host", "has_feature",
@@ -56,7 +57,8 @@ class McppApi(ContextApi, ProvidersApi):
                  "fact", "floor", "read_file", "glob", "rerun_if_env_changed",
                  *ContextApi.CONTEXT_FUNCTIONS,
                  "provide", "dep_info",
-                 "probe")
+                 "probe",
+                 *TargetsApi.TARGET_FUNCTIONS)
 
     def __init__(self, ctx: ProgramContext, environ: dict[str, str] | None = None,
                  probes: ProbeSettings | None = None):

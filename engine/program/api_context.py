@@ -19,12 +19,13 @@ from dataclasses import asdict
 from ..core.containment import inside
 from ..package.features import feature_define
 from ..package.model import Package
+from ..package.program_result import ProgramResult
 from ..package.sources import include_dirs
 from ..package.targets import targets_of
 from ..plan.compile_flags import std_flag
 from ..plan.context import transitive_deps
 from .api_errors import ProgramApiError, _need_str
-from .context import BinRef, CompileContext, RulePackageRef, ToolchainInfo
+from .context import BinRef, CompileContext, ProgramContext, RulePackageRef, ToolchainInfo
 
 # Functions that return a struct: Starlark builds it (a Python callable returns only plain
 # values), in a wrapper the prelude defines with the same (empty) signature, so a wrong call is
@@ -100,7 +101,8 @@ def context_extras(pkg: Package, rule_modules: dict, toolchain, profile, bin_dir
     return dict(
         toolchain=ToolchainInfo(toolchain.cc.path, toolchain.cxx.path, toolchain.ar, toolchain.family,
                                 toolchain.cxx.version, toolchain.cxx.target),
-        compile_flags=CompileContext(tuple(flags), tuple(defines), tuple(own), tuple(dict.fromkeys(dep_incs))),
+        compile_flags=CompileContext(tuple(flags), tuple(defines), tuple(own), tuple(dict.fromkeys(dep_incs)),
+                                     tuple([*profile.compile_flags(), *profile.cflags, *m.build.cflags])),
         bins=tuple(bins),
         rule_packages=tuple(sorted((RulePackageRef(root, p.name, p.manifest.version or "", tuple(sorted(p.features)))
                                     for root, p in rule_pkgs.items()), key=lambda r: r.root)))
@@ -109,7 +111,10 @@ def context_extras(pkg: Package, rule_modules: dict, toolchain, profile, bin_dir
 class ContextApi:
     """`toolchain`, `cxx_flags`, `bin`, `rule_dir`, `package`, `rule_package`, `object`, `write`."""
 
-    CONTEXT_FUNCTIONS = ("toolchain", "cxx_flags", "bin", "rule_dir", "package", "rule_package", "object",
+    ctx: ProgramContext  # McppApi's, which this mixin uses
+    result: ProgramResult
+
+    CONTEXT_FUNCTIONS = ("toolchain", "cxx_flags", "c_flags", "bin", "rule_dir", "package", "rule_package", "object",
                          "write")
 
     def function(self, name: str, path: str):
@@ -121,6 +126,12 @@ class ContextApi:
                 return self._rule_package_of(path, "rule_dir").root
             rule_dir.__qualname__ = "ContextApi.rule_dir"  # named so in a wrong call's TypeError
             return rule_dir
+        if name == "probe":
+            def probe(argv, inputs=(), tools=(), reads=()):
+                owners = [r for r in self.ctx.rule_packages if path.startswith(r.root.rstrip("/") + "/")]
+                rule_root = max(owners, key=lambda r: len(r.root)).root if owners else None
+                return self._probe(argv, inputs, tools, reads, rule_root)
+            return probe
         if name == "rule_package":
             def rule_package():
                 r = self._rule_package_of(path, "rule_package")
@@ -138,6 +149,15 @@ class ContextApi:
         own = c.include_dirs
         incs = list(own) + [d for d in r.include_dirs if d not in own] + list(c.dependency_include_dirs)
         return [*c.flags, *r.cxxflags, *(f"-D{d}" for d in [*c.defines, *r.defines]),
+                *(f"-I{d}" for d in dict.fromkeys(incs))]
+
+    def c_flags(self) -> list[str]:
+        """What the engine passes to this package's C compiles: `cxx_flags()` with the C flags
+        (profile and `[build] cflags`, what `cflag` added) in place of the C++ ones."""
+        c, r = self.ctx.compile_flags, self.result
+        own = c.include_dirs
+        incs = list(own) + [d for d in r.include_dirs if d not in own] + list(c.dependency_include_dirs)
+        return [*c.c_flags, *r.cflags, *(f"-D{d}" for d in [*c.defines, *r.defines]),
                 *(f"-I{d}" for d in dict.fromkeys(incs))]
 
     def bin(self, name: str) -> str:

@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 
 from .api_errors import ProgramApiError
+from .api_types import WRAPPERS as TYPED_WRAPPERS
 from .probe import run_probe
 
 
 # Starlark wrappers for functions whose result is a struct: a Python callable can only hand
 # Starlark plain values, so the prelude (evaluate.py) turns the dict into a struct.
-WRAPPERS = {"dep_info": "lambda name: struct(**_mcpp_dep_info(name))",
+WRAPPERS = {**TYPED_WRAPPERS,
             "probe": "lambda argv, inputs = [], tools = [], reads = []: struct(**_mcpp_probe(argv, inputs, tools, reads))"}
 
 
@@ -44,6 +45,10 @@ class ProvidersApi:
 
     def probe(self, argv, inputs=(), tools=(), reads=()) -> dict:
         return run_probe(self, argv, inputs, tools, reads)
+
+    def _probe(self, argv, inputs, tools, reads, rule_root: str | None) -> dict:
+        """`probe` called from a file of the rule package at `rule_root`: its files may be inputs."""
+        return run_probe(self, argv, inputs, tools, reads, rule_root)
 
 
 def _check_plain(what: str, value) -> None:

@@ -68,6 +68,17 @@ class ProgramCache:
         write_atomic(self._path(package), json.dumps(entry))
 
 
+def last_result(directory: str, package: str) -> ProgramResult | None:
+    """What the package's program declared when it last ran (unvalidated; None when it never ran
+    or the entry is unreadable): what `mcpp metadata`, which evaluates nothing, reports."""
+    try:
+        with open(os.path.join(directory, f"{package}.json"), encoding="utf-8") as f:
+            entry = json.load(f)
+        return ProgramResult.from_json(entry["result"]) if entry.get("format") == _FORMAT else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
 def dependencies(star_files: dict, files: dict, env: dict) -> tuple[list[str], bool]:
     """Every file an evaluation depends on, and whether it read the environment (the no-op fast
     path watches files only, so such a build is never answered by it)."""

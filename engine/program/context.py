@@ -73,6 +73,7 @@ class CompileContext:
     defines: tuple[str, ...] = ()
     include_dirs: tuple[str, ...] = ()  # the package's own, absolute
     dependency_include_dirs: tuple[str, ...] = ()
+    c_flags: tuple[str, ...] = ()  # what C compiles get in place of `flags`: profile and manifest C flags
 
 
 @dataclass(frozen=True)

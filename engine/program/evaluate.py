@@ -27,6 +27,7 @@ from ..manifest.load import display_path
 from .api import McppApi, ProgramApiError, file_digest
 from .api_context import PRELUDE_NAME, member, outside_prelude, struct_prelude
 from .api_providers import WRAPPERS
+from .api_types import TYPES_PRELUDE
 from .bounded import TIME_LIMIT_ENV, run_bounded, time_limit
 from .modules import Loader, RuleModule, resolve
 from .paths import PROGRAM_NAME
@@ -36,7 +37,7 @@ _GLOBALS = sl.Globals.extended_by([sl.LibraryExtension.StructType, sl.LibraryExt
                                    sl.LibraryExtension.CallStack])
 # The struct is built in Starlark from private callables, so `mcpp.action` reads as docs/rules.md writes it.
 # `print` is Starlark too: only there is the caller's line known (its frame in `call_stack()`).
-_PRELUDE_SOURCE = (struct_prelude()
+_PRELUDE_SOURCE = (struct_prelude() + TYPES_PRELUDE
                    + "mcpp = struct(" + ", ".join(f"{n} = {WRAPPERS.get(n) or member(n)}" for n in McppApi.FUNCTIONS)
                    + ")\n"
                    "def print(*args, sep = \" \"):\n"

@@ -50,9 +50,17 @@ class ProbeSettings:
     apart: str = ""
 
 
-def run_probe(api, argv, inputs, tools, reads=()) -> dict:
+# Where staged files of other roots lie in a probe's directory (its working directory).
+RULE_DIR = ".rule"  # the calling rule package's files
+INCLUDE_DIR = ".include"  # the files of each `-I` directory of `cxx_flags()` / `c_flags()` the argv names
+
+
+def run_probe(api, argv, inputs, tools, reads=(), rule_root: str | None = None) -> dict:
     """Validate, look up the cache, else run; returns {code, stdout, stderr} for the struct.
-    Where it runs and caches: `api.probes`."""
+    Where it runs and caches: `api.probes`. `rule_root`: the rule package of the calling file,
+    whose files may be inputs too (staged under `.rule/`). An argv word naming a staged file by
+    its absolute path names its staged copy, and an `-I` of the package's compile context (what
+    `cxx_flags()` gives) brings that directory's files along (under `.include/<n>/`)."""
     settings: ProbeSettings = api.probes
     argv = _str_list(argv, "probe(): argv")
     if not argv:
@@ -66,15 +74,22 @@ def run_probe(api, argv, inputs, tools, reads=()) -> dict:
     argv = [exe] + argv[1:]
     read_paths = [_read(r, tool_paths, ProgramApiError) for r in _str_list(reads, "probe(): reads")]
     staged: dict[str, str] = {}
+    roots = {api.ctx.manifest_dir: ""}  # absolute root -> where its files are staged
+    if rule_root is not None:
+        roots[rule_root] = RULE_DIR + "/"
     for path in _str_list(inputs, "probe(): inputs"):
         resolved = api._path(path)
-        rel = os.path.relpath(resolved, api.ctx.manifest_dir)
-        if rel.startswith("../") or rel == "..":
-            raise ProgramApiError(f"probe(): input `{path}` is not a file of package `{api.ctx.package}`")
-        api._inside(resolved, f"probe(): input `{path}`")
+        rel = _staged_name(resolved, roots)
+        if rel is None:
+            whose = f"package `{api.ctx.package}`" + (" or of the rule package calling it" if rule_root else "")
+            raise ProgramApiError(f"probe(): input `{path}` is not a file of {whose}")
+        boundary = rule_root if rel.startswith(RULE_DIR + "/") and rule_root else api.ctx.manifest_dir
+        _contained(resolved, boundary, f"probe(): input `{path}`")
         if not os.path.isfile(resolved):
             raise ProgramApiError(f"probe(): input `{path}` does not exist or is not a file")
         staged[rel] = resolved
+    argv = [argv[0]] + _include_dirs(api, argv[1:], staged, roots)
+    argv = [argv[0]] + [_relocated(a, roots) for a in argv[1:]]
     digests: dict[str, str | None] = {p: digest_file(p).hash for p in tool_paths + list(staged.values())}
     digests.update({p: digest_file(p).hash if os.path.exists(p) else None for p in read_paths})  # as api.file_digest
     api.reads.files.update(digests)
@@ -86,6 +101,62 @@ def run_probe(api, argv, inputs, tools, reads=()) -> dict:
     result = _run(settings, argv, tool_paths, staged, ProgramApiError)
     _store(settings, key, result)
     return result
+
+
+def _staged_name(path: str, roots: dict[str, str]) -> str | None:
+    """Where the file `path` is staged: its path below the deepest root holding it, prefixed."""
+    for root in sorted(roots, key=len, reverse=True):
+        rel = os.path.relpath(path, root)
+        if not (rel == ".." or rel.startswith("../")):
+            return roots[root] + rel
+    return None
+
+
+def _contained(path: str, boundary: str, shown: str) -> None:
+    from ..core import containment
+    try:
+        containment.check(path, boundary, shown=shown)
+    except containment.SymlinkEscape as e:
+        raise ProgramApiError(e.message) from None
+
+
+def _relocated(word: str, roots: dict[str, str]) -> str:
+    """An argv word with each staged root's absolute path replaced by where its files lie in the
+    probe's directory (`-I/pkg/include` -> `-I./include`): the same command in every sandbox."""
+    for root in sorted(roots, key=len, reverse=True):
+        r = root.rstrip("/")
+        place = "./" + roots[root]
+        if r + "/" in word:
+            word = word.replace(r + "/", place)
+        elif word.endswith(r):
+            word = word[:len(word) - len(r)] + (place.rstrip("/") or ".")
+    return word
+
+
+def _include_dirs(api, args: list[str], staged: dict[str, str], roots: dict[str, str]) -> list[str]:
+    """For each `-I<dir>` of the compile context in `args` (the package's and its dependencies'
+    include directories, what the program gave `include_dir`): stage that directory's files and
+    name it by its staged place. Other words are left as they are."""
+    from ..core.errors import ManifestError
+    from ..manifest import globs
+    c = api.ctx.compile_flags
+    known = set(c.include_dirs) | set(c.dependency_include_dirs) | set(api.result.include_dirs)
+    out = []
+    for word in args:
+        d = word[2:] if word.startswith("-I") else None
+        if d is None or d not in known or not os.path.isdir(d):
+            out.append(word)
+            continue
+        if d not in roots:
+            roots[d] = f"{INCLUDE_DIR}/{sum(1 for r in roots.values() if r.startswith(INCLUDE_DIR))}/"
+        try:
+            files = globs.expand(d, ["**/*"], d)
+        except ManifestError as e:  # a symlink out of the directory, an unreadable file: say which
+            raise ProgramApiError(f"probe(): include directory `{d}`: {e.message}") from None
+        for rel in files:
+            staged[roots[d] + rel] = os.path.join(d, rel)
+        out.append(word)
+    return out
 
 
 def _tool(name: str, error, on_path: bool = False) -> str:
