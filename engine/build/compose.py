@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import platform as host_platform
+import shutil
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ from ..state.unchanged import Knowledge, learn
 from ..toolchain import linker
 from ..toolchain.compilers import Toolchain, resolve_toolchain
 from ..toolchain.cross import resolve_target_toolchain, toolchain_roots
+from ..toolchain.pkg_config import PkgConfig, SystemFlags
 from ..trust.policy import TrustPolicy
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .empty_packages import empty_package_warnings
@@ -163,6 +165,8 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
                                              graph.context, graph.root_manifest, host_payload_dirs(env))
         warm = _warm_up(opts, reporter, stores, env.roots() + toolchain_roots(toolchain), runner, policy, memory)
         watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
+        system_files, system_dirs, system_key = _system_libs(graph, opts, with_tests)
+        watched = (watched[0] + system_files, *watched[1:])
         prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
 
         def make(scan, includes) -> Plan:
@@ -171,14 +175,15 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
 
         if opts.target_override is None:
             plan = memory.plan(make, scans.scan, scans.includes, graph,
-                               (toolchain.identity, profile, layout.target_dir, with_tests, env, _linkers(toolchain)))
+                               (toolchain.identity, profile, layout.target_dir, with_tests, env, _linkers(toolchain),
+                                system_key))
         else:  # a host tool's build inside the build: neither remembered nor given
             plan = make(scans.scan, scans.includes)
         for w in empty_package_warnings(graph, plan, memory.expand):
             reporter.raw_warning(w)
         timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
-                                     policy, memory, timings, env.roots() + toolchain_roots(toolchain),
+                                     policy, memory, timings, env.roots() + toolchain_roots(toolchain) + system_dirs,
                                      top=opts.target_override is None, warm=warm)
         if timings is not None:  # also for a failed build: where the time went is as telling
             timings.finish(skipped=len(result.skipped))
@@ -215,6 +220,29 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
     if opts.target_override is None:
         _bound_home(opts, memory)
     return outcome
+
+
+def _system_libs(graph: PackageGraph, opts: BuildOptions, with_tests: bool) -> tuple[list[str], tuple[str, ...], tuple]:
+    """Each package's system libraries (`{ pkg-config = ... }`, `{ system = ... }`), resolved once
+    per build onto the package (engine/toolchain/pkg_config.py). Returns the `.pc` files (watched
+    by the no-op record), the directories their flags name (bound into the sandbox) and what the
+    flags are (part of a remembered plan's key). Nothing is asked when no package declares one."""
+    if not any(p.manifest.system_libs or p.manifest.dev_system_libs for p in graph.order):
+        return [], (), ()
+    asker = PkgConfig(str(opts.home.root))
+    files: list[str] = []
+    dirs: list[str] = []
+    key = []
+    for pkg in graph.order:
+        pkg.system = asker.flags_of(pkg.manifest.system_libs)
+        pkg.dev_system = asker.flags_of(pkg.manifest.dev_system_libs) if with_tests else SystemFlags()
+        for flags in (pkg.system, pkg.dev_system):
+            files += flags.pc_files
+            dirs += flags.dirs
+        key.append((pkg.name, pkg.system.identity(), pkg.dev_system.identity()))
+    asker.save()
+    which = shutil.which("pkg-config")
+    return files + ([which] if which else []), tuple(dict.fromkeys(dirs)), tuple(key)
 
 
 def host_payload_dirs(env: Environment) -> tuple[str, ...]:

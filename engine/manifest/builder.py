@@ -14,7 +14,7 @@ from typing import Any
 from . import deps, schema, shape, xlings
 from ..core.accel import BACKEND_NAME, AccelSet, AccelSyntaxError, parse_accel
 from ..core.paths import AbsPath, PkgPath
-from .model import TARGET_KINDS, BuildSpec, FeatureSpec, Manifest, ProfileSpec, RuntimeArtifact, TargetSpec
+from .model import DEFAULT_MAINS, TARGET_KINDS, BuildSpec, FeatureSpec, Manifest, ProfileSpec, RuntimeArtifact, TargetSpec
 from .reader import Reader, header, type_name
 
 # What the reference mcpp compiles with when a manifest names no standard (its examples use
@@ -77,6 +77,7 @@ class Builder:
             feature_deps=self._feature_deps(features), feature_xlings=self._feature_xlings(features),
             workspace_members=members, toolchain=self._toolchain(), warnings=r.warnings, smap=r.smap,
             provenance=r.provenance, public_headers=public_headers,
+            description=r.opt(package, "description", str, ("package",)),
         )
         if "xlings" in doc:
             m.xlings = xlings.read_xlings(r, doc["xlings"], ("xlings",), None, self.host_os)
@@ -84,6 +85,10 @@ class Builder:
             m.runtime_artifacts, m.runtime_library_dirs = self.read_runtime(doc["runtime"], ("runtime",))
         if "source" in doc:
             m.vendor = deps.read_source(r, doc["source"], self.root)
+        m.system_libs = tuple(s for s in m.dependencies if s.is_system)
+        m.dev_system_libs = tuple(s for s in m.dev_dependencies if s.is_system)
+        m.dependencies = tuple(s for s in m.dependencies if not s.is_system)
+        m.dev_dependencies = tuple(s for s in m.dev_dependencies if not s.is_system)
         self._declared_deps = [s.key for s in m.dependencies + m.dev_dependencies]
         m.targets, m.explicit_targets = self._targets(name)
         m.lib_path = self._lib()
@@ -175,7 +180,8 @@ class Builder:
                 if main is None and kind == "test":
                     raise r.fail(kp, f"test target `{tname}` needs `main`, the source holding its `main()`",
                                  prefer="key")
-                main = main or "src/main.cpp"
+                main = main or next((d for d in DEFAULT_MAINS if os.path.isfile(os.path.join(self.root, d))),
+                                    DEFAULT_MAINS[0])
                 if not os.path.isfile(os.path.join(self.root, main)):
                     raise r.fail(kp + ("main",) if "main" in spec else kp,
                                  f"target `{tname}`: main source `{main}` does not exist")
@@ -212,7 +218,7 @@ class Builder:
                 ldflags=r.str_list(spec, "ldflags", kp) or (),
                 deps=self._target_deps(spec, kp, tname, kind),
                 link_inputs=self._link_inputs(spec, kp, tname),
-                soname=soname, version=version))
+                soname=soname, version=version, install=r.opt(spec, "install", bool, kp, True)))
         return tuple(out), True
 
     def _target_keys(self, spec: dict, kp: tuple, tname: str) -> None:

@@ -10,6 +10,8 @@ from ..core.paths import AbsPath, PkgPath
 from .reader import display_path
 
 TARGET_KINDS = ("bin", "lib", "shared", "test")
+# The entry source of a binary a manifest does not name, the first that exists.
+DEFAULT_MAINS = ("src/main.cpp", "src/main.c")
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,14 @@ class DependencySpec:
     version: str | None = None  # a requirement on the dependency's [package] version (version_req.py)
     version_pos: Position | None = None
     index: bool = False  # a package of the library index (engine/registry/): `path` is set once resolved
+    # A system library, not an mcpp package: `{ pkg-config = "zlib" }` (flags from pkg-config) or
+    # `{ system = "z" }` (a bare `-lz`). Kept apart from the package graph (Manifest.system_libs).
+    pkg_config: str | None = None
+    system: str | None = None
+
+    @property
+    def is_system(self) -> bool:
+        return self.pkg_config is not None or self.system is not None
 
     @property
     def display(self) -> str:
@@ -82,6 +92,7 @@ class TargetSpec:
     link_inputs: tuple[PkgPath, ...] = ()  # files its link reads (a version script)
     soname: str | None = None  # shared: the DT_SONAME
     version: str | None = None  # shared: the versioned file name's suffix (`1.3.1`)
+    install: bool = True  # `mcpp install` copies it (an example, a benchmark: `install = false`)
 
     @property
     def compiles_apart(self) -> bool:
@@ -145,6 +156,7 @@ class Manifest:
     # [package] include: the public headers `mcpp install` copies (a header as consumers include
     # it, or a directory of them); None: every header of the exposed include directories
     public_headers: tuple[str, ...] | None = None
+    description: str | None = None  # [package] description: the `.pc` file's Description
     targets: tuple[TargetSpec, ...] = ()
     explicit_targets: bool = False
     lib_path: str | None = None
@@ -154,6 +166,9 @@ class Manifest:
     default_features: tuple[str, ...] = ()
     dependencies: tuple[DependencySpec, ...] = ()
     dev_dependencies: tuple[DependencySpec, ...] = ()
+    # [dependencies] / [dev-dependencies] entries naming system libraries (`pkg-config`, `system`)
+    system_libs: tuple[DependencySpec, ...] = ()
+    dev_system_libs: tuple[DependencySpec, ...] = ()
     build_dependencies: tuple[DependencySpec, ...] = ()  # (not acted on yet: host modules)
     feature_deps: dict[str, tuple[DependencySpec, ...]] = field(default_factory=dict)
     xlings: XlingsSpec = field(default_factory=XlingsSpec)  # resolved and installed by engine/payloads/

@@ -1,0 +1,145 @@
+"""System libraries as dependencies: `z = { pkg-config = "zlib" }` takes zlib's flags from
+pkg-config (the system's zlib.pc, or a copy in a PKG_CONFIG_PATH directory of the test),
+`{ system = "z" }` is a bare `-lz`; a missing module is an error at the entry naming
+PKG_CONFIG_PATH; a missing `-l` gets a hint about system libraries, not sources."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not shutil.which("pkg-config") or not subprocess.run(
+    ["pkg-config", "--exists", "zlib"]).returncode == 0, reason="needs pkg-config and zlib's development files")
+
+ZLIB_MAIN = """
+    #include <stdio.h>
+    #include <string.h>
+    #include <zlib.h>
+    #ifndef FROM_PC
+    #define FROM_PC 0
+    #endif
+    int main(void) {
+        const char *text = "hello hello hello hello hello hello";
+        unsigned char packed[128], back[128];
+        uLongf n = sizeof packed, m = sizeof back;
+        if (compress(packed, &n, (const Bytef *)text, strlen(text)) != Z_OK) return 1;
+        if (uncompress(back, &m, packed, n) != Z_OK) return 2;
+        printf("%s %.*s %d\\n", zlibVersion(), (int)m, back, FROM_PC);
+        return 0;
+    }
+"""
+
+
+def zlib_package(project, dep: str):
+    return project({
+        "mcpp.toml": f"""
+            [package]
+            name = "zuser"
+            version = "0.1.0"
+
+            [dependencies]
+            z = {dep}
+        """,
+        "src/main.c": ZLIB_MAIN,
+    })
+
+
+def system_zlib_pc() -> str:
+    return subprocess.run(["pkg-config", "--path", "zlib"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+@pytest.mark.parametrize("dep", ['{ pkg-config = "zlib" }', '{ system = "z" }'])
+def test_links_zlib_from_the_system_and_runs(mcpp, project, dep):
+    root = zlib_package(project, dep)
+    res = mcpp("run", cwd=root)
+    assert res.code == 0, res.err
+    version = subprocess.run(["pkg-config", "--modversion", "zlib"], capture_output=True, text=True).stdout.strip()
+    assert res.out.strip() == f"{version} hello hello hello hello hello hello 0"
+
+
+def test_an_edited_pc_file_recompiles_and_relinks(mcpp, project, tmp_path):
+    pcdir = tmp_path / "pc"
+    pcdir.mkdir()
+    pc = pcdir / "zlib.pc"
+    pc.write_text(open(system_zlib_pc()).read())
+    env = {"PKG_CONFIG_PATH": str(pcdir)}
+    root = zlib_package(project, '{ pkg-config = "zlib" }')
+    first = mcpp("build", "--message-format", "json", cwd=root, env=env)
+    assert first.code == 0, first.err
+    assert any(i.startswith("link ") for i in first.executed())
+    again = mcpp("build", "--message-format", "json", cwd=root, env=env)
+    assert again.code == 0 and again.executed() == []
+    # The copy's flags change: a define for the compile, one more library for the link.
+    text = pc.read_text()
+    text = text.replace("Cflags:", "Cflags: -DFROM_PC=7").replace("Libs:", "Libs: -lm")
+    pc.write_text(text)
+    edited = mcpp("build", "--message-format", "json", cwd=root, env=env)
+    assert edited.code == 0, edited.err
+    assert any(i.startswith("compile ") for i in edited.executed()), edited.executed()
+    assert any(i.startswith("link ") for i in edited.executed()), edited.executed()
+    commands = json.loads((root / "target" / "compile_commands.json").read_text())
+    assert any("-DFROM_PC=7" in c["arguments"] for c in commands)
+    run = mcpp("run", cwd=root, env=env)
+    assert run.code == 0 and run.out.strip().endswith(" 7"), run.out + run.err
+
+
+def test_a_missing_pkg_config_module_is_an_error_at_the_entry(mcpp, project, tmp_path):
+    root = project({
+        "mcpp.toml": """
+            [package]
+            name = "nolib"
+            version = "0.1.0"
+
+            [dependencies]
+            nope = { pkg-config = "no-such-module-mcpp" }
+        """,
+        "src/main.c": "int main(void) { return 0; }\n",
+    })
+    res = mcpp("build", cwd=root, env={"PKG_CONFIG_PATH": str(tmp_path / "nowhere")})
+    assert res.code == 2, res.err
+    assert "Traceback" not in res.err
+    assert "mcpp.toml:6:" in res.diagnostics
+    assert "`no-such-module-mcpp`" in res.diagnostics
+    assert f"PKG_CONFIG_PATH={tmp_path / 'nowhere'}" in res.diagnostics
+
+
+@pytest.mark.parametrize("spec, message", [
+    ('{ pkg-config = "zlib", path = "../z" }', "`path` does not apply to the system library `z`"),
+    ('{ pkg-config = "zlib", system = "z" }', "names both `pkg-config` and `system`"),
+    ('{ system = "-lz" }', "is not a library name"),
+])
+def test_a_malformed_system_entry_is_refused_at_its_position(mcpp, project, spec, message):
+    root = project({
+        "mcpp.toml": f"""
+            [package]
+            name = "bad"
+            version = "0.1.0"
+
+            [dependencies]
+            z = {spec}
+        """,
+        "src/main.c": "int main(void) { return 0; }\n",
+    })
+    res = mcpp("build", cwd=root)
+    assert res.code == 2 and "mcpp.toml:6:" in res.diagnostics and message in res.diagnostics, res.err
+
+
+def test_a_library_the_linker_does_not_find_is_not_called_a_missing_source(mcpp, project):
+    root = project({
+        "mcpp.toml": """
+            [package]
+            name = "nolink"
+            version = "0.1.0"
+
+            [dependencies]
+            q = { system = "mcpp_no_such_library" }
+        """,
+        "src/main.c": "int main(void) { return 0; }\n",
+    })
+    res = mcpp("build", cwd=root)
+    assert res.code == 1
+    assert "finds no library `mcpp_no_such_library`" in res.diagnostics, res.err
+    assert "[build] sources" not in res.diagnostics
