@@ -56,7 +56,7 @@ from ..state.unchanged import Knowledge, learn
 from ..toolchain import linker
 from ..toolchain.compilers import Toolchain, resolve_toolchain
 from ..toolchain.cross import resolve_target_toolchain, toolchain_roots
-from ..toolchain.pkg_config import PkgConfig, SystemFlags
+from ..package.system_libs import PkgConfig, SystemFlags
 from ..trust.policy import TrustPolicy
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .empty_packages import empty_package_warnings
@@ -224,7 +224,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
 
 def _system_libs(graph: PackageGraph, opts: BuildOptions, with_tests: bool) -> tuple[list[str], tuple[str, ...], tuple]:
     """Each package's system libraries (`{ pkg-config = ... }`, `{ system = ... }`), resolved once
-    per build onto the package (engine/toolchain/pkg_config.py). Returns the `.pc` files (watched
+    per build onto the package (engine/package/system_libs.py). Returns the `.pc` files (watched
     by the no-op record), the directories their flags name (bound into the sandbox) and what the
     flags are (part of a remembered plan's key). Nothing is asked when no package declares one."""
     if not any(p.manifest.system_libs or p.manifest.dev_system_libs for p in graph.order):

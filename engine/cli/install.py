@@ -257,12 +257,11 @@ def _public_entry(pkg: Package, dirs: list[str], entry: str, index: int) -> list
     # package's own compiles read: it wins over a shipped template of the same name.
     generated = [p for p in candidates if containment.inside(p, os.path.join(pkg.root, "target"))
                  or not containment.inside(p, pkg.root)]
-    found = (generated or candidates or [None])[0]
-    if found is None:
+    if not candidates:
         raise McppError(f"[package] include names `{entry}`, which is neither in the package nor in one of its include "
                         f"directories (generated headers are looked up after the build)",
                         pkg.manifest.position("package", "include", index))
-    found = os.path.normpath(found)
+    found = os.path.normpath((generated or candidates)[0])
 
     def base_of(path: str, fallback: str) -> str:
         holders = [d for d in dirs if path.startswith(d.rstrip("/") + "/")]

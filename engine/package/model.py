@@ -8,7 +8,7 @@ from typing import Any
 
 from ..manifest.context import BuildContext
 from ..manifest.model import DependencySpec, Manifest
-from ..toolchain.pkg_config import SystemFlags
+from .system_libs import SystemFlags
 from .program_result import ProgramResult
 
 
@@ -25,7 +25,7 @@ class Package:
     # What its build.star declared; the program driver fills it in once the program has been
     # evaluated (after the host tools exist), None for a package without a build program.
     program: ProgramResult | None = None
-    # Its system libraries' flags (engine/toolchain/pkg_config.py), set once per build before
+    # Its system libraries' flags (engine/package/system_libs.py), set once per build before
     # planning; `dev_system` those of its [dev-dependencies], for its tests.
     system: SystemFlags = field(default_factory=SystemFlags)
     dev_system: SystemFlags = field(default_factory=SystemFlags)
