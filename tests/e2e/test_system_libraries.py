@@ -143,3 +143,33 @@ def test_a_library_the_linker_does_not_find_is_not_called_a_missing_source(mcpp,
     assert res.code == 1
     assert "finds no library `mcpp_no_such_library`" in res.diagnostics, res.err
     assert "[build] sources" not in res.diagnostics
+
+
+def test_a_pc_file_outside_the_system_directories_builds_under_the_sandbox(mcpp, project, tmp_path):
+    """The directories a `.pc` file names (`-I/opt/...`) are shown to the sandbox read-only; a
+    header read there is keyed like any system header (editing it recompiles)."""
+    extra = tmp_path / "extra"
+    (extra / "include").mkdir(parents=True)
+    (extra / "include" / "extra.h").write_text("#define EXTRA_VALUE 5\n")
+    pcdir = tmp_path / "pc"
+    pcdir.mkdir()
+    (pcdir / "extra.pc").write_text(f"prefix={extra}\nincludedir=${{prefix}}/include\n\nName: extra\n"
+                                    f"Description: a header outside /usr\nVersion: 1.0\nCflags: -I${{includedir}}\n"
+                                    f"Libs:\n")
+    root = project({
+        "mcpp.toml": """
+            [package]
+            name = "extrauser"
+            version = "0.1.0"
+
+            [dependencies]
+            extra = { pkg-config = "extra" }
+        """,
+        "src/main.c": '#include <stdio.h>\n#include <extra.h>\nint main(void) { printf("%d\\n", EXTRA_VALUE); }\n',
+    })
+    env = {"PKG_CONFIG_PATH": str(pcdir)}
+    res = mcpp("run", "--sandbox", "bwrap", cwd=root, env=env)
+    assert res.code == 0 and res.out.strip() == "5", res.err
+    (extra / "include" / "extra.h").write_text("#define EXTRA_VALUE 6\n")
+    res = mcpp("run", "--sandbox", "bwrap", cwd=root, env=env)
+    assert res.code == 0 and res.out.strip() == "6", res.err
