@@ -163,9 +163,11 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         env = _environment(graph, layout, opts, reporter)
         toolchain = resolve_target_toolchain(opts.toolchain or graph.root_manifest.toolchain, opts.home,
                                              graph.context, graph.root_manifest, host_payload_dirs(env))
-        warm = _warm_up(opts, reporter, stores, env.roots() + toolchain_roots(toolchain), runner, policy, memory)
-        watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
+        # system libraries' flags: before the sandbox warms up, which binds the directories they name
         system_files, system_dirs, system_key = _system_libs(graph, opts, with_tests)
+        warm = _warm_up(opts, reporter, stores, env.roots() + toolchain_roots(toolchain) + system_dirs, runner,
+                        policy, memory)
+        watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
         watched = (watched[0] + system_files, *watched[1:])
         prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
 
