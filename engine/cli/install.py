@@ -27,7 +27,8 @@ from ..build.compose import BuildOutcome
 from ..core import containment
 from . import install_cmake
 from ..core.conventions import HEADER_EXTS, Role
-from ..core.errors import McppError
+from ..core.errors import McppError, ScanError
+from ..modules.scanner import scan_source
 from ..package.model import Package
 from ..package.features import feature_define
 from ..package.sources import include_dirs, package_sources
@@ -143,12 +144,13 @@ def install(outcome: BuildOutcome, prefix: str, reporter: Reporter) -> None:
         name = pc_name(pkg, libs)
         inst.write(inst.dest("lib", "pkgconfig", f"{name}.pc"),
                    pkg_config_text(inst.prefix, pkg, libs, deps, outcome.plan.artifacts))
-        _install_cmake(inst, pkg, libs, deps, outcome.plan.artifacts)
+        _install_cmake(inst, pkg, libs, deps, outcome.plan.artifacts,
+                       any(headers[p.name] for p in [pkg] + deps))
     reporter.status("Installed", f"{inst.count} files to {inst.root}", important=True)
 
 
 def _install_cmake(inst: Installer, pkg: Package, libs: list[Artifact], deps: list[Package],
-                   artifacts: list[Artifact]) -> None:
+                   artifacts: list[Artifact], has_headers: bool) -> None:
     """`lib/cmake/<package>/`: the config and version files `find_package(<package>)` reads
     (engine/cli/install_cmake.py), and the package's module interfaces under `modules/`."""
     base = ("lib", "cmake", pkg.name)
@@ -157,7 +159,7 @@ def _install_cmake(inst: Installer, pkg: Package, libs: list[Artifact], deps: li
         if src.role == Role.MODULE:
             rel = os.path.join(*base, "modules", os.path.basename(src.path))
             inst.copy(os.path.join(pkg.root, src.path), inst.dest(rel), 0o644)
-            modules.append(rel)
+            modules.append((_module_name(os.path.join(pkg.root, src.path)), rel))
     installed = [(a.name, "SHARED" if a.kind == ArtifactKind.SHARED else "STATIC",
                   os.path.join("lib", os.path.basename(a.path))) for a in libs]
     links = []
@@ -166,8 +168,19 @@ def _install_cmake(inst: Installer, pkg: Package, libs: list[Artifact], deps: li
                   if a.package == d.name and a.kind == ArtifactKind.LIB and a.name == d.name]
     links += [f for f in _static_link_flags(pkg, deps) if f not in links]
     inst.write(inst.dest(*base, f"{pkg.name}-config.cmake"),
-               install_cmake.config_text(pkg.name, installed, public_defines(pkg), links, modules))
+               install_cmake.config_text(pkg.name, installed, public_defines(pkg), links, modules,
+                                         pkg.manifest.standard, has_headers))
     inst.write(inst.dest(*base, f"{pkg.name}-config-version.cmake"), install_cmake.version_text(pkg.version))
+
+
+def _module_name(path: str) -> str:
+    """The module an interface file declares (`export module greet;`), as the build scanned it."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            unit = scan_source(f.read(), path)
+    except ScanError:
+        unit = None
+    return unit.module if unit is not None and unit.module else os.path.splitext(os.path.basename(path))[0]
 
 
 def _check_one_source_per_path(package: str, found: list[tuple[str, str]]) -> None:

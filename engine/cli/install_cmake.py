@@ -12,10 +12,12 @@ module interfaces are installed beside the config (`modules/`) and listed in
 """
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
-# The CMake versions whose `find_package` these files are written for: the policies they set.
-_MIN_VERSION = "3.5"
+# The policies the files are written under, pushed and popped so the caller's stay as they are
+# (a config file never calls cmake_minimum_required, which would change the caller's).
+_POLICY_VERSION = "3.5...3.31"
 
 
 def _quoted(text: str) -> str:
@@ -28,14 +30,18 @@ def _list(items: Sequence[str]) -> str:
 
 
 def config_text(name: str, libraries: Sequence[tuple[str, str, str]], defines: Sequence[str],
-                link_libraries: Sequence[str], modules: Sequence[str]) -> str:
+                link_libraries: Sequence[str], modules: Sequence[tuple[str, str]], standard: str,
+                has_headers: bool) -> str:
     """`<name>-config.cmake`. `libraries`: (target name, `STATIC` or `SHARED`, path below the
     prefix) of each installed library; `link_libraries`: what a static link adds after them
     (paths below the prefix for installed archives, `-l`/`-pthread` flags otherwise);
-    `modules`: module interface files below the prefix."""
+    `modules`: (module name, interface file below the prefix), imported (CMake 3.28+) as the
+    target's C++ modules, which a consumer's CMake builds for its own compiler; `standard`: the
+    package's (`c++23`), what the module interfaces need; `has_headers`: `include/` was installed."""
     lines = [
         f"# {name}-config.cmake: written by `mcpp install`; find_package({name}) reads it.",
-        f"cmake_minimum_required(VERSION {_MIN_VERSION})",
+        "cmake_policy(PUSH)",
+        f"cmake_policy(VERSION {_POLICY_VERSION})",
         'get_filename_component(_mcpp_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)',
     ]
     interface_links = [f"${{_mcpp_prefix}}/{p}" if not p.startswith("-") else p for p in link_libraries]
@@ -46,13 +52,19 @@ def config_text(name: str, libraries: Sequence[tuple[str, str, str]], defines: S
             f"  add_library({full} {kind} IMPORTED)",
             f"  set_target_properties({full} PROPERTIES",
             f'    IMPORTED_LOCATION "${{_mcpp_prefix}}/{path}"',
-            '    INTERFACE_INCLUDE_DIRECTORIES "${_mcpp_prefix}/include"',
         ]
+        if has_headers:
+            lines.append('    INTERFACE_INCLUDE_DIRECTORIES "${_mcpp_prefix}/include"')
         if defines:
             lines.append(f"    INTERFACE_COMPILE_DEFINITIONS {_quoted(_list(defines))}")
         if interface_links and kind == "STATIC":
             lines.append(f'    INTERFACE_LINK_LIBRARIES "{_list(interface_links)}"')
-        lines += ["  )", "endif()"]
+        lines += ["  )"]
+        if modules and kind == "STATIC":
+            lines.append(f'  set(_mcpp_location "{path}")')
+            lines += _module_properties(full, modules, standard)
+            lines.append("  unset(_mcpp_location)")
+        lines.append("endif()")
     if not libraries:  # headers only: an interface target with the include directory
         lines += [
             f"if(NOT TARGET {name}::{name})",
@@ -63,15 +75,41 @@ def config_text(name: str, libraries: Sequence[tuple[str, str, str]], defines: S
         if defines:
             lines.append(f"    INTERFACE_COMPILE_DEFINITIONS {_quoted(_list(defines))}")
         lines += ["  )", "endif()"]
-    shown = " ".join(f'"${{_mcpp_prefix}}/{m}"' for m in modules)
+    shown = " ".join(f'"${{_mcpp_prefix}}/{m}"' for _, m in modules)
     lines += [
         f"set({name}_MODULE_INTERFACES {shown})" if modules else f"set({name}_MODULE_INTERFACES)",
         f'set({name}_INCLUDE_DIRS "${{_mcpp_prefix}}/include")',
         f"set({name}_FOUND TRUE)",
         "unset(_mcpp_prefix)",
+        "cmake_policy(POP)",
         "",
     ]
     return "\n".join(lines)
+
+
+def _module_properties(target: str, modules: Sequence[tuple[str, str]], standard: str) -> list[str]:
+    """What CMake 3.28+ reads to build an imported target's module interfaces for the consumer,
+    as its own `install(EXPORT ... CXX_MODULES_DIRECTORY)` writes it: the interfaces as an
+    `INTERFACE` file set of type `CXX_MODULES`, and each module's name and interface for the
+    configuration the target is imported as. Older versions leave the modules out."""
+    number = standard.split("++")[-1]
+    entries = ";".join(f"{n}=${{_mcpp_prefix}}/{m}" for n, m in modules)
+    base = sorted({os.path.dirname(m) for _, m in modules})
+    files = " ".join(f'"${{_mcpp_prefix}}/{m}"' for _, m in modules)
+    return [
+        '  if(NOT CMAKE_VERSION VERSION_LESS "3.28")',
+        f"    set_property(TARGET {target} APPEND PROPERTY IMPORTED_CONFIGURATIONS NOCONFIG)",
+        f"    set_target_properties({target} PROPERTIES",
+        '      IMPORTED_LOCATION_NOCONFIG "${_mcpp_prefix}/' + "${_mcpp_location}" + '"',
+        f'      IMPORTED_CXX_MODULES_COMPILE_FEATURES "cxx_std_{number}"',
+        f'      IMPORTED_CXX_MODULES_NOCONFIG "{entries}"',
+        f'      INTERFACE_COMPILE_FEATURES "cxx_std_{number}"',
+        "    )",
+        f"    target_sources({target} INTERFACE FILE_SET mcpp_modules TYPE CXX_MODULES",
+        "      BASE_DIRS " + " ".join(f'"${{_mcpp_prefix}}/{b}"' for b in base),
+        f"      FILES {files})",
+        "  endif()",
+    ]
 
 
 def version_text(version: str) -> str:

@@ -93,6 +93,11 @@ def test_find_package_links_the_installed_library(project, mcpp, tmp_path):
     assert p.returncode != 0 and "1.3.1" in p.stderr, p.stderr
 
 
+def cmake_version() -> tuple[int, ...]:
+    out = subprocess.run([cmake(), "--version"], capture_output=True, text=True).stdout.split()
+    return tuple(int(x) for x in out[2].split(".")[:2]) if len(out) > 2 else (0,)
+
+
 def test_a_module_library_ships_its_interfaces(project, mcpp, tmp_path):
     root = project({
         "mcpp.toml": '[package]\nname = "greet"\nversion = "0.2.0"\n',
@@ -106,3 +111,31 @@ def test_a_module_library_ships_its_interfaces(project, mcpp, tmp_path):
     config = (base / "greet-config.cmake").read_text()
     assert 'set(greet_MODULE_INTERFACES "${_mcpp_prefix}/lib/cmake/greet/modules/greet.cppm")' in config
     assert "add_library(greet::greet STATIC IMPORTED)" in config
+
+
+@pytest.mark.skipif(cmake() is None or cmake_version() < (3, 28) or not shutil.which("ninja")
+                    or not shutil.which("clang++-19"),
+                    reason="CMake 3.28+ builds imported modules with a scanning compiler (clang-19; gcc 14+) and Ninja")
+def test_find_package_imports_the_modules_of_an_installed_module_library(project, mcpp, tmp_path):
+    """CMake builds the installed interface for the consumer's compiler and standard (here
+    clang-19, which gcc 12's CMake support lacks) and links mcpp's archive."""
+    root = project({
+        "mcpp.toml": '[package]\nname = "greet"\nversion = "0.2.0"\n',
+        "src/greet.cppm": "export module greet;\nexport int greet_answer() { return 42; }\n",
+    })
+    prefix = tmp_path / "prefix"
+    assert mcpp("install", "--prefix", str(prefix), cwd=root).code == 0
+    consumer = tmp_path / "consumer"
+    consumer.mkdir()
+    (consumer / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.28)\nproject(consumer CXX)\nset(CMAKE_CXX_STANDARD 23)\n"
+        "find_package(greet 0.2 REQUIRED)\nadd_executable(consumer main.cpp)\n"
+        "target_link_libraries(consumer PRIVATE greet::greet)\n")
+    (consumer / "main.cpp").write_text('import greet;\n#include <cstdio>\nint main() { std::printf("%d\\n", '
+                                       'greet_answer()); }\n')
+    build = tmp_path / "cbuild"
+    for argv in ([cmake(), "-S", str(consumer), "-B", str(build), "-G", "Ninja", "-DCMAKE_CXX_COMPILER=clang++-19",
+                  f"-DCMAKE_PREFIX_PATH={prefix}"], [cmake(), "--build", str(build)]):
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+    assert subprocess.run([str(build / "consumer")], capture_output=True, text=True).stdout == "42\n"
