@@ -168,7 +168,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         warm = _warm_up(opts, reporter, stores, env.roots() + toolchain_roots(toolchain) + system_dirs, runner,
                         policy, memory)
         watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
-        watched = (watched[0] + system_files, *watched[1:])
+        watched = (watched[0] + system_files, watched[1] + _pc_dirs(system_files), watched[2])
         prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
 
         def make(scan, includes) -> Plan:
@@ -245,6 +245,15 @@ def _system_libs(graph: PackageGraph, opts: BuildOptions, with_tests: bool) -> t
     asker.save()
     which = shutil.which("pkg-config")
     return files + ([which] if which else []), tuple(dict.fromkeys(dirs)), tuple(key)
+
+
+def _pc_dirs(pc_files: list[str]) -> list[str]:
+    """The directories pkg-config searched before finding each `.pc` file (PKG_CONFIG_PATH's, and
+    the file's own): a module file appearing there changes which one is found."""
+    if not pc_files:
+        return []
+    dirs = [d for d in os.environ.get("PKG_CONFIG_PATH", "").split(os.pathsep) if d]
+    return list(dict.fromkeys(dirs + [os.path.dirname(f) for f in pc_files if f.endswith(".pc")]))
 
 
 def host_payload_dirs(env: Environment) -> tuple[str, ...]:

@@ -137,10 +137,11 @@ class PkgConfig:
         return proc.stdout
 
     def _missing(self, spec: DependencySpec, said: str = "") -> ManifestError:
-        path = self.env.get("PKG_CONFIG_PATH", "")
+        path, libdir = self.env.get("PKG_CONFIG_PATH", ""), self.env.get("PKG_CONFIG_LIBDIR")
         where = f"PKG_CONFIG_PATH={path}" if path else "PKG_CONFIG_PATH is not set"
+        where += f", then PKG_CONFIG_LIBDIR={libdir}" if libdir is not None else ", then pkg-config's default directories"
         notes = [f"note: pkg-config said: {said.splitlines()[0]}"] if said else []
         notes.append(f"help: install the package that ships `{spec.pkg_config}.pc` (its -dev package), or add the "
                      f"directory holding it to PKG_CONFIG_PATH")
         return ManifestError(f"system library `{spec.key}`: pkg-config finds no package `{spec.pkg_config}` "
-                             f"({where}, then pkg-config's default directories)", spec.pos, notes)
+                             f"({where})", spec.pos, notes)

@@ -173,3 +173,17 @@ def test_a_pc_file_outside_the_system_directories_builds_under_the_sandbox(mcpp,
     (extra / "include" / "extra.h").write_text("#define EXTRA_VALUE 6\n")
     res = mcpp("run", "--sandbox", "bwrap", cwd=root, env=env)
     assert res.code == 0 and res.out.strip() == "6", res.err
+
+
+def test_a_pc_file_appearing_earlier_on_pkg_config_path_is_taken(mcpp, project, tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    (second / "zlib.pc").write_text(open(system_zlib_pc()).read())
+    env = {"PKG_CONFIG_PATH": f"{first}:{second}"}
+    root = zlib_package(project, '{ pkg-config = "zlib" }')
+    res = mcpp("run", cwd=root, env=env)
+    assert res.code == 0 and res.out.strip().endswith(" 0"), res.err
+    (first / "zlib.pc").write_text(open(system_zlib_pc()).read().replace("Cflags:", "Cflags: -DFROM_PC=3"))
+    res = mcpp("run", cwd=root, env=env)
+    assert res.code == 0 and res.out.strip().endswith(" 3"), res.out + res.err
