@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import platform as host_platform
+import shutil
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ from ..state.unchanged import Knowledge, learn
 from ..toolchain import linker
 from ..toolchain.compilers import Toolchain, resolve_toolchain
 from ..toolchain.cross import resolve_target_toolchain, toolchain_roots
+from ..package.system_libs import PkgConfig, SystemFlags
 from ..trust.policy import TrustPolicy
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .empty_packages import empty_package_warnings
@@ -162,8 +164,12 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         env = _environment(graph, layout, opts, reporter)
         toolchain = resolve_target_toolchain(opts.toolchain or graph.root_manifest.toolchain, opts.home,
                                              graph.context, graph.root_manifest, host_payload_dirs(env))
-        warm = _warm_up(opts, reporter, stores, env.roots() + toolchain_roots(toolchain), runner, policy, memory)
+        # system libraries' flags: before the sandbox warms up, which binds the directories they name
+        system_files, system_dirs, system_key = _system_libs(graph, opts, with_tests)
+        warm = _warm_up(opts, reporter, stores, env.roots() + toolchain_roots(toolchain) + system_dirs, runner,
+                        policy, memory)
         watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
+        watched = (watched[0] + system_files, watched[1] + _pc_dirs(system_files), watched[2])
         prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
 
         def make(scan, includes, trees=None) -> Plan:
@@ -173,7 +179,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         if opts.target_override is None:
             plan = cast(Plan, memory.plan(make, scans.scan, scans.includes, graph,
                                           (toolchain.identity, profile, layout.target_dir, with_tests, env,
-                                           _linkers(toolchain), graph.archive_members)))
+                                           _linkers(toolchain), graph.archive_members, system_key)))
         else:  # a host tool's build inside the build: neither remembered nor given
             plan = make(scans.scan, scans.includes)
         announced: set[str] = set()
@@ -181,7 +187,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         if plan.dynamic:  # sources a generator names as it runs: run it, then plan again (dynamic_trees.py)
             first, first_counters = _run_plan(dynamic_trees.subset(plan, dynamic_trees.producers(plan)), graph, layout,
                                  toolchain, opts, reporter, state, scans, runner, stores, policy, memory,
-                                 payload_roots=env.roots() + toolchain_roots(toolchain), top=False,
+                                 payload_roots=env.roots() + toolchain_roots(toolchain) + system_dirs, top=False,
                                  announced=announced)
             if not first.ok:
                 names = ", ".join(first.failed[:3]) + (" ..." if len(first.failed) > 3 else "")
@@ -191,7 +197,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
             reporter.raw_warning(w)
         timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
-                                     policy, memory, timings, env.roots() + toolchain_roots(toolchain),
+                                     policy, memory, timings, env.roots() + toolchain_roots(toolchain) + system_dirs,
                                      top=opts.target_override is None, warm=warm, announced=announced)
         if first_counters is not None:
             _merge_first_phase(counters, first_counters)
@@ -230,6 +236,38 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
     if opts.target_override is None:
         _bound_home(opts, memory)
     return outcome
+
+
+def _system_libs(graph: PackageGraph, opts: BuildOptions, with_tests: bool) -> tuple[list[str], tuple[str, ...], tuple]:
+    """Each package's system libraries (`{ pkg-config = ... }`, `{ system = ... }`), resolved once
+    per build onto the package (engine/package/system_libs.py). Returns the `.pc` files (watched
+    by the no-op record), the directories their flags name (bound into the sandbox) and what the
+    flags are (part of a remembered plan's key). Nothing is asked when no package declares one."""
+    if not any(p.manifest.system_libs or p.manifest.dev_system_libs for p in graph.order):
+        return [], (), ()
+    asker = PkgConfig(str(opts.home.root))
+    files: list[str] = []
+    dirs: list[str] = []
+    key = []
+    for pkg in graph.order:
+        pkg.system = asker.flags_of(pkg.manifest.system_libs)
+        pkg.dev_system = asker.flags_of(pkg.manifest.dev_system_libs) if with_tests else SystemFlags()
+        for flags in (pkg.system, pkg.dev_system):
+            files += flags.pc_files
+            dirs += flags.dirs
+        key.append((pkg.name, pkg.system.identity(), pkg.dev_system.identity()))
+    asker.save()
+    which = shutil.which("pkg-config")
+    return files + ([which] if which else []), tuple(dict.fromkeys(dirs)), tuple(key)
+
+
+def _pc_dirs(pc_files: list[str]) -> list[str]:
+    """The directories pkg-config searched before finding each `.pc` file (PKG_CONFIG_PATH's, and
+    the file's own): a module file appearing there changes which one is found."""
+    if not pc_files:
+        return []
+    dirs = [d for d in os.environ.get("PKG_CONFIG_PATH", "").split(os.pathsep) if d]
+    return list(dict.fromkeys(dirs + [os.path.dirname(f) for f in pc_files if f.endswith(".pc")]))
 
 
 def host_payload_dirs(env: Environment) -> tuple[str, ...]:

@@ -25,10 +25,14 @@ from mcpp.cas.atomic import commit, discard, temp_name
 
 from ..build.compose import BuildOutcome
 from ..core import containment
-from ..core.conventions import HEADER_EXTS
-from ..core.errors import McppError
+from . import install_cmake
+from ..core.conventions import HEADER_EXTS, Role
+from ..core.errors import McppError, ScanError
+from ..modules.scanner import scan_source
 from ..package.model import Package
-from ..package.sources import include_dirs
+from ..package.features import feature_define
+from ..package.sources import include_dirs, package_sources
+from ..package.targets import targets_of
 from ..plan.context import transitive_deps
 from ..plan.model import Artifact, ArtifactKind
 from ..report.reporter import Reporter
@@ -104,14 +108,18 @@ def install(outcome: BuildOutcome, prefix: str, reporter: Reporter) -> None:
         for p in [pkg] + transitive_deps(pkg, dev=False):
             if p.name not in headers:
                 headers[p.name] = _headers_of(p)
+    for name, found in headers.items():
+        _check_one_source_per_path(name, found)
     member_names = {p.name for p in members}
+    not_installed = {(p.name, t.name) for p in members for t in targets_of(p) if not t.install}
     done: set[str] = set()
     libs_of: dict[str, list[Artifact]] = {}
     for a in outcome.plan.artifacts:
         if a.kind == ArtifactKind.TEST or a.package not in member_names:
             continue
         if a.kind == ArtifactKind.BIN:
-            inst.copy(os.path.join(execroot, a.path), inst.dest("bin", a.name), 0o755)
+            if (a.package, a.name) not in not_installed:
+                inst.copy(os.path.join(execroot, a.path), inst.dest("bin", a.name), 0o755)
         elif a.path not in done:
             _install_library(inst, execroot, a)
             libs_of.setdefault(a.package, []).append(a)
@@ -132,10 +140,59 @@ def install(outcome: BuildOutcome, prefix: str, reporter: Reporter) -> None:
         for p in [pkg] + deps:
             for src, rel in headers[p.name]:
                 inst.copy(src, inst.dest("include", rel), 0o644)
-        inst.write(inst.dest("lib", "pkgconfig", f"{pkg.name}.pc"),
-                   pkg_config_text(inst.prefix, pkg, libs_of[pkg.name], deps,
-                                   outcome.plan.artifacts))
+        libs = libs_of[pkg.name]
+        name = pc_name(pkg, libs)
+        inst.write(inst.dest("lib", "pkgconfig", f"{name}.pc"),
+                   pkg_config_text(inst.prefix, pkg, libs, deps, outcome.plan.artifacts))
+        _install_cmake(inst, pkg, libs, deps, outcome.plan.artifacts,
+                       any(headers[p.name] for p in [pkg] + deps))
     reporter.status("Installed", f"{inst.count} files to {inst.root}", important=True)
+
+
+def _install_cmake(inst: Installer, pkg: Package, libs: list[Artifact], deps: list[Package],
+                   artifacts: list[Artifact], has_headers: bool) -> None:
+    """`lib/cmake/<package>/`: the config and version files `find_package(<package>)` reads
+    (engine/cli/install_cmake.py), and the package's module interfaces under `modules/`."""
+    base = ("lib", "cmake", pkg.name)
+    modules = []
+    for src in package_sources(pkg):
+        if src.role == Role.MODULE:
+            rel = os.path.join(*base, "modules", os.path.basename(src.path))
+            inst.copy(os.path.join(pkg.root, src.path), inst.dest(rel), 0o644)
+            modules.append((_module_name(os.path.join(pkg.root, src.path)), rel))
+    installed = [(a.name, "SHARED" if a.kind == ArtifactKind.SHARED else "STATIC",
+                  os.path.join("lib", os.path.basename(a.path))) for a in libs]
+    links = []
+    for d in deps:
+        links += [os.path.join("lib", os.path.basename(a.path)) for a in artifacts
+                  if a.package == d.name and a.kind == ArtifactKind.LIB and a.name == d.name]
+    links += [f for f in _static_link_flags(pkg, deps) if f not in links]
+    inst.write(inst.dest(*base, f"{pkg.name}-config.cmake"),
+               install_cmake.config_text(pkg.name, installed, public_defines(pkg), links, modules,
+                                         pkg.manifest.standard, has_headers))
+    inst.write(inst.dest(*base, f"{pkg.name}-config-version.cmake"), install_cmake.version_text(pkg.version))
+
+
+def _module_name(path: str) -> str:
+    """The module an interface file declares (`export module greet;`), as the build scanned it."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            unit = scan_source(f.read(), path)
+    except ScanError:
+        unit = None
+    return unit.module if unit is not None and unit.module else os.path.splitext(os.path.basename(path))[0]
+
+
+def _check_one_source_per_path(package: str, found: list[tuple[str, str]]) -> None:
+    """Two headers that would be installed at one path (a shipped `zconf.h` and the one the
+    build generates, named by two `[package] include` entries) are refused, naming both."""
+    seen: dict[str, str] = {}
+    for src, rel in found:
+        other = seen.setdefault(rel, src)
+        if other != src:
+            raise McppError(f"package `{package}` installs two headers at `include/{rel}`: `{other}` and `{src}`",
+                            notes=["help: name one of them in `[package] include` (a generated header is found in "
+                                   "the include directory its build program exposes)"])
 
 
 def _install_library(inst: Installer, execroot: str, a: Artifact) -> None:
@@ -207,13 +264,17 @@ def _public_entry(pkg: Package, dirs: list[str], entry: str, index: int) -> list
     header the build program generates lives there). A header inside an include directory is
     installed relative to it; one outside all of them (or a directory's contents) relative to
     the entry's own directory."""
-    found = next((p for p in [os.path.join(pkg.root, entry)] + [os.path.join(d, entry) for d in dirs]
-                  if os.path.exists(p)), None)
-    if found is None:
+    candidates = [p for p in [os.path.join(pkg.root, entry)] + [os.path.join(d, entry) for d in dirs]
+                  if os.path.exists(p)]
+    # A header the build generates (in an include directory under `target/`) is the one the
+    # package's own compiles read: it wins over a shipped template of the same name.
+    generated = [p for p in candidates if containment.inside(p, os.path.join(pkg.root, "target"))
+                 or not containment.inside(p, pkg.root)]
+    if not candidates:
         raise McppError(f"[package] include names `{entry}`, which is neither in the package nor in one of its include "
                         f"directories (generated headers are looked up after the build)",
                         pkg.manifest.position("package", "include", index))
-    found = os.path.normpath(found)
+    found = os.path.normpath((generated or candidates)[0])
 
     def base_of(path: str, fallback: str) -> str:
         holders = [d for d in dirs if path.startswith(d.rstrip("/") + "/")]
@@ -237,9 +298,9 @@ def pkg_config_text(prefix: str, pkg: Package, libs: list[Artifact], deps: list[
         for d in deps:
             flags += [f"-l{link_name(a)}" for a in artifacts
                       if a.package == d.name and a.kind == ArtifactKind.LIB and a.name == d.name]
-    for p in [pkg] + deps:
-        flags += [f for f in p.manifest.build.ldflags if f.startswith(("-l", "-pthread")) and f not in flags]
+    flags += [f for f in _static_link_flags(pkg, deps) if f not in flags]
     libs_line = "-L${libdir} " + " ".join(flags) if flags else ""
+    cflags = " ".join(["-I${includedir}"] + [f"-D{d}" for d in public_defines(pkg)])
     return "\n".join([
         f"prefix={prefix}",
         "exec_prefix=${prefix}",
@@ -247,12 +308,41 @@ def pkg_config_text(prefix: str, pkg: Package, libs: list[Artifact], deps: list[
         "includedir=${prefix}/include",
         "",
         f"Name: {pkg.name}",
-        f"Description: {pkg.name}, built by mcpp",
+        f"Description: {pkg.manifest.description or pkg.name + ', built by mcpp'}",
         f"Version: {pkg.version}",
         f"Libs: {libs_line}".rstrip(),
-        "Cflags: -I${includedir}",
+        f"Cflags: {cflags}",
         "",
     ])
+
+
+def pc_name(pkg: Package, libs: list[Artifact]) -> str:
+    """What `pkg-config` is asked for: the library's link name (package `zlib` whose library is
+    `libz` installs `z.pc`, as `-lz` finds it), the package's name for a header-only one."""
+    shared = [a for a in libs if a.kind == ArtifactKind.SHARED]
+    named = [a for a in libs if a.name == pkg.name]
+    own = (named or shared or libs)[:1]
+    return link_name(own[0]) if own else pkg.name
+
+
+def public_defines(pkg: Package) -> list[str]:
+    """The defines the package's headers are compiled with (`[build] defines`, its active
+    features'): a consumer compiling against the installed headers sees the same configuration."""
+    out = [feature_define(f) for f in sorted(pkg.features)]
+    for f in sorted(pkg.features):
+        out += list(pkg.manifest.features[f].defines)
+    out += list(pkg.manifest.build.defines)
+    return list(dict.fromkeys(out))
+
+
+def _static_link_flags(pkg: Package, deps: list[Package]) -> list[str]:
+    """The `-l`/`-pthread` flags of the package's and its dependencies' `ldflags` and system
+    libraries (`{ pkg-config = ... }`, `{ system = ... }`): what a static link needs after it."""
+    flags: list[str] = []
+    for p in [pkg] + deps:
+        flags += [f for f in p.manifest.build.ldflags if f.startswith(("-l", "-pthread")) and f not in flags]
+        flags += [f for f in p.system.libs if f not in flags]
+    return flags
 
 
 def link_name(a: Artifact) -> str:

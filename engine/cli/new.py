@@ -15,6 +15,7 @@ import tempfile
 import tomllib
 
 from ..core.errors import McppError
+from ..manifest.builder import DEFAULT_STANDARD
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 MANIFEST_NAME = "mcpp.toml"
@@ -47,7 +48,7 @@ def check_name(name: str) -> None:
 
 
 def _manifest(name: str) -> str:
-    return f'[package]\nname = "{name}"\nversion = "0.1.0"\nstandard = "c++20"\n'
+    return f'[package]\nname = "{name}"\nversion = "0.1.0"\nstandard = "{DEFAULT_STANDARD}"\n'
 
 
 _GITIGNORE = "/target\ncompile_commands.json\n"

@@ -37,6 +37,9 @@ AFFECTS: dict[str, str] = {
     "MCPP_REMOTE_TRUSTED_KEYS": "whose signed results are accepted",
     "MCPP_PROGRAM_TIME_LIMIT": "whether a build program's evaluation may finish",
     "MCPP_PROGRAM_MEMORY_LIMIT": "whether a build program's evaluation may finish",
+    "PKG_CONFIG_PATH": "which .pc file a `pkg-config` dependency's flags come from (engine/package/system_libs.py)",
+    "PKG_CONFIG_LIBDIR": "which .pc file a `pkg-config` dependency's flags come from",
+    "PKG_CONFIG_SYSROOT_DIR": "the prefix pkg-config puts before the paths of its flags",
 }
 
 HOME_FILES: tuple[str, ...] = (

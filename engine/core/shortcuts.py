@@ -101,6 +101,11 @@ SHORTCUTS: tuple[Shortcut, ...] = (
              "asking a compiler its version, target and directories, and hashing it",
              ("mcpp.engine.toolchain.compilers:_ProbeCache.probe",),
              "the compiler binary's (dev, inode, size, mtime)"),
+    Shortcut("pkg-config answers", "mcpp.engine.package.system_libs",
+             "asking pkg-config a system library's compile and link flags",
+             ("mcpp.engine.package.system_libs:PkgConfig.module",),
+             "another digest of the module's .pc file (located by `pkg-config --path` each build), another "
+             "module name, path or PKG_CONFIG_PATH / PKG_CONFIG_LIBDIR / PKG_CONFIG_SYSROOT_DIR"),
     Shortcut("payload probe cache", "mcpp.engine.payloads.system",
              "running a system installation's version probe",
              ("mcpp.engine.payloads.system:Prober.probe",),

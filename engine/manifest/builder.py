@@ -15,7 +15,8 @@ from . import deps, schema, shape, xlings
 from ..core.accel import BACKEND_NAME, AccelSet, AccelSyntaxError, parse_accel
 from ..core.conventions import PROGRAM_FILE
 from ..core.paths import AbsPath, PkgPath
-from .model import OUT_PREFIX, TARGET_KINDS, BuildSpec, FeatureSpec, Manifest, ProfileSpec, RuntimeArtifact, TargetSpec
+from .model import (DEFAULT_MAINS, OUT_PREFIX, TARGET_KINDS, BuildSpec, FeatureSpec, Manifest, ProfileSpec,
+                    RuntimeArtifact, TargetSpec)
 from .reader import Reader, header, type_name
 
 # What the reference mcpp compiles with when a manifest names no standard (its examples use
@@ -78,6 +79,7 @@ class Builder:
             feature_deps=self._feature_deps(features), feature_xlings=self._feature_xlings(features),
             workspace_members=members, toolchain=self._toolchain(), warnings=r.warnings, smap=r.smap,
             provenance=r.provenance, public_headers=public_headers,
+            description=r.opt(package, "description", str, ("package",)),
         )
         if "xlings" in doc:
             m.xlings = xlings.read_xlings(r, doc["xlings"], ("xlings",), None, self.host_os)
@@ -85,6 +87,10 @@ class Builder:
             m.runtime_artifacts, m.runtime_library_dirs = self.read_runtime(doc["runtime"], ("runtime",))
         if "source" in doc:
             m.vendor = deps.read_source(r, doc["source"], self.root)
+        m.system_libs = tuple(s for s in m.dependencies if s.is_system)
+        m.dev_system_libs = tuple(s for s in m.dev_dependencies if s.is_system)
+        m.dependencies = tuple(s for s in m.dependencies if not s.is_system)
+        m.dev_dependencies = tuple(s for s in m.dev_dependencies if not s.is_system)
         self._declared_deps = [s.key for s in m.dependencies + m.dev_dependencies]
         m.targets, m.explicit_targets = self._targets(name)
         m.lib_path = self._lib()
@@ -181,7 +187,8 @@ class Builder:
                 if main is None and kind == "test":
                     raise r.fail(kp, f"test target `{tname}` needs `main`, the source holding its `main()`",
                                  prefer="key")
-                main = main or "src/main.cpp"
+                main = main or next((d for d in DEFAULT_MAINS if os.path.isfile(os.path.join(self.root, d))),
+                                    DEFAULT_MAINS[0])
                 if not os.path.isfile(os.path.join(self.root, main)):
                     raise r.fail(kp + ("main",) if "main" in spec else kp,
                                  f"target `{tname}`: main source `{main}` does not exist")
@@ -222,7 +229,7 @@ class Builder:
                 deps=self._target_deps(spec, kp, tname, kind, siblings),
                 libs=self._sibling_libs(spec, kp, tname, kind, siblings),
                 link_inputs=self._link_inputs(spec, kp, tname),
-                soname=soname, version=version))
+                soname=soname, version=version, install=r.opt(spec, "install", bool, kp, True)))
         self._sibling_cycles(out)
         return tuple(out), True
 

@@ -35,6 +35,11 @@ def is_payload_address(key: str) -> bool:
     return ":" in key
 
 
+def is_system_spec(spec: Any) -> bool:
+    """`{ pkg-config = "zlib" }` / `{ system = "z" }`: a library of the system, no mcpp package."""
+    return type(spec) is dict and any(k in spec for k in schema.SYSTEM_DEP_KEYS)
+
+
 def _is_namespace_table(spec: Any) -> bool:
     """`ns.name = {...}` / `[dependencies.ns]`: a table of one namespace's packages."""
     return (type(spec) is dict and bool(spec) and not any(schema.normalized(k) in _DEP_KEYS_NORMALIZED for k in spec)
@@ -87,6 +92,8 @@ def _dep(r: Reader, kp: tuple, rel: tuple, spec: Any, section_path: tuple, check
     shape.check_siblings(r, spec, kp, section_path)
     r.check_keys(spec, kp, schema.DEPENDENCY.keys, schema.DEPENDENCY.case,
                  where=f"the spec of dependency `{key}`")
+    if is_system_spec(spec):
+        return _system_dep(r, kp, key, spec, section_path, feature)
     path = r.opt(spec, "path", str, kp)
     if path is None and namespace == SHIPPED_NAMESPACE:  # a package shipped with mcpp (shipped_packages.py)
         path = shipped_root(namespace, key)
@@ -139,6 +146,36 @@ def _libs(r: Reader, spec: dict, kp: tuple) -> dict:
         if not name:
             raise r.fail(kp + ("libs", i), "an empty library name in `libs`")
     return {"libs": libs, "libs_pos": r.pos(kp + ("libs",))}
+
+
+# What a pkg-config module name or a `-l` library name may be: never a flag or a path.
+_SYSTEM_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}$")
+
+
+def _system_dep(r: Reader, kp: tuple, key: str, spec: dict, section_path: tuple,
+                feature: str | None) -> DependencySpec:
+    """`z = { pkg-config = "zlib" }` or `z = { system = "z" }`: a library of the system, linked
+    (and, through pkg-config, compiled against) but never built; alone in its entry."""
+    which = [k for k in schema.SYSTEM_DEP_KEYS if k in spec]
+    if len(which) > 1:
+        raise r.fail(kp + (which[1],), f"dependency `{key}` names both `pkg-config` and `system`: "
+                                       f"a system library is one or the other", prefer="key")
+    extra = [k for k in spec if k != which[0]]
+    if extra:
+        raise r.fail(kp + (extra[0],), f"`{extra[0]}` does not apply to the system library `{key}` "
+                                       f"(`{which[0]}` takes no other key)", prefer="key")
+    if section_path[:1] not in (("dependencies",), ("dev-dependencies",)) or feature is not None:
+        raise r.fail(kp + (which[0],), f"a system library is declared in [dependencies] or [dev-dependencies], "
+                                       f"not in {header(section_path)}", prefer="key")
+    name = r.expect(spec[which[0]], str, kp + (which[0],))
+    if not _SYSTEM_NAME.match(name):
+        what = "a pkg-config module name such as \"zlib\"" if which[0] == "pkg-config" else \
+            "a library name as `-l` takes it, such as \"z\""
+        raise r.fail(kp + (which[0],), f"`{name}` is not {what}")
+    return DependencySpec(key=key, namespace=None, path=AbsPath(""), keypath=r.source_path(kp),
+                          pos=r.pos(kp + (which[0],)),
+                          pkg_config=name if which[0] == "pkg-config" else None,
+                          system=name if which[0] == "system" else None)
 
 
 def read_source(r: Reader, table: Any, root: str) -> AbsPath:

@@ -68,10 +68,56 @@ def _toml_error(path: str, text: str, e: "tomllib.TOMLDecodeError") -> ManifestE
     msg = str(e)
     m = re.search(r"\s*\(at line (\d+), column (\d+)\)$", msg)
     if m:
-        return ManifestError(f"malformed TOML: {msg[:m.start()]}",
-                             Position(display_path(path), int(m.group(1)), int(m.group(2))), _gate_note(msg))
+        line, col = int(m.group(1)), int(m.group(2))
+        return ManifestError(f"malformed TOML: {msg[:m.start()]}", Position(display_path(path), line, col),
+                             _gate_note(msg) + _wrapped_table_note(path, text, line, col))
     m = re.search(r"\s*\(at end of document\)$", msg)
     return ManifestError(f"malformed TOML: {msg[:m.start()] if m else msg}", _end_of(path, text))
+
+
+def _wrapped_table_note(path: str, text: str, line: int, col: int) -> list[str]:
+    """An inline table (`z = { path = "..",` with its rest on the next line) must be on one line
+    in TOML 1.0: when the error is a line break inside a `{` still open, say so and where."""
+    rows = text.split("\n")
+    row = rows[line - 1] if 0 < line <= len(rows) else ""
+    opened = _open_brace(rows[:line - 1] + [row[:col - 1]])
+    if opened is None or (opened[0] == line and col <= len(row.rstrip())):
+        return []
+    where = Position(display_path(path), opened[0], opened[1])
+    return [f"{where}: note: this inline table `{{ ... }}` continues on another line; TOML keeps an inline table "
+            f"on one line: join its lines, or write it as a [section.name] table"]
+
+
+def _open_brace(rows: list[str]) -> tuple[int, int] | None:
+    """(line, column) of the innermost `{` still open at the end of `rows` (strings and comments
+    skipped), or None."""
+    stack: list[tuple[int, int]] = []
+    quote = ""
+    for n, row in enumerate(rows, start=1):
+        i = 0
+        while i < len(row):
+            c = row[i]
+            if quote:
+                if row.startswith(quote, i):
+                    i += len(quote) - 1
+                    quote = ""
+                elif c == "\\" and quote[0] == '"':
+                    i += 1
+            elif row.startswith(('"""', "'''"), i):
+                quote = row[i:i + 3]
+                i += 2
+            elif c in "\"'":
+                quote = c
+            elif c == "#":
+                break
+            elif c == "{":
+                stack.append((n, i + 1))
+            elif c == "}" and stack:
+                stack.pop()
+            i += 1
+        if len(quote) == 1:  # a one-line string does not continue
+            quote = ""
+    return stack[-1] if stack else None
 
 
 def _end_of(path: str, text: str) -> Position:

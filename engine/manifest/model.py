@@ -12,6 +12,8 @@ from .reader import display_path
 TARGET_KINDS = ("bin", "lib", "shared", "test")
 # A link input written `$OUT/<path>` is the file `<path>` of the build program's `out_dir()`.
 OUT_PREFIX = "$OUT/"
+# The entry source of a binary a manifest does not name, the first that exists.
+DEFAULT_MAINS = ("src/main.cpp", "src/main.c")
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,14 @@ class DependencySpec:
     index: bool = False  # a package of the library index (engine/registry/): `path` is set once resolved
     libs: tuple[str, ...] | None = None  # which of its libraries to link; None: the one named after it
     libs_pos: Position | None = None
+    # A system library, not an mcpp package: `{ pkg-config = "zlib" }` (flags from pkg-config) or
+    # `{ system = "z" }` (a bare `-lz`). Kept apart from the package graph (Manifest.system_libs).
+    pkg_config: str | None = None
+    system: str | None = None
+
+    @property
+    def is_system(self) -> bool:
+        return self.pkg_config is not None or self.system is not None
 
     @property
     def display(self) -> str:
@@ -87,6 +97,7 @@ class TargetSpec:
     link_inputs: tuple[PkgPath, ...] = ()  # files its link reads (a version script); `$OUT/x`: generated
     soname: str | None = None  # shared: the DT_SONAME
     version: str | None = None  # shared: the versioned file name's suffix (`1.3.1`)
+    install: bool = True  # `mcpp install` copies it (an example, a benchmark: `install = false`)
 
     @property
     def compiles_apart(self) -> bool:
@@ -150,6 +161,7 @@ class Manifest:
     # [package] include: the public headers `mcpp install` copies (a header as consumers include
     # it, or a directory of them); None: every header of the exposed include directories
     public_headers: tuple[str, ...] | None = None
+    description: str | None = None  # [package] description: the `.pc` file's Description
     targets: tuple[TargetSpec, ...] = ()
     explicit_targets: bool = False
     lib_path: str | None = None
@@ -160,6 +172,9 @@ class Manifest:
     default_features: tuple[str, ...] = ()
     dependencies: tuple[DependencySpec, ...] = ()
     dev_dependencies: tuple[DependencySpec, ...] = ()
+    # [dependencies] / [dev-dependencies] entries naming system libraries (`pkg-config`, `system`)
+    system_libs: tuple[DependencySpec, ...] = ()
+    dev_system_libs: tuple[DependencySpec, ...] = ()
     build_dependencies: tuple[DependencySpec, ...] = ()  # (not acted on yet: host modules)
     feature_deps: dict[str, tuple[DependencySpec, ...]] = field(default_factory=dict)
     xlings: XlingsSpec = field(default_factory=XlingsSpec)  # resolved and installed by engine/payloads/

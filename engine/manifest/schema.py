@@ -71,11 +71,11 @@ SECTION_PLANES = {
 PACKAGE = Table("package", "identity", KEBAB, (
     "name", "version", "namespace", "standard", "description", "authors", "license", "repository",
     "homepage", "keywords", "readme", "accelerators", "platforms", "include"),
-    pending=("description", "authors", "license", "repository", "homepage", "keywords", "readme",
+    pending=("authors", "license", "repository", "homepage", "keywords", "readme",
              "platforms"))
 TARGET_SPEC = Table("targets.<name>", "artifacts", SNAKE, (
     "kind", "main", "sources", "include_dirs", "defines", "cflags", "cxxflags", "ldflags", "deps", "link_inputs",
-    "soname", "version"))
+    "soname", "version", "install"))
 LIB = Table("lib", "artifacts", SNAKE, ("path",))
 TEST = Table("test", "artifacts", SNAKE, ("dirs",))
 BUILD = Table("build", "compilation", SNAKE, (
@@ -84,7 +84,10 @@ SOURCE_ENTRY = Table("build.sources[]", "compilation", SNAKE, ("glob", "accel"))
 PROFILE = Table("profile.<name>", "compilation", KEBAB, ("inherits", "opt", "debug", "cflags", "cxxflags", "ldflags"))
 TOOLCHAIN = Table("toolchain", "compilation", SNAKE, ("default",))
 DEPENDENCY = Table("dependencies.<name>", "library dependencies", KEBAB, (
-    "path", "version", "features", "default-features", "tools", "host-module", "reexport", "libs"))
+    "path", "version", "features", "default-features", "tools", "host-module", "reexport", "libs", "pkg-config",
+    "system"))
+# A system library entry takes only its own key: the others describe an mcpp package.
+SYSTEM_DEP_KEYS = ("pkg-config", "system")
 FEATURE = Table("features.<name>", "gates", SNAKE, (
     "sources", "defines", "implies", "rule_module", "rule_module_entry", "device_extensions"))
 XLINGS = Table("xlings", "tools and environment", SNAKE, ("deps", "workspace", "envs", "subos"),

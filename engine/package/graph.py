@@ -97,8 +97,9 @@ def load_graph(cwd: str, manifest_path: str | None, selection: Selection,
                 if not p.dev_deps and p.manifest.dev_dependencies:
                     for s in p.manifest.dev_dependencies:
                         loader.add(p.dev_deps, p, s, [(p, None)])
-    for p in members:  # a target's `deps` may name a dev-dependency: `mcpp build` links it too
-        named = {d for t in p.manifest.targets for d in t.deps}
+    for p in members:  # a bin's `deps` may name a dev-dependency: `mcpp build` links it too
+        # (a test target's do not: `mcpp build` builds no test, so what only tests use stays unbuilt)
+        named = {d for t in p.manifest.targets if t.kind != "test" or selection.with_dev_deps for d in t.deps}
         for s in p.manifest.dev_dependencies:
             if s.key in named and not any(d.name == s.key for d in p.dev_deps):
                 loader.add(p.dev_deps, p, s, [(p, None)])

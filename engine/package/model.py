@@ -8,6 +8,7 @@ from typing import Any
 
 from ..manifest.context import BuildContext
 from ..manifest.model import DependencySpec, Manifest
+from .system_libs import SystemFlags
 from .program_result import ProgramResult
 
 
@@ -24,6 +25,10 @@ class Package:
     # What its build.star declared; the program driver fills it in once the program has been
     # evaluated (after the host tools exist), None for a package without a build program.
     program: ProgramResult | None = None
+    # Its system libraries' flags (engine/package/system_libs.py), set once per build before
+    # planning; `dev_system` those of its [dev-dependencies], for its tests.
+    system: SystemFlags = field(default_factory=SystemFlags)
+    dev_system: SystemFlags = field(default_factory=SystemFlags)
 
     @property
     def name(self) -> str:

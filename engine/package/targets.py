@@ -8,21 +8,24 @@ from ..core.conventions import HEADER_EXTS, Role
 from ..core.errors import ManifestError
 from ..core.paths import PkgPath
 from ..manifest import globs
-from ..manifest.model import TargetSpec
+from ..manifest.model import DEFAULT_MAINS, TargetSpec
 from .model import Package
 from .sources import Source, role_of
 
 
 def targets_of(pkg: Package) -> list[TargetSpec]:
-    """The package's targets: `[targets.*]` as written, else `src/main.cpp` as a binary named
-    after the package."""
+    """The package's targets: `[targets.*]` as written, else `src/main.cpp` (or, in a C
+    package, `src/main.c`) as a binary named after the package."""
     m = pkg.manifest
     if m.explicit_targets:
         return list(m.targets)
-    targets = []
-    if os.path.isfile(os.path.join(m.root, "src", "main.cpp")):
-        targets.append(TargetSpec(m.name, "bin", PkgPath("src/main.cpp")))
-    return targets
+    main = default_main(m.root)
+    return [TargetSpec(m.name, "bin", PkgPath(main))] if main else []
+
+
+def default_main(root: str) -> str | None:
+    """The implied entry source of a package's binary: `src/main.cpp`, else `src/main.c`."""
+    return next((m for m in DEFAULT_MAINS if os.path.isfile(os.path.join(root, m))), None)
 
 
 def owned_sources(pkg: Package, target: TargetSpec, expand: globs.Expand = globs.expand) -> list[Source]:

@@ -17,6 +17,7 @@ from mcpp.sandbox import EXECROOT_PLACEHOLDER
 from . import compile_flags as cf
 from ..core.containment import inside
 from ..core.conventions import Role
+from ..core.errors import ManifestError
 from ..modules.p1689 import PreprocessScan, scan_deps_tool
 from ..package.features import feature_define
 from ..package.model import Package
@@ -196,7 +197,30 @@ class Compiles:
             # A directory outside the build (an installed payload's, which the sandbox mounts where it
             # lies) is named absolute and read as system headers are: keyed through the depfile.
             incs += [self.ctx.rel(d) if inside(d, self.ctx.execroot) else d for d in include_dirs(p)]
+        outside = next((d for d in incs if d == ".." or d.startswith("../")), None)
+        if outside is not None:
+            raise self._outside_include(pkg, outside, dev)
+        # system libraries' compile flags (pkg-config's `-I`, `-D`) reach the package and its dependents
+        for p in [pkg] + transitive_deps(pkg, dev):
+            user += [f for f in p.system.cflags + (p.dev_system.cflags if dev and p is pkg else ()) if f not in user]
         return user, defines, list(dict.fromkeys(incs))
+
+    def _outside_include(self, pkg: Package, rel: str, dev: bool) -> ManifestError:
+        """An include directory above the build's root (the execroot: the common directory of
+        every package and `target/`) is nothing a sandboxed compile can see, nor anything its key
+        could cover: refused at the `include_dirs` entry that names it."""
+        absolute = os.path.normpath(os.path.join(self.ctx.execroot, rel))
+        for p in [pkg] + transitive_deps(pkg, dev):
+            for i, d in enumerate(p.manifest.build.include_dirs):
+                if os.path.normpath(os.path.join(p.root, d)) == absolute:
+                    return ManifestError(
+                        f"include directory `{d}` (`{absolute}`) is outside the build's root `{self.ctx.execroot}`: "
+                        f"a compile sees only the packages of the build (and the system's headers), under the "
+                        f"sandbox as without it", p.manifest.position("build", "include_dirs", i),
+                        ["help: keep the headers inside the package (`include/`), or make their directory a "
+                         "package of its own with `include_dirs` and depend on it by path"])
+        return ManifestError(f"include directory `{absolute}` of `{pkg.name}` is outside the build's root "
+                             f"`{self.ctx.execroot}`")
 
     # -- headers -------------------------------------------------------------------------------
     def may_read(self, pkg: Package, dev: bool) -> tuple[str, ...]:

@@ -266,6 +266,9 @@ class Links:
             if p.program is not None:
                 search = [f"-L{self._link_dir(d)}" for d in p.program.link_search]
                 flags += [f for f in search + [f"-l{lib}" for lib in p.program.link_libs] if f not in flags]
+        # system libraries last: a static library's `-l` must follow the archives that use it
+        for p in [pkg] + transitive_deps(pkg, dev):
+            flags += [f for f in p.system.libs + (p.dev_system.libs if dev and p is pkg else ()) if f not in flags]
         return flags
 
     def _relocated(self, pkg: Package, flag: str, target) -> str:

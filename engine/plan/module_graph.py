@@ -100,7 +100,10 @@ class ModuleGraph:
         for u in units:
             imports = imports_of(u)
             for i, name in enumerate(imports):
-                if name in self.table or (name in STD_MODULES and not clang):
+                if name in self.table:
+                    self._check_standard(u, name, imports, i)
+                    continue
+                if name in STD_MODULES and not clang:
                     continue
                 line = u.info.import_lines[i - (len(imports) - len(u.info.imports))] \
                     if name in u.info.imports else None
@@ -111,6 +114,26 @@ class ModuleGraph:
                                 "or pass `--toolchain clang-19`); gcc 12 has no standard library module",
                                 Position(u.shown(), u.info.import_lines[u.info.imports.index(
                                     next(n for n in u.info.imports if n in STD_MODULES))]))
+
+    def _check_standard(self, u: Unit, name: str, imports, i: int) -> None:
+        """A module's BMI is built with its own package's `standard`; gcc and clang refuse to read
+        one written for another dialect (gcc: "language dialect differs", clang: "configuration
+        mismatch"), so an import across packages of two standards is refused here, naming both."""
+        provider = self.table[name].pkg
+        if u.pkg is None or provider is None or provider is u.pkg:
+            return
+        mine, theirs = u.pkg.manifest.standard, provider.manifest.standard
+        if mine == theirs:
+            return
+        line = u.info.import_lines[i - (len(imports) - len(u.info.imports))] if name in u.info.imports else None
+        raise ScanError(
+            f"`{u.pkg.name}` ({mine}) imports module `{name}` of `{provider.name}` ({theirs}): a module is compiled "
+            f"once, with its package's standard, and a compiler reads it only at that standard",
+            Position(u.shown(), line),
+            [f"{u.pkg.manifest.position('package', 'standard')}: note: `{u.pkg.name}` has standard = \"{mine}\"",
+             f"{provider.manifest.position('package', 'standard')}: note: `{provider.name}` has standard = "
+             f"\"{theirs}\"",
+             "help: give both packages the same `standard` in [package] (the default is c++23)"])
 
     def _check_cycles(self) -> None:
         """A cycle among module interfaces can never be compiled: name it."""

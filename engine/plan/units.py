@@ -200,7 +200,7 @@ class TargetUnits:
 
 
 def _among(main: PkgPath | None, units: list[Unit], pkg: Package) -> bool:
-    """Whether the implied `src/main.cpp` is one of the package's sources. Only an explicit
+    """Whether the implied `src/main.cpp` (or `src/main.c`) is one of the package's sources. Only an explicit
     target's `main` may lie outside them; leaving the implied one out is a mistake to name,
     except with `sources = []`, which builds nothing."""
     if any(u.source.path == main for u in units):

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 from ..core.errors import Position
 from ..core.shipped_packages import NAMESPACE as SHIPPED_NAMESPACE
-from ..manifest.deps import INDEX_NAMESPACE, entries, is_payload_address
+from ..manifest.deps import INDEX_NAMESPACE, entries, is_payload_address, is_system_spec
 from ..manifest.load import ManifestSource
 from ..manifest.reader import Reader
 from .errors import RegistryError
@@ -81,7 +81,7 @@ def read_entries(source: ManifestSource, requirer: str, *, dev: bool,
     for keypath, table in _tables(source.doc, dev):
         for rel, spec in entries(table):
             key = rel[-1]
-            if is_payload_address(key) or not isinstance(spec, (str, dict)):
+            if is_payload_address(key) or not isinstance(spec, (str, dict)) or is_system_spec(spec):
                 continue
             namespace = rel[0] if len(rel) == 2 else None
             kp = keypath + rel
@@ -113,7 +113,7 @@ def has_index_entries(doc: dict[str, Any], dev: bool = True) -> bool:
     """Whether a manifest writes any index dependency (a cheap look, no position computed)."""
     for _kp, table in _tables(doc, dev):
         for rel, spec in entries(table):
-            if is_payload_address(rel[-1]):
+            if is_payload_address(rel[-1]) or is_system_spec(spec):
                 continue
             namespace = rel[0] if len(rel) == 2 else None
             if isinstance(spec, str) or (isinstance(spec, dict) and "path" not in spec

@@ -2,20 +2,34 @@
 object files under `target/` and a mangled symbol, not the manifest setting to change.
 
 An undefined symbol is almost always a source not among the target's sources or a dependency not
-declared; a missing `main` is a target whose `main` source does not define one. The plan knows
+declared; a library `-l` does not find is a system library to declare (or install), never a
+source to add; a missing `main` is a target whose `main` source does not define one. The plan knows
 which compiles and which dependency archives fed the link (its prerequisites), so the hint
 lists them.
 """
 from __future__ import annotations
 
+import re
+
 from mcpp.cas.action import Action, ActionKind
 
 _MAX_LISTED = 8
+# GNU ld / gold / lld: `cannot find -lz`, `unable to find library -lz`
+_MISSING_LIB = re.compile(r"(?:cannot find|unable to find library) -l([^\s:]+)")
 
 
 def link_hint(a: Action, output: str, prereqs: tuple[str, ...]) -> str | None:
-    """`help: ...` for a failed link whose output names an undefined symbol, else None."""
-    if a.kind != ActionKind.LINK or "undefined reference to" not in output and "Undefined symbols" not in output:
+    """`help: ...` for a failed link whose output names a library `-l` did not find or an
+    undefined symbol, else None."""
+    if a.kind != ActionKind.LINK:
+        return None
+    missing = _MISSING_LIB.search(output)
+    if missing:  # no source defines what a library of the system provides: name the manifest entry
+        lib = missing.group(1)
+        return (f"help: the linker finds no library `{lib}` (`-l{lib}`): install its development package, and "
+                f"declare it under [dependencies] as `{lib} = {{ pkg-config = \"<module>\" }}` (flags and search "
+                f"path from its .pc file, PKG_CONFIG_PATH) or `{lib} = {{ system = \"{lib}\" }}`")
+    if "undefined reference to" not in output and "Undefined symbols" not in output:
         return None
     what = a.id.split(" ", 1)[1] if " " in a.id else a.id  # `app:app`
     package, _, target = what.partition(":")
