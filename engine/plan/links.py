@@ -202,8 +202,11 @@ class Links:
         order = [p for p in reversed(self.ctx.graph.order) if any(p is d for d in deps)]
         archives: list[str] = []
         ids: list[str] = []
-        for p in order:
-            for archive, action_id in self._chosen_archives(p, [pkg] + deps):
+        for p in ([pkg] if own else []) + order:
+            chosen = list(self.rule_archives.get(p, ()))  # a rule's static libraries before the package's
+            if p is not pkg:
+                chosen += self._chosen_archives(p, [pkg] + deps)
+            for archive, action_id in chosen:
                 if archive not in archives:
                     archives.append(archive)
                     ids.append(action_id)
@@ -245,16 +248,6 @@ class Links:
         """The names of `dep`'s libraries a dependent may choose: those that build an archive."""
         return [n for n, t in libraries(dep).items() if (t is None and dep in self.archives) or
                 (t is not None and (dep, n) in self.own_archives)] or ["none"]
-        paths: list[str] = []
-        ids: list[str] = []
-        for p in ([pkg] if own else []) + order:
-            for archive, action_id in self.rule_archives.get(p, ()):
-                paths.append(archive)
-                ids.append(action_id)
-            if p in self.archives and p is not pkg:
-                paths.append(self.archives[p])
-                ids.append(f"archive {p.name}")
-        return paths, ids
 
     def _ldflags(self, pkg: Package, dev: bool, target=None) -> list[str]:
         flags = list(pkg.manifest.build.ldflags)
