@@ -297,7 +297,9 @@ class ActionPipeline:
             self.state.forget(a.id)
             if res.exit_code == 0:
                 missing = [o for o in a.outputs if not _present(self._abs(o))]
-                self.reporter.error(f"error: action `{a.id}` did not produce {', '.join(missing)} (as a file)")
+                declared = self.plan.declared_at.get(a.id)  # a build program's action: where it was declared
+                where = f"{declared[0]}: " if declared else ""
+                self.reporter.error(f"{where}error: action `{a.id}` did not produce {', '.join(missing)} (as a file)")
             self.counters.failed += 1
             self._event(a, "failed", exit_code=res.exit_code, duration=round(res.duration, 3),
                         **({"worker": res.worker} if res.worker else {}))

@@ -40,6 +40,8 @@ class Plan:
     artifacts: list[Artifact] = field(default_factory=list)
     compile_commands: list[dict] = field(default_factory=list)
     made_by: dict[str, str] = field(default_factory=dict)  # execroot path -> id of the action writing it
+    # action id -> (`file:line:col`, the lines that called it) of a build program's declaration
+    declared_at: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     # `compile_commands` as the file's bytes, made once per plan (engine/build/build_outputs.py)
     compile_commands_json: bytes | None = field(default=None, repr=False, compare=False)
 
