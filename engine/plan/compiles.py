@@ -18,6 +18,7 @@ from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
 from . import compile_flags as cf
 from ..core.conventions import Role
+from ..manifest import globs
 from ..modules.p1689 import PreprocessScan, scan_deps_tool
 from ..package.features import feature_define
 from ..package.model import Package
@@ -77,6 +78,8 @@ class Compiles:
         t = u.target  # a target's own settings add to the package's, for its sources alone
         is_test = is_test or (t is not None and (t.kind == "test" or bool(t.deps)))
         user, defines, incs = self.flags_for(pkg, u.source.role, dev=is_test)
+        if pkg.manifest.build.source_flags:
+            self.add_source_flags(pkg, u.source, user, defines)
         if t is not None:
             user += list(t.cflags if u.source.role == "c" else t.cxxflags)
             defines += list(t.defines)
@@ -136,6 +139,8 @@ class Compiles:
         if tool is None:
             return None
         user, defines, incs = self.flags_for(pkg, src.role, dev)
+        if pkg.manifest.build.source_flags:
+            self.add_source_flags(pkg, src, user, defines)
         obj = f"{ctx.work}/scan/{pkg.name}/{src.path}.o"  # named in the P1689 answer, never written
         source = ctx.layout.package_exec_path(pkg.root, src.path)
         argv = cf.compile_argv(tc, ctx.profile, source=source, obj=obj,
@@ -157,6 +162,8 @@ class Compiles:
         preprocessed = u.source.role == Role.ASM_CPP
         depfile = u.obj[:-2] + ".d" if preprocessed else None
         _, defines, incs = self.flags_for(pkg, Role.C, dev=is_test)
+        if pkg.manifest.build.source_flags:  # an assembler source takes a source entry's defines
+            self.add_source_flags(pkg, u.source, [], defines)
         if t is not None:
             defines += list(t.defines)
             incs = [ctx.layout.package_exec_path(pkg.root, d) for d in t.include_dirs] + incs
@@ -187,6 +194,15 @@ class Compiles:
         if made is None:
             made = self._flags_memo[(pkg, role, dev)] = self._flags(pkg, role, dev)
         return list(made[0]), list(made[1]), list(made[2])
+
+    @staticmethod
+    def add_source_flags(pkg: Package, src: Source, user: list[str], defines: list[str]) -> None:
+        """A `[[build.sources]]` entry's flags, for the sources its glob selects: its `cflags`
+        to a C compile, `cxxflags` to the others, `defines` to all (added to `user`, `defines`)."""
+        for entry in pkg.manifest.build.source_flags:
+            if globs.match(entry.glob, src.path):
+                user += entry.cflags if src.role == "c" else entry.cxxflags
+                defines += entry.defines
 
     def _flags(self, pkg: Package, role: str, dev: bool) -> tuple[list[str], list[str], list[str]]:
         m = pkg.manifest
