@@ -162,7 +162,7 @@ class Compiles:
         preprocessed = u.source.role == Role.ASM_CPP
         depfile = u.obj[:-2] + ".d" if preprocessed else None
         _, defines, incs = self.flags_for(pkg, Role.C, dev=is_test)
-        if pkg.manifest.build.source_flags:  # an assembler source takes a source entry's defines
+        if pkg is not None and pkg.manifest.build.source_flags:  # an assembler source takes an entry's defines
             self.add_source_flags(pkg, u.source, [], defines)
         if t is not None:
             defines += list(t.defines)

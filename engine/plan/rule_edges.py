@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from mcpp.cas.action import ActionKind
 
-from ..core.errors import McppError, Position
+from ..core.errors import McppError, Position, display_path
 
 
 def settle(plan) -> None:
@@ -65,16 +65,30 @@ def declared_position(plan, action_id: str) -> tuple[Position | None, list[str]]
     path, _, rest = where.rpartition(":")  # `file:line:col`
     path, _, line = path.rpartition(":")
     try:
-        pos = Position(path, int(line), int(rest))
+        pos = Position(display_path(path), int(line), int(rest))
     except ValueError:
         return Position(where), []
-    return pos, [f"note: called from {v}" for v in via]
+    return pos, [f"note: called from {shown(v)}" for v in via]
+
+
+def shown(where: str) -> str:
+    """`/abs/file.star:3[:5]` as the user reads it: the file relative to the working directory
+    when below it (the declaration is recorded with an absolute path)."""
+    head, _, tail = where.partition(".star:")
+    return f"{display_path(head + '.star')}:{tail}" if tail else display_path(where)
+
+
+def declared_where(plan, action_id: str) -> str | None:
+    """`build.star:4:1` for a build program's action, None for the engine's own."""
+    found = plan.declared_at.get(action_id)
+    return shown(found[0]) if found else None
 
 
 def declared_note(plan, action_id: str) -> str:
     """`note: action `b` of package `p` is declared at rules.star:3:5 (called from build.star:7)`."""
     where, via = plan.declared_at[action_id]
-    return f"note: {describe(plan, action_id)} is declared at {where}" + (f" (called from {via[0]})" if via else "")
+    return f"note: {describe(plan, action_id)} is declared at {shown(where)}" + (f" (called from {shown(via[0])})"
+                                                                                 if via else "")
 
 
 def describe(plan, action_id: str) -> str:

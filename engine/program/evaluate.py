@@ -160,8 +160,10 @@ class Evaluation:
             self.api.declared_at = ("", ())
             return
         top = callers[-1]
-        self.api.declared_at = (f"{top['file']}:{top['line']}:{_statement_column(top['file'], int(top['line']))}",
-                                tuple(f"{m['file']}:{m['line']}" for m in reversed(callers[:-1])))
+        # Absolute: the evaluation is cached, and shown later from wherever mcpp then runs.
+        col = _statement_column(top["file"], int(top["line"]))
+        self.api.declared_at = (f"{os.path.abspath(top['file'])}:{top['line']}:{col}",
+                                tuple(f"{os.path.abspath(m['file'])}:{m['line']}" for m in reversed(callers[:-1])))
 
     def run(self, path: str, ast=None) -> None:
         """Evaluate in a child process under a time and memory limit (bounded.py); what the
