@@ -64,10 +64,16 @@ class Action:
     kind: ActionKind = ActionKind.ACTION
     description: str = ""  # display: the line shown to the user
     timeout: float | None = None  # seconds; does not change what the action produces
+    # Keyed by what its tools are, not where they lie: each tool enters the key by its digest
+    # alone, a tool's path in argv by a placeholder naming that digest, and the platform's
+    # toolchain only through the tools the action declares (a build program's actions: a tool
+    # rebuilt into another store path with the same bytes, or another compiler the action never
+    # runs, leaves the key as it was).
+    content_keyed: bool = False
 
 
 # Every field of Action is in exactly one of these sets (enforced by tests/unit/test_action_key.py).
-KEY_FIELDS = frozenset({"argv", "outputs", "inputs", "tools", "env", "cwd", "depfile"})
+KEY_FIELDS = frozenset({"argv", "outputs", "inputs", "tools", "env", "cwd", "depfile", "content_keyed"})
 EXCLUDED_FIELDS = {
     "id": "a name for humans and for `mcpp explain`; two actions with one command are one result",
     "may_read": "only the subset the depfile reports is keyed (passed as `discovered`)",
@@ -106,11 +112,18 @@ def action_key(
             parts.append(f"{len(v)}:{v}")
 
     put("version", KEY_VERSION)
-    put("platform", platform.toolchain, platform.host)
+    if action.content_keyed:
+        put("platform-host", platform.host)
+    else:
+        put("platform", platform.toolchain, platform.host)
     if platform.namespace:  # absent for hermetic results, so their keys stay as they were
         put("namespace", platform.namespace)
     put("cwd", action.cwd)
-    put("argv", str(len(action.argv)), *action.argv)
+    if action.content_keyed:
+        tool_digests = {t: str(tool_digest_of(t)) for t in action.tools}
+        put("argv", str(len(action.argv)), *content_argv(action.argv, tool_digests))
+    else:
+        put("argv", str(len(action.argv)), *action.argv)
     for k, v in sorted(action.env):
         put("env", k, v)
     # A compile has a hundred or more inputs with its system headers: this loop is most of a
@@ -120,9 +133,30 @@ def action_key(
         parts += map(encoded, paths)
     else:
         parts += [encoded_input(path, digest_of(path)) for path in paths]
-    for tool in sorted(action.tools):
-        put("tool", tool, str(tool_digest_of(tool)))
+    if action.content_keyed:
+        for d in sorted(tool_digests.values()):
+            put("tool-content", d)
+    else:
+        for tool in sorted(action.tools):
+            put("tool", tool, str(tool_digest_of(tool)))
     for out in sorted(action.outputs):
         put("output", out)
     put("depfile", action.depfile or "")
     return blake3.blake3("".join(parts).encode()).hexdigest()
+
+
+TOOL_PLACEHOLDER = "@@TOOL:{}@@"
+
+
+def content_argv(argv: Iterable[str], tool_digests: dict[str, str]) -> list[str]:
+    """`argv` with each tool path (a whole word, or part of one: `--plugin=gen=/x/bin/gen`)
+    replaced by a placeholder naming the tool's digest; longer paths first, so a path that
+    extends another is replaced whole."""
+    order = sorted(tool_digests, key=len, reverse=True)
+    out = []
+    for word in argv:
+        for tool in order:
+            if tool in word:
+                word = word.replace(tool, TOOL_PLACEHOLDER.format(tool_digests[tool]))
+        out.append(word)
+    return out

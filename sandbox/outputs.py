@@ -21,7 +21,7 @@ import os
 import posixpath
 import shutil
 import stat
-from typing import Callable, Iterable
+from typing import Callable, Collection, Iterable
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -169,3 +169,41 @@ def collect_outputs(outputs: Iterable[str], root: str, out_dir: str) -> dict[str
         return f"{out_dir}/{rel}"
 
     return _take(outputs, root, dest)
+
+
+def undeclared_outputs(root: str, outputs: Iterable[str], staged: Iterable[str],
+                       existing: Collection[str] = ()) -> list[str]:
+    """Files and directories the action left beside its declared outputs (in the directories
+    that hold them) that are neither outputs nor staged inputs: they are not kept, and the
+    caller reports them, so an action that writes more than it declares is told so rather than
+    losing the file in silence. One ``scandir`` per directory of outputs, never a walk.
+    ``existing``: directories the action directory held before the action ran."""
+    outputs = list(outputs)
+    declared: set[str] = set(existing)
+    parents: set[str] = set()
+    for rel in outputs + list(staged):
+        rel = rel.rstrip("/")
+        declared.add(rel)
+        parent = posixpath.dirname(rel)
+        while parent and parent not in declared:  # the directories above a declared file
+            declared.add(parent)
+            parent = posixpath.dirname(parent)
+    for rel in outputs:
+        if not rel.endswith("/"):
+            parents.add(posixpath.dirname(rel))
+    found: list[str] = []
+    for parent in sorted(parents):
+        try:
+            entries = list(os.scandir(os.path.join(root, parent) if parent else root))
+        except OSError:
+            continue
+        for entry in entries:
+            rel = posixpath.join(parent, entry.name) if parent else entry.name
+            if rel not in declared:
+                found.append(rel + ("/" if entry.is_dir(follow_symlinks=False) else ""))
+    return sorted(found)
+
+
+def undeclared_outputs_message(label: str, paths: list[str]) -> bytes:
+    return "".join(f"warning: action `{label}` wrote {p}, which it does not declare (it is not kept; list it "
+                   f"in `outputs`)\n" for p in paths).encode()

@@ -29,7 +29,8 @@ from .spec import SandboxResult, SandboxSpec
 from .undeclared import SYSTEM_ROOTS, find_undeclared, tool_roots, undeclared_message, undeclared_response_files
 from .inputs import (PrivateCopies, tree_relpath, changed_inputs, changed_inputs_message, prepare_dirs,
                      readonly_paths, relpath, snapshot, stage_inputs)
-from .outputs import BadOutput, bad_output_message, collect_flat, collect_outputs
+from .outputs import (BadOutput, bad_output_message, collect_flat, collect_outputs, undeclared_outputs,
+                      undeclared_outputs_message)
 
 # How `run_in` starts the action: (spec, action dir, action-relative cwd, argv, env, read-only
 # paths) -> (exit code, timed out, stdout, stderr), as `StagedSandbox.spawn` answers.
@@ -125,6 +126,10 @@ class StagedSandbox(PooledSandbox):
                     if code == 0:
                         code = 1
 
+            if code == 0 and not undeclared and not failed and outputs:
+                stray = undeclared_outputs(action_dir, outputs, staged, existing or ())
+                if stray:
+                    err += undeclared_outputs_message(spec.label, stray)
             collected: dict[str, str] = {}
             if not undeclared and not failed and outputs:
                 try:

@@ -55,6 +55,8 @@ REMOTE_ENCODING = {
               "`<path>=<digest>`, as tools are",
     "tools": "Command.platform property `mcpp-tool` = `<path>=blake3:<digest>`",
     "depfile": "Command.platform property `mcpp-depfile`",
+    "content_keyed": "Command.platform property `mcpp-content-keyed` = `1`, and then no `mcpp-toolchain` (the "
+                     "tools' digests stand for it; the arguments keep the tools' paths, which a worker runs)",
 }
 PLATFORM_ENCODING = {
     "toolchain": "Command.platform property `mcpp-toolchain`",
@@ -83,7 +85,7 @@ def remote_action(action: Action, platform: Platform, tools: Mapping[str, Digest
     cwd = working_directory(action.cwd)
     props = [
         ("mcpp-key", f"{ENCODING_VERSION} {KEY_VERSION}"),
-        ("mcpp-toolchain", platform.toolchain),
+        ("mcpp-content-keyed", "1") if action.content_keyed else ("mcpp-toolchain", platform.toolchain),
         ("mcpp-host", platform.host),
         ("mcpp-depfile", action.depfile or ""),
     ]

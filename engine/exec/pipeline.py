@@ -41,6 +41,7 @@ from mcpp.cas import tree
 
 from ..core.errors import environment_error
 from ..plan.planner import Plan
+from ..plan.rule_edges import declared_where
 from ..report.diagnostics import coloured, parse, plain
 from ..report.hidden_files import PackageDirs, hidden_file_hints
 from ..report.link_hints import link_hint
@@ -297,7 +298,9 @@ class ActionPipeline:
             self.state.forget(a.id)
             if res.exit_code == 0:
                 missing = [o for o in a.outputs if not _present(self._abs(o))]
-                self.reporter.error(f"error: action `{a.id}` did not produce {', '.join(missing)} (as a file)")
+                declared = declared_where(self.plan, a.id)  # a build program's action: where it was declared
+                where = f"{declared}: " if declared else ""
+                self.reporter.error(f"{where}error: action `{a.id}` did not produce {', '.join(missing)} (as a file)")
             self.counters.failed += 1
             self._event(a, "failed", exit_code=res.exit_code, duration=round(res.duration, 3),
                         **({"worker": res.worker} if res.worker else {}))

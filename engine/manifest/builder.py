@@ -16,7 +16,7 @@ from ..core.accel import BACKEND_NAME, AccelSet, AccelSyntaxError, parse_accel
 from ..core.conventions import PROGRAM_FILE
 from ..core.paths import AbsPath, PkgPath
 from .model import (DEFAULT_MAINS, OUT_PREFIX, TARGET_KINDS, BuildSpec, FeatureSpec, Manifest, ProfileSpec,
-                    RuntimeArtifact, TargetSpec)
+                    RuntimeArtifact, SourceFlags, TargetSpec)
 from .reader import Reader, header, type_name
 
 # What the reference mcpp compiles with when a manifest names no standard (its examples use
@@ -381,8 +381,9 @@ class Builder:
         accel = None
         if "accel" in table:
             accel = self._accel(r.expect(table["accel"], str, kp + ("accel",)), kp + ("accel",))
+        flagged: list[SourceFlags] = []
         return BuildSpec(
-            sources=self._sources(table, kp),
+            sources=self._sources(table, kp, flagged),
             include_dirs=r.str_list(table, "include_dirs", kp) or (),
             cflags=r.str_list(table, "cflags", kp) or (),
             cxxflags=r.str_list(table, "cxxflags", kp) or (),
@@ -391,10 +392,12 @@ class Builder:
             compile_commands=commands,
             sources_pos=r.pos(kp + ("sources",)) if "sources" in table else None,
             accel=accel,
+            source_flags=tuple(flagged),
         )
 
-    def _sources(self, table: dict, kp: tuple) -> tuple[str, ...] | None:
-        """Globs, or `{ glob, accel }` entries narrowed by the build's accelerator set (fold.py)."""
+    def _sources(self, table: dict, kp: tuple, flagged: list[SourceFlags]) -> tuple[str, ...] | None:
+        """Globs, or `{ glob, accel, cflags, cxxflags, defines }` entries narrowed by the build's
+        accelerator set (fold.py); the entries with flags are added to `flagged`."""
         r = self.r
         if "sources" not in table:
             return None
@@ -407,14 +410,22 @@ class Builder:
                              where=f"the source entry {header(kp)} sources[{i}]")
                 if "glob" not in item:
                     raise r.fail(ikp, "a source entry needs a `glob`: { glob = \"src/kernels/*.cu\", accel = \"cuda\" }")
-                out.append(r.expect(item["glob"], str, ikp + ("glob",)))
+                glob = r.expect(item["glob"], str, ikp + ("glob",))
+                out.append(glob)
                 if "accel" in item:
                     self._accel(r.expect(item["accel"], str, ikp + ("accel",)), ikp + ("accel",))
+                flags = SourceFlags(glob, r.str_list(item, "cflags", ikp) or (), r.str_list(item, "cxxflags", ikp) or (),
+                                    r.str_list(item, "defines", ikp) or ())
+                if flags.cflags or flags.cxxflags or flags.defines:
+                    if glob.startswith("!"):
+                        raise r.fail(ikp + ("glob",), "a source entry with flags names the sources they reach; "
+                                                      f"`{glob}` excludes sources instead")
+                    flagged.append(flags)
             elif type(item) is str:
                 out.append(item)
             else:
                 raise r.fail(ikp, f"`{header(kp)[1:-1]}.sources.{i}` must be a glob string or a table "
-                                  f"{{ glob, accel }}, found {type_name(item)}")
+                                  f"{{ glob, accel, cflags, cxxflags, defines }}, found {type_name(item)}")
         return tuple(out)
 
     def _accel(self, text: str, kp: tuple) -> AccelSet:

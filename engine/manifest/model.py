@@ -129,6 +129,16 @@ class ProfileSpec:
 
 
 @dataclass(frozen=True)
+class SourceFlags:
+    """A `[[build.sources]]` table's flags: they reach the compiles of the sources its `glob`
+    selects, and no other."""
+    glob: str
+    cflags: tuple[str, ...] = ()
+    cxxflags: tuple[str, ...] = ()
+    defines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class BuildSpec:
     sources: tuple[str, ...] | None = None  # None: the convention glob; () means nothing
     include_dirs: tuple[str, ...] = ()
@@ -139,6 +149,7 @@ class BuildSpec:
     compile_commands: str | None = None  # "root": also link compile_commands.json at the workspace root
     sources_pos: Position | None = None
     accel: AccelSet | None = None  # [build] accel as declared (None: not declared)
+    source_flags: tuple[SourceFlags, ...] = ()  # the `sources` tables that carry flags
 
 
 @dataclass(frozen=True)

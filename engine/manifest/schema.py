@@ -80,7 +80,7 @@ LIB = Table("lib", "artifacts", SNAKE, ("path",))
 TEST = Table("test", "artifacts", SNAKE, ("dirs",))
 BUILD = Table("build", "compilation", SNAKE, (
     "sources", "include_dirs", "cflags", "cxxflags", "ldflags", "defines", "accel", "compile_commands"))
-SOURCE_ENTRY = Table("build.sources[]", "compilation", SNAKE, ("glob", "accel"))
+SOURCE_ENTRY = Table("build.sources[]", "compilation", SNAKE, ("glob", "accel", "cflags", "cxxflags", "defines"))
 PROFILE = Table("profile.<name>", "compilation", KEBAB, ("inherits", "opt", "debug", "cflags", "cxxflags", "ldflags"))
 TOOLCHAIN = Table("toolchain", "compilation", SNAKE, ("default",))
 DEPENDENCY = Table("dependencies.<name>", "library dependencies", KEBAB, (

@@ -25,6 +25,10 @@ class RuleAction:
     env: tuple[tuple[str, str], ...] = ()
     description: str = ""
     depfile: str | None = None  # absolute, under out_dir()
+    # Where the program declared it (`build.star:4:1`, or a rule `.star` file's line) and the
+    # lines that called that one (`build.star:7`): errors found once the plan is made name them.
+    where: str = ""
+    via: tuple[str, ...] = ()
 
     @property
     def products(self) -> tuple[str, ...]:
@@ -90,7 +94,8 @@ class ProgramResult:
     def from_json(cls, data: dict) -> "ProgramResult":
         actions = [RuleAction(**{**a, "argv": tuple(a["argv"]), "inputs": tuple(a["inputs"]),
                                  "outputs": tuple(a["outputs"]), "tools": tuple(a["tools"]),
-                                 "env": tuple(tuple(kv) for kv in a["env"])})
+                                 "env": tuple(tuple(kv) for kv in a["env"]),
+                                 "via": tuple(a.get("via", ()))})
                    for a in data["actions"]]
         compiles = [RuleCompile(**_tupled(c)) for c in data.get("compiles", [])]
         targets = [RuleTarget(**_tupled(t)) for t in data.get("targets", [])]

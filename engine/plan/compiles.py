@@ -2,9 +2,11 @@
 
 A compile declares as `may_read` only the pool headers its `#include` lines can reach (see
 include_scan.py), so a sandbox stages a few headers rather than every header of every
-dependency; a header a build program generates into an include directory does not exist yet
-when the plan is made, so every compile that could include it declares it as an input, after
-the action that writes it.
+dependency. A header a build program generates into an include directory does not exist yet
+when the plan is made: every compile that could include it runs after the action that writes it
+and may read it (it is staged with the pool), but, as with a source header, only the generated
+headers its depfile names enter its key, so an edit of one generated header recompiles only the
+units that include it.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from . import compile_flags as cf
 from ..core.containment import inside
 from ..core.conventions import Role
 from ..core.errors import ManifestError
+from ..manifest import globs
 from ..modules.p1689 import PreprocessScan, scan_deps_tool
 from ..package.features import feature_define
 from ..package.model import Package
@@ -58,6 +61,8 @@ class Compiles:
         self._target_pool_memo: dict[tuple[tuple[int, int], bool], tuple[str, ...]] = {}
         self._directive_memo: dict[str, object] = {}  # a header is scanned once per build
         self._gen_header_memo: dict[tuple[Package, bool], list[tuple[str, str]]] = {}
+        # may_read with the generated headers, by (id(may_read), id(generated headers))
+        self._gen_union_memo: dict[tuple[int, int], tuple[tuple[str, ...], tuple[str, ...]]] = {}
         self._flags_memo: dict[tuple[Package, str, bool], tuple[list[str], list[str], list[str]]] = {}
         # what each header reaches, per pool (package, dev) and search path (include_scan.py)
         self._closures: dict[tuple, dict[str, set[str] | None]] = {}
@@ -75,6 +80,8 @@ class Compiles:
         t = u.target  # a target's own settings add to the package's, for its sources alone
         is_test = is_test or (t is not None and (t.kind == "test" or bool(t.deps)))
         user, defines, incs = self.flags_for(pkg, u.source.role, dev=is_test)
+        if pkg.manifest.build.source_flags:
+            self.add_source_flags(pkg, u.source, user, defines)
         if t is not None:
             user += list(t.cflags if u.source.role == "c" else t.cxxflags)
             defines += list(t.defines)
@@ -82,7 +89,7 @@ class Compiles:
         needed = self.modules.closure(u)
         uses_modules = bool(needed or u.info.module or u.info.imports)
         gen_headers = self.generated_headers(pkg, is_test) + list(u.extra_headers)
-        inputs = [src] + [n.bmi for n in needed] + [h for h, _ in gen_headers]
+        inputs = [src] + [n.bmi for n in needed] + [h for h, _ in u.extra_headers]
         outputs = [u.obj]
         mapper = None
         if uses_modules and tc.family == "gcc":
@@ -111,6 +118,8 @@ class Compiles:
         may_read = self.may_read(pkg, is_test) if u.produced_by else self.headers_for(src, incs, user, pkg, is_test)
         if t is not None:
             may_read = self.with_target_headers(may_read, pkg, t, is_test)
+        if gen_headers:
+            may_read = self.with_generated(may_read, gen_headers)
         action = Action(
             id=u.action_id, argv=tuple(argv), outputs=tuple(outputs + [depfile]), inputs=tuple(inputs),
             may_read=may_read,
@@ -132,6 +141,8 @@ class Compiles:
         if tool is None:
             return None
         user, defines, incs = self.flags_for(pkg, src.role, dev)
+        if pkg.manifest.build.source_flags:
+            self.add_source_flags(pkg, src, user, defines)
         obj = f"{ctx.work}/scan/{pkg.name}/{src.path}.o"  # named in the P1689 answer, never written
         source = ctx.layout.package_exec_path(pkg.root, src.path)
         argv = cf.compile_argv(tc, ctx.profile, source=source, obj=obj,
@@ -153,6 +164,8 @@ class Compiles:
         preprocessed = u.source.role == Role.ASM_CPP
         depfile = u.obj[:-2] + ".d" if preprocessed else None
         _, defines, incs = self.flags_for(pkg, Role.C, dev=is_test)
+        if pkg is not None and pkg.manifest.build.source_flags:  # an assembler source takes an entry's defines
+            self.add_source_flags(pkg, u.source, [], defines)
         if t is not None:
             defines += list(t.defines)
             incs = [ctx.layout.package_exec_path(pkg.root, d) for d in t.include_dirs] + incs
@@ -162,9 +175,11 @@ class Compiles:
         may_read = self.headers_for(src, incs, [], pkg, is_test) if preprocessed else ()
         if preprocessed and t is not None:
             may_read = self.with_target_headers(may_read, pkg, t, is_test)
+        if gen_headers:
+            may_read = self.with_generated(may_read, gen_headers)
         self.plan.add(Action(
             id=u.action_id, argv=tuple(argv), outputs=(u.obj,) + ((depfile,) if depfile else ()),
-            inputs=tuple([src] + [h for h, _ in gen_headers]),
+            inputs=(src,),
             may_read=may_read,
             tools=(argv[0],), env=ACTION_ENV, depfile=depfile, kind=ActionKind.COMPILE,
             description=f"{pkg.name}: {u.source.path}"),
@@ -181,6 +196,15 @@ class Compiles:
         if made is None:
             made = self._flags_memo[(pkg, role, dev)] = self._flags(pkg, role, dev)
         return list(made[0]), list(made[1]), list(made[2])
+
+    @staticmethod
+    def add_source_flags(pkg: Package, src: Source, user: list[str], defines: list[str]) -> None:
+        """A `[[build.sources]]` entry's flags, for the sources its glob selects: its `cflags`
+        to a C compile, `cxxflags` to the others, `defines` to all (added to `user`, `defines`)."""
+        for entry in pkg.manifest.build.source_flags:
+            if globs.match(entry.glob, src.path):
+                user += entry.cflags if src.role == "c" else entry.cxxflags
+                defines += entry.defines
 
     def _flags(self, pkg: Package, role: str, dev: bool) -> tuple[list[str], list[str], list[str]]:
         m = pkg.manifest
@@ -276,6 +300,16 @@ class Compiles:
         if path not in self._directive_memo:
             self._directive_memo[path] = self.includes(path)
         return self._directive_memo[path]
+
+    def with_generated(self, may_read: tuple[str, ...], gen_headers: list[tuple[str, str]]) -> tuple[str, ...]:
+        """`may_read` plus the generated headers: staged for the compile, keyed only when its
+        depfile names them. The union is made once per distinct `may_read` (the whole pool is
+        one tuple shared by a package's compiles)."""
+        key = (id(may_read), id(gen_headers))
+        memo = self._gen_union_memo.get(key)
+        if memo is None or memo[0] is not may_read:
+            memo = self._gen_union_memo[key] = (may_read, tuple(dict.fromkeys(may_read + tuple(h for h, _ in gen_headers))))
+        return memo[1]
 
     def generated_headers(self, pkg: Package, dev: bool) -> list[tuple[str, str]]:
         """(header, id of the rule action writing it) for each output of a rule action inside an

@@ -44,6 +44,8 @@ class Plan:
     # tree outputs (execroot-relative, `/`-ended) whose files a rule compiles: planned once the
     # generator ran (dynamic_trees.py)
     dynamic: list[str] = field(default_factory=list)
+    # action id -> (`file:line:col`, the lines that called it) of a build program's declaration
+    declared_at: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     # `compile_commands` as the file's bytes, made once per plan (engine/build/build_outputs.py)
     compile_commands_json: bytes | None = field(default=None, repr=False, compare=False)
 

@@ -23,6 +23,7 @@ from ..package.sources import Source, role_of
 from .context import PlanContext
 from .model import ACTION_ENV, Plan
 from .rule_actions import action_id as rule_action_id, to_plan_action
+from .rule_edges import declared_position
 from .units import ORDINARY, Unit, UnitMaker
 
 
@@ -42,6 +43,8 @@ class ProgramActions:
         """Plan `pkg`'s rule actions; `artifact` ones wait for `plan_after_link`."""
         for ra in pkg.program.actions:
             action = to_plan_action(pkg, ra, self.ctx.layout, ACTION_ENV)
+            if ra.where:
+                self.plan.declared_at[action.id] = (ra.where, ra.via)
             if ra.role == "artifact":
                 self._after_link.append((pkg, action))
                 continue
@@ -93,8 +96,9 @@ class ProgramActions:
             for rel in a.inputs:
                 if rel not in self.plan.made_by and not os.path.exists(os.path.join(self.ctx.execroot, rel)):
                     pkg = self.plan.package_of[a.id]
+                    pos, notes = declared_position(self.plan, a.id)
                     raise McppError(f"package `{pkg}`, action `{a.id.split(':', 1)[1]}`: input `{rel}` does not "
-                                    f"exist and no action of this build makes it")
+                                    f"exist and no action of this build makes it", pos, notes)
                 if rel not in self.plan.made_by:  # read by the engine to stage it: must stay in the build
                     containment.check(os.path.join(self.ctx.execroot, rel), self.ctx.execroot,
                                       what="the build's root",

@@ -11,7 +11,9 @@ run from anywhere else would read a different file than the one the key was comp
 A tool under the build's root (a binary of this build, `mcpp.bin(...)`, or a script of a
 package) is an input: it is staged with the action's other inputs (keeping its executable bit),
 keyed by its content, and an action that makes it runs first. Tools elsewhere (the compilers,
-host tools in the tool store) are bound read-only from where they are.
+host tools in the tool store) are bound read-only from where they are, and keyed by their bytes
+alone (`content_keyed`): a host tool rebuilt into another store path with the same bytes, or a
+switch to another compiler that the action does not declare, leaves its key as it was.
 """
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ def to_plan_action(pkg: Package, ra: RuleAction, layout: Layout, base_env: tuple
     return Action(
         id=action_id(pkg, ra), argv=tuple(placeholder_argv(ra.argv, execroot)), outputs=tuple(outputs),
         inputs=inputs, tools=tuple(t for t in ra.tools if t not in built_tools), env=tuple(sorted(env.items())),
-        cwd=rel(pkg.root, "package directory"), depfile=depfile, kind=ActionKind.RULE,
+        cwd=rel(pkg.root, "package directory"), depfile=depfile, kind=ActionKind.RULE, content_keyed=True,
         description=f"{pkg.name}: {ra.description or ra.id}")
 
 

@@ -10,13 +10,14 @@ complete, decides them all and refuses a plan that cannot be ordered:
 - one file written by two actions (the second would silently overwrite the first's result);
 - a rule action that reads the output of an action that (transitively) needs it: a cycle.
 
-Both name the actions involved.
+Both name the actions involved, at the lines of the build program (or rule `.star` file) that
+declared them.
 """
 from __future__ import annotations
 
 from mcpp.cas.action import ActionKind
 
-from ..core.errors import McppError
+from ..core.errors import McppError, Position, display_path
 
 
 def settle(plan) -> None:
@@ -27,8 +28,13 @@ def settle(plan) -> None:
         for out in a.outputs:
             other = writer.setdefault(out, a.id)
             if other != a.id:
+                pos, notes = declared_position(plan, a.id)
+                if other in plan.declared_at:
+                    notes = [declared_note(plan, other), *notes]
+                if pos is None:
+                    pos, notes = declared_position(plan, other)
                 raise McppError(f"{describe(plan, other)} and {describe(plan, a.id)} both declare the output "
-                                f"`{out}`; each file of the build is written by one action")
+                                f"`{out}`; each file of the build is written by one action", pos, notes)
     plan.made_by.update(writer)
     for a in plan.actions:
         if a.kind != ActionKind.RULE:
@@ -36,14 +42,53 @@ def settle(plan) -> None:
         producers = [writer[i] for i in a.inputs if i in writer]
         if a.id in producers:
             raise McppError(f"{describe(plan, a.id)} reads its own output "
-                            f"`{next(i for i in a.inputs if writer.get(i) == a.id)}`")
+                            f"`{next(i for i in a.inputs if writer.get(i) == a.id)}`", *declared_position(plan, a.id))
         plan.prereqs[a.id] = tuple(dict.fromkeys(plan.prereqs.get(a.id, ()) + tuple(producers)))
     cycle = find_cycle(plan.prereqs)
     if cycle:
         path = " -> ".join(describe(plan, i) for i in cycle + [cycle[0]])
-        raise McppError(f"actions depend on each other in a cycle: {path}",
-                        notes=["note: an action runs after the actions that write its inputs; "
-                               "one of these must not read what the other writes"])
+        first = next((i for i in cycle if i in plan.declared_at), cycle[0])
+        pos, notes = declared_position(plan, first)
+        notes = notes + [declared_note(plan, i) for i in cycle if i != first and i in plan.declared_at]
+        raise McppError(f"actions depend on each other in a cycle: {path}", pos,
+                        notes=notes + ["note: an action runs after the actions that write its inputs; "
+                                       "one of these must not read what the other writes"])
+
+
+def declared_position(plan, action_id: str) -> tuple[Position | None, list[str]]:
+    """Where a build program declared the action (None for the engine's own), and the lines
+    that called that one, as notes."""
+    found = plan.declared_at.get(action_id)
+    if found is None:
+        return None, []
+    where, via = found
+    path, _, rest = where.rpartition(":")  # `file:line:col`
+    path, _, line = path.rpartition(":")
+    try:
+        pos = Position(display_path(path), int(line), int(rest))
+    except ValueError:
+        return Position(where), []
+    return pos, [f"note: called from {shown(v)}" for v in via]
+
+
+def shown(where: str) -> str:
+    """`/abs/file.star:3[:5]` as the user reads it: the file relative to the working directory
+    when below it (the declaration is recorded with an absolute path)."""
+    head, _, tail = where.partition(".star:")
+    return f"{display_path(head + '.star')}:{tail}" if tail else display_path(where)
+
+
+def declared_where(plan, action_id: str) -> str | None:
+    """`build.star:4:1` for a build program's action, None for the engine's own."""
+    found = plan.declared_at.get(action_id)
+    return shown(found[0]) if found else None
+
+
+def declared_note(plan, action_id: str) -> str:
+    """`note: action `b` of package `p` is declared at rules.star:3:5 (called from build.star:7)`."""
+    where, via = plan.declared_at[action_id]
+    return f"note: {describe(plan, action_id)} is declared at {shown(where)}" + (f" (called from {shown(via[0])})"
+                                                                                 if via else "")
 
 
 def describe(plan, action_id: str) -> str:

@@ -68,6 +68,8 @@ class McppApi(ContextApi, ProvidersApi, TargetsApi):
         self.reads = Reads()
         self._environ = os.environ if environ is None else environ
         self._ids: set[str] = set()
+        # (where, via) of the declaration being made: set by the prelude's wrapper (evaluate.py)
+        self.declared_at: tuple[str, tuple[str, ...]] = ("", ())
 
     # -- build context -------------------------------------------------------------------------
     def manifest_dir(self) -> str:
@@ -201,7 +203,8 @@ class McppApi(ContextApi, ProvidersApi, TargetsApi):
         self._ids.add(id)
         self.result.actions.append(RuleAction(
             id=id, argv=tuple(argv), inputs=tuple(ins), outputs=tuple(outs), tools=tuple(tool_paths), role=role,
-            env=tuple(sorted((env or {}).items())), description=description, depfile=dep))
+            env=tuple(sorted((env or {}).items())), description=description, depfile=dep,
+            where=self.declared_at[0], via=self.declared_at[1]))
 
     def generated(self, path: str) -> None:
         _need_str("generated", "path", path)

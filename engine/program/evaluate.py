@@ -37,8 +37,15 @@ _GLOBALS = sl.Globals.extended_by([sl.LibraryExtension.StructType, sl.LibraryExt
                                    sl.LibraryExtension.CallStack])
 # The struct is built in Starlark from private callables, so `mcpp.action` reads as docs/rules.md writes it.
 # `print` is Starlark too: only there is the caller's line known (its frame in `call_stack()`).
+# So are the functions that declare an action (`POSITIONED`): the wrapper tells the engine where
+# it was called, so an error found once the plan is made (a cycle, an output two actions write,
+# an input nothing makes) names that line.
+POSITIONED = ("action", "write")
 _PRELUDE_SOURCE = (struct_prelude() + TYPES_PRELUDE
-                   + "mcpp = struct(" + ", ".join(f"{n} = {WRAPPERS.get(n) or member(n)}" for n in McppApi.FUNCTIONS)
+                   + "".join(f"def _mcpp_p_{n}(*args, **kwargs):\n    _mcpp_here(call_stack())\n"
+                             f"    return {member(n)}(*args, **kwargs)\n" for n in POSITIONED)
+                   + "mcpp = struct(" + ", ".join(f"{n} = {WRAPPERS.get(n) or (f'_mcpp_p_{n}' if n in POSITIONED else member(n))}"
+                                                  for n in McppApi.FUNCTIONS)
                    + ")\n"
                    "def print(*args, sep = \" \"):\n"
                    "    _mcpp_print(call_stack(), sep.join([str(a) for a in args]))\n")
@@ -76,6 +83,7 @@ class Evaluation:
         self.prints: list[str] = []
         self._frozen: dict[str, object] = {}
         self._loading: list[Loader] = [Loader(program_label)]
+        self._loading_paths: list[str] = []  # the files being evaluated, outermost first: a cycle is refused
         self._nested: McppError | None = None  # an error inside a loaded file, kept at its own position
         self._deadline = float("inf")
 
@@ -84,6 +92,7 @@ class Evaluation:
         for name in McppApi.FUNCTIONS:
             module.add_callable(f"_mcpp_{name}", self.api.function(name, path))
         module.add_callable("_mcpp_print", self._print)
+        module.add_callable("_mcpp_here", self._here)
         sl.eval(module, sl.parse(PRELUDE_NAME, _PRELUDE_SOURCE), _GLOBALS)
         return module
 
@@ -119,7 +128,12 @@ class Evaluation:
         path, loader = found
         if path in self._frozen:
             return self._frozen[path]
+        if path in self._loading_paths:
+            chain = self._loading_paths[self._loading_paths.index(path):] + [path]
+            raise ProgramApiError("load cycle: " + " -> ".join(display_path(p) for p in chain)
+                                  + "; a file cannot load a file that (directly or not) loads it")
         self._loading.append(loader)
+        self._loading_paths.append(path)
         try:
             module = self._eval_file(path, parse(path))
         except McppError as e:
@@ -127,6 +141,7 @@ class Evaluation:
             raise
         finally:
             self._loading.pop()
+            self._loading_paths.pop()
         frozen = module.freeze()
         self._frozen[path] = frozen
         return frozen
@@ -136,6 +151,20 @@ class Evaluation:
         frames = [m for m in (_FRAME.match(line) for line in stack.splitlines()) if m]
         where = f"{frames[-2]['file']}:{frames[-2]['line']}" if len(frames) >= 2 else self.program_label
         self.prints.append(f"note: {where}: {text}")
+
+    def _here(self, stack: str) -> None:
+        """Where the next declaration is made: the caller of the prelude's wrapper (the last
+        but one frame), at the column its statement starts, and the frames that led to it."""
+        frames = [m for m in (_FRAME.match(line) for line in stack.splitlines()) if m]
+        callers = [m for m in frames if m["file"] != PRELUDE_NAME]
+        if not callers:
+            self.api.declared_at = ("", ())
+            return
+        top = callers[-1]
+        # Absolute: the evaluation is cached, and shown later from wherever mcpp then runs.
+        col = _statement_column(top["file"], int(top["line"]))
+        self.api.declared_at = (f"{os.path.abspath(top['file'])}:{top['line']}:{col}",
+                                tuple(f"{os.path.abspath(m['file'])}:{m['line']}" for m in reversed(callers[:-1])))
 
     def run(self, path: str, ast=None) -> None:
         """Evaluate in a child process under a time and memory limit (bounded.py); what the
@@ -154,6 +183,16 @@ class Evaluation:
         except McppError as e:
             self.prints = getattr(e, "printed", [])
             raise
+
+
+def _statement_column(path: str, line: int) -> int:
+    """1-based column of the first non-blank character of `line` in `path` (1 when unreadable)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read().splitlines()[line - 1]
+    except (OSError, IndexError, UnicodeDecodeError):
+        return 1
+    return len(text) - len(text.lstrip()) + 1
 
 
 _FRAME = re.compile(r"^\s*\* (?P<file>.+?):(?P<line>\d+), in (?P<func>.+)$")

@@ -402,7 +402,8 @@ def test_a_missing_input_or_tool_is_an_error_not_a_traceback(project, mcpp: Mcpp
     })
     res = mcpp("build", cwd=root)
     assert res.code == 2
-    assert res.diagnostics.startswith("error: package `p`, action `x`: input `missing.txt` does not exist"), res.err
+    assert res.diagnostics.startswith("build.star:2:1: error: package `p`, action `x`: input `missing.txt` does not "
+                                      "exist"), res.err
     (root / "build.star").write_text(
         'o = mcpp.out_dir() + "/x"\n'
         'mcpp.action(id = "x", argv = ["/no/such/tool", o], inputs = [], outputs = [o], role = "check")\n')

@@ -37,6 +37,7 @@ CHANGES = {
     "env": (("LC_ALL", "C"), ("X", "1")),
     "cwd": "sub",
     "depfile": "other.d",
+    "content_keyed": True,
 }
 
 
@@ -70,3 +71,30 @@ def test_environment_order_does_not_matter_and_no_field_collides():
     assert key(swapped) == key(ordered)
     # Length-prefixing: moving text between adjacent argv entries is a different command.
     assert key(dataclasses.replace(BASE, argv=("ab", "c"))) != key(dataclasses.replace(BASE, argv=("a", "bc")))
+
+
+def test_a_content_keyed_action_names_its_tools_by_digest_not_by_path():
+    """A tool rebuilt into another store path with the same bytes keeps the key; other bytes,
+    or another tool, change it; the platform's toolchain does not enter it."""
+    def action(tool: str) -> Action:
+        return Action(id="rule p:gen", argv=(tool, "--plugin=gen=" + tool, "in.txt"), outputs=("out.h",),
+                      inputs=("in.txt",), tools=(tool,), content_keyed=True)
+
+    by_bytes = {"/store/gen@1+aa/bin/gen": b"gen v1", "/store/gen@1+bb/bin/gen": b"gen v1",
+                "/store/gen@1+cc/bin/gen": b"gen v2"}
+
+    def tool_digest(path: str) -> Digest:
+        return digest_bytes(by_bytes.get(path, path.encode()))
+
+    def k(a: Action, platform: Platform = PLATFORM) -> str:
+        return action_key(a, platform, digests, tool_digest)
+
+    assert k(action("/store/gen@1+aa/bin/gen")) == k(action("/store/gen@1+bb/bin/gen"))
+    assert k(action("/store/gen@1+aa/bin/gen")) != k(action("/store/gen@1+cc/bin/gen"))
+    assert k(action("/store/gen@1+aa/bin/gen")) == k(action("/store/gen@1+aa/bin/gen"), Platform("clang 18", PLATFORM.host))
+    assert k(action("/store/gen@1+aa/bin/gen")) != k(action("/store/gen@1+aa/bin/gen"), Platform("gcc", "aarch64-linux-gnu"))
+    # the engine's own actions stay keyed by path and toolchain
+    plain = dataclasses.replace(action("/store/gen@1+aa/bin/gen"), content_keyed=False)
+    assert k(plain) != k(dataclasses.replace(plain, argv=("/store/gen@1+bb/bin/gen",) + plain.argv[1:],
+                                             tools=("/store/gen@1+bb/bin/gen",)))
+    assert k(plain) != k(plain, Platform("clang 18", PLATFORM.host))

@@ -45,6 +45,7 @@ CHANGES = {
     "env": (("LC_ALL", "C"), ("A", "2")),
     "cwd": "sub",
     "depfile": "out/other.d",
+    "content_keyed": True,
 }
 
 
