@@ -62,7 +62,6 @@ from ..trust.policy import TrustPolicy
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .empty_packages import empty_package_warnings
 from .host_tools import HostTools, ToolBuilder, host_tool_options
-from ..state.home_gc import after_build as home_gc_after_build, cache_max_size
 from .memory import BuildMemory, NoMemory
 
 
@@ -281,6 +280,8 @@ def _bound_home(opts: BuildOptions, memory: BuildMemory) -> None:
     table = opts.settings.table("cache")
     if "max-size" not in table:
         return
+    from ..state.home_gc import after_build as home_gc_after_build, cache_max_size  # only where configured
+
     cache_max_size(table["max-size"])  # a bad value is a usage error now, not after the reply
     def bound() -> None:
         home_gc_after_build(opts.home, table)

@@ -33,7 +33,6 @@ from mcpp.cas.atomic import TMP_PREFIX, write_atomic
 from ..payloads.descriptor import Descriptor, Release
 from ..payloads.errors import PayloadError
 from ..payloads.index import Index
-from ..payloads.install import install
 from .errors import RegistryError
 from .lockfile import Locked
 
@@ -116,6 +115,7 @@ class Sources:
                                 notes=["help: `mcpp update -p " + p.name + "` chooses a version it has"])
         source = replace(release.library, blake3=p.blake3)  # the lock's digest is what must arrive
         try:
+            from ..payloads.install import install  # here: a build that downloads nothing never imports tarfile
             install(self.root, index, desc, p.version, source, environ=self.settings.env)
         except PayloadError as e:
             raise RegistryError(f"`{p.display}`: {e.message}", e.pos, e.notes) from None
