@@ -80,6 +80,9 @@ class BuildOptions:
     settings: Settings = field(default_factory=command_settings)
     timings: str | None = None  # --timings: html | json report under target/mcpp-timings/
     trace: str | None = None  # --trace FILE: a Chrome trace-event file
+    # run/test/install use what they build: `--remote-download minimal` still fetches target/'s
+    # artifacts and test binaries for them
+    executes: bool = False
 
     @property
     def home(self) -> Home:
@@ -396,6 +399,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                               ExplainLog(layout.explain_log, f"{platform.toolchain} on {platform.host}"), remote, slots,
                               policy)
     pipeline.timings = timings
+    if remote is not None and top and remote.settings.download != "all":
+        pipeline.keep_remote = _kept_on_server(layout, remote.settings.download, opts.executes)
     pipeline.package_dirs = lambda: {p.name: PackageDirs(p.name, p.manifest.root) for p in graph.order}
     packages = {p.name: p for p in graph.order}
     announced: set[str] = set()
@@ -467,6 +472,17 @@ def _knowledge(result: ScheduleResult, state: BuildState, keys: KeyComputer) -> 
         if rec is not None:
             validated[action_id] = rec[0]
     return learn(state.execroot, validated, keys.produced, keys.settled, keys.tools, keys.proven)
+
+
+def _kept_on_server(layout: Layout, download: str, executes: bool) -> Callable[[str], bool]:
+    """Which outputs of a remote hit stay on the server (`--remote-download`): under `toplevel`
+    all but target/<profile>/'s artifacts and test binaries; under `minimal` all, unless the
+    command runs or installs what it builds. A local action that reads one fetches it."""
+    top = layout.exec_path(layout.out_dir)
+    tests = layout.exec_path(os.path.join(layout.work_dir, "tests")) + "/"
+    if download == "minimal" and not executes:
+        return lambda path: True
+    return lambda path: os.path.dirname(path) != top and not path.startswith(tests)
 
 
 def _content_of(plan: Plan):
