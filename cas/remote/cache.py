@@ -439,10 +439,11 @@ class RemoteCache:
 
     def _input_digest(self, path: str, d: Digest) -> RemoteDigest:
         """The remote digest of an input whose local digest is `d`, reading bytes only when the
-        side index does not know it: from the local store if it has the blob, else the file."""
+        side index (or, for an output left on the server, the result that named it) does not
+        know it: from the local store if it has the blob, else the file."""
         store = self._store
         assert store is not None
-        rd = store.known(d)
+        rd = store.known(d) or self.claims.get(d)  # claims: an output left on the server
         if rd is not None:
             return rd
         if self.local.has(d):

@@ -191,7 +191,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
             write_compile_commands(layout, plan, changed=counters.fresh < len(plan.actions),
                                    link_at_root=graph.root_manifest.build.compile_commands == "root")
         if result.ok:
-            check_complete(plan, set(result.succeeded) | set(result.fresh))
+            check_complete(plan, set(result.succeeded) | set(result.fresh), counters.left_remote)
             make_artifact_links(plan)
     finally:
         lock.release()
@@ -400,7 +400,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                               policy)
     pipeline.timings = timings
     if remote is not None and top and remote.settings.download != "all":
-        pipeline.keep_remote = _kept_on_server(layout, remote.settings.download, opts.executes)
+        pipeline.keep_remote = _kept_on_server(plan, layout, remote.settings.download, opts.executes)
     pipeline.package_dirs = lambda: {p.name: PackageDirs(p.name, p.manifest.root) for p in graph.order}
     packages = {p.name: p for p in graph.order}
     announced: set[str] = set()
@@ -448,6 +448,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         _save_records(state, scans, pipeline)  # each writes only what changed since it last wrote
         if endpoint is not None and not completed:
             endpoint.cancel()  # interrupted: end retry waits and calls in flight now
+        pipeline.counters.left_remote = set(pipeline.remote_only)
         if remote is not None:
             remote.close(wait=completed)  # uploads still queued finish before `Finished`
             if endpoint is not None and endpoint.contacted:
@@ -474,15 +475,16 @@ def _knowledge(result: ScheduleResult, state: BuildState, keys: KeyComputer) -> 
     return learn(state.execroot, validated, keys.produced, keys.settled, keys.tools, keys.proven)
 
 
-def _kept_on_server(layout: Layout, download: str, executes: bool) -> Callable[[str], bool]:
+def _kept_on_server(plan: Plan, layout: Layout, download: str, executes: bool) -> Callable[[str], bool]:
     """Which outputs of a remote hit stay on the server (`--remote-download`): under `toplevel`
-    all but target/<profile>/'s artifacts and test binaries; under `minimal` all, unless the
-    command runs or installs what it builds. A local action that reads one fetches it."""
-    top = layout.exec_path(layout.out_dir)
-    tests = layout.exec_path(os.path.join(layout.work_dir, "tests")) + "/"
+    all but the plan's artifacts (target/<profile>/'s binaries and libraries) and test
+    binaries; under `minimal` all, unless the command runs or installs what it builds. A local
+    action that reads one fetches it."""
     if download == "minimal" and not executes:
         return lambda path: True
-    return lambda path: os.path.dirname(path) != top and not path.startswith(tests)
+    artifacts = {a.path for a in plan.artifacts}
+    tests = layout.exec_path(os.path.join(layout.work_dir, "tests")) + "/"
+    return lambda path: path not in artifacts and not path.startswith(tests)
 
 
 def _content_of(plan: Plan):

@@ -85,6 +85,7 @@ class Counters:
     failed: int = 0
     healed: list[str] = field(default_factory=list)  # actions re-run because a blob was corrupt
     remote: dict | None = None  # what the remote cache did (RemoteCache.summary); None: not asked
+    left_remote: set[str] = field(default_factory=set)  # outputs left on the remote (--remote-download)
 
 
 class ActionPipeline:
@@ -337,7 +338,8 @@ class ActionPipeline:
         entry = outcome.entry
         self._replay(a, entry)
         self.warned.set(a.id, outcome.key, entry.stdout is not None or entry.stderr is not None)
-        self.keys.outputs_settled({out: digest for out, (digest, _mode) in entry.outputs.items()})
+        self.keys.outputs_settled({out: digest for out, (digest, _mode) in entry.outputs.items()},
+                                  self.remote_only)
         outputs = {out: str(digest) for out, (digest, _mode) in entry.outputs.items()}
         self.state.record(a.id, outcome.key, outcome.discovered, outputs)
         origin = event_origin(status, entry.origin)
