@@ -29,11 +29,13 @@ _STREAM_IN = ("/google.bytestream.ByteStream/Write",)
 
 class FaultProxy:
     def __init__(self, upstream: str, fail: float = 0.0, code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE,
-                 methods: tuple[str, ...] | None = None, delay: float = 0.0, zstd: bool = False) -> None:
+                 methods: tuple[str, ...] | None = None, delay: float = 0.0, zstd: bool = False,
+                 workers: int = 64) -> None:
         """`fail`: the fraction of calls answered `code` (spread evenly, never twice in a row);
         `methods`: the method-name suffixes that may fail (None: any); `delay`: seconds added to
         every call (a long round trip); `zstd`: offer REAPI's zstd-compressed blobs to the client
-        (in Capabilities) and translate to and from the plain blobs upstream."""
+        (in Capabilities) and translate to and from the plain blobs upstream; `workers`: calls it
+        answers at once (each waits `delay` on its own thread)."""
         self.fail, self.code, self.methods, self.delay, self.zstd = fail, code, methods, delay, zstd
         self.in_flight = collections.Counter()  # method -> calls being answered now
         self.most_in_flight = collections.Counter()  # method -> the most at once
@@ -51,7 +53,7 @@ class FaultProxy:
         self.evicted: set[str] = set()
         self.upstream = grpc.insecure_channel(upstream, options=[("grpc.max_receive_message_length", 64 << 20),
                                                                    ("grpc.max_send_message_length", 64 << 20)])
-        self.server = grpc.server(futures.ThreadPoolExecutor(64), handlers=[_Handler(self)],
+        self.server = grpc.server(futures.ThreadPoolExecutor(workers), handlers=[_Handler(self)],
                                   options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", 64 << 20),
                                            ("grpc.max_send_message_length", 64 << 20)])
         self.port = self.server.add_insecure_port("127.0.0.1:0")
