@@ -181,3 +181,26 @@ def test_an_evicted_object_is_rebuilt_and_an_evicted_binary_relinked(cached):
         assert (fresh / "target" / "dev" / "app").read_bytes() == cached["binary"].read_bytes()
     finally:
         proxy.evicted = set()
+
+
+def test_mcpp_test_under_minimal_fetches_the_test_binaries_it_runs_and_no_object(cached):
+    proxy = cached["proxy"]
+    tmp = cached["tmp"]
+    src = tmp / "tested"
+    files = {"mcpp.toml": '[package]\nname = "tested"\nversion = "0.1.0"\n',
+             "src/lib.cpp": "int answer() { return 42; }\n",
+             "tests/answer.cpp": "int answer();\nint main() { return answer() == 42 ? 0 : 1; }\n"}
+    for rel, text in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    Mcpp(tmp / "tested-ci")("test", "--remote", proxy.url, "--remote-upload", cwd=src, check=True)
+    fresh = tmp / "tested-laptop"
+    shutil.copytree(src, fresh, ignore=shutil.ignore_patterns("target"))
+    proxy.reset()
+    res = Mcpp(tmp / "tested-laptop-home")("test", "--remote", proxy.url, "--remote-download", "minimal",
+                                           "--message-format", "json", cwd=fresh, check=True)
+    assert set(statuses(res)) == {"remote"}, statuses(res)
+    summary_ = [e for e in res.events if e.get("reason") == "test-summary"]
+    assert summary_ and summary_[0]["passed"] == 1 and summary_[0]["failed"] == 0, res.out
+    assert not list((fresh / "target").rglob("*.o"))
+    assert list((fresh / "target").rglob("answer")), "the test binary it ran is in target/"
