@@ -310,7 +310,8 @@ class ActionPipeline:
             made = self.store.put_file(self._abs(o))
             if o == path and made != digest:
                 raise _Unavailable(f"`{path}` is gone from the remote cache and `{a.id}` made it again with "
-                                   "other bytes than the cached result; run the build again")
+                                   "other bytes than the cached result (the tool is not deterministic); "
+                                   "build with --remote-download all, which runs it here for every dependent")
             if o != path:
                 with self._bring_lock:
                     self.remote_only.pop(o, None)
