@@ -14,7 +14,7 @@ import platform as host_platform
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Container
 
 from mcpp.cas.action import ActionKind, Platform
 from mcpp.cas.atomic import PUBLIC, write_atomic
@@ -434,7 +434,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         pipeline.drain(result)  # the store ingest the actions left behind (cas/ingest.py)
         completed = True
         if top:  # for a server, made after the client has its answer
-            memory.learned(lambda: _knowledge(result, state, keys))
+            memory.learned(lambda: _knowledge(result, state, keys, pipeline.remote_only))
     finally:
         pipeline.ingest.abandon()  # interrupted: jobs not started are dropped, none is torn
         if isinstance(runner, SandboxRunner):
@@ -465,14 +465,17 @@ def _save_records(state: BuildState, scans: ScanCache, pipeline: ActionPipeline)
     pipeline.warned.save()
 
 
-def _knowledge(result: ScheduleResult, state: BuildState, keys: KeyComputer) -> Knowledge:
-    """What the next server build of this request may take as known (engine/state/unchanged.py)."""
+def _knowledge(result: ScheduleResult, state: BuildState, keys: KeyComputer,
+               absent: Container[str] = ()) -> Knowledge:
+    """What the next server build of this request may take as known (engine/state/unchanged.py).
+    Outputs left on the remote (`absent`, `--remote-download`) are not on disk: never proven."""
     validated = {}
     for action_id in (*result.fresh, *result.succeeded):
         rec = state.recorded(action_id)
         if rec is not None:
             validated[action_id] = rec[0]
-    return learn(state.execroot, validated, keys.produced, keys.settled, keys.tools, keys.proven)
+    produced = {rel: d for rel, d in keys.produced.items() if rel not in absent} if absent else keys.produced
+    return learn(state.execroot, validated, produced, keys.settled, keys.tools, keys.proven)
 
 
 def _kept_on_server(plan: Plan, layout: Layout, download: str, executes: bool) -> Callable[[str], bool]:
