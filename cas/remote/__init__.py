@@ -7,6 +7,7 @@ One concept per module, lowest first:
 - `digests`: `RemoteDigest` and the digest functions (BLAKE3 where the server offers it, else
   SHA-256), with ByteStream resource names;
 - `side_index`: blake3 -> SHA-256 pairs kept in `$MCPP_HOME/remote/`, so nothing is hashed twice;
+- `coalesce`: `Coalescer`, the blob reads and FindMissingBlobs of concurrent lookups as one call;
 - `client`: `RemoteClient`, the gRPC conversation (capabilities, batches under the server's
   limit, ByteStream in 1 MiB chunks, the action cache);
 - `store`: `RemoteStore`, the server's CAS as a `BlobStore` tied to the local store (fetch and
@@ -14,6 +15,8 @@ One concept per module, lowest first:
 - `actions`: an mcpp `Action` as REAPI `Command` + input-root `Directory` + `Action`, and the
   header manifests of the two-level lookup;
 - `action_cache`: `RemoteActionCache` (blobs before results; manifests);
+- `local_digests`: the blake3 digests of a result's outputs, carried (and signed) in the result, so
+  outputs left on the server (`--remote-download toplevel|minimal`) still key their dependents;
 - `signing`: ed25519 keys (`mcpp cache keygen`) and the signature a result carries: what it
   covers (`SIGNED_FIELDS`), how it travels (`execution_metadata.auxiliary_metadata`);
 - `trust`: `SignaturePolicy` (which remote results a build accepts, by signature) and the *origin* recorded with

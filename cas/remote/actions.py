@@ -31,6 +31,7 @@ from . import protocol as pb
 from ..action import KEY_VERSION, Action, Platform
 from ..digest import Digest
 from .digests import BadDigest, DigestFunction, RemoteDigest
+from .local_digests import attach, claimed
 
 if TYPE_CHECKING:
     # protobuf ships no types, and the REAPI classes are built at run time (protocol.py): to
@@ -146,10 +147,15 @@ def nest(files: Mapping[str, object]) -> PathTree:
 # --- results ---------------------------------------------------------------------------------
 
 def action_result(action: Action, outputs: Mapping[str, tuple[RemoteDigest, bool]],
-                  stdout: RemoteDigest | None, stderr: RemoteDigest | None) -> Message:
-    """The `ActionResult` of a successful run: `outputs` maps execroot paths to (digest, executable)."""
+                  stdout: RemoteDigest | None, stderr: RemoteDigest | None,
+                  local: Mapping[str, Digest] | None = None) -> Message:
+    """The `ActionResult` of a successful run: `outputs` maps execroot paths to (digest, executable);
+    `local` the output files' blake3 digests, which the result carries (local_digests.py) when
+    the server names blobs otherwise."""
     cwd = working_directory(action.cwd)
     result = pb.ActionResult(exit_code=0)
+    if local:
+        attach(result, {relative_to(p, cwd): d for p, d in local.items() if not p.endswith("/")})
     for path in sorted(outputs):
         d, executable = outputs[path]
         if path.endswith("/"):  # a tree output: `d` names its REAPI Tree (cas/tree.py)
@@ -182,6 +188,18 @@ def result_outputs(action: Action, result: Message, fn: DigestFunction) -> dict[
         if f is None:
             return None
         out[path] = (RemoteDigest.from_wire(f.digest, fn), f.is_executable)
+    return out
+
+
+def result_local_digests(action: Action, result: Message) -> dict[str, Digest]:
+    """execroot path -> the blake3 digest `result` claims for that output file (local_digests.py)."""
+    cwd = working_directory(action.cwd)
+    by_rel = claimed(result)
+    out = {}
+    for path in action.outputs:
+        d = by_rel.get(relative_to(path, cwd)) if not path.endswith("/") else None
+        if d is not None:
+            out[path] = d
     return out
 
 

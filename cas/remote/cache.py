@@ -42,9 +42,9 @@ from ..home import Home
 from . import protocol as pb
 from . import tree_codec
 from .action_cache import RemoteActionCache
-from .actions import action_result, remote_action, result_outputs
+from .actions import action_result, remote_action, result_local_digests, result_outputs
 from .client import BlobMissing, RemoteError, ServerInfo
-from .digests import BadDigest, RemoteDigest
+from .digests import BLAKE3, BadDigest, RemoteDigest
 from .endpoint import REFUSED, RemoteEndpoint, reason
 from .memo import Memo
 from .side_index import SideIndex
@@ -58,6 +58,10 @@ if TYPE_CHECKING:
     from google.protobuf.message import Message
 
 SIDE_INDEX = os.path.join("remote", "sha256.idx")
+# blake3 -> SHA-256 of outputs left on the server (`--remote-download toplevel|minimal`), as the
+# result that named them claimed (signed, with trusted keys); used only to ask for the bytes,
+# which are then verified against both digests (`fetch`).
+CLAIMS = os.path.join("remote", "claimed.idx")
 _UPLOAD_WORKERS = 2
 
 
@@ -75,6 +79,8 @@ class RemoteCounters:
     republished: int = 0  # of `uploaded`: local hits the remote lacked (`republish`)
     rejected: int = 0  # remote results refused because a blob was corrupt
     refused: int = 0  # remote results refused because no trusted key signed them
+    kept: int = 0  # outputs of hits left on the server (`--remote-download toplevel|minimal`)
+    fetched: int = 0  # of those, fetched later because a local action or the command needed them
 
 
 class _InputChanged(Exception):
@@ -95,6 +101,7 @@ class RemoteCache:
         self.content_of = content_of
         self.warn = warn
         self.index = SideIndex(home.root / SIDE_INDEX)
+        self.claims = SideIndex(home.root / CLAIMS)
         self.counters = RemoteCounters()
         self.upload_enabled = self.settings.upload
         self.trust = SignaturePolicy(self.settings.url, self.settings.trusted_keys, warn, note)
@@ -121,11 +128,13 @@ class RemoteCache:
     # --- lookup (worker threads) ----------------------------------------------------------
 
     def lookup(self, action: Action, platform: Platform, tools: Mapping[str, Digest],
-               inputs: Mapping[str, Digest]) -> RemoteHit | None:
+               inputs: Mapping[str, Digest], keep: Callable[[str], bool] | None = None) -> RemoteHit | None:
         """The remote result of `action`, fetched, verified and stored locally; None on a miss.
 
         `inputs` maps each of `action.inputs` to the blake3 digest the local key used; `tools`
-        each tool to its digest.
+        each tool to its digest. An output file for which `keep(path)` holds stays on the
+        server when the result says its blake3 (local_digests.py): the entry names it, the
+        local store lacks it until `fetch` brings it.
         """
         if not self._ready():
             return None
@@ -154,7 +163,7 @@ class RemoteCache:
                     with self._lock:
                         self.counters.refused += 1
                     continue
-                hit = self._fetch(action, result, headers, origin)
+                hit = self._fetch(action, result, headers, origin, keep)
                 if hit is not None:
                     with self._lock:
                         self.counters.hits += 1
@@ -178,13 +187,24 @@ class RemoteCache:
             self._disable(e)
             return None
 
-    def _fetch(self, action: Action, result: Message, headers: tuple[str, ...], origin: Origin) -> RemoteHit | None:
+    def _fetch(self, action: Action, result: Message, headers: tuple[str, ...], origin: Origin,
+               keep: Callable[[str], bool] | None) -> RemoteHit | None:
         store = self._store
         assert store is not None
         outputs = result_outputs(action, result, store.fn)
         if outputs is None:
             return None
-        wanted = [d for d, _ in outputs.values()]
+        kept: dict[str, Digest] = {}  # output path -> its blake3, left on the server
+        if keep is not None:
+            claims = result_local_digests(action, result) if store.fn is not BLAKE3 else \
+                {p: Digest(d.hash, d.size) for p, (d, _) in outputs.items() if not p.endswith("/")}
+            for p, ld in claims.items():
+                rd = outputs[p][0]
+                if keep(p) and ld.size == rd.size:
+                    kept[p] = ld
+                    if store.fn is not BLAKE3:
+                        self.claims.add(ld, rd)
+        wanted = [d for p, (d, _) in outputs.items() if p not in kept]
         streams: dict[str, Digest | RemoteDigest] = {}  # remote ones until fetched
         for name in ("stdout", "stderr"):
             raw, digest = getattr(result, f"{name}_raw"), getattr(result, f"{name}_digest")
@@ -207,9 +227,56 @@ class RemoteCache:
         for name, value in streams.items():
             fetched[name] = local[value] if isinstance(value, RemoteDigest) else value
         entry = ActionEntry(
-            outputs={p: (local[d], 0o555 if executable else 0o444) for p, (d, executable) in outputs.items()},
+            outputs={p: (kept.get(p) or local[d], 0o555 if executable else 0o444) for p, (d, executable) in outputs.items()},
             exit_code=0, stdout=fetched.get("stdout"), stderr=fetched.get("stderr"), origin=origin)
+        if kept:
+            with self._lock:
+                self.counters.kept += len(kept)
         return RemoteHit(entry, headers)
+
+    # --- outputs left on the server (--remote-download toplevel|minimal) -------------------
+
+    def can_fetch(self, d: Digest) -> bool:
+        """Whether `fetch` knows the server's name for the local blob `d` (no network, except
+        to learn the server's digest function)."""
+        if self.claims.get(d) is not None or self.index.get(d) is not None:
+            return True
+        return self._ready() and self._store is not None and self._store.fn is BLAKE3
+
+    def fetch(self, ds: list[Digest]) -> bool:
+        """Bring the blobs `ds` (local digests of outputs left on the server) into the local
+        store, each verified against the server's digest *and* its blake3; False when one cannot
+        be had (not known, evicted, corrupt, the remote off): the caller rebuilds instead."""
+        if not self._ready():
+            return False
+        store = self._store
+        assert store is not None
+        named = {}
+        for d in ds:
+            rd = store.known(d) or self.claims.get(d)
+            if rd is None:
+                return False
+            named[rd] = d
+        try:
+            got = store.fetch(list(named))
+        except RemoteCorrupt as e:
+            self.warn(f"remote cache at {self.url} sent a corrupt blob ({e.reason}); the action that made it runs locally")
+            return False
+        except BlobMissing:
+            return False  # evicted: rebuilt here
+        except RemoteError as e:
+            self._disable(e)
+            return False
+        for rd, d in named.items():
+            if got.get(rd) != d:  # the SHA-256 matched, the blake3 the result claimed does not
+                with self._lock:
+                    self.counters.rejected += 1
+                self.warn(f"remote cache at {self.url} sent blob {rd} whose blake3 is not the one its result "
+                          "claimed; the action that made it runs locally")
+                return False
+        with self._lock:
+            self.counters.fetched += len(ds)
+        return True
 
     def _miss(self) -> RemoteHit | None:
         """`lookup`'s answer for a miss: None, counted."""
@@ -273,7 +340,8 @@ class RemoteCache:
                 return  # an input changed or a blob vanished: publish nothing rather than a guess
             if if_missing and ac.get(full) is not None:
                 return  # the remote has a result for this key: nothing to republish
-            result = action_result(action, outputs, stdout, stderr)
+            local = {p: d for p, (d, _mode) in entry.outputs.items() if not p.endswith("/")}
+            result = action_result(action, outputs, stdout, stderr, local if store.fn is not BLAKE3 else None)
             if self.settings.sign_key is not None:
                 sign(result, full.digest, self.settings.sign_key)
             ac.record(full, result, blobs,
@@ -306,6 +374,7 @@ class RemoteCache:
                 "republished": c.republished,
                 "bytes_down": wire.bytes_down if wire else 0, "bytes_up": wire.bytes_up if wire else 0,
                 "retries": self.endpoint.retries, "corrupt": c.rejected,
+                "download": self.settings.download, "kept_remote": c.kept, "fetched_later": c.fetched,
                 "refused": {"count": sum(self.trust.refused.values()), "reasons": dict(self.trust.refused),
                             "keys": sorted(self.trust.refused_keys)},
                 "disabled": self.disabled}
@@ -321,6 +390,7 @@ class RemoteCache:
                     f.exception()  # errors were handled inside; this only waits
             pool.shutdown(wait=wait, cancel_futures=not wait)
         self.index.flush()
+        self.claims.flush()
 
     # --- tree outputs (cas/tree.py) ----------------------------------------------------------
 
@@ -369,10 +439,11 @@ class RemoteCache:
 
     def _input_digest(self, path: str, d: Digest) -> RemoteDigest:
         """The remote digest of an input whose local digest is `d`, reading bytes only when the
-        side index does not know it: from the local store if it has the blob, else the file."""
+        side index (or, for an output left on the server, the result that named it) does not
+        know it: from the local store if it has the blob, else the file."""
         store = self._store
         assert store is not None
-        rd = store.known(d)
+        rd = store.known(d) or self.claims.get(d)  # claims: an output left on the server
         if rd is not None:
             return rd
         if self.local.has(d):

@@ -29,7 +29,7 @@ import os
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, NamedTuple, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, NamedTuple, TypeVar, Union, cast
 
 # gRPC's C core logs connection events (a server going away) to stderr at INFO; the cache
 # reports what matters itself, once. The variable is read when grpc initializes, and is removed
@@ -45,6 +45,7 @@ if _QUIET:
 
 from . import exec_protocol as xp
 from . import protocol as pb
+from .coalesce import Coalescer
 from .config import ChannelSecurity, RemoteSettings
 from .digests import DigestFunction, RemoteDigest, choose, function_names
 from .errors import RemoteError as RemoteError  # re-exported: callers name it from here
@@ -60,6 +61,9 @@ DEFAULT_BATCH_LIMIT = 4 << 20  # the gRPC default message size: the limit when a
 _FRAMING = 4 << 10  # room left in a batch for the request's own fields
 _PER_BLOB = 160  # per-blob overhead in a batch: digest, status, field tags
 _FIND_MISSING_CHUNK = 4096  # digests per FindMissingBlobs request (~100 bytes each)
+# How long the first of several lookup threads waits for others to ask for blobs in the same
+# BatchReadBlobs / FindMissingBlobs call (coalesce.py): short next to any round trip.
+COALESCE_WINDOW = 0.002
 
 T = TypeVar("T")
 
@@ -113,6 +117,11 @@ class RemoteClient:
         self.batch_limit = DEFAULT_BATCH_LIMIT - _FRAMING
         self.zstd = False  # the server takes and sends zstd-compressed blobs (its capabilities say so)
         self.info: ServerInfo | None = None
+        # what concurrent lookups ask for, one call per window (coalesce.py)
+        self._reads: Coalescer[RemoteDigest, bytes] = Coalescer(
+            self._read_answers, COALESCE_WINDOW, lambda ds: self._batch_cost(ds) <= self.batch_limit)
+        self._finds: Coalescer[RemoteDigest, bool] = Coalescer(
+            self._find_answers, COALESCE_WINDOW, lambda ds: len(ds) <= _FIND_MISSING_CHUNK)
         self._channel = _open_channel(target, security, [
             ("grpc.max_receive_message_length", 64 << 20),
             ("grpc.max_send_message_length", 64 << 20),
@@ -184,8 +193,12 @@ class RemoteClient:
     # --- CAS ------------------------------------------------------------------------------
 
     def find_missing(self, digests: Iterable[RemoteDigest]) -> list[RemoteDigest]:
-        """The digests of `digests` the server lacks (each once)."""
+        """The digests of `digests` the server lacks (each once). A few asked from several
+        threads at once travel in one call (`Coalescer`)."""
         unique = list(dict.fromkeys(digests))
+        if 0 < len(unique) <= _FIND_MISSING_CHUNK:
+            lacks = self._finds.ask(unique)
+            return [d for d in unique if lacks[d]]
         missing: list[RemoteDigest] = []
         for i in range(0, len(unique), _FIND_MISSING_CHUNK):
             chunk = unique[i:i + _FIND_MISSING_CHUNK]
@@ -213,11 +226,26 @@ class RemoteClient:
         if batch:
             self._update_batch(batch)
 
+    def _find_answers(self, ds: list[RemoteDigest]) -> dict[RemoteDigest, bool]:
+        """One FindMissingBlobs for a coalesced batch: whether the server lacks each."""
+        resp = self._call(self._find_missing, pb.FindMissingBlobsRequest(
+            instance_name=self.instance, blob_digests=[d.to_proto() for d in ds],
+            digest_function=self.digest_function.value), read=True)
+        lacks = set(_asked(ds, resp.missing_blob_digests))
+        return {d: d in lacks for d in ds}
+
+    def _batch_cost(self, ds: list[RemoteDigest]) -> int:
+        return sum(d.size + _PER_BLOB for d in ds)
+
     def download(self, digests: Iterable[RemoteDigest]) -> dict[RemoteDigest, bytes]:
         """The bytes of every blob (unverified: the caller checks them against their digests).
+        A few small ones asked from several threads at once travel in one call (`Coalescer`).
 
         Raises `BlobMissing` for a blob the server lacks.
         """
+        wanted = [d for d in dict.fromkeys(digests)]
+        if wanted and all(d.size for d in wanted) and self._batch_cost(wanted) <= self.batch_limit:
+            return self._reads.ask(wanted)
         out: dict[RemoteDigest, bytes] = {}
         batch: list[RemoteDigest] = []
         used = 0
@@ -363,28 +391,40 @@ class RemoteClient:
 
     def _read_batch(self, batch: list[RemoteDigest]) -> dict[RemoteDigest, bytes]:
         """One `BatchReadBlobs`, retried whole when the call or one of its blobs failed transiently."""
-        return self._retried(lambda: self._read_batch_once(batch), read=True)
+        # not lenient: every answer is bytes (a missing blob raised)
+        return cast("dict[RemoteDigest, bytes]", self._retried(lambda: self._read_batch_once(batch), read=True))
 
-    def _read_batch_once(self, batch: list[RemoteDigest]) -> dict[RemoteDigest, bytes]:
+    def _read_answers(self, batch: list[RemoteDigest]) -> dict[RemoteDigest, bytes | BaseException]:
+        """One `BatchReadBlobs` (retried as `_read_batch`) for a coalesced batch: a blob the
+        server lacks is that blob's `BlobMissing`, not the whole batch's."""
+        return self._retried(lambda: self._read_batch_once(batch, lenient=True), read=True)
+
+    def _read_batch_once(self, batch: list[RemoteDigest], lenient: bool = False
+                         ) -> dict[RemoteDigest, bytes | BaseException]:
         resp = self._call(self._batch_read, pb.BatchReadBlobsRequest(
             instance_name=self.instance, digests=[d.to_proto() for d in batch],
             digest_function=self.digest_function.value,
             acceptable_compressors=[pb.COMPRESSOR["ZSTD"]] if self.zstd else []), retry=False)
         self._count(down=sum(len(r.data) for r in resp.responses))
-        out: dict[RemoteDigest, bytes] = {}
+        out: dict[RemoteDigest, bytes | BaseException] = {}
         asked = {(d.hash, d.size): d for d in batch}
         for r in resp.responses:
             d = asked.get((r.digest.hash, r.digest.size_bytes))
             if d is None:  # not a blob this request named: nothing to take from it
                 continue
             if r.status.code == grpc.StatusCode.NOT_FOUND.value[0]:
+                if lenient:
+                    out[d] = BlobMissing(d)
+                    continue
                 raise BlobMissing(d)
             if r.status.code != 0:
                 raise RemoteError(code_name(r.status.code), f"read of {d} failed: {r.status.message}")
             out[d] = _inflated(d, r.data) if r.compressor == pb.COMPRESSOR["ZSTD"] else r.data
         for d in batch:
             if d not in out:
-                raise BlobMissing(d)
+                if not lenient:
+                    raise BlobMissing(d)
+                out[d] = BlobMissing(d)
         return out
 
     def _call(self, method: Callable[..., Message], request: Message | Callable[[], Iterator[Message]],

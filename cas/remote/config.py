@@ -9,6 +9,7 @@ execute = true         # like --remote-exec: run actions on the server's workers
 instance = ""          # REAPI instance_name, when the server hosts several
 timeout = 60           # seconds per request before the server counts as unavailable
 connect-timeout = 5    # seconds the first request (GetCapabilities) may take: a server that never answers
+download = "toplevel"  # like --remote-download: all, toplevel (target/'s artifacts) or minimal (what local actions need)
 jobs = 32              # like --remote-jobs: remote lookups in flight at once, whatever -j is
 retries = 5            # like --remote-retries: retries of one failed call (cas/remote/retry.py); 0: none
 sign-key = "keys/ci.secret"                 # sign what this machine uploads (relative: to $MCPP_HOME)
@@ -47,7 +48,11 @@ if TYPE_CHECKING:  # the key code is imported by a build that has a remote (see 
 _KEYS: dict[str, Any] = {"url": str, "upload": bool, "instance": str, "timeout": (int, float), "sign-key": str,
          "trusted-keys": list, "tls-ca": str, "tls-cert": str, "tls-key": str, "token-file": str,
          "execute": bool, "retries": int,
-         "connect-timeout": (int, float), "headers": dict, "credential-helper": str, "jobs": int}
+         "connect-timeout": (int, float), "headers": dict, "credential-helper": str, "jobs": int,
+         "download": str}
+# What a remote hit downloads (`--remote-download`): every output, the top-level artifacts of
+# target/<profile>/ (and what local actions read), or only what local actions read.
+DOWNLOAD_MODES = ("all", "toplevel", "minimal")
 
 
 class RemoteConfigError(ValueError):
@@ -83,6 +88,7 @@ class RemoteSettings:
     retries: int = DEFAULT_RETRIES  # per call, under a per-build budget (retry.py)
     connect_timeout: float = 5.0  # the first call's deadline (GetCapabilities)
     jobs: int = DEFAULT_JOBS  # remote lookups in flight at once (the build runs at least -j)
+    download: str = "toplevel"  # one of DOWNLOAD_MODES
 
 
 def parse_remote_url(url: str) -> str:
@@ -144,6 +150,7 @@ class Chosen:
     instance_name: str | None = None  # --remote-instance-name
     jobs: int | None = None  # --remote-jobs
     headers: tuple[str, ...] = ()  # --remote-header KEY=VALUE, each as given
+    download: str | None = None  # --remote-download
 
 
 def resolve_settings(chosen: Chosen, table: dict[str, Any], home_root: str | os.PathLike[str],
@@ -169,6 +176,9 @@ def resolve_settings(chosen: Chosen, table: dict[str, Any], home_root: str | os.
     jobs = chosen.jobs if chosen.jobs is not None else table.get("jobs", DEFAULT_JOBS)
     if not 1 <= jobs <= 1024:
         raise RemoteConfigError("`remote.jobs` must be a number of lookups from 1 to 1024")
+    download = chosen.download if chosen.download is not None else table.get("download", "toplevel")
+    if download not in DOWNLOAD_MODES:
+        raise RemoteConfigError(f"{where}: `remote.download` must be one of {', '.join(DOWNLOAD_MODES)}")
     sign_key, trusted = _keys(chosen, table, home_root, where)
     target = parse_remote_url(url)
     return RemoteSettings(url=url, target=target, upload=upload,
@@ -176,7 +186,7 @@ def resolve_settings(chosen: Chosen, table: dict[str, Any], home_root: str | os.
                           else table.get("instance", ""), timeout=timeout,
                           sign_key=sign_key, trusted_keys=trusted,
                           security=_security(url, target, table, chosen, home_root, where), execute=execute,
-                          retries=retries, connect_timeout=connect_timeout, jobs=jobs)
+                          retries=retries, connect_timeout=connect_timeout, jobs=jobs, download=download)
 
 
 _LOOPBACK = re.compile(r"(localhost|127(\.\d{1,3}){3}|\[::1\]):\d+")

@@ -32,15 +32,18 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
+from .local_digests import claimed
+
 if TYPE_CHECKING:  # cryptography is imported on first use (see `_private`)
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
     from google.protobuf.message import Message  # protobuf ships no types: `Any`
 
 SIGNATURE_TYPE_URL = "type.googleapis.com/mcpp.remote.ResultSignature.v1"
-# v2 added the `tree` lines (output directories). A v1 signature never verifies as v2 (the first
-# line differs), so a result signed before trees were covered is refused and rebuilt, never
-# trusted for a tree it did not vouch for. Key files and the signature's envelope are unchanged.
-PAYLOAD_VERSION = "mcpp-signed-result-v2"
+# v2 covers output directories (`tree` lines), v3 the outputs' blake3 digests (`blake3` lines).
+# An older signature never verifies as the current version (the first line differs), so a result
+# signed before a field was covered is refused and rebuilt, never trusted for what it did not
+# vouch for. Key files and the signature's envelope are unchanged.
+PAYLOAD_VERSION = "mcpp-signed-result-v3"
 
 # Why a remote result was refused (the words the build's warning uses).
 UNSIGNED = "unsigned"
@@ -58,6 +61,8 @@ SIGNED_FIELDS = {
     "stdout_digest": "`stdout <hash>/<size>` (`-` when absent; `raw <len>` when only inlined)",
     "stderr_digest": "`stderr <hash>/<size>` (as stdout)",
     "exit_code": "`exit <code>`",
+    "execution_metadata": "`blake3 <json path> <hash>/<size>`, one line per output file the result's "
+                          "`LocalDigests` entry names (local_digests.py; `blake3 -` when it names none)",
 }
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
@@ -199,6 +204,8 @@ def signed_payload(action_digest: object, result: Message) -> bytes:
         else:
             lines.append(f"{name} -")
     lines.append(f"exit {result.exit_code}")
+    local = claimed(result)
+    lines += [f"blake3 {json.dumps(p)} {d}" for p, d in sorted(local.items())] or ["blake3 -"]
     return ("\n".join(lines) + "\n").encode()
 
 

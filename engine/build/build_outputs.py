@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Container
 
 from mcpp.cas.atomic import write_if_changed
 
@@ -73,14 +74,16 @@ class IncompleteBuild(RuntimeError):
     engine (an action no order could reach), said as one rather than a silent `Finished`."""
 
 
-def check_complete(plan: Plan, done: set[str]) -> None:
-    """Every planned action ran, was fresh or was restored (`done`), and every artifact exists.
+def check_complete(plan: Plan, done: set[str], left_remote: Container[str] = ()) -> None:
+    """Every planned action ran, was fresh or was restored (`done`), and every artifact exists
+    (or was left on the remote cache: `left_remote`, `--remote-download minimal`).
     Anything else reported as success would be a build that silently did nothing."""
     missing = [a.id for a in plan.actions if a.id not in done]
     if missing:
         shown = ", ".join(f"`{i}`" for i in missing[:5]) + (" ..." if len(missing) > 5 else "")
         raise IncompleteBuild(f"planned {len(plan.actions)} action(s) but {len(missing)} never ran: {shown}")
-    absent = [a for a in plan.artifacts if not os.path.isfile(os.path.join(plan.execroot, a.path))]
+    absent = [a for a in plan.artifacts
+              if a.path not in left_remote and not os.path.isfile(os.path.join(plan.execroot, a.path))]
     if absent:
         raise IncompleteBuild(f"the build succeeded but produced no `{absent[0].path}` ({absent[0].kind} "
                               f"`{absent[0].name}` of package `{absent[0].package}`)")

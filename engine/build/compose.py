@@ -15,7 +15,7 @@ import shutil
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, cast
+from typing import Callable, Container, cast
 
 from mcpp.cas.action import ActionKind, Platform
 from mcpp.cas.atomic import PUBLIC, write_atomic
@@ -82,6 +82,9 @@ class BuildOptions:
     settings: Settings = field(default_factory=command_settings)
     timings: str | None = None  # --timings: html | json report under target/mcpp-timings/
     trace: str | None = None  # --trace FILE: a Chrome trace-event file
+    # run/test/install use what they build: `--remote-download minimal` still fetches target/'s
+    # artifacts and test binaries for them
+    executes: bool = False
 
     @property
     def home(self) -> Home:
@@ -208,7 +211,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
             write_compile_commands(layout, plan, changed=counters.fresh < len(plan.actions),
                                    link_at_root=graph.root_manifest.build.compile_commands == "root")
         if result.ok:
-            check_complete(plan, set(result.succeeded) | set(result.fresh))
+            check_complete(plan, set(result.succeeded) | set(result.fresh), counters.left_remote)
             make_artifact_links(plan)
     finally:
         lock.release()
@@ -461,6 +464,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                               ExplainLog(layout.explain_log, f"{platform.toolchain} on {platform.host}"), remote, slots,
                               policy)
     pipeline.timings = timings
+    if remote is not None and top and remote.settings.download != "all":
+        pipeline.keep_remote = _kept_on_server(plan, layout, remote.settings.download, opts.executes)
     pipeline.package_dirs = lambda: {p.name: PackageDirs(p.name, p.manifest.root) for p in graph.order}
     packages = {p.name: p for p in graph.order}
     announced = set() if announced is None else announced  # packages whose `Compiling` line was shown
@@ -494,7 +499,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         pipeline.drain(result)  # the store ingest the actions left behind (cas/ingest.py)
         completed = True
         if top:  # for a server, made after the client has its answer
-            memory.learned(lambda: _knowledge(result, state, keys))
+            memory.learned(lambda: _knowledge(result, state, keys, pipeline.remote_only))
     finally:
         pipeline.ingest.abandon()  # interrupted: jobs not started are dropped, none is torn
         if isinstance(runner, SandboxRunner):
@@ -508,6 +513,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         _save_records(state, scans, pipeline)  # each writes only what changed since it last wrote
         if endpoint is not None and not completed:
             endpoint.cancel()  # interrupted: end retry waits and calls in flight now
+        pipeline.counters.left_remote = set(pipeline.remote_only)
         if remote is not None:
             remote.close(wait=completed)  # uploads still queued finish before `Finished`
             if endpoint is not None and endpoint.contacted:
@@ -524,14 +530,29 @@ def _save_records(state: BuildState, scans: ScanCache, pipeline: ActionPipeline)
     pipeline.warned.save()
 
 
-def _knowledge(result: ScheduleResult, state: BuildState, keys: KeyComputer) -> Knowledge:
-    """What the next server build of this request may take as known (engine/state/unchanged.py)."""
+def _knowledge(result: ScheduleResult, state: BuildState, keys: KeyComputer,
+               absent: Container[str] = ()) -> Knowledge:
+    """What the next server build of this request may take as known (engine/state/unchanged.py).
+    Outputs left on the remote (`absent`, `--remote-download`) are not on disk: never proven."""
     validated = {}
     for action_id in (*result.fresh, *result.succeeded):
         rec = state.recorded(action_id)
         if rec is not None:
             validated[action_id] = rec[0]
-    return learn(state.execroot, validated, keys.produced, keys.settled, keys.tools, keys.proven)
+    produced = {rel: d for rel, d in keys.produced.items() if rel not in absent} if absent else keys.produced
+    return learn(state.execroot, validated, produced, keys.settled, keys.tools, keys.proven)
+
+
+def _kept_on_server(plan: Plan, layout: Layout, download: str, executes: bool) -> Callable[[str], bool]:
+    """Which outputs of a remote hit stay on the server (`--remote-download`): under `toplevel`
+    all but the plan's artifacts (target/<profile>/'s binaries and libraries) and test
+    binaries; under `minimal` all, unless the command runs or installs what it builds. A local
+    action that reads one fetches it."""
+    if download == "minimal" and not executes:
+        return lambda path: True
+    artifacts = {a.path for a in plan.artifacts}
+    tests = layout.exec_path(os.path.join(layout.work_dir, "tests")) + "/"
+    return lambda path: path not in artifacts and not path.startswith(tests)
 
 
 def _content_of(plan: Plan):

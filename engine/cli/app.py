@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 import warnings
+from dataclasses import replace
 
 import click
 
@@ -123,6 +124,9 @@ def build_flags(fn):
                           "(default 5; 0: none; else [remote] retries)."),
         click.option("--remote-jobs", "remote_jobs", type=click.IntRange(1, 1024), default=None, metavar="N",
                      help="Remote cache lookups in flight at once, whatever -j is (default 32; else [remote] jobs)."),
+        click.option("--remote-download", "remote_download", type=click.Choice(["all", "toplevel", "minimal"]),
+                     default=None, help="What remote hits download: every output, target/'s artifacts (default) "
+                                        "or only what local actions need (else [remote] download)."),
         click.option("--remote-instance-name", "remote_instance", metavar="NAME", default=None,
                      help="REAPI instance name (else [remote] instance; default \"\")."),
         click.option("--remote-header", "remote_headers", metavar="KEY=VALUE", multiple=True,
@@ -168,7 +172,8 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
         timings=kw["timings"], trace=kw["trace"],
         settings=ctx.settings.with_flags(RemoteFlags(
             kw["remote"], kw["remote_upload"], kw["remote_exec"], retries=kw["remote_retries"],
-            instance_name=kw["remote_instance"], remote_jobs=kw["remote_jobs"], headers=tuple(kw["remote_headers"]))))
+            instance_name=kw["remote_instance"], remote_jobs=kw["remote_jobs"], headers=tuple(kw["remote_headers"]),
+            download=kw["remote_download"])))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -233,7 +238,7 @@ def run_cmd(ctx: _Ctx, binary, **kw):
                                f"mcpp run {binary[0]} -- {' '.join(binary[1:])}")
     args = list(click.get_current_context().meta["mcpp.program_args"])
     name = binary[0] if binary else None
-    opts = _options(ctx, kw)
+    opts = replace(_options(ctx, kw), executes=True)
     reporter = ctx.reporter(kw["message_format"])
     outcome = build(opts, reporter, memory=ctx.memory)
     sys.exit(run_binary(outcome, name, args, reporter))
@@ -249,7 +254,7 @@ def test_cmd(ctx: _Ctx, pattern, timeout, **kw):
     """Build and run the tests (tests/ and test/, or [test] dirs), one binary each."""
     from .run_tests import run_tests
 
-    opts = _options(ctx, kw, with_dev=True)
+    opts = replace(_options(ctx, kw, with_dev=True), executes=True)
     reporter = ctx.reporter(kw["message_format"])
     outcome = build(opts, reporter, with_tests=True, memory=ctx.memory)
     sys.exit(run_tests(outcome, pattern, reporter, json_mode=kw["message_format"] == "json", timeout=timeout))
@@ -266,7 +271,7 @@ def install_cmd(ctx: _Ctx, prefix, **kw):
     from .install import install
 
     kw["release"] = kw["release"] or not kw["profile"]
-    opts = _options(ctx, kw)
+    opts = replace(_options(ctx, kw), executes=True)
     reporter = ctx.reporter(kw["message_format"])
     install(build(opts, reporter, memory=ctx.memory), prefix, reporter)
 

@@ -11,7 +11,7 @@ $MCPP_HOME                the home (engine/core/mcpp_home.py)
 --remote / MCPP_REMOTE / [remote] url, and the other [remote] keys (cas/remote/config.py)
 --remote-upload / MCPP_REMOTE_UPLOAD / [remote] upload
 --remote-exec / MCPP_REMOTE_EXEC / [remote] execute
---remote-retries / [remote] retries; --remote-jobs / [remote] jobs
+--remote-retries / [remote] retries; --remote-jobs / [remote] jobs; --remote-download / [remote] download
 --remote-instance-name / [remote] instance; --remote-header KEY=VALUE / [remote] headers
 MCPP_REMOTE_TOKEN_FILE, MCPP_REMOTE_SIGN_KEY, MCPP_REMOTE_TRUSTED_KEYS  over their [remote] keys
 MCPP_REMOTE_EXEC_WAIT     how long remote execution waits for a worker
@@ -53,6 +53,7 @@ class RemoteFlags:
     retries: int | None = None  # --remote-retries
     instance_name: str | None = None  # --remote-instance-name
     remote_jobs: int | None = None  # --remote-jobs
+    download: str | None = None  # --remote-download
     headers: tuple[str, ...] = ()  # --remote-header KEY=VALUE (repeatable)
 
 
@@ -94,7 +95,7 @@ class Settings:
                 sign_key=self.env.get("MCPP_REMOTE_SIGN_KEY") or None,
                 trusted_keys=self._override("MCPP_REMOTE_TRUSTED_KEYS"),
                 retries=self.flags.retries, instance_name=self.flags.instance_name, headers=self.flags.headers,
-                jobs=self.flags.remote_jobs)
+                jobs=self.flags.remote_jobs, download=self.flags.download)
             found = resolve_settings(chosen, self.table("remote"), self.home.root, self.config.path)
         except RemoteConfigError as e:
             raise McppError(str(e)) from None

@@ -86,6 +86,7 @@ class Counters:
     failed: int = 0
     healed: list[str] = field(default_factory=list)  # actions re-run because a blob was corrupt
     remote: dict | None = None  # what the remote cache did (RemoteCache.summary); None: not asked
+    left_remote: set[str] = field(default_factory=set)  # outputs left on the remote (--remote-download)
 
 
 class ActionPipeline:
@@ -125,6 +126,15 @@ class ActionPipeline:
         self.warned = WarnedActions(state.file + ".warned")
         # Uploads read the blobs from the store right away: with them the ingest runs inline.
         self.ingest = Ingest(inline=remote is not None and remote.upload_enabled)
+        # `--remote-download toplevel|minimal` (set by the build): which outputs of a remote hit
+        # stay on the server; None: every output is downloaded.
+        self.keep_remote: Callable[[str], bool] | None = None
+        # Outputs left on the server this build (path -> digest, mode): not in target/, brought
+        # when a local action reads one (`_bring`).
+        self.remote_only: dict[str, tuple[Digest, int]] = {}
+        self._bring_locks: dict[str, threading.Lock] = {}
+        self._bring_lock = threading.Lock()
+        self._producers: dict[str, Action] | None = None
 
     # -- scheduler thread -------------------------------------------------------------------
     def check(self, action_id: str) -> bool:
@@ -167,6 +177,11 @@ class ActionPipeline:
             outcome = self._remote_lookup(a)
             if outcome is not None:
                 return outcome
+        if self.remote_only:
+            try:
+                self._bring_inputs(a)
+            except _Unavailable as e:
+                return Outcome(run=RunResult(1, b"", f"error: action `{a.id}`: {e}\n".encode()))
         for path in a.inputs:
             if path in self.plan.generated:
                 write_if_changed(os.path.join(self.plan.execroot, path), self.plan.generated[path])
@@ -202,7 +217,7 @@ class ActionPipeline:
         platform = self.keys.platform_of(a)
         if not self.trust.accepts_remote(platform):  # never uploaded: no remote holds one
             return None
-        hit = self.remote.lookup(a, platform, tools, inputs)
+        hit = self.remote.lookup(a, platform, tools, inputs, self.keep_remote)
         if hit is None:
             return None
         try:
@@ -213,6 +228,16 @@ class ActionPipeline:
 
     def _restore(self, a: Action, entry: ActionEntry) -> None:
         missing = self.store.find_missing([d for d, _ in entry.outputs.values()])
+        kept: set[str] = set()  # outputs that stay on the server (`--remote-download`)
+        if missing and self.keep_remote is not None and self.remote is not None:
+            absent = set(missing)
+            kept = {o for o, (d, _) in entry.outputs.items()
+                    if d in absent and o in a.outputs and self.keep_remote(o) and self.remote.can_fetch(d)}
+            needed = {d for o, (d, _) in entry.outputs.items() if o not in kept}
+            missing = [d for d in missing if d in needed]
+            # left on the server by an earlier build, wanted here now (a top-level artifact)
+            if missing and self.remote.fetch(missing):
+                missing = []
         if missing:
             raise StoreError(f"{len(missing)} blob(s) missing")
         for out in a.outputs:
@@ -227,11 +252,70 @@ class ActionPipeline:
                     raise StoreError(f"{len(missing)} blob(s) of tree {out} missing")
         for out in a.outputs:
             digest, mode = entry.outputs[out]
+            if out in kept:
+                # Not in target/: a stale copy there must never be read in its place.
+                try:
+                    os.unlink(self._abs(out))
+                except FileNotFoundError:
+                    pass
+                with self._bring_lock:
+                    self.remote_only[out] = (digest, mode)
+                continue
             if out.endswith("/"):
                 tree.materialize(digest, self.store, self._abs(out),
                                  lambda d, p, x: self.mat.copy_into(d, p, executable=x))
                 continue
             self.mat.copy_into(digest, self._abs(out), executable=bool(mode & 0o111))
+
+    # -- outputs left on the server (worker threads) ------------------------------------------
+    def _bring_inputs(self, a: Action) -> None:
+        """Put every output `a` may read that was left on the server into target/: fetched and
+        verified (`RemoteCache.fetch`), else made here by running the action that made it."""
+        for path in (*a.inputs, *a.may_read, *a.tools):
+            if path in self.remote_only:
+                self._bring(path)
+
+    def _bring(self, path: str) -> None:
+        with self._bring_lock:
+            lock = self._bring_locks.setdefault(path, threading.Lock())
+        with lock:
+            item = self.remote_only.get(path)
+            if item is None:
+                return  # another action brought it
+            digest, mode = item
+            if self.remote is not None and self.remote.fetch([digest]):
+                self.mat.copy_into(digest, self._abs(path), executable=bool(mode & 0o111))
+            else:
+                self._rebuild(path, digest)
+            with self._bring_lock:
+                self.remote_only.pop(path, None)
+
+    def _rebuild(self, path: str, digest: Digest) -> None:
+        """Run the action that made `path` here (its blob is gone from the server, or the
+        server is): its output must be the bytes its dependents were keyed on."""
+        if self._producers is None:
+            self._producers = {o: a for a in self.plan.actions for o in a.outputs}
+        a = self._producers[path]
+        self._bring_inputs(a)
+        for p in a.inputs:
+            if p in self.plan.generated:
+                write_if_changed(os.path.join(self.plan.execroot, p), self.plan.generated[p])
+        with self.local_slots or nullcontext():
+            res = self.runner.run(a)
+        if res.exit_code != 0 or not all(_present(self._abs(o)) for o in a.outputs if not o.endswith("/")):
+            raise _Unavailable(f"`{path}` is gone from the remote cache and `{a.id}` failed to make it again")
+        for o in a.outputs:
+            if o.endswith("/"):
+                continue
+            _read_only(self._abs(o))
+            made = self.store.put_file(self._abs(o))
+            if o == path and made != digest:
+                raise _Unavailable(f"`{path}` is gone from the remote cache and `{a.id}` made it again with "
+                                   "other bytes than the cached result (the tool is not deterministic); "
+                                   "build with --remote-download all, which runs it here for every dependent")
+            if o != path:
+                with self._bring_lock:
+                    self.remote_only.pop(o, None)
 
     # -- scheduler thread -------------------------------------------------------------------
     def finish(self, action_id: str, outcome: Outcome) -> bool:
@@ -256,7 +340,8 @@ class ActionPipeline:
         entry = outcome.entry
         self._replay(a, entry)
         self.warned.set(a.id, outcome.key, entry.stdout is not None or entry.stderr is not None)
-        self.keys.outputs_settled({out: digest for out, (digest, _mode) in entry.outputs.items()})
+        self.keys.outputs_settled({out: digest for out, (digest, _mode) in entry.outputs.items()},
+                                  self.remote_only)
         outputs = {out: str(digest) for out, (digest, _mode) in entry.outputs.items()}
         self.state.record(a.id, outcome.key, outcome.discovered, outputs)
         origin = event_origin(status, entry.origin)
@@ -411,6 +496,10 @@ class ActionPipeline:
     def _abs(self, rel: str) -> str:
         return os.path.join(self.plan.execroot, rel)
 
+
+
+class _Unavailable(Exception):
+    """An output left on the server can be neither fetched nor made again."""
 
 
 def _read_only(path: str) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import marshal
 import os
 from dataclasses import replace
-from typing import Callable, Mapping
+from typing import Callable, Container, Mapping
 
 from mcpp.cas.action import Action, Platform, action_key, encoded_input
 from mcpp.cas.atomic import atomic_file
@@ -275,11 +275,13 @@ class KeyComputer:
                 self._keys[memo] = k
         return k
 
-    def outputs_settled(self, outputs: Mapping[str, Digest]) -> None:
+    def outputs_settled(self, outputs: Mapping[str, Digest], absent: Container[str] = ()) -> None:
         """Outputs an action just produced or restored: the keys of the actions that read them
-        use these digests, and the stat cache learns them (the next build hashes nothing)."""
+        use these digests, and the stat cache learns them (the next build hashes nothing).
+        `absent`: those left on a remote server (`--remote-download`), not on disk."""
         for rel, digest in outputs.items():
-            self.state.remember_output(rel, digest)
+            if rel not in absent:
+                self.state.remember_output(rel, digest)
             self.produced[rel] = digest
             self.rewritten.add(rel)
 

@@ -29,11 +29,13 @@ _STREAM_IN = ("/google.bytestream.ByteStream/Write",)
 
 class FaultProxy:
     def __init__(self, upstream: str, fail: float = 0.0, code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE,
-                 methods: tuple[str, ...] | None = None, delay: float = 0.0, zstd: bool = False) -> None:
+                 methods: tuple[str, ...] | None = None, delay: float = 0.0, zstd: bool = False,
+                 workers: int = 64) -> None:
         """`fail`: the fraction of calls answered `code` (spread evenly, never twice in a row);
         `methods`: the method-name suffixes that may fail (None: any); `delay`: seconds added to
         every call (a long round trip); `zstd`: offer REAPI's zstd-compressed blobs to the client
-        (in Capabilities) and translate to and from the plain blobs upstream."""
+        (in Capabilities) and translate to and from the plain blobs upstream; `workers`: calls it
+        answers at once (each waits `delay` on its own thread)."""
         self.fail, self.code, self.methods, self.delay, self.zstd = fail, code, methods, delay, zstd
         self.in_flight = collections.Counter()  # method -> calls being answered now
         self.most_in_flight = collections.Counter()  # method -> the most at once
@@ -46,9 +48,12 @@ class FaultProxy:
         self.metadata_keys: set[str] = set()
         self.metadata: list[tuple[str, str]] = []
         self.instances: set[str] = set()  # the instance names GetCapabilities asked for
+        # SHA-256 hashes of blobs the proxy says the server lacks (an eviction): FindMissingBlobs
+        # lists them, reads answer NOT_FOUND
+        self.evicted: set[str] = set()
         self.upstream = grpc.insecure_channel(upstream, options=[("grpc.max_receive_message_length", 64 << 20),
                                                                    ("grpc.max_send_message_length", 64 << 20)])
-        self.server = grpc.server(futures.ThreadPoolExecutor(64), handlers=[_Handler(self)],
+        self.server = grpc.server(futures.ThreadPoolExecutor(workers), handlers=[_Handler(self)],
                                   options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", 64 << 20),
                                            ("grpc.max_send_message_length", 64 << 20)])
         self.port = self.server.add_insecure_port("127.0.0.1:0")
@@ -151,6 +156,23 @@ class FaultProxy:
             return r.SerializeToString()
         return response
 
+    def evict(self, method: str, request: bytes, response: bytes) -> bytes:
+        """`response` with the `evicted` blobs gone (unary calls)."""
+        if method.endswith("/BatchReadBlobs"):
+            r = pb.BatchReadBlobsResponse.FromString(response)
+            for entry in r.responses:
+                if entry.digest.hash in self.evicted:
+                    entry.data = b""
+                    entry.status.code = grpc.StatusCode.NOT_FOUND.value[0]
+            return r.SerializeToString()
+        if method.endswith("/FindMissingBlobs"):
+            asked = pb.FindMissingBlobsRequest.FromString(request).blob_digests
+            r = pb.FindMissingBlobsResponse.FromString(response)
+            known = {d.hash for d in r.missing_blob_digests}
+            r.missing_blob_digests.extend(d for d in asked if d.hash in self.evicted and d.hash not in known)
+            return r.SerializeToString()
+        return response
+
     def missed(self, method: str) -> None:
         with self.lock:
             if method.endswith("/GetActionResult"):
@@ -192,6 +214,9 @@ class _Handler(grpc.GenericRpcHandler):
                     if "compressed-blobs/zstd/" in r.resource_name:
                         r.resource_name = r.resource_name.replace("compressed-blobs/zstd/", "blobs/")
                         request, packed = r.SerializeToString(), True
+                if method.endswith("ByteStream/Read") and any(
+                        h in pb.ReadRequest.FromString(request).resource_name for h in proxy.evicted):
+                    context.abort(grpc.StatusCode.NOT_FOUND, "evicted by the test proxy")
                 try:
                     upstream = call(request, timeout=context.time_remaining(), metadata=forwarded_metadata(context))
                     if packed:
@@ -243,6 +268,8 @@ class _Handler(grpc.GenericRpcHandler):
                 resp = call(upstream_request, timeout=context.time_remaining(), metadata=forwarded_metadata(context))
             except grpc.RpcError as e:
                 relay(e, context)
+            if proxy.evicted:
+                resp = proxy.evict(method, request, resp)
             if proxy.zstd:
                 resp = proxy.packed(method, request, resp)
             proxy.answered(method, request, resp)

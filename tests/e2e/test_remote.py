@@ -189,12 +189,38 @@ def test_a_corrupted_blob_on_the_server_is_detected_and_the_action_runs_locally(
     blob.write_bytes(bytes(b ^ 0xFF for b in data))
 
     b = clone(a, tmp_path / "b")
-    res = Mcpp(tmp_path / "laptop").build_json("build", "--remote", disk_buildgrid.url, cwd=b)
+    # every output comes down (the default leaves objects on the server: test_remote_download.py)
+    res = Mcpp(tmp_path / "laptop").build_json("build", "--remote", disk_buildgrid.url, "--remote-download", "all",
+                                               cwd=b)
     assert res.executed() == ["compile hdr:src/f1.cpp"]
     assert statuses(res) == {"remote": 5, "executed": 1}  # the link still hits: same object bytes
     warnings = remote_warnings(res.err)
     assert len(warnings) == 1 and "corrupt blob for `compile hdr:src/f1.cpp`" in warnings[0]
     assert next((b / "target").rglob("f1.cpp.o")).read_bytes() == data
+    assert run(b / "target/dev/hdr") == run(a / "target/dev/hdr")
+
+
+def test_a_corrupted_blob_left_on_the_server_is_refused_when_fetched_and_remade(tmp_path, project, disk_buildgrid):
+    """`--remote-download minimal` leaves f1's object on the server; when an edit of f2 relinks,
+    its fetched bytes fail their digest check: one warning, f1 compiled here, the link right."""
+    a = header_project(project, n=4)
+    Mcpp(tmp_path / "ci").build_json("build", "--remote", disk_buildgrid.url, "--remote-upload", cwd=a)
+    data = next((a / "target").rglob("f1.cpp.o")).read_bytes()
+    b = clone(a, tmp_path / "b")
+    laptop = Mcpp(tmp_path / "laptop")
+    res = laptop.build_json("build", "--remote", disk_buildgrid.url, "--remote-download", "minimal", cwd=b)
+    assert statuses(res) == {"remote": 6} and not list((b / "target").rglob("*.o"))
+    blob = disk_buildgrid.blob_path(hashlib.sha256(data).hexdigest())
+    os.chmod(blob, 0o644)
+    blob.write_bytes(bytes(x ^ 0xFF for x in data))
+    (b / "src/f2.cpp").write_text((b / "src/f2.cpp").read_text().replace("(2)", "(20)"))
+    res = laptop.build_json("build", "--remote", disk_buildgrid.url, "--remote-download", "minimal", cwd=b)
+    assert sorted(res.executed()) == ["compile hdr:src/f2.cpp", "link hdr:hdr"], res.executed()
+    warnings = remote_warnings(res.err)
+    assert len(warnings) == 1 and "sent a corrupt blob" in warnings[0] and "runs locally" in warnings[0]
+    assert next((b / "target").rglob("f1.cpp.o")).read_bytes() == data  # made here, the honest bytes
+    (a / "src/f2.cpp").write_text((b / "src/f2.cpp").read_text())
+    Mcpp(tmp_path / "ci").build_json("build", cwd=a)
     assert run(b / "target/dev/hdr") == run(a / "target/dev/hdr")
 
 

@@ -165,7 +165,7 @@ def test_headers_the_credential_helper_and_the_instance_name_reach_the_server(tm
         sent = dict(proxy.metadata)
         assert (sent["x-cred"], sent["x-team"], sent["x-ci-run"], sent["x-extra"]) == ("s3cret-token", "core", "42", "a=b")
         assert "s3cret" not in res.out + res.err and "x-cred" not in res.out + res.err
-        assert "4 uploads" in res.out and "warning" not in res.err, res.err
+        assert "4 uploads" in res.err and "warning" not in res.err, res.err
         proxy.reset()
         shutil.rmtree(a / "target")  # local hits, offered for republishing: the remote is asked
         named = m("build", "--remote-upload", "--remote-instance-name", "ci-instance", cwd=a, check=True)

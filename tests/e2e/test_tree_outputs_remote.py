@@ -24,7 +24,9 @@ def test_a_tree_output_travels_through_the_remote_cache(tmp_path, project, kind)
         assert first.code == 0, first.err
         b = tmp_path / "laptop" / "b"
         shutil.copytree(a, b, ignore=shutil.ignore_patterns("target", "compile_commands.json"))
-        second = Mcpp(tmp_path / "laptop-home").build_json("build", "--remote", server.url, cwd=b)
+        # every output comes down: the test reads the tree (an intermediate output)
+        second = Mcpp(tmp_path / "laptop-home").build_json("build", "--remote", server.url, "--remote-download", "all",
+                                                           cwd=b)
     assert second.code == 0, second.err
     status = {e["id"]: e["status"] for e in second.events if e.get("reason") == "action-finished"}
     assert status["rule p:docs"] == "remote" and status["rule p:count"] == "remote", status
@@ -53,7 +55,8 @@ def test_a_signed_tree_output_whose_tree_digest_was_altered_is_refused(tmp_path,
                  "pages.txt": "one\n", "build.star": PROGRAM.format(extra="")})
 
     def build(home: str, src, *args: str, env: dict):
-        res = Mcpp(tmp_path / home)("build", "--remote", server.url, *args, "--message-format", "json",
+        res = Mcpp(tmp_path / home)("build", "--remote", server.url, "--remote-download", "all", *args,
+                                    "--message-format", "json",
                                     cwd=src, env=env)
         assert res.code == 0, f"{res.out}\n{res.err}"
         return res, {e["id"]: e for e in res.events if e.get("reason") == "action-finished"}

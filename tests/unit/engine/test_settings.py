@@ -173,3 +173,16 @@ def test_cas_reads_no_mcpp_variable_and_nothing_but_the_settings_reads_config_to
     parsers = sorted(str(p.relative_to(PACKAGE)) for d in ("engine", "cas") for p in (PACKAGE / d).rglob("*.py")
                      if '"config.toml"' in p.read_text())
     assert parsers == ["engine/core/build_env.py", "engine/core/config_file.py"]  # build_env: the no-op record stats it
+
+
+def test_remote_download_is_the_flag_else_config_toml_else_toplevel(tmp_path):
+    home = tmp_path / "home"
+    write_config(home, '[remote]\nurl = "grpc://config:1"\n')
+    assert settings_of(home).remote().download == "toplevel"
+    write_config(home, '[remote]\nurl = "grpc://config:1"\ndownload = "minimal"\n')
+    assert settings_of(home).remote().download == "minimal"
+    assert settings_of(home, flags=RemoteFlags(download="all")).remote().download == "all"
+    write_config(home, '[remote]\nurl = "grpc://config:1"\ndownload = "some"\n')
+    with pytest.raises(McppError, match="`remote.download` must be one of all, toplevel, minimal") as e:
+        settings_of(home).remote()
+    assert str(home / "config.toml") in str(e.value)

@@ -12,7 +12,7 @@ from mcpp.cas.action import Action
 from mcpp.cas.action_cache import ActionEntry
 from mcpp.cas.digest import Digest
 from mcpp.cas.remote import protocol as pb
-from mcpp.cas.remote import signing
+from mcpp.cas.remote import local_digests, signing
 from mcpp.cas.remote.actions import action_result
 from mcpp.engine.core.errors import McppError
 from tests.unit.engine.settings_support import remote_of
@@ -32,6 +32,7 @@ def honest_result():
     r.output_directories.add(path="gen/api", tree_digest=RemoteDigest("2" * 64, 200).to_proto())
     r.stdout_digest.CopyFrom(RemoteDigest("e" * 64, 5).to_proto())
     r.stderr_digest.CopyFrom(RemoteDigest("f" * 64, 7).to_proto())
+    local_digests.attach(r, {"bin/app": Digest("9" * 64, 1000), "obj/main.o": Digest("8" * 64, 10)})
     return r
 
 
@@ -80,6 +81,30 @@ def _stderr(a, r):
     return a, r
 
 
+def _local_digest(a, r):
+    """The blake3 a reader keys dependents on when it leaves the output on the server."""
+    for m in r.execution_metadata.auxiliary_metadata:
+        if m.type_url == local_digests.LOCAL_DIGESTS_TYPE_URL:
+            m.value = m.value.replace(b"9" * 64, b"7" * 64)
+    return a, r
+
+
+def test_a_second_local_digests_entry_claims_nothing_and_breaks_the_signature(ci):
+    r = honest_result()
+    signing.sign(r, ACTION, ci)
+    r = roundtrip(r)
+    local_digests.attach(r, {"bin/app": Digest("7" * 64, 1000)})
+    assert local_digests.claimed(r) == {}
+    assert signing.verify(r, ACTION, [ci.public]).reason == signing.MISMATCH
+
+
+def test_malformed_local_digests_claim_nothing():
+    for value in (b"[1]", b"{\"a\": \"../x/1\"}", b"{\"a\": \"%s/-1\"}" % (b"a" * 64), b"not json"):
+        r = pb.ActionResult()
+        r.execution_metadata.auxiliary_metadata.add(type_url=local_digests.LOCAL_DIGESTS_TYPE_URL, value=value)
+        assert local_digests.claimed(r) == {}
+
+
 def _exit(a, r):
     r.exit_code = 1
     return a, r
@@ -95,6 +120,7 @@ TAMPER = {
     "stdout_digest": _stdout,
     "stderr_digest": _stderr,
     "exit_code": _exit,
+    "execution_metadata": _local_digest,
 }
 
 
@@ -103,8 +129,8 @@ def test_a_signed_result_survives_the_wire_and_verifies(ci):
     signing.sign(r, ACTION, ci)
     v = signing.verify(roundtrip(r), ACTION, [ci.public])
     assert v.signer == ci.public and v.reason is None
-    any_ = r.execution_metadata.auxiliary_metadata[0]
-    assert any_.type_url == signing.SIGNATURE_TYPE_URL
+    assert [a.type_url for a in r.execution_metadata.auxiliary_metadata] == [
+        local_digests.LOCAL_DIGESTS_TYPE_URL, signing.SIGNATURE_TYPE_URL]
 
 
 @pytest.mark.parametrize("field", sorted(signing.SIGNED_FIELDS))
@@ -121,7 +147,9 @@ def test_every_field_mcpp_writes_into_a_result_is_signed():
     """A field `action_result` starts to fill must be added to the payload (and SIGNED_FIELDS)."""
     action = Action(id="rule p:app", kind="rule", argv=("ld",), inputs=(), outputs=("bin/app", "gen/docs/"), cwd="")
     outputs = {"bin/app": (BLOB, True), "gen/docs/": (RemoteDigest("1" * 64, 300), False)}
-    r = action_result(action, outputs, RemoteDigest("e" * 64, 5), RemoteDigest("f" * 64, 7))
+    r = action_result(action, outputs, RemoteDigest("e" * 64, 5), RemoteDigest("f" * 64, 7),
+                      {"bin/app": Digest("9" * 64, 1000)})
+    assert local_digests.claimed(r) == {"bin/app": Digest("9" * 64, 1000)}
     r.exit_code = 3  # proto3 omits zero: make it visible to ListFields
     seen = set()
     for fd, value in r.ListFields():
