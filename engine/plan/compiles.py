@@ -218,12 +218,17 @@ class Compiles:
             user += pkg.program.cflags if role == "c" else pkg.program.cxxflags
             defines += pkg.program.defines
         for p in [pkg] + transitive_deps(pkg, dev):
-            # A directory outside the build (an installed payload's, which the sandbox mounts where it
-            # lies) is named absolute and read as system headers are: keyed through the depfile.
-            incs += [self.ctx.rel(d) if inside(d, self.ctx.execroot) else d for d in include_dirs(p)]
-        outside = next((d for d in incs if d == ".." or d.startswith("../")), None)
-        if outside is not None:
-            raise self._outside_include(pkg, outside, dev)
+            declared = {os.path.normpath(os.path.join(p.root, d)) for d in p.manifest.build.include_dirs}
+            for d in include_dirs(p):
+                if inside(d, self.ctx.execroot):
+                    incs.append(self.ctx.rel(d))
+                elif d in declared:  # a manifest's directory above the build: no sandboxed compile sees it
+                    raise self._outside_include(pkg, os.path.relpath(d, self.ctx.execroot), dev)
+                else:
+                    # A build program's directory outside the build (an installed payload's, which the
+                    # sandbox mounts where it lies) is named absolute and read as system headers are:
+                    # keyed through the depfile.
+                    incs.append(d)
         # system libraries' compile flags (pkg-config's `-I`, `-D`) reach the package and its dependents
         for p in [pkg] + transitive_deps(pkg, dev):
             user += [f for f in p.system.cflags + (p.dev_system.cflags if dev and p is pkg else ()) if f not in user]

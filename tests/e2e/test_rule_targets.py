@@ -60,7 +60,8 @@ def test_declared_targets_are_what_run_test_install_and_metadata_act_on(project,
     prefix = tmp_path / "prefix"
     assert mcpp("install", "--profile", "dev", "--prefix", str(prefix), cwd=root).code == 0
     assert sorted(str(p.relative_to(prefix)) for p in prefix.rglob("*") if p.is_file()) == \
-        ["bin/tool", "lib/liblang.a", "lib/pkgconfig/p.pc"]
+        ["bin/tool", "lib/cmake/p/p-config-version.cmake", "lib/cmake/p/p-config.cmake", "lib/liblang.a",
+         "lib/pkgconfig/lang.pc"]  # the .pc is named after the library it links (`-llang`)
 
 
 def test_rule_compiles_are_keyed_like_the_manifests(project, mcpp: Mcpp):
