@@ -167,18 +167,18 @@ def test_a_server_setting_that_cannot_be_used_is_said_and_the_build_runs_in_proc
     config.write_text(f"[server]\n{text}\n")
     res = _mcpp(mcpp, "build", cwd=a, env={"MCPP_NO_SERVER": "0"}, unset=("MCPP_SERVER_IDLE",))
     assert res.code == 0 and "Finished" in res.err
-    assert res.err == f"warning: {config}: {message}; building in process\n"
+    assert res.diagnostics == f"warning: {config}: {message}; building in process\n"
     config.write_text("[server]\nidle-timeout = 60\n")  # fixed: the next server builds
     res = _mcpp(mcpp, "build", cwd=a, env={"MCPP_NO_SERVER": "0", "MCPP_NO_FAST_PATH": "1"},
                 unset=("MCPP_SERVER_IDLE",))
-    assert res.code == 0 and res.err == "", res.err
+    assert res.code == 0 and res.diagnostics == "", res.err
 
 
 def test_a_bad_MCPP_SERVER_IDLE_is_said(tmp_path, mcpp, workspaces):
     (a,) = workspaces("a")
     res = _mcpp(mcpp, "build", cwd=a, env={"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "15 minutes"})
     assert res.code == 0 and "Finished" in res.err
-    assert res.err == ("warning: MCPP_SERVER_IDLE must be a positive number of seconds, not '15 minutes'; "
+    assert res.diagnostics == ("warning: MCPP_SERVER_IDLE must be a positive number of seconds, not '15 minutes'; "
                        "building in process\n")
     res = _mcpp(mcpp, "build", cwd=a, env={"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60", "MCPP_NO_FAST_PATH": "1"})
-    assert res.code == 0 and res.err == "", res.err  # a server of the build's own environment
+    assert res.code == 0 and res.diagnostics == "", res.err  # a server of the build's own environment
