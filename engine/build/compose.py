@@ -186,6 +186,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
             plan = make(scans.scan, scans.includes)
         announced: set[str] = set()
         first_counters = None
+        trust_unchanged = True
         if plan.dynamic:  # sources a generator names as it runs: run it, then plan again (dynamic_trees.py)
             first, first_counters = _run_plan(dynamic_trees.subset(plan, dynamic_trees.producers(plan)), graph, layout,
                                  toolchain, opts, reporter, state, scans, runner, stores, policy, memory,
@@ -195,12 +196,16 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
                 names = ", ".join(first.failed[:3]) + (" ..." if len(first.failed) > 3 else "")
                 raise BuildFailed(f"build failed: {len(first.failed)} action(s) failed ({names})")
             plan = make(scans.scan, scans.includes, dynamic_trees.list_trees(plan))
+            # A generator that ran (or was restored) rewrote its tree after the server's watcher
+            # said which files changed since the last build: what it knows unchanged is not.
+            trust_unchanged = not first.succeeded
         for w in empty_package_warnings(graph, plan, memory.expand):
             reporter.raw_warning(w)
         timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
                                      policy, memory, timings, env.roots() + toolchain_roots(toolchain) + system_dirs,
-                                     top=opts.target_override is None, warm=warm, announced=announced)
+                                     top=opts.target_override is None, warm=warm, announced=announced,
+                                     trust_unchanged=trust_unchanged)
         if first_counters is not None:
             _merge_first_phase(counters, first_counters)
         if timings is not None:  # also for a failed build: where the time went is as telling
@@ -418,14 +423,16 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
               reporter: Reporter, state: BuildState, scans: ScanCache, runner: ActionRunner | None,
               stores: Stores, policy: TrustPolicy, memory: BuildMemory, timings: TimingsRecorder | None = None,
               payload_roots: tuple[str, ...] = (), top: bool = True,
-              warm: SandboxWarmUp | None = None, announced: set[str] | None = None) -> tuple[ScheduleResult, Counters]:
+              warm: SandboxWarmUp | None = None, announced: set[str] | None = None,
+              trust_unchanged: bool = True) -> tuple[ScheduleResult, Counters]:
     """Schedule every action of the plan through the pipeline; save the state, also on failure.
     `top`: the build the user asked for, not a host tool's build inside it; `warm`: its
-    sandbox, made ahead (`_warm_up`)."""
+    sandbox, made ahead (`_warm_up`); `trust_unchanged`: whether a warm server's knowledge of
+    unchanged keys holds (engine/state/unchanged.py)."""
     # Results the sandbox cannot prove hermetic are keyed apart (engine/trust/policy.py); the sandbox's
     # promises are looked up when the first key is made.
     platform = Platform(toolchain.identity, host_triple())
-    keys = KeyComputer(state, platform, plan.generated, memory.unchanged(plan.execroot) if top else None,
+    keys = KeyComputer(state, platform, plan.generated, memory.unchanged(plan.execroot) if top and trust_unchanged else None,
                        memo=policy.memoizes_keys, namespace_of=policy.namespace)
     store, mat = stores.blobs, stores.mat
     if runner is None:
