@@ -140,7 +140,29 @@ def hint(e: RemoteError, settings: RemoteSettings) -> str:
     if e.code == "UNAVAILABLE" and not settings.security.tls and not settings.target.startswith("unix:") \
             and speaks_tls(settings.target):
         return f" (the server speaks TLS: use grpcs://{settings.target})"
+    if e.code == "UNAVAILABLE" and settings.security.tls and not settings.target.startswith("unix:") \
+            and untrusted_certificate(settings.target, settings.security.ca):
+        # gRPC names only the last address it tried ("connection refused" on ::1 while 127.0.0.1
+        # refused the certificate): the handshake asked again says which it was
+        return " (TLS: the server's certificate is not signed by a trusted CA; set `tls-ca` under [remote])"
     return ""
+
+
+def untrusted_certificate(target: str, ca: bytes | None, timeout: float = 2.0) -> bool:
+    """Whether a TLS handshake with the server at `target` fails on its certificate, verified as
+    the channel verifies it (the configured roots, else the system's): asked only after a call
+    failed without saying why. Nothing is sent but the handshake."""
+    host, _, port = target.rpartition(":")
+    host = host.strip("[]")
+    ctx = ssl.create_default_context(cadata=ca.decode("ascii", "replace") if ca else None)
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout) as raw:
+            with ctx.wrap_socket(raw, server_hostname=host):
+                return False
+    except ssl.SSLCertVerificationError:
+        return True
+    except (OSError, ValueError):
+        return False
 
 
 def speaks_tls(target: str, timeout: float = 2.0) -> bool:
