@@ -62,7 +62,8 @@ class Compiles:
         self._directive_memo: dict[str, object] = {}  # a header is scanned once per build
         self._gen_header_memo: dict[tuple[Package, bool], list[tuple[str, str]]] = {}
         # may_read with the generated headers, by (id(may_read), id(generated headers))
-        self._gen_union_memo: dict[tuple[int, int], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self._gen_union_memo: dict[tuple[int, int],
+                                   tuple[tuple[str, ...], list[tuple[str, str]], tuple[str, ...]]] = {}
         self._flags_memo: dict[tuple[Package, str, bool], tuple[list[str], list[str], list[str]]] = {}
         # what each header reaches, per pool (package, dev) and search path (include_scan.py)
         self._closures: dict[tuple, dict[str, set[str] | None]] = {}
@@ -88,7 +89,9 @@ class Compiles:
             incs = [ctx.layout.package_exec_path(pkg.root, d) for d in t.include_dirs] + list(u.extra_includes) + incs
         needed = self.modules.closure(u)
         uses_modules = bool(needed or u.info.module or u.info.imports)
-        gen_headers = self.generated_headers(pkg, is_test) + list(u.extra_headers)
+        gen_headers = self.generated_headers(pkg, is_test)  # one list per package: with_generated's memo
+        if u.extra_headers:  # a generated tree's headers (dynamic_trees.py)
+            gen_headers = gen_headers + list(u.extra_headers)
         inputs = [src] + [n.bmi for n in needed] + [h for h, _ in u.extra_headers]
         outputs = [u.obj]
         mapper = None
@@ -312,9 +315,11 @@ class Compiles:
         one tuple shared by a package's compiles)."""
         key = (id(may_read), id(gen_headers))
         memo = self._gen_union_memo.get(key)
-        if memo is None or memo[0] is not may_read:
-            memo = self._gen_union_memo[key] = (may_read, tuple(dict.fromkeys(may_read + tuple(h for h, _ in gen_headers))))
-        return memo[1]
+        # both identities checked: an id is reused once its object is freed
+        if memo is None or memo[0] is not may_read or memo[1] is not gen_headers:
+            union = tuple(dict.fromkeys(may_read + tuple(h for h, _ in gen_headers)))
+            memo = self._gen_union_memo[key] = (may_read, gen_headers, union)
+        return memo[2]
 
     def generated_headers(self, pkg: Package, dev: bool) -> list[tuple[str, str]]:
         """(header, id of the rule action writing it) for each output of a rule action inside an
