@@ -74,3 +74,9 @@ HEADER_GLOBS = tuple(f"src/**/*{e}" for e in HEADER_EXTS)
 
 # A package's build program, at its root (engine/program/).
 PROGRAM_FILE = "build.star"
+
+# The folders the engine makes directly under `target/`, beside the profiles' (`target/<profile>/`):
+# host tools' builds (engine/build/host_tools.py), index packages' sources (engine/registry/cache.py),
+# `mcpp package` and `mcpp pack` (engine/publish/), the timings report (engine/report/timings.py).
+# A profile of one of these names would build into one of them.
+TARGET_FOLDERS = ("host", "registry", "package", "pack", "mcpp-timings")

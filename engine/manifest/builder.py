@@ -13,7 +13,7 @@ from typing import Any
 
 from . import deps, schema, shape, xlings
 from ..core.accel import BACKEND_NAME, AccelSet, AccelSyntaxError, parse_accel
-from ..core.conventions import PROGRAM_FILE
+from ..core.conventions import PROGRAM_FILE, TARGET_FOLDERS
 from ..core.paths import AbsPath, PkgPath
 from .model import (DEFAULT_MAINS, OUT_PREFIX, TARGET_KINDS, BuildSpec, FeatureSpec, Manifest, ProfileSpec,
                     RuntimeArtifact, SourceFlags, TargetSpec)
@@ -442,6 +442,9 @@ class Builder:
         for pname, spec in (table or {}).items():
             kp = ("profile", pname)
             r.file_name(pname, kp, "profile name", prefer="key")
+            if pname in TARGET_FOLDERS:  # target/<profile> would be one of the engine's own folders
+                raise r.fail(kp, f"profile name `{pname}` is taken by mcpp's own folder `target/{pname}` "
+                                 f"(reserved: {', '.join(TARGET_FOLDERS)})", prefer="key")
             r.expect(spec, dict, kp)
             r.check_keys(spec, kp, schema.PROFILE.keys, schema.PROFILE.case, where=f"[profile.{pname}]")
             inherits = r.opt(spec, "inherits", str, kp)
