@@ -7,10 +7,9 @@ payload index's trust rules). A release is a library release when it has a `sour
 from __future__ import annotations
 
 from ..core.errors import McppError
-from ..manifest import version_req
 from ..payloads.errors import PayloadError
 from ..payloads.index import Index
-from ..payloads.version import key as version_key
+from ..registry.session import library_versions
 
 
 def chosen_release(index: Index, namespace: str, name: str, requirement: str | None) -> str:
@@ -23,22 +22,14 @@ def chosen_release(index: Index, namespace: str, name: str, requirement: str | N
     if descriptor is None:
         raise McppError(f"package `{shown}` is not in the index {index.location} "
                         f"(no pkgs/{namespace}/{name}.toml)")
-    releases = [r for r in descriptor.releases if "source" in r.sources and not r.yanked]
-    versions = sorted((r.version for r in releases), key=version_key)
+    versions = library_versions(descriptor)
     if not versions:
         raise McppError(f"package `{shown}` has no library release in the index {index.location} "
                         f"(a release with a `source`, not yanked)")
     if requirement is None:
         return versions[-1]
-    matching = [v for v in versions if _satisfies(v, requirement)]
+    matching = library_versions(descriptor, requirement)
     if not matching:
         raise McppError(f"no release of `{shown}` matches `{requirement}` in the index {index.location}; "
                         f"available: {', '.join(versions)}")
     return matching[-1]
-
-
-def _satisfies(version: str, requirement: str) -> bool:
-    try:
-        return version_req.satisfies(version, requirement)
-    except ValueError:
-        return False

@@ -45,7 +45,8 @@ class Universe(Protocol):
         """What that release's manifest requires of the index (fetches the release)."""
 
 
-def _key(version: str) -> tuple:
+def version_order(version: str) -> tuple:
+    """Versions sorted by their numbers (one that has none first), then by their text."""
     return version_req.version_of(version) or (-1, -1, -1), version
 
 
@@ -113,7 +114,7 @@ def _choose(package: Package, reqs: list[Requirement], universe: Universe, prefe
             excluded: frozenset[tuple[Package, str]]) -> str:
     if preferred is not None and (package, preferred) not in excluded and _meets(preferred, reqs):
         return preferred
-    candidates = sorted(universe.versions(package), key=lambda c: _key(c.version), reverse=True)
+    candidates = sorted(universe.versions(package), key=lambda c: version_order(c.version), reverse=True)
     for c in candidates:
         if not c.yanked and (package, c.version) not in excluded and _meets(c.version, reqs):
             return c.version

@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Callable, Protocol
 from mcpp.cas.atomic import PUBLIC, write_atomic
 
 from ..core.manifest_search import manifests_above
+from ..manifest import version_req
 from ..manifest.deps import INDEX_NAMESPACE, MANIFEST_NAME
 from ..manifest.load import ManifestSource, parse_manifest
 from ..manifest.reader import display_path
+from ..payloads.descriptor import Descriptor
 from ..payloads.index import Index
 from ..payloads.errors import PayloadError
 from .cache import Sources, find_release
@@ -25,7 +27,7 @@ from .errors import RegistryError
 from .location import configured, open_index, source_id
 from .lockfile import Lock, Locked, changes, lock_path, read_lock
 from .requirements import Requirement, has_index_entries, path_dependencies, read_entries
-from .resolver import Candidate, Package, resolve
+from .resolver import Candidate, Package, resolve, version_order
 
 if TYPE_CHECKING:
     from ..core.settings import Settings
@@ -265,19 +267,29 @@ def refresh_lock(manifest_path: str, settings: Settings, *, update: tuple[str, .
     return resolution
 
 
+def library_versions(descriptor: Descriptor, requirement: str | None = None) -> list[str]:
+    """The versions of `descriptor`'s library releases that are not yanked (and meet `requirement`,
+    when one is given), lowest first: what `mcpp add` chooses from."""
+    def meets(version: str) -> bool:
+        try:
+            return requirement is None or version_req.satisfies(version, requirement)
+        except ValueError:
+            return False
+
+    return sorted((r.version for r in descriptor.releases if r.library is not None and not r.yanked
+                   and meets(r.version)), key=version_order)
+
+
 def newest_release(settings: Settings, namespace: str, name: str, requirement: str = "*") -> str | None:
     """The highest release of `namespace.name` in the library index meeting `requirement`,
-    yanked ones aside (None: none does): what `mcpp add NAME` writes a requirement for."""
-    from ..manifest.version_req import satisfies, version_of
-
+    yanked ones aside (None: none does)."""
     index = open_index(settings, f"`{namespace}.{name}`")
     try:
         desc = index.descriptor(namespace, name)
     except PayloadError as e:
         raise RegistryError(e.message, e.pos, e.notes) from None
-    versions = [r.version for r in (desc.releases if desc is not None else ())
-                if r.library is not None and not r.yanked and satisfies(r.version, requirement)]
-    return max(versions, key=lambda v: (version_of(v) or (-1, -1, -1), v), default=None)
+    versions = library_versions(desc, requirement) if desc is not None else []
+    return versions[-1] if versions else None
 
 
-__all__ = ["newest_release", "Options", "Resolution", "refresh_lock", "resolve_workspace", "workspace_of"]
+__all__ = ["library_versions", "newest_release", "Options", "Resolution", "refresh_lock", "resolve_workspace", "workspace_of"]
