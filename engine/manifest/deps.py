@@ -26,7 +26,8 @@ from .reader import Reader, display_path, header
 MANIFEST_NAME = "mcpp.toml"
 # The namespace of an index dependency written without one (`greet = "1.2"`).
 INDEX_NAMESPACE = "mcpplibs"
-_INDEX_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
+# An index package's name or namespace: one plain path component (engine/registry/ makes paths of it).
+INDEX_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
 DEP_SECTIONS = ("dependencies", "dev-dependencies", "build-dependencies")
 _DEP_KEYS_NORMALIZED = {schema.normalized(k) for k in schema.DEPENDENCY.keys}
 
@@ -196,7 +197,7 @@ def _index_name(r: Reader, kp: tuple, rel: tuple) -> None:
     """An index dependency's name and namespace name its descriptor in the index and its
     directory in the source cache: plain names only, never a path."""
     for i, word in enumerate(rel):
-        if not _INDEX_NAME.match(word):
+        if not INDEX_NAME.match(word):
             what = "namespace" if i < len(rel) - 1 else "name"
             raise r.fail(kp[:len(kp) - len(rel) + i + 1], f"index dependency {what} `{word}`: use letters, digits, "
                                                           f"`-` and `_`, starting with a letter", prefer="key")

@@ -20,13 +20,12 @@ from typing import Any, Iterator
 
 from ..core.errors import Position
 from ..core.shipped_packages import NAMESPACE as SHIPPED_NAMESPACE
-from ..manifest.deps import INDEX_NAMESPACE, entries, is_payload_address, is_system_spec
+from ..manifest.deps import INDEX_NAME, INDEX_NAMESPACE, entries, is_payload_address, is_system_spec
 from ..manifest.load import ManifestSource
 from ..manifest.reader import Reader
 from .errors import RegistryError
 
 PLAIN = ("dependencies", "build-dependencies")
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
 DEV = "dev-dependencies"
 
 
@@ -89,7 +88,7 @@ def read_entries(source: ManifestSource, requirer: str, *, dev: bool,
                 if isinstance(spec["path"], str):
                     paths.append(os.path.normpath(os.path.join(source.root, spec["path"])))
                 continue
-            if not all(_NAME.match(word) for word in rel):
+            if not all(INDEX_NAME.match(word) for word in rel):
                 raise RegistryError(f"dependency `{'.'.join(rel)}` of `{requirer}`: an index package's name and "
                                     f"namespace are letters, digits, `-` and `_`, starting with a letter",
                                     reader.pos(kp, "key"))
