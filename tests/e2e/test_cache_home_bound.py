@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -14,7 +15,18 @@ HOURS_AGO = time.time() - 7200
 
 
 def du(root: Path) -> int:
-    return sum(p.lstat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+    """Bytes of the regular files under root. A warm server may still be clearing a sandbox slot
+    after its reply, so a file or folder that goes while we walk counts as gone, not as an error."""
+    total = 0
+    for dirpath, _dirs, files in os.walk(root):  # os.walk skips folders that vanish
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+    return total
 
 
 def old_file(path: Path, size: int, when: float = HOURS_AGO) -> Path:
