@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 
 import click
 
 from ..core.errors import McppError, display_path
 from ..manifest import version_req
+from ..manifest.deps import INDEX_NAME
 from ..package.locate import find_manifest
-
-_PART = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
 
 def _name(text: str) -> tuple[str | None, str]:
     """(namespace or None, name) of `name` or `namespace.name`."""
     ns, dot, name = text.rpartition(".")
     for part in ([ns, name] if dot else [name]):
-        if not _PART.match(part):
+        if not INDEX_NAME.match(part):
             raise McppError(f"`{text}` is not a package name (`name` or `namespace.name`: letters, digits, `-` and "
-                            f"`_`, each starting with a letter)")
+                            f"`_`, each starting with a letter, at most 128 characters)")
     return (ns if dot else None), name
 
 

@@ -129,6 +129,7 @@ def test_refusals_are_clear_and_change_nothing(mcpp, app, tmp_path):
         (("add", "greet@>=3"), "error: no release of `greet` matches `>=3` in the index"),
         (("add", "greet@banana"), "`banana` is not a version requirement"),
         (("add", "bad/name"), "is not a package name"),
+        (("add", "a" * 129), "is not a package name"),  # the index's own bound on a name
         (("add", "fmt", "--path", "../app"), "--path ../app holds package `app`, not `fmt`"),
         (("remove", "greet"), "error: dependency `greet` is not in [dependencies] of mcpp.toml"),
         (("remove", "fmt", "--dev"), "help: `fmt` is in [dependencies]; drop `--dev`"),
