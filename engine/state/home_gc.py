@@ -10,10 +10,11 @@ What lives under `$MCPP_HOME` and how gc treats it, cheapest to redo first:
 2. *The action cache and the blob store* (`ac/`, `cas/`): `cas/maintenance.gc` evicts entries
    least recently used first, and the blobs only they named, down to what the bound leaves
    after the rest of the home.
-3. *Installed things*: host tools (`tool/<name>`) and payload versions
-   (`payloads/<ns>/<name>/<version>`, last use stamped on their lock file). Removed least
-   recently used first, only when 1 and 2 were not enough; the next build that needs one
-   builds or installs it again.
+3. *Installed things*: host tools (`tool/<name>`), payload versions
+   (`payloads/<ns>/<name>/<version>`, last use stamped on their lock file) and index packages'
+   unpacked sources (`registry/<ns>/<name>/<version>`, last used when a build linked its files
+   into a `target/`). Removed least recently used first, only when 1 and 2 were not enough; the
+   next build that needs one builds, installs or fetches it again.
 
 Everything else (the no-op records, the remote side index, the toolchain probe cache, running
 sandboxes) is counted and kept. Nothing used within the grace window (`GRACE_S`) is removed:
@@ -36,6 +37,8 @@ from mcpp.cas.units import parse_size
 
 from ..core.errors import McppError
 from ..payloads.gc import installed as installed_payloads
+from ..registry.cache import REGISTRY
+from ..registry.cache import STAMP as SOURCE_RECORD
 
 AUTO_INTERVAL_S = 3600.0
 STAMP = "gc.stamp"
@@ -49,6 +52,7 @@ class Unit:
     size: int
     used: float
     tree: bool = False
+    first: tuple[str, ...] = ()  # files removed before the tree: a record that it is complete
 
 
 @dataclass
@@ -66,7 +70,7 @@ def bound(home: Home, max_size: int, older_than_s: float | None = None, *, grace
     now = time.time() if now is None else now
     recent = now - grace_s
     disposable = _mat_files(home) + _logs(home)
-    installed = _tools(home) + _payloads(home)
+    installed = _tools(home) + _payloads(home) + _index_sources(home)
     fixed = _fixed_size(home)
     store_size = _tree_size(str(home.cas)) + _tree_size(str(home.ac))
     report = HomeGc(maintenance.GcReport())
@@ -79,7 +83,8 @@ def bound(home: Home, max_size: int, older_than_s: float | None = None, *, grace
     report.store = maintenance.gc(home, max_size=max(0, max_size - rest()), older_than_s=older_than_s,
                                   grace_s=grace_s, now=now)
     disposable = _mat_files(home) + _logs(home)  # the store's gc removed the copies of blobs it deleted
-    _evict(installed, report.store.bytes_after + rest() - max_size, recent, report, "host tools and payloads")
+    _evict(installed, report.store.bytes_after + rest() - max_size, recent, report,
+           "host tools, payloads and index sources")
     report.after = report.store.bytes_after + rest()
     return report
 
@@ -94,6 +99,8 @@ def _evict(units: list[Unit], excess: int, recent: float, report: HomeGc, kind: 
         if u.used >= recent:
             report.kept_recent += u.size
             continue
+        for path in u.first:
+            unlink_quietly(path)
         if u.tree:
             try:
                 remove_tree(u.path)
@@ -186,7 +193,28 @@ def _payloads(home: Home) -> list[Unit]:
             for _label, path, used in installed_payloads(str(home.payloads))]
 
 
-_COUNTED_APART = ("cas", "ac", "mat", "tool", "payloads", "server", "sandbox")
+def _index_sources(home: Home) -> list[Unit]:
+    """Each unpacked release in the source cache (engine/registry/cache.py). Its `.blake3` record
+    goes first: a version directory without it is fetched again, never trusted half-removed."""
+    root = os.path.join(home.root, REGISTRY)
+    out = []
+    for ns in _subdirs(root):
+        for name in _subdirs(ns):
+            for version in _subdirs(name):
+                out.append(Unit(version, _tree_size(version), _last_touch(version), tree=True,
+                                first=(version + SOURCE_RECORD,)))
+    return out
+
+
+def _subdirs(path: str) -> list[str]:
+    try:
+        with os.scandir(path) as entries:
+            return [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+_COUNTED_APART = ("cas", "ac", "mat", "tool", "payloads", "server", "sandbox", REGISTRY)
 
 
 def _fixed_size(home: Home) -> int:

@@ -57,7 +57,7 @@ def test_gc_max_size_bounds_logs_and_payloads_not_only_the_store(tmp_path):
     res = m("cache", "gc", "--max-size", "2M", cwd=root, check=True)
     assert not log.exists() and not version.exists() and recent.exists(), res.out
     assert du(m.home) <= 2 << 20, res.out + res.err
-    assert "1 host tools and payloads" in res.out and "1 materialized files and logs" in res.out, res.out
+    assert "1 host tools, payloads and index sources" in res.out and "1 materialized files and logs" in res.out, res.out
     # what is left still builds: the outputs come back from the store
     import shutil
     shutil.rmtree(root / "target")
