@@ -383,14 +383,18 @@ def _hits(counters: Counters) -> str:
 
 
 def remote_line(summary: dict) -> str:
-    """`grpc://cache:50051: 12 hits, 3 misses, 3 uploads, 1.2 MiB down, 40.0 KiB up, 7 retries`
-    and, where they apply, the refused results (with the key names they claimed) and why the
+    """`grpc://cache:50051: 12 hits, 3 misses, 3 uploads, 1.2 MiB down, 40.0 KiB up, 7 retries,
+    14 outputs left remote, 2 fetched later` and, where they apply, the refused results (with the key names they claimed) and why the
     remote was turned off."""
     parts = [f"{summary['hits']} hits", f"{summary['misses']} misses", f"{summary['uploads']} uploads"
              + (f" ({summary['republished']} republished)" if summary.get("republished") else ""),
              f"{_size(summary['bytes_down'])} down", f"{_size(summary['bytes_up'])} up"]
     if summary["retries"]:
         parts.append(f"{summary['retries']} retries")
+    if summary.get("kept_remote"):  # `--remote-download toplevel|minimal`: outputs left on the server
+        parts.append(f"{summary['kept_remote']} outputs left remote")
+    if summary.get("fetched_later"):  # ... and those an action or `mcpp run` needed after all
+        parts.append(f"{summary['fetched_later']} fetched later")
     refused = summary["refused"]
     if refused["count"]:
         keys = f" (claimed keys: {', '.join(refused['keys'])})" if refused["keys"] else ""
