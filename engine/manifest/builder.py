@@ -353,8 +353,9 @@ class Builder:
         if "index" not in table:
             return ()
         value = table["index"]
+        paths: list[tuple] = [("payloads", "index")]
         if isinstance(value, str):
-            listed, paths = [value], [("payloads", "index")]
+            listed = [value]
         else:
             listed = list(r.str_list(table, "index", ("payloads",)) or ())
             paths = [("payloads", "index", i) for i in range(len(listed))]
