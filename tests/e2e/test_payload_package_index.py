@@ -138,6 +138,17 @@ def test_the_configured_index_comes_first_and_the_store_keeps_the_two_apart(tmp_
     assert len(installed(mcpp)) == 2
 
 
+def test_an_edit_of_the_packages_index_is_built_by_the_next_build(tmp_path, mcpp: Mcpp):
+    """What resolution read of a package's index is compared by a repeated build (no-op check)."""
+    rules = rule_package(tmp_path / "rules-sdk")
+    app = consumer(tmp_path / "app", ["rules-sdk"])
+    res = mcpp("run", cwd=app)
+    assert res.code == 0 and "sdk 100 42" in res.out.splitlines(), res.err
+    sdk_index(rules / "sdk-index", num=101, magic=42)  # the same version, another archive
+    res = mcpp("run", cwd=app)
+    assert res.code == 0 and "sdk 101 42" in res.out.splitlines(), res.err
+
+
 def test_two_packages_indexes_describing_one_payload_are_refused(tmp_path, mcpp: Mcpp):
     rule_package(tmp_path / "rules-sdk")
     rule_package(tmp_path / "rules-other", name="rules-other", num=5, magic=5)
@@ -214,3 +225,13 @@ def test_a_package_index_leading_out_through_a_symlink_is_refused(tmp_path, mcpp
     assert res.code == 2, res.err
     assert re.search(r"rules-sdk/mcpp\.toml:\d+:\d+: error: the payload index `.*sdk-index` leads outside the "
                      r"package", res.err), res.err
+
+
+def test_a_package_index_that_is_not_there_is_an_error_at_its_entry(tmp_path, mcpp: Mcpp):
+    rule_package(tmp_path / "rules-sdk", index="nowhere")
+    app = consumer(tmp_path / "app", ["rules-sdk"])
+    res = mcpp("build", cwd=app)
+    assert res.code == 2, res.err
+    assert re.search(r"rules-sdk/mcpp\.toml:\d+:\d+: error: payload index .*rules-sdk/nowhere: no index\.toml at ",
+                     res.err), res.err
+    assert "note: the payload index of package `rules-sdk`, named at" in res.err
