@@ -3,8 +3,8 @@ needs travels with the rule package (docs/payloads.md, "A package's own index").
 
 Which index a payload comes from:
 
-- a package's index serves only the payloads that package itself declares, and only when one of
-  its declarations applies to the build (its feature is active, its condition holds): a consumer
+- a package's index serves only the payloads that package itself declares (several indexes of one
+  package are searched in the order it lists them), and only when one of its declarations applies to the build (its feature is active, its condition holds): a consumer
   that does not enable the feature reads nothing of it;
 - the configured indexes (`MCPP_PAYLOAD_INDEX`, `[payloads] index` of `$MCPP_HOME/config.toml`,
   the index shipped with mcpp) come first: a payload one of them describes is taken from it, so a
@@ -90,8 +90,13 @@ def find(address: str, identity: tuple[str, str], declarations: list[Declaration
             candidates.setdefault(o.index.location, o)
     if not candidates:
         return found
-    describing = [(o, desc) for o in candidates.values()
-                  if (desc := owned.describe(o, *identity)) is not None]
+    describing: list[tuple[Owned, Descriptor]] = []  # per package, the first of its indexes that describes it
+    for o in candidates.values():
+        if any(p.package == o.package for p, _ in describing):
+            continue
+        desc = owned.describe(o, *identity)
+        if desc is not None:
+            describing.append((o, desc))
     if found is not None:
         if describing and warn is not None:
             o = describing[0][0]

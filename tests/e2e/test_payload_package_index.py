@@ -68,12 +68,13 @@ def sdk_index(root: Path, num: int, magic: int, signed: bool = False, source: st
 def rule_package(root: Path, name: str = "rules-sdk", index: str = "sdk-index", num: int = 100,
                  magic: int = 42) -> Path:
     """A rule package whose feature `sdk` binds `t.rules.<name>` and declares `xim:sdkgen`, which
-    its own index (`sdk-index/`, unless `index` names another) describes."""
+    its own index (`sdk-index/`, unless `index` names another; a TOML array is written as is)
+    describes."""
     write_tree(root, {
         "mcpp.toml": f'[package]\nname = "{name}"\nversion = "0.1.0"\nnamespace = "t"\n\n'
                      f'[features.sdk]\nsources = ["src/sdk.star"]\nrule_module = "t.rules.{name}"\n\n'
                      f'[feature-xlings.sdk]\n"xim:sdkgen" = ">=1.0"\n\n'
-                     f'[payloads]\nindex = "{index}"\n',
+                     f'[payloads]\nindex = {index if index.startswith("[") else repr(index)}\n',
         "src/sdk.star": RULE,
     })
     sdk_index(root / "sdk-index", num, magic)
@@ -235,3 +236,11 @@ def test_a_package_index_that_is_not_there_is_an_error_at_its_entry(tmp_path, mc
     assert re.search(r"rules-sdk/mcpp\.toml:\d+:\d+: error: payload index .*rules-sdk/nowhere: no index\.toml at ",
                      res.err), res.err
     assert "note: the payload index of package `rules-sdk`, named at" in res.err
+
+
+def test_a_packages_indexes_are_searched_in_the_order_it_lists_them(tmp_path, mcpp: Mcpp):
+    rules = rule_package(tmp_path / "rules-sdk", index='["first", "sdk-index"]')
+    sdk_index(rules / "first", num=1, magic=2)
+    app = consumer(tmp_path / "app", ["rules-sdk"])
+    res = mcpp("run", cwd=app)
+    assert res.code == 0 and "sdk 1 2" in res.out.splitlines(), res.err
