@@ -244,3 +244,17 @@ def test_a_packages_indexes_are_searched_in_the_order_it_lists_them(tmp_path, mc
     app = consumer(tmp_path / "app", ["rules-sdk"])
     res = mcpp("run", cwd=app)
     assert res.code == 0 and "sdk 1 2" in res.out.splitlines(), res.err
+
+
+def test_a_package_indexs_archive_goes_through_the_same_unpacker(tmp_path, mcpp: Mcpp):
+    rules = rule_package(tmp_path / "rules-sdk")
+    data = tar_gz([("sdkgen-1.0.0/bin/gen", b"#!/bin/sh\n", ""), ("sdkgen-1.0.0/../../escaped", b"x", "")])
+    (rules / "sdk-index/archives/evil.tar.gz").write_bytes(data)
+    sdk_index(rules / "sdk-index", 1, 1, source=f'{{ url = "archives/evil.tar.gz", blake3 = '
+                                                f'"{blake3.blake3(data).hexdigest()}", strip = 1 }}')
+    app = consumer(tmp_path / "app", ["rules-sdk"])
+    res = mcpp("build", cwd=app)
+    assert res.code == 2, res.err
+    assert re.search(r"error: payload archive .*evil\.tar\.gz: member `sdkgen-1\.0\.0/\.\./\.\./escaped` has a `\.\.` "
+                     r"component in its path; nothing was installed", res.err), res.err
+    assert installed(mcpp) == [] and not (tmp_path / "escaped").exists()
