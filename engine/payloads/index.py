@@ -246,7 +246,7 @@ class Index:
                 if self.owner is not None:
                     self._confine(desc)
                     self._origins[ident] = "pkg-" + blake3.blake3(
-                        self.location.encode() + b"\0" + data).hexdigest()[:16]
+                        self.location.encode() + b"\0" + data).hexdigest()[:32]
                 self._descriptors[ident] = desc
         return self._descriptors[ident]
 

@@ -4,8 +4,9 @@ needs travels with the rule package (docs/payloads.md, "A package's own index").
 Which index a payload comes from:
 
 - a package's index serves only the payloads that package itself declares (several indexes of one
-  package are searched in the order it lists them), and only when one of its declarations applies to the build (its feature is active, its condition holds): a consumer
-  that does not enable the feature reads nothing of it;
+  package are searched in the order it lists them), and only when one of its declarations applies
+  to the build (its feature is active, its condition holds): a consumer that does not enable the
+  feature reads nothing of it;
 - the configured indexes (`MCPP_PAYLOAD_INDEX`, `[payloads] index` of `$MCPP_HOME/config.toml`,
   the index shipped with mcpp) come first: a payload one of them describes is taken from it, so a
   package can never replace a payload of the user's; when a package's index describes it too the
