@@ -83,6 +83,7 @@ class Builder:
         )
         if "xlings" in doc:
             m.xlings = xlings.read_xlings(r, doc["xlings"], ("xlings",), None, self.host_os)
+        m.payload_indexes = self._payload_indexes()
         if "runtime" in doc:
             m.runtime_artifacts, m.runtime_library_dirs = self.read_runtime(doc["runtime"], ("runtime",))
         if "source" in doc:
@@ -339,6 +340,38 @@ class Builder:
         if path is not None and not os.path.isfile(os.path.join(self.root, path)):
             raise self.r.fail(("lib", "path"), f"library source `{path}` does not exist")
         return path
+
+    def _payload_indexes(self) -> tuple[str, ...]:
+        """`[payloads] index`: one location or a list, each a directory inside the package (its
+        payload index ships with it) or an `http(s)://` URL; nothing is read here, only when a
+        payload the package declares is resolved (docs/payloads.md, "A package's own index")."""
+        r = self.r
+        table = r.opt(self.doc, "payloads", dict, ())
+        if table is None:
+            return ()
+        r.check_keys(table, ("payloads",), schema.PAYLOADS.keys, schema.PAYLOADS.case)
+        if "index" not in table:
+            return ()
+        value = table["index"]
+        paths: list[tuple] = [("payloads", "index")]
+        if isinstance(value, str):
+            listed = [value]
+        else:
+            listed = list(r.str_list(table, "index", ("payloads",)) or ())
+            paths = [("payloads", "index", i) for i in range(len(listed))]
+        out = []
+        for location, keypath in zip(listed, paths):
+            scheme = location.split("://", 1)[0].lower() if "://" in location else ""
+            if scheme in ("http", "https"):
+                out.append(location.rstrip("/"))
+                continue
+            norm = os.path.normpath(location) if location else ""
+            if scheme or not location or os.path.isabs(location) or norm == ".." or norm.startswith("../"):
+                raise r.fail(keypath, f"`[payloads] index` names `{location}`; a package's payload index is a "
+                                      f"directory inside the package (relative to this manifest) or an "
+                                      f"http(s):// URL, never a path elsewhere on the machine")
+            out.append(os.path.join(self.root, norm))
+        return tuple(out)
 
     def _test_dirs(self) -> tuple[PkgPath, ...] | None:
         """`[test] dirs`: the directories whose C and C++ sources are tests (docs/manifest.md,

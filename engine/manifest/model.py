@@ -190,6 +190,9 @@ class Manifest:
     feature_deps: dict[str, tuple[DependencySpec, ...]] = field(default_factory=dict)
     xlings: XlingsSpec = field(default_factory=XlingsSpec)  # resolved and installed by engine/payloads/
     feature_xlings: dict[str, tuple[PayloadSpec, ...]] = field(default_factory=dict)
+    # [payloads] index: the package's own payload indexes (an absolute directory inside the
+    # package, or an http(s) URL), serving the payloads it declares (engine/payloads/package_index.py)
+    payload_indexes: tuple[str, ...] = ()
     runtime_artifacts: tuple[RuntimeArtifact, ...] = ()
     runtime_library_dirs: tuple[str, ...] = ()
     runner: tuple[str, ...] | None = None  # [target.<triple>] runner of this build's target

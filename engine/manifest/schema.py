@@ -52,8 +52,8 @@ class Table:
 
 TOP = Table("top level", "identity", KEBAB, (
     "package", "targets", "lib", "build", "profile", "toolchain", "dependencies", "dev-dependencies",
-    "build-dependencies", "xlings", "features", "feature-deps", "feature-xlings", "target", "runtime",
-    "resources", "hooks", "workspace", "source", "test"), pending=("resources", "hooks"))
+    "build-dependencies", "xlings", "payloads", "features", "feature-deps", "feature-xlings", "target",
+    "runtime", "resources", "hooks", "workspace", "source", "test"), pending=("resources", "hooks"))
 
 # The plane of each top-level section (the table in docs/manifest.md, "Planes").
 SECTION_PLANES = {
@@ -61,7 +61,7 @@ SECTION_PLANES = {
     "build": "compilation", "profile": "compilation", "toolchain": "compilation",
     "dependencies": "library dependencies", "dev-dependencies": "library dependencies",
     "build-dependencies": "library dependencies",
-    "xlings": "tools and environment",
+    "xlings": "tools and environment", "payloads": "tools and environment",
     "features": "gates", "feature-deps": "gates", "feature-xlings": "gates",
     "target": "conditions",
     "runtime": "artifact metadata", "resources": "artifact metadata",
@@ -92,6 +92,8 @@ FEATURE = Table("features.<name>", "gates", SNAKE, (
     "sources", "defines", "implies", "rule_module", "rule_module_entry", "device_extensions"))
 XLINGS = Table("xlings", "tools and environment", SNAKE, ("deps", "workspace", "envs", "subos"),
                pending=("envs", "subos"))
+# The package's own payload index: it serves the payloads this package declares (docs/payloads.md).
+PAYLOADS = Table("payloads", "tools and environment", SNAKE, ("index",))
 RUNTIME = Table("runtime", "artifact metadata", SNAKE, ("artifacts", "library_dirs"),
                 pending=("library_dirs",))
 ARTIFACT = Table("runtime.artifacts[]", "artifact metadata", SNAKE, ("role", "path", "provenance", "abi", "accel"),
@@ -127,7 +129,7 @@ PLATFORM_KEY_OF_OS = {"linux": "linux", "macos": "macosx", "windows": "windows"}
 DEFAULT_PAYLOAD_NAMESPACE = "xim"
 
 ALL_TABLES = (TOP, PACKAGE, TARGET_SPEC, LIB, TEST, BUILD, SOURCE_ENTRY, PROFILE, TOOLCHAIN, DEPENDENCY, FEATURE,
-              XLINGS, RUNTIME, ARTIFACT, WORKSPACE, TARGET)
+              XLINGS, PAYLOADS, RUNTIME, ARTIFACT, WORKSPACE, TARGET)
 
 
 def normalized(key: str) -> str:

@@ -28,6 +28,8 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO, Callable, Mapping
 
+import blake3
+
 from mcpp import starlark_rules
 from mcpp.cas.switch import SPELLINGS, parse_switch
 
@@ -141,9 +143,15 @@ def is_url(location: str) -> bool:
 class Index:
     """One index; its `index.toml` is read (and checked) the first time it is consulted."""
 
-    def __init__(self, location: str, trust: Trust | None = None):
+    def __init__(self, location: str, trust: Trust | None = None, owner: str | None = None):
         self.location = location.rstrip("/") if is_url(location) else os.path.abspath(location)
         self.trust = trust or Trust()
+        # The package whose manifest ships this index (`[payloads] index`), None for a configured
+        # one. A package's index is confined (`url`, `_confine`) and what it installs is stored
+        # apart (`origin`), so it can neither reach into this machine nor stand in for a payload
+        # of a configured index.
+        self.owner = owner
+        self._origins: dict[tuple[str, str], str] = {}
         self.verify = False  # descriptors must carry a trusted signature (plain http)
         self._checked = False
         self.name = ""
@@ -163,6 +171,10 @@ class Index:
         server names nothing on this machine: a `file://` URL (or a path) from it is refused,
         so a remote descriptor cannot make mcpp read a local file or device as an archive."""
         local = not is_url(rel) or urllib.parse.urlsplit(rel).scheme == "file"
+        if self.owner is not None and local and (is_url(rel) or rel.startswith("/") or ".." in rel.split("/")):
+            raise PayloadError(f"the payload index of package `{self.owner}` ({self.location}) names `{rel}`, "
+                               f"outside the index; a package's own index may name only its own files or "
+                               f"http(s) URLs")
         if local and (is_url(rel) or rel.startswith("/")) and self._remote():
             raise PayloadError(f"payload index {self.location} names `{rel}`, a file on this machine; an index on "
                                f"a server may name only its own files or other http(s) URLs")
@@ -230,8 +242,36 @@ class Index:
             else:
                 if self.verify:
                     self._verify(rel, where, data)
-                self._descriptors[ident] = parse_descriptor(text, where, namespace, name)
+                desc = parse_descriptor(text, where, namespace, name)
+                if self.owner is not None:
+                    self._confine(desc)
+                    self._origins[ident] = "pkg-" + blake3.blake3(
+                        self.location.encode() + b"\0" + data).hexdigest()[:32]
+                self._descriptors[ident] = desc
         return self._descriptors[ident]
+
+    def origin(self, namespace: str, name: str) -> str:
+        """What a payload of this index is stored apart under ("" for a configured index): a
+        package's index installs into `<version>@pkg-<digest of the index and the descriptor>`,
+        a name no release of any index can spell (`@` is not part of a version), so a payload
+        installed from it is never found in place of one of the configured indexes."""
+        return self._origins.get((namespace, name), "")
+
+    def _confine(self, desc: Descriptor) -> None:
+        """A package's own index installs what it ships or downloads; it adopts nothing of this
+        machine (`system`), and its archives are this index's files or http(s) URLs (`url`)."""
+        for release in desc.releases:
+            for platform, source in release.sources.items():
+                if source.kind == "system":
+                    raise PayloadError(
+                        f"payload descriptor {desc.location}: release `{release.version}`, `{platform}` adopts "
+                        f"`{source.system}` of this machine (`system`), which the payload index of package "
+                        f"`{self.owner}` may not do: a package's own index installs only archives and "
+                        f"directories it ships or names",
+                        notes=["help: an installation of this machine is adopted through an index the user "
+                               "configures (MCPP_PAYLOAD_INDEX or `[payloads] index` in config.toml)"])
+                if source.kind == "archive":
+                    self.url(source.url)
 
     def _verify(self, rel: str, where: str, data: bytes) -> None:
         from . import signature
@@ -307,7 +347,8 @@ class IndexSet:
     """The indexes of one command, consulted in order, each at most once per package."""
 
     def __init__(self, locations: list[str], trust: Trust | None = None):
-        self.indexes = [Index(loc, trust) for loc in dict.fromkeys(locations)]
+        self.trust = trust or Trust()
+        self.indexes = [Index(loc, self.trust) for loc in dict.fromkeys(locations)]
 
     def find(self, namespace: str, name: str) -> tuple[Index, Descriptor] | None:
         for index in self.indexes:
@@ -320,16 +361,20 @@ class IndexSet:
         return ", ".join(i.location for i in self.indexes)
 
     def consulted(self) -> tuple[list[str], bool]:
-        """(the local files resolution read, found or not; whether it read anything that is not
-        a local file, which no stat can show unchanged)."""
-        files, elsewhere = [], False
-        for index in self.indexes:
-            for where in index.consulted:
-                scheme = urllib.parse.urlsplit(where).scheme
-                if scheme == "file":
-                    files.append(urllib.parse.unquote(urllib.parse.urlsplit(where).path))
-                elif is_url(where):
-                    elsewhere = True
-                else:
-                    files.append(where)
-        return files, elsewhere
+        return consulted_files(self.indexes)
+
+
+def consulted_files(indexes: list[Index]) -> tuple[list[str], bool]:
+    """(the local files resolution read from `indexes`, found or not; whether it read anything
+    that is not a local file, which no stat can show unchanged)."""
+    files, elsewhere = [], False
+    for index in indexes:
+        for where in index.consulted:
+            scheme = urllib.parse.urlsplit(where).scheme
+            if scheme == "file":
+                files.append(urllib.parse.unquote(urllib.parse.urlsplit(where).path))
+            elif is_url(where):
+                elsewhere = True
+            else:
+                files.append(where)
+    return files, elsewhere

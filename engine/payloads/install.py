@@ -56,14 +56,16 @@ def _stamp_use(path: str) -> None:
         pass
 
 
-def stored_version(version: str, platform: str = "") -> str:
+def stored_version(version: str, platform: str = "", origin: str = "") -> str:
     """The store's name of a release: its version, with `+<platform>` for a platform other than
-    the host's (a cross build's target-axis payload), so the two never share a directory."""
-    return f"{version}+{platform}" if platform else version
+    the host's (a cross build's target-axis payload), so the two never share a directory, and
+    `@<origin>` for a release of a package's own index (`Index.origin`), which no version spells."""
+    return (f"{version}+{platform}" if platform else version) + (f"@{origin}" if origin else "")
 
 
-def installed(payloads_root: str, namespace: str, name: str, version: str, platform: str = "") -> str | None:
-    d = store_dir(payloads_root, namespace, name, stored_version(version, platform))
+def installed(payloads_root: str, namespace: str, name: str, version: str, platform: str = "",
+              origin: str = "") -> str | None:
+    d = store_dir(payloads_root, namespace, name, stored_version(version, platform, origin))
     return d if os.path.isdir(d) else None
 
 
@@ -83,8 +85,9 @@ def install(payloads_root: str, index: Index, desc: Descriptor, version: str, so
             raise PayloadError(f"payload `{address}` {version} is adopted from `{source.system}` on this machine, "
                                f"but {adoption.why} (descriptor {desc.location})")
         return adoption.root
-    final = store_dir(payloads_root, desc.namespace, desc.name, stored_version(version, platform))
-    lock = lock_path(payloads_root, desc.namespace, desc.name, stored_version(version, platform))
+    stored = stored_version(version, platform, index.origin(desc.namespace, desc.name))
+    final = store_dir(payloads_root, desc.namespace, desc.name, stored)
+    lock = lock_path(payloads_root, desc.namespace, desc.name, stored)
     if os.path.isdir(final):
         _stamp_use(lock)
         return final

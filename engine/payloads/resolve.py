@@ -124,14 +124,16 @@ def resolve_environment(graph, settings: Settings, *, install_missing: bool = Tr
     env = Environment()
     if not declarations:
         return env  # never contact an index for a build that needs no payload
-    from . import system
+    from . import package_index, system
     from .arbitrate import arbitrate
-    from .index import open_indexes
+    from .index import consulted_files, open_indexes
+    from .package_index import PackageIndexes
     from .install import install, installed
 
     choices = arbitrate(declarations)
     payloads_root = str(settings.home.payloads)
     indexes = indexes or open_indexes(settings, warn)
+    owned = PackageIndexes(indexes.trust)
     prober = system.Prober(os.path.join(payloads_root, system.PROBES), may_run=install_missing)
     platforms = {"host": host_platform_key(), "target": target_platform_key(graph)}
     for choice in choices:
@@ -140,11 +142,11 @@ def resolve_environment(graph, settings: Settings, *, install_missing: bool = Tr
             env.notes.append(note)
             if warn is not None:
                 warn(note)
-        found = indexes.find(*choice.identity)
+        found = package_index.find(choice.address, choice.identity, choice.declarations, indexes, owned, warn)
         if found is None:
             d = choice.winner
             raise PayloadError(f"payload `{choice.address}` is not in any payload index (searched: "
-                               f"{indexes.describe()})", d.position,
+                               f"{package_index.searched(indexes, owned)})", d.position,
                                [f"help: add an index that describes it to `[payloads] index` in "
                                 f"{settings.config.path} or to MCPP_PAYLOAD_INDEX"])
         index, desc = found
@@ -159,12 +161,12 @@ def resolve_environment(graph, settings: Settings, *, install_missing: bool = Tr
             directory, probed = adoption.root or "", not adoption.pending
         else:
             directory = installed(payloads_root, desc.namespace, desc.name, chosen,
-                                  _apart(platform, platforms["host"])) or ""
+                                  _apart(platform, platforms["host"]), index.origin(desc.namespace, desc.name)) or ""
         w = choice.winner
         env.payloads.append(ResolvedPayload(desc.namespace, desc.name, chosen, w.spec.axis, source.kind, directory,
                                             w.package, str(w.position), choice.why, desc.bins, index.location,
                                             probed))
-    env.read, env.read_remote = indexes.consulted()
+    env.read, env.read_remote = consulted_files(indexes.indexes + owned.indexes())
     for platform in dict.fromkeys(platforms.values()):
         env.read += _probed(indexes, platform)
     return env
