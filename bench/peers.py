@@ -30,6 +30,7 @@ is printed, written to --markdown FILE, and inserted as the newest section of --
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import shutil
@@ -373,6 +374,7 @@ class Harness:
         kinds = {"ninja": Ninja, "peer": Peer, "mcpp": Mcpp}
         self.systems: list[System] = [kinds[s](self) for s in args.systems]
         self.output = ""
+        self.started = datetime.datetime.now()
 
     def setup(self) -> None:
         self.trash.discard(self.work)
@@ -499,7 +501,8 @@ def report(h: Harness, args, head: list[str], runs: dict, cold: dict | None, loa
     mcpp = next((s for s in h.systems if isinstance(s, Mcpp)), None)
     cold_text, delay = cold_lines(cold, mcpp.delays if mcpp else [])
     units = f"{h.n:,}{' light' if h.light else ''} units"
-    out = [f"## Peers: {' vs '.join(NAMES[s.name] for s in h.systems)}, {units} (`bench/peers.py`)", ""]
+    span = f"{h.started:%Y-%m-%d %H:%M}-{datetime.datetime.now():%H:%M}"
+    out = [f"## Peers: {' vs '.join(NAMES[s.name] for s in h.systems)}, {units} (`bench/peers.py`, {span})", ""]
     out += [f"- {line}" for line in head]
     out += [f"- load average at end: {load_end}",
             f"- command: `python bench/peers.py {' '.join(sys.argv[1:])}`",
@@ -507,7 +510,8 @@ def report(h: Harness, args, head: list[str], runs: dict, cold: dict | None, loa
             f"`mcpp build -j {h.jobs}{''.join(' ' + a for a in h.extra)}` (JSON events, except the plain no-op), "
             + (f"the real mcpp `build -j {h.jobs} --toolchain path:/usr` (`MCPP_NINJA_DYNDEP=0`, "
                "bench/work/peer-home); " if h.peer_bin and "peer" in args.systems else "")
-            + f"medians of {args.runs} runs ({args.clean_runs} for clean and rebuild), `sync` before each timed run, "
+            + f"medians of {args.runs} run(s) ({args.clean_runs} for clean and rebuild) per row, order and system, "
+            "`sync` before each timed run, "
             "wall time including process start-up; removed trees moved aside and deleted at the end",
             f"- binaries of all print: `{h.output}`", ""]
     out += table(med, [s.name for s in h.systems])
