@@ -33,6 +33,8 @@ import argparse
 import datetime
 import json
 import os
+import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -222,6 +224,24 @@ def first_compile_delay(trace) -> float | None:
     if start is None or not compiles:
         return None
     return (min(compiles) - start) / 1e6
+
+
+def normalized_flags(argv: list[str]) -> list[str]:
+    """A compile command with what legitimately differs between mcpp's and ninja's removed: the
+    compiler's directory, the output and depfile paths (`-o X`, `-MF X`), and the workspace's
+    path in `-ffile-prefix-map=<workspace>=.` (ninja's is `$PWD`, which its shell expands)."""
+    out = [os.path.basename(argv[0])] if argv else []
+    skip = False
+    for a in argv[1:]:
+        if skip:
+            skip = False
+            continue
+        if a in ("-o", "-MF"):
+            skip = True
+            out.append(a)
+            continue
+        out.append(re.sub(r"^-ffile-prefix-map=.*=\.$", "-ffile-prefix-map=<workspace>=.", a))
+    return out
 
 
 def insert_section(text: str, section: str) -> str:
@@ -420,7 +440,25 @@ class Harness:
                                 self.timed(s, row, out)
                 print(f"  {order}: round {i + 1} done", file=sys.stderr, flush=True)
         self.check_binaries()
+        if any(isinstance(s, Mcpp) for s in self.systems):
+            self.check_flags()
         return out
+
+    def check_flags(self) -> None:
+        """ninja's compile of the middle unit runs the command mcpp's compile_commands.json states
+        for it, up to paths (`normalized_flags`): the harness compares like with like."""
+        rel = gen_project.source_path(self.n // 2, self.n)
+        mcpp = next(s for s in self.systems if isinstance(s, Mcpp))
+        ninja = next(s for s in self.systems if isinstance(s, Ninja))
+        with open(os.path.join(mcpp.dir, "target", "compile_commands.json"), encoding="utf-8") as f:
+            entry = next(e for e in json.load(f) if e["file"].endswith(rel))
+        theirs = entry.get("arguments") or shlex.split(entry["command"])
+        p = subprocess.run([self.ninja_bin, "-t", "commands", f"out/obj/{rel}.o"], cwd=ninja.dir,
+                           capture_output=True, text=True, check=True)
+        ours = shlex.split(p.stdout.strip().splitlines()[-1])
+        if normalized_flags(theirs) != normalized_flags(ours):
+            raise BenchError(f"ninja's compile of {rel} is not mcpp's:\n  mcpp:  {' '.join(theirs)}\n"
+                             f"  ninja: {' '.join(ours)}")
 
     def check_binaries(self) -> None:
         """Every system's binary prints the same line, the same as at the first check."""
@@ -522,7 +560,8 @@ def report(h: Harness, args, head: list[str], runs: dict, cold: dict | None, loa
     if mcpp and mcpp.restored:
         out += ["", "Rebuild after rm -rf target, mcpp's actions by kind and status (all runs): " + ", ".join(
             f"{k} {s} {v}" for (k, s), v in sorted(mcpp.restored.items(), key=str))]
-    out += [f"- {n}" for n in notes]
+    if notes:
+        out += ["", "Notes:", ""] + [f"- {n}" for n in notes]
     out += ["", "<details><summary>every run</summary>", ""] + runs_table(runs) + ["", "</details>"]
     return "\n".join(out) + "\n"
 

@@ -9,4 +9,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MCPP=${MCPP:-$(bash bench/installed_mcpp.sh)}
-exec "$(dirname "$MCPP")/python" bench/peers.py --mcpp "$MCPP" "$@"
+PY=$(dirname "$MCPP")/python   # the harness needs only the standard library
+[[ -x $PY ]] || PY=python3
+exec "$PY" bench/peers.py --mcpp "$MCPP" "$@"

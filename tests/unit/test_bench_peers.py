@@ -192,3 +192,14 @@ def test_interleaved_runs_round_after_round_one_system_after_the_other(peers):
     assert log == [("ninja", "clean"), ("mcpp", "clean"), ("mcpp", "rebuild"), ("ninja", "noop"), ("mcpp", "noop"),
                    ("mcpp", "noop_full"), ("ninja", "edit"), ("mcpp", "edit"),
                    ("ninja", "noop"), ("mcpp", "noop"), ("mcpp", "noop_full"), ("ninja", "edit"), ("mcpp", "edit")]
+
+
+def test_ninjas_compile_is_mcpps_up_to_paths_and_no_further(peers):
+    mcpp = ["/usr/bin/g++", "-ffile-prefix-map=/w/peers-n40/mcpp=.", "-fno-canonical-system-headers", "-std=c++23",
+            "-O0", "-g", "-Iinclude", "-c", "src/a.cpp", "-o", "target/dev/.mcpp/obj/bench/src/a.cpp.o", "-MD",
+            "-MF", "target/dev/.mcpp/obj/bench/src/a.cpp.d"]
+    ninja = ["g++", "-ffile-prefix-map=$PWD=.", "-fno-canonical-system-headers", "-std=c++23", "-O0", "-g",
+             "-Iinclude", "-c", "src/a.cpp", "-o", "out/obj/src/a.cpp.o", "-MD", "-MF", "out/obj/src/a.cpp.o.d"]
+    assert peers.normalized_flags(mcpp) == peers.normalized_flags(ninja)
+    assert peers.normalized_flags(mcpp) != peers.normalized_flags([*ninja[:4], "-O2", *ninja[5:]])
+    assert peers.normalized_flags(mcpp) != peers.normalized_flags([*ninja, "-DNDEBUG"])
