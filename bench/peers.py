@@ -620,6 +620,14 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     args.peer = args.peer if "peer" in args.systems else None
     venv_ninja = os.path.join(ROOT, ".venv", "bin", "ninja")
     args.ninja = args.ninja or (venv_ninja if os.path.exists(venv_ninja) else shutil.which("ninja") or "ninja")
+    # Every build runs in its project's directory: a relative path must not change meaning there.
+    args.mcpp = os.path.abspath(args.mcpp)
+    args.ninja = shutil.which(args.ninja) or args.ninja
+    args.ninja = os.path.abspath(args.ninja) if os.sep in args.ninja else args.ninja
+    args.peer = os.path.abspath(args.peer) if args.peer else None
+    for name, path in (("--mcpp", args.mcpp), ("--ninja", args.ninja)):
+        if not os.access(path, os.X_OK):
+            ap.error(f"{name}: no executable at {path}")
     return args
 
 

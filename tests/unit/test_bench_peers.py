@@ -144,16 +144,27 @@ def test_the_report_becomes_the_newest_section_of_results(peers):
     assert peers.insert_section("", "## A\n") == "## A\n\n"
 
 
-def test_the_options_need_ninja_and_mcpp_and_default_clean_runs_to_runs(peers, tmp_path):
-    args = peers.parse(["40", "--systems", "mcpp,ninja", "--runs", "3", "--peer", str(tmp_path / "none")])
+@pytest.fixture
+def tool(tmp_path):
+    """An executable file standing for mcpp (parse checks only that it can be run)."""
+    path = tmp_path / "bin" / "mcpp"
+    path.parent.mkdir()
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_the_options_need_ninja_and_mcpp_and_default_clean_runs_to_runs(peers, tmp_path, tool):
+    mcpp = ["--mcpp", str(tool), "--ninja", str(tool)]
+    args = peers.parse(["40", *mcpp, "--systems", "mcpp,ninja", "--runs", "3", "--peer", str(tmp_path / "none")])
     assert args.systems == ["ninja", "mcpp"] and args.clean_runs == 3 and args.peer is None
     with pytest.raises(SystemExit) as e:
-        peers.parse(["40", "--systems", "mcpp"])
+        peers.parse(["40", *mcpp, "--systems", "mcpp"])
     assert e.value.code == 2
     with pytest.raises(SystemExit):
-        peers.parse(["40", "--systems", "ninja,mcpp,peer", "--peer", str(tmp_path / "none")])
+        peers.parse(["40", *mcpp, "--systems", "ninja,mcpp,peer", "--peer", str(tmp_path / "none")])
     with pytest.raises(SystemExit):
-        peers.parse(["0"])
+        peers.parse(["0", *mcpp])
 
 
 class Stand:
@@ -203,3 +214,12 @@ def test_ninjas_compile_is_mcpps_up_to_paths_and_no_further(peers):
     assert peers.normalized_flags(mcpp) == peers.normalized_flags(ninja)
     assert peers.normalized_flags(mcpp) != peers.normalized_flags([*ninja[:4], "-O2", *ninja[5:]])
     assert peers.normalized_flags(mcpp) != peers.normalized_flags([*ninja, "-DNDEBUG"])
+
+
+def test_tool_paths_are_made_absolute_since_builds_run_in_the_projects(peers, tmp_path, tool, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = peers.parse(["40", "--mcpp", "bin/mcpp", "--ninja", "bin/mcpp", "--systems", "ninja,mcpp"])
+    assert args.mcpp == str(tool)
+    with pytest.raises(SystemExit) as e:
+        peers.parse(["40", "--mcpp", "bin/none", "--ninja", "bin/mcpp", "--systems", "ninja,mcpp"])
+    assert e.value.code == 2
