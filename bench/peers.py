@@ -450,12 +450,16 @@ class Harness:
         rel = gen_project.source_path(self.n // 2, self.n)
         mcpp = next(s for s in self.systems if isinstance(s, Mcpp))
         ninja = next(s for s in self.systems if isinstance(s, Ninja))
-        with open(os.path.join(mcpp.dir, "target", "compile_commands.json"), encoding="utf-8") as f:
-            entry = next(e for e in json.load(f) if e["file"].endswith(rel))
-        theirs = entry.get("arguments") or shlex.split(entry["command"])
-        p = subprocess.run([self.ninja_bin, "-t", "commands", f"out/obj/{rel}.o"], cwd=ninja.dir,
-                           capture_output=True, text=True, check=True)
-        ours = shlex.split(p.stdout.strip().splitlines()[-1])
+        try:
+            with open(os.path.join(mcpp.dir, "target", "compile_commands.json"), encoding="utf-8") as f:
+                entry = next(e for e in json.load(f) if e.get("file", "").endswith(rel))
+            theirs = entry.get("arguments") or shlex.split(entry["command"])
+            p = subprocess.run([self.ninja_bin, "-t", "commands", f"out/obj/{rel}.o"], cwd=ninja.dir,
+                               capture_output=True, text=True, check=True)
+            ours = shlex.split(p.stdout.strip().splitlines()[-1])
+        except (OSError, ValueError, KeyError, IndexError, StopIteration, subprocess.CalledProcessError) as e:
+            raise BenchError(f"cannot compare ninja's compile of {rel} with mcpp's "
+                             f"(target/compile_commands.json, `ninja -t commands`): {e!r}") from None
         if normalized_flags(theirs) != normalized_flags(ours):
             raise BenchError(f"ninja's compile of {rel} is not mcpp's:\n  mcpp:  {' '.join(theirs)}\n"
                              f"  ninja: {' '.join(ours)}")
@@ -655,7 +659,7 @@ def main(argv: list[str] | None = None) -> None:
         for s in h.systems:
             if isinstance(s, Mcpp):
                 h.stop_server(s.dir, s.env)
-    except BenchError as e:
+    except (BenchError, OSError) as e:
         sys.exit(f"peers: {e}")
     finally:
         h.trash.empty()
