@@ -120,17 +120,20 @@ def goal_lines(g: Goals, med: dict, cold_delay: float | None) -> list[tuple[str,
     """(line, met) for every goal, over every order that ran; met None: not measured."""
     out: list[tuple[str, bool | None]] = []
 
-    def verdict(name: str, fig, ok, peer_fig=None) -> None:
-        figs = {o: fig(med[o]) for o in med}
+    def verdict(name: str, fig, ok, peer_fig=None, unit: str = "x") -> None:
+        def show(v: float) -> str:
+            return f"{v:.0f} ms" if unit == "ms" else f"{v:.2f}x"
+
         parts = []
         oks = []
-        for o, v in figs.items():
+        for o in med:
+            v = fig(med[o])
             if v is None:
                 parts.append(f"{o} n/a")
                 oks.append(None)
             else:
                 p = peer_fig(med[o]) if peer_fig else None
-                parts.append(f"{o} {v:.2f}" + (f" (real mcpp {p:.2f})" if p is not None else ""))
+                parts.append(f"{o} {show(v)}" + (f" (real mcpp {show(p)})" if p is not None else ""))
                 oks.append(ok(v, p))
         met = None if None in oks or not oks else all(oks)
         out.append((f"{name}: " + ", ".join(parts), met))
@@ -146,7 +149,8 @@ def goal_lines(g: Goals, med: dict, cold_delay: float | None) -> list[tuple[str,
     verdict(f"edit-one <= {g.edit:.2f}x ninja", ninja_ratio("edit", "mcpp"), lambda v, p: v <= g.edit)
     noop_name = ("no-op <= {:.0f}x ninja" if g.noop_kind == "ratio" else
                  ("full-engine no-op" if g.noop_row == "noop_full" else "no-op") + " <= {:.0f} ms").format(g.noop_bound)
-    verdict(noop_name, lambda m: noop_figure(g, m, "mcpp"), lambda v, p: v <= g.noop_bound)
+    noop_unit = "x" if g.noop_kind == "ratio" else "ms"
+    verdict(noop_name, lambda m: noop_figure(g, m, "mcpp"), lambda v, p: v <= g.noop_bound, unit=noop_unit)
     verdict(f"rebuild after rm -rf target >= {g.rebuild:.0f}x faster than clean", speedup("mcpp"),
             lambda v, p: v >= g.rebuild)
     if has_peer:
@@ -155,7 +159,7 @@ def goal_lines(g: Goals, med: dict, cold_delay: float | None) -> list[tuple[str,
         verdict("edit-one below the real mcpp's ratio", ninja_ratio("edit", "mcpp"), lambda v, p: p is not None and v < p,
                 ninja_ratio("edit", "peer"))
         verdict(f"{noop_name.split(' <=')[0]} below the real mcpp's", lambda m: noop_figure(g, m, "mcpp"),
-                lambda v, p: p is not None and v < p, lambda m: noop_figure(g, m, "peer"))
+                lambda v, p: p is not None and v < p, lambda m: noop_figure(g, m, "peer"), unit=noop_unit)
         verdict("rebuild speed-up above the real mcpp's", speedup("mcpp"), lambda v, p: p is not None and v > p,
                 speedup("peer"))
     if cold_delay is None:

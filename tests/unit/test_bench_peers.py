@@ -223,3 +223,12 @@ def test_tool_paths_are_made_absolute_since_builds_run_in_the_projects(peers, tm
     with pytest.raises(SystemExit) as e:
         peers.parse(["40", "--mcpp", "bin/none", "--ninja", "bin/mcpp", "--systems", "ninja,mcpp"])
     assert e.value.code == 2
+
+
+def test_the_goal_lines_state_each_orders_figure_in_its_unit(peers):
+    med = peers.medians({"grouped": runs(noop_full=0.0491), "interleaved": runs(clean=(10.0, 11.0, 9.0))})
+    lines = [line for line, _ in peers.goal_lines(peers.GOALS["1,000"], med, None)]
+    assert "clean <= 1.05x ninja: grouped 1.05x, interleaved 1.10x" in lines
+    assert "full-engine no-op <= 50 ms: grouped 49 ms, interleaved 40 ms" in lines
+    assert ("full-engine no-op below the real mcpp's: grouped 49 ms (real mcpp 30 ms), "
+            "interleaved 40 ms (real mcpp 30 ms)") in lines
