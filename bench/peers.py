@@ -230,6 +230,22 @@ def first_compile_delay(trace) -> float | None:
     return (min(compiles) - start) / 1e6
 
 
+def trace_marks(trace) -> dict[str, float]:
+    """Seconds from the trace's "command-start" to each of its other instant events (such as
+    "build-start", "actions-start") and to its first compile that ran ("first compile"); empty
+    without a "command-start"."""
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    start = next((e.get("ts") for e in events if e.get("name") == "command-start"), None)
+    if start is None:
+        return {}
+    out = {e["name"]: (e["ts"] - start) / 1e6 for e in events
+           if e.get("ph") in ("i", "I") and "ts" in e and e.get("name") != "command-start"}
+    first = first_compile_delay(trace)
+    if first is not None:
+        out["first compile"] = first
+    return out
+
+
 def normalized_flags(argv: list[str]) -> list[str]:
     """A compile command with what legitimately differs between mcpp's and ninja's removed: the
     compiler's directory, the output and depfile paths (`-o X`, `-MF X`), and the workspace's
@@ -336,6 +352,7 @@ class Mcpp(System):
         self.env = run_bench.mcpp_env(self.home)
         self.traces = os.path.join(h.work, "traces")
         self.delays: list[float | None] = []  # command -> first compile of each clean build
+        self.marks: list[dict[str, float]] = []  # each clean build's trace_marks
         self.restored: Counter = Counter()  # the rebuild rows' actions by (kind, status)
 
     def before(self, row: str) -> None:
@@ -357,7 +374,8 @@ class Mcpp(System):
             trace = os.path.join(self.traces, f"clean-{len(self.delays)}.json")
             r = self.build(extra=("--trace", trace))
             with open(trace) as f:
-                self.delays.append(first_compile_delay(json.load(f)))
+                self.marks.append(trace_marks(json.load(f)))
+            self.delays.append(self.marks[-1].get("first compile"))
         else:
             r = self.build()
         ran = (r.counts[("compile", "executed")], r.counts[("link", "executed")])
@@ -514,14 +532,19 @@ def progress(order: str, row: str, system: str, out: dict) -> None:
     print(f"  {order}: {LABELS[row]}, {NAMES[system]}: median {seconds(median(xs))}", file=sys.stderr, flush=True)
 
 
-def cold_lines(cold: dict | None, delays: list[float | None]) -> tuple[list[str], float | None]:
+def cold_lines(cold: dict | None, delays: list[float | None],
+               marks: list[dict[str, float]] = ()) -> tuple[list[str], float | None]:
     """The cold-start rows, and the figure its goal is checked on: the median delay of the clean
     builds (an empty home at N units) where their traces have one."""
     got = [d for d in delays if d is not None]
     delay = median(got) if got and len(got) == len(delays) else None
     out = [f"- command -> first compile, mcpp's clean builds (empty home, N units, `--trace`): "
-           + (f"median {delay * 1000:.0f} ms of {' '.join(f'{d * 1000:.0f}' for d in got)} ms" if delay is not None
+           + (f"median {seconds(delay)} (runs: {' '.join(f'{d * 1000:.0f}' for d in got)} ms)" if delay is not None
               else "n/a (no \"command-start\" event in the trace)")]
+    names = [n for n in dict.fromkeys(k for m in marks for k in m) if n != "first compile"]
+    if names:
+        out.append("- the same builds' other instants after the command (medians): " + ", ".join(
+            f"{n} {seconds(median([m[n] for m in marks if n in m]))}" for n in names))
     if cold:
         for mode in ("empty", "warm"):
             walls = [w for w, _ in cold[mode]]
@@ -545,7 +568,7 @@ def report(h: Harness, args, head: list[str], runs: dict, cold: dict | None, loa
     med = medians(runs)
     g = tier(h.n, h.light)
     mcpp = next((s for s in h.systems if isinstance(s, Mcpp)), None)
-    cold_text, delay = cold_lines(cold, mcpp.delays if mcpp else [])
+    cold_text, delay = cold_lines(cold, mcpp.delays if mcpp else [], mcpp.marks if mcpp else [])
     units = f"{h.n:,}{' light' if h.light else ''} units"
     span = f"{h.started:%Y-%m-%d %H:%M}-{datetime.datetime.now():%H:%M}"
     out = [f"## Peers: {' vs '.join(NAMES[s.name] for s in h.systems)}, {units} (`bench/peers.py`, {span})", ""]

@@ -232,3 +232,21 @@ def test_the_goal_lines_state_each_orders_figure_in_its_unit(peers):
     assert "full-engine no-op <= 50 ms: grouped 49 ms, interleaved 40 ms" in lines
     assert ("full-engine no-op below the real mcpp's: grouped 49 ms (real mcpp 30 ms), "
             "interleaved 40 ms (real mcpp 30 ms)") in lines
+
+
+def test_the_traces_instants_are_stated_after_the_command(peers):
+    trace = {"traceEvents": [
+        {"name": "command-start", "cat": "command", "ph": "i", "s": "g", "ts": 0.0},
+        {"name": "build-start", "cat": "command", "ph": "i", "s": "g", "ts": 40000.0},
+        {"name": "actions-start", "cat": "command", "ph": "i", "s": "g", "ts": 70000.0},
+        {"name": "compile bench:src/a.cpp", "cat": "compile", "ph": "X", "ts": 72000.0, "dur": 9.0,
+         "args": {"status": "executed"}},
+    ]}
+    marks = peers.trace_marks(trace)
+    assert marks == pytest.approx({"build-start": 0.04, "actions-start": 0.07, "first compile": 0.072})
+    lines, delay = peers.cold_lines(None, [marks["first compile"], 0.08], [marks, {"build-start": 0.05}])
+    assert delay == pytest.approx(0.076)
+    assert lines[1] == "- the same builds' other instants after the command (medians): build-start 45 ms, actions-start 70 ms"
+    assert peers.trace_marks({"traceEvents": trace["traceEvents"][1:]}) == {}
+    lines, delay = peers.cold_lines(None, [0.07, None])  # a clean build without the event: not measured
+    assert delay is None and "n/a" in lines[0]
