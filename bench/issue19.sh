@@ -12,8 +12,8 @@
 # 4. the sandbox's per-action cost (bench/sandbox_overhead.py).
 #
 # The real mcpp is used when `bash ../shared/tools/mcpp-peer/setup.sh` has prepared it.
-# mcpp is measured as a user installs it (`pip install .` into bench/work/venv-installed, made on
-# first use and refreshed on each run), not through the development checkout's editable install,
+# mcpp is measured as a user installs it (bench/installed_mcpp.sh: `pip install .` into
+# bench/work/venv-installed), not through the development checkout's editable install,
 # whose import hook adds ~12 ms to every start of `mcpp`.
 # MCPP=path/to/mcpp runs another build of mcpp (e.g. a snapshot's venv) with these scripts;
 # RUNS and CLEAN_RUNS (default 5 and 3) set the runs per row; ONLY="300 1000 scale sandbox"
@@ -22,12 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench/work/issue19}
-if [[ -z ${MCPP:-} ]]; then
-  INSTALLED=bench/work/venv-installed
-  [[ -x $INSTALLED/bin/python ]] || { python3 -m venv "$INSTALLED" && "$INSTALLED/bin/pip" install -q --upgrade pip; }
-  "$INSTALLED/bin/pip" install -q --force-reinstall --no-deps . && "$INSTALLED/bin/pip" install -q .
-  MCPP=$PWD/$INSTALLED/bin/mcpp
-fi
+MCPP=${MCPP:-$(bash bench/installed_mcpp.sh)}
 PY=$(dirname "$MCPP")/python
 RUNS=${RUNS:-5}            # runs per row (median reported); CLEAN_RUNS for the clean rows
 CLEAN_RUNS=${CLEAN_RUNS:-3}

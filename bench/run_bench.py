@@ -43,6 +43,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from typing import NamedTuple
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
@@ -101,6 +102,89 @@ class Trash:
         rm(self.root)
 
 
+class McppRun(NamedTuple):
+    seconds: float
+    counts: Counter  # (kind, status) of every action-finished event; empty for a plain build
+    done: dict  # the build-finished event, or MCPP_HOME/last-build.json for a plain build
+    ids: list[str]  # the actions that were not fresh (JSON builds only)
+
+
+def mcpp_env(home: str) -> dict[str, str]:
+    """mcpp's environment as an installed tool's: bytecode caching (pycs under bench/work/pycache,
+    even where the environment sets PYTHONDONTWRITEBYTECODE), its cache home `home`."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(MCPP_HOME=home, PYTHONPYCACHEPREFIX=os.path.join(BENCH, "work", "pycache"))
+    return env
+
+
+def run_mcpp(mcpp_bin: str, cwd: str, env: dict, home: str, jobs: int, extra: list[str] | tuple = (),
+             json_events: bool = True) -> McppRun:
+    """One timed `mcpp build -j JOBS`, which must succeed.
+
+    Without json_events it is the plain `mcpp build` a user types (human output, the only
+    mode with the no-op fast path); its counts then come from MCPP_HOME/last-build.json
+    (executed, cache_hits, fresh) and the Counter is empty."""
+    fmt = ["--message-format", "json"] if json_events else []
+    argv = [mcpp_bin, "build", "-j", str(jobs), *fmt, *extra]
+    last = os.path.join(home, "last-build.json")
+    rm(last)
+    t0 = time.perf_counter()
+    p = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+    dt = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise BenchError(f"mcpp build failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    if not json_events:
+        with open(last) as f:
+            done = json.load(f)
+        return McppRun(dt, Counter(), dict(done, cached=done.get("cache_hits")), [])
+    events = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    done = next((e for e in events if e.get("reason") == "build-finished"), {})
+    finished = [e for e in events if e.get("reason") == "action-finished"]
+    counts = Counter((e.get("kind"), e.get("status")) for e in finished)
+    return McppRun(dt, counts, done, [e["id"] for e in finished if e.get("status") != "fresh"])
+
+
+def ninja_counts(stdout: str) -> Counter:
+    """How many of each kind of edge ninja ran: its `[i/n] CXX ...` and `[i/n] LINK ...` lines."""
+    return Counter(line.split("] ", 1)[1].split()[0] for line in stdout.splitlines()
+                   if line.startswith("[") and "] " in line)
+
+
+def run_ninja(ninja_bin: str, cwd: str, jobs: int) -> tuple[float, Counter]:
+    """One timed `ninja -j JOBS`, which must succeed: (seconds, Counter of "CXX"/"LINK" lines)."""
+    t0 = time.perf_counter()
+    p = subprocess.run([ninja_bin, "-j", str(jobs)], cwd=cwd, capture_output=True, text=True)
+    dt = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise BenchError(f"ninja failed ({p.returncode}):\n{p.stdout[-3000:]}")
+    return dt, ninja_counts(p.stdout)
+
+
+def peer_env(peer_bin: str) -> dict[str, str]:
+    """The real mcpp's environment: gcc without ninja's dyndep (the issue's configuration), and a
+    private copy of its prepared home (`peer_home`)."""
+    return dict(os.environ, MCPP_NINJA_DYNDEP="0", MCPP_HOME=peer_home(peer_bin))
+
+
+def run_peer(peer_bin: str, cwd: str, env: dict, jobs: int) -> tuple[float, bool]:
+    """One timed build by the real mcpp with the host's gcc, which must succeed: (seconds,
+    whether it compiled anything). It prints no count of what it ran, only a `Compiling` line
+    when it compiled something."""
+    t0 = time.perf_counter()
+    p = subprocess.run([peer_bin, "build", "-j", str(jobs), "--toolchain", "path:/usr"],
+                       cwd=cwd, env=env, capture_output=True, text=True)
+    dt = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise BenchError(f"the real mcpp failed ({p.returncode}):\n{(p.stdout + p.stderr)[-3000:]}")
+    return dt, bool(re.search(r"^\s*Compiling ", p.stdout + p.stderr, re.M))
+
+
+def peer_binary(cwd: str) -> str | None:
+    """Where the real mcpp put the bench's binary (target/<triple>/<profile>/bin/bench)."""
+    found = glob.glob(os.path.join(cwd, "target", "*", "*", "bin", "bench"))
+    return found[0] if found else None
+
+
 class Bench:
     def __init__(self, args: argparse.Namespace):
         self.n, self.jobs, self.extra = args.sources, args.jobs, args.mcpp_arg
@@ -115,67 +199,33 @@ class Bench:
         self.peer_dir = os.path.join(self.work, "peer")
         self.peer_env = None
         if self.peer_bin:
-            self.peer_env = dict(os.environ, MCPP_NINJA_DYNDEP="0", MCPP_HOME=peer_home(self.peer_bin))
+            self.peer_env = peer_env(self.peer_bin)
         self.edits = 0
         self.trash = Trash(os.path.join(BENCH, "work", "trash"))
         # mcpp runs like an installed tool, with bytecode caching: pycs under bench/work/pycache,
         # even where the environment sets PYTHONDONTWRITEBYTECODE.
-        self.env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        self.env.update(MCPP_HOME=self.home, PYTHONPYCACHEPREFIX=os.path.join(BENCH, "work", "pycache"))
+        self.env = mcpp_env(self.home)
         self.notes: list[str] = []
 
     # -- the two tools ---------------------------------------------------------------------------
     def mcpp(self, json_events: bool = True) -> tuple[float, Counter, dict]:
-        """One `mcpp build`: (seconds, Counter of (kind, status), the build-finished event).
-
-        Without json_events it is the plain `mcpp build` a user types (human output, the only
-        mode with the no-op fast path); its counts then come from MCPP_HOME/last-build.json
-        (executed, cache_hits, fresh) and the Counter is empty."""
-        fmt = ["--message-format", "json"] if json_events else []
-        argv = [self.mcpp_bin, "build", "-j", str(self.jobs), *fmt, *self.extra]
-        last = os.path.join(self.home, "last-build.json")
-        rm(last)
-        t0 = time.perf_counter()
-        p = subprocess.run(argv, cwd=self.mcpp_dir, env=self.env, capture_output=True, text=True)
-        dt = time.perf_counter() - t0
-        if p.returncode != 0:
-            raise BenchError(f"mcpp build failed ({p.returncode}):\n{p.stderr[-3000:]}")
-        if not json_events:
-            with open(last) as f:
-                done = json.load(f)
-            self.last_ids = []
-            return dt, Counter(), dict(done, cached=done.get("cache_hits"))
-        events = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
-        done = next((e for e in events if e.get("reason") == "build-finished"), {})
-        counts = Counter((e.get("kind"), e.get("status")) for e in events if e.get("reason") == "action-finished")
-        self.last_ids = [e["id"] for e in events
-                         if e.get("reason") == "action-finished" and e.get("status") != "fresh"]
-        return dt, counts, done
+        """One `mcpp build` (see `run_mcpp`): (seconds, Counter of (kind, status), the
+        build-finished event); `self.last_ids` names the actions that were not fresh."""
+        r = run_mcpp(self.mcpp_bin, self.mcpp_dir, self.env, self.home, self.jobs, self.extra, json_events)
+        self.last_ids = r.ids
+        return r.seconds, r.counts, r.done
 
     def ninja(self) -> tuple[float, Counter]:
         """One `ninja` run: (seconds, Counter of "CXX"/"LINK" lines)."""
-        t0 = time.perf_counter()
-        p = subprocess.run([self.ninja_bin, "-j", str(self.jobs)], cwd=self.ninja_dir,
-                           capture_output=True, text=True)
-        dt = time.perf_counter() - t0
-        if p.returncode != 0:
-            raise BenchError(f"ninja failed ({p.returncode}):\n{p.stdout[-3000:]}")
-        counts = Counter(line.split("] ", 1)[1].split()[0] for line in p.stdout.splitlines()
-                         if line.startswith("[") and "] " in line)
-        return dt, counts
+        return run_ninja(self.ninja_bin, self.ninja_dir, self.jobs)
 
     def peer(self) -> float | None:
         """One build by the real mcpp (None without it): seconds. It prints no count of what it
         ran, only a `Compiling` line when it compiled anything: `self.peer_compiled` is 1 or 0."""
         if not self.peer_bin:
             return None
-        t0 = time.perf_counter()
-        p = subprocess.run([self.peer_bin, "build", "-j", str(self.jobs), "--toolchain", "path:/usr"],
-                           cwd=self.peer_dir, env=self.peer_env, capture_output=True, text=True)
-        dt = time.perf_counter() - t0
-        if p.returncode != 0:
-            raise BenchError(f"the real mcpp failed ({p.returncode}):\n{(p.stdout + p.stderr)[-3000:]}")
-        self.peer_compiled = int(bool(re.search(r"^\s*Compiling ", p.stdout + p.stderr, re.M)))
+        dt, compiled = run_peer(self.peer_bin, self.peer_dir, self.peer_env, self.jobs)
+        self.peer_compiled = int(compiled)
         return dt
 
     def expect_peer(self, what: str, compiled: bool) -> None:
@@ -204,8 +254,8 @@ class Bench:
         if not a.startswith("bench:") or a != b:
             raise BenchError(f"binaries differ or failed: mcpp {a!r}, ninja {b!r}")
         if self.peer_bin:
-            found = glob.glob(os.path.join(self.peer_dir, "target", "*", "*", "bin", "bench"))
-            c = sh(found[:1]) if found else "no binary"
+            found = peer_binary(self.peer_dir)
+            c = sh([found]) if found else "no binary"
             if c != a:
                 raise BenchError(f"the real mcpp's binary differs or failed: {c!r}, mcpp and ninja: {a!r}")
         return a, b
