@@ -240,7 +240,7 @@ class BwrapSandbox(StagedSandbox):
 
     def _new_worker(self) -> Worker:
         return Worker(self._prefix, self.pool.new_action_dir(SLOT_SUFFIX), self.pool,
-                      self.trees.base if self.trees is not None else None)
+                      self.pool.base if self.trees is not None else None)
 
     def _retire(self, worker: Worker) -> None:
         if os.path.isdir(worker.slot.path):

@@ -82,8 +82,9 @@ class HeldTree:
         return f"{self.root}/{d}"
 
     def inside(self, d: str) -> str:
-        """``source(d)`` relative to the trees directory (what a worker's executor binds)."""
-        return f"{self.key}/root/{d}"
+        """``source(d)`` relative to the pool's base, the directory above the trees (where a
+        worker's executor finds it)."""
+        return f"{TREES_DIR}/{self.key}/root/{d}"
 
     def host_path(self, rel: str) -> str | None:
         """Where the input ``rel`` lies on the host when the tree holds it, else None."""
@@ -124,9 +125,8 @@ class InputTrees:
     """The prepared trees under ``base`` (``<pool base>/trees``)."""
 
     def __init__(self, base: str, min_inputs: int = TREE_MIN) -> None:
-        self.base = base
+        self.base = base  # made with the first tree
         self.min_inputs = min_inputs
-        os.makedirs(base, exist_ok=True)
 
     def hold(self, key: str, inputs: Mapping[str, str], outputs: Collection[str], cwd: str) -> HeldTree | None:
         """The tree of action ``key`` made to hold exactly its inputs under input-only directories,

@@ -62,8 +62,9 @@ from .pool import SandboxPool, kill_group
 from .slot import Slot
 
 PYTHON = "/usr/bin/python3"
-# where a bwrap worker's executor finds the prepared trees (hidden from actions; see EXECUTOR)
-TREES_AT = "/.mcpp-trees"
+# where a bwrap worker's executor finds the pool's base, the directory above the prepared trees
+# (hidden from actions; see EXECUTOR)
+TREES_AT = "/.mcpp-sandbox"
 # what a bwrap worker keeps of bwrap's --cap-drop ALL: mounting, and dropping capabilities again
 WORKER_CAPS = ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
 # how long past an action's own timeout the engine waits for the executor's answer
@@ -219,9 +220,10 @@ if IN_NS:
     # our read-only mounts must not propagate anywhere
     check(libc.mount(None, b"/execroot", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /execroot")
 
-# The prepared trees (sandbox/input_tree.py), bound read-only where argv[4] says: kept reachable
-# through a descriptor of our own and hidden under an empty read-only tmpfs, so an action sees
-# only the directories of its own tree that we bind for it. No action can open our descriptor
+# The directory above the prepared trees (sandbox/input_tree.py; the trees are made after we
+# start), bound read-only where argv[4] says: kept reachable through a descriptor of our own and
+# hidden under an empty read-only tmpfs, so an action sees only the directories of its own tree
+# that we bind for it. No action can open our descriptor
 # through /proc: we hold capabilities it lacks, and the kernel refuses such a ptrace access.
 TREES = None
 if IN_NS and len(sys.argv) > 4:
@@ -240,7 +242,7 @@ def bind_readonly(src, dest, done):
 def protect(ro, trees):
     # The staged inputs are hard links to the store's files: mount each read-only for the
     # action's lifetime so that no chmod, write or link can reach them; `trees` are (a directory
-    # of a prepared tree, relative to the trees, where the action sees it). Returns the mounts made.
+    # of a prepared tree, relative to TREES, where the action sees it). Returns the mounts made.
     done = []
     try:
         for src, dest in trees:
@@ -384,7 +386,8 @@ class WorkerFailed(Exception):
 
 class Worker:
     """``prefix`` is the bwrap command line that wraps the executor (``[]`` for ``dir``);
-    ``trees``: the directory of prepared trees (input_tree.py) it may bind from (bwrap only)."""
+    ``trees``: the directory above the prepared trees (input_tree.py: the pool's base), which
+    it may bind from (bwrap only)."""
 
     def __init__(self, prefix: list[str], slot: str, pool: SandboxPool, trees: str | None = None) -> None:
         self.slot = Slot(slot)
@@ -430,8 +433,8 @@ class Worker:
                 ro: Sequence[str] = (), trees: Sequence[tuple[str, str]] = ()) -> tuple[int, bool, bytes, bytes]:
         """Run one action; (exit code, timed out, stdout, stderr) as `run_group` answers. `ro`:
         paths (as the action sees them) mounted read-only for this action (bwrap only); `trees`:
-        (a prepared tree's directory relative to the trees, where the action sees it), bound
-        read-only for this action."""
+        (a prepared tree's directory relative to the worker's ``trees``, where the action sees
+        it), bound read-only for this action."""
         request = _frame({"argv": list(argv), "env": dict(env), "cwd": cwd, "timeout": timeout, "ro": list(ro),
                           "trees": [list(t) for t in trees]})
         self.await_clean(None)
