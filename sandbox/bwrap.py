@@ -310,8 +310,9 @@ class BwrapSandbox(StagedSandbox):
         if spec.network:
             cmd += self._net
         cmd += ["--bind", action_dir, EXECROOT]
-        for d in tree.mounts if tree is not None else ():  # the prepared tree's directories (input_tree.py)
-            cmd += ["--ro-bind", tree.source(d), f"{EXECROOT}/{d}"]
+        if tree is not None:  # the prepared tree's directories (input_tree.py)
+            for d in tree.mounts:
+                cmd += ["--ro-bind", tree.source(d), f"{EXECROOT}/{d}"]
         for rel in ro:  # the staged inputs, read-only (see inputs.py)
             cmd += ["--ro-bind", f"{action_dir}/{rel}", f"{EXECROOT}/{rel}"]
         cmd += ["--chdir", EXECROOT if cwd == "." else f"{EXECROOT}/{cwd}"]
