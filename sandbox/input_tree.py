@@ -43,7 +43,8 @@ import posixpath
 import stat
 from typing import Collection, Iterable, Mapping
 
-from .inputs import make_parents, parent_dirs, writable_dirs
+from .errors import SandboxSpecError
+from .inputs import link_all, make_parents, parent_dirs, writable_dirs
 from .pool import rmtree
 
 # `<pool base>/trees/`: named without an owner's pid, so `reclaim_stale` leaves it alone
@@ -151,6 +152,8 @@ class InputTrees:
             return None
         try:
             restaged = _prepare(home, held)
+        except (OSError, SandboxSpecError):  # a full disk, a source gone: stage one by one, which says why
+            restaged = None
         except BaseException:
             os.close(fd)
             raise
@@ -211,17 +214,19 @@ def _update(root: str, known: tuple[Files, Dirs], want: Mapping[str, str]) -> in
     for d in sorted(old_dirs.keys() - new_dirs - {""}, key=len, reverse=True):  # children first
         os.rmdir(f"{root}/{d}")
     made = set(old_dirs.keys() & new_dirs)
+    links: list[tuple[str, str, str]] = []
     for rel, src in redo:
         dst = f"{root}/{rel}"
         if rel in files:
             _unlink(dst)
         make_parents(root, rel, made)
-        try:
-            os.link(src, dst)
-        except OSError as e:
-            if e.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EACCES, errno.ENOTSUP):
-                return None  # a copy would not follow its source: stage one by one
-            raise
+        links.append((rel, src, dst))
+    try:
+        link_all(links, "", os.link)
+    except OSError as e:
+        if e.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EACCES, errno.ENOTSUP):
+            return None  # a copy would not follow its source: stage one by one
+        raise
     dirs: Dirs = {}
     for d in new_dirs | {""}:
         st = os.lstat(f"{root}/{d}" if d else root)

@@ -160,7 +160,7 @@ def stage_inputs(inputs: Mapping[str, str], root: str, label: str = "",
         else:
             links.append((rel, src, dst))
         staged.add(rel)
-    _link_all(links, label)
+    link_all(links, label)
     return staged
 
 
@@ -170,33 +170,36 @@ def stage_inputs(inputs: Mapping[str, str], root: str, label: str = "",
 PARALLEL_LINKS = 256
 
 
-def _link_all(links: list[tuple[str, str, str]], label: str) -> None:
+def link_all(links: list[tuple[str, str, str]], label: str,
+             link: Callable[[str, str], None] = _link_or_copy) -> None:
+    """Make each (rel, source, destination) with `link` (from `PARALLEL_LINKS` on, on two
+    threads); a missing source is a `SandboxSpecError` naming it."""
     if len(links) < PARALLEL_LINKS:
-        _link_each(links, label)
+        _link_each(links, label, link)
         return
     half = len(links) // 2
     failed: list[BaseException] = []
 
     def first_half() -> None:
         try:
-            _link_each(links[:half], label)
+            _link_each(links[:half], label, link)
         except BaseException as e:  # noqa: BLE001 - raised below, on the caller's thread
             failed.append(e)
 
     helper = threading.Thread(target=first_half, name="mcpp-stage")
     helper.start()
     try:
-        _link_each(links[half:], label)
+        _link_each(links[half:], label, link)
     finally:
         helper.join()
     if failed:
         raise failed[0]
 
 
-def _link_each(links: list[tuple[str, str, str]], label: str) -> None:
+def _link_each(links: list[tuple[str, str, str]], label: str, link: Callable[[str, str], None]) -> None:
     for rel, src, dst in links:
         try:
-            _link_or_copy(src, dst)
+            link(src, dst)
         except FileNotFoundError:
             raise _no_source(label, rel, src) from None
 

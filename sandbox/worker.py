@@ -38,6 +38,13 @@ included), while the executor keeps its own effective set. Doing the mounts in t
 rather than in a mount namespace per action lets actions start with ``vfork`` and no Python in
 the child.
 
+An action with many inputs sees them as directories of its prepared tree (input_tree.py),
+kept between builds under the pool's base. A bwrap worker gets that base read-only when it
+starts; its executor keeps a descriptor of it and covers the path with an empty read-only tmpfs,
+then binds each directory of an action's own tree read-only for that action only. An action
+cannot reach the descriptor through ``/proc`` (the executor holds capabilities the action does
+not, and the kernel refuses that ptrace access), so it sees its own tree and no other.
+
 A timeout is the executor's to enforce (it kills the action's processes and answers
 ``timed_out``); the engine keeps a later deadline of its own and ends the whole worker if even
 that passes. A worker runs one action at a time, for whichever thread took it (bwrap.py keeps
