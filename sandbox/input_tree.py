@@ -109,7 +109,11 @@ def split(inputs: Mapping[str, str], outputs: Collection[str], cwd: str) -> tupl
     writable = writable_dirs(outputs, cwd)
     mounts: dict[str, None] = {}
     held: dict[str, str] = {}
+    last = "\0"  # the mount the previous input was under: most of a link's inputs share one
     for rel, src in inputs.items():
+        if rel.startswith(last):
+            held[rel] = src
+            continue
         i = rel.find("/")
         while i != -1:
             d = rel[:i]
@@ -117,6 +121,7 @@ def split(inputs: Mapping[str, str], outputs: Collection[str], cwd: str) -> tupl
                 if rel not in outputs:
                     mounts[d] = None
                     held[rel] = src
+                    last = d + "/"
                 break
             i = rel.find("/", i + 1)
     return list(mounts), held
@@ -258,7 +263,7 @@ def _unlink(path: str) -> None:
 def _read(path: str) -> tuple[Files, Dirs] | None:
     try:
         with open(path, "rb") as f:
-            data = marshal.load(f)
+            data = marshal.loads(f.read())  # whole: `marshal.load` reads a file in small pieces
     except (OSError, EOFError, ValueError, TypeError):
         return None
     if not (isinstance(data, tuple) and len(data) == 3 and data[0] == _FORMAT):
@@ -276,5 +281,5 @@ def _write(path: str, files: Files, dirs: Dirs) -> None:
     """The manifest, whole or not at all: a temporary file renamed over the name."""
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
-        marshal.dump((_FORMAT, files, dirs), f, 4)
+        f.write(marshal.dumps((_FORMAT, files, dirs), 4))
     os.replace(tmp, path)
