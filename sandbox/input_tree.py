@@ -169,6 +169,40 @@ class InputTrees:
         return HeldTree(key, f"{home}/root", fd, mounts, set(held), loose, restaged)
 
 
+def discard_trees(base: str, used_before: float | None = None) -> int:
+    """Remove the prepared trees under ``base`` that no run holds (and, with ``used_before``,
+    whose manifest was last written before that time); the number removed. A tree costs its
+    action one staging to make again; it holds links to store copies, whose bytes it keeps."""
+    try:
+        keys = os.listdir(base)
+    except OSError:
+        return 0
+    removed = 0
+    for key in keys:
+        home = f"{base}/{key}"
+        try:
+            fd = os.open(f"{home}/lock", os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            fd = None  # no lock file: a tree its engine never finished setting up
+        try:
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if used_before is not None:
+                try:
+                    if os.stat(f"{home}/{_MANIFEST}").st_mtime >= used_before:
+                        continue
+                except FileNotFoundError:
+                    pass
+            rmtree(home)
+            removed += 1
+        except OSError:  # held by a running build
+            continue
+        finally:
+            if fd is not None:
+                os.close(fd)
+    return removed
+
+
 def _prepare(home: str, want: Mapping[str, str]) -> int | None:
     """Make ``<home>/root`` hold exactly ``want`` (the caller holds the lock); the number of
     entries linked, or None when the inputs cannot be a tree (the tree is then removed)."""

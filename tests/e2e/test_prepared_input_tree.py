@@ -83,3 +83,27 @@ def test_a_tree_left_half_made_is_made_again(project, mcpp: Mcpp):
     assert names == [f"d{i:03d}.txt" for i in range(N)]
     assert values[1:3] == ["1", "two"] and "stray" not in values
     assert sorted(entries(tree)) == names
+
+
+def test_cache_clean_removes_the_trees(project, mcpp: Mcpp):
+    root = data_project(project)
+    build(mcpp, root)
+    assert the_tree(mcpp).is_dir()
+    assert mcpp("cache", "clean", cwd=root).code == 0
+    assert os.listdir(mcpp.home / "sandbox" / "trees") == []
+    (root / "data/d003.txt").write_text("three\n")
+    names, values = build(mcpp, root)
+    assert values[3] == "three" and sorted(entries(the_tree(mcpp))) == names
+
+
+def test_cache_gc_above_its_bound_removes_a_tree_unused_for_a_while(project, mcpp: Mcpp):
+    root = data_project(project)
+    build(mcpp, root)
+    tree = the_tree(mcpp)
+    res = mcpp("cache", "gc", "--max-size", "1K", cwd=root)
+    assert res.code == 0 and tree.is_dir(), "a tree used within the grace window stays"
+    long_ago = 1_000_000_000
+    os.utime(tree / "manifest", (long_ago, long_ago))
+    res = mcpp("cache", "gc", "--max-size", "1K", cwd=root)
+    assert res.code == 0, res.err
+    assert "1 prepared input trees" in res.out and not tree.exists()

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from mcpp.sandbox.input_tree import TREES_DIR, tree_key
+from mcpp.sandbox.input_tree import TREES_DIR, discard_trees, tree_key
 
 LIST = "find objs | sort"
 
@@ -221,3 +221,21 @@ def test_few_inputs_are_staged_one_by_one(make, mkspec, blob, work_root):
     inputs = objects(blob, 10)
     assert run(sb, mkspec, LIST, inputs).splitlines() == listing(inputs)
     assert TREES_DIR not in os.listdir(os.path.join(work_root, "sandbox"))
+
+
+def test_discarding_trees_keeps_the_one_a_run_holds_and_those_used_since(make, mkspec, blob):
+    sb = make("bwrap")
+    sb.trees.min_inputs = 3
+    for label in ("//t:a", "//t:b", "//t:c"):
+        run(sb, mkspec, "true", objects(blob), label=label)
+    base = sb.trees.base
+    held = os.path.dirname(tree_root(sb, "//t:a"))
+    recent = os.path.dirname(tree_root(sb, "//t:c"))
+    os.utime(os.path.join(recent, "manifest"), (time.time() + 60, time.time() + 60))
+    with open(os.path.join(held, "lock"), "r+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert discard_trees(base, used_before=time.time() + 30) == 1
+        assert sorted(os.listdir(base)) == sorted(os.path.basename(p) for p in (held, recent))
+        assert discard_trees(base) == 1
+        assert os.listdir(base) == [os.path.basename(held)]
+    assert run(sb, mkspec, LIST, objects(blob), label="//t:b").splitlines() == listing(objects(blob))
