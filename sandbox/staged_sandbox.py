@@ -84,9 +84,9 @@ class StagedSandbox(PooledSandbox):
 
     def hold_tree(self, spec: SandboxSpec) -> HeldTree | None:
         """The action's prepared tree, locked until `release` (input_tree.py); None: stage every
-        input one by one (too few, no `trees` here, or the tree is another run's now)."""
+        input one by one (not asked for, too few, no `trees` here, or the tree is another run's now)."""
         trees = self.trees
-        if trees is None or len(spec.inputs) < trees.min_inputs:
+        if trees is None or not spec.prepared_tree or len(spec.inputs) < trees.min_inputs:
             return None
         outputs = {tree_relpath(o, "output", spec.label) for o in spec.outputs}
         inputs: dict[str, str] = {}

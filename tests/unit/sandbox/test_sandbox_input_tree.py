@@ -47,7 +47,7 @@ def objects(blob, n=6, tag=""):
 
 def run(sb, mkspec, script, inputs, **kw):
     res = sb.run(mkspec(["sh", "-c", script], inputs=inputs, outputs=kw.pop("outputs", ("out/x",)),
-                        label=kw.pop("label", "//t:link"), **kw))
+                        label=kw.pop("label", "//t:link"), prepared_tree=kw.pop("prepared_tree", True), **kw))
     assert res.exit_code == 0, res.stderr
     return res.stdout.decode()
 
@@ -211,7 +211,7 @@ def test_a_response_file_in_the_tree_is_read_for_the_files_it_names(tree_sb, mks
     inputs = objects(blob)
     inputs["objs/m0/list.rsp"] = blob("rsp", "@/etc/hostname\n")
     res = tree_sb.run(mkspec(["cat", "@objs/m0/list.rsp"], inputs=inputs, outputs=("out/x",),
-                             label="//t:link", depfile="out/x.d"))
+                             label="//t:link", depfile="out/x.d", prepared_tree=True))
     assert res.exit_code == 1
     assert b"read undeclared input /etc/hostname" in res.stderr
 
@@ -220,6 +220,12 @@ def test_few_inputs_are_staged_one_by_one(make, mkspec, blob, work_root):
     sb = make("bwrap")  # the real threshold
     inputs = objects(blob, 10)
     assert run(sb, mkspec, LIST, inputs).splitlines() == listing(inputs)
+    assert TREES_DIR not in os.listdir(os.path.join(work_root, "sandbox"))
+
+
+def test_a_one_off_action_gets_no_tree(tree_sb, mkspec, blob, work_root):
+    inputs = objects(blob)  # a remote worker's or a probe's: nothing would reuse its tree
+    assert run(tree_sb, mkspec, LIST, inputs, prepared_tree=False).splitlines() == listing(inputs)
     assert TREES_DIR not in os.listdir(os.path.join(work_root, "sandbox"))
 
 
