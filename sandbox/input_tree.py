@@ -2,11 +2,13 @@
 
 Staging an input costs a ``link(2)`` into the action's directory and an ``unlink(2)`` when the
 directory is emptied again; a link of a thousand objects pays two thousand system calls on every
-run, though an edit changed one object. Under bwrap an action instead sees the directories that
-hold only its inputs (``readonly_paths``: ``target/dev/.mcpp``) as one read-only bind mount each,
-of a directory kept for that action under ``<work root>/sandbox/trees/<key>/root/``. Between two
-runs of the same action (the same label, outputs and root: ``key``) only the inputs that differ
-are unlinked and linked again, so the next run costs what changed, plus one ``stat`` per input.
+run, though an edit changed one object. Under bwrap an action that runs again with mostly the
+same inputs (``SandboxSpec.prepared_tree``: a local build's link) instead sees the directories
+that hold only its inputs (``readonly_paths``: ``target/dev/.mcpp/obj``) as one read-only bind
+mount each, of a directory kept for that action under ``<work root>/sandbox/trees/<key>/root/``.
+Between two runs of the same action (the same label, outputs, root and output directory:
+``key``) only the inputs that differ are unlinked and linked again, so the next run costs what
+changed, plus one ``stat`` per input.
 
 What keeps it exactly the action's declared inputs, each the bytes its source names:
 
