@@ -74,8 +74,9 @@ class StagedSandbox(PooledSandbox):
     # -- the run -----------------------------------------------------------------------------
     def run(self, spec: SandboxSpec) -> SandboxResult:
         action_dir = self.pool.new_action_dir()
-        tree = self.hold_tree(spec)
+        tree = None
         try:
+            tree = self.hold_tree(spec)
             return self.run_in(spec, action_dir, os.path.basename(action_dir), self.spawn, tree=tree)
         finally:
             if tree is not None:

@@ -230,8 +230,8 @@ if IN_NS:
 # The directory above the prepared trees (sandbox/input_tree.py; the trees are made after we
 # start), bound read-only where argv[4] says: kept reachable through a descriptor of our own and
 # hidden under an empty read-only tmpfs, so an action sees only the directories of its own tree
-# that we bind for it. No action can open our descriptor
-# through /proc: we hold capabilities it lacks, and the kernel refuses such a ptrace access.
+# that we bind for it. No action can open our descriptor through /proc: we hold capabilities it
+# lacks, and the kernel refuses such a ptrace access.
 TREES = None
 if IN_NS and len(sys.argv) > 4:
     TREES = os.open(sys.argv[4], os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
