@@ -200,7 +200,7 @@ def test_the_action_cannot_write_the_tree_nor_reach_another_tree(make, mkspec, b
         for fd in /proc/[0-9]*/fd/* /proc/[0-9]*/cwd /proc/[0-9]*/root; do
             ls "$fd/trees" 2>/dev/null && echo "REACHED $fd"
         done
-        grep -r secret / --include='*.o' -l 2>/dev/null
+        grep -rl secret /execroot /.mcpp-sandbox /tmp 2>/dev/null
         echo done
     """)
     assert run(sb, mkspec, script, inputs) == "done\n"
