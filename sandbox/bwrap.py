@@ -11,7 +11,9 @@ per sandbox, is
 and the per-action part binds the action's private directory at the fixed path ``/execroot``
 (so debug info, ``__FILE__`` and depfiles are the same in every checkout), the installation
 roots of the spec's tools that lie outside the system roots (``/opt/gcc-13``) read-only, the
-staged inputs read-only over it (they are hard links to the store's files, see inputs.py),
+staged inputs read-only over it (they are hard links to the store's files, see inputs.py; an
+action with many inputs sees the directories of its prepared tree instead, one ``--ro-bind``
+each, see input_tree.py),
 ``--chdir /execroot/<cwd>`` and one ``--setenv`` per entry of the spec's env, nothing else
 (bwrap itself exports ``PWD``; the command runs through ``env -u PWD`` to take it away again).
 
@@ -35,6 +37,7 @@ import threading
 from typing import Callable
 
 from .errors import SandboxUnavailable
+from .input_tree import TREES_DIR, HeldTree, InputTrees
 from .pool import SandboxPool
 from .slot import SLOT_SUFFIX
 from .spec import Guarantees, SandboxResult, SandboxSpec
@@ -144,6 +147,7 @@ class BwrapSandbox(StagedSandbox):
             raise SandboxUnavailable(NOT_FOUND)
         super().__init__(work_root, pool=pool)
         self.bwrap = bwrap
+        self.trees = InputTrees(os.path.join(self.pool.base, TREES_DIR))
         # Payload roots are part of the prefix, so workers (whose mounts are fixed when they
         # start) see them too and an action running a payload tool needs no bwrap of its own.
         self.ro_roots = tuple(r for r in ro_roots if not _under_any(r, SYSTEM_ROOTS))
@@ -180,7 +184,7 @@ class BwrapSandbox(StagedSandbox):
         use (a build starts it from its main thread). None: workers are off here."""
         if not self.use_workers:
             return None
-        worker = Worker(self._prefix, self.pool.new_action_dir(SLOT_SUFFIX), self.pool)
+        worker = self._new_worker()
         if not worker.send_ping():
             self._retire(worker)
             return None
@@ -202,25 +206,41 @@ class BwrapSandbox(StagedSandbox):
         if worker is None:
             return super().run(spec)
         cwd_inside: Callable[[str], str] = lambda cwd: EXECROOT if cwd == "." else f"{EXECROOT}/{cwd}"  # noqa: E731
+
+        def spawn(spec: SandboxSpec, _dir: str, cwd: str, argv: list[str], env: dict[str, str], ro: list[str],
+                  tree: HeldTree | None) -> tuple[int, bool, bytes, bytes]:
+            trees = [(tree.inside(d), f"{EXECROOT}/{d}") for d in tree.mounts] if tree is not None else []
+            return worker.execute(argv, env, cwd_inside(cwd), spec.timeout, [f"{EXECROOT}/{p}" for p in ro], trees)
+
+        tree = None
         try:
-            existing = worker.slot.prepare(spec)
-            return self.run_in(spec, worker.slot.path, worker.slot.next_tag(), lambda spec, _dir, cwd, argv, env, ro: worker.execute(
-                argv, env, cwd_inside(cwd), spec.timeout, [f"{EXECROOT}/{p}" for p in ro]), existing)
+            tree = self.hold_tree(spec)
+            existing = worker.slot.prepare(spec, tree)
+            return self.run_in(spec, worker.slot.path, worker.slot.next_tag(), spawn, existing, tree)
         except WorkerFailed:
             if worker.answered == 0 or worker.unusable:
                 self.use_workers = False
             self._retire(worker)
             self.pool.check_open()
+            if tree is not None:
+                tree.release()
+                tree = None
             return super().run(spec)
         except BaseException:  # Ctrl-C, a shutdown, a bad spec: the action may still be running inside
             worker.close()
             raise
         finally:
+            if tree is not None:  # the action is over (its worker answered, or was ended)
+                tree.release()
             if worker.alive:
                 worker.slot.release()
                 self._give_back(worker)
             else:  # timed out (or failed): the next action starts a fresh namespace
                 self._retire(worker)
+
+    def _new_worker(self) -> Worker:
+        return Worker(self._prefix, self.pool.new_action_dir(SLOT_SUFFIX), self.pool,
+                      self.pool.base if self.trees is not None else None)
 
     def _retire(self, worker: Worker) -> None:
         if os.path.isdir(worker.slot.path):
@@ -247,7 +267,7 @@ class BwrapSandbox(StagedSandbox):
                 if worker is not None:
                     self._idle.remove(worker)
             if worker is None:
-                return Worker(self._prefix, self.pool.new_action_dir(SLOT_SUFFIX), self.pool)
+                return self._new_worker()
             try:
                 if worker.alive and worker.await_clean(None):
                     return worker
@@ -282,7 +302,7 @@ class BwrapSandbox(StagedSandbox):
 
     def command(
         self, spec: SandboxSpec, action_dir: str, cwd: str, argv: list[str], env: dict[str, str],
-        ro: list[str],
+        ro: list[str], tree: HeldTree | None = None,
     ) -> tuple[list[str], dict[str, str], str | None]:
         cmd = list(self._prefix)
         if spec.tools:
@@ -290,6 +310,9 @@ class BwrapSandbox(StagedSandbox):
         if spec.network:
             cmd += self._net
         cmd += ["--bind", action_dir, EXECROOT]
+        if tree is not None:  # the prepared tree's directories (input_tree.py)
+            for d in tree.mounts:
+                cmd += ["--ro-bind", tree.source(d), f"{EXECROOT}/{d}"]
         for rel in ro:  # the staged inputs, read-only (see inputs.py)
             cmd += ["--ro-bind", f"{action_dir}/{rel}", f"{EXECROOT}/{rel}"]
         cmd += ["--chdir", EXECROOT if cwd == "." else f"{EXECROOT}/{cwd}"]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import threading
 
+from .input_tree import HeldTree
 from .inputs import PrivateCopies
 from .placeholder import prefix_map_flags
 from .pool import SandboxPool
@@ -65,7 +66,7 @@ class DirSandbox(StagedSandbox):
         slot = worker.slot
 
         def spawn(spec: SandboxSpec, action_dir: str, cwd: str, argv: list[str], env: dict[str, str],
-                  ro: list[str]) -> tuple[int, bool, bytes, bytes]:
+                  ro: list[str], tree: HeldTree | None) -> tuple[int, bool, bytes, bytes]:
             return worker.execute(argv, env, action_dir if cwd == "." else f"{action_dir}/{cwd}",
                                   spec.timeout)
 
@@ -103,6 +104,6 @@ class DirSandbox(StagedSandbox):
 
     def command(
         self, spec: SandboxSpec, action_dir: str, cwd: str, argv: list[str], env: dict[str, str],
-        ro: list[str],
+        ro: list[str], tree: HeldTree | None = None,
     ) -> tuple[list[str], dict[str, str], str | None]:
         return argv, env, action_dir if cwd == "." else f"{action_dir}/{cwd}"

@@ -60,7 +60,8 @@ def _link_or_copy(src: str, dst: str) -> None:
             shutil.copy2(src, dst)
 
 
-def _make_parents(root: str, rel: str, made: set[str]) -> None:
+def make_parents(root: str, rel: str, made: set[str]) -> None:
+    """Create the directories above ``rel`` under ``root`` that ``made`` does not list yet."""
     parent = posixpath.dirname(rel)
     if parent and parent not in made:
         os.makedirs(f"{root}/{parent}", exist_ok=True)
@@ -146,7 +147,7 @@ def stage_inputs(inputs: Mapping[str, str], root: str, label: str = "",
         rel = relpath(rel, "input", label)
         if rel in staged:
             continue
-        _make_parents(root, rel, made)
+        make_parents(root, rel, made)
         dst = f"{root}/{rel}"
         if rel in outputs or copies is not None:
             try:
@@ -159,7 +160,7 @@ def stage_inputs(inputs: Mapping[str, str], root: str, label: str = "",
         else:
             links.append((rel, src, dst))
         staged.add(rel)
-    _link_all(links, label)
+    link_all(links, label)
     return staged
 
 
@@ -169,33 +170,36 @@ def stage_inputs(inputs: Mapping[str, str], root: str, label: str = "",
 PARALLEL_LINKS = 256
 
 
-def _link_all(links: list[tuple[str, str, str]], label: str) -> None:
+def link_all(links: list[tuple[str, str, str]], label: str,
+             link: Callable[[str, str], None] = _link_or_copy) -> None:
+    """Make each (rel, source, destination) with `link` (from `PARALLEL_LINKS` on, on two
+    threads); a missing source is a `SandboxSpecError` naming it."""
     if len(links) < PARALLEL_LINKS:
-        _link_each(links, label)
+        _link_each(links, label, link)
         return
     half = len(links) // 2
     failed: list[BaseException] = []
 
     def first_half() -> None:
         try:
-            _link_each(links[:half], label)
+            _link_each(links[:half], label, link)
         except BaseException as e:  # noqa: BLE001 - raised below, on the caller's thread
             failed.append(e)
 
     helper = threading.Thread(target=first_half, name="mcpp-stage")
     helper.start()
     try:
-        _link_each(links[half:], label)
+        _link_each(links[half:], label, link)
     finally:
         helper.join()
     if failed:
         raise failed[0]
 
 
-def _link_each(links: list[tuple[str, str, str]], label: str) -> None:
+def _link_each(links: list[tuple[str, str, str]], label: str, link: Callable[[str, str], None]) -> None:
     for rel, src, dst in links:
         try:
-            _link_or_copy(src, dst)
+            link(src, dst)
         except FileNotFoundError:
             raise _no_source(label, rel, src) from None
 
@@ -209,7 +213,16 @@ def prepare_dirs(root: str, rels: Iterable[str], existing: set[str] | None = Non
     """Create the parent directories of the declared outputs (gcc does not create ``obj/``)."""
     made: set[str] = set(existing or ())
     for rel in rels:
-        _make_parents(root, rel, made)
+        make_parents(root, rel, made)
+
+
+def writable_dirs(outputs: Collection[str], cwd: str) -> set[str]:
+    """The directories an action may write in (``""`` its root): those above its outputs, its
+    working directory and those above it."""
+    writable = parent_dirs(outputs) | {""}
+    if cwd != ".":
+        writable |= {cwd} | parent_dirs([cwd])
+    return writable
 
 
 def readonly_paths(staged: Iterable[str], outputs: Collection[str], cwd: str) -> list[str]:
@@ -217,9 +230,7 @@ def readonly_paths(staged: Iterable[str], outputs: Collection[str], cwd: str) ->
     nothing the action may write: the topmost directories that hold no output and are not the
     working directory or above it (they hold inputs only), and single input files elsewhere.
     An input that is also an output is left writable (it is staged as a copy)."""
-    writable = parent_dirs(outputs) | {""}
-    if cwd != ".":
-        writable |= {cwd} | parent_dirs([cwd])
+    writable = writable_dirs(outputs, cwd)
     out: dict[str, None] = {}
     for rel in staged:
         if rel in outputs:

@@ -20,6 +20,7 @@ import itertools
 import os
 import posixpath
 
+from .input_tree import HeldTree
 from .inputs import parent_dirs, relpath
 from .pool import rmtree
 from .spec import SandboxSpec
@@ -44,11 +45,15 @@ class Slot:
         """The action that used the slot is over: its files go before the next one is prepared."""
         self.dirty = True
 
-    def prepare(self, spec: SandboxSpec) -> set[str]:
-        """Make the directory tree exactly what `spec` needs; return it (relative paths)."""
+    def prepare(self, spec: SandboxSpec, tree: HeldTree | None = None) -> set[str]:
+        """Make the directory tree exactly what `spec` needs; return it (relative paths). With
+        `tree`, the inputs it holds need only the directories it is bound at."""
         if self.dirty:
             self.clear()
-        rels = [relpath(r, "input", spec.label) for r in spec.inputs]
+        if tree is None:
+            rels = [relpath(r, "input", spec.label) for r in spec.inputs]
+        else:
+            rels = list(tree.loose) + [f"{d}/x" for d in tree.mounts]  # d itself, empty
         rels += [relpath(o, "output", spec.label) for o in spec.outputs]
         cwd = relpath(spec.cwd, "cwd", spec.label)
         needed = parent_dirs(rels + ([posixpath.join(cwd, "x")] if cwd != "." else []))

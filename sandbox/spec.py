@@ -65,6 +65,11 @@ class SandboxSpec:
     # the pool's results directory under the work root, flat, each file removed by
     # `release(result)` once the caller has ingested it (or moved it away)
     out_dir: str | None = None
+    # The action runs again with mostly the same inputs (a local build's link, from one build to
+    # the next): bwrap may keep its many inputs as a prepared tree between runs, keyed by the
+    # label, outputs, `root` and `out_dir` (input_tree.py). Not for one-off actions (a remote
+    # worker's, a probe's), whose trees nothing would reuse.
+    prepared_tree: bool = False
 
 
 @dataclass

@@ -38,6 +38,13 @@ included), while the executor keeps its own effective set. Doing the mounts in t
 rather than in a mount namespace per action lets actions start with ``vfork`` and no Python in
 the child.
 
+An action with many inputs sees them as directories of its prepared tree (input_tree.py),
+kept between builds under the pool's base. A bwrap worker gets that base read-only when it
+starts; its executor keeps a descriptor of it and covers the path with an empty read-only tmpfs,
+then binds each directory of an action's own tree read-only for that action only. An action
+cannot reach the descriptor through ``/proc`` (the executor holds capabilities the action does
+not, and the kernel refuses that ptrace access), so it sees its own tree and no other.
+
 A timeout is the executor's to enforce (it kills the action's processes and answers
 ``timed_out``); the engine keeps a later deadline of its own and ends the whole worker if even
 that passes. A worker runs one action at a time, for whichever thread took it (bwrap.py keeps
@@ -62,6 +69,9 @@ from .pool import SandboxPool, kill_group
 from .slot import Slot
 
 PYTHON = "/usr/bin/python3"
+# where a bwrap worker's executor finds the pool's base, the directory above the prepared trees
+# (hidden from actions; see EXECUTOR)
+TREES_AT = "/.mcpp-sandbox"
 # what a bwrap worker keeps of bwrap's --cap-drop ALL: mounting, and dropping capabilities again
 WORKER_CAPS = ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
 # how long past an action's own timeout the engine waits for the executor's answer
@@ -217,19 +227,37 @@ if IN_NS:
     # our read-only mounts must not propagate anywhere
     check(libc.mount(None, b"/execroot", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /execroot")
 
-def protect(ro):
+# The directory above the prepared trees (sandbox/input_tree.py; the trees are made after we
+# start), bound read-only where argv[4] says: kept reachable through a descriptor of our own and
+# hidden under an empty read-only tmpfs, so an action sees only the directories of its own tree
+# that we bind for it. No action can open our descriptor through /proc: we hold capabilities it
+# lacks, and the kernel refuses such a ptrace access.
+TREES = None
+if IN_NS and len(sys.argv) > 4:
+    TREES = os.open(sys.argv[4], os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    check(libc.mount(b"tmpfs", sys.argv[4].encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                     b"size=4k,mode=0555"), "hide the prepared trees")
+
+def bind_readonly(src, dest, done):
+    check(libc.mount(src, dest, None, MS_BIND | MS_REC, None), f"bind {dest.decode()}")
+    done.append(dest)
+    flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+    held = os.statvfs(dest).f_flag
+    flags |= sum(ms for st, ms in ST_FLAGS if held & st)
+    check(libc.mount(None, dest, None, flags, None), f"remount {dest.decode()} read-only")
+
+def protect(ro, trees):
     # The staged inputs are hard links to the store's files: mount each read-only for the
-    # action's lifetime so that no chmod, write or link can reach them. Returns the mounts made.
+    # action's lifetime so that no chmod, write or link can reach them; `trees` are (a directory
+    # of a prepared tree, relative to TREES, where the action sees it). Returns the mounts made.
     done = []
     try:
+        for src, dest in trees:
+            if TREES is None or src.startswith("/") or ".." in src.split("/"):
+                raise OSError(errno.EINVAL, f"no prepared tree {src}")
+            bind_readonly(f"/proc/self/fd/{TREES}/{src}".encode(), dest.encode(), done)
         for path in ro:
-            p = path.encode()
-            check(libc.mount(p, p, None, MS_BIND | MS_REC, None), f"bind {path}")
-            done.append(p)
-            flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
-            held = os.statvfs(path).f_flag
-            flags |= sum(ms for st, ms in ST_FLAGS if held & st)
-            check(libc.mount(None, p, None, flags, None), f"remount {path} read-only")
+            bind_readonly(path.encode(), path.encode(), done)
     except OSError:
         unprotect(done)
         raise
@@ -320,7 +348,7 @@ for req in requests(os.fdopen(int(sys.argv[2]), "rb")):
         out.flush()
         continue
     try:
-        mounted = protect(req["ro"])
+        mounted = protect(req["ro"], req.get("trees", ()))
     except OSError as e:  # the engine runs the action another way
         reply(126, "setup", False, b"", f"the sandbox could not mount the inputs read-only: {e}".encode())
         continue
@@ -364,9 +392,11 @@ class WorkerFailed(Exception):
 
 
 class Worker:
-    """``prefix`` is the bwrap command line that wraps the executor (``[]`` for ``dir``)."""
+    """``prefix`` is the bwrap command line that wraps the executor (``[]`` for ``dir``);
+    ``trees``: the directory above the prepared trees (input_tree.py: the pool's base), which
+    it may bind from (bwrap only)."""
 
-    def __init__(self, prefix: list[str], slot: str, pool: SandboxPool) -> None:
+    def __init__(self, prefix: list[str], slot: str, pool: SandboxPool, trees: str | None = None) -> None:
         self.slot = Slot(slot)
         self.pool = pool
         self.in_ns = bool(prefix)
@@ -381,8 +411,9 @@ class Worker:
         replies_r, replies_w = os.pipe()
         fds = [str(requests_r), str(replies_w)]
         if self.in_ns:
-            argv = [*prefix, *WORKER_CAPS, "--bind", slot, "/execroot", "--chdir", "/", "--",
-                    PYTHON, "-I", "-S", "-c", EXECUTOR, "ns", *fds]
+            shown = ["--ro-bind", trees, TREES_AT] if trees is not None else []
+            argv = [*prefix, *WORKER_CAPS, "--bind", slot, "/execroot", *shown, "--chdir", "/", "--",
+                    PYTHON, "-I", "-S", "-c", EXECUTOR, "ns", *fds, *([TREES_AT] if trees is not None else [])]
         else:
             argv = [sys.executable, "-I", "-S", "-c", EXECUTOR, "dir", *fds]
         try:
@@ -406,10 +437,13 @@ class Worker:
         return self.proc.poll() is None
 
     def execute(self, argv: list[str], env: dict[str, str], cwd: str, timeout: float | None,
-                ro: Sequence[str] = ()) -> tuple[int, bool, bytes, bytes]:
+                ro: Sequence[str] = (), trees: Sequence[tuple[str, str]] = ()) -> tuple[int, bool, bytes, bytes]:
         """Run one action; (exit code, timed out, stdout, stderr) as `run_group` answers. `ro`:
-        paths (as the action sees them) mounted read-only for this action (bwrap only)."""
-        request = _frame({"argv": list(argv), "env": dict(env), "cwd": cwd, "timeout": timeout, "ro": list(ro)})
+        paths (as the action sees them) mounted read-only for this action (bwrap only); `trees`:
+        (a prepared tree's directory relative to the worker's ``trees``, where the action sees
+        it), bound read-only for this action."""
+        request = _frame({"argv": list(argv), "env": dict(env), "cwd": cwd, "timeout": timeout, "ro": list(ro),
+                          "trees": [list(t) for t in trees]})
         self.await_clean(None)
         try:
             self._requests.write(request)

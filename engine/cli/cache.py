@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import click
 
@@ -150,10 +151,12 @@ def _bound(size: int, age: float | None) -> None:
 
 @cache_group.command("clean")
 def cache_clean():
-    """Empty the stores (blobs, action cache, materialized files, host tools)."""
+    """Empty the stores (blobs, action cache, materialized files, host tools, prepared input trees)."""
     from mcpp.cas import maintenance  # only these commands need it (its imports cost a cold start)
+    from mcpp.sandbox.input_tree import TREES_DIR, discard_trees
     home = _home()
     maintenance.clean(home)
+    discard_trees(os.path.join(home.root, "sandbox", TREES_DIR))  # those a running build holds stay
     click.echo(f"emptied {home.root}")
 
 

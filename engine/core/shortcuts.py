@@ -123,6 +123,11 @@ SHORTCUTS: tuple[Shortcut, ...] = (
              "copying an input into a sandbox again",
              ("mcpp.sandbox.inputs:PrivateCopies.stage",),
              "the source's (dev, inode, size, mtime)"),
+    Shortcut("prepared tree", "mcpp.sandbox.input_tree",
+             "linking an action's unchanged inputs into its sandbox again",
+             ("mcpp.sandbox.input_tree:InputTrees.hold",),
+             "an input's source with another (dev, inode); an input added or removed; a tree directory "
+             "with another (inode, mtime, ctime); no manifest (a preparation that did not finish)"),
     Shortcut("worker blob", "mcpp.cas.remote.worker_cas",
              "hashing a blob a remote worker verified before",
              ("mcpp.cas.remote.worker_cas:WorkerCas._holds",),

@@ -109,7 +109,8 @@ class SandboxRunner:
         spec = SandboxSpec(
             argv=action.argv, env=dict(action.env), inputs=inputs, tools=action.tools,
             outputs=action.outputs, cwd=action.cwd, timeout=action.timeout, label=action.id,
-            depfile=action.depfile, root=self.execroot, out_dir=self.execroot if staged else None)
+            depfile=action.depfile, root=self.execroot, out_dir=self.execroot if staged else None,
+            prepared_tree=True)  # the next build runs this action again, mostly on the same inputs
         start = time.monotonic()
         try:
             res = sandbox.run(spec)

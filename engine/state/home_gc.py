@@ -6,7 +6,9 @@ What lives under `$MCPP_HOME` and how gc treats it, cheapest to redo first:
    the store on demand) and the build servers' logs (`server/*.log`). Removed least recently
    used first. A materialized file's last use is the later of its mtime and its ctime: linking
    it into `target/` or a sandbox changes its ctime, so that is when it was last handed out.
-   Files in `target/` are hard links of their own and stay.
+   Files in `target/` are hard links of their own and stay. The sandbox's prepared input trees
+   (sandbox/input_tree.py: hard links to materialized files, which keep their bytes) not used
+   within the grace window go first, whenever the home is above the bound.
 2. *The action cache and the blob store* (`ac/`, `cas/`): `cas/maintenance.gc` evicts entries
    least recently used first, and the blobs only they named, down to what the bound leaves
    after the rest of the home.
@@ -75,6 +77,11 @@ def bound(home: Home, max_size: int, older_than_s: float | None = None, *, grace
     store_size = _tree_size(str(home.cas)) + _tree_size(str(home.ac))
     report = HomeGc(maintenance.GcReport())
     report.before = store_size + fixed + sum(u.size for u in disposable + installed)
+    if report.before > max_size:
+        from mcpp.sandbox.input_tree import TREES_DIR, discard_trees  # only gc needs it
+        trees = discard_trees(os.path.join(home.root, "sandbox", TREES_DIR), recent)
+        if trees:
+            report.removed["prepared input trees"] = trees
 
     def rest() -> int:
         return fixed + sum(u.size for u in disposable + installed)
