@@ -35,8 +35,9 @@ def main() -> None:
                 pass
         os._exit(code)
     from .cli.app import main as cli_main
+    from .core.command_clock import process_started
 
-    cli_main()
+    cli_main(started=process_started())
 
 
 def serve(ident: str, root: str, home: str, ready: str | None = None) -> None:

@@ -19,6 +19,7 @@ import sys
 import time
 from _collections_abc import Callable  # what `collections.abc` re-exports, already loaded
 
+from ..core.command_clock import process_started
 from ..core.commands import SERVED
 from . import protocol
 from .paths import Unsafe, home_dir, log_file, server_dir, server_id, socket_path, workspace_root
@@ -84,7 +85,8 @@ def route(argv: list[str], unserved: Callable[[], bool] = lambda: False) -> int 
     home = home_dir()
     ident = server_id(root, home)
     request = {"op": "build", "identity": protocol.identity(), "root": root, "home": home, "argv": argv,
-               "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask(), "started": time.time()}
+               "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask(),
+               "started": process_started()}
     signals = _Signals()
     try:
         return _run(ident, root, home, request, unserved, signals)
