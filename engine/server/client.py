@@ -1,7 +1,10 @@
 """The `mcpp` side of the server: decide, connect (starting a server on first use), hand over.
 
 Only `build`, `run` and `test` go to a server; everything else, `--no-server`,
-`MCPP_NO_SERVER=1`, and a directory with no `mcpp.toml` above it run in process. Whatever goes
+`MCPP_NO_SERVER=1`, and a directory with no `mcpp.toml` above it run in process. Where no server
+is up, the command starts one in the background and builds in process meanwhile: its first
+compile waits for this process's imports, not for a server's start as well; the next command
+goes to the server (`MCPP_SERVER_START=wait`: wait for it and build through it). Whatever goes
 wrong with the server itself (it cannot start, it dies mid-build, it answers nonsense) costs
 one warning and an in-process build (`route` returns None and the caller builds) as long as
 the server has not taken the request; once it has, the command is never run a second time.
@@ -26,6 +29,7 @@ from .paths import Unsafe, home_dir, log_file, server_dir, server_id, socket_pat
 
 NO_SERVER_ENV = "MCPP_NO_SERVER"
 NO_SERVER_FLAG = "--no-server"
+START_ENV = "MCPP_SERVER_START"  # "wait": a build with no server up waits for the one it starts
 _GLOBAL_WITH_VALUE = ("--color", "-j", "--jobs", "--manifest-path")
 _START_WAIT_S = 30.0
 _FORWARDED = {_signal.SIGINT: "INT", _signal.SIGTERM: "TERM", _signal.SIGHUP: "HUP"}
@@ -150,6 +154,9 @@ def _run(ident: str, root: str, home: str, request: dict, unserved: Callable[[],
             if unserved():
                 return 0
             unserved = lambda: False  # noqa: E731 - asked once
+            if os.environ.get(START_ENV, "") != "wait":
+                _start_in_background(ident, root, home)
+                raise _Fallback()  # said nothing: this build runs in process, as it would have run in the server
             sock = _start(ident, root, home)
         try:
             protocol.send(sock, request, [0, 1, 2])
@@ -195,6 +202,24 @@ def connect(ident: str) -> "_socket.socket | None":
     return sock
 
 
+_SERVE = "import sys; from mcpp.engine.entry import serve; serve(*sys.argv[1:])"
+
+
+def _start_in_background(ident: str, root: str, home: str) -> None:
+    """Start a server in its own session (it outlives this command), waiting for nothing: if
+    another command's server wins the name meanwhile, this one exits. A home that cannot hold
+    it starts none, and the in-process build names the problem."""
+    import subprocess
+
+    try:
+        os.makedirs(server_dir(home), exist_ok=True)
+        with open(os.devnull, "r+b") as null:
+            subprocess.Popen([sys.executable, "-c", _SERVE, ident, root, home], stdin=null, stdout=null,
+                             stderr=null, start_new_session=True, close_fds=True, cwd=root)
+    except OSError:
+        pass
+
+
 def _start(ident: str, root: str, home: str) -> "_socket.socket":
     """Start a server in its own session (it outlives this command) and wait for its socket."""
     import subprocess
@@ -209,10 +234,9 @@ def _start(ident: str, root: str, home: str) -> "_socket.socket":
     # exits first: the client waits exactly as long as the start takes (mostly the engine's
     # imports), where polling the socket with a growing delay would oversleep.
     ready_r, ready_w = os.pipe()
-    code = "import sys; from mcpp.engine.entry import serve; serve(*sys.argv[1:])"
     try:
         with open(os.devnull, "r+b") as null:
-            proc = subprocess.Popen([sys.executable, "-c", code, ident, root, home, str(ready_w)], stdin=null,
+            proc = subprocess.Popen([sys.executable, "-c", _SERVE, ident, root, home, str(ready_w)], stdin=null,
                                     stdout=null, stderr=null, start_new_session=True, close_fds=True,
                                     pass_fds=(ready_w,), cwd=root)
     except BaseException:

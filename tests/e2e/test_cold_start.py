@@ -1,6 +1,7 @@
 """A first build's start (issue 38, "a cold start near zero"): the trace says how long after the
-command its first compile began, and a toolchain is asked who it is once per content, so a fresh
-clone or a CI job with the home restored asks no compiler anything before compiling."""
+command its first compile began; with no server up, the build runs in process while the
+workspace's server starts for the next one; and a toolchain is asked who it is once per content,
+so a fresh clone or a CI job with the home restored asks no compiler anything before compiling."""
 from __future__ import annotations
 
 import json
@@ -45,6 +46,31 @@ def test_the_trace_starts_at_the_command_and_its_first_compile_follows(tmp_path,
     # The command's start is the trace's 0; the build, its actions and the first compile follow,
     # all within the time the test saw the command take (the start is the client's, not a server's).
     assert marks["command-start"] == 0 < marks["build-start"] <= marks["actions-start"] <= compiles[0] < took_us
+
+
+@pytest.mark.one_mode  # sets the server mode per build itself
+def test_with_no_server_up_the_build_runs_at_once_and_leaves_a_server_for_the_next(tmp_path, mcpp):
+    root = write_tree(tmp_path / "p", PROJECT)
+    on = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60", "MCPP_SERVER_START": "background"}
+
+    def status() -> dict:
+        res = mcpp("server", "status", cwd=root, env=on)
+        assert res.code == 0, res.err
+        return {} if res.out.startswith("no server") else dict(line.split(": ", 1) for line in res.out.splitlines())
+
+    try:
+        first = mcpp("build", cwd=root, env=on)
+        assert first.code == 0 and "Compiling hello" in first.err and first.diagnostics == "", first.err
+        deadline = time.monotonic() + 60
+        while not status() and time.monotonic() < deadline:  # started by the build, ready a moment later
+            time.sleep(0.1)
+        assert int(status()["builds"]) == 0  # the first build did not wait for it
+        (root / "src/util.cpp").write_text('#include "util.hpp"\nint util() { return 1 - 1; }\n')
+        second = mcpp("build", cwd=root, env=on)
+        assert second.code == 0 and "Compiling hello" in second.err, second.err
+        assert int(status()["builds"]) == 1  # the next one went to the server
+    finally:
+        mcpp("server", "stop", cwd=root, env=on)
 
 
 def _toolchain(where, log) -> None:
