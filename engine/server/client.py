@@ -205,19 +205,50 @@ def connect(ident: str) -> "_socket.socket | None":
 _SERVE = "import sys; from mcpp.engine.entry import serve; serve(*sys.argv[1:])"
 
 
+_AFTER_WAIT_S = 30.0  # the longest a server started in the background waits for its client's end
+
+
 def _start_in_background(ident: str, root: str, home: str) -> None:
-    """Start a server in its own session (it outlives this command), waiting for nothing: if
-    another command's server wins the name meanwhile, this one exits. A home that cannot hold
-    it starts none, and the in-process build names the problem."""
+    """Start a server in its own session (it outlives this command), waiting for nothing: it
+    imports the engine once this command has ended (`awaits_start`). A home that cannot hold it
+    starts none, and the in-process build names the problem."""
     import subprocess
 
     try:
         os.makedirs(server_dir(home), exist_ok=True)
         with open(os.devnull, "r+b") as null:
-            subprocess.Popen([sys.executable, "-c", _SERVE, ident, root, home], stdin=null, stdout=null,
-                             stderr=null, start_new_session=True, close_fds=True, cwd=root)
+            subprocess.Popen([sys.executable, "-c", _SERVE, ident, root, home, "", str(os.getpid())], stdin=null,
+                             stdout=null, stderr=null, start_new_session=True, close_fds=True, cwd=root)
     except OSError:
         pass
+
+
+def awaits_start(ident: str, client: int) -> bool:
+    """In a server started in the background by `client` (a pid): wait until that command has
+    ended (at most `_AFTER_WAIT_S`: a long `mcpp run` does not hold the next build back), so
+    that the server's start takes no CPU from the build's compiles. False when a server of
+    `ident` listens by then (another command's won the name): this one has nothing to do."""
+    import select
+
+    try:
+        pidfd = os.pidfd_open(client)
+    except OSError:  # gone already
+        pidfd = None
+    if pidfd is not None:
+        try:
+            waiting = select.poll()
+            waiting.register(pidfd, select.POLLIN)
+            waiting.poll(_AFTER_WAIT_S * 1000)
+        finally:
+            os.close(pidfd)
+    try:
+        sock = connect(ident)
+    except Unsafe:  # the server's own start says why it cannot listen
+        return True
+    if sock is None:
+        return True
+    sock.close()
+    return False
 
 
 def _start(ident: str, root: str, home: str) -> "_socket.socket":

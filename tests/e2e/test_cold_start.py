@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 import time
 
 import pytest
@@ -70,6 +71,44 @@ def test_with_no_server_up_the_build_runs_at_once_and_leaves_a_server_for_the_ne
         assert second.code == 0 and "Compiling hello" in second.err, second.err
         assert int(status()["builds"]) == 1  # the next one went to the server
     finally:
+        mcpp("server", "stop", cwd=root, env=on)
+
+
+@pytest.mark.one_mode  # sets the server mode per build itself
+def test_the_server_started_in_the_background_waits_for_the_command_to_end(tmp_path, mcpp):
+    """Its start (the engine's imports) would take CPU from the build's compiles: it begins
+    when the command that started it has ended."""
+    root = write_tree(tmp_path / "p", {
+        "mcpp.toml": '[package]\nname = "waiter"\nversion = "0.1.0"\n',
+        "src/main.cpp": """
+            #include <fstream>
+            #include <thread>
+            int main() {
+                std::ofstream("running").close();
+                for (int i = 0; i < 1200 && !std::ifstream("go"); ++i)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            }
+        """,
+    })
+    on = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60", "MCPP_SERVER_START": "background"}
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home), **on}
+    run = subprocess.Popen([mcpp.exe, "run"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not (root / "running").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (root / "running").exists()
+        time.sleep(4)  # a server not held back would be listening by now
+        assert mcpp("server", "status", cwd=root, env=on).out.startswith("no server")
+        (root / "go").touch()
+        assert run.wait(timeout=60) == 0
+        deadline = time.monotonic() + 60
+        while mcpp("server", "status", cwd=root, env=on).out.startswith("no server") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not mcpp("server", "status", cwd=root, env=on).out.startswith("no server")
+    finally:
+        (root / "go").touch()
+        run.communicate(timeout=60)
         mcpp("server", "stop", cwd=root, env=on)
 
 
