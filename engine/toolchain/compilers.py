@@ -156,10 +156,11 @@ class _ProbeCache:
         self.path = path
         self.dirty = False
         self.learned: dict[str, dict] = {}  # the entries this probe made or restamped
-        self.entries = _read(path)
-        if not isinstance(self.entries, dict):  # damaged or wrong-shaped: probe again, overwrite it
-            discard(path, "unreadable" if self.entries is None else "wrong-shaped")
-            self.entries, self.dirty = {}, True
+        entries = _read(path)
+        if not isinstance(entries, dict):  # damaged or wrong-shaped: probe again, overwrite it
+            discard(path, "unreadable" if entries is None else "wrong-shaped")
+            entries, self.dirty = {}, True
+        self.entries: dict = entries
 
     def probe(self, *paths: str, flags: tuple[str, ...] = ()) -> list[Compiler]:
         """Each compiler's identity: from the cache while its file is unchanged (its stat, or
