@@ -90,7 +90,7 @@ def route(argv: list[str], unserved: Callable[[], bool] = lambda: False) -> int 
     ident = server_id(root, home)
     request = {"op": "build", "identity": protocol.identity(), "root": root, "home": home, "argv": argv,
                "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask(),
-               "started": process_started()}
+               "started": time.time(), "began": process_started()}
     signals = _Signals()
     try:
         return _run(ident, root, home, request, unserved, signals)

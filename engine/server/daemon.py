@@ -414,7 +414,7 @@ class Server:
                 memory = self._in_child()
                 conn.close()
                 os.close(done_r)
-                command = functools.partial(self.command, memory=memory, started=request["started"])
+                command = functools.partial(self.command, memory=memory, started=request["began"])
                 code = child.run(request, fds, command,
                                  self.hooks.child_ready if self.hooks else None)
                 # The build is over for the user (its output flushed): the client gets its exit
