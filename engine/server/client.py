@@ -202,7 +202,8 @@ def connect(ident: str) -> "_socket.socket | None":
     return sock
 
 
-_SERVE = "import sys; from mcpp.engine.entry import serve; serve(*sys.argv[1:])"
+# the server's process: in the workspace's root (it holds no other directory), serving it
+_SERVE = "import os, sys; os.chdir(sys.argv[2]); from mcpp.engine.entry import serve; serve(*sys.argv[1:])"
 
 
 _AFTER_WAIT_S = 30.0  # the longest a server started in the background waits for its client's end
@@ -210,17 +211,31 @@ _AFTER_WAIT_S = 30.0  # the longest a server started in the background waits for
 
 def _start_in_background(ident: str, root: str, home: str) -> None:
     """Start a server in its own session (it outlives this command), waiting for nothing: it
-    imports the engine once this command has ended (`awaits_start`). A home that cannot hold it
-    starts none, and the in-process build names the problem."""
-    import subprocess
-
+    imports the engine once this command has ended (`awaits_start`). `posix_spawn`, not
+    `subprocess`: neither its import nor a wait for the exec delays this command's build. The
+    server gets /dev/null as 0, 1 and 2 and none of this process's other descriptors. A home
+    that cannot hold it starts none, and the in-process build names the problem."""
     try:
         os.makedirs(server_dir(home), exist_ok=True)
-        with open(os.devnull, "r+b") as null:
-            subprocess.Popen([sys.executable, "-c", _SERVE, ident, root, home, "", str(os.getpid())], stdin=null,
-                             stdout=null, stderr=null, start_new_session=True, close_fds=True, cwd=root)
+        actions: list[tuple] = [(os.POSIX_SPAWN_CLOSE, fd) for fd in _open_fds() if fd > 2]
+        actions += [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0), (os.POSIX_SPAWN_DUP2, 0, 1),
+                    (os.POSIX_SPAWN_DUP2, 0, 2)]
+        os.posix_spawn(sys.executable, [sys.executable, "-c", _SERVE, ident, root, home, "", str(os.getpid())],
+                       os.environ, file_actions=actions, setsid=True)
     except OSError:
         pass
+
+
+def _open_fds() -> list[int]:
+    """This process's open descriptors (the listing's own, closed by then, left out)."""
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            os.fstat(int(name))
+        except OSError:
+            continue
+        found.append(int(name))
+    return found
 
 
 def awaits_start(ident: str, client: int) -> bool:
