@@ -12,7 +12,7 @@ the server has not taken the request; once it has, the command is never run a se
 This module runs before the engine is imported, on every `mcpp build`: it uses only what the
 interpreter loaded at start-up and `protocol`/`paths` (the `socket` and `signal` modules alone
 cost a no-op more than the server takes to answer it); `subprocess` is imported only to start a
-server.
+server and wait for it (`MCPP_SERVER_START=wait`).
 """
 
 import _signal
