@@ -35,16 +35,24 @@ def main() -> None:
                 pass
         os._exit(code)
     from .cli.app import main as cli_main
+    from .core.command_clock import process_started
 
-    cli_main()
+    cli_main(started=process_started())
 
 
-def serve(ident: str, root: str, home: str, ready: str | None = None) -> None:
+def serve(ident: str, root: str, home: str, ready: str | None = None, after: str | None = None) -> None:
     """The server process (started by `server/client.py`): import the engine once, then serve.
-    `ready`: the descriptor to tell the client on that the socket listens."""
+    `ready`: the descriptor to tell the client on that the socket listens ("": none); `after`:
+    the pid of a client building in process, whose end the server awaits before it imports the
+    engine (the two would share the CPUs the build's compiles use)."""
+    if after:
+        from .server.client import awaits_start
+
+        if not awaits_start(ident, int(after)):
+            return
     from .cli.app import main as cli_main
     from .server import daemon, warm
 
     warm.preload()
     daemon.main(ident, root, home, cli_main, warm.Hooks(root, ident, home),
-                ready=int(ready) if ready is not None else None, later=(warm.preload_later,))
+                ready=int(ready) if ready else None, later=(warm.preload_later,))

@@ -82,6 +82,7 @@ class BuildOptions:
     settings: Settings = field(default_factory=command_settings)
     timings: str | None = None  # --timings: html | json report under target/mcpp-timings/
     trace: str | None = None  # --trace FILE: a Chrome trace-event file
+    command_started: float | None = None  # when the command began, as time.time() (core/command_clock.py)
     # run/test/install use what they build: `--remote-download minimal` still fetches target/'s
     # artifacts and test binaries for them
     executes: bool = False
@@ -201,7 +202,8 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
             trust_unchanged = not first.succeeded
         for w in empty_package_warnings(graph, plan, memory.expand):
             reporter.raw_warning(w)
-        timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1) if opts.timings or opts.trace else None
+        timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1, command_started=opts.command_started,
+                                  build_started=clock.start) if opts.timings or opts.trace else None
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
                                      policy, memory, timings, env.roots() + toolchain_roots(toolchain) + system_dirs,
                                      top=opts.target_override is None, warm=warm, announced=announced,

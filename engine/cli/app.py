@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 import warnings
 from dataclasses import replace
 
@@ -36,11 +37,13 @@ from .publish import pack_cmd, package_cmd, publish_cmd
 
 
 class _Launch:
-    """What `main` hands the command line: the raw arguments and the build's memory."""
+    """What `main` hands the command line: the raw arguments, the build's memory and when the
+    command began (a `time.time()` value: engine/core/command_clock.py)."""
 
-    def __init__(self, argv: list[str], memory: BuildMemory) -> None:
+    def __init__(self, argv: list[str], memory: BuildMemory, started: float | None = None) -> None:
         self.argv = argv
         self.memory = memory
+        self.started = time.time() if started is None else started
 
 
 class _Ctx:
@@ -48,6 +51,7 @@ class _Ctx:
                  launch: _Launch, settings: Settings):
         self.argv = launch.argv
         self.memory = launch.memory  # where a build takes warm state from (engine/build/memory.py)
+        self.started = launch.started
         self.settings = settings  # flags aside, what the command was told: read once, here
         self.verbose = verbose
         self.quiet = quiet
@@ -169,7 +173,7 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
                             no_accel=kw["no_accel"], strict=kw["strict"], locked=kw["locked"],
                             offline=kw["offline"]),
         jobs=jobs or 0, keep_going=kw["keep_going"], toolchain=kw["toolchain"], sandbox=kw["sandbox"],
-        timings=kw["timings"], trace=kw["trace"],
+        timings=kw["timings"], trace=kw["trace"], command_started=ctx.started,
         settings=ctx.settings.with_flags(RemoteFlags(
             kw["remote"], kw["remote_upload"], kw["remote_exec"], retries=kw["remote_retries"],
             instance_name=kw["remote_instance"], remote_jobs=kw["remote_jobs"], headers=tuple(kw["remote_headers"]),
@@ -411,10 +415,11 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 _python_showwarning = warnings.showwarning
 
 
-def main(argv: list[str] | None = None, memory: BuildMemory | None = None) -> None:
+def main(argv: list[str] | None = None, memory: BuildMemory | None = None, started: float | None = None) -> None:
     """`mcpp ARGV`; `memory`: what its build may take from its host (a server's build child
-    passes its own; None: the `mcpp` process's, which keeps nothing)."""
-    launch = _Launch(list(sys.argv[1:] if argv is None else argv), memory or NoMemory())
+    passes its own; None: the `mcpp` process's, which keeps nothing); `started`: when the
+    command began, as `time.time()` (None: now)."""
+    launch = _Launch(list(sys.argv[1:] if argv is None else argv), memory or NoMemory(), started)
     warnings.showwarning = _show_warning
     interrupt.install()
     try:

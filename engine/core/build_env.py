@@ -50,6 +50,7 @@ IGNORED: dict[str, str] = {
     "MCPP_NO_FAST_PATH": "turns the no-op shortcut off; read before any record is",
     "MCPP_NO_SERVER": "where the build runs (in process or in the warm server), not what it makes",
     "MCPP_SERVER_IDLE": "how long an idle server waits for the next request",
+    "MCPP_SERVER_START": "whether a build with no server up waits for the one it starts, not what it makes",
     "MCPP_SERVER_WATCHER": "how the server watches files (inotify or a scan), not which files",
     "MCPP_REMOTE_EXEC_WAIT": "how long a remote execution is waited for, not what it returns",
     "MCPP_TRACEBACK": "how an internal error is shown",

@@ -100,7 +100,8 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("compiler probe cache", "mcpp.engine.toolchain.compilers",
              "asking a compiler its version, target and directories, and hashing it",
              ("mcpp.engine.toolchain.compilers:_ProbeCache.probe",),
-             "the compiler binary's (dev, inode, size, mtime)"),
+             "the compiler binary's blake3 (hashed again when its (dev, inode, size, mtime) changed), "
+             "its path or the flags it is asked with"),
     Shortcut("pkg-config answers", "mcpp.engine.package.system_libs",
              "asking pkg-config a system library's compile and link flags",
              ("mcpp.engine.package.system_libs:PkgConfig.module",),

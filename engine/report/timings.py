@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Callable
 
+from ..core.command_clock import monotonic_of
 from ..core.errors import McppError
 
 KEEP = 10  # dated reports kept in target/mcpp-timings/, besides the latest one
@@ -34,9 +35,15 @@ class ActionTiming:
 
 
 class TimingsRecorder:
-    def __init__(self, jobs: int):
+    """`command_started`: when the command began (a `time.time()` value, possibly another
+    process's: engine/core/command_clock.py); `build_started`: when the build began
+    (`time.monotonic()`). The trace places both before the actions (`trace`)."""
+
+    def __init__(self, jobs: int, command_started: float | None = None, build_started: float | None = None):
         self.jobs = jobs
         self.t0 = time.monotonic()
+        self.command_at = monotonic_of(command_started) if command_started is not None else None
+        self.build_at = build_started
         self.started_at = datetime.now(timezone.utc)
         self.cpu0 = _machine_cpu()
         self.wall = 0.0
@@ -111,15 +118,24 @@ class TimingsRecorder:
         }
 
     def trace(self) -> dict:
-        """Chrome trace events: one complete event ("X") per action on its worker's thread row."""
+        """Chrome trace events: one complete event ("X") per action on its worker's thread row,
+        and instant events ("i") for the command's start (at 0 when known, so that an action's
+        `ts` is how long after the command it began), the build's and the actions' start."""
         events: list[dict] = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "mcpp build"}}]
+        marks = [(name, at) for name, at in (("command-start", self.command_at), ("build-start", self.build_at),
+                                             ("actions-start", self.t0)) if at is not None]
+        origin = min(at for _, at in marks)
+        shift = self.t0 - origin  # seconds from the trace's 0 to the actions' start
+        for name, at in marks:
+            events.append({"name": name, "cat": "command", "ph": "i", "s": "g", "pid": 1, "tid": 0,
+                           "ts": round((at - origin) * 1e6, 1)})
         lanes = sorted({t.lane for t in self.actions.values()})
         for lane in lanes:
             events.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": lane + 1,
                            "args": {"name": "fresh" if lane < 0 else f"worker {lane}"}})
         for t in sorted(self.actions.values(), key=lambda t: (t.start, t.id)):
             events.append({"name": t.id, "cat": t.kind or "action", "ph": "X", "pid": 1, "tid": t.lane + 1,
-                           "ts": round(t.start * 1e6, 1), "dur": round((t.end - t.start) * 1e6, 1),
+                           "ts": round((t.start + shift) * 1e6, 1), "dur": round((t.end - t.start) * 1e6, 1),
                            "args": {"package": t.package, "status": t.status, "kind": t.kind}})
         return {"traceEvents": events, "displayTimeUnit": "ms"}
 

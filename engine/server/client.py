@@ -1,7 +1,10 @@
 """The `mcpp` side of the server: decide, connect (starting a server on first use), hand over.
 
 Only `build`, `run` and `test` go to a server; everything else, `--no-server`,
-`MCPP_NO_SERVER=1`, and a directory with no `mcpp.toml` above it run in process. Whatever goes
+`MCPP_NO_SERVER=1`, and a directory with no `mcpp.toml` above it run in process. Where no server
+is up, the command starts one in the background and builds in process meanwhile: its first
+compile waits for this process's imports, not for a server's start as well; the next command
+goes to the server (`MCPP_SERVER_START=wait`: wait for it and build through it). Whatever goes
 wrong with the server itself (it cannot start, it dies mid-build, it answers nonsense) costs
 one warning and an in-process build (`route` returns None and the caller builds) as long as
 the server has not taken the request; once it has, the command is never run a second time.
@@ -9,7 +12,7 @@ the server has not taken the request; once it has, the command is never run a se
 This module runs before the engine is imported, on every `mcpp build`: it uses only what the
 interpreter loaded at start-up and `protocol`/`paths` (the `socket` and `signal` modules alone
 cost a no-op more than the server takes to answer it); `subprocess` is imported only to start a
-server.
+server and wait for it (`MCPP_SERVER_START=wait`).
 """
 
 import _signal
@@ -19,12 +22,14 @@ import sys
 import time
 from _collections_abc import Callable  # what `collections.abc` re-exports, already loaded
 
+from ..core.command_clock import process_started
 from ..core.commands import SERVED
 from . import protocol
 from .paths import Unsafe, home_dir, log_file, server_dir, server_id, socket_path, workspace_root
 
 NO_SERVER_ENV = "MCPP_NO_SERVER"
 NO_SERVER_FLAG = "--no-server"
+START_ENV = "MCPP_SERVER_START"  # "wait": a build with no server up waits for the one it starts
 _GLOBAL_WITH_VALUE = ("--color", "-j", "--jobs", "--manifest-path")
 _START_WAIT_S = 30.0
 _FORWARDED = {_signal.SIGINT: "INT", _signal.SIGTERM: "TERM", _signal.SIGHUP: "HUP"}
@@ -84,7 +89,8 @@ def route(argv: list[str], unserved: Callable[[], bool] = lambda: False) -> int 
     home = home_dir()
     ident = server_id(root, home)
     request = {"op": "build", "identity": protocol.identity(), "root": root, "home": home, "argv": argv,
-               "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask(), "started": time.time()}
+               "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask(),
+               "started": time.time(), "began": process_started()}
     signals = _Signals()
     try:
         return _run(ident, root, home, request, unserved, signals)
@@ -148,6 +154,9 @@ def _run(ident: str, root: str, home: str, request: dict, unserved: Callable[[],
             if unserved():
                 return 0
             unserved = lambda: False  # noqa: E731 - asked once
+            if os.environ.get(START_ENV, "") != "wait":
+                _start_in_background(ident, root, home)
+                raise _Fallback()  # said nothing: this build runs in process, as it would have run in the server
             sock = _start(ident, root, home)
         try:
             protocol.send(sock, request, [0, 1, 2])
@@ -193,6 +202,70 @@ def connect(ident: str) -> "_socket.socket | None":
     return sock
 
 
+# the server's process: in the workspace's root (it holds no other directory), serving it
+_SERVE = "import os, sys; os.chdir(sys.argv[2]); from mcpp.engine.entry import serve; serve(*sys.argv[1:])"
+
+
+_AFTER_WAIT_S = 30.0  # the longest a server started in the background waits for its client's end
+
+
+def _start_in_background(ident: str, root: str, home: str) -> None:
+    """Start a server in its own session (it outlives this command), waiting for nothing: it
+    imports the engine once this command has ended (`awaits_start`). `posix_spawn`, not
+    `subprocess`: neither its import nor a wait for the exec delays this command's build. The
+    server gets /dev/null as 0, 1 and 2 and none of this process's other descriptors. A home
+    that cannot hold it starts none, and the in-process build names the problem."""
+    try:
+        os.makedirs(server_dir(home), exist_ok=True)
+        actions: list[tuple] = [(os.POSIX_SPAWN_CLOSE, fd) for fd in _open_fds() if fd > 2]
+        actions += [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0), (os.POSIX_SPAWN_DUP2, 0, 1),
+                    (os.POSIX_SPAWN_DUP2, 0, 2)]
+        os.posix_spawn(sys.executable, [sys.executable, "-c", _SERVE, ident, root, home, "", str(os.getpid())],
+                       os.environ, file_actions=actions, setsid=True)
+    except OSError:
+        pass
+
+
+def _open_fds() -> list[int]:
+    """This process's open descriptors (the listing's own, closed by then, left out)."""
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            os.fstat(int(name))
+        except OSError:
+            continue
+        found.append(int(name))
+    return found
+
+
+def awaits_start(ident: str, client: int) -> bool:
+    """In a server started in the background by `client` (a pid): wait until that command has
+    ended (at most `_AFTER_WAIT_S`: a long `mcpp run` does not hold the next build back), so
+    that the server's start takes no CPU from the build's compiles. False when a server of
+    `ident` listens by then (another command's won the name): this one has nothing to do."""
+    import select
+
+    try:
+        pidfd = os.pidfd_open(client)
+    except OSError:  # gone already
+        pidfd = None
+    if pidfd is not None:
+        try:
+            waiting = select.poll()
+            waiting.register(pidfd, select.POLLIN)
+            waiting.poll(_AFTER_WAIT_S * 1000)
+        finally:
+            os.close(pidfd)
+    try:
+        sock = connect(ident)
+    except Unsafe:  # the server's own start says why it cannot listen
+        return True
+    if sock is None:
+        return True
+    sock.close()
+    return False
+
+
 def _start(ident: str, root: str, home: str) -> "_socket.socket":
     """Start a server in its own session (it outlives this command) and wait for its socket."""
     import subprocess
@@ -207,10 +280,9 @@ def _start(ident: str, root: str, home: str) -> "_socket.socket":
     # exits first: the client waits exactly as long as the start takes (mostly the engine's
     # imports), where polling the socket with a growing delay would oversleep.
     ready_r, ready_w = os.pipe()
-    code = "import sys; from mcpp.engine.entry import serve; serve(*sys.argv[1:])"
     try:
         with open(os.devnull, "r+b") as null:
-            proc = subprocess.Popen([sys.executable, "-c", code, ident, root, home, str(ready_w)], stdin=null,
+            proc = subprocess.Popen([sys.executable, "-c", _SERVE, ident, root, home, str(ready_w)], stdin=null,
                                     stdout=null, stderr=null, start_new_session=True, close_fds=True,
                                     pass_fds=(ready_w,), cwd=root)
     except BaseException:

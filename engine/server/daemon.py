@@ -88,7 +88,9 @@ class Server:
         # again under the same path (`mv ~/.mcpp ~/.mcpp.old`) is another one, which this
         # server's memory (its plan, proofs, what the stores hold) does not describe.
         self.places = _places(root, home)
-        self.command = command  # command(argv, memory=...): a build child's `mcpp`, given its BuildMemory
+        # command(argv, memory=..., started=...): a build child's `mcpp`, given its BuildMemory and
+        # the moment the client's command began (engine/core/command_clock.py)
+        self.command = command
         self.hooks = hooks  # the warm state (warm.py): told when a build starts and ends
         self.identity = protocol.identity()
         self.sources = SourceWatch(protocol.source_dirs())  # before the digest: no write falls between
@@ -412,7 +414,8 @@ class Server:
                 memory = self._in_child()
                 conn.close()
                 os.close(done_r)
-                code = child.run(request, fds, functools.partial(self.command, memory=memory),
+                command = functools.partial(self.command, memory=memory, started=request["began"])
+                code = child.run(request, fds, command,
                                  self.hooks.child_ready if self.hooks else None)
                 # The build is over for the user (its output flushed): the client gets its exit
                 # status now, not after the hand-off below and this process's teardown.

@@ -144,7 +144,10 @@ def peer_pid(sock) -> int:
     return pid
 
 
-_BUILD_FIELDS = {"identity": str, "root": str, "home": str, "cwd": str, "umask": int, "started": (int, float)}
+# started: when the request was made (a no-op's `Finished` time counts from it); began: when the
+# client's process started (a trace's 0: engine/core/command_clock.py). Both `time.time()` values.
+_BUILD_FIELDS = {"identity": str, "root": str, "home": str, "cwd": str, "umask": int, "started": (int, float),
+                 "began": (int, float)}
 
 
 def build_request_problem(request: dict, fds: list[int]) -> str | None:

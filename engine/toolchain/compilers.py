@@ -1,9 +1,12 @@
 """The compilers of a build: which binaries, which version and target, and their identity.
 
-Probing a compiler costs a few process starts, so the answer is cached in `$MCPP_HOME` keyed by
-the binary's stat (device, inode, size, mtime): a no-op build reads one small file. The identity
-(version, target triple and the blake3 of the compiler binary) goes into every action key, so an
-upgraded compiler rebuilds everything and two machines with the same compiler share results.
+Probing a compiler costs a few process starts, so the answer is cached in `$MCPP_HOME`, once per
+driver path, flags and content: a build reads one small file and stats the drivers. A driver whose
+stat (device, inode, size, mtime) changed is hashed, and the same bytes keep their answers (a
+toolchain reinstalled or copied back into place, a home restored by a CI job); other bytes are
+asked again. The identity (version, target triple and the blake3 of the compiler binary) goes
+into every action key, so an upgraded compiler rebuilds everything and two machines with the
+same compiler share results.
 """
 from __future__ import annotations
 
@@ -145,67 +148,99 @@ def _which(binary: str, toolchain: str) -> str:
 
 
 class _ProbeCache:
+    """`$MCPP_HOME/toolchains.json`: {"<driver path> <flags>": {"stamp", "digest", "version",
+    "target", "programs", "sysroot"}}. Builds running at once each write the whole file
+    atomically, the entries they learned merged into what the file holds by then."""
+
     def __init__(self, path: str):
         self.path = path
         self.dirty = False
-        try:
-            with open(path) as f:
-                self.entries = json.load(f)
-        except OSError:
-            self.entries = {}
-        except ValueError:
-            self.entries = None
-        if not isinstance(self.entries, dict):  # damaged or wrong-shaped: probe again, overwrite it
-            discard(path, "unreadable" if self.entries is None else "wrong-shaped")
-            self.entries, self.dirty = {}, True
+        self.learned: dict[str, dict] = {}  # the entries this probe made or restamped
+        entries = _read(path)
+        if not isinstance(entries, dict):  # damaged or wrong-shaped: probe again, overwrite it
+            discard(path, "unreadable" if entries is None else "wrong-shaped")
+            entries, self.dirty = {}, True
+        self.entries: dict = entries
 
     def probe(self, *paths: str, flags: tuple[str, ...] = ()) -> list[Compiler]:
-        """Each compiler's identity: from the cache while its file is unchanged, else asked of it.
-        Every question to every compiler is asked at once: a first build (an empty home) waits
-        for one round of compiler processes, not six in a row."""
+        """Each compiler's identity: from the cache while its file is unchanged (its stat, or
+        else its content), else asked of it. Every question to every compiler is asked at once:
+        a first build (an empty home) waits for one round of compiler processes, not six in a row."""
         known: dict[str, Compiler] = {}
-        asking: dict[str, tuple[str, list[subprocess.Popen]]] = {}
+        asking: dict[str, tuple[str, str, list[subprocess.Popen]]] = {}
         try:
             for path in paths:
                 if path in known or path in asking:
                     continue
                 st = os.stat(path)
                 stamp = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
-                hit = self.entries.get(_entry(path, flags))
-                if isinstance(hit, dict) and hit.get("stamp") == stamp \
-                        and all(isinstance(hit.get(k), str) for k in ("version", "target", "digest")) \
-                        and isinstance(hit.get("programs"), list) and isinstance(hit.get("sysroot"), str) \
-                        and all(isinstance(d, str) for d in hit["programs"]):
-                    known[path] = Compiler(path, hit["version"], hit["target"], hit["digest"],
-                                           tuple(hit["programs"]), hit["sysroot"])
+                hit = _valid(self.entries.get(_entry(path, flags)))
+                if hit is not None and hit["stamp"] == stamp:
+                    known[path] = _compiler(path, hit)
                     continue
-                asking[path] = (stamp, [])
+                digest = digest_file(os.path.realpath(path)).hash
+                if hit is not None and hit["digest"] == digest:  # the same bytes under another stat
+                    known[path] = _compiler(path, hit)
+                    self._learn(_entry(path, flags), {**hit, "stamp": stamp})
+                    continue
+                asking[path] = (stamp, digest, [])
                 for flag in ("-dumpversion", "-dumpfullversion", "-dumpmachine", "-print-search-dirs",
                              "-print-sysroot"):
-                    asking[path][1].append(_start([path, *flags, flag]))
-            for path, (stamp, (plain, full, machine, dirs, sysroot)) in asking.items():
+                    asking[path][2].append(_start([path, *flags, flag]))
+            for path, (stamp, digest, (plain, full, machine, dirs, sysroot)) in asking.items():
                 version = _answer(plain)
                 full_version = _answer(full, check=False) or version
                 target = _answer(machine)
                 programs = _program_dirs(_answer(dirs, check=False))
-                known[path] = Compiler(path, full_version, target, digest_file(os.path.realpath(path)).hash,
-                                       programs, _answer(sysroot, check=False))
-                self.entries[_entry(path, flags)] = {"stamp": stamp, "version": full_version, "target": target,
-                                                     "digest": known[path].digest, "programs": list(programs),
-                                                     "sysroot": known[path].sysroot}
-                self.dirty = True
+                known[path] = Compiler(path, full_version, target, digest, programs, _answer(sysroot, check=False))
+                self._learn(_entry(path, flags), {"stamp": stamp, "version": full_version, "target": target,
+                                                  "digest": digest, "programs": list(programs),
+                                                  "sysroot": known[path].sysroot})
         finally:
-            for _, procs in asking.values():
+            for _, _, procs in asking.values():
                 for proc in procs:
                     if proc.poll() is None:  # an error before its answer was read
                         proc.kill()
                         proc.wait()
         return [known[p] for p in paths]
 
+    def _learn(self, key: str, entry: dict) -> None:
+        self.entries[key] = self.learned[key] = entry
+        self.dirty = True
+
     def save(self) -> None:
+        """Write what this probe learned over the file's entries as they are now: another build's
+        probe since this one read the file keeps what it learned."""
         if not self.dirty:
             return
-        write_atomic(self.path, json.dumps(self.entries), mode=PUBLIC)
+        now = _read(self.path)
+        merged = now if isinstance(now, dict) else {}
+        merged.update(self.learned)
+        write_atomic(self.path, json.dumps(merged), mode=PUBLIC)
+
+
+def _read(path: str) -> object:
+    """The probe cache file's JSON value: {} when there is none, None when it is not JSON."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError:
+        return {}
+    except ValueError:
+        return None
+
+
+def _valid(hit: object) -> dict | None:
+    """A cache entry of the right shape, or None."""
+    if isinstance(hit, dict) and all(isinstance(hit.get(k), str) for k in ("stamp", "version", "target", "digest",
+                                                                            "sysroot")) \
+            and isinstance(hit.get("programs"), list) and all(isinstance(d, str) for d in hit["programs"]):
+        return hit
+    return None
+
+
+def _compiler(path: str, entry: dict) -> Compiler:
+    return Compiler(path, entry["version"], entry["target"], entry["digest"], tuple(entry["programs"]), entry["sysroot"])
 
 
 def _entry(path: str, flags: tuple[str, ...]) -> str:

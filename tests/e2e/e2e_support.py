@@ -27,6 +27,9 @@ if SERVER_MODE:
     os.environ.setdefault("MCPP_SERVER_IDLE", "30")  # one server per test project: let them go soon
 else:
     os.environ["MCPP_NO_SERVER"] = "1"
+# A build that finds no server up waits for the one it starts and builds through it, so that a
+# test's first build is served too (the default builds it in process: tests/e2e/test_cold_start.py).
+os.environ["MCPP_SERVER_START"] = "wait"
 
 
 def mcpp_executable() -> str:

@@ -140,9 +140,11 @@ def test_a_malformed_request_leaves_no_descriptor_open(served):
     pid = _server_pid(mcpp, root, env)
     address = _address(mcpp, root, env)
     good = {"op": "build", "identity": _identity(), "root": str(root), "home": str(mcpp.home), "argv": ["build"],
-            "cwd": str(root), "env": {"MCPP_HOME": str(mcpp.home)}, "umask": 0o022, "started": time.time()}
+            "cwd": str(root), "env": {"MCPP_HOME": str(mcpp.home)}, "umask": 0o022, "started": time.time(),
+            "began": time.time()}
     malformed = [
         {**good, "started": "yesterday"},
+        {**good, "began": None},
         {**good, "argv": "build"},
         {**good, "env": None},
         {"op": "status", "x": 1},

@@ -18,7 +18,7 @@ def users_options(tmp_path) -> BuildOptions:
     return BuildOptions(cwd=str(tmp_path / "app"), manifest_path=str(tmp_path / "app" / "mcpp.toml"),
                         profile="release", selection=Selection(features=("fast",)), jobs=7, keep_going=True,
                         toolchain="clang", sandbox="dir", target_override=None, settings=settings,
-                        timings="json", trace=str(tmp_path / "trace.json"), executes=True)
+                        timings="json", trace=str(tmp_path / "trace.json"), executes=True, command_started=1.0)
 
 
 def test_every_option_but_the_named_overrides_reaches_a_host_tool_build(tmp_path):

@@ -61,6 +61,28 @@ def test_trace_has_one_complete_event_per_action():
     assert {names[e["tid"]] for e in spans} == {"worker 0", "worker 1"}
 
 
+def test_trace_places_the_actions_after_the_command_and_the_builds_start():
+    """The command began (in another process, on the wall clock) half a second before the
+    recorder, the build a tenth: the trace's 0 is the command's start, and every action's `ts`
+    counts from it."""
+    rec = TimingsRecorder(jobs=2, command_started=time.time() - 0.5, build_started=time.monotonic() - 0.1)
+    _build(rec, ["a", "b", "c"], {"c": ("a", "b")})
+    events = rec.trace()["traceEvents"]
+    marks = {e["name"]: e["ts"] for e in events if e["ph"] == "i"}
+    assert marks["command-start"] == 0
+    assert 350_000 < marks["build-start"] < 450_000 and 450_000 < marks["actions-start"] < 550_000
+    spans = [e for e in events if e["ph"] == "X"]
+    assert min(e["ts"] for e in spans) >= marks["actions-start"]
+
+
+def test_a_trace_without_the_commands_start_begins_at_the_actions():
+    rec = TimingsRecorder(jobs=2)
+    _build(rec, ["a", "b"], {})
+    events = rec.trace()["traceEvents"]
+    assert {e["name"]: e["ts"] for e in events if e["ph"] == "i"} == {"actions-start": 0}
+    assert all(0 <= e["ts"] < 1_000_000 for e in events if e["ph"] == "X")
+
+
 def test_reports_are_kept_by_date_with_the_latest_as_report(tmp_path):
     for n in range(KEEP + 2):
         rec = TimingsRecorder(jobs=1)

@@ -105,3 +105,42 @@ def test_a_cross_toolchains_identity_names_its_triple_and_flags(fakes, tmp_path)
     other = dataclasses.replace(cross, flags=("--sysroot=/srv/b",))
     assert len({host.identity, cross.identity, other.identity}) == 3
     assert "triple=aarch64-linux-gnu" in cross.identity and "--sysroot=/srv/a" in cross.identity
+
+
+def test_the_same_bytes_under_another_stat_are_not_asked_again_and_other_bytes_are(fakes, tmp_path):
+    """A toolchain reinstalled or copied back into place (a CI job's fresh machine with the home
+    restored) keeps its answers; a driver with other content is asked again."""
+    log = fakes(wait_for=0)
+    home = Home(tmp_path / "home")
+    home.root.mkdir()
+    first = resolve_toolchain("gcc", home)
+    assert len(log.read_text().splitlines()) == 10
+    for name in ("gcc", "g++"):  # the same bytes, written again: a new inode and mtime
+        path = tmp_path / "bin" / name
+        copy = tmp_path / "bin" / f".{name}.new"
+        copy.write_bytes(path.read_bytes())
+        copy.chmod(path.stat().st_mode)
+        os.replace(copy, path)
+    again = resolve_toolchain("gcc", home)
+    assert again == first and len(log.read_text().splitlines()) == 10  # hashed, not asked
+    assert resolve_toolchain("gcc", home) == first  # restamped: not even hashed next time
+    fakes(full="echo 12.3.0", wait_for=0)  # another compiler under the same path
+    upgraded = resolve_toolchain("gcc", home)
+    assert upgraded.cxx.version == "12.3.0" and upgraded.cxx.digest != first.cxx.digest
+    assert len(log.read_text().splitlines()) == 20
+
+
+def test_probes_of_two_builds_at_once_both_stay_in_the_cache(fakes, tmp_path):
+    """Each build writes the whole file: the second writer keeps what the first one learned."""
+    from mcpp.engine.toolchain.compilers import _ProbeCache
+
+    fakes(wait_for=0)
+    home = Home(tmp_path / "home")
+    home.root.mkdir()
+    one, other = _ProbeCache(str(home.toolchains)), _ProbeCache(str(home.toolchains))  # both read it empty
+    gcc, gxx = (str(tmp_path / "bin" / n) for n in ("gcc", "g++"))
+    one.probe(gcc)
+    other.probe(gxx)
+    one.save()
+    other.save()
+    assert set(json.loads(home.toolchains.read_text())) == {gcc, gxx}
