@@ -8,7 +8,8 @@ change over the build). Each process's own user+system time (fields 14 and 15: e
 exited threads included, not its children's) is kept as last seen; at the end the processes are
 summed by role:
 
-- `engine`: the command's process and the server (the scheduler, lanes, ingest, stat cache);
+- `engine`: the command's process, the server and its build child (the scheduler, lanes, ingest,
+  stat cache): every Python process that is not inside a bwrap;
 - `sandbox`: bwrap and the executors inside it (python3 below a bwrap);
 - `tools`: everything else (g++, cc1plus, as, collect2, ld): the compilers' own work.
 
@@ -101,7 +102,7 @@ def role(pid: int, seen: dict[int, tuple[str, float, int]], engine: set[int]) ->
             if seen[p][0] == "bwrap":
                 return "sandbox"
             p = seen[p][2]
-        return "sandbox" if comm.startswith("python") and pid not in engine else "tools"
+        return "engine"  # the server's build child (a fork), or a helper of the engine's
     return "tools"
 
 

@@ -214,23 +214,9 @@ def read_all(fd: int, size: int) -> bytes:
 
 
 def write_atomic(path: str, data: bytes | str, *, mode: int = PRIVATE) -> None:
-    """Replace `path`'s content with `data` (str is written as UTF-8) in one rename.
-
-    Written through the descriptor, as `atomic_file` would but without a file object (which
-    adds an `fstat`, a terminal test and a seek): a clean build writes two action-cache
-    records per compile through here."""
-    fd, tmp = temp_file(os.path.dirname(path) or ".", mode)
-    try:
-        try:
-            view = memoryview(data.encode() if isinstance(data, str) else data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        commit(tmp, path)
-    except BaseException:
-        discard(tmp)
-        raise
+    """Replace `path`'s content with `data` (str is written as UTF-8) in one rename."""
+    with atomic_file(path, mode=mode) as f:
+        f.write(data.encode() if isinstance(data, str) else data)
 
 
 def write_if_changed(path: str, data: bytes, *, mode: int = PUBLIC) -> None:

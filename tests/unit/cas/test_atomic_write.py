@@ -32,26 +32,6 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp(tmp_path):
     assert os.listdir(tmp_path) == ["f"]
 
 
-def test_write_atomic_that_fails_mid_write_leaves_the_old_file_and_no_temp(tmp_path, monkeypatch):
-    path = tmp_path / "f"
-    path.write_bytes(b"old")
-    real_write = os.write
-
-    def short_then_fail(fd, data):  # a partial write, then a full disk
-        if len(data) > 2:
-            return real_write(fd, bytes(data[:2]))
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(os, "write", short_then_fail)
-    with pytest.raises(OSError):
-        write_atomic(str(path), b"new content")
-    monkeypatch.undo()
-    assert path.read_bytes() == b"old"
-    assert os.listdir(tmp_path) == ["f"]
-    write_atomic(str(path), memoryview(b"x" * 100_000).tobytes())  # a write the kernel may split
-    assert path.read_bytes() == b"x" * 100_000 and os.listdir(tmp_path) == ["f"]
-
-
 def test_the_final_name_appears_only_once_written(tmp_path):
     path = tmp_path / "f"
     with atomic_file(str(path)) as f:
