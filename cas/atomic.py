@@ -200,6 +200,19 @@ class atomic_file:  # noqa: N801 - used like open()
         discard(self.tmp)
 
 
+def read_all(fd: int, size: int) -> bytes:
+    """Everything left to read from `fd`, expected to be about `size` bytes (its `fstat`): one
+    `read` for a file that did not change since, and one more that sees its end. A file
+    object's `read()` would add an `fstat`, a terminal test and two seeks: this runs for every
+    output and staged source of a build."""
+    chunks = []
+    want = size + 1
+    while chunk := os.read(fd, want):
+        chunks.append(chunk)
+        want = 1 << 20
+    return b"".join(chunks)
+
+
 def write_atomic(path: str, data: bytes | str, *, mode: int = PRIVATE) -> None:
     """Replace `path`'s content with `data` (str is written as UTF-8) in one rename."""
     with atomic_file(path, mode=mode) as f:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 
 import blake3
 
+from .atomic import read_all
 from .digest import Digest, digest_file
 
 if TYPE_CHECKING:
@@ -77,8 +78,7 @@ def take_output(path: str) -> PendingBlob:
         if not link:
             os.fchmod(fd, 0o555 if executable else 0o444)
         if st.st_size <= WHOLE:
-            with open(fd, "rb", closefd=False) as f:
-                data = f.read()
+            data = read_all(fd, st.st_size)
             d = Digest(blake3.blake3(data).hexdigest(), len(data))
             return PendingBlob(d, data=data, executable=executable, materialize=True)
     finally:

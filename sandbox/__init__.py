@@ -2,12 +2,12 @@
 
 Public API: ``make_sandbox`` picks one by name (``NAMES``: the accepted ones); each has ``run(spec) -> SandboxResult``,
 ``release(result)``, ``shutdown()`` and ``guarantees`` (what it promises; ``guarantees_of(name)``
-answers without making one). ``parse_depfile`` and ``prefix_map_flags`` are for the
+answers without making one). ``parse_depfile``, ``read_depfile`` and ``prefix_map_flags`` are for the
 engine; ``EXECROOT_PLACEHOLDER`` is what it writes in argv for "the action's root".
 Never imports ``engine`` or ``cas``.
 """
 from .bwrap import BwrapSandbox, find_bwrap, probe_bwrap
-from .depfile_syntax import parse_depfile
+from .depfile_syntax import parse_depfile, read_depfile
 from .directory import DirSandbox
 from .errors import SandboxClosed, SandboxError, SandboxSpecError, SandboxUnavailable
 from .placeholder import EXECROOT_PLACEHOLDER, prefix_map_flags
@@ -19,6 +19,6 @@ from .unsandboxed import LocalSandbox
 __all__ = [
     "BwrapSandbox", "DirSandbox", "LocalSandbox", "Sandbox", "SandboxSpec", "SandboxResult",
     "SandboxPool", "SandboxError", "SandboxSpecError", "SandboxUnavailable", "SandboxClosed",
-    "Guarantees", "NAMES", "begin_sandbox", "guarantees_of", "make_sandbox", "possible_guarantees", "reclaim_stale", "find_bwrap", "probe_bwrap", "parse_depfile",
+    "Guarantees", "NAMES", "begin_sandbox", "guarantees_of", "make_sandbox", "possible_guarantees", "reclaim_stale", "find_bwrap", "probe_bwrap", "parse_depfile", "read_depfile",
     "prefix_map_flags", "EXECROOT_PLACEHOLDER",
 ]

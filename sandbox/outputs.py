@@ -68,31 +68,33 @@ def _is_link(dir_fd: int, name: str) -> bool:
         return False
 
 
-def _produced(root_fd: int, rel: str) -> int | None:
+def _produced(root_fd: int, rel: str, parents: dict[str, int]) -> int | None:
     """The descriptor of ``rel``'s parent when ``rel`` is what the action was to leave there: a
     regular file, or for a tree output (``rel`` ends in ``/``) a real directory, moved whole (what
     it holds is checked when it is stored: cas/tree.py refuses links that leave it). None when
-    the action did not produce it; ``BadOutput`` when it is anything else."""
+    the action did not produce it; ``BadOutput`` when it is anything else. ``parents``: the
+    descriptors opened so far, by directory (a compile's object and depfile share one, reached
+    once); the caller closes them."""
     tree = rel.endswith("/")
     name = rel.rstrip("/")
-    try:
-        parent = _open_parent(root_fd, name)
-    except FileNotFoundError:
-        return None
+    where = posixpath.dirname(name)
+    parent = parents.get(where)
+    if parent is None:
+        try:
+            parent = parents[where] = _open_parent(root_fd, name)
+        except FileNotFoundError:
+            return None
     try:
         st = os.stat(posixpath.basename(name), dir_fd=parent, follow_symlinks=False)
     except FileNotFoundError:
-        os.close(parent)
         return None
     if not (stat.S_ISDIR if tree else stat.S_ISREG)(st.st_mode):
-        os.close(parent)
         if stat.S_ISLNK(st.st_mode):
             kind = "a symbolic link"
         else:
             kind = "not a directory" if tree else "not a regular file"
         raise BadOutput(rel, f"is {kind}" + (" (an output ending in `/` is a directory)" if tree else ""))
     if not tree and st.st_nlink != 1:  # another name for a file the action did not write (a host file, say)
-        os.close(parent)
         raise BadOutput(rel, f"is a hard link ({st.st_nlink} names)")
     return parent
 
@@ -102,9 +104,10 @@ def _take(outputs: Iterable[str], root: str, dest_of: Callable[[str], str]) -> d
     ending in `/` is a directory (a tree output), moved whole."""
     root_fd = os.open(root, _DIR_FLAGS)
     found: list[tuple[str, int]] = []
+    parents: dict[str, int] = {}
     try:
         for rel in outputs:
-            parent = _produced(root_fd, rel)
+            parent = _produced(root_fd, rel, parents)
             if parent is not None:
                 found.append((rel, parent))
         collected: dict[str, str] = {}
@@ -125,7 +128,7 @@ def _take(outputs: Iterable[str], root: str, dest_of: Callable[[str], str]) -> d
             collected[rel] = dst
         return collected
     finally:
-        for _, parent in found:
+        for parent in parents.values():
             os.close(parent)
         os.close(root_fd)
 

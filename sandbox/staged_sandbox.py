@@ -22,7 +22,7 @@ import posixpath
 import time
 from typing import Callable
 
-from .depfile_syntax import parse_depfile
+from .depfile_syntax import parse_depfile, read_depfile
 from .errors import SandboxClosed
 from .placeholder import expand_argv, expand_env
 from .pool import PooledSandbox
@@ -220,8 +220,7 @@ class StagedSandbox(PooledSandbox):
     ) -> list[str]:
         rel = relpath(spec.depfile or "", "depfile", spec.label)
         try:
-            with open(f"{action_dir}/{rel}", encoding="utf-8", errors="surrogateescape") as f:
-                text = f.read()
+            text = read_depfile(f"{action_dir}/{rel}")
         except (FileNotFoundError, IsADirectoryError):
             return []
         declared = staged.union(outputs) if outputs else staged

@@ -38,6 +38,7 @@ from mcpp.cas.digest import Digest
 from mcpp.cas.ingest import Ingest, PendingBlob, pending_bytes, store_blobs, take_output
 from mcpp.cas.remote.trust import event_origin
 from mcpp.cas import tree
+from mcpp.sandbox import read_depfile
 
 from ..core.errors import environment_error
 from ..plan.planner import Plan
@@ -392,9 +393,8 @@ class ActionPipeline:
             return False
         discovered: tuple[str, ...] = ()
         if a.depfile:
-            with open(self._abs(a.depfile), encoding="utf-8", errors="replace") as f:
-                discovered = discovered_inputs(f.read(), self.plan.execroot, set(a.inputs) | set(a.outputs),
-                                               self.files_outside)
+            discovered = discovered_inputs(read_depfile(self._abs(a.depfile), errors="replace"), self.plan.execroot,
+                                           set(a.inputs) | set(a.outputs), self.files_outside)
         self.keys.outputs_settled(outcome.outputs)
         key = self.keys.key(a, discovered)
         inputs = self._keyed_inputs(a, discovered)

@@ -211,6 +211,29 @@ def test_publish_file_fills_the_area_from_a_local_file_only_when_its_bytes_match
     assert not os.path.exists(mat._mat_path(other, False))
 
 
+@pytest.mark.parametrize("size", [300, (1 << 20) + 1])  # read whole; streamed
+def test_publish_file_leaves_no_temporary_file_whether_it_publishes_or_refuses(tmp_path, size):
+    from mcpp.cas.digest import digest_bytes
+    from mcpp.cas.local_store import LocalZstdStore
+    from mcpp.cas.materialize import Materializer
+    from mcpp.cas.verifying_store import VerifyingStore
+
+    mat = Materializer(VerifyingStore(LocalZstdStore(tmp_path / "cas")), tmp_path / "mat")
+    data = os.urandom(size)
+    src = tmp_path / "src.cpp"
+    src.write_bytes(data)
+    d = digest_bytes(data)
+    p = mat.publish_file(d, src, executable=True)
+    assert p is not None and open(p, "rb").read() == data and oct(os.stat(p).st_mode & 0o777) == oct(0o555)
+    assert os.listdir(os.path.dirname(p)) == [os.path.basename(p)]
+    src.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # same size, other bytes, since it was hashed
+    other = digest_bytes(b"x" * size)
+    assert mat.publish_file(other, src) is None
+    assert not os.path.exists(mat._mat_path(other, False))
+    left = [f for _, _, files in os.walk(tmp_path / "mat") for f in files]
+    assert left == [os.path.basename(p)]  # no temporary name, no entry under the wrong name
+
+
 def test_copy_into_is_an_independent_read_only_copy_replacing_the_destination(mat, store, tmp_path):
     """Outputs restored into `target/` have the modes a staged input has (0444, 0555), so an
     action under `--sandbox off`, reading them in place, sees what a sandboxed one sees."""

@@ -1,4 +1,6 @@
-from mcpp.sandbox.depfile_syntax import parse_depfile, parse_rules
+import pytest
+
+from mcpp.sandbox.depfile_syntax import parse_depfile, parse_rules, read_depfile
 
 
 def test_gcc_depfile_with_continuations_and_phony_rules():
@@ -34,3 +36,17 @@ def test_empty_and_target_only():
     assert parse_depfile("") == []
     assert parse_depfile("a.o:\n") == []
     assert parse_depfile("a.o:") == []
+
+
+def test_read_depfile_reads_the_whole_file_and_decodes_as_asked(tmp_path):
+    path = tmp_path / "a.d"
+    name = b"caf\xe9.h"  # not UTF-8
+    path.write_bytes(b"a.o: a.c " + name + b" " + b"x" * 200_000 + b"\n")
+    text = read_depfile(str(path))
+    assert parse_depfile(text)[:2] == ["a.c", name.decode("utf-8", "surrogateescape")]
+    assert len(parse_depfile(text)[2]) == 200_000  # more than one read's worth
+    assert parse_depfile(read_depfile(str(path), errors="replace"))[1] == "caf\ufffd.h"
+    with pytest.raises(IsADirectoryError):
+        read_depfile(str(tmp_path))
+    with pytest.raises(FileNotFoundError):
+        read_depfile(str(tmp_path / "missing.d"))

@@ -90,6 +90,22 @@ def test_regular_outputs_are_moved_and_absent_ones_left_out(tmp_path):
     assert (tmp_path / "dest/o/a").read_text() == "a\n" and not (root / "o" / "a").exists()
 
 
+def test_outputs_sharing_a_directory_are_each_checked(tmp_path):
+    # a compile's object and depfile share one directory, reached once: the second output is
+    # still checked on its own (a symlink beside a good output refuses both, nothing moves)
+    root, host = _tree(tmp_path)
+    (root / "o" / "a.o").write_text("object\n")
+    (root / "o" / "a.d").symlink_to(host / "f")
+    with pytest.raises(BadOutput, match=r"output o/a.d: is a symbolic link"):
+        collect_outputs(["o/a.o", "o/a.d"], str(root), str(tmp_path / "dest"))
+    assert (root / "o" / "a.o").read_text() == "object\n" and not (tmp_path / "dest").exists()
+    (root / "o" / "a.d").unlink()
+    (root / "o" / "a.d").write_text("a.o: a.c\n")
+    got = collect_outputs(["o/a.o", "o/a.d", "o/absent"], str(root), str(tmp_path / "dest"))
+    assert got == {"o/a.o": str(tmp_path / "dest/o/a.o"), "o/a.d": str(tmp_path / "dest/o/a.d")}
+    assert (tmp_path / "dest/o/a.d").read_text() == "a.o: a.c\n" and os.listdir(root / "o") == []
+
+
 @pytest.mark.parametrize("mode", ["bwrap", "dir"])
 def test_a_process_that_keeps_forking_in_its_own_session_dies_with_the_action(mode, make, mkspec):
     # each generation forks the next and exits, so its pid never stays the same; it writes into
