@@ -87,7 +87,7 @@ def test_a_server_refusing_30_percent_of_calls_is_retried_through(tmp_path, buil
         # no warning: one note (results unverified: no trusted keys), and the counts on the Remote line
         assert "warning" not in res.err, res.err
         assert re.search(rf"Remote {re.escape(proxy.url)}: 26 hits, 0 misses, 0 uploads, [0-9.]+ KiB down, "
-                         rf"0 B up, {got['retries']} retries\n", res.err), res.err
+                         rf"0 B up, {got['retries']} retries, {got['kept_remote']} outputs left remote\n", res.err), res.err
 
 
 def test_a_server_that_keeps_refusing_is_given_up_once_with_the_count(tmp_path, buildgrid):
