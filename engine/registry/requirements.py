@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 from ..core.errors import Position
 from ..core.shipped_packages import NAMESPACE as SHIPPED_NAMESPACE
-from ..manifest.deps import INDEX_NAME, INDEX_NAMESPACE, entries, is_payload_address, is_system_spec
+from ..manifest.deps import INDEX_NAME, INDEX_NAMESPACE, MANIFEST_NAME, entries, is_payload_address, is_system_spec
 from ..manifest.load import ManifestSource
 from ..manifest.reader import Reader
 from .errors import RegistryError
@@ -129,3 +129,25 @@ def path_dependencies(source: ManifestSource, dev: bool) -> list[str]:
             if isinstance(spec, dict) and isinstance(spec.get("path"), str):
                 out.append(os.path.normpath(os.path.join(source.root, spec["path"])))
     return out
+
+
+def workspace_manifests(files: Any, member_roots: list[str]) -> Iterator[tuple[ManifestSource, bool]]:
+    """(manifest, is a member) for the members and every package their path dependencies
+    reach, each once; a path that holds no manifest is left to the loader to name."""
+    seen: set[str] = set()
+    queue = [(r, True) for r in member_roots]
+    while queue:
+        root, member = queue.pop(0)
+        path = os.path.join(root, MANIFEST_NAME)
+        if root in seen or not os.path.isfile(path):
+            continue
+        seen.add(root)
+        source = files.get(path)
+        yield source, member
+        queue += [(p, False) for p in path_dependencies(source, dev=member)]
+
+
+def any_index_entry(files: Any, member_roots: list[str]) -> bool:
+    """Whether the workspace or a package its path dependencies reach writes an index dependency:
+    what decides, cheaply, that a build needs the resolver (engine/registry/session.py) at all."""
+    return any(has_index_entries(source.doc, dev=member) for source, member in workspace_manifests(files, member_roots))
