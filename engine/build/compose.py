@@ -41,7 +41,7 @@ from ..package.layout import Layout
 from ..package.model import PackageGraph, Selection
 from ..package.profiles import Profile, resolve_profile
 from ..package.sources import glob_roots, package_sources
-from ..payloads import Environment, resolve_environment
+from ..payloads.environment import Environment, declares_any
 from ..payloads import record as payload_record
 from ..plan.model import ACTION_ENV
 from ..plan.planner import Plan, Planner
@@ -302,8 +302,12 @@ def _bound_home(opts: BuildOptions, memory: BuildMemory) -> None:
 def _environment(graph: PackageGraph, layout: Layout, opts: BuildOptions, reporter: Reporter) -> Environment:
     """Resolve and install the payloads of this build (before any program asks `xpkg_dir`), and
     record them in `target/<profile>/.mcpp/payloads.json`."""
-    env = resolve_environment(graph, opts.settings, status=reporter.status,
-                              warn=reporter.warning)
+    if declares_any(graph):
+        from ..payloads.resolve import resolve_environment  # only a graph that declares a payload
+
+        env = resolve_environment(graph, opts.settings, status=reporter.status, warn=reporter.warning)
+    else:
+        env = Environment()  # what the resolver answers for no declaration, without importing it
     if opts.target_override is None:
         payload_record.write(layout.payloads_record, env, graph.context.target.text, str(graph.context.accel))
     return env

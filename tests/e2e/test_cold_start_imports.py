@@ -33,7 +33,8 @@ except SystemExit as e:
 loaded = sorted(m for m in sys.modules if m in ("starlark", "tarfile", "mcpp.engine.payloads.install",
                                                  "mcpp.cas.remote.signing", "mcpp.cas.maintenance",
                                                  "mcpp.cas.remote.config", "mcpp.engine.registry.session",
-                                                 "mcpp.engine.server.commands", "mcpp.engine.cli.cache")
+                                                 "mcpp.engine.server.commands", "mcpp.engine.cli.cache",
+                                                 "mcpp.engine.payloads.resolve")
                 or m.startswith("mcpp.engine.program."))
 print(json.dumps({"code": code, "loaded": loaded}))
 """
@@ -51,7 +52,8 @@ def test_a_plain_build_imports_no_evaluator_installer_signing_or_maintenance(tmp
     assert got["code"] in (0, None)
     assert not {"starlark", "mcpp.engine.program.evaluate", "tarfile", "mcpp.engine.payloads.install",
                 "mcpp.cas.remote.signing", "mcpp.cas.maintenance", "mcpp.cas.remote.config",
-                "mcpp.engine.registry.session", "mcpp.engine.server.commands", "mcpp.engine.cli.cache"} \
+                "mcpp.engine.registry.session", "mcpp.engine.server.commands", "mcpp.engine.cli.cache",
+                "mcpp.engine.payloads.resolve"} \
         & set(got["loaded"]), got
 
 

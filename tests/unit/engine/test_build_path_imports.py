@@ -1,6 +1,6 @@
 """Importing the command line (what every in-process `mcpp build` does first) loads only what a
 plain build of a path-only project uses: the modules of the other commands, the registry's
-resolver, the remote's settings and what they pull in (socket, the index, the lock) are imported
+resolver, the payload resolver, the remote's settings and what they pull in (socket, the index, the lock) are imported
 by the command, the manifest or the configuration that needs them (engine/cli/app.py's
 `_Commands`, engine/package/graph.py, engine/core/settings.py)."""
 from __future__ import annotations
@@ -21,6 +21,7 @@ NOT_ON_THE_BUILD_PATH = {
     "mcpp.cas.remote.config", "mcpp.engine.bot.command", "mcpp.engine.server.commands",
     "mcpp.engine.cli.cache", "mcpp.engine.cli.publish", "mcpp.engine.cli.payload", "mcpp.engine.cli.deps_edit",
     "mcpp.engine.cli.dependencies", "mcpp.engine.publish", "mcpp.engine.edit", "socket",
+    "mcpp.engine.payloads.resolve", "mcpp.engine.payloads.resolved", "mcpp.engine.payloads.version",
 }
 
 
