@@ -22,7 +22,7 @@ from ..core.settings import Settings
 from ..manifest.context import BuildContext, resolve_context
 from ..manifest.fold import fold
 from ..manifest.load import MANIFEST_NAME, ManifestSource
-from ..registry.requirements import any_index_entry
+from ..registry.presence import any_index_entry
 from .features import resolve_features
 from .loader import Loader, topological
 from .locate import ManifestFiles, enclosing_workspace, find_manifest

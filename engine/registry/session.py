@@ -26,7 +26,8 @@ from .cache import Sources, find_release
 from .errors import RegistryError
 from .location import configured, open_index, source_id
 from .lockfile import Lock, Locked, changes, lock_path, read_lock
-from .requirements import Requirement, any_index_entry, read_entries, workspace_manifests
+from .presence import any_index_entry, workspace_manifests
+from .requirements import Requirement, read_entries
 from .resolver import Candidate, Package, resolve, version_order
 
 if TYPE_CHECKING:

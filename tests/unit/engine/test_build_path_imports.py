@@ -17,6 +17,7 @@ print(json.dumps(sorted(sys.modules)))
 
 NOT_ON_THE_BUILD_PATH = {
     "mcpp.engine.registry.session", "mcpp.engine.registry.resolver", "mcpp.engine.registry.lockfile",
+    "mcpp.engine.registry.requirements",
     "mcpp.engine.registry.cache", "mcpp.engine.payloads.index", "mcpp.engine.payloads.descriptor",
     "mcpp.cas.remote.config", "mcpp.engine.bot.command", "mcpp.engine.server.commands",
     "mcpp.engine.cli.cache", "mcpp.engine.cli.publish", "mcpp.engine.cli.payload", "mcpp.engine.cli.deps_edit",
