@@ -49,7 +49,7 @@ def has_index_entries(doc: dict[str, Any], dev: bool = True) -> bool:
 def path_dependencies(source: ManifestSource, dev: bool) -> list[str]:
     """The directories of the path dependencies `source` writes, in every section."""
     out = []
-    for _kp, table in _tables(source.doc, dev):
+    for _kp, table in dependency_tables(source.doc, dev):
         for _rel, spec in entries(table):
             if isinstance(spec, dict) and isinstance(spec.get("path"), str):
                 out.append(os.path.normpath(os.path.join(source.root, spec["path"])))
