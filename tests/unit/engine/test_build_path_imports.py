@@ -23,6 +23,7 @@ NOT_ON_THE_BUILD_PATH = {
     "mcpp.engine.cli.cache", "mcpp.engine.cli.publish", "mcpp.engine.cli.payload", "mcpp.engine.cli.deps_edit",
     "mcpp.engine.cli.dependencies", "mcpp.engine.publish", "mcpp.engine.edit", "socket",
     "mcpp.engine.payloads.resolve", "mcpp.engine.payloads.resolved", "mcpp.engine.payloads.version",
+    "mcpp.engine.report.timings",
 }
 
 
