@@ -190,6 +190,13 @@ class _Commands(click.Group):
             self.add_command(_load(cmd_name, self.lazy[cmd_name]), cmd_name)
         return self.commands.get(cmd_name)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple:
+        # click suggests close names from the commands loaded: a name that is none loads them all.
+        if args and self.get_command(ctx, click.utils.make_str(args[0])) is None:
+            for name in self.lazy:
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
 
 def _load(name: str, where: str) -> click.Command:
     import importlib

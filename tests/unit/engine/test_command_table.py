@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 import click
+from click.testing import CliRunner
 import pytest
 
 from mcpp.engine.cli import app
@@ -44,3 +45,11 @@ def test_a_table_row_without_a_click_command_stops_registration():
     with pytest.raises(RuntimeError, match="names `nothing_cmd` for `mcpp ghost`"):
         app._register(group, namespace, (("build", "build_cmd", True), ("ghost", "nothing_cmd", False)))
     assert list(group.commands) == ["build"]
+
+
+def test_a_mistyped_command_is_answered_with_the_closest_one_wherever_it_lives():
+    group = app._Commands("mcpp")  # a fresh group: nothing looked up yet
+    app._register(group, vars(app))
+    res = CliRunner().invoke(group, ["publsh"])
+    assert res.exit_code == 2
+    assert "No such command 'publsh'. Did you mean 'publish'?" in res.output
