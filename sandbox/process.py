@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import select
 import subprocess
-import tempfile
 from typing import Mapping, Sequence
 
 from .pool import SandboxPool, kill_group
@@ -34,6 +33,8 @@ def _capture_file() -> int:
             return os.memfd_create("mcpp-action", os.MFD_CLOEXEC)
         except OSError:
             pass
+    import tempfile  # only where memfd_create is missing
+
     f = tempfile.TemporaryFile()
     fd = os.dup(f.fileno())
     f.close()

@@ -15,7 +15,7 @@ import shutil
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Container, cast
+from typing import TYPE_CHECKING, Callable, Container, cast
 
 from mcpp.cas.action import ActionKind, Platform
 from mcpp.cas.atomic import PUBLIC, write_atomic
@@ -41,7 +41,7 @@ from ..package.layout import Layout
 from ..package.model import PackageGraph, Selection
 from ..package.profiles import Profile, resolve_profile
 from ..package.sources import glob_roots, package_sources
-from ..payloads import Environment, resolve_environment
+from ..payloads.environment import Environment, declares_any
 from ..payloads import record as payload_record
 from ..plan.model import ACTION_ENV
 from ..plan.planner import Plan, Planner
@@ -50,7 +50,6 @@ from ..program.paths import PROGRAM_NAME
 from ..report.hidden_files import PackageDirs
 from ..report.reporter import Reporter, Stopwatch
 from ..report.shell_text import pasteable
-from ..report.timings import TimingsRecorder
 from ..state import noop
 from ..state.incremental import BuildState, KeyComputer, ScanCache
 from ..state.unchanged import Knowledge, learn
@@ -63,6 +62,9 @@ from .build_outputs import check_complete, make_artifact_links, write_compile_co
 from .empty_packages import empty_package_warnings
 from .host_tools import HostTools, ToolBuilder, host_tool_options
 from .memory import BuildMemory, NoMemory
+
+if TYPE_CHECKING:  # imported by a build that asks for --timings or --trace
+    from ..report.timings import TimingsRecorder
 
 
 @dataclass
@@ -202,8 +204,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
             trust_unchanged = not first.succeeded
         for w in empty_package_warnings(graph, plan, memory.expand):
             reporter.raw_warning(w)
-        timings = TimingsRecorder(opts.jobs or os.cpu_count() or 1, command_started=opts.command_started,
-                                  build_started=clock.start) if opts.timings or opts.trace else None
+        timings = _timings(opts, clock)
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
                                      policy, memory, timings, env.roots() + toolchain_roots(toolchain) + system_dirs,
                                      top=opts.target_override is None, warm=warm, announced=announced,
@@ -279,6 +280,16 @@ def _pc_dirs(pc_files: list[str]) -> list[str]:
     return list(dict.fromkeys(dirs + [os.path.dirname(f) for f in pc_files if f.endswith(".pc")]))
 
 
+def _timings(opts: BuildOptions, clock: Stopwatch) -> TimingsRecorder | None:
+    """The recorder of --timings and --trace (None without them: the module is not imported)."""
+    if not (opts.timings or opts.trace):
+        return None
+    from ..report.timings import TimingsRecorder
+
+    return TimingsRecorder(opts.jobs or os.cpu_count() or 1, command_started=opts.command_started,
+                           build_started=clock.start)
+
+
 def host_payload_dirs(env: Environment) -> tuple[str, ...]:
     """The installed host-axis payloads' directories (where a cross toolchain may come from)."""
     return tuple(p.directory for p in env.payloads if p.axis == "host" and p.directory)
@@ -302,8 +313,12 @@ def _bound_home(opts: BuildOptions, memory: BuildMemory) -> None:
 def _environment(graph: PackageGraph, layout: Layout, opts: BuildOptions, reporter: Reporter) -> Environment:
     """Resolve and install the payloads of this build (before any program asks `xpkg_dir`), and
     record them in `target/<profile>/.mcpp/payloads.json`."""
-    env = resolve_environment(graph, opts.settings, status=reporter.status,
-                              warn=reporter.warning)
+    if declares_any(graph):
+        from ..payloads.resolve import resolve_environment  # only a graph that declares a payload
+
+        env = resolve_environment(graph, opts.settings, status=reporter.status, warn=reporter.warning)
+    else:
+        env = Environment()  # what the resolver answers for no declaration, without importing it
     if opts.target_override is None:
         payload_record.write(layout.payloads_record, env, graph.context.target.text, str(graph.context.accel))
     return env

@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, TypeVar
@@ -214,6 +213,8 @@ class ToolBuilder:
             raise BuildFailed(f"host tool `{spec.key}` ({m.name} v{m.version}) failed to build: {e.message}") from None
         parent = os.path.dirname(entry)
         os.makedirs(parent, exist_ok=True)
+        import tempfile  # only a build that makes a host tool
+
         tmp = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
         try:
             os.makedirs(os.path.join(tmp, "bin"))

@@ -18,7 +18,6 @@ import click
 from mcpp.cas.statcache import StateDiscarded
 from mcpp.sandbox import NAMES as SANDBOXES
 
-from ..bot.command import worker_command
 from ..build.compose import BuildOptions, build
 from ..build.memory import BuildMemory, NoMemory
 from ..core.commands import COMMANDS
@@ -28,12 +27,6 @@ from ..core.settings import RemoteFlags, Settings
 from ..package.graph import load_graph
 from ..package.model import Selection
 from ..report.reporter import Reporter
-from ..server.commands import server_group
-from .cache import cache_group
-from .dependencies import tree_cmd, update_cmd, vendor_cmd
-from .deps_edit import add_cmd, remove_cmd
-from .payload import payload_group
-from .publish import pack_cmd, package_cmd, publish_cmd
 
 
 class _Launch:
@@ -180,7 +173,42 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
             download=kw["remote_download"])))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The `mcpp` group: commands that live in their own module (a table row `module:attr`,
+    engine/core/commands.py) are imported when they run or when `--help` lists them, so a build
+    never pays for the modules of `cache`, `publish`, `server`, `worker` and the rest."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy: dict[str, str] = {}  # command name -> "module:attr", module under mcpp.engine
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            self.add_command(_load(cmd_name, self.lazy[cmd_name]), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple:
+        # click suggests close names from the commands loaded: a name that is none loads them all.
+        if args and self.get_command(ctx, click.utils.make_str(args[0])) is None:
+            for name in self.lazy:
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
+
+def _load(name: str, where: str) -> click.Command:
+    import importlib
+
+    module, _sep, attr = where.partition(":")
+    command = getattr(importlib.import_module(f"mcpp.engine.{module}"), attr, None)
+    if not isinstance(command, click.Command):
+        raise RuntimeError(f"engine/core/commands.py names `{where}` for `mcpp {name}`; it is no click command")
+    return command
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", count=True, help="Print commands as they run.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors and warnings.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto")
@@ -451,9 +479,13 @@ def main(argv: list[str] | None = None, memory: BuildMemory | None = None, start
     sys.exit(0)
 
 
-def _register(group: click.Group, namespace: dict, table=COMMANDS) -> None:
-    """Each command of the table (engine/core/commands.py), in its order, and nothing else."""
+def _register(group: _Commands, namespace: dict, table=COMMANDS) -> None:
+    """Each command of the table (engine/core/commands.py), in its order, and nothing else: one
+    named `module:attr` is imported when it is first looked up (`_Commands`)."""
     for name, attr, _served in table:
+        if ":" in attr:
+            group.lazy[name] = attr
+            continue
         command = namespace.get(attr)
         if not isinstance(command, click.Command):
             raise RuntimeError(f"engine/core/commands.py names `{attr}` for `mcpp {name}`; engine/cli/app.py has none")

@@ -1,11 +1,13 @@
 """Every `mcpp` subcommand, once: the table click registers from (engine/cli/app.py) and the thin
 client routes by (engine/server/client.py), as ninja's `kTools[]` is for its tools.
 
-Each row: the command's name, the name of its click command in `engine/cli/app.py`'s namespace
-(defined there or imported into it), and whether it builds, so that the warm build server runs it
-(docs/server.md). A command missing here is not registered at all; one named here whose click
-command is missing stops `mcpp` at start-up. Plain tuples, nothing imported: the client reads this
-before anything else.
+Each row: the command's name, where its click command is, and whether it builds, so that the warm
+build server runs it (docs/server.md). Where: a name in `engine/cli/app.py`'s namespace, or
+`module:attr` with the module under `mcpp.engine`, imported only when that command runs (or `--help`
+lists it), so that a build never imports the modules of the commands it is not. A command missing
+here is not registered at all; one named here whose click command is missing stops `mcpp` at
+start-up (`module:attr`: when it is run; tests/unit/engine/test_command_table.py resolves every
+row). Plain tuples, nothing imported: the client reads this before anything else.
 """
 from __future__ import annotations
 
@@ -19,18 +21,18 @@ COMMANDS: tuple[tuple[str, str, bool], ...] = (
     ("init", "init_cmd", False),
     ("explain", "explain_cmd", False),
     ("metadata", "metadata_cmd", False),
-    ("update", "update_cmd", False),
-    ("vendor", "vendor_cmd", False),
-    ("tree", "tree_cmd", False),
-    ("cache", "cache_group", False),
-    ("payload", "payload_group", False),
-    ("add", "add_cmd", False),
-    ("remove", "remove_cmd", False),
-    ("package", "package_cmd", False),
-    ("pack", "pack_cmd", False),
-    ("publish", "publish_cmd", False),
-    ("server", "server_group", False),
-    ("worker", "worker_command", False),
+    ("update", "cli.dependencies:update_cmd", False),
+    ("vendor", "cli.dependencies:vendor_cmd", False),
+    ("tree", "cli.dependencies:tree_cmd", False),
+    ("cache", "cli.cache:cache_group", False),
+    ("payload", "cli.payload:payload_group", False),
+    ("add", "cli.deps_edit:add_cmd", False),
+    ("remove", "cli.deps_edit:remove_cmd", False),
+    ("package", "cli.publish:package_cmd", False),
+    ("pack", "cli.publish:pack_cmd", False),
+    ("publish", "cli.publish:publish_cmd", False),
+    ("server", "server.commands:server_group", False),
+    ("worker", "bot.command:worker_command", False),
 )
 
 # The commands a warm build server runs for the client.

@@ -32,15 +32,17 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from mcpp.cas.home import Home
-from mcpp.cas.remote.config import Chosen, Override, RemoteConfigError, RemoteSettings, resolve_settings
 from mcpp.cas.switch import SPELLINGS, parse_switch
 
 from .config_file import ConfigFile
 from .errors import McppError
 from .mcpp_home import home_root
+
+if TYPE_CHECKING:  # the remote's settings are imported only where a remote may be configured (`remote`)
+    from mcpp.cas.remote.config import Override, RemoteSettings
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,21 @@ class Settings:
     def remote(self) -> RemoteSettings | None:
         """The remote of a build, or None: `--remote` > `MCPP_REMOTE` > `[remote] url`, and the
         same order for every other remote setting. A usage error (exit 2) when unusable."""
+        if not self.flags.url and not any(k.startswith("MCPP_REMOTE") for k in self.env) \
+                and not self.table("remote"):
+            found = None  # nothing names a server: no need to import the remote's settings
+        else:
+            found = self._remote()
+        if found is None:
+            for flag, name in ((self.flags.upload, "--remote-upload"), (self.flags.execute, "--remote-exec")):
+                if flag:
+                    raise McppError(f"{name} needs a remote server: pass --remote URL, set MCPP_REMOTE, "
+                                    f"or set `url` under [remote] in {self.config.path}")
+        return found
+
+    def _remote(self) -> RemoteSettings | None:
+        from mcpp.cas.remote.config import Chosen, RemoteConfigError, resolve_settings
+
         try:
             chosen = Chosen(
                 url=self.flags.url or self.env.get("MCPP_REMOTE") or None,
@@ -96,15 +113,9 @@ class Settings:
                 trusted_keys=self._override("MCPP_REMOTE_TRUSTED_KEYS"),
                 retries=self.flags.retries, instance_name=self.flags.instance_name, headers=self.flags.headers,
                 jobs=self.flags.remote_jobs, download=self.flags.download)
-            found = resolve_settings(chosen, self.table("remote"), self.home.root, self.config.path)
+            return resolve_settings(chosen, self.table("remote"), self.home.root, self.config.path)
         except RemoteConfigError as e:
             raise McppError(str(e)) from None
-        if found is None:
-            for flag, name in ((self.flags.upload, "--remote-upload"), (self.flags.execute, "--remote-exec")):
-                if flag:
-                    raise McppError(f"{name} needs a remote server: pass --remote URL, set MCPP_REMOTE, "
-                                    f"or set `url` under [remote] in {self.config.path}")
-        return found
 
     def remote_exec_wait(self) -> float | None:
         """`MCPP_REMOTE_EXEC_WAIT`: seconds remote execution waits for a worker; None: its default."""
@@ -124,10 +135,14 @@ class Settings:
             return None
         value = parse_switch(self.env[var])
         if value is None:
+            from mcpp.cas.remote.config import RemoteConfigError
+
             raise RemoteConfigError(f"{var}={self.env[var]!r}: expected {SPELLINGS}")
         return value
 
     def _override(self, var: str) -> Override | None:
+        from mcpp.cas.remote.config import Override
+
         value = self.env.get(var)
         return Override(value, var) if value else None
 

@@ -20,11 +20,11 @@ from mcpp.cas.action_cache import ActionCache
 from mcpp.cas.home import Home
 from mcpp.cas.local_store import LocalZstdStore
 from mcpp.cas.materialize import Materializer
-from mcpp.cas.remote.config import RemoteSettings
 from mcpp.cas.verifying_store import VerifyingStore
 
 if TYPE_CHECKING:  # the remote layer imports gRPC: only builds that use it load it
     from mcpp.cas.remote.cache import RemoteCache
+    from mcpp.cas.remote.config import RemoteSettings
     from mcpp.cas.remote.endpoint import RemoteEndpoint
 
 

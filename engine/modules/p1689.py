@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -67,6 +66,8 @@ def run_scan(req: PreprocessScan, shown: str, partial: ModuleUnit) -> tuple[Modu
     read (the source included). `partial` (the own scanner's reading, every branch taken) gives
     each import its line for error messages. A scan that fails is an error showing clang's
     diagnostics (a missing header, a malformed directive)."""
+    import tempfile  # only a build that scans with clang-scan-deps
+
     with tempfile.TemporaryDirectory(prefix="mcpp-p1689-") as tmp:
         depfile = os.path.join(tmp, "scan.d")
         argv = [req.tool, "-format=p1689", "--", *req.argv, "-MD", "-MF", depfile]

@@ -22,7 +22,7 @@ from ..core.settings import Settings
 from ..manifest.context import BuildContext, resolve_context
 from ..manifest.fold import fold
 from ..manifest.load import MANIFEST_NAME, ManifestSource
-from ..registry.session import Options, resolve_workspace
+from ..registry.presence import any_index_entry
 from .features import resolve_features
 from .loader import Loader, topological
 from .locate import ManifestFiles, enclosing_workspace, find_manifest
@@ -72,8 +72,12 @@ def load_graph(cwd: str, manifest_path: str | None, selection: Selection,
     if not ws.is_virtual:
         all_members.insert(0, ws.root)
     loader.target_dir = target_override or os.path.join(workspace_root, "target")
-    loader.resolution = resolve_workspace(files, workspace_root, all_members, settings,
-                                          Options(locked=selection.locked, offline=selection.offline))
+    if any_index_entry(files, all_members):
+        # The resolver, the lock and the index (engine/registry/) only for a workspace with index deps.
+        from ..registry.session import Options, resolve_workspace
+
+        loader.resolution = resolve_workspace(files, workspace_root, all_members, settings,
+                                              Options(locked=selection.locked, offline=selection.offline))
 
     members = []
     for root in member_roots:

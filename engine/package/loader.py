@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ..core.errors import ManifestError
 from ..core.paths import AbsPath
@@ -13,9 +14,11 @@ from ..manifest.deps import INDEX_NAMESPACE, check_version
 from ..manifest.fold import fold
 from ..manifest.load import MANIFEST_NAME, check_dependency_path, display_path
 from ..manifest.model import DependencySpec, Manifest
-from ..registry.session import Resolution
 from .locate import ManifestFiles
 from .model import Package, declared_by
+
+if TYPE_CHECKING:  # the resolver is imported only for a graph with index deps (graph.py)
+    from ..registry.session import Resolution
 
 
 class Loader:

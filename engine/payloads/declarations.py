@@ -12,6 +12,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from . import version as versions
+from .environment import specs_of
 from ..core.errors import ManifestError, Position
 from ..manifest.model import Manifest, PayloadSpec
 
@@ -52,13 +53,6 @@ def distances(graph) -> dict:
                 depth[nxt] = depth[pkg] + 1
                 queue.append(nxt)
     return depth
-
-
-def specs_of(manifest: Manifest, features) -> list[PayloadSpec]:
-    out = list(manifest.xlings.deps) + list(manifest.xlings.workspace)
-    for f in sorted(features):
-        out += list(manifest.feature_xlings.get(f, ()))
-    return out
 
 
 def collect(graph) -> list[Declaration]:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import os
 import platform as host_platform
-from dataclasses import dataclass, field
-
 from typing import TYPE_CHECKING
 
 from . import version as versions
 from .declarations import collect
+from .environment import Environment
+from .resolved import ResolvedPayload
 from .errors import PayloadError
 
 # Arbitration, the indexes, the installer (tarfile, zip, HTTP) are imported by a build that
@@ -32,63 +32,6 @@ if TYPE_CHECKING:
     from .arbitrate import Choice
     from .descriptor import Descriptor
     from .index import IndexSet
-
-
-@dataclass(frozen=True)
-class ResolvedPayload:
-    namespace: str
-    name: str
-    version: str
-    axis: str  # the winning declaration's: "host" | "target"
-    source: str  # "archive" | "dir" | "system"
-    directory: str  # "" when not installed (`mcpp payload list` without fetching)
-    declared_by: str  # the package whose declaration won
-    declared_at: str  # file:line:col of that declaration
-    why: str
-    bins: tuple[str, ...]  # relative to directory
-    index: str
-    probed: bool = True  # False: a `system` root this command did not probe (listing runs no probe)
-
-    @property
-    def address(self) -> str:
-        return f"{self.namespace}:{self.name}"
-
-    def to_json(self) -> dict:
-        out = {"id": self.address, "version": self.version, "axis": self.axis, "source": self.source,
-               "directory": self.directory or None, "declared_by": self.declared_by,
-               "declared_at": self.declared_at, "why": self.why, "bins": list(self.bins), "index": self.index}
-        if self.source == "system":
-            out["probed"] = self.probed
-        return out
-
-    def where(self) -> str:
-        """The installed directory, or why there is none yet (for listings)."""
-        if self.directory:
-            return self.directory
-        return "not probed yet (a build or `mcpp payload fetch` probes it)" if not self.probed else "not installed"
-
-
-@dataclass
-class Environment:
-    payloads: list[ResolvedPayload] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    # What resolution read besides the manifests and $MCPP_HOME/config.toml, for the no-op
-    # record (engine/state/noop.py): the index files consulted (found or not) and the probes of
-    # adopted installations; `read_remote`: it read an index over the network as well.
-    read: list[str] = field(default_factory=list)
-    read_remote: bool = False
-
-    def roots(self) -> tuple[str, ...]:
-        """The installed directories (and where they really are), for the sandbox to show read-only."""
-        out: dict[str, None] = {}
-        for p in self.payloads:
-            if p.directory:
-                out.setdefault(p.directory, None)
-                out.setdefault(os.path.realpath(p.directory), None)
-        return tuple(out)
-
-    def to_json(self) -> dict:
-        return {"payloads": [p.to_json() for p in self.payloads]}
 
 
 def host_platform_key() -> str:

@@ -14,9 +14,7 @@ siblings as path dependencies: docs/dependencies.md).
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
-from typing import Any, Iterator
 
 from ..core.errors import Position
 from ..core.shipped_packages import NAMESPACE as SHIPPED_NAMESPACE
@@ -24,10 +22,7 @@ from ..manifest.deps import INDEX_NAME, INDEX_NAMESPACE, entries, is_payload_add
 from ..manifest.load import ManifestSource
 from ..manifest.reader import Reader
 from .errors import RegistryError
-
-PLAIN = ("dependencies", "build-dependencies")
-DEV = "dev-dependencies"
-
+from .presence import dependency_tables
 
 @dataclass(frozen=True)
 class Requirement:
@@ -50,25 +45,6 @@ class Entries:
     paths: tuple[str, ...]
 
 
-def _tables(doc: dict, dev: bool) -> Iterator[tuple[tuple, dict]]:
-    """(keypath, table) of every dependency table of `doc`, conditional ones included."""
-    def of(body: dict, prefix: tuple) -> Iterator[tuple[tuple, dict]]:
-        for section in PLAIN + ((DEV,) if dev else ()):
-            if isinstance(body.get(section), dict):
-                yield prefix + (section,), body[section]
-        gates = body.get("feature-deps")
-        if isinstance(gates, dict):
-            for f, table in gates.items():
-                if isinstance(table, dict):
-                    yield prefix + ("feature-deps", f), table
-    yield from of(doc, ())
-    blocks = doc.get("target")
-    if isinstance(blocks, dict):
-        for selector, body in blocks.items():
-            if isinstance(body, dict):
-                yield from of(body, ("target", selector))
-
-
 def read_entries(source: ManifestSource, requirer: str, *, dev: bool,
                  origin: tuple[str, str, str] | None = None) -> Entries:
     """The index requirements and path dependencies of `source`; `origin`: the index release it
@@ -77,7 +53,7 @@ def read_entries(source: ManifestSource, requirer: str, *, dev: bool,
     reader = Reader(source.path, source.text, source.smap)
     index: list[Requirement] = []
     paths: list[str] = []
-    for keypath, table in _tables(source.doc, dev):
+    for keypath, table in dependency_tables(source.doc, dev):
         for rel, spec in entries(table):
             key = rel[-1]
             if is_payload_address(key) or not isinstance(spec, (str, dict)) or is_system_spec(spec):
@@ -106,26 +82,3 @@ def read_entries(source: ManifestSource, requirer: str, *, dev: bool,
                 index.append(Requirement(requirer, namespace or INDEX_NAMESPACE, key, version,
                                          reader.pos(kp + ("version",)), origin))
     return Entries(tuple(index), tuple(paths))
-
-
-def has_index_entries(doc: dict[str, Any], dev: bool = True) -> bool:
-    """Whether a manifest writes any index dependency (a cheap look, no position computed)."""
-    for _kp, table in _tables(doc, dev):
-        for rel, spec in entries(table):
-            if is_payload_address(rel[-1]) or is_system_spec(spec):
-                continue
-            namespace = rel[0] if len(rel) == 2 else None
-            if isinstance(spec, str) or (isinstance(spec, dict) and "path" not in spec
-                                         and namespace != SHIPPED_NAMESPACE):
-                return True
-    return False
-
-
-def path_dependencies(source: ManifestSource, dev: bool) -> list[str]:
-    """The directories of the path dependencies `source` writes, in every section."""
-    out = []
-    for _kp, table in _tables(source.doc, dev):
-        for _rel, spec in entries(table):
-            if isinstance(spec, dict) and isinstance(spec.get("path"), str):
-                out.append(os.path.normpath(os.path.join(source.root, spec["path"])))
-    return out

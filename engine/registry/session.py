@@ -26,7 +26,8 @@ from .cache import Sources, find_release
 from .errors import RegistryError
 from .location import configured, open_index, source_id
 from .lockfile import Lock, Locked, changes, lock_path, read_lock
-from .requirements import Requirement, has_index_entries, path_dependencies, read_entries
+from .presence import any_index_entry, workspace_manifests
+from .requirements import Requirement, read_entries
 from .resolver import Candidate, Package, resolve, version_order
 
 if TYPE_CHECKING:
@@ -64,33 +65,13 @@ class Resolution:
         return self.roots[key]
 
 
-def _workspace_manifests(files: Files, member_roots: list[str]):
-    """(manifest, is a member) for the members and every package their path dependencies
-    reach, each once; a path that holds no manifest is left to the loader to name."""
-    seen: set[str] = set()
-    queue = [(r, True) for r in member_roots]
-    while queue:
-        root, member = queue.pop(0)
-        path = os.path.join(root, MANIFEST_NAME)
-        if root in seen or not os.path.isfile(path):
-            continue
-        seen.add(root)
-        source = files.get(path)
-        yield source, member
-        queue += [(p, False) for p in path_dependencies(source, dev=member)]
-
-
 def workspace_requirements(files: Files, member_roots: list[str]) -> list[Requirement]:
     """The index requirements of the workspace: its members' (dev-dependencies included) and
     those of every package their path dependencies reach."""
     out: list[Requirement] = []
-    for source, member in _workspace_manifests(files, member_roots):
+    for source, member in workspace_manifests(files, member_roots):
         out += read_entries(source, source.base.name or display_path(source.root), dev=member).index
     return out
-
-
-def _any_index_entry(files: Files, member_roots: list[str]) -> bool:
-    return any(has_index_entries(source.doc, dev=member) for source, member in _workspace_manifests(files, member_roots))
 
 
 class _Universe:
@@ -174,7 +155,7 @@ def resolve_workspace(files: Files, workspace_root: str, member_roots: list[str]
     lock is written when it changed, refused to change under --locked. `settings` (None: this
     process's environment, read only when there is something to resolve) locate the index and
     the cache."""
-    if not force and not _any_index_entry(files, member_roots):
+    if not force and not any_index_entry(files, member_roots):
         return None
     if settings is None:
         from ..core.settings import command_settings

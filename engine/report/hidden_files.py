@@ -11,6 +11,7 @@ program's action, and a payload for a file outside every package.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -24,14 +25,19 @@ from ..core.errors import display_path
 #   clang:  src/main.cpp:1:10: fatal error: '../config/app.h' file not found
 #   others: cat: data.txt: No such file or directory, cp: cannot stat 'data.txt': No such file or
 #           directory, ... No such file or directory: 'data.txt'
-_MISSING = (
-    re.compile(r"^(?:(?P<file>[^:\n]+):\d+:(?:\d+:)? )?fatal error: '?(?P<name>[^'\n]+?)'?: No such file or directory$",
-               re.M),
-    re.compile(r"^(?:(?P<file>[^:\n]+):\d+:(?:\d+:)? )?fatal error: '(?P<name>[^'\n]+)' file not found$", re.M),
-    re.compile(r"['\"`\u2018](?P<name>[^'\"`\u2019\n]+)['\"`\u2019]: No such file or directory$", re.M),
-    re.compile(r"(?P<name>[^\s:'\"`\u2019]+): No such file or directory$", re.M),
-    re.compile(r"No such file or directory: '(?P<name>[^'\n]+)'"),
-)
+@functools.cache
+def _missing_patterns() -> tuple[re.Pattern[str], ...]:
+    """Compiled on the first failed action's output: a build that fails nothing never pays for them."""
+    return (
+        re.compile(r"^(?:(?P<file>[^:\n]+):\d+:(?:\d+:)? )?fatal error: '?(?P<name>[^'\n]+?)'?: "
+                   r"No such file or directory$", re.M),
+        re.compile(r"^(?:(?P<file>[^:\n]+):\d+:(?:\d+:)? )?fatal error: '(?P<name>[^'\n]+)' file not found$", re.M),
+        re.compile(r"['\"`\u2018](?P<name>[^'\"`\u2019\n]+)['\"`\u2019]: No such file or directory$", re.M),
+        re.compile(r"(?P<name>[^\s:'\"`\u2019]+): No such file or directory$", re.M),
+        re.compile(r"No such file or directory: '(?P<name>[^'\n]+)'"),
+    )
+
+
 _INCLUDE_FLAGS = ("-I", "-iquote", "-isystem", "-idirafter")
 _SANDBOX_ROOT = "/execroot"  # where a sandbox mounts the execroot (sandbox/bwrap.py)
 _MAX_HINTS = 3
@@ -66,7 +72,7 @@ def _missing(output: str) -> list[tuple[str, str | None]]:
     """(name, the file whose line names it, when the tool says) for each missing-file message."""
     out: list[tuple[tuple[int, int], str, str | None]] = []
     taken: list[tuple[int, int]] = []
-    for pattern in _MISSING:
+    for pattern in _missing_patterns():
         for m in pattern.finditer(output):
             if any(s <= m.start() < e for s, e in taken):
                 continue  # a compiler's line, already read by a more specific pattern

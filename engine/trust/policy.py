@@ -26,12 +26,14 @@ warmed up ahead, and no action is sent to a remote worker (its reads are this ma
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from mcpp.cas.action import Action, Platform
-from mcpp.cas.remote.config import RemoteSettings
 from mcpp.cas.remote.trust import Origin, local_entry_accepted, trusted_names
 from mcpp.sandbox import Guarantees, guarantees_of, possible_guarantees
+
+if TYPE_CHECKING:  # imported only by builds with a remote (engine/core/settings.py)
+    from mcpp.cas.remote.config import RemoteSettings
 
 # the namespace of shared results: keys without a namespace part
 SHARED = ""

@@ -2,7 +2,8 @@
 build program evaluator (starlark-pyo3, the `mcpp` struct and its prelude), one that declares no
 payload never loads the installer (tarfile, zip, the indexes), one without a remote never loads
 the signing code, and `mcpp build` never loads the store's maintenance (`mcpp cache`): some
-15 ms of every cold start (a new server, or a build in process)."""
+15 ms of every cold start (a new server, or a build in process); nor, without index dependencies or a
+remote, the registry's resolver or the remote's settings, nor the modules of other commands."""
 from __future__ import annotations
 
 import json
@@ -30,7 +31,10 @@ try:
 except SystemExit as e:
     code = e.code
 loaded = sorted(m for m in sys.modules if m in ("starlark", "tarfile", "mcpp.engine.payloads.install",
-                                                 "mcpp.cas.remote.signing", "mcpp.cas.maintenance")
+                                                 "mcpp.cas.remote.signing", "mcpp.cas.maintenance",
+                                                 "mcpp.cas.remote.config", "mcpp.engine.registry.session",
+                                                 "mcpp.engine.server.commands", "mcpp.engine.cli.cache",
+                                                 "mcpp.engine.payloads.resolve")
                 or m.startswith("mcpp.engine.program."))
 print(json.dumps({"code": code, "loaded": loaded}))
 """
@@ -47,7 +51,10 @@ def test_a_plain_build_imports_no_evaluator_installer_signing_or_maintenance(tmp
     got = _build(tmp_path / "p", tmp_path / "home")
     assert got["code"] in (0, None)
     assert not {"starlark", "mcpp.engine.program.evaluate", "tarfile", "mcpp.engine.payloads.install",
-                "mcpp.cas.remote.signing", "mcpp.cas.maintenance"} & set(got["loaded"]), got
+                "mcpp.cas.remote.signing", "mcpp.cas.maintenance", "mcpp.cas.remote.config",
+                "mcpp.engine.registry.session", "mcpp.engine.server.commands", "mcpp.engine.cli.cache",
+                "mcpp.engine.payloads.resolve"} \
+        & set(got["loaded"]), got
 
 
 def test_a_build_with_a_program_does(tmp_path):

@@ -8,7 +8,8 @@ from mcpp.engine.core.errors import ManifestError
 from mcpp.engine.manifest.load import parse_manifest
 from mcpp.engine.payloads.descriptor import parse_descriptor
 from mcpp.engine.payloads.errors import PayloadError
-from mcpp.engine.registry.requirements import has_index_entries, read_entries
+from mcpp.engine.registry.presence import has_index_entries
+from mcpp.engine.registry.requirements import read_entries
 
 HEAD = '[package]\nname = "app"\nversion = "0.1.0"\n\n'
 

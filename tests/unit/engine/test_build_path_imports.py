@@ -1,0 +1,50 @@
+"""Importing the command line (what every in-process `mcpp build` does first) loads only what a
+plain build of a path-only project uses: the modules of the other commands, the registry's
+resolver, the payload resolver, the remote's settings and what they pull in (socket, the index, the lock) are imported
+by the command, the manifest or the configuration that needs them (engine/cli/app.py's
+`_Commands`, engine/package/graph.py, engine/core/settings.py)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PROBE = """
+import json, sys
+import mcpp.engine.cli.app
+print(json.dumps(sorted(sys.modules)))
+"""
+
+NOT_ON_THE_BUILD_PATH = {
+    "mcpp.engine.registry.session", "mcpp.engine.registry.resolver", "mcpp.engine.registry.lockfile",
+    "mcpp.engine.registry.requirements",
+    "mcpp.engine.registry.cache", "mcpp.engine.payloads.index", "mcpp.engine.payloads.descriptor",
+    "mcpp.cas.remote.config", "mcpp.engine.bot.command", "mcpp.engine.server.commands",
+    "mcpp.engine.cli.cache", "mcpp.engine.cli.publish", "mcpp.engine.cli.payload", "mcpp.engine.cli.deps_edit",
+    "mcpp.engine.cli.dependencies", "mcpp.engine.publish", "mcpp.engine.edit", "socket",
+    "mcpp.engine.payloads.resolve", "mcpp.engine.payloads.resolved", "mcpp.engine.payloads.version",
+    "mcpp.engine.report.timings",
+}
+
+
+def _loaded(code: str) -> set[str]:
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    return set(json.loads(p.stdout.splitlines()[-1]))
+
+
+def test_importing_the_command_line_loads_no_other_commands_module_registry_or_remote():
+    assert _loaded(PROBE) & NOT_ON_THE_BUILD_PATH == set()
+
+
+def test_a_command_that_lives_in_its_own_module_still_runs():
+    loaded = _loaded("""
+import json, sys
+from mcpp.engine.cli.app import main
+try:
+    main(["cache", "--help"])
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)))
+""")
+    assert "mcpp.engine.cli.cache" in loaded
+    assert "mcpp.engine.cli.publish" not in loaded
