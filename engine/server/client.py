@@ -243,19 +243,12 @@ def awaits_start(ident: str, client: int) -> bool:
     ended (at most `_AFTER_WAIT_S`: a long `mcpp run` does not hold the next build back), so
     that the server's start takes no CPU from the build's compiles. False when a server of
     `ident` listens by then (another command's won the name): this one has nothing to do."""
-    import select
-
     try:
         pidfd = os.pidfd_open(client)
     except OSError:  # gone already
         pidfd = None
     if pidfd is not None:
-        try:
-            waiting = select.poll()
-            waiting.register(pidfd, select.POLLIN)
-            waiting.poll(_AFTER_WAIT_S * 1000)
-        finally:
-            os.close(pidfd)
+        _wait_readable(pidfd, _AFTER_WAIT_S)
     try:
         sock = connect(ident)
     except Unsafe:  # the server's own start says why it cannot listen
@@ -266,6 +259,18 @@ def awaits_start(ident: str, client: int) -> bool:
     return False
 
 
+def _wait_readable(fd: int, seconds: float) -> None:
+    """Wait until `fd` is readable (a byte, or its end) or `seconds` pass, then close it."""
+    import select
+
+    try:
+        waiting = select.poll()
+        waiting.register(fd, select.POLLIN)
+        waiting.poll(seconds * 1000)
+    finally:
+        os.close(fd)
+
+
 def _start(ident: str, root: str, home: str) -> "_socket.socket":
     """Start a server in its own session (it outlives this command) and wait for its socket."""
     import subprocess
@@ -274,8 +279,6 @@ def _start(ident: str, root: str, home: str) -> "_socket.socket":
         os.makedirs(server_dir(home), exist_ok=True)
     except OSError:  # a home that cannot be written: the in-process build names the problem
         raise _Fallback() from None
-    import select
-
     # The server writes a byte on `ready` once its socket listens, and the pipe ends (EOF) if it
     # exits first: the client waits exactly as long as the start takes (mostly the engine's
     # imports), where polling the socket with a growing delay would oversleep.
@@ -290,12 +293,7 @@ def _start(ident: str, root: str, home: str) -> "_socket.socket":
         raise
     finally:
         os.close(ready_w)
-    try:
-        waiting = select.poll()
-        waiting.register(ready_r, select.POLLIN)
-        waiting.poll(_START_WAIT_S * 1000)
-    finally:
-        os.close(ready_r)
+    _wait_readable(ready_r, _START_WAIT_S)
     sock = connect(ident)  # ours, or the server that won a race to the name (ours then exited)
     if sock is not None:
         return sock
