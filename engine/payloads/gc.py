@@ -38,13 +38,14 @@ def _rmtree(path: str) -> None:
         pass
 
 
-def _subdirs(path: str) -> list[str]:
+def real_subdirs(path: str) -> list[str]:
     """The names of the real directories in `path` (a symlink is not followed: whatever one
-    planted here points to lies outside the store, and gc neither lists nor removes it)."""
+    planted here points to lies outside the store, and gc neither lists nor removes it). A folder
+    that cannot be read lists nothing: gc skips what it cannot see rather than fail."""
     try:
         with os.scandir(path) as entries:
             return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:
         return []
 
 
@@ -58,11 +59,11 @@ def _real_dir(path: str) -> bool:
 def installed(payloads_root: str) -> Iterator[tuple[str, str, float | None]]:
     """Each installed payload version: (`ns:name version`, its directory, the mtime of its lock
     stamp, which every use touches, or None where it has none)."""
-    for ns in _subdirs(payloads_root):
+    for ns in real_subdirs(payloads_root):
         if ns in (LOCKS, TMP, PROBES):
             continue
-        for name in _subdirs(os.path.join(payloads_root, ns)):
-            for version in _subdirs(os.path.join(payloads_root, ns, name)):
+        for name in real_subdirs(os.path.join(payloads_root, ns)):
+            for version in real_subdirs(os.path.join(payloads_root, ns, name)):
                 try:
                     used: float | None = os.stat(lock_path(payloads_root, ns, name, version)).st_mtime
                 except OSError:

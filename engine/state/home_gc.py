@@ -38,7 +38,7 @@ from mcpp.cas.maintenance import GRACE_S, remove_tree
 from mcpp.cas.units import parse_size
 
 from ..core.errors import McppError
-from ..payloads.gc import installed as installed_payloads
+from ..payloads.gc import installed as installed_payloads, real_subdirs
 from ..registry.cache import REGISTRY
 from ..registry.cache import STAMP as SOURCE_RECORD
 
@@ -205,20 +205,12 @@ def _index_sources(home: Home) -> list[Unit]:
     goes first: a version directory without it is fetched again, never trusted half-removed."""
     root = os.path.join(home.root, REGISTRY)
     out = []
-    for ns in _subdirs(root):
-        for name in _subdirs(ns):
-            for version in _subdirs(name):
-                out.append(Unit(version, _tree_size(version), _last_touch(version), tree=True,
-                                first=(version + SOURCE_RECORD,)))
+    for ns in real_subdirs(root):
+        for name in real_subdirs(os.path.join(root, ns)):
+            for version in real_subdirs(os.path.join(root, ns, name)):
+                d = os.path.join(root, ns, name, version)
+                out.append(Unit(d, _tree_size(d), _last_touch(d), tree=True, first=(d + SOURCE_RECORD,)))
     return out
-
-
-def _subdirs(path: str) -> list[str]:
-    try:
-        with os.scandir(path) as entries:
-            return [e.path for e in entries if e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return []
 
 
 _COUNTED_APART = ("cas", "ac", "mat", "tool", "payloads", "server", "sandbox", REGISTRY)
