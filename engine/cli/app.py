@@ -236,7 +236,8 @@ def build_cmd(ctx: _Ctx, **kw):
     started = noop.begin(ctx.argv)
     outcome = build(opts, reporter, memory=ctx.memory)
     # A build asked for its timings writes a report each time: never answer it from the no-op path.
-    if kw["message_format"] == "human" and not reporter.warned and not (opts.timings or opts.trace):
+    # A JSON build records too: the record answers the next plain build (engine/state/noop.py).
+    if not reporter.warned and not (opts.timings or opts.trace):
         record_noop(ctx.argv, outcome, ctx.quiet, started, opts.home)
 
 

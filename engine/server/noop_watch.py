@@ -77,7 +77,7 @@ class NoopWatch(Descriptor):
 
     def answer(self, argv: list[str], cwd: str, env, tty: bool, start: float) -> str | None:
         """As `noop.answer`, from the watch when it is armed and quiet."""
-        if env.get("MCPP_NO_FAST_PATH"):
+        if env.get("MCPP_NO_FAST_PATH") or not noop.answers(argv):
             return None
         ident = noop._ident(argv, cwd, env)
         self.drain()

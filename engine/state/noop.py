@@ -56,7 +56,41 @@ def _home(env=None) -> str:
 
 def _ident(argv: list[str], cwd: str | None = None, env=None) -> str:
     env = os.environ if env is None else env
-    return "\0".join([cwd or os.getcwd(), _home(env), *build_env.identity(env), "", *argv])
+    return "\0".join([cwd or os.getcwd(), _home(env), *build_env.identity(env), "", *_presented(argv)[0]])
+
+
+_FORMAT_OPTION = "--message-format"
+
+
+def _presented(argv: list[str]) -> tuple[list[str], str]:
+    """`argv` without its `--message-format` option, and the format it asks for. A build leaves
+    the same files behind in either format, so one record serves both: a successful JSON build
+    (an IDE's, a CI step's) lets the next plain `mcpp build` answer from stats. Only the human
+    format is answered here (`answers`); a JSON build always runs the engine, which writes the
+    events. Options end at `--`."""
+    kept: list[str] = []
+    fmt = "human"
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            kept += argv[i:]
+            break
+        if arg == _FORMAT_OPTION:
+            fmt = argv[i + 1] if i + 1 < len(argv) else ""
+            i += 2
+            continue
+        if arg.startswith(_FORMAT_OPTION + "="):
+            fmt = arg[len(_FORMAT_OPTION) + 1:]
+        else:
+            kept.append(arg)
+        i += 1
+    return kept, fmt
+
+
+def answers(argv: list[str]) -> bool:
+    """Whether the fast path may answer `argv`: only a build that prints the human format."""
+    return _presented(argv)[1] == "human"
 
 
 def _record_path(ident: str, env=None) -> str:
@@ -81,7 +115,7 @@ def answer(argv: list[str], cwd: str, env, tty: bool, start: float) -> str | Non
     ("" for nothing), else None: build. `tty`: whether that output goes to a terminal (the
     line is coloured as the build would colour it); `start`: when the command began. The warm
     build server asks the same question for its clients (engine/server/noop_watch.py)."""
-    if env.get("MCPP_NO_FAST_PATH"):
+    if env.get("MCPP_NO_FAST_PATH") or not answers(argv):
         return None
     found = load_record(argv, cwd, env)
     if found is None or not holds(found):

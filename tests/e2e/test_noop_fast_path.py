@@ -1,6 +1,7 @@
 """The no-op fast path answers from stats alone, and steps aside for any change."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -83,3 +84,44 @@ def test_a_manifest_appearing_above_takes_the_full_path(tmp_path, mcpp):
     settle(mcpp, root)
     (tmp_path / "ws" / "mcpp.toml").write_text('[workspace]\nmembers = ["01-hello"]\n')
     assert build_in_process(root, mcpp) == "ENGINE LOADED"
+
+
+JSON = ("--message-format", "json")
+
+
+def build_in_process_with(root, mcpp, *args) -> str:
+    """`build_in_process` for `mcpp build ARGS`."""
+    probe = PROBE.replace("['mcpp', 'build']", repr(["mcpp", "build", *args]))
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home), "MCPP_NO_SERVER": "1"}
+    p = subprocess.run([sys.executable, "-c", probe], cwd=root, env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p.stderr.strip().splitlines()[-1]
+
+
+def test_a_json_build_records_for_the_next_plain_build(tmp_path, mcpp):
+    root = copy_example("01-hello", tmp_path)
+    mcpp("build", *JSON, cwd=root, check=True)
+    mcpp("build", "--message-format=json", cwd=root, check=True)  # both spellings file one record
+    assert build_in_process(root, mcpp) == "FAST PATH"
+    res = mcpp("build", cwd=root)
+    assert res.err.startswith("    Finished dev [unoptimized + debuginfo] in 0.0")
+
+
+def test_a_json_build_is_never_answered_by_the_fast_path(tmp_path, mcpp):
+    root = copy_example("01-hello", tmp_path)
+    settle(mcpp, root)
+    assert build_in_process_with(root, mcpp, *JSON) == "ENGINE LOADED"
+    assert build_in_process_with(root, mcpp, "--message-format=json") == "ENGINE LOADED"
+    assert build_in_process_with(root, mcpp, "--message-format", "human") == "FAST PATH"
+    res = mcpp("build", *JSON, cwd=root, check=True)  # through the server too, where one runs
+    events = [json.loads(line) for line in res.out.splitlines() if line.startswith("{")]
+    assert sum(e.get("reason") == "action-finished" for e in events) >= 2, res.out
+
+
+def test_a_json_build_that_warned_records_nothing(project, mcpp):
+    root = project({"mcpp.toml": '[package]\nname = "w"\nversion = "0.1.0"\nflavour = 1\n',
+                    "src/main.cpp": "int main() {}\n"})
+    mcpp("build", *JSON, cwd=root, check=True)
+    mcpp("build", *JSON, cwd=root, check=True)
+    assert build_in_process(root, mcpp) == "ENGINE LOADED"
+    assert "unknown key `flavour`" in mcpp("build", cwd=root).err
