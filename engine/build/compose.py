@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Container, cast
 
 from mcpp.cas.action import ActionKind, Platform
-from mcpp.cas.atomic import PUBLIC, write_atomic
+from mcpp.cas.atomic import PUBLIC, write_if_changed
 from mcpp.cas.home import Home
 
 from mcpp.sandbox import SandboxUnavailable, make_sandbox
@@ -431,11 +431,12 @@ def _size(n: int) -> str:
 
 
 def record_last_build(home: Home, counters: Counters) -> None:
-    """Remember the hit rate of this build for `mcpp cache stats`."""
+    """Remember the hit rate of this build for `mcpp cache stats` (a file rewritten only when it
+    changes: one no-op after another reads it, and writes nothing)."""
     data = {"fresh": counters.fresh, "cache_hits": counters.cache_hits, "remote_hits": counters.remote_hits,
             "executed": counters.executed, "failed": counters.failed}
     try:
-        write_atomic(str(home.last_build), json.dumps(data), mode=PUBLIC)
+        write_if_changed(str(home.last_build), json.dumps(data).encode(), mode=PUBLIC)
     except OSError:
         pass
 

@@ -142,7 +142,8 @@ class ActionPipeline:
         a = self.by_id[action_id]
         if self.keys.fresh(a):
             self.counters.fresh += 1
-            self._replay_fresh(a)
+            if self.warned.keys:  # most builds have no warning to say again: no lookup per action
+                self._replay_fresh(a)
             self._event(a, "fresh")
             return True
         key1 = self.keys.key(a, ())

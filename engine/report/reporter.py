@@ -109,7 +109,8 @@ class Reporter:
 
     def _write(self, stream, line: str) -> None:
         with self._lock:
-            self._clear_progress()
+            if self._progress_shown:
+                self._clear_progress()
             if stream is self.out and self._held:
                 stream.write(line + "\n")
                 self._pending = True
@@ -168,10 +169,11 @@ class Reporter:
 
 def _event_line(reason: str, fields: dict) -> str:
     """`json.dumps({"reason": reason, **fields})`, in a third of the time when every value is
-    a string (an `action-finished` event: a thousand per no-op build)."""
+    a string (an `action-finished` event: a thousand per no-op build). A str subclass (an action's
+    `kind`, a StrEnum) is a string to both: json writes the characters it holds."""
     parts = ['{"reason": ', _quoted(reason)]
     for name, value in fields.items():
-        if type(value) is not str:
+        if not isinstance(value, str):
             return json.dumps({"reason": reason, **fields})
         parts += [", ", _quoted(name), ": ", _quoted(value)]
     parts.append("}")

@@ -313,9 +313,11 @@ class KeyComputer:
         if known is None or known.validated(action.id) != key:
             return False
         inputs = action.inputs
-        for changed in (known.touched, self.rewritten):  # the watcher saw it written; an action wrote it
-            if changed and not (changed.isdisjoint(inputs) and changed.isdisjoint(discovered)):
-                return False
+        touched, rewritten = known.touched, self.rewritten  # the watcher saw it written; an action wrote it
+        if touched and not (touched.isdisjoint(inputs) and touched.isdisjoint(discovered)):
+            return False
+        if rewritten and not (rewritten.isdisjoint(inputs) and rewritten.isdisjoint(discovered)):
+            return False
         same = self._same
         if same is None:
             self.proven = known.proven(self.state.stats)
