@@ -40,7 +40,7 @@ def _load(path: str, fmt: str, empty: tuple, well_formed: Callable[..., bool]) -
     a warning, and the actions' keys are checked again."""
     try:
         with open(path, "rb") as f:
-            found, *payload = marshal.load(f)
+            found, *payload = marshal.loads(f.read())  # one read: `load` reads a file piece by piece
     except FileNotFoundError:
         return empty
     except (OSError, EOFError, ValueError, TypeError):
