@@ -491,8 +491,11 @@ class ActionPipeline:
     def _event(self, a: Action, status: str, **extra) -> None:
         if self.timings is not None:
             self.timings.status(a.id, a.kind, self.plan.package_of[a.id], status)
-        self.reporter.event("action-finished", id=a.id, kind=a.kind, package=self.plan.package_of[a.id],
-                            status=status, **extra)
+        if extra:
+            self.reporter.event("action-finished", id=a.id, kind=a.kind, package=self.plan.package_of[a.id],
+                                status=status, **extra)
+        else:
+            self.reporter.action_finished(a.id, a.kind, self.plan.package_of[a.id], status)
 
     def _abs(self, rel: str) -> str:
         return os.path.join(self.plan.execroot, rel)

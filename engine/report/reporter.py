@@ -107,6 +107,14 @@ class Reporter:
         if self.json_mode:
             self._write(self.out, _event_line(reason, fields))
 
+    def action_finished(self, action_id: str, kind: str, package: str, status: str) -> None:
+        """`event("action-finished", id=..., kind=..., package=..., status=...)`, the same line
+        spelled out: a no-op build writes one per action."""
+        if self.json_mode:
+            self._write(self.out, f'{{"reason": "action-finished", "id": {_quoted(action_id)}, '
+                                  f'"kind": {_quoted(kind)}, "package": {_quoted(package)}, '
+                                  f'"status": {_quoted(status)}}}')
+
     def _write(self, stream, line: str) -> None:
         with self._lock:
             if self._progress_shown:
