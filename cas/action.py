@@ -24,6 +24,7 @@ from .digest import Digest
 # v2: a compile's key covers the system headers its depfile names (engine/depfile.py); a v1
 # entry, keyed without them, must not be trusted after a header under /usr changed.
 KEY_VERSION = "mcpp-action-v2"
+_VERSION_PART = f"7:version{len(KEY_VERSION)}:{KEY_VERSION}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,28 +105,25 @@ def action_key(
     `encoded(path)`, when given, answers `encoded_input(path, digest_of(path))` (a caller that
     keys hundreds of actions over the same headers keeps those strings instead of remaking them).
     """
-    parts: list[str] = []
-
-    def put(tag: str, *values: str) -> None:
-        # Each value is prefixed by its length, so no two different field lists encode alike.
-        for v in (tag, *values):
-            parts.append(f"{len(v)}:{v}")
-
-    put("version", KEY_VERSION)
+    # Each value is prefixed by its length, so no two different field lists encode alike. The
+    # fields are spelled out inline (not through a helper per field): a no-op build keys every
+    # action of the plan.
     if action.content_keyed:
-        put("platform-host", platform.host)
+        parts = [_VERSION_PART, "13:platform-host", f"{len(platform.host)}:{platform.host}"]
     else:
-        put("platform", platform.toolchain, platform.host)
+        parts = [_VERSION_PART, "8:platform", f"{len(platform.toolchain)}:{platform.toolchain}",
+                 f"{len(platform.host)}:{platform.host}"]
     if platform.namespace:  # absent for hermetic results, so their keys stay as they were
-        put("namespace", platform.namespace)
-    put("cwd", action.cwd)
+        parts += ("9:namespace", f"{len(platform.namespace)}:{platform.namespace}")
+    argv = action.argv
+    n = str(len(argv))
+    parts += ("3:cwd", f"{len(action.cwd)}:{action.cwd}", "4:argv", f"{len(n)}:{n}")
     if action.content_keyed:
         tool_digests = {t: str(tool_digest_of(t)) for t in action.tools}
-        put("argv", str(len(action.argv)), *content_argv(action.argv, tool_digests))
-    else:
-        put("argv", str(len(action.argv)), *action.argv)
+        argv = tuple(content_argv(argv, tool_digests))
+    parts += [f"{len(v)}:{v}" for v in argv]
     for k, v in sorted(action.env):
-        put("env", k, v)
+        parts += ("3:env", f"{len(k)}:{k}", f"{len(v)}:{v}")
     # A compile has a hundred or more inputs with its system headers: this loop is most of a
     # no-op build's key computation.
     paths = sorted(set(action.inputs).union(discovered))
@@ -135,13 +133,15 @@ def action_key(
         parts += [encoded_input(path, digest_of(path)) for path in paths]
     if action.content_keyed:
         for d in sorted(tool_digests.values()):
-            put("tool-content", d)
+            parts += ("12:tool-content", f"{len(d)}:{d}")
     else:
         for tool in sorted(action.tools):
-            put("tool", tool, str(tool_digest_of(tool)))
+            d = str(tool_digest_of(tool))
+            parts += ("4:tool", f"{len(tool)}:{tool}", f"{len(d)}:{d}")
     for out in sorted(action.outputs):
-        put("output", out)
-    put("depfile", action.depfile or "")
+        parts += ("6:output", f"{len(out)}:{out}")
+    depfile = action.depfile or ""
+    parts += ("7:depfile", f"{len(depfile)}:{depfile}")
     return blake3.blake3("".join(parts).encode()).hexdigest()
 
 

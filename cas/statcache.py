@@ -165,7 +165,7 @@ class StatCache:
         try:
             with open(self.cache_file, "rb") as f:
                 written = os.fstat(f.fileno()).st_mtime_ns
-                fmt, entries = marshal.load(f)
+                fmt, entries = marshal.loads(f.read())  # one read: `load` reads a file piece by piece
         except FileNotFoundError:
             return
         except (OSError, EOFError, ValueError, TypeError):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Container, cast
 
 from mcpp.cas.action import ActionKind, Platform
-from mcpp.cas.atomic import PUBLIC, write_atomic
+from mcpp.cas.atomic import PUBLIC, write_if_changed
 from mcpp.cas.home import Home
 
 from mcpp.sandbox import SandboxUnavailable, make_sandbox
@@ -431,11 +431,12 @@ def _size(n: int) -> str:
 
 
 def record_last_build(home: Home, counters: Counters) -> None:
-    """Remember the hit rate of this build for `mcpp cache stats`."""
+    """Remember the hit rate of this build for `mcpp cache stats` (a file rewritten only when it
+    changes: one no-op after another reads it, and writes nothing)."""
     data = {"fresh": counters.fresh, "cache_hits": counters.cache_hits, "remote_hits": counters.remote_hits,
             "executed": counters.executed, "failed": counters.failed}
     try:
-        write_atomic(str(home.last_build), json.dumps(data), mode=PUBLIC)
+        write_if_changed(str(home.last_build), json.dumps(data).encode(), mode=PUBLIC)
     except OSError:
         pass
 
@@ -663,13 +664,23 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool, started: in
     files += [os.path.join(d, "mcpp.toml") for d in noop.ancestors(os.getcwd())]
     execroot = plan.execroot
     written = {outcome.layout.compile_commands, *(os.path.join(execroot, p) for p in plan.generated)}
+    # Each path of the plan once (hundreds of compiles name the same headers, the link every
+    # object), then made absolute: the record holds each file once whatever the order.
+    inputs: dict[str, None] = {}
+    outputs: dict[str, None] = {}
+    tools: dict[str, None] = {}
     for a in plan.actions:
-        files += [os.path.join(execroot, p) for p in a.inputs + a.outputs + outcome.discovered.get(a.id, ())]
-        trees = _tree_paths(execroot, a.outputs)
-        files += _tree_paths(execroot, a.inputs) + trees
-        files += list(a.tools)
-        written.update(os.path.join(execroot, p) for p in a.outputs)
-        written.update(trees)
+        inputs.update(dict.fromkeys(a.inputs))
+        inputs.update(dict.fromkeys(outcome.discovered.get(a.id, ())))
+        outputs.update(dict.fromkeys(a.outputs))
+        tools.update(dict.fromkeys(a.tools))
+    made = [os.path.join(execroot, p) for p in outputs]
+    trees = _tree_paths(execroot, outputs)
+    files += [os.path.join(execroot, p) for p in inputs] + made
+    files += _tree_paths(execroot, dict.fromkeys(p for a in plan.actions for p in a.inputs if p.endswith("/"))) + trees
+    files += tools
+    written.update(made)
+    written.update(trees)
     # Only the directories globs read: other files (editor swaps, another tool's logs) beside
     # the manifest must not send every no-op down the full path.
     dirs: list[str] = []

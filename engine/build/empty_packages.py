@@ -18,13 +18,18 @@ def empty_package_warnings(graph, plan, expand: globs.Expand = globs.expand) -> 
     or with no sources and only its build program's actions while C or C++ files lie in its
     tree: those actions (a generated config header) would hide that nothing was compiled.
     `expand` expands the source globs (manifest/globs.py)."""
-    planned = set(plan.package_of.values())
-    compiled = {plan.package_of[a.id] for a in plan.actions if a.kind != ActionKind.RULE}
+    asked = [p for p in graph.order if not (p.manifest.is_virtual or p.manifest.build.sources == ())]
+    if not asked:
+        return []
+    compiled = _compiled(plan, {p.name for p in asked})
+    planned: set[str] | None = None  # made for the first package that needs it
     out: list[str] = []
-    for pkg in graph.order:
+    for pkg in asked:
         m = pkg.manifest
-        if pkg.name in compiled or m.is_virtual or m.build.sources == ():
+        if pkg.name in compiled:
             continue
+        if planned is None:
+            planned = set(plan.package_of.values())
         try:
             if package_sources(pkg, expand):
                 continue
@@ -42,3 +47,18 @@ def empty_package_warnings(graph, plan, expand: globs.Expand = globs.expand) -> 
                    f"(nothing matches {shown}), so it builds nothing{found}; write `sources = []` under [build] "
                    f"if that is meant")
     return out
+
+
+def _compiled(plan, names: set[str]) -> set[str]:
+    """Those of the packages `names` that planned an action besides a build program's: the plan
+    is walked only until each is found (every package compiles something, in a build that
+    warns of nothing, and its first compile comes early)."""
+    found: set[str] = set()
+    for a in plan.actions:
+        if a.kind != ActionKind.RULE:
+            name = plan.package_of[a.id]
+            if name in names and name not in found:
+                found.add(name)
+                if len(found) == len(names):
+                    break
+    return found

@@ -142,7 +142,8 @@ class ActionPipeline:
         a = self.by_id[action_id]
         if self.keys.fresh(a):
             self.counters.fresh += 1
-            self._replay_fresh(a)
+            if self.warned.keys:  # most builds have no warning to say again: no lookup per action
+                self._replay_fresh(a)
             self._event(a, "fresh")
             return True
         key1 = self.keys.key(a, ())
@@ -490,8 +491,11 @@ class ActionPipeline:
     def _event(self, a: Action, status: str, **extra) -> None:
         if self.timings is not None:
             self.timings.status(a.id, a.kind, self.plan.package_of[a.id], status)
-        self.reporter.event("action-finished", id=a.id, kind=a.kind, package=self.plan.package_of[a.id],
-                            status=status, **extra)
+        if extra:
+            self.reporter.event("action-finished", id=a.id, kind=a.kind, package=self.plan.package_of[a.id],
+                                status=status, **extra)
+        else:
+            self.reporter.action_finished(a.id, a.kind, self.plan.package_of[a.id], status)
 
     def _abs(self, rel: str) -> str:
         return os.path.join(self.plan.execroot, rel)

@@ -55,12 +55,17 @@ class _Lanes:
         self._closing = False
         # (id, outcome, exception or None), in the order the actions end
         self.completions: "queue.Queue[tuple[str, object, BaseException | None]]" = queue.Queue()
-        self._threads = [threading.Thread(target=self._run, name=f"mcpp-lane-{n}", daemon=True)
-                         for n in range(jobs)]
-        for t in self._threads:
-            t.start()
+        self._jobs = jobs
+        # Started with the first action handed over: a build whose every action is fresh (a
+        # no-op) starts no thread.
+        self._threads: list[threading.Thread] = []
 
     def put(self, action_id: str) -> None:
+        if not self._threads:
+            self._threads = [threading.Thread(target=self._run, name=f"mcpp-lane-{n}", daemon=True)
+                             for n in range(self._jobs)]
+            for t in self._threads:
+                t.start()
         with self._cond:
             self._queued.append(action_id)
             self._cond.notify()

@@ -45,7 +45,9 @@ _MAGIC = re.compile(r"[*?]|\[.+?\]")
 
 @dataclass(frozen=True)
 class _Glob:
-    regex: re.Pattern[str]  # full-match over a relative path
+    # a regular expression (its text) full-matching the relative paths of the glob: compiled
+    # where one glob is asked alone (`match`); `expand` compiles the union of its patterns only
+    source: str
     literals: tuple[str, ...]  # brace alternatives without wildcards: file paths as written
     walks: tuple[tuple[str, int | None], ...]  # (directory, depth; None = unbounded) to list
 
@@ -54,7 +56,7 @@ def match(pattern: str, relpath: str) -> bool:
     """Whether `relpath` matches the glob. A leading `!` is ignored: this asks about the glob
     itself; how exclusions combine is `expand`'s business."""
     relpath = relpath[2:] if relpath.startswith("./") else relpath
-    return _compile(pattern.removeprefix("!")).regex.fullmatch(relpath) is not None
+    return re.fullmatch(_compile(pattern.removeprefix("!")).source, relpath) is not None
 
 
 Expand = Callable[..., list[str]]  # `expand`'s signature: (root, patterns, boundary=None)
@@ -170,7 +172,7 @@ def _kind(path: str) -> str | None:
 def _union(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     if not patterns:
         return None
-    return re.compile("|".join(f"(?:{_compile(p).regex.pattern})" for p in patterns))
+    return re.compile("|".join(f"(?:{_compile(p).source})" for p in patterns))
 
 
 @lru_cache(maxsize=1024)
@@ -194,8 +196,7 @@ def _compile(pattern: str) -> _Glob:
         first = magic[0]
         rest = segs[first:]
         walks.append(("/".join(segs[:first]), None if "**" in rest else len(rest)))
-    regex = re.compile("|".join(f"(?:{r})" for r in regexes))
-    return _Glob(regex, tuple(literals), tuple(walks))
+    return _Glob("|".join(f"(?:{r})" for r in regexes), tuple(literals), tuple(walks))
 
 
 def _braces(p: str) -> list[str]:

@@ -31,8 +31,18 @@ class Source:
 
 
 def role_of(path: str, device_exts: frozenset[str] = frozenset()) -> Role | None:
-    ext = os.path.splitext(path)[1]
+    ext = extension(path)
     return Role.DEVICE if ext in device_exts else ROLES.get(ext)
+
+
+def extension(path: str) -> str:
+    """`os.path.splitext(path)[1]` of a `/`-separated path, without its generality on the common
+    name (`f.cpp`: a name whose first character is not a dot), asked once per source per build."""
+    dot = path.rfind(".")
+    start = path.rfind("/") + 1
+    if dot > start and path[start] != ".":
+        return path[dot:]
+    return os.path.splitext(path)[1]
 
 
 def device_extensions(pkg: Package) -> dict[str, str]:

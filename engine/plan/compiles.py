@@ -67,6 +67,9 @@ class Compiles:
         self._flags_memo: dict[tuple[Package, str, bool], tuple[list[str], list[str], list[str]]] = {}
         # what each header reaches, per pool (package, dev) and search path (include_scan.py)
         self._closures: dict[tuple, dict[str, set[str] | None]] = {}
+        # per search path: its absolute directories, and the paths each directive may name there
+        self._searched: dict[tuple[str, ...], tuple[list[str], dict]] = {}
+        self._candidates: dict[tuple[str, ...], dict] = {}
 
     # -- a unit of a package -------------------------------------------------------------------
     def compile(self, u: Unit) -> None:
@@ -299,9 +302,13 @@ class Compiles:
         index = self._pool_index.get((pkg, dev))
         if index is None:
             index = self._pool_index[(pkg, dev)] = {os.path.join(execroot, h): h for h in pool}
-        dirs = [os.path.join(execroot, d) for d in search]
+        searched = self._searched.get(tuple(search))
+        if searched is None:  # the same directories for each compile of a package: joined once
+            dirs = [os.path.join(execroot, d) for d in search]
+            searched = self._searched[tuple(search)] = (dirs, self._candidates.setdefault(tuple(dirs), {}))
+        dirs, candidates = searched
         closures = self._closures.setdefault((pkg, dev, tuple(dirs)), {})
-        found = reachable(os.path.join(execroot, src), dirs, index, self._directives, closures)
+        found = reachable(os.path.join(execroot, src), dirs, index, self._directives, closures, candidates)
         return pool if found is None else tuple(sorted(found))
 
     def _directives(self, path: str):

@@ -35,15 +35,18 @@ def parse_includes(data: bytes) -> Directives | None:
 
 def reachable(source: str, include_dirs: list[str], pool: dict[str, str],
               directives_of: Callable[[str], Directives | None],
-              closures: dict | None = None) -> set[str] | None:
+              closures: dict | None = None, candidates: dict | None = None) -> set[str] | None:
     """Pool entries (values of `pool`, keyed by absolute path) that `source` can include,
     transitively; None when the scan cannot bound them.
 
     `closures` (one dict per pool and search path): what each header reaches, kept for the
     next source. Three hundred sources that include the same few headers then walk those
-    headers once, not three hundred times."""
+    headers once, not three hundred times. `candidates` (one dict per search path): the paths
+    each directive may name (`_candidates`), kept for the next file with the same directive."""
+    if candidates is None:
+        candidates = {}
     if closures is not None:
-        return _reachable_via(source, include_dirs, pool, directives_of, closures)
+        return _reachable_via(source, include_dirs, pool, directives_of, closures, candidates)
     found: set[str] = set()
     seen: set[str] = set()
     todo = [source]
@@ -57,9 +60,7 @@ def reachable(source: str, include_dirs: list[str], pool: dict[str, str],
             return None
         here = os.path.dirname(path)
         for kind, name in directives:
-            dirs = ([here] if kind == '"' else []) + include_dirs
-            for d in dirs:
-                candidate = os.path.normpath(os.path.join(d, name))
+            for candidate in _candidates(kind, name, here, include_dirs, candidates):
                 rel = pool.get(candidate)
                 if rel is not None and rel not in found:
                     found.add(rel)
@@ -67,8 +68,21 @@ def reachable(source: str, include_dirs: list[str], pool: dict[str, str],
     return found
 
 
+def _candidates(kind: str, name: str, here: str, include_dirs: list[str], memo: dict) -> tuple[str, ...]:
+    """The paths `#include` `name` may open from a file in `here`: the file's own directory
+    first for a quoted name, then each directory searched (made once per directive and
+    directory: hundreds of sources name the same headers)."""
+    key = (here, name) if kind == '"' else name
+    paths = memo.get(key)
+    if paths is None:
+        dirs = ([here] if kind == '"' else []) + include_dirs
+        paths = memo[key] = tuple(os.path.normpath(os.path.join(d, name)) for d in dirs)
+    return paths
+
+
 def _reachable_via(source: str, include_dirs: list[str], pool: dict[str, str],
-                   directives_of: Callable[[str], Directives | None], closures: dict) -> set[str] | None:
+                   directives_of: Callable[[str], Directives | None], closures: dict,
+                   candidates: dict) -> set[str] | None:
     # reach(source) = the pool headers it names directly, and everything each of them reaches
     directives = directives_of(source)
     if directives is None:
@@ -76,14 +90,13 @@ def _reachable_via(source: str, include_dirs: list[str], pool: dict[str, str],
     here = os.path.dirname(source)
     found: set[str] = set()
     for kind, name in directives:
-        for d in ([here] if kind == '"' else []) + include_dirs:
-            candidate = os.path.normpath(os.path.join(d, name))
+        for candidate in _candidates(kind, name, here, include_dirs, candidates):
             rel = pool.get(candidate)
             if rel is None or rel in found:
                 continue
             found.add(rel)
             if candidate not in closures:
-                closures[candidate] = reachable(candidate, include_dirs, pool, directives_of)
+                closures[candidate] = reachable(candidate, include_dirs, pool, directives_of, None, candidates)
             more = closures[candidate]
             if more is None:
                 return None

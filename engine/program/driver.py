@@ -21,7 +21,7 @@ from ..manifest import globs
 from ..manifest.load import display_path
 from ..package.model import Package, PackageGraph
 from ..package.program_result import ProgramResult
-from ..package.sources import device_extensions, package_sources
+from ..package.sources import device_extensions, package_sources, role_of
 from .modules import Loader, RuleModule, library_path, resolve, unavailable, visible_rule_modules
 from .paths import PROGRAM_NAME, program_path
 
@@ -146,7 +146,7 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
     for pkg in graph.order:
         c = checked[pkg]
         exts = device_extensions(pkg)
-        device = [s.path for s in package_sources(pkg, expand) if s.role == Role.DEVICE]
+        device = _device_sources(pkg, exts, expand)
         if c.path is None:
             pkg.program = None
             _check_claims(pkg, device, exts, ProgramResult())
@@ -196,6 +196,19 @@ def _context(pkg: Package, device: list[PkgPath], c: Checked, inputs: ProgramInp
         tools=tuple(ToolRef(t.display, t.tool, t.path) for t in inputs.tools_of(pkg)), payloads=payloads,
         rule_modules=tuple(RuleModuleRef(n, r.path) for n, r in sorted(c.rule_modules.items())),
         dep_infos=dep_infos(pkg), **inputs.extras(pkg, c.rule_modules))
+
+
+def _device_sources(pkg: Package, exts: dict[str, str], expand: globs.Expand) -> list[PkgPath]:
+    """The package's device sources. None where it selects its sources by the default globs
+    alone (no `[build] sources`, no feature's `sources`), has no device extension and a library
+    path (if any) that is no device source: the default globs name no device extension, so no
+    glob is walked here for that answer (the planner walks them, and refuses what they select
+    that it cannot build)."""
+    m = pkg.manifest
+    if not exts and m.build.sources is None and not any(f.sources for f in m.features.values()) \
+            and not (m.lib_path and role_of(m.lib_path) == Role.DEVICE):
+        return []
+    return [s.path for s in package_sources(pkg, expand) if s.role == Role.DEVICE]
 
 
 def _check_claims(pkg: Package, device: list[PkgPath], exts: dict[str, str], result: ProgramResult) -> None:

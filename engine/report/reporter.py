@@ -107,9 +107,18 @@ class Reporter:
         if self.json_mode:
             self._write(self.out, _event_line(reason, fields))
 
+    def action_finished(self, action_id: str, kind: str, package: str, status: str) -> None:
+        """`event("action-finished", id=..., kind=..., package=..., status=...)`, the same line
+        spelled out: a no-op build writes one per action."""
+        if self.json_mode:
+            self._write(self.out, f'{{"reason": "action-finished", "id": {_quoted(action_id)}, '
+                                  f'"kind": {_quoted(kind)}, "package": {_quoted(package)}, '
+                                  f'"status": {_quoted(status)}}}')
+
     def _write(self, stream, line: str) -> None:
         with self._lock:
-            self._clear_progress()
+            if self._progress_shown:
+                self._clear_progress()
             if stream is self.out and self._held:
                 stream.write(line + "\n")
                 self._pending = True
@@ -168,10 +177,11 @@ class Reporter:
 
 def _event_line(reason: str, fields: dict) -> str:
     """`json.dumps({"reason": reason, **fields})`, in a third of the time when every value is
-    a string (an `action-finished` event: a thousand per no-op build)."""
+    a string (an `action-finished` event: a thousand per no-op build). A str subclass (an action's
+    `kind`, a StrEnum) is a string to both: json writes the characters it holds."""
     parts = ['{"reason": ', _quoted(reason)]
     for name, value in fields.items():
-        if type(value) is not str:
+        if not isinstance(value, str):
             return json.dumps({"reason": reason, **fields})
         parts += [", ", _quoted(name), ": ", _quoted(value)]
     parts.append("}")

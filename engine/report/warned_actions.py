@@ -21,7 +21,7 @@ class WarnedActions:
         self.keys: dict[str, str] = {}  # action id -> key of the entry whose output to replay
         try:
             with open(path, "rb") as f:
-                fmt, keys = marshal.load(f)
+                fmt, keys = marshal.loads(f.read())  # one read: `load` reads a file piece by piece
             if fmt == _FORMAT and isinstance(keys, dict):
                 self.keys = {k: v for k, v in keys.items() if isinstance(k, str) and isinstance(v, str)}
         except (OSError, EOFError, ValueError, TypeError):

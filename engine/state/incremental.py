@@ -40,7 +40,7 @@ def _load(path: str, fmt: str, empty: tuple, well_formed: Callable[..., bool]) -
     a warning, and the actions' keys are checked again."""
     try:
         with open(path, "rb") as f:
-            found, *payload = marshal.load(f)
+            found, *payload = marshal.loads(f.read())  # one read: `load` reads a file piece by piece
     except FileNotFoundError:
         return empty
     except (OSError, EOFError, ValueError, TypeError):
@@ -238,13 +238,20 @@ class KeyComputer:
         return d
 
     def _encoded(self, rel: str) -> str:
+        # `encoded` holds only files neither generated nor produced when first asked; one an
+        # action produces later leaves it (`_produced`), so a hit is always the file's part.
+        part = self.encoded.get(rel)
+        if part is not None:
+            return part
         d = self.produced.get(rel) or self.generated.get(rel)
         if d is not None:
             return encoded_input(rel, d)
-        part = self.encoded.get(rel)
-        if part is None:
-            part = self.encoded[rel] = encoded_input(rel, self.digest_of(rel))
+        part = self.encoded[rel] = encoded_input(rel, self.digest_of(rel))
         return part
+
+    def _produced(self, rel: str, digest: Digest) -> None:
+        self.produced[rel] = digest
+        self.encoded.pop(rel, None)
 
     def tool_digest(self, path: str) -> Digest:
         d = self.tools.get(path)
@@ -282,7 +289,7 @@ class KeyComputer:
         for rel, digest in outputs.items():
             if rel not in absent:
                 self.state.remember_output(rel, digest)
-            self.produced[rel] = digest
+            self._produced(rel, digest)
             self.rewritten.add(rel)
 
     def fresh(self, action: Action) -> bool:
@@ -304,7 +311,7 @@ class KeyComputer:
                     return False
                 checked.append(out)
         for out in checked:
-            self.produced[out] = Digest.parse(outputs[out])
+            self._produced(out, Digest.parse(outputs[out]))
         return True
 
     def _known_unchanged(self, action: Action, key: str, discovered: tuple[str, ...]) -> bool:
@@ -313,9 +320,11 @@ class KeyComputer:
         if known is None or known.validated(action.id) != key:
             return False
         inputs = action.inputs
-        for changed in (known.touched, self.rewritten):  # the watcher saw it written; an action wrote it
-            if changed and not (changed.isdisjoint(inputs) and changed.isdisjoint(discovered)):
-                return False
+        touched, rewritten = known.touched, self.rewritten  # the watcher saw it written; an action wrote it
+        if touched and not (touched.isdisjoint(inputs) and touched.isdisjoint(discovered)):
+            return False
+        if rewritten and not (rewritten.isdisjoint(inputs) and rewritten.isdisjoint(discovered)):
+            return False
         same = self._same
         if same is None:
             self.proven = known.proven(self.state.stats)

@@ -98,3 +98,15 @@ def test_a_content_keyed_action_names_its_tools_by_digest_not_by_path():
     assert k(plain) != k(dataclasses.replace(plain, argv=("/store/gen@1+bb/bin/gen",) + plain.argv[1:],
                                              tools=("/store/gen@1+bb/bin/gen",)))
     assert k(plain) != k(plain, Platform("clang 18", PLATFORM.host))
+
+
+def test_the_key_encoding_is_pinned():
+    """Keys name results in every store and remote cache already written: the encoding may be
+    made faster, never different (a change bumps KEY_VERSION). The keys of KEY_VERSION v2."""
+    assert key(BASE, discovered=("src/a.hpp", "/usr/include/stdio.h")) == \
+        "3bcc4963b9596b5c47a2c746f61d82784cb3d109f12c9ffc089ec6e4909c8336"
+    content = dataclasses.replace(BASE, content_keyed=True, argv=("/usr/bin/g++", "--plugin=x=/usr/bin/g++"))
+    assert key(content, platform=Platform(PLATFORM.toolchain, PLATFORM.host, "sandbox-off")) == \
+        "8b7e7ca6ed83bae783b164cb2453804add48bca4ade540d455811960b4813aca"
+    assert key(dataclasses.replace(BASE, depfile=None, cwd="sub", env=())) == \
+        "d1061e91220e4419837938d624b888c83bef9d4d18354fa1bd7384dc1ab0e716"

@@ -83,3 +83,19 @@ def test_closures_shared_by_many_sources_answer_what_a_walk_per_source_does(tmp_
         assert reachable(src, dirs, pool, directives, closures) == alone
         answers.add(alone is None)
     assert answers == {True, False}  # both kinds of answer were compared
+
+
+def test_a_quoted_name_is_looked_up_beside_each_file_when_lookups_are_kept(tmp_path):
+    """`candidates` keeps each directive's paths for the next file: the same quoted name in two
+    directories still names each directory's own header."""
+    pool = tree(tmp_path, {
+        "src/a/main.cpp": '#include "local.h"\n',
+        "src/a/local.h": "#pragma once\n",
+        "src/b/main.cpp": '#include "local.h"\n',
+        "src/b/local.h": "#pragma once\n",
+    })
+    candidates: dict = {}
+    closures: dict = {}
+    for d in ("a", "b"):
+        src = str(tmp_path / "src" / d / "main.cpp")
+        assert reachable(src, [], pool, directives, closures, candidates) == {f"src/{d}/local.h"}

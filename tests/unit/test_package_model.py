@@ -75,3 +75,13 @@ def test_conditional_sources_append_to_the_convention_globs(tmp_path):
     })
     m = read_manifest(str(root / "mcpp.toml"))
     assert m.build.sources == DEFAULT_GLOBS + ("extra/*.cpp",)
+
+
+def test_a_sources_extension_is_what_splitext_answers():
+    import os
+
+    from mcpp.engine.package.sources import extension
+
+    for path in ("a.cpp", "src/a.cpp", "src/.a", "src/..a", "src/.a.cpp", "a", "dir.x/f", "dir.x/f.c", ".", "..",
+                 "a.", "x/y/z.tar.gz", "/abs/a.h", "src/...cpp", "a/b.", "src/mod.cppm", "A.C"):
+        assert extension(path) == os.path.splitext(path)[1], path

@@ -124,3 +124,14 @@ def test_an_exception_in_an_action_reaches_the_caller_and_no_lane_is_left():
     else:
         raise AssertionError("the exception was swallowed")
     assert threading.active_count() == before
+
+
+def test_a_graph_whose_every_action_is_fresh_starts_no_lane(monkeypatch):
+    """A no-op build checks every action and runs none: it starts no thread (nor waits for one)."""
+    started = []
+    real = threading.Thread.start
+    monkeypatch.setattr(threading.Thread, "start", lambda self: started.append(self.name) or real(self))
+    result, ran, _ = run(fresh=set(GRAPH))
+    assert sorted(result.fresh) == sorted(GRAPH) and ran == [] and started == []
+    result, ran, _ = run(fresh={"a", "b", "c", "d"})
+    assert ran == ["e"] and started == ["mcpp-lane-0", "mcpp-lane-1"]

@@ -49,3 +49,21 @@ def test_an_event_line_is_what_json_dumps_writes():
     for fields in ({}, {"id": "compile a:src/ü \"x\".cpp", "kind": "compile", "status": "fresh"},
                    {"id": "x", "exit_code": 1, "duration": 0.5, "origin": {"by": "me"}}, {"ok": True}):
         assert _event_line("action-finished", fields) == json.dumps({"reason": "action-finished", **fields})
+
+
+def test_an_action_finished_line_is_what_json_dumps_writes():
+    """The spelled-out `action-finished` line (one per action of a no-op) and the general one
+    agree, a StrEnum kind and characters json escapes included."""
+    import json
+
+    from mcpp.cas.action import ActionKind
+
+    out = io.StringIO()
+    r = Reporter(json_mode=True, out=out, err=io.StringIO())
+    r.action_finished('compile a:src/ü "x"\\.cpp', ActionKind.COMPILE, "pkg\t1", "fresh")
+    r.event("action-finished", id="link a", kind=ActionKind.LINK, package="a", status="executed")
+    assert out.getvalue().splitlines() == [
+        json.dumps({"reason": "action-finished", "id": 'compile a:src/ü "x"\\.cpp', "kind": "compile",
+                    "package": "pkg\t1", "status": "fresh"}),
+        json.dumps({"reason": "action-finished", "id": "link a", "kind": "link", "package": "a",
+                    "status": "executed"})]
