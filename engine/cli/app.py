@@ -236,9 +236,15 @@ def build_cmd(ctx: _Ctx, **kw):
     started = noop.begin(ctx.argv)
     outcome = build(opts, reporter, memory=ctx.memory)
     # A build asked for its timings writes a report each time: never answer it from the no-op path.
-    # A JSON build records too: the record answers the next plain build (engine/state/noop.py).
-    if not reporter.warned and not (opts.timings or opts.trace):
+    if reporter.warned or opts.timings or opts.trace:
+        return
+    if kw["message_format"] == "human":
         record_noop(ctx.argv, outcome, ctx.quiet, started, opts.home)
+    else:
+        # A JSON build's record answers a later plain build (engine/state/noop.py), not this
+        # command's caller: it is written after the reply. Until then the record is pending, and
+        # a build that comes first takes the full path.
+        ctx.memory.after_reply(lambda: record_noop(ctx.argv, outcome, ctx.quiet, started, opts.home))
 
 
 class _RunCommand(click.Command):

@@ -144,7 +144,7 @@ def load_record(argv: list[str], cwd: str, env) -> Record | None:
     try:
         with open(path, "rb") as f:
             written = os.fstat(f.fileno()).st_mtime_ns
-            fmt, recorded_ident, *fields = marshal.load(f)
+            fmt, recorded_ident, *fields = marshal.loads(f.read())  # load(f) reads it piece by piece
     except (OSError, EOFError, ValueError, TypeError):
         return None
     if fmt != _FORMAT or recorded_ident != ident:

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from e2e_support import copy_example
 
@@ -98,10 +99,25 @@ def build_in_process_with(root, mcpp, *args) -> str:
     return p.stderr.strip().splitlines()[-1]
 
 
+def recorded(root, mcpp, timeout: float = 20.0) -> bool:
+    """Whether a no-op record of `mcpp build` in `root` appears within `timeout` seconds (a
+    server's build child writes a JSON build's record after its reply)."""
+    from mcpp.engine.state import noop
+
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home)}
+    deadline = time.monotonic() + timeout
+    while noop.load_record(["build"], str(root), env) is None:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def test_a_json_build_records_for_the_next_plain_build(tmp_path, mcpp):
     root = copy_example("01-hello", tmp_path)
     mcpp("build", *JSON, cwd=root, check=True)
     mcpp("build", "--message-format=json", cwd=root, check=True)  # both spellings file one record
+    assert recorded(root, mcpp)
     assert build_in_process(root, mcpp) == "FAST PATH"
     res = mcpp("build", cwd=root)
     assert res.err.startswith("    Finished dev [unoptimized + debuginfo] in 0.0")
