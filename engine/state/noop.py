@@ -285,7 +285,11 @@ def forget(argv: list[str]) -> None:
 def engine_files() -> list[str]:
     """The engine's own sources: an upgraded or edited engine must not trust old records."""
     engine = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this module is engine/state/
-    return [os.path.join(dp, f) for dp, _, fs in os.walk(engine) for f in fs if f.endswith(".py")]
+    out = []
+    for dirpath, dirnames, names in os.walk(engine):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]  # compiled copies of what is listed
+        out += [os.path.join(dirpath, f) for f in names if f.endswith(".py")]
+    return out
 
 
 def walked_dirs(root: str) -> list[str]:
