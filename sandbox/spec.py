@@ -87,6 +87,10 @@ class SandboxResult:
     # the action's root as the action saw it (`/execroot`, a private directory, the real root):
     # the engine shows paths under it in the action's output as the user's paths
     root_seen: str = ""
+    # every dependency the depfile names (`parse_depfile`), as the check parsed it, for the
+    # engine to take instead of reading and parsing the moved depfile again; None: not parsed
+    # here (no depfile, no check, or a depfile that is not ASCII, which the engine decodes its way)
+    deps: list[str] | None = None
 
 
 class Sandbox(Protocol):

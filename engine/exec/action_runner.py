@@ -27,6 +27,9 @@ class RunResult:
     duration: float = 0.0
     timed_out: bool = False
     worker: str = ""  # the remote worker that ran it (`--remote-exec`); "" for a local run
+    # the depfile's dependencies as the sandbox's check parsed them (`SandboxResult.deps`); None:
+    # the pipeline reads the depfile itself
+    deps: list[str] | None = None
 
 
 class ActionRunner(Protocol):
@@ -119,4 +122,5 @@ class SandboxRunner:
         stdout, stderr = portable(res.stdout, res.root_seen), portable(res.stderr, res.root_seen)
         if res.timed_out:
             stderr += f"error: action `{action.id}` timed out after {action.timeout}s\n".encode()
-        return RunResult(res.exit_code, stdout, stderr, time.monotonic() - start, res.timed_out)
+        return RunResult(res.exit_code, stdout, stderr, time.monotonic() - start, res.timed_out,
+                         deps=res.deps)
