@@ -70,6 +70,10 @@ class SandboxSpec:
     # label, outputs, `root` and `out_dir` (input_tree.py). Not for one-off actions (a remote
     # worker's, a probe's), whose trees nothing would reuse.
     prepared_tree: bool = False
+    # {input source path: its (st_dev, st_ino)} as the caller saw the source when it staged it
+    # (a regular file): a prepared tree takes these instead of a `stat` of its own per input.
+    # May name more sources than `inputs` holds; a source it lacks is stat'ed.
+    input_ids: Mapping[str, tuple[int, int]] | None = None
 
 
 @dataclass

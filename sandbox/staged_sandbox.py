@@ -94,7 +94,7 @@ class StagedSandbox(PooledSandbox):
         for rel, src in spec.inputs.items():
             inputs.setdefault(relpath(rel, "input", spec.label), src)
         key = tree_key(spec.label, outputs, spec.root, spec.out_dir)
-        return trees.hold(key, inputs, outputs, relpath(spec.cwd, "cwd", spec.label))
+        return trees.hold(key, inputs, outputs, relpath(spec.cwd, "cwd", spec.label), spec.input_ids)
 
     def spawn(self, spec: SandboxSpec, action_dir: str, cwd: str, argv: list[str],
               env: dict[str, str], ro: list[str], tree: HeldTree | None) -> tuple[int, bool, bytes, bytes]:

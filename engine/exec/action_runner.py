@@ -11,7 +11,7 @@ import shutil
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, Mapping, Protocol
 
 from mcpp.cas.action import Action
 from mcpp.sandbox import SandboxSpec, SandboxSpecError
@@ -79,12 +79,15 @@ class SandboxRunner:
     (`target/...`), where the pipeline stores them.
     """
 
-    def __init__(self, make_sandbox: Callable[[], object], execroot: str, stage: Callable[[str], str]):
+    def __init__(self, make_sandbox: Callable[[], object], execroot: str, stage: Callable[[str], str],
+                 input_ids: Mapping[str, tuple[int, int]] | None = None):
         self.make_sandbox = make_sandbox
         self._sandbox = None
         self._lock = threading.Lock()
         self.execroot = execroot
         self.stage = stage
+        # the staged files' identities `stage` saw (`SandboxSpec.input_ids`), filled as it stages
+        self.input_ids = input_ids
 
     @property
     def sandbox(self):
@@ -113,7 +116,8 @@ class SandboxRunner:
             argv=action.argv, env=dict(action.env), inputs=inputs, tools=action.tools,
             outputs=action.outputs, cwd=action.cwd, timeout=action.timeout, label=action.id,
             depfile=action.depfile, root=self.execroot, out_dir=self.execroot if staged else None,
-            prepared_tree=True)  # the next build runs this action again, mostly on the same inputs
+            prepared_tree=True,  # the next build runs this action again, mostly on the same inputs
+            input_ids=self.input_ids if staged else None)
         start = time.monotonic()
         try:
             res = sandbox.run(spec)
