@@ -369,6 +369,7 @@ class ActionPipeline:
 
     def _finish_run(self, a: Action, outcome: Outcome) -> bool:
         res = outcome.run
+        assert res is not None, "an outcome neither restored nor run"
         raw = (res.stdout + res.stderr).decode("utf-8", "replace")
         text = shown(raw, self.plan.execroot)
         self._show(a, text)
