@@ -66,7 +66,8 @@ class Materializer:
         """
         return self._ensure(d, executable)[0]
 
-    def publish_file(self, d: Digest, path: str | os.PathLike[str], executable: bool = False) -> str | None:
+    def publish_file(self, d: Digest, path: str | os.PathLike[str], executable: bool = False,
+                     seen: dict[str, tuple[int, int]] | None = None) -> str | None:
         """Fill the area's entry for `d` from a local file believed to hold those bytes (a fresh
         output, a source), without a round trip through the compressed store; the bytes are
         hashed while copied and published only if they really are `d`. Returns the area path,
@@ -74,12 +75,18 @@ class Materializer:
 
         Building this copy in the worker that produced the file keeps it off the critical path:
         the link that stages a thousand objects finds them all ready.
+
+        `seen`: where an entry already there is returned, its `(st_dev, st_ino)`, from the stat
+        that checked it, is put there under the area path (a prepared tree links by identity:
+        sandbox/input_tree.py, then needs no stat of its own).
         """
         p = self._mat_path(d, executable)
         mode = EXEC_MODE if executable else FILE_MODE
         try:
             st = os.stat(p)
             if st.st_size == d.size and stat_mod.S_IMODE(st.st_mode) == mode:
+                if seen is not None and stat_mod.S_ISREG(st.st_mode):
+                    seen[p] = (st.st_dev, st.st_ino)
                 return p
         except FileNotFoundError:
             pass

@@ -8,7 +8,8 @@ that hold only its inputs (``readonly_paths``: ``target/dev/.mcpp/obj``) as one 
 mount each, of a directory kept for that action under ``<work root>/sandbox/trees/<key>/root/``.
 Between two runs of the same action (the same label, outputs, root and output directory:
 ``key``) only the inputs that differ are unlinked and linked again, so the next run costs what
-changed, plus one ``stat`` per input.
+changed, plus one ``stat`` per input (none where the caller passes the identities it saw when it
+staged the sources: ``SandboxSpec.input_ids``).
 
 What keeps it exactly the action's declared inputs, each the bytes its source names:
 
@@ -136,11 +137,13 @@ class InputTrees:
         self.base = base  # made with the first tree
         self.min_inputs = min_inputs
 
-    def hold(self, key: str, inputs: Mapping[str, str], outputs: Collection[str], cwd: str) -> HeldTree | None:
+    def hold(self, key: str, inputs: Mapping[str, str], outputs: Collection[str], cwd: str,
+             ids: Mapping[str, tuple[int, int]] | None = None) -> HeldTree | None:
         """The tree of action ``key`` made to hold exactly its inputs under input-only directories,
         locked; None when the action has too few of them, when another run holds the tree, or when
         its inputs cannot be hard links (a directory, another file system): then the caller stages
-        every input one by one. ``inputs``' paths are normalised."""
+        every input one by one. ``inputs``' paths are normalised; ``ids``: sources' identities the
+        caller took (`SandboxSpec.input_ids`), each a regular file's, used instead of a stat."""
         if len(inputs) < self.min_inputs:
             return None
         mounts, held = split(inputs, outputs, cwd)
@@ -158,7 +161,7 @@ class InputTrees:
             os.close(fd)
             return None
         try:
-            restaged = _prepare(home, held)
+            restaged = _prepare(home, held, ids or {})
         except (OSError, SandboxSpecError):  # a full disk, a source gone: stage one by one, which says why
             restaged = None
         except BaseException:
@@ -205,7 +208,7 @@ def discard_trees(base: str, used_before: float | None = None) -> int:
     return removed
 
 
-def _prepare(home: str, want: Mapping[str, str]) -> int | None:
+def _prepare(home: str, want: Mapping[str, str], ids: Mapping[str, tuple[int, int]]) -> int | None:
     """Make ``<home>/root`` hold exactly ``want`` (the caller holds the lock); the number of
     entries linked, or None when the inputs cannot be a tree (the tree is then removed)."""
     root = f"{home}/root"
@@ -219,7 +222,7 @@ def _prepare(home: str, want: Mapping[str, str]) -> int | None:
         pass
     if known is not None:
         try:
-            done = _update(root, known, want)
+            done = _update(root, known, want, ids)
             if done is not None:
                 return done
         except OSError:
@@ -227,7 +230,7 @@ def _prepare(home: str, want: Mapping[str, str]) -> int | None:
     rmtree(root)  # no manifest, a changed directory, or an update that failed: start from nothing
     try:
         os.mkdir(root)
-        done = _update(root, ({}, {"": (0, 0, 0)}), want)
+        done = _update(root, ({}, {"": (0, 0, 0)}), want, ids)
     except OSError:
         done = None
     if done is None:
@@ -235,17 +238,21 @@ def _prepare(home: str, want: Mapping[str, str]) -> int | None:
     return done
 
 
-def _update(root: str, known: tuple[Files, Dirs], want: Mapping[str, str]) -> int | None:
+def _update(root: str, known: tuple[Files, Dirs], want: Mapping[str, str],
+            ids: Mapping[str, tuple[int, int]]) -> int | None:
     """Bring ``root`` from ``known`` to ``want``, then write the manifest; the number of entries
-    linked, or None when a source is not a file that can be hard-linked here."""
+    linked, or None when a source is not a file that can be hard-linked here. ``ids``: sources'
+    identities already known (regular files), which spare their stats."""
     files, old_dirs = known
     now: Files = {}
     redo: list[tuple[str, str]] = []
     for rel, src in want.items():
-        st = os.stat(src)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        entry = (st.st_dev, st.st_ino)
+        entry = ids.get(src)
+        if entry is None:
+            st = os.stat(src)
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            entry = (st.st_dev, st.st_ino)
         now[rel] = entry
         if files.get(rel) != entry:
             redo.append((rel, src))

@@ -70,6 +70,10 @@ class SandboxSpec:
     # label, outputs, `root` and `out_dir` (input_tree.py). Not for one-off actions (a remote
     # worker's, a probe's), whose trees nothing would reuse.
     prepared_tree: bool = False
+    # {input source path: its (st_dev, st_ino)} as the caller saw the source when it staged it
+    # (a regular file): a prepared tree takes these instead of a `stat` of its own per input.
+    # May name more sources than `inputs` holds; a source it lacks is stat'ed.
+    input_ids: Mapping[str, tuple[int, int]] | None = None
 
 
 @dataclass
@@ -87,6 +91,10 @@ class SandboxResult:
     # the action's root as the action saw it (`/execroot`, a private directory, the real root):
     # the engine shows paths under it in the action's output as the user's paths
     root_seen: str = ""
+    # every dependency the depfile names (`parse_depfile`), as the check parsed it, for the
+    # engine to take instead of reading and parsing the moved depfile again; None: not parsed
+    # here (no depfile, no check, or a depfile that is not ASCII, which the engine decodes its way)
+    deps: list[str] | None = None
 
 
 class Sandbox(Protocol):

@@ -94,7 +94,7 @@ class StagedSandbox(PooledSandbox):
         for rel, src in spec.inputs.items():
             inputs.setdefault(relpath(rel, "input", spec.label), src)
         key = tree_key(spec.label, outputs, spec.root, spec.out_dir)
-        return trees.hold(key, inputs, outputs, relpath(spec.cwd, "cwd", spec.label))
+        return trees.hold(key, inputs, outputs, relpath(spec.cwd, "cwd", spec.label), spec.input_ids)
 
     def spawn(self, spec: SandboxSpec, action_dir: str, cwd: str, argv: list[str],
               env: dict[str, str], ro: list[str], tree: HeldTree | None) -> tuple[int, bool, bytes, bytes]:
@@ -151,8 +151,9 @@ class StagedSandbox(PooledSandbox):
                     err += changed_inputs_message(spec.label, changed)
                     code, failed = code or 1, True
             undeclared: list[str] = []
+            deps: list[str] | None = None
             if spec.depfile and not timed_out:
-                undeclared = self._check_depfile(spec, action_dir, seen, cwd, staged, outputs)
+                undeclared, deps = self._check_depfile(spec, action_dir, seen, cwd, staged, outputs)
                 if undeclared:
                     err += undeclared_message(spec.label, undeclared)
                     if code == 0:
@@ -181,6 +182,7 @@ class StagedSandbox(PooledSandbox):
                 duration=time.monotonic() - start,
                 undeclared=undeclared,
                 root_seen=seen,
+                deps=deps,
             )
         except Exception as e:
             if pool.closed and not isinstance(e, SandboxClosed):
@@ -217,20 +219,23 @@ class StagedSandbox(PooledSandbox):
     def _check_depfile(
         self, spec: SandboxSpec, action_dir: str, seen: str, cwd: str,
         staged: set[str], outputs: list[str],
-    ) -> list[str]:
+    ) -> tuple[list[str], list[str] | None]:
+        """(the undeclared dependencies, every dependency parsed: `SandboxResult.deps`)."""
         rel = relpath(spec.depfile or "", "depfile", spec.label)
         try:
             text = read_depfile(f"{action_dir}/{rel}")
         except (FileNotFoundError, IsADirectoryError):
-            return []
+            return [], None
         declared = staged.union(outputs) if outputs else staged
-        return find_undeclared(
-            parse_depfile(text),
+        deps = parse_depfile(text)
+        undeclared = find_undeclared(
+            deps,
             root=seen,
             cwd=seen if cwd == "." else posixpath.join(seen, cwd),
             declared=declared,
             allowed_roots=self._allowed_roots(spec),
         )
+        return undeclared, deps if text.isascii() else None
 
     # -- lifetime ----------------------------------------------------------------------------
     def release(self, result: SandboxResult) -> None:

@@ -459,22 +459,24 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     store, mat = stores.blobs, stores.mat
     if runner is None:
         staged: dict[str, str] = {}  # one file has one content during a build: resolve it once
+        seen: dict[str, tuple[int, int]] = {}  # the area files' identities, for prepared trees
 
         def stage(rel: str) -> str:
             path = staged.get(rel)
             if path is None:
                 d = keys.digest_of(rel)
+                full = os.path.join(plan.execroot, rel)
                 # A binary an earlier action made stays runnable by a later one, and packs the same.
-                exe = _is_executable(os.path.join(plan.execroot, rel))
-                path = mat.publish_file(d, os.path.join(plan.execroot, rel), executable=exe)
+                exe = _is_executable(full)
+                path = mat.publish_file(d, full, executable=exe, seen=seen)
                 if path is None:  # changed since it was hashed: take what is there now
-                    path = mat.path(store.put_file(os.path.join(plan.execroot, rel)), executable=exe)
+                    path = mat.path(store.put_file(full), executable=exe)
                 staged[rel] = path
             return path
 
         make = warm.get if warm is not None else \
             lambda: _make_sandbox(opts.sandbox, str(stores.home.root), reporter, payload_roots)
-        runner = SandboxRunner(make, plan.execroot, stage)
+        runner = SandboxRunner(make, plan.execroot, stage, seen)
     executing = stores.remote is not None and stores.remote.execute and isinstance(runner, SandboxRunner)
     jobs = opts.jobs or (remote_exec_jobs(0) if executing else os.cpu_count() or 1)
     workers, slots = jobs, None

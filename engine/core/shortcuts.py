@@ -146,6 +146,9 @@ NOT_SHORTCUTS: dict[str, str] = {
     "mcpp.engine.server.child_memory": "a build child's side of that seam; the same shortcuts are registered",
     "mcpp.cas.action_cache": "the store the action-cache shortcut reads; stats are for `mcpp cache gc`",
     "mcpp.cas.local_store": "stats are ages for garbage collection",
+    "mcpp.cas.materialize": "the (dev, inode) its entry check stat'ed is handed to the prepared tree, "
+                            "whose shortcut (registered) compares it",
+    "mcpp.sandbox.spec": "carries the identities the engine stat'ed to the prepared tree (registered)",
     "mcpp.cas.maintenance": "stats are ages for garbage collection",
     "mcpp.engine.payloads.gc": "stats are ages for garbage collection",
     "mcpp.engine.registry.cache": "a store of unpacked releases, each verified by its archive's blake3 once; "

@@ -11,7 +11,7 @@ import shutil
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, Mapping, Protocol
 
 from mcpp.cas.action import Action
 from mcpp.sandbox import SandboxSpec, SandboxSpecError
@@ -27,6 +27,9 @@ class RunResult:
     duration: float = 0.0
     timed_out: bool = False
     worker: str = ""  # the remote worker that ran it (`--remote-exec`); "" for a local run
+    # the depfile's dependencies as the sandbox's check parsed them (`SandboxResult.deps`); None:
+    # the pipeline reads the depfile itself
+    deps: list[str] | None = None
 
 
 class ActionRunner(Protocol):
@@ -76,12 +79,15 @@ class SandboxRunner:
     (`target/...`), where the pipeline stores them.
     """
 
-    def __init__(self, make_sandbox: Callable[[], object], execroot: str, stage: Callable[[str], str]):
+    def __init__(self, make_sandbox: Callable[[], object], execroot: str, stage: Callable[[str], str],
+                 input_ids: Mapping[str, tuple[int, int]] | None = None):
         self.make_sandbox = make_sandbox
         self._sandbox = None
         self._lock = threading.Lock()
         self.execroot = execroot
         self.stage = stage
+        # the staged files' identities `stage` saw (`SandboxSpec.input_ids`), filled as it stages
+        self.input_ids = input_ids
 
     @property
     def sandbox(self):
@@ -110,7 +116,8 @@ class SandboxRunner:
             argv=action.argv, env=dict(action.env), inputs=inputs, tools=action.tools,
             outputs=action.outputs, cwd=action.cwd, timeout=action.timeout, label=action.id,
             depfile=action.depfile, root=self.execroot, out_dir=self.execroot if staged else None,
-            prepared_tree=True)  # the next build runs this action again, mostly on the same inputs
+            prepared_tree=True,  # the next build runs this action again, mostly on the same inputs
+            input_ids=self.input_ids if staged else None)
         start = time.monotonic()
         try:
             res = sandbox.run(spec)
@@ -119,4 +126,5 @@ class SandboxRunner:
         stdout, stderr = portable(res.stdout, res.root_seen), portable(res.stderr, res.root_seen)
         if res.timed_out:
             stderr += f"error: action `{action.id}` timed out after {action.timeout}s\n".encode()
-        return RunResult(res.exit_code, stdout, stderr, time.monotonic() - start, res.timed_out)
+        return RunResult(res.exit_code, stdout, stderr, time.monotonic() - start, res.timed_out,
+                         deps=res.deps)

@@ -3,12 +3,19 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Iterable
 
 from mcpp.sandbox import parse_depfile
 
 
 def discovered_inputs(depfile_text: str, execroot: str, declared: set[str],
                       files_outside: set[str] | None = None) -> tuple[str, ...]:
+    """`discovered_from` the dependencies `depfile_text` names."""
+    return discovered_from(parse_depfile(depfile_text), execroot, declared, files_outside)
+
+
+def discovered_from(deps: Iterable[str], execroot: str, declared: set[str],
+                    files_outside: set[str] | None = None) -> tuple[str, ...]:
     """The files the compile read beyond its declared inputs: execroot-relative paths for files
     of the build, absolute ones for files outside it.
 
@@ -28,7 +35,7 @@ def discovered_inputs(depfile_text: str, execroot: str, declared: set[str],
     root = os.path.abspath(execroot)
     prefix = root if root.endswith("/") else root + "/"
     out: dict[str, None] = {}
-    for dep in parse_depfile(depfile_text):
+    for dep in deps:
         path = os.path.normpath(dep if dep.startswith("/") else prefix + dep)
         inside = path.startswith(prefix)
         rel = path[len(prefix):] if inside else path  # outside the build: its absolute path

@@ -38,7 +38,7 @@ from mcpp.cas.digest import Digest
 from mcpp.cas.ingest import Ingest, PendingBlob, pending_bytes, store_blobs, take_output
 from mcpp.cas.remote.trust import event_origin
 from mcpp.cas import tree
-from mcpp.sandbox import read_depfile
+from mcpp.sandbox import parse_depfile, read_depfile
 
 from ..core.errors import environment_error
 from ..plan.planner import Plan
@@ -52,7 +52,7 @@ from ..state.incremental import BuildState, KeyComputer
 from ..trust.policy import TrustPolicy
 from .action_output import shown
 from .action_runner import ActionRunner, RunResult
-from .discovered_inputs import discovered_inputs
+from .discovered_inputs import discovered_from
 from .explain import ExplainLog
 from .stores import Stores
 
@@ -370,6 +370,7 @@ class ActionPipeline:
 
     def _finish_run(self, a: Action, outcome: Outcome) -> bool:
         res = outcome.run
+        assert res is not None, "an outcome neither restored nor run"
         raw = (res.stdout + res.stderr).decode("utf-8", "replace")
         text = shown(raw, self.plan.execroot)
         self._show(a, text)
@@ -394,8 +395,10 @@ class ActionPipeline:
             return False
         discovered: tuple[str, ...] = ()
         if a.depfile:
-            discovered = discovered_inputs(read_depfile(self._abs(a.depfile), errors="replace"), self.plan.execroot,
-                                           set(a.inputs) | set(a.outputs), self.files_outside)
+            # parsed once: by the sandbox's check where it ran one (the same bytes, moved here)
+            deps = res.deps if res.deps is not None else \
+                parse_depfile(read_depfile(self._abs(a.depfile), errors="replace"))
+            discovered = discovered_from(deps, self.plan.execroot, set(a.inputs) | set(a.outputs), self.files_outside)
         self.keys.outputs_settled(outcome.outputs)
         key = self.keys.key(a, discovered)
         inputs = self._keyed_inputs(a, discovered)

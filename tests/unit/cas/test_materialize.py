@@ -211,6 +211,26 @@ def test_publish_file_fills_the_area_from_a_local_file_only_when_its_bytes_match
     assert not os.path.exists(mat._mat_path(other, False))
 
 
+def test_publish_file_hands_the_identity_of_an_entry_it_found_to_a_caller_that_asks(tmp_path):
+    """`seen`: a prepared tree (sandbox/input_tree.py) links by identity; the stat that found
+    the entry in place gives it, so the tree needs none of its own. An entry made by this call
+    is not named (the tree stats it)."""
+    from mcpp.cas.digest import digest_bytes
+    from mcpp.cas.local_store import LocalZstdStore
+    from mcpp.cas.verifying_store import VerifyingStore
+
+    mat = Materializer(VerifyingStore(LocalZstdStore(tmp_path / "cas")), tmp_path / "mat")
+    src = tmp_path / "out.o"
+    src.write_bytes(b"object bytes")
+    d = digest_bytes(b"object bytes")
+    seen: dict = {}
+    p = mat.publish_file(d, src, seen=seen)
+    assert p is not None and seen == {}
+    assert mat.publish_file(d, src, seen=seen) == p
+    st = os.stat(p)
+    assert seen == {p: (st.st_dev, st.st_ino)}
+
+
 @pytest.mark.parametrize("size", [300, (1 << 20) + 1])  # read whole; streamed
 def test_publish_file_leaves_no_temporary_file_whether_it_publishes_or_refuses(tmp_path, size):
     from mcpp.cas.digest import digest_bytes

@@ -255,3 +255,28 @@ def test_an_interrupted_build_leaves_no_entry_naming_a_missing_blob(ws, tmp_path
     assert _no_entry_names_a_missing_blob(stores) == 1  # the running job finished, whole
     tmp_names = [n for d, _, fs in os.walk(home.root) for n in fs if n.startswith(".tmp-")]
     assert tmp_names == []
+
+
+class ParsedRunner(FakeRunner):
+    """A runner whose sandbox parsed JOIN's depfile already (`RunResult.deps`, as the bwrap and
+    dir sandboxes hand over the parse of their depfile check)."""
+
+    def __init__(self, root: str, deps: list[str]):
+        super().__init__(root)
+        self.deps = deps
+
+    def run(self, action: Action) -> RunResult:
+        res = super().run(action)
+        if action is JOIN:
+            res.deps = self.deps
+        return res
+
+
+def test_the_pipeline_takes_the_depfile_parse_the_runner_hands_over(ws, tmp_path):
+    """The pipeline reads no depfile the sandbox parsed: what the runner hands over is what is
+    recorded (here it names the header the depfile on disk leaves out: the read would not)."""
+    write(ws, "src/other.h", "?")
+    runner = ParsedRunner(str(ws), ["target/dev/a.txt", "src/extra.h", "src/other.h"])
+    status, state, *_ = build(ws, Home(tmp_path / "home"), runner)
+    assert status[JOIN.id] == "executed"
+    assert state.discovered(JOIN.id) == ("src/extra.h", "src/other.h")

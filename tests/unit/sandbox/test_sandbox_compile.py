@@ -189,3 +189,29 @@ def test_concurrent_actions_do_not_see_each_other(mode, make, mkspec, tmp_path, 
         assert list(ex.map(one, range(24))) == [f"{i}\n" for i in range(24)]
     assert leftovers(work_root) == [os.path.basename(sb.pool.results_dir())]
     assert os.listdir(sb.pool.results_dir()) == []
+
+
+@pytest.mark.parametrize("mode", ("bwrap", "dir"))
+def test_the_depfile_check_hands_its_parse_to_the_engine(mode, make, mkspec, gcc, tmp_path):
+    """The engine takes the dependencies the check parsed (`SandboxResult.deps`) instead of
+    reading and parsing the collected depfile a second time; a depfile that is not ASCII is
+    left for the engine to decode its own way."""
+    from mcpp.sandbox import parse_depfile, read_depfile
+
+    proj = write_tree(tmp_path / "proj", {"src/a.c": A_C, "inc/a.h": A_H})
+    sb = make(mode)
+    spec = mkspec([gcc, *prefix_map_flags(), "-c", "src/a.c", "-Iinc", "-o", "obj/a.o", "-MD", "-MF", "obj/a.d"],
+                  inputs={"src/a.c": str(proj / "src/a.c"), "inc/a.h": str(proj / "inc/a.h")},
+                  outputs=("obj/a.o", "obj/a.d"), tools=(gcc,), depfile="obj/a.d", root=str(proj))
+    r = sb.run(spec)
+    assert r.exit_code == 0, r.stderr
+    assert r.deps == parse_depfile(read_depfile(r.outputs["obj/a.d"]))
+    assert "src/a.c" in r.deps and "inc/a.h" in r.deps
+
+    odd = write_tree(tmp_path / "odd", {"src/\u00e9.c": A_C, "inc/a.h": A_H})
+    spec = mkspec([gcc, *prefix_map_flags(), "-c", "src/\u00e9.c", "-Iinc", "-o", "obj/a.o", "-MD", "-MF", "obj/a.d"],
+                  inputs={"src/\u00e9.c": str(odd / "src/\u00e9.c"), "inc/a.h": str(odd / "inc/a.h")},
+                  outputs=("obj/a.o", "obj/a.d"), tools=(gcc,), depfile="obj/a.d", root=str(odd))
+    r = sb.run(spec)
+    assert r.exit_code == 0, r.stderr
+    assert r.deps is None

@@ -245,3 +245,36 @@ def test_discarding_trees_keeps_the_one_a_run_holds_and_those_used_since(make, m
         assert discard_trees(base) == 1
         assert os.listdir(base) == [os.path.basename(held)]
     assert run(sb, mkspec, LIST, objects(blob), label="//t:b").splitlines() == listing(objects(blob))
+
+
+def test_identities_the_caller_saw_spare_the_trees_stats_and_still_show_a_replaced_source(
+        tree_sb, mkspec, blob, monkeypatch):
+    """`SandboxSpec.input_ids`: the engine stat'ed each store copy as it staged it; the tree takes
+    that identity instead of a stat of its own, and a source replaced since (another identity)
+    is still linked again."""
+    inputs = objects(blob)
+    ids = {}
+    for src in inputs.values():
+        st = os.stat(src)
+        ids[src] = (st.st_dev, st.st_ino)
+    run(tree_sb, mkspec, "true", inputs, input_ids=ids)
+    stat_of = os.stat
+    sources = set(inputs.values())
+    statted = []
+
+    def counting_stat(path, *a, **kw):
+        if path in sources:
+            statted.append(path)
+        return stat_of(path, *a, **kw)
+
+    monkeypatch.setattr(os, "stat", counting_stat)
+    assert run(tree_sb, mkspec, "cat objs/m1/f3.o", inputs, input_ids=ids) == "3\n"
+    assert statted == []
+    src = inputs["objs/m1/f3.o"]
+    with open(src + ".new", "w") as f:
+        f.write("healed\n")
+    os.replace(src + ".new", src)  # another inode under the same name
+    st = stat_of(src)
+    assert run(tree_sb, mkspec, "cat objs/m1/f3.o", inputs, input_ids=dict(ids, **{src: (st.st_dev, st.st_ino)})) \
+        == "healed\n"
+    assert statted == []
