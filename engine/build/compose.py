@@ -172,7 +172,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         # system libraries' flags: before the sandbox warms up, which binds the directories they name
         system_files, system_dirs, system_key = _system_libs(graph, opts, with_tests)
         warm = _warm_up(opts, reporter, stores, env.roots() + toolchain_roots(toolchain) + system_dirs, runner,
-                        policy, memory)
+                        policy, memory, layout)
         watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
         watched = (watched[0] + system_files, watched[1] + _pc_dirs(system_files), watched[2])
         prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
@@ -618,10 +618,14 @@ def _sandbox_warning(reporter: Reporter, warning: str | None) -> None:
 
 
 def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, roots: tuple[str, ...],
-             runner: ActionRunner | None, policy: TrustPolicy, memory: BuildMemory) -> SandboxWarmUp | None:
+             runner: ActionRunner | None, policy: TrustPolicy, memory: BuildMemory,
+             layout: Layout) -> SandboxWarmUp | None:
     """Make the sandbox and start its first worker while the build plans, when it will
     probably run an action: in a server's build child whose watcher saw a file change since
-    the last build of the same request, or that has no such build to go by. Never for a no-op
+    the last build of the same request, or that has no such build to go by; in any build that
+    can restore nothing (`_restores_nothing`: the first build of a fresh home, which in the
+    `mcpp` process has no watcher to ask), whose first compile then finds its worker started
+    while the build planned instead of waiting for the bwrap probe and the worker. Never for a no-op
     (the watcher saw nothing), a host tool's build, a sandbox with no worker (one that does not
     stage inputs), remote execution, or a runner given by the caller. The next build of the
     same request in a server begins the same sandbox early when it has a worker."""
@@ -632,11 +636,17 @@ def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, roots: tupl
     # sandbox that stages inputs.
     warm = memory.sandbox(settings if policy.stages_inputs else None)
     if warm is None and policy.stages_inputs and not (stores.remote is not None and stores.remote.execute) \
-            and memory.likely_work():
+            and (memory.likely_work() or _restores_nothing(layout, stores)):
         warm = SandboxWarmUp(settings)
     if warm is not None:
         warm.report = lambda warning: _sandbox_warning(reporter, warning)
     return warm
+
+
+def _restores_nothing(layout: Layout, stores: Stores) -> bool:
+    """Whether every action of this build will run: no action state in its target directory
+    (a first build), no action cache in the home to restore from and no remote (two stats)."""
+    return stores.remote is None and not os.path.exists(layout.action_state) and not os.path.isdir(stores.home.ac)
 
 
 def _shown_dir(path: str) -> str:
