@@ -189,7 +189,7 @@ class _ProbeCache:
                                                 for flag in (_version_flag(path), *_QUESTIONS)])
             for path, (stamp, digest, procs) in asking.items():
                 asked, machine, dirs, sysroot = procs
-                if asked.args[-1] != _FULL_VERSION:
+                if _version_flag(path) != _FULL_VERSION:
                     full_version = _answer(asked)
                 else:  # a gcc older than -dumpfullversion answers nothing: its -dumpversion is whole
                     full_version = _answer(asked, check=False)
