@@ -28,6 +28,7 @@ NOT_ON_THE_BUILD_PATH = {
     # shell quoting (`-v`, pkg-config flags, response files) and OpenSSL's hashes: a prepared
     # input tree is named with blake3, the store's hash (sandbox/input_tree.py)
     "shlex", "hashlib", "_hashlib",
+    "mcpp.engine.package.program_result",  # a build program's result: only where a package has a build.star
 }
 
 
