@@ -23,7 +23,6 @@ from mcpp.cas.home import Home
 
 from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
-from . import prebuilt
 from ..core import build_env
 from ..core.errors import BuildFailed, McppError
 from ..core.settings import Settings, command_settings
@@ -60,7 +59,6 @@ from ..package.system_libs import PkgConfig, SystemFlags
 from ..trust.policy import TrustPolicy
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .empty_packages import empty_package_warnings
-from .host_tools import HostTools, ToolBuilder, host_tool_options
 from .memory import BuildMemory, NoMemory
 
 if TYPE_CHECKING:  # imported by a build that asks for --timings or --trace
@@ -175,7 +173,10 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
                         policy, memory, layout)
         watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
         watched = (watched[0] + system_files, watched[1] + _pc_dirs(system_files), watched[2])
-        prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
+        if any(p.manifest.runtime_artifacts for p in graph.order):  # imported only then
+            from . import prebuilt
+
+            prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
 
         def make(scan, includes, trees=None) -> Plan:
             return Planner(graph, toolchain, profile, layout=layout, scan=scan, with_tests=with_tests,
@@ -332,8 +333,10 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
     must send the next no-op build down the full path."""
 
     checked = check_loads(graph, lambda m: reporter.status("Rules", f"{m.name} ({m.label})"), memory.expand)
-    tools = HostTools()
+    tools = None  # engine/build/host_tools.py: imported where a package declares a tool or has a program
     if any(p.tool_edges for p in graph.order):
+        from .host_tools import ToolBuilder, host_tool_options
+
         def build_package(cwd: str, selection: Selection, target_dir: str):
             sub = host_tool_options(opts, cwd=cwd, selection=selection, target_override=target_dir,
                                     toolchain=opts.toolchain or graph.root_manifest.toolchain)
@@ -354,7 +357,9 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
         from ..program.cache import ProgramCache
         from ..program.context import AccelEntry, PayloadRef
         from ..program.probe import ProbeSettings
+        from .host_tools import HostTools
 
+        tools = tools if tools is not None else HostTools()
         inputs = ProgramInputs(
             gen_dir=layout.gen_dir, profile=profile.name,
             target=graph.context.target.text, host=graph.context.host.text,
@@ -368,6 +373,8 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
     watched, reads_env = evaluate(graph, checked, inputs, cache, reporter, expand=memory.expand)
     # Every package's build.star, present or not: one appearing must end the no-op.
     programs = [os.path.join(p.root, PROGRAM_NAME) for p in graph.order]
+    if tools is None:
+        return watched + programs, [], reads_env
     return watched + programs + tools.watched_files, tools.watched_dirs, reads_env
 
 

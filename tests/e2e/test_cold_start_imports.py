@@ -2,7 +2,8 @@
 build program evaluator (starlark-pyo3, the `mcpp` struct and its prelude), one that declares no
 payload never loads the installer (tarfile, zip, the indexes), one without a remote never loads
 the signing code, and `mcpp build` never loads the store's maintenance (`mcpp cache`) nor a build program's
-result type (engine/package/program_result.py), OpenSSL's hashes or shlex: some
+result type (engine/package/program_result.py), prebuilt artifacts' or host tools' modules, OpenSSL's
+hashes or shlex: some
 15 ms of every cold start (a new server, or a build in process); nor, without index dependencies or a
 remote, the registry's resolver or the remote's settings, nor the modules of other commands."""
 from __future__ import annotations
@@ -36,7 +37,8 @@ loaded = sorted(m for m in sys.modules if m in ("starlark", "tarfile", "mcpp.eng
                                                  "mcpp.cas.remote.config", "mcpp.engine.registry.session",
                                                  "mcpp.engine.server.commands", "mcpp.engine.cli.cache",
                                                  "mcpp.engine.payloads.resolve",
-                                                 "mcpp.engine.package.program_result", "hashlib", "shlex")
+                                                 "mcpp.engine.package.program_result", "hashlib", "shlex",
+                                                 "mcpp.engine.build.prebuilt", "mcpp.engine.build.host_tools")
                 or m.startswith("mcpp.engine.program."))
 print(json.dumps({"code": code, "loaded": loaded}))
 """
@@ -55,7 +57,8 @@ def test_a_plain_build_imports_no_evaluator_installer_signing_or_maintenance(tmp
     assert not {"starlark", "mcpp.engine.program.evaluate", "tarfile", "mcpp.engine.payloads.install",
                 "mcpp.cas.remote.signing", "mcpp.cas.maintenance", "mcpp.cas.remote.config",
                 "mcpp.engine.registry.session", "mcpp.engine.server.commands", "mcpp.engine.cli.cache",
-                "mcpp.engine.payloads.resolve", "mcpp.engine.package.program_result", "hashlib", "shlex"} \
+                "mcpp.engine.payloads.resolve", "mcpp.engine.package.program_result", "hashlib", "shlex",
+                "mcpp.engine.build.prebuilt", "mcpp.engine.build.host_tools"} \
         & set(got["loaded"]), got
 
 

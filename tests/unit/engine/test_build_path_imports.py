@@ -29,6 +29,8 @@ NOT_ON_THE_BUILD_PATH = {
     # input tree is named with blake3, the store's hash (sandbox/input_tree.py)
     "shlex", "hashlib", "_hashlib",
     "mcpp.engine.package.program_result",  # a build program's result: only where a package has a build.star
+    # a dependency's prebuilt artifacts, host tools: only where a manifest declares them (engine/build/compose.py)
+    "mcpp.engine.build.prebuilt", "mcpp.engine.build.host_tools",
 }
 
 
