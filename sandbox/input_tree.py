@@ -39,12 +39,13 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import marshal
 import os
 import posixpath
 import stat
 from typing import Collection, Iterable, Mapping
+
+from blake3 import blake3
 
 from .errors import SandboxSpecError
 from .inputs import link_all, make_parents, parent_dirs, writable_dirs
@@ -103,7 +104,7 @@ class HeldTree:
 def tree_key(label: str, outputs: Iterable[str], root: str | None, out_dir: str | None) -> str:
     """The action a tree belongs to: its label, outputs and the directory it builds in."""
     text = "\0".join([label, *sorted(outputs), root or "", out_dir or ""])
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return blake3(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]  # the store's hash: no OpenSSL to load
 
 
 def split(inputs: Mapping[str, str], outputs: Collection[str], cwd: str) -> tuple[list[str], dict[str, str]]:

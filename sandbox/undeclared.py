@@ -26,7 +26,6 @@ from __future__ import annotations
 import functools
 import os
 import posixpath
-import shlex
 from typing import Callable, Collection, Iterable, Sequence
 
 # Exactly what a bwrap action sees of the host (bwrap.py binds these read-only), so that ``dir``
@@ -154,6 +153,8 @@ def undeclared_response_files(
                 continue
             text = read(path)
             if text is not None:
+                import shlex  # only an action with a response file: not on a build's import path
+
                 try:
                     todo.append(["-", *shlex.split(text)])
                 except ValueError:  # unbalanced quotes: the tool reads it as it can; nothing more to follow

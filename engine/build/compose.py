@@ -23,7 +23,6 @@ from mcpp.cas.home import Home
 
 from mcpp.sandbox import SandboxUnavailable, make_sandbox
 
-from . import prebuilt
 from ..core import build_env
 from ..core.errors import BuildFailed, McppError
 from ..core.settings import Settings, command_settings
@@ -60,7 +59,6 @@ from ..package.system_libs import PkgConfig, SystemFlags
 from ..trust.policy import TrustPolicy
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .empty_packages import empty_package_warnings
-from .host_tools import HostTools, ToolBuilder, host_tool_options
 from .memory import BuildMemory, NoMemory
 
 if TYPE_CHECKING:  # imported by a build that asks for --timings or --trace
@@ -172,10 +170,13 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         # system libraries' flags: before the sandbox warms up, which binds the directories they name
         system_files, system_dirs, system_key = _system_libs(graph, opts, with_tests)
         warm = _warm_up(opts, reporter, stores, env.roots() + toolchain_roots(toolchain) + system_dirs, runner,
-                        policy, memory)
+                        policy, memory, layout)
         watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
         watched = (watched[0] + system_files, watched[1] + _pc_dirs(system_files), watched[2])
-        prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
+        if any(p.manifest.runtime_artifacts for p in graph.order):  # imported only then
+            from . import prebuilt
+
+            prebuilt.apply(graph, toolchain)  # a dependency's [[runtime.artifacts]]: choose one, or refuse
 
         def make(scan, includes, trees=None) -> Plan:
             return Planner(graph, toolchain, profile, layout=layout, scan=scan, with_tests=with_tests,
@@ -332,8 +333,10 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
     must send the next no-op build down the full path."""
 
     checked = check_loads(graph, lambda m: reporter.status("Rules", f"{m.name} ({m.label})"), memory.expand)
-    tools = HostTools()
+    tools = None  # engine/build/host_tools.py: imported where a package declares a tool or has a program
     if any(p.tool_edges for p in graph.order):
+        from .host_tools import ToolBuilder, host_tool_options
+
         def build_package(cwd: str, selection: Selection, target_dir: str):
             sub = host_tool_options(opts, cwd=cwd, selection=selection, target_override=target_dir,
                                     toolchain=opts.toolchain or graph.root_manifest.toolchain)
@@ -354,7 +357,9 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
         from ..program.cache import ProgramCache
         from ..program.context import AccelEntry, PayloadRef
         from ..program.probe import ProbeSettings
+        from .host_tools import HostTools
 
+        tools = tools if tools is not None else HostTools()
         inputs = ProgramInputs(
             gen_dir=layout.gen_dir, profile=profile.name,
             target=graph.context.target.text, host=graph.context.host.text,
@@ -368,6 +373,8 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
     watched, reads_env = evaluate(graph, checked, inputs, cache, reporter, expand=memory.expand)
     # Every package's build.star, present or not: one appearing must end the no-op.
     programs = [os.path.join(p.root, PROGRAM_NAME) for p in graph.order]
+    if tools is None:
+        return watched + programs, [], reads_env
     return watched + programs + tools.watched_files, tools.watched_dirs, reads_env
 
 
@@ -621,10 +628,14 @@ def _sandbox_warning(reporter: Reporter, warning: str | None) -> None:
 
 
 def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, roots: tuple[str, ...],
-             runner: ActionRunner | None, policy: TrustPolicy, memory: BuildMemory) -> SandboxWarmUp | None:
+             runner: ActionRunner | None, policy: TrustPolicy, memory: BuildMemory,
+             layout: Layout) -> SandboxWarmUp | None:
     """Make the sandbox and start its first worker while the build plans, when it will
     probably run an action: in a server's build child whose watcher saw a file change since
-    the last build of the same request, or that has no such build to go by. Never for a no-op
+    the last build of the same request, or that has no such build to go by; in any build that
+    can restore nothing (`_restores_nothing`: the first build of a fresh home, which in the
+    `mcpp` process has no watcher to ask), whose first compile then finds its worker started
+    while the build planned instead of waiting for the bwrap probe and the worker. Never for a no-op
     (the watcher saw nothing), a host tool's build, a sandbox with no worker (one that does not
     stage inputs), remote execution, or a runner given by the caller. The next build of the
     same request in a server begins the same sandbox early when it has a worker."""
@@ -635,11 +646,17 @@ def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, roots: tupl
     # sandbox that stages inputs.
     warm = memory.sandbox(settings if policy.stages_inputs else None)
     if warm is None and policy.stages_inputs and not (stores.remote is not None and stores.remote.execute) \
-            and memory.likely_work():
+            and (memory.likely_work() or _restores_nothing(layout, stores)):
         warm = SandboxWarmUp(settings)
     if warm is not None:
         warm.report = lambda warning: _sandbox_warning(reporter, warning)
     return warm
+
+
+def _restores_nothing(layout: Layout, stores: Stores) -> bool:
+    """Whether every action of this build will run: no action state in its target directory
+    (a first build), no action cache in the home to restore from and no remote (two stats)."""
+    return stores.remote is None and not os.path.exists(layout.action_state) and not os.path.isdir(stores.home.ac)
 
 
 def _shown_dir(path: str) -> str:

@@ -171,8 +171,6 @@ def library_flags(root: str, art: RuntimeArtifact) -> tuple[str, str] | None:
 def apply(graph, toolchain) -> None:
     """Choose each package's prebuilt artifact for this build (or refuse), and link a chosen static
     library into everything that links the package, as a build program's `link_lib` would."""
-    from ..package.program_result import ProgramResult
-
     ctx = graph.context
     tag = toolchain_tag(ctx.target.text, toolchain.family, toolchain.cxx.version, graph.root_manifest.standard)
     for pkg in graph.order:
@@ -188,6 +186,8 @@ def apply(graph, toolchain) -> None:
             raise McppError(f"{label}: its prebuilt artifact `{choice.artifact.path}` does not exist",
                             m.position("runtime", "artifacts", choice.index, "path"))
         if pkg.program is None:
+            from ..package.program_result import ProgramResult  # what a build.star would have made
+
             pkg.program = ProgramResult()
         if lib[0] not in pkg.program.link_search:
             pkg.program.link_search.append(lib[0])

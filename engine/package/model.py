@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..manifest.context import BuildContext
 from ..manifest.model import DependencySpec, Manifest
 from .system_libs import SystemFlags
-from .program_result import ProgramResult
+
+if TYPE_CHECKING:  # a build program's result: imported where a package has a build.star
+    from .program_result import ProgramResult
 
 
 @dataclass(eq=False)  # one object per package of the build: it hashes and compares by identity

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -96,6 +95,8 @@ class PkgConfig:
                 and isinstance(hit.get("libs"), list):
             answer = (tuple(hit["cflags"]), tuple(hit["libs"]), pc)
         else:
+            import shlex  # only a package with a pkg-config library: not on a build's import path
+
             cflags = tuple(shlex.split(self._run(spec, ["--cflags", name])))
             libs = tuple(shlex.split(self._run(spec, ["--libs", name])))
             cache[ident] = {"digest": digest, "cflags": list(cflags), "libs": list(libs)}

@@ -17,6 +17,8 @@ switch to another compiler that the action does not declare, leaves its key as i
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mcpp.cas.action import Action, ActionKind
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
@@ -25,7 +27,9 @@ from ..core.errors import McppError
 from ..core.paths import ExecPath
 from ..package.layout import Layout
 from ..package.model import Package
-from ..package.program_result import RuleAction
+
+if TYPE_CHECKING:  # a build program's: imported where a package has a build.star
+    from ..package.program_result import RuleAction
 
 
 def action_id(pkg: Package, ra: RuleAction) -> str:

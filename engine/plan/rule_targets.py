@@ -11,6 +11,7 @@ a rule declares is linked by the package's own binaries and by its dependents, a
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from mcpp.cas.action import Action, ActionKind
 
@@ -21,13 +22,15 @@ from ..core.errors import McppError
 from ..core.paths import ExecPath, PkgPath
 from ..manifest.model import TargetSpec
 from ..package.model import Package
-from ..package.program_result import RuleCompile, RuleTarget
 from ..package.sources import Source, role_of
 from .context import PlanContext
 from .links import Links
 from .model import ACTION_ENV, Artifact, ArtifactKind, Plan
 from .rule_actions import action_id as rule_action_id
 from .units import ORDINARY, Unit
+
+if TYPE_CHECKING:  # a build program's: imported where a package has a build.star
+    from ..package.program_result import RuleCompile, RuleTarget
 
 
 class RuleTargets:

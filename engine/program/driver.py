@@ -20,7 +20,6 @@ from ..core.conventions import Role
 from ..manifest import globs
 from ..manifest.load import display_path
 from ..package.model import Package, PackageGraph
-from ..package.program_result import ProgramResult
 from ..package.sources import device_extensions, package_sources, role_of
 from .modules import Loader, RuleModule, library_path, resolve, unavailable, visible_rule_modules
 from .paths import PROGRAM_NAME, program_path
@@ -28,6 +27,7 @@ from .paths import PROGRAM_NAME, program_path
 # The evaluator (starlark-pyo3, the `mcpp` struct, its prelude: a share of a cold start) is
 # imported where a package has a build.star; a graph without one never loads it.
 if TYPE_CHECKING:
+    from ..package.program_result import ProgramResult
     from .cache import ProgramCache
     from .context import AccelEntry, ProgramContext
     from .probe import ProbeSettings
@@ -149,7 +149,7 @@ def evaluate(graph: PackageGraph, checked: dict[Package, Checked], inputs: Progr
         device = _device_sources(pkg, exts, expand)
         if c.path is None:
             pkg.program = None
-            _check_claims(pkg, device, exts, ProgramResult())
+            _check_claims(pkg, device, exts, None)
             continue
         ctx = _context(pkg, device, c, inputs)
         fingerprint = ctx.fingerprint()
@@ -211,9 +211,10 @@ def _device_sources(pkg: Package, exts: dict[str, str], expand: globs.Expand) ->
     return [s.path for s in package_sources(pkg, expand) if s.role == Role.DEVICE]
 
 
-def _check_claims(pkg: Package, device: list[PkgPath], exts: dict[str, str], result: ProgramResult) -> None:
-    """A device source no action reads would silently drop out of the build: refuse it by name."""
-    claimed = {p for a in result.actions for p in a.inputs}
+def _check_claims(pkg: Package, device: list[PkgPath], exts: dict[str, str], result: ProgramResult | None) -> None:
+    """A device source no action reads would silently drop out of the build: refuse it by name.
+    `result`: the package's program's (None: it has none, and no action claims anything)."""
+    claimed = {p for a in result.actions for p in a.inputs} if result is not None else set()
     for rel in device:
         if os.path.join(pkg.root, rel) in claimed:
             continue

@@ -9,13 +9,14 @@ action runs somewhere other than where mcpp was started, so relative paths resol
 from __future__ import annotations
 
 import os
-import shlex
 
 from mcpp.cas.action import Action
 from mcpp.sandbox.placeholder import expand_argv, expand_env
 
 
 def pasteable(action: Action, execroot: str, cwd: str | None = None) -> str:
+    import shlex  # only `-v` prints a command: not on a build's import path
+
     workdir = os.path.normpath(os.path.join(execroot, action.cwd))
     words = [shlex.quote(a) for a in expand_argv(action.argv, execroot)]
     env = expand_env(dict(action.env), execroot)

@@ -164,8 +164,10 @@ class _ProbeCache:
 
     def probe(self, *paths: str, flags: tuple[str, ...] = ()) -> list[Compiler]:
         """Each compiler's identity: from the cache while its file is unchanged (its stat, or
-        else its content), else asked of it. Every question to every compiler is asked at once:
-        a first build (an empty home) waits for one round of compiler processes, not six in a row."""
+        else its content), else asked of it. Every question to every compiler is asked at once,
+        one question each of what it is asked (its full version, target, program directories and
+        sysroot): a first build (an empty home) waits for one round of compiler processes, not
+        several in a row, and starts no process whose answer it does not use."""
         known: dict[str, Compiler] = {}
         asking: dict[str, tuple[str, str, list[subprocess.Popen]]] = {}
         try:
@@ -183,13 +185,17 @@ class _ProbeCache:
                     known[path] = _compiler(path, hit)
                     self._learn(_entry(path, flags), {**hit, "stamp": stamp})
                     continue
-                asking[path] = (stamp, digest, [])
-                for flag in ("-dumpversion", "-dumpfullversion", "-dumpmachine", "-print-search-dirs",
-                             "-print-sysroot"):
-                    asking[path][2].append(_start([path, *flags, flag]))
-            for path, (stamp, digest, (plain, full, machine, dirs, sysroot)) in asking.items():
-                version = _answer(plain)
-                full_version = _answer(full, check=False) or version
+                asking[path] = (stamp, digest, [_start([path, *flags, flag])
+                                                for flag in (_version_flag(path), *_QUESTIONS)])
+            for path, (stamp, digest, procs) in asking.items():
+                asked, machine, dirs, sysroot = procs
+                if _version_flag(path) != _FULL_VERSION:
+                    full_version = _answer(asked)
+                else:  # a gcc older than -dumpfullversion answers nothing: its -dumpversion is whole
+                    full_version = _answer(asked, check=False)
+                    if not full_version:
+                        procs.append(_start([path, *flags, "-dumpversion"]))
+                        full_version = _answer(procs[-1])
                 target = _answer(machine)
                 programs = _program_dirs(_answer(dirs, check=False))
                 known[path] = Compiler(path, full_version, target, digest, programs, _answer(sysroot, check=False))
@@ -241,6 +247,19 @@ def _valid(hit: object) -> dict | None:
 
 def _compiler(path: str, entry: dict) -> Compiler:
     return Compiler(path, entry["version"], entry["target"], entry["digest"], tuple(entry["programs"]), entry["sysroot"])
+
+
+# What a probe asks each driver besides its version, all at once.
+_QUESTIONS = ("-dumpmachine", "-print-search-dirs", "-print-sysroot")
+_FULL_VERSION = "-dumpfullversion"
+
+
+def _version_flag(path: str) -> str:
+    """How a driver is asked its full version: gcc's `-dumpversion` may answer the major alone
+    (`12`), its `-dumpfullversion` the whole (`12.2.0`); clang knows only `-dumpversion`, which
+    answers the whole. Asked the one question that answers; a gcc that does not know
+    `-dumpfullversion` is asked `-dumpversion` after it (`probe`)."""
+    return "-dumpversion" if "clang" in os.path.basename(path) else _FULL_VERSION
 
 
 def _entry(path: str, flags: tuple[str, ...]) -> str:

@@ -1,7 +1,9 @@
 """A cold start imports only what the build uses: a graph without a build.star never loads the
 build program evaluator (starlark-pyo3, the `mcpp` struct and its prelude), one that declares no
 payload never loads the installer (tarfile, zip, the indexes), one without a remote never loads
-the signing code, and `mcpp build` never loads the store's maintenance (`mcpp cache`): some
+the signing code, and `mcpp build` never loads the store's maintenance (`mcpp cache`) nor a build program's
+result type (engine/package/program_result.py), prebuilt artifacts' or host tools' modules, OpenSSL's
+hashes or shlex: some
 15 ms of every cold start (a new server, or a build in process); nor, without index dependencies or a
 remote, the registry's resolver or the remote's settings, nor the modules of other commands."""
 from __future__ import annotations
@@ -34,7 +36,9 @@ loaded = sorted(m for m in sys.modules if m in ("starlark", "tarfile", "mcpp.eng
                                                  "mcpp.cas.remote.signing", "mcpp.cas.maintenance",
                                                  "mcpp.cas.remote.config", "mcpp.engine.registry.session",
                                                  "mcpp.engine.server.commands", "mcpp.engine.cli.cache",
-                                                 "mcpp.engine.payloads.resolve")
+                                                 "mcpp.engine.payloads.resolve",
+                                                 "mcpp.engine.package.program_result", "hashlib", "shlex",
+                                                 "mcpp.engine.build.prebuilt", "mcpp.engine.build.host_tools")
                 or m.startswith("mcpp.engine.program."))
 print(json.dumps({"code": code, "loaded": loaded}))
 """
@@ -53,7 +57,8 @@ def test_a_plain_build_imports_no_evaluator_installer_signing_or_maintenance(tmp
     assert not {"starlark", "mcpp.engine.program.evaluate", "tarfile", "mcpp.engine.payloads.install",
                 "mcpp.cas.remote.signing", "mcpp.cas.maintenance", "mcpp.cas.remote.config",
                 "mcpp.engine.registry.session", "mcpp.engine.server.commands", "mcpp.engine.cli.cache",
-                "mcpp.engine.payloads.resolve"} \
+                "mcpp.engine.payloads.resolve", "mcpp.engine.package.program_result", "hashlib", "shlex",
+                "mcpp.engine.build.prebuilt", "mcpp.engine.build.host_tools"} \
         & set(got["loaded"]), got
 
 
@@ -61,4 +66,4 @@ def test_a_build_with_a_program_does(tmp_path):
     write_tree(tmp_path / "p", {**PROJECT, "build.star": PROGRAM})
     got = _build(tmp_path / "p", tmp_path / "home")
     assert got["code"] in (0, None)
-    assert {"starlark", "mcpp.engine.program.evaluate"} <= set(got["loaded"]), got
+    assert {"starlark", "mcpp.engine.program.evaluate", "mcpp.engine.package.program_result"} <= set(got["loaded"]), got

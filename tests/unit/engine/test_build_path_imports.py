@@ -2,7 +2,8 @@
 plain build of a path-only project uses: the modules of the other commands, the registry's
 resolver, the payload resolver, the remote's settings and what they pull in (socket, the index, the lock) are imported
 by the command, the manifest or the configuration that needs them (engine/cli/app.py's
-`_Commands`, engine/package/graph.py, engine/core/settings.py)."""
+`_Commands`, engine/package/graph.py, engine/core/settings.py); `shlex` and `hashlib` by the few
+functions that use them."""
 from __future__ import annotations
 
 import json
@@ -24,6 +25,12 @@ NOT_ON_THE_BUILD_PATH = {
     "mcpp.engine.cli.dependencies", "mcpp.engine.publish", "mcpp.engine.edit", "socket",
     "mcpp.engine.payloads.resolve", "mcpp.engine.payloads.resolved", "mcpp.engine.payloads.version",
     "mcpp.engine.report.timings",
+    # shell quoting (`-v`, pkg-config flags, response files) and OpenSSL's hashes: a prepared
+    # input tree is named with blake3, the store's hash (sandbox/input_tree.py)
+    "shlex", "hashlib", "_hashlib",
+    "mcpp.engine.package.program_result",  # a build program's result: only where a package has a build.star
+    # a dependency's prebuilt artifacts, host tools: only where a manifest declares them (engine/build/compose.py)
+    "mcpp.engine.build.prebuilt", "mcpp.engine.build.host_tools",
 }
 
 

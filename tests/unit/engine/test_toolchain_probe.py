@@ -13,7 +13,7 @@ from mcpp.engine.core.errors import McppError
 from mcpp.engine.toolchain.compilers import resolve_toolchain
 
 # A stand-in compiler: answers like gcc 12, logs each question, and first waits (up to 10 s) until
-# all eight questions of a probe have been asked: asked one after another, the first never returns.
+# all eight questions of a probe (four to each driver) have been asked: asked one after another, the first never returns.
 FAKE = """#!/bin/sh
 echo "$0 $1" >> "{log}"
 : > "{started}/$(basename "$0")$1"
@@ -35,7 +35,7 @@ def fakes(tmp_path, monkeypatch):
     bindir.mkdir()
     started.mkdir()
 
-    def make(full="echo 12.2.0", machine="echo x86_64-linux-gnu", wait_for=10):
+    def make(full="echo 12.2.0", machine="echo x86_64-linux-gnu", wait_for=8):
         for name in ("gcc", "g++"):
             path = bindir / name
             path.write_text(FAKE.format(log=log, started=started, wait_for=wait_for, full=full, machine=machine))
@@ -55,17 +55,38 @@ def test_a_first_probe_asks_both_compilers_everything_at_once_and_the_next_asks_
     tc = resolve_toolchain("gcc", home)
     assert (tc.cc.version, tc.cxx.version, tc.cxx.target) == ("12.2.0", "12.2.0", "x86_64-linux-gnu")
     assert tc.cxx.programs == ("/fake/libexec/12/", "/fake/bin/")  # where it looks for its linker
-    assert len(log.read_text().splitlines()) == 10  # five questions each
+    assert len(log.read_text().splitlines()) == 8  # four questions each: -dumpversion is not asked
     assert set(json.loads(home.toolchains.read_text())) == {tc.cc.path, tc.cxx.path}
     again = resolve_toolchain("gcc", home)
-    assert again == tc and len(log.read_text().splitlines()) == 10  # from the cache: no process
+    assert again == tc and len(log.read_text().splitlines()) == 8  # from the cache: no process
 
 
 def test_a_compiler_without_dumpfullversion_is_known_by_its_dumpversion(fakes, tmp_path):
-    fakes(full="exit 1", wait_for=0)
+    log = fakes(full="exit 1", wait_for=0)
     home = Home(tmp_path / "home")
     home.root.mkdir()
     assert resolve_toolchain("gcc", home).cxx.version == "12"
+    asked = log.read_text().splitlines()
+    assert len(asked) == 10 and sum(line.endswith(" -dumpversion") for line in asked) == 2  # after it
+
+
+def test_clang_is_asked_its_version_once_by_the_question_it_knows(tmp_path, monkeypatch):
+    """clang answers `-dumpversion` with its whole version and knows no `-dumpfullversion`."""
+    bindir, started, log = tmp_path / "bin", tmp_path / "started", tmp_path / "asked.log"
+    bindir.mkdir()
+    started.mkdir()
+    for name in ("clang-19", "clang++-19"):
+        path = bindir / name
+        path.write_text(FAKE.format(log=log, started=started, wait_for=8, full="exit 1",
+                                    machine="echo x86_64-pc-linux-gnu").replace("echo 12 ;;", "echo 19.1.7 ;;"))
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    home = Home(tmp_path / "home")
+    home.root.mkdir()
+    tc = resolve_toolchain("clang-19", home)
+    assert (tc.cc.version, tc.cxx.version) == ("19.1.7", "19.1.7")
+    asked = log.read_text().splitlines()
+    assert len(asked) == 8 and not any("-dumpfullversion" in line for line in asked), asked
 
 
 def test_a_question_a_compiler_fails_is_an_error_naming_it(fakes, tmp_path):
@@ -114,7 +135,7 @@ def test_the_same_bytes_under_another_stat_are_not_asked_again_and_other_bytes_a
     home = Home(tmp_path / "home")
     home.root.mkdir()
     first = resolve_toolchain("gcc", home)
-    assert len(log.read_text().splitlines()) == 10
+    assert len(log.read_text().splitlines()) == 8
     for name in ("gcc", "g++"):  # the same bytes, written again: a new inode and mtime
         path = tmp_path / "bin" / name
         copy = tmp_path / "bin" / f".{name}.new"
@@ -122,12 +143,12 @@ def test_the_same_bytes_under_another_stat_are_not_asked_again_and_other_bytes_a
         copy.chmod(path.stat().st_mode)
         os.replace(copy, path)
     again = resolve_toolchain("gcc", home)
-    assert again == first and len(log.read_text().splitlines()) == 10  # hashed, not asked
+    assert again == first and len(log.read_text().splitlines()) == 8  # hashed, not asked
     assert resolve_toolchain("gcc", home) == first  # restamped: not even hashed next time
     fakes(full="echo 12.3.0", wait_for=0)  # another compiler under the same path
     upgraded = resolve_toolchain("gcc", home)
     assert upgraded.cxx.version == "12.3.0" and upgraded.cxx.digest != first.cxx.digest
-    assert len(log.read_text().splitlines()) == 20
+    assert len(log.read_text().splitlines()) == 16
 
 
 def test_probes_of_two_builds_at_once_both_stay_in_the_cache(fakes, tmp_path):
