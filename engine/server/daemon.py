@@ -65,6 +65,7 @@ class _Build:
     pid: int
     pidfd: int | None
     done: int | None = None  # the read end of the pipe the child reports its exit status on
+    request: dict | None = None  # what the client asked (argv, cwd, env)
     replied: bool = False
     started: float = field(default_factory=time.monotonic)
     # its Ctrl-C messages: small frames, no descriptors
@@ -438,7 +439,7 @@ class Server:
             pidfd = os.pidfd_open(pid)
         except (AttributeError, OSError):
             pidfd = None
-        build = _Build(conn, pid, pidfd, done_r)
+        build = _Build(conn, pid, pidfd, done_r, request=request)
         self.running[pid] = build
         self.selector.register(conn, selectors.EVENT_READ, ("client", build))
         self.selector.register(done_r, selectors.EVENT_READ, ("done", build))
@@ -558,6 +559,10 @@ class Server:
         self._reply_once(build, message)
         if self.hooks is not None:  # after the reply, and after any request already waiting
             self.later.append(functools.partial(self.hooks.after_build, build.pid, message))
+        if message.get("exit") == 0 and build.request is not None:
+            # the record the build left (a JSON build's too), watched before the next request
+            request = build.request
+            self.later.append(lambda: self.noops.prepare(request["argv"], request["cwd"], request["env"]))
 
 
 def _signal_child(pid: int, sig: int) -> None:

@@ -95,6 +95,20 @@ class NoopWatch(Descriptor):
             return None
         return noop.finish(record, argv, env, tty, start)
 
+    def prepare(self, argv: list[str], cwd: str, env) -> None:
+        """After a build of `argv` ended, while nothing waits: arm the record it left (checked
+        once here), so that the next `mcpp build` is answered from the watch instead of paying
+        that check. A JSON build's record serves the plain build too (engine/state/noop.py)."""
+        if env.get("MCPP_NO_FAST_PATH"):
+            return
+        self.drain()
+        record = noop.load_record(argv, cwd, env)
+        if record is None:
+            return
+        armed = self._arm(noop._ident(argv, cwd, env), record)
+        if armed is not None and not noop.holds(record):
+            del self._armed[record.path]
+
     def _quiet(self, armed: _Armed) -> bool:
         """No event since the record was armed touched an entry it depends on."""
         if self._void > armed.since:

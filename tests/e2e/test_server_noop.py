@@ -110,3 +110,24 @@ def test_fast_path_off_takes_the_build_process(armed):
     res = mcpp("build", cwd=root, env={**ON, "MCPP_NO_FAST_PATH": "1"})
     assert res.code == 0
     assert _counts(mcpp, root)[0] == builds + 1
+
+
+def _settled(mcpp, root) -> None:
+    """No build child left, and a moment for the server's idle tasks (arming the record)."""
+    deadline = time.monotonic() + 20
+    while _status(mcpp, root).get("running") != "0":
+        assert time.monotonic() < deadline, "the build child did not end"
+        time.sleep(0.05)
+    time.sleep(0.2)
+
+
+def test_a_json_build_leaves_its_record_armed_for_the_next_plain_build(armed):
+    root, _tmp, mcpp = armed
+    (root / "src/local.hpp").write_text('#define LOCAL "json"\n')
+    res = mcpp("build", "--message-format", "json", cwd=root, env=ON)
+    assert res.code == 0 and '"status": "executed"' in res.out, res.out
+    _settled(mcpp, root)
+    before = _counts(mcpp, root)
+    res = mcpp("build", cwd=root, env=ON)
+    assert res.code == 0 and res.err.startswith("    Finished dev"), res.err
+    assert _counts(mcpp, root) == (before[0], before[1] + 1, before[2] + 1)  # from the watch, no build process
