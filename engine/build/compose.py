@@ -483,7 +483,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
 
         make = warm.get if warm is not None else \
             lambda: _make_sandbox(opts.sandbox, str(stores.home.root), reporter, payload_roots)
-        runner = SandboxRunner(make, plan.execroot, stage, seen)
+        runner = SandboxRunner(make, plan.execroot, stage, seen, prestages=policy.stages_inputs)
     executing = stores.remote is not None and stores.remote.execute and isinstance(runner, SandboxRunner)
     jobs = opts.jobs or (remote_exec_jobs(0) if executing else os.cpu_count() or 1)
     workers, slots = jobs, None
@@ -518,6 +518,10 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         if reporter.verbose:
             reporter.status("Running", "`" + pasteable(pipeline.by_id[action_id], plan.execroot) + "`")
 
+    def before_wait() -> None:  # the scheduler thread is about to wait for a running action
+        reporter.flush()
+        pipeline.idle()
+
     completed = False
     try:
         order = memory.edited_first(plan.actions, plan.execroot, state.discovered) if top else \
@@ -526,7 +530,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
             result = run_graph(order, plan.prereqs, jobs=workers, check=pipeline.check,
                                execute=timings.timed(pipeline.restore_or_run) if timings else pipeline.restore_or_run,
                                finish=pipeline.finish, keep_going=opts.keep_going,
-                               on_start=on_start, on_progress=reporter.progress, before_wait=reporter.flush,
+                               on_start=on_start, on_progress=reporter.progress, before_wait=before_wait,
                                proceed=lambda outcome: outcome.succeeded,
                                on_abort=endpoint.cancel if endpoint is not None else lambda: None)
         # The records go to disk while the ingest finishes the last outputs (zstd lets go of

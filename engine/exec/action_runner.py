@@ -80,7 +80,7 @@ class SandboxRunner:
     """
 
     def __init__(self, make_sandbox: Callable[[], object], execroot: str, stage: Callable[[str], str],
-                 input_ids: Mapping[str, tuple[int, int]] | None = None):
+                 input_ids: Mapping[str, tuple[int, int]] | None = None, prestages: bool = False):
         self.make_sandbox = make_sandbox
         self._sandbox = None
         self._lock = threading.Lock()
@@ -88,6 +88,8 @@ class SandboxRunner:
         self.stage = stage
         # the staged files' identities `stage` saw (`SandboxSpec.input_ids`), filled as it stages
         self.input_ids = input_ids
+        # whether `prestage` resolves anything: the sandbox the build uses stages inputs
+        self.prestages = prestages
 
     @property
     def sandbox(self):
@@ -96,6 +98,20 @@ class SandboxRunner:
             if self._sandbox is None:
                 self._sandbox = self.make_sandbox()
             return self._sandbox
+
+    def prestage(self, rels: list[str]) -> None:
+        """Resolve ahead, through `stage`, inputs an action will stage later (outputs of fresh
+        actions, final for this build), while the scheduler thread would otherwise wait: a link
+        waiting on one edited compile then stages only that compile's object. Nothing is done
+        where the sandbox does not stage inputs (`--sandbox off`: `prestages`). A file that
+        cannot be resolved now is left for `run`, which reports it."""
+        if not self.prestages:
+            return
+        for rel in rels:
+            try:
+                self.stage(rel)
+            except Exception:  # noqa: BLE001 - `run` stages it again and reports what is wrong
+                continue
 
     def shutdown(self) -> None:
         if self._sandbox is not None:

@@ -51,7 +51,7 @@ from ..report.warned_actions import WarnedActions
 from ..state.incremental import BuildState, KeyComputer
 from ..trust.policy import TrustPolicy
 from .action_output import shown
-from .action_runner import ActionRunner, RunResult
+from .action_runner import ActionRunner, RunResult, SandboxRunner
 from .discovered_inputs import discovered_from
 from .explain import ExplainLog
 from .stores import Stores
@@ -117,6 +117,9 @@ class ActionPipeline:
         # binary no action runs) are restored into `target/` straight from the store, and made
         # there only if a later action stages them: a clean build creates a file fewer for each.
         self.staged_outputs = {p for a in plan.actions if plan.prereqs.get(a.id) for p in a.inputs}
+        # Of those, the outputs of actions found fresh, not yet resolved for staging (`idle`).
+        self.prestage: list[str] = []
+        self.ended = 0  # actions `restore_or_run` returned, counted on the lanes (`idle` yields on a change)
         self.candidates: dict[str, tuple[str, list[tuple[str, tuple[str, ...]]]]] = {}
         self.files_outside: set[str] = set()  # system headers seen to be files (discovered_inputs)
         self.counters = Counters()
@@ -142,6 +145,9 @@ class ActionPipeline:
         a = self.by_id[action_id]
         if self.keys.fresh(a):
             self.counters.fresh += 1
+            for o in a.outputs:
+                if o in self.staged_outputs:
+                    self.prestage.append(o)
             if self.warned.keys:  # most builds have no warning to say again: no lookup per action
                 self._replay_fresh(a)
             self._event(a, "fresh")
@@ -155,9 +161,31 @@ class ActionPipeline:
                                            {t: self.keys.tool_digest(t) for t in a.tools})
         return False
 
+    def idle(self) -> None:
+        """The scheduler thread is about to wait for a running action: resolve now the staging
+        of the fresh outputs a later action reads (`SandboxRunner.prestage`), off the critical
+        path. An edit-one build's link otherwise stages its thousand unchanged objects after
+        the edited compile ends; here they are resolved while that compile runs. It stops as
+        soon as an action ends (the scheduler has work then); the rest waits for the next wait,
+        or is staged by the action that reads it."""
+        runner = self.runner
+        if not self.prestage or not isinstance(runner, SandboxRunner):
+            return
+        ended, queue, i = self.ended, self.prestage, 0
+        while i < len(queue) and self.ended == ended:
+            runner.prestage(queue[i:i + _PRESTAGE_CHUNK])
+            i += _PRESTAGE_CHUNK
+        self.prestage = queue[i:]
+
     # -- worker threads ---------------------------------------------------------------------
     def restore_or_run(self, action_id: str) -> Outcome:
         """Restore the outputs from the action cache (or the remote one), else run the action."""
+        try:
+            return self._restore_or_run(action_id)
+        finally:
+            self.ended += 1
+
+    def _restore_or_run(self, action_id: str) -> Outcome:
         a = self.by_id[action_id]
         _, candidates = self.candidates[action_id]
         for key, discovered in candidates:
@@ -503,6 +531,10 @@ class ActionPipeline:
     def _abs(self, rel: str) -> str:
         return os.path.join(self.plan.execroot, rel)
 
+
+
+# Fresh outputs `idle` resolves between two looks at whether an action ended.
+_PRESTAGE_CHUNK = 64
 
 
 class _Unavailable(Exception):

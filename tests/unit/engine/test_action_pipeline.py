@@ -13,12 +13,12 @@ from engine_testdata import write
 from mcpp.cas.action import Action, Platform
 from mcpp.cas.home import Home
 from mcpp.cas.statcache import StatCache
-from mcpp.engine.exec.action_runner import RunResult, prepare_outputs
+from mcpp.engine.exec.action_runner import RunResult, SandboxRunner, prepare_outputs
 from mcpp.engine.core.errors import BuildFailed
 from mcpp.engine.exec.explain import ExplainLog, load_records
 from mcpp.engine.state.incremental import BuildState, KeyComputer
 from mcpp.engine.package.layout import Layout
-from mcpp.engine.exec.pipeline import ActionPipeline
+from mcpp.engine.exec.pipeline import _PRESTAGE_CHUNK, ActionPipeline
 from mcpp.engine.plan.planner import Plan
 from mcpp.engine.report.reporter import Reporter
 from mcpp.engine.exec.schedule import run_graph
@@ -75,7 +75,7 @@ def build(ws, home: Home, runner: FakeRunner, refused: list | None = None):
                               Reporter(json_mode=True, out=out, err=io.StringIO()),
                               ExplainLog(layout.explain_log, "fake"))
     result = run_graph([a.id for a in plan.actions], plan.prereqs, jobs=2, check=pipeline.check,
-                       execute=pipeline.restore_or_run, finish=pipeline.finish)
+                       execute=pipeline.restore_or_run, finish=pipeline.finish, before_wait=pipeline.idle)
     try:
         pipeline.drain(result)
     except BuildFailed as e:  # the store's file system refused (named once, as the command line shows it)
@@ -280,3 +280,63 @@ def test_the_pipeline_takes_the_depfile_parse_the_runner_hands_over(ws, tmp_path
     status, state, *_ = build(ws, Home(tmp_path / "home"), runner)
     assert status[JOIN.id] == "executed"
     assert state.discovered(JOIN.id) == ("src/extra.h", "src/other.h")
+
+
+class _Staging(SandboxRunner):
+    """A `SandboxRunner` that runs actions as `FakeRunner` does, logging each `stage` call and
+    each run in one sequence."""
+
+    def __init__(self, root: str, prestages: bool):
+        self.fake = FakeRunner(root)
+        self.log: list[str] = []
+        super().__init__(lambda: None, root, lambda rel: self.log.append("stage " + rel) or rel,
+                         prestages=prestages)
+
+    def run(self, action: Action) -> RunResult:
+        self.log.append("run " + action.id)
+        return self.fake.run(action)
+
+
+@pytest.mark.parametrize("prestages", [True, False])
+def test_fresh_outputs_a_later_action_stages_are_resolved_while_the_scheduler_waits(ws, tmp_path, prestages):
+    """An edit that re-runs JOIN only: UPPER is fresh, and its output, which JOIN stages, is
+    resolved for staging while the scheduler waits for JOIN, before JOIN runs (in an edit-one
+    build, the link's thousand unchanged objects while the edited compile runs); never where
+    the sandbox stages nothing (`--sandbox off`)."""
+    home = Home(tmp_path / "home")
+    build(ws, home, FakeRunner(str(ws)))
+    (ws / "src/extra.h").write_text("?")
+    runner = _Staging(str(ws), prestages)
+    status, *_ , ok = build(ws, home, runner)
+    assert ok and status == {UPPER.id: "fresh", JOIN.id: "executed"}
+    if prestages:
+        assert runner.log == ["stage target/dev/a.txt", "run " + JOIN.id]
+    else:
+        assert runner.log == ["run " + JOIN.id]
+
+
+def test_the_resolving_ahead_yields_as_soon_as_an_action_ends(ws, tmp_path):
+    """`idle` works in pieces and stops once an action has ended (the scheduler has a finish
+    to do); what is left waits for its next wait."""
+    home = Home(tmp_path / "home")
+    layout = Layout(str(ws), str(ws / "target"), str(ws), "dev")
+    plan = Plan(layout.execroot)
+    plan.add(UPPER, "p", [])
+    state = BuildState(layout.action_state, layout.execroot, StatCache(layout.stat_cache))
+    pipeline = ActionPipeline(plan, state, KeyComputer(state, PLATFORM, {}), None, Stores.open(home),
+                              Reporter(json_mode=True, out=io.StringIO(), err=io.StringIO()),
+                              ExplainLog(layout.explain_log, "fake"))
+    staged: list[str] = []
+
+    def stage(rel: str) -> str:
+        staged.append(rel)
+        pipeline.ended += 1  # an action ends meanwhile
+        return rel
+
+    pipeline.runner = SandboxRunner(lambda: None, str(ws), stage, prestages=True)
+    pipeline.prestage = [f"o{i}" for i in range(200)]
+    want = [f"o{i}" for i in range(200)]
+    pipeline.idle()
+    assert staged == want[:_PRESTAGE_CHUNK] and pipeline.prestage == want[_PRESTAGE_CHUNK:]
+    pipeline.idle()  # the next wait goes on where this one stopped
+    assert staged == want[:2 * _PRESTAGE_CHUNK] and pipeline.prestage == want[2 * _PRESTAGE_CHUNK:]
