@@ -173,7 +173,9 @@ class ActionPipeline:
             return
         ended, queue, i = self.ended, self.prestage, 0
         while i < len(queue) and self.ended == ended:
-            runner.prestage(queue[i:i + _PRESTAGE_CHUNK])
+            chunk = queue[i:i + _PRESTAGE_CHUNK]
+            runner.prestage(chunk)
+            self.keys.encode_ahead(chunk)  # their parts of the waiting action's key
             i += _PRESTAGE_CHUNK
         self.prestage = queue[i:]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import marshal
 import os
 from dataclasses import replace
-from typing import Callable, Container, Mapping
+from typing import Callable, Container, Iterable, Mapping
 
 from mcpp.cas.action import Action, Platform, action_key, encoded_input
 from mcpp.cas.atomic import atomic_file
@@ -248,6 +248,14 @@ class KeyComputer:
             return encoded_input(rel, d)
         part = self.encoded[rel] = encoded_input(rel, self.digest_of(rel))
         return part
+
+    def encode_ahead(self, rels: Iterable[str]) -> None:
+        """Make now the key-encoding parts of files a later action's key will read (the fresh
+        objects of an edit-one build's link, while the edited compile runs: `ActionPipeline.idle`);
+        `key` then finds them made. The parts are those `key` would make: a file produced later
+        in the build leaves `encoded` then (`_produced`)."""
+        for rel in rels:
+            self._encoded(rel)
 
     def _produced(self, rel: str, digest: Digest) -> None:
         self.produced[rel] = digest

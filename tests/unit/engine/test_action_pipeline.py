@@ -338,5 +338,6 @@ def test_the_resolving_ahead_yields_as_soon_as_an_action_ends(ws, tmp_path):
     want = [f"o{i}" for i in range(200)]
     pipeline.idle()
     assert staged == want[:_PRESTAGE_CHUNK] and pipeline.prestage == want[_PRESTAGE_CHUNK:]
+    assert set(pipeline.keys.encoded) == set(staged)  # their key parts made ahead too
     pipeline.idle()  # the next wait goes on where this one stopped
     assert staged == want[:2 * _PRESTAGE_CHUNK] and pipeline.prestage == want[2 * _PRESTAGE_CHUNK:]

@@ -303,3 +303,21 @@ def test_the_next_knowledge_carries_the_proven_files(execroot, state_dir, tool):
     assert keys.fresh(link)
     again = learn(str(execroot), {link.id: link.id}, keys.produced, keys.settled, keys.tools, keys.proven)
     assert again.digests == knowledge.digests
+
+
+def test_key_parts_made_ahead_are_the_ones_the_key_makes_and_follow_a_later_output(execroot, state_dir):
+    """`encode_ahead` (the fresh inputs of an action still waiting) makes the parts `key` finds
+    made; a file an action produces afterwards in the build is keyed by its new digest."""
+    _write(execroot, "src/a.txt", "a")
+    _write(execroot, "src/b.txt", "b")
+    link = _action(id="join", argv=("join",), inputs=("src/a.txt", "src/b.txt"), outputs=("out/ab",))
+    state = open_state(execroot, state_dir)
+    plain = KeyComputer(state, PLATFORM, {}).key(link, ())
+    ahead = KeyComputer(state, PLATFORM, {})
+    ahead.encode_ahead(["src/a.txt", "src/b.txt"])
+    assert set(ahead.encoded) == {"src/a.txt", "src/b.txt"}
+    assert ahead.key(link, ()) == plain
+    later = KeyComputer(state, PLATFORM, {})
+    later.encode_ahead(["src/b.txt"])
+    later.outputs_settled({"src/b.txt": digest_bytes(b"made in this build")})
+    assert later.key(link, ()) != plain
