@@ -172,6 +172,8 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         warm = _warm_up(opts, reporter, stores, env.roots() + toolchain_roots(toolchain) + system_dirs, runner,
                         policy, memory, layout)
         watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
+        if warm is not None:  # its worker answers for the bwrap probe the first key would run
+            policy.follow(warm.get)
         watched = (watched[0] + system_files, watched[1] + _pc_dirs(system_files), watched[2])
         if any(p.manifest.runtime_artifacts for p in graph.order):  # imported only then
             from . import prebuilt

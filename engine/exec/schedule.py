@@ -61,14 +61,16 @@ class _Lanes:
         self._threads: list[threading.Thread] = []
 
     def put(self, action_id: str) -> None:
+        with self._cond:
+            self._queued.append(action_id)
+            self._cond.notify()
         if not self._threads:
+            # Queued first: the first lane takes the action as soon as it runs, while the
+            # others are still starting.
             self._threads = [threading.Thread(target=self._run, name=f"mcpp-lane-{n}", daemon=True)
                              for n in range(self._jobs)]
             for t in self._threads:
                 t.start()
-        with self._cond:
-            self._queued.append(action_id)
-            self._cond.notify()
 
     def settled(self, action_id: str) -> None:
         """The scheduling thread has finished `action_id` (and stopped the build if it must)."""

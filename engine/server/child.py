@@ -24,6 +24,18 @@ from ..core import interrupt
 _PR_SET_PDEATHSIG = 1
 
 
+def _load_libc():
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+# Loaded once, by the server that imports this module: each build child it forks calls `prctl`
+# through it instead of loading the C library again before its build can start.
+_LIBC = _load_libc()
+
+
 def run(request: dict, fds: list[int], command: Callable[[list[str]], None],
         ready: Callable[[], None] | None = None) -> int:
     """Become the client's `mcpp` process, run `command(argv)`; the exit status. `ready()`
@@ -92,8 +104,8 @@ def _die_with_server() -> None:
     """A server killed mid-build takes its builds with it (SIGTERM: cancelled quietly; the
     client says the server stopped, and runs nothing again)."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if _LIBC is not None:
+            _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):
         pass
     if os.getppid() == 1:  # the server died between fork and prctl

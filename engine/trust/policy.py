@@ -25,6 +25,7 @@ warmed up ahead, and no action is sent to a remote worker (its reads are this ma
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable
 
@@ -66,14 +67,35 @@ class TrustPolicy:
         self.sandbox = sandbox
         self._remote = remote
         self._guarantees = guarantees
+        self._made: Callable[[], object] | None = None  # the build's sandbox, being made (`follow`)
+        self._lock = threading.Lock()
         # the keys a result fetched from a remote must be signed with (None: none required)
         self._trusted = trusted_names(remote.trusted_keys) if remote is not None else None
 
     @property
     def guarantees(self) -> Guarantees:
         if self._guarantees is None:
-            self._guarantees = guarantees_of(self.sandbox)
+            with self._lock:
+                if self._guarantees is None:
+                    self._guarantees = self._of_made() or guarantees_of(self.sandbox)
         return self._guarantees
+
+    def follow(self, sandbox: Callable[[], object]) -> None:
+        """The build's sandbox is being made ahead (engine/exec/sandbox_warm_up.py; `sandbox()`
+        waits for it): for the default backend its promises are that sandbox's, so the first
+        key waits for it instead of running the bwrap probe beside the worker starting up."""
+        if self._guarantees is None and self.sandbox is None:
+            self._made = sandbox
+
+    def _of_made(self) -> Guarantees | None:
+        made, self._made = self._made, None
+        if made is None:
+            return None
+        try:
+            guarantees = getattr(made(), "guarantees", None)
+        except Exception:  # noqa: BLE001 - the first action reports it; the probe decides here
+            return None
+        return guarantees if isinstance(guarantees, Guarantees) else None
 
     def _promised(self, promise: str) -> bool:
         """Whether the build's sandbox makes `promise` (a `Guarantees` attribute), probing only

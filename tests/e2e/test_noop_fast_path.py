@@ -17,9 +17,11 @@ PROBE = ("import os, sys; sys.argv = ['mcpp', 'build']\n"
          "print('ENGINE LOADED' if 'mcpp.engine.build.compose' in sys.modules else 'FAST PATH', file=sys.stderr)\n")
 
 
-def build_in_process(root, mcpp) -> str:
+def build_in_process(root, mcpp, *args) -> str:
+    """`mcpp build ARGS` in a process of its own: whether it answered without the engine."""
+    probe = PROBE.replace("['mcpp', 'build']", repr(["mcpp", "build", *args]))
     env = {**os.environ, "MCPP_HOME": str(mcpp.home), "MCPP_NO_SERVER": "1"}  # the probe looks at this process
-    p = subprocess.run([sys.executable, "-c", PROBE], cwd=root, env=env, capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-c", probe], cwd=root, env=env, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     return p.stderr.strip().splitlines()[-1]
 
@@ -90,15 +92,6 @@ def test_a_manifest_appearing_above_takes_the_full_path(tmp_path, mcpp):
 JSON = ("--message-format", "json")
 
 
-def build_in_process_with(root, mcpp, *args) -> str:
-    """`build_in_process` for `mcpp build ARGS`."""
-    probe = PROBE.replace("['mcpp', 'build']", repr(["mcpp", "build", *args]))
-    env = {**os.environ, "MCPP_HOME": str(mcpp.home), "MCPP_NO_SERVER": "1"}
-    p = subprocess.run([sys.executable, "-c", probe], cwd=root, env=env, capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    return p.stderr.strip().splitlines()[-1]
-
-
 def recorded(root, mcpp, timeout: float = 20.0) -> bool:
     """Whether a no-op record of `mcpp build` in `root` appears within `timeout` seconds (a
     server's build child writes a JSON build's record after its reply)."""
@@ -126,9 +119,9 @@ def test_a_json_build_records_for_the_next_plain_build(tmp_path, mcpp):
 def test_a_json_build_is_never_answered_by_the_fast_path(tmp_path, mcpp):
     root = copy_example("01-hello", tmp_path)
     settle(mcpp, root)
-    assert build_in_process_with(root, mcpp, *JSON) == "ENGINE LOADED"
-    assert build_in_process_with(root, mcpp, "--message-format=json") == "ENGINE LOADED"
-    assert build_in_process_with(root, mcpp, "--message-format", "human") == "FAST PATH"
+    assert build_in_process(root, mcpp, *JSON) == "ENGINE LOADED"
+    assert build_in_process(root, mcpp, "--message-format=json") == "ENGINE LOADED"
+    assert build_in_process(root, mcpp, "--message-format", "human") == "FAST PATH"
     res = mcpp("build", *JSON, cwd=root, check=True)  # through the server too, where one runs
     events = [json.loads(line) for line in res.out.splitlines() if line.startswith("{")]
     assert sum(e.get("reason") == "action-finished" for e in events) >= 2, res.out

@@ -113,3 +113,36 @@ def test_no_engine_module_decides_by_a_backend_name():
              for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if re.search(r"""["']off["']""", line)]
     assert named == []
+
+
+def test_the_default_takes_the_promises_of_the_sandbox_made_ahead_without_a_probe_beside_it(tmp_path, monkeypatch):
+    # a build whose sandbox warms up: its first key waits for that sandbox, whose worker answered
+    # for bwrap (or which fell back to dir), instead of running the bwrap probe while the worker starts
+    from mcpp.engine.exec.sandbox_warm_up import SandboxWarmUp
+
+    warm = SandboxWarmUp((None, str(tmp_path), ()))
+    try:
+        made = warm.get()
+        monkeypatch.setattr(trust, "guarantees_of", lambda name: pytest.fail("the bwrap probe ran"))
+        policy = TrustPolicy(None)
+        policy.follow(warm.get)
+        assert policy.guarantees is type(made).guarantees
+        assert policy.namespace(COMPILE) == trust.namespace(type(made).guarantees, COMPILE)
+    finally:
+        warm.close()
+
+
+def test_a_sandbox_that_could_not_be_made_ahead_leaves_the_choice_to_the_probe(monkeypatch):
+    def failed():
+        raise OSError("no worker")
+
+    monkeypatch.setattr(trust, "guarantees_of", lambda name: DIR)
+    policy = TrustPolicy(None)
+    policy.follow(failed)
+    assert policy.guarantees is DIR
+
+
+def test_a_named_backend_is_not_decided_by_a_sandbox_made_ahead():
+    policy = TrustPolicy("dir")
+    policy.follow(lambda: pytest.fail("waited for the sandbox"))
+    assert policy.guarantees is DIR
