@@ -284,15 +284,24 @@ def test_the_pipeline_takes_the_depfile_parse_the_runner_hands_over(ws, tmp_path
 
 class _Staging(SandboxRunner):
     """A `SandboxRunner` that runs actions as `FakeRunner` does, logging each `stage` call and
-    each run in one sequence."""
+    each run in one sequence. With `prestages`, a run lasts until something was staged (up to
+    a few seconds), as a compile lasts while the scheduler waits for it."""
 
     def __init__(self, root: str, prestages: bool):
         self.fake = FakeRunner(root)
         self.log: list[str] = []
-        super().__init__(lambda: None, root, lambda rel: self.log.append("stage " + rel) or rel,
-                         prestages=prestages)
+        self.staged = threading.Event()
+
+        def stage(rel: str) -> str:
+            self.log.append("stage " + rel)
+            self.staged.set()
+            return rel
+
+        super().__init__(lambda: None, root, stage, prestages=prestages)
 
     def run(self, action: Action) -> RunResult:
+        if self.prestages:
+            self.staged.wait(5)
         self.log.append("run " + action.id)
         return self.fake.run(action)
 
