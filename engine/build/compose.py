@@ -702,7 +702,7 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool, started: in
     made = [os.path.join(execroot, p) for p in outputs]
     trees = _tree_paths(execroot, outputs)
     files += [os.path.join(execroot, p) for p in inputs] + made
-    files += _tree_paths(execroot, dict.fromkeys(p for a in plan.actions for p in a.inputs if p.endswith("/"))) + trees
+    files += _tree_paths(execroot, inputs) + trees
     files += tools
     written.update(made)
     written.update(trees)

@@ -566,8 +566,8 @@ class Server:
             self.later.append(functools.partial(self.hooks.after_build, build.pid, message))
         if message.get("exit") == 0 and build.request is not None:
             # the record the build left (a JSON build's too), watched before the next request
-            request = build.request
-            self.later.append(lambda: self.noops.prepare(request["argv"], request["cwd"], request["env"]))
+            req = build.request
+            self.later.append(functools.partial(self.noops.prepare, req["argv"], req["cwd"], req["env"]))
 
 
 def _signal_child(pid: int, sig: int) -> None:

@@ -85,15 +85,8 @@ class NoopWatch(Descriptor):
         if armed is not None and armed.ident == ident and self._quiet(armed) and noop.holds(armed.record, armed.linked):
             self.answered_from_watch += 1
             return noop.finish(armed.record, argv, env, tty, start)
-        record = noop.load_record(argv, cwd, env)
-        if record is None:
-            return None
-        armed = self._arm(ident, record)
-        if not noop.holds(record):
-            if armed is not None:
-                del self._armed[record.path]
-            return None
-        return noop.finish(record, argv, env, tty, start)
+        record = self._checked(ident, argv, cwd, env)
+        return None if record is None else noop.finish(record, argv, env, tty, start)
 
     def prepare(self, argv: list[str], cwd: str, env) -> None:
         """After a build of `argv` ended, while nothing waits: arm the record it left (checked
@@ -102,12 +95,20 @@ class NoopWatch(Descriptor):
         if env.get("MCPP_NO_FAST_PATH"):
             return
         self.drain()
+        self._checked(noop._ident(argv, cwd, env), argv, cwd, env)
+
+    def _checked(self, ident: str, argv: list[str], cwd: str, env) -> noop.Record | None:
+        """The record of `argv` from disk, armed before its check (which disarms it when it
+        does not hold); None when there is none or it does not hold."""
         record = noop.load_record(argv, cwd, env)
         if record is None:
-            return
-        armed = self._arm(noop._ident(argv, cwd, env), record)
-        if armed is not None and not noop.holds(record):
-            del self._armed[record.path]
+            return None
+        armed = self._arm(ident, record)
+        if not noop.holds(record):
+            if armed is not None:
+                del self._armed[record.path]
+            return None
+        return record
 
     def _quiet(self, armed: _Armed) -> bool:
         """No event since the record was armed touched an entry it depends on."""
