@@ -32,8 +32,9 @@ example: install
 #      builds do (docs/server.md), leaving out the files marked `one_mode` (they set the server
 #      mode per build themselves, or start no build, so a second run would repeat them).
 # Files holding a `heavy` test run first (tests/conftest.py). Wall-clock figures of the engine's
-# inner loops are not tested here: bench/hot_loops.py measures them.
-PYTEST := $(BIN)/python -m pytest -q -n auto
+# inner loops are not tested here: bench/hot_loops.py measures them. Each session ends with its
+# 25 slowest tests (`--durations`): where the suite's time goes, in every CI log.
+PYTEST := $(BIN)/python -m pytest -q -n auto --durations=25
 
 test: install-test
 	@status=0; \
