@@ -35,12 +35,20 @@ def main() -> None:
             except (OSError, ValueError):
                 pass
         os._exit(code)
+    import gc
+
     from .core.dataclass_code import install
 
-    code_cache = install()
-    from .cli.app import main as cli_main
-    from .core.command_clock import process_started
-
+    # What the engine's import allocates lives as long as the process: a collection during it
+    # frees nothing, and once frozen the build's own collections do not walk it again.
+    gc.disable()
+    try:
+        code_cache = install()
+        from .cli.app import main as cli_main
+        from .core.command_clock import process_started
+    finally:
+        gc.freeze()
+        gc.enable()
     code_cache.save()
     cli_main(started=process_started())
 
