@@ -145,3 +145,24 @@ def test_other_calls_go_to_the_builtin_exec(tmp_path):
     assert g["x"] == 1 and ns["z"] == 3 and cache.misses == 0 and cache.used == {}
     cache.exec("w = 4")  # the caller's namespace, as the builtin takes it
     assert cache.misses == 0 and cache.loaded is None
+
+
+def test_the_file_is_bounded_a_write_past_the_limit_keeps_only_the_texts_used(tmp_path, monkeypatch):
+    import marshal
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(dataclass_code, "MAX_ENTRIES", 3)
+    path = tmp_path / "dataclass_code.bin"
+    stale = {f"def __create_fn__():\n def f{i}(): pass\n return f{i}": compile("pass", "<string>", "exec")
+             for i in range(3)}
+    path.write_bytes(dataclass_code._header() + marshal.dumps(stale))
+    cache = CodeCache(str(path))
+    used = "def __create_fn__():\n def g(): return 1\n return g"
+    cache.exec(used, {}, {})
+    assert cache.misses == 1 and cache.save()
+    assert set(CodeCache(str(path))._read()) == {used}  # four would pass the limit: only the one used
+    grown = CodeCache(str(path))
+    monkeypatch.setattr(dataclass_code, "MAX_ENTRIES", 10)
+    other = "def __create_fn__():\n def h(): return 2\n return h"
+    grown.exec(other, {}, {})
+    assert grown.save() and set(CodeCache(str(path))._read()) == {used, other}  # under it: the union
