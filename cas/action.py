@@ -53,6 +53,7 @@ class ActionKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Action:
+    """One step of a build: a command, the inputs it reads and the outputs it writes."""
     id: str  # stable, human-readable identity, e.g. "compile hello:src/main.cpp"
     argv: tuple[str, ...]
     outputs: tuple[str, ...]

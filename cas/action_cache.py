@@ -38,6 +38,7 @@ MANIFEST_SETS = 8
 
 @dataclass(frozen=True, slots=True)
 class ActionEntry:
+    """An action cache entry: the outputs an action made and its exit status."""
     outputs: dict[str, tuple[Digest, int]]  # execroot-relative path -> (digest, st_mode bits)
     exit_code: int = 0
     stdout: Digest | None = None

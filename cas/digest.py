@@ -17,6 +17,7 @@ _CHUNK = 1 << 20
 
 @dataclass(frozen=True, order=True, slots=True)
 class Digest:
+    """A blob's name in the store: the blake3 of its content and its size."""
     hash: str  # lowercase hex blake3 of the uncompressed content
     size: int
 

@@ -28,6 +28,7 @@ from .atomic import TMP_PREFIX as TMP_PREFIX, temp_file as temp_file  # noqa: F4
 
 @dataclass(frozen=True, slots=True)
 class Home:
+    """The mcpp home (`$MCPP_HOME`): where the store, caches and state live."""
     root: Path
 
     @classmethod

@@ -4,7 +4,8 @@ Imports nothing heavy before the build server's client (`engine/server/client.py
 no-op fast path (`engine/state/noop.py`) have had their chance: a `build`, `run` or `test` goes to the
 workspace's warm server when one is up (which answers a repeated `mcpp build` from stats
 itself), and where none is, a repeated `mcpp build` is answered from stats here before a server
-is started. Everything else, and every fallback, is the in-process command line.
+is started. Everything else, and every fallback, is the in-process command line, whose engine's
+dataclasses take their generated methods' code from a cache (`core/dataclass_code.py`).
 """
 
 import os
@@ -34,9 +35,21 @@ def main() -> None:
             except (OSError, ValueError):
                 pass
         os._exit(code)
-    from .cli.app import main as cli_main
-    from .core.command_clock import process_started
+    import gc
 
+    from .core.dataclass_code import install
+
+    # What the engine's import allocates lives as long as the process: a collection during it
+    # frees nothing, and once frozen the build's own collections do not walk it again.
+    gc.disable()
+    try:
+        code_cache = install()
+        from .cli.app import main as cli_main
+        from .core.command_clock import process_started
+    finally:
+        gc.freeze()
+        gc.enable()
+    code_cache.save()
     cli_main(started=process_started())
 
 
@@ -50,9 +63,13 @@ def serve(ident: str, root: str, home: str, ready: str | None = None, after: str
 
         if not awaits_start(ident, int(after)):
             return
+    from .core.dataclass_code import install
+
+    code_cache = install()
     from .cli.app import main as cli_main
     from .server import daemon, warm
 
     warm.preload()
+    code_cache.save()
     daemon.main(ident, root, home, cli_main, warm.Hooks(root, ident, home),
                 ready=int(ready) if ready else None, later=(warm.preload_later,))

@@ -46,6 +46,7 @@ GUARANTEE_NAMES = ("confines_reads", "confines_writes", "kills_leftovers", "stag
 
 @dataclass(frozen=True)
 class SandboxSpec:
+    """What one sandboxed run is given: the command, its environment, inputs and outputs."""
     argv: tuple[str, ...]
     env: Mapping[str, str]  # exactly the environment the action sees, in every mode
     # {path relative to the action's root: absolute path of a local file holding its bytes}
@@ -78,6 +79,7 @@ class SandboxSpec:
 
 @dataclass
 class SandboxResult:
+    """How a sandboxed run ended: its exit status and what it printed."""
     exit_code: int
     stdout: bytes
     stderr: bytes

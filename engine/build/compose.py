@@ -67,6 +67,7 @@ if TYPE_CHECKING:  # imported by a build that asks for --timings or --trace
 
 @dataclass
 class BuildOptions:
+    """What a command asks of a build (the command line's options)."""
     cwd: str = "."
     manifest_path: str | None = None
     profile: str = "dev"
@@ -94,6 +95,7 @@ class BuildOptions:
 
 @dataclass
 class BuildOutcome:
+    """What a build leaves: its package graph, plan, layout, toolchain and results."""
     graph: PackageGraph
     plan: Plan
     layout: Layout

@@ -25,6 +25,7 @@ BACKEND_NAME = re.compile(r"[a-z][a-z_]*$")
 
 @dataclass(frozen=True)
 class AccelEntry:
+    """One accelerator backend of an `accel` list, with its version constraint."""
     name: str  # the backend, compared by `cfg(accelerator = ...)`
     version: str = ""
     archs: tuple[str, ...] = ()
@@ -37,6 +38,7 @@ class AccelEntry:
 
 @dataclass(frozen=True)
 class AccelSet:
+    """The accelerator backends a build targets (`accel`), in order."""
     entries: tuple[AccelEntry, ...] = ()
 
     @property

@@ -29,6 +29,7 @@ class ConfigError(McppError):
 
 @dataclass(frozen=True)
 class ConfigFile:
+    """The user's `config.toml`, parsed (empty when there is none)."""
     path: str
     data: Mapping[str, Any] = field(default_factory=dict)  # the parsed document; {} when there is no file
     problem: str | None = None  # why the file cannot be used, raised by `table`

@@ -16,6 +16,7 @@ EXIT_USER_ERROR = 2
 
 @dataclass
 class Position:
+    """Where in a file an error is: its path, and its line and column when known."""
     path: str
     line: int | None = None  # 1-based
     col: int | None = None  # 1-based

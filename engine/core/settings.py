@@ -61,6 +61,7 @@ class RemoteFlags:
 
 @dataclass(frozen=True)
 class Settings:
+    """The settings a command runs with: the home, the configuration and what they decide."""
     home: Home
     config: ConfigFile = field(default_factory=lambda: ConfigFile(""))
     # the command's `MCPP_*` environment variables, as they were when it started

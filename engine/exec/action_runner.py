@@ -21,6 +21,7 @@ from .action_output import portable
 
 @dataclass
 class RunResult:
+    """How an action's run ended: its exit status and what it printed."""
     exit_code: int
     stdout: bytes
     stderr: bytes

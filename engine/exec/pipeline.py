@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # the remote layer imports gRPC: only builds that use it load
 
 @dataclass
 class Outcome:
+    """What checking one action gave: a run, a cache entry, or outputs already present."""
     run: RunResult | None = None  # set when the action ran
     entry: ActionEntry | None = None  # set when restored from the action cache
     key: str = ""
@@ -80,6 +81,7 @@ class Outcome:
 
 @dataclass
 class Counters:
+    """How many actions were fresh, restored from a cache or run."""
     fresh: int = 0
     cache_hits: int = 0
     remote_hits: int = 0

@@ -34,6 +34,7 @@ from typing import Callable, Iterable
 
 @dataclass
 class ScheduleResult:
+    """Which actions succeeded, were fresh, failed or did not run."""
     succeeded: list[str] = field(default_factory=list)  # executed and succeeded
     fresh: list[str] = field(default_factory=list)  # satisfied without running
     failed: list[str] = field(default_factory=list)

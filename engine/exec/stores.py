@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the remote layer imports gRPC: only builds that use it load
 
 @dataclass(frozen=True)
 class Stores:
+    """The stores a build reads and writes: local, and remote when configured."""
     home: Home
     blobs: VerifyingStore
     mat: Materializer

@@ -21,6 +21,7 @@ _SECTION_NAMES = tuple(s.split(".")[0] for s in schema.CONDITIONAL_SECTIONS)
 
 @dataclass(frozen=True)
 class Block:
+    """One `[target.<selector>]` table of a manifest and its selector."""
     key: str  # the selector as written (the TOML key under [target])
     selector: selectors.Selector
     body: dict  # section name -> its table, as parsed

@@ -17,6 +17,7 @@ from ..core.errors import McppError
 
 @dataclass(frozen=True)
 class BuildContext:
+    """What target conditions are evaluated against: the target and host triples and the accelerators."""
     target: triples.Triple
     host: triples.Triple
     accel: AccelSet = AccelSet()

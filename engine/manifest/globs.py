@@ -45,6 +45,7 @@ _MAGIC = re.compile(r"[*?]|\[.+?\]")
 
 @dataclass(frozen=True)
 class _Glob:
+    """One glob pattern, parsed for matching relative paths."""
     # a regular expression (its text) full-matching the relative paths of the glob: compiled
     # where one glob is asked alone (`match`); `expand` compiles the union of its patterns only
     source: str

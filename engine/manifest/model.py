@@ -18,6 +18,7 @@ DEFAULT_MAINS = ("src/main.cpp", "src/main.c")
 
 @dataclass(frozen=True)
 class DependencySpec:
+    """One dependency as a manifest declares it."""
     key: str  # the name under which the manifest declares it (without namespace)
     namespace: str | None
     path: AbsPath  # the dependency's package directory
@@ -71,6 +72,7 @@ class PayloadSpec:
 
 @dataclass(frozen=True)
 class XlingsSpec:
+    """The payloads a manifest's `[xlings]` table declares."""
     deps: tuple[PayloadSpec, ...] = ()
     workspace: tuple[PayloadSpec, ...] = ()
     envs: tuple[tuple[str, str], ...] = ()
@@ -107,6 +109,7 @@ class TargetSpec:
 
 @dataclass(frozen=True)
 class FeatureSpec:
+    """One `[features]` entry: the features it implies, its defines and its sources."""
     name: str
     implies: tuple[str, ...] = ()
     defines: tuple[str, ...] = ()
@@ -119,6 +122,7 @@ class FeatureSpec:
 
 @dataclass(frozen=True)
 class ProfileSpec:
+    """One build profile (`[profile.<name>]`) as declared."""
     name: str
     inherits: str | None = None
     opt: str | None = None  # "0".."3", "s", "z", "g"
@@ -140,6 +144,7 @@ class SourceFlags:
 
 @dataclass(frozen=True)
 class BuildSpec:
+    """The `[build]` table: sources, include directories and flags."""
     sources: tuple[str, ...] | None = None  # None: the convention glob; () means nothing
     include_dirs: tuple[str, ...] = ()
     cflags: tuple[str, ...] = ()
@@ -154,6 +159,7 @@ class BuildSpec:
 
 @dataclass(frozen=True)
 class RuntimeArtifact:
+    """A file a package ships for its consumers to run with."""
     role: str | None = None
     path: str | None = None
     provenance: str | None = None
@@ -163,6 +169,7 @@ class RuntimeArtifact:
 
 @dataclass
 class Manifest:
+    """One `mcpp.toml`, read and checked."""
     path: AbsPath  # the mcpp.toml
     root: str  # its directory
     name: str | None  # None for a virtual workspace

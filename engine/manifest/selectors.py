@@ -58,6 +58,7 @@ def expected_selector() -> str:
 
 @dataclass(frozen=True)
 class Pred:
+    """One predicate of a target selector (`cfg(name = value)`)."""
     name: str  # a PREDICATES key, an alias, or a resolved layer
     value: str | None  # None for an alias
     offset: int  # where the predicate's name starts in the selector text
@@ -69,6 +70,7 @@ class Pred:
 
 @dataclass(frozen=True)
 class Combine:
+    """`all(...)`, `any(...)` or `not(...)` of a target selector."""
     op: str  # one of COMBINATORS
     args: tuple
     offset: int
@@ -76,6 +78,7 @@ class Combine:
 
 @dataclass(frozen=True)
 class Selector:
+    """A parsed `[target.<selector>]` key."""
     text: str
     triple: triples.Triple | None = None  # set for an exact-triple selector
     expr: Pred | Combine | None = None  # set for cfg(...)

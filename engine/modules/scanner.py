@@ -26,6 +26,7 @@ from mcpp.engine.core.errors import Position, ScanError
 
 @dataclass(frozen=True)
 class ModuleUnit:
+    """What a translation unit declares about C++ modules: its name and what it imports."""
     module: str | None  # "a.b", or "a.b:part" for a partition; None for an ordinary TU
     exported: bool  # `export module X;`: interface unit or interface partition
     imports: tuple[str, ...]  # explicit imports, source order, deduplicated; ":p" resolved

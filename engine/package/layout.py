@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Layout:
+    """Where a build's files go under target/ (the only place that joins those paths)."""
     workspace_root: AbsPath  # where compile_commands.json is linked from, when asked
     target_dir: AbsPath  # <workspace>/target, or a host tool build's own directory
     execroot: AbsPath  # every action path (`ExecPath`) is relative to this

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # a build program's result: imported where a package has a bu
 
 @dataclass(eq=False)  # one object per package of the build: it hashes and compares by identity
 class Package:
+    """One package of a build: its manifest and the packages it depends on."""
     manifest: Manifest
     deps: list["Package"] = field(default_factory=list)  # library deps, manifest order
     dev_deps: list["Package"] = field(default_factory=list)
@@ -65,6 +66,7 @@ class Selection:
 
 @dataclass
 class PackageGraph:
+    """The packages of a build, resolved, in dependency order."""
     root_manifest: Manifest
     workspace_root: str  # where target/ lives
     members: list[Package]  # the packages this command builds

@@ -14,6 +14,7 @@ _BUILTIN = {
 
 @dataclass(frozen=True)
 class Profile:
+    """A build profile, resolved: the optimization and debug settings compiles get."""
     name: str
     opt: str
     debug: bool

@@ -22,6 +22,7 @@ from .model import Package
 
 @dataclass(frozen=True)
 class Source:
+    """One source file of a package and its role."""
     path: PkgPath  # `/`-separated
     role: Role  # C, CXX, MODULE, or DEVICE (compiled by a rule's action, not by the engine)
 

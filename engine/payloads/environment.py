@@ -26,6 +26,7 @@ def declares_any(graph) -> bool:
 
 @dataclass
 class Environment:
+    """The payloads a build resolved and the notes to show about them."""
     payloads: list[ResolvedPayload] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # What resolution read besides the manifests and $MCPP_HOME/config.toml, for the no-op

@@ -22,6 +22,7 @@ class ArtifactKind(StrEnum):
 
 @dataclass
 class Artifact:
+    """A final output of a build: a binary, a library or a test."""
     package: str
     name: str
     kind: ArtifactKind
@@ -33,6 +34,7 @@ class Artifact:
 
 @dataclass
 class Plan:
+    """The actions of a build and the artifacts they make."""
     execroot: AbsPath
     actions: list[Action] = field(default_factory=list)
     prereqs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # action id -> action ids

@@ -21,6 +21,7 @@ LIBCXX_FLAG = "-stdlib=libc++"
 
 @dataclass(frozen=True)
 class StdModuleSource:
+    """The source of one of the toolchain's standard library modules."""
     name: str  # "std" or "std.compat"
     source: AbsPath  # the .cppm
     include_dirs: tuple[str, ...]

@@ -23,6 +23,7 @@ ORDINARY = ModuleUnit(None, False, (), False, ())
 
 @dataclass
 class Unit:
+    """One translation unit to compile, with its package and source."""
     pkg: Package | None  # None: a module of the toolchain's standard library
     source: Source
     info: ModuleUnit

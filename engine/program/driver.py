@@ -40,6 +40,7 @@ MAX_LOAD_DEPTH = 64
 
 @dataclass
 class Checked:
+    """A package's build program, parsed, with the rule modules its loads resolved to."""
     path: str | None  # the package's build.star, None when it has none
     ast: object
     rule_modules: dict[str, RuleModule]

@@ -32,6 +32,7 @@ LIBRARY_DIR = os.path.dirname(os.path.abspath(starlark_rules.__file__))
 
 @dataclass(frozen=True)
 class RuleModule:
+    """One `.star` module a build program loads."""
     name: str  # the dotted name
     path: str  # absolute .star file
     package: Package

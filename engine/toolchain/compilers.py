@@ -37,6 +37,7 @@ TOOLCHAIN_NAMES = ("gcc", "gcc-NN", "clang", "clang-NN")
 
 @dataclass(frozen=True)
 class Compiler:
+    """One compiler driver found on PATH, with its version."""
     path: str  # absolute path as found on PATH (a symlink's name selects the driver mode)
     version: str
     target: str
@@ -49,6 +50,7 @@ class Compiler:
 
 @dataclass(frozen=True)
 class Toolchain:
+    """The C and C++ compilers and tools a build uses."""
     name: str
     family: str  # "gcc" or "clang"
     cc: Compiler
