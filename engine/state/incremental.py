@@ -23,6 +23,7 @@ from mcpp.cas.digest import Digest, digest_bytes
 from mcpp.cas.statcache import StatCache, discard
 from mcpp.cas.tree import TreeError, digest_of_directory
 
+from ..core.errors import ScanError
 from ..modules.p1689 import PreprocessScan, run_scan
 from ..modules.scanner import ModuleUnit, NeedsPreprocessor, scan_source
 from ..plan.include_scan import parse_includes
@@ -158,7 +159,7 @@ class ScanCache:
             self.include_scans[d.hash] = parse_includes(data)
             self._dirty = True
         try:
-            unit = scan_source(_text(data), os.path.relpath(abs_path))
+            unit = _scan_text(_text(data), abs_path)
         except NeedsPreprocessor as e:
             if preprocess is None:
                 raise
@@ -202,6 +203,16 @@ class ScanCache:
 def _read_file(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
+
+
+def _scan_text(text: str, abs_path: str) -> ModuleUnit:
+    """`scan_source`, an error naming the file relative to the working directory. The name
+    appears only in an error, so it is made only for one: the scan is run again with it, and
+    fails the same way."""
+    try:
+        return scan_source(text, abs_path)
+    except ScanError:
+        return scan_source(text, os.path.relpath(abs_path))
 
 
 def _text(data: bytes) -> str:

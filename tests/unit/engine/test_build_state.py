@@ -11,6 +11,7 @@ from engine_testdata import open_state, write as _write
 from mcpp.cas.action import Action, Platform
 from mcpp.cas.digest import digest_bytes
 from mcpp.cas.statcache import StatCache, StateDiscarded
+from mcpp.engine.core.errors import ScanError
 from mcpp.engine.state import incremental
 from mcpp.engine.state.incremental import KeyComputer, ScanCache
 
@@ -132,6 +133,16 @@ def test_a_source_scanned_from_its_bytes_reads_as_a_text_file_does(execroot, sta
     with open(src, encoding="utf-8", errors="replace") as f:
         assert unit == incremental.scan_source(f.read(), os.path.relpath(src))
     assert (unit.module, unit.imports, unit.global_fragment) == ("m", ("n",), True)
+
+
+def test_a_source_the_scanner_refuses_is_named_relative_to_the_working_directory(execroot, state_dir,
+                                                                                 monkeypatch):
+    src = _write(execroot, "src/m.cppm", "export module m\nint x;\n")  # no `;`
+    monkeypatch.chdir(execroot)
+    stats = StatCache(state_dir / "stat")
+    with pytest.raises(ScanError) as e:
+        ScanCache(str(state_dir / "scans"), stats.digest, stats.digest_and_bytes).scan(src)
+    assert e.value.pos.path == os.path.join("src", "m.cppm") and e.value.pos.line == 1
 
 
 # -- KeyComputer -----------------------------------------------------------------------------
