@@ -29,12 +29,17 @@ import warnings
 from typing import Callable, Iterable, NamedTuple
 
 from .atomic import atomic_file
-from .digest import Digest, digest_file
+from .digest import Digest, digest_bytes, digest_file
 
 _FORMAT = "mcpp-statcache-1"
 
 # (dev, ino, size, mtime_ns, ctime_ns, raw 32-byte blake3)
 _Entry = tuple[int, int, int, int, int, bytes]
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
 
 
 class StatKey(NamedTuple):
@@ -91,21 +96,46 @@ class StatCache:
         if e is not None and e[:5] == key:
             self.hits += 1
             return Digest(e[5].hex(), e[2])
+        return self._hash(path, key, None)[0]
+
+    def digest_and_bytes(self, path: str | os.PathLike[str]) -> tuple[Digest, bytes | None]:
+        """The file's digest as `digest` answers it, and, when the stat key was new, the bytes
+        read to hash it (None on a hit): a caller that reads what it hashes (the planner's
+        module and include scans) reads each new file once, and reads the bytes the digest
+        names."""
+        path = os.fspath(path)
+        st = self._stat(path)
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        e = self._entries.get(path)
+        if e is not None and e[:5] == key:
+            self.hits += 1
+            return Digest(e[5].hex(), e[2]), None
+        return self._hash(path, key, _read_bytes)
+
+    def _hash(self, path: str, key: tuple[int, int, int, int, int],
+              read: Callable[[str], bytes] | None) -> tuple[Digest, bytes | None]:
+        """Hash a file whose stat `key` is new, and remember it unless it changed while read.
+        `read`: how to read it whole, to hash its bytes and hand them back (None: `hash_file`,
+        which keeps nothing)."""
+        data = None
         for _ in range(3):
-            d = self._hash_file(path)
+            if read is None:
+                d = self._hash_file(path)
+            else:
+                data = read(path)
+                d = digest_bytes(data)
             self.hashed += 1
             st2 = self._stat(path)
             key2 = (st2.st_dev, st2.st_ino, st2.st_size, st2.st_mtime_ns, st2.st_ctime_ns)
-            if key2 == key and d.size == st.st_size:
+            if key2 == key and d.size == key[2]:
                 self._entries[path] = (*key, bytes.fromhex(d.hash))
                 self._dirty = True
-                return d
+                return d, data
             key = key2  # changed while we read it: hash again
-            st = st2
         # Still changing: answer what we read, but remember nothing.
         self._entries.pop(path, None)
         self._dirty = True
-        return d
+        return d, data
 
     def holding(self, files: Iterable[tuple[str, str, bytes]]) -> list[str]:
         """The names among `files` ((name, path, blake3 bytes), ...) whose file still has the

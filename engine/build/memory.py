@@ -71,7 +71,7 @@ def open_state(stat_cache: str, action_state: str, execroot: str, scan_cache: st
                ) -> tuple[StatCache, BuildState, ScanCache]:
     """The incremental state as its files hold it."""
     stats = StatCache(stat_cache)
-    return stats, BuildState(action_state, execroot, stats), ScanCache(scan_cache, stats.digest)
+    return stats, BuildState(action_state, execroot, stats), ScanCache(scan_cache, stats.digest, stats.digest_and_bytes)
 
 
 class NoMemory:

@@ -23,6 +23,7 @@ from mcpp.cas.digest import Digest, digest_bytes
 from mcpp.cas.statcache import StatCache, discard
 from mcpp.cas.tree import TreeError, digest_of_directory
 
+from ..core.errors import ScanError
 from ..modules.p1689 import PreprocessScan, run_scan
 from ..modules.scanner import ModuleUnit, NeedsPreprocessor, scan_source
 from ..plan.include_scan import parse_includes
@@ -125,11 +126,16 @@ class BuildState:
 class ScanCache:
     """What the planner learns by reading sources, cached by content digest: each C++ source's
     module declarations and each file's `#include` directives. A file whose digest is unchanged
-    is not read again; `digest(abs_path)` comes from the stat cache, so that costs a stat."""
+    is not read again; `digest(abs_path)` comes from the stat cache, so that costs a stat.
+    `read`, where given (`StatCache.digest_and_bytes`), answers a file's digest with the bytes
+    it hashed when it had to read them: a new file is then read once, not once to hash and
+    again to scan, and what is scanned is the content its digest names."""
 
-    def __init__(self, path: str, digest: Callable[[str], Digest]):
+    def __init__(self, path: str, digest: Callable[[str], Digest],
+                 read: Callable[[str], tuple[Digest, bytes | None]] | None = None):
         self.file = path
         self._digest = digest
+        self._read = read if read is not None else lambda p: (digest(p), None)
         self.scans: dict[str, tuple]  # source digest -> ModuleUnit fields
         self.include_scans: dict[str, tuple | None]  # file digest -> include directives
         # scan key -> (ModuleUnit fields, ((path, digest), ...) of every file the scan read)
@@ -141,15 +147,19 @@ class ScanCache:
     def scan(self, abs_path: str, preprocess: PreprocessScan | None = None) -> ModuleUnit:
         """The module unit of a C++ source (engine/modules/scanner.py). A source the own
         scanner cannot answer without the preprocessor is scanned with `preprocess`
-        (engine/modules/p1689.py) when given, else refused."""
-        d = self._digest(abs_path)
+        (engine/modules/p1689.py) when given, else refused. A source read for its scan has
+        its `#include` directives parsed from the same bytes (`includes` then reads nothing)."""
+        d, data = self._read(abs_path)
         hit = self.scans.get(d.hash)
         if hit is not None:
             return ModuleUnit(*hit)
-        with open(abs_path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
+        if data is None:
+            data = _read_file(abs_path)
+        if d.hash not in self.include_scans:
+            self.include_scans[d.hash] = parse_includes(data)
+            self._dirty = True
         try:
-            unit = scan_source(text, os.path.relpath(abs_path))
+            unit = _scan_text(_text(data), abs_path)
         except NeedsPreprocessor as e:
             if preprocess is None:
                 raise
@@ -176,11 +186,10 @@ class ScanCache:
 
     def includes(self, abs_path: str):
         """The `#include` directives of a file (engine/plan/include_scan.py)."""
-        d = self._digest(abs_path)
+        d, data = self._read(abs_path)
         if d.hash in self.include_scans:
             return self.include_scans[d.hash]
-        with open(abs_path, "rb") as f:
-            directives = parse_includes(f.read())
+        directives = parse_includes(data if data is not None else _read_file(abs_path))
         self.include_scans[d.hash] = directives
         self._dirty = True
         return directives
@@ -189,6 +198,28 @@ class ScanCache:
         if self._dirty:
             _save(self.file, _SCAN_FORMAT, self.scans, self.include_scans, self.preprocessed)
             self._dirty = False
+
+
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _scan_text(text: str, abs_path: str) -> ModuleUnit:
+    """`scan_source`, an error naming the file relative to the working directory. The name
+    appears only in an error, so it is made only for one: the scan is run again with it, and
+    fails the same way."""
+    try:
+        return scan_source(text, abs_path)
+    except ScanError:
+        return scan_source(text, os.path.relpath(abs_path))
+
+
+def _text(data: bytes) -> str:
+    """A source's bytes as `open(path, encoding="utf-8", errors="replace").read()` reads them:
+    undecodable bytes replaced, and `\\r\\n` and `\\r` line ends read as `\\n`."""
+    text = data.decode("utf-8", errors="replace")
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 class KeyComputer:

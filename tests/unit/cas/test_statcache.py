@@ -29,6 +29,16 @@ def settle(directory, *paths) -> None:
     raise AssertionError("file system clock did not advance")
 
 
+def test_digest_and_bytes_hands_back_what_it_hashed_on_a_miss_and_nothing_on_a_hit(tmp_path):
+    f = tmp_path / "a.cpp"
+    f.write_bytes(b"int a;")
+    c = StatCache(tmp_path / "stat")
+    assert c.digest_and_bytes(f) == (digest_bytes(b"int a;"), b"int a;")
+    assert c.digest_and_bytes(f) == (digest_bytes(b"int a;"), None)
+    assert c.digest(f) == digest_bytes(b"int a;")
+    assert (c.hashed, c.hits) == (1, 2)
+
+
 def test_hashes_once_then_hits(tmp_path):
     f = tmp_path / "a.cpp"
     f.write_bytes(b"int a;")

@@ -11,6 +11,7 @@ from engine_testdata import open_state, write as _write
 from mcpp.cas.action import Action, Platform
 from mcpp.cas.digest import digest_bytes
 from mcpp.cas.statcache import StatCache, StateDiscarded
+from mcpp.engine.core.errors import ScanError
 from mcpp.engine.state import incremental
 from mcpp.engine.state.incremental import KeyComputer, ScanCache
 
@@ -92,6 +93,56 @@ def test_scan_cache_caches_include_directives(execroot, state_dir, monkeypatch):
     first = scans.includes(src)
     monkeypatch.setattr(incremental, "parse_includes", lambda data: (_ for _ in ()).throw(AssertionError))
     assert scans.includes(src) == first
+
+
+def test_a_new_source_is_read_once_for_its_digest_module_scan_and_includes(execroot, state_dir, monkeypatch):
+    """The build's scan cache (engine/build/memory.py) reads through the stat cache: a source it
+    has not seen is opened once, and its digest, module scan and `#include` directives all come
+    from those bytes; a second build stats it and opens nothing."""
+    from mcpp.engine.build.memory import open_state as build_state
+
+    src = _write(execroot, "src/m.cppm", '#include "m.h"\nexport module m;\nimport n;\n')
+    opened = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda f, *a, **k: opened.append(f) or real_open(f, *a, **k))
+    stats, _, scans = build_state(str(state_dir / "stat"), str(state_dir / "actions"), str(execroot),
+                                  str(state_dir / "scans"))
+    unit = scans.scan(src)
+    assert (unit.module, unit.imports) == ("m", ("n",))
+    assert scans.includes(src) == (('"', "m.h"),)
+    assert stats.digest(src) == digest_bytes(b'#include "m.h"\nexport module m;\nimport n;\n')
+    assert opened.count(src) == 1
+    scans.save()
+    stats.save()
+    os.utime(state_dir / "stat", ns=(os.stat(src).st_mtime_ns + 10**9,) * 2)  # not racy
+    _, _, again = build_state(str(state_dir / "stat"), str(state_dir / "actions"), str(execroot),
+                              str(state_dir / "scans"))
+    assert again.scan(src) == unit and again.includes(src) == (('"', "m.h"),)
+    assert opened.count(src) == 1
+
+
+def test_a_source_scanned_from_its_bytes_reads_as_a_text_file_does(execroot, state_dir):
+    """Line ends `\\r\\n` and `\\r` read as `\\n` and undecodable bytes are replaced, as
+    `open(..., errors="replace")` reads them: the scan answers the same unit, lines included."""
+    data = b"// \xff\r\nmodule;\r#include <cstdio>\r\nexport module m;\r\nimport n;\r\n"
+    src = _write(execroot, "src/m.cppm", "")
+    with open(src, "wb") as f:
+        f.write(data)
+    stats = StatCache(state_dir / "stat")
+    unit = ScanCache(str(state_dir / "scans"), stats.digest, stats.digest_and_bytes).scan(src)
+    with open(src, encoding="utf-8", errors="replace") as f:
+        assert unit == incremental.scan_source(f.read(), os.path.relpath(src))
+    assert (unit.module, unit.imports, unit.global_fragment) == ("m", ("n",), True)
+
+
+def test_a_source_the_scanner_refuses_is_named_relative_to_the_working_directory(execroot, state_dir,
+                                                                                 monkeypatch):
+    src = _write(execroot, "src/m.cppm", "export module m\nint x;\n")  # no `;`
+    monkeypatch.chdir(execroot)
+    stats = StatCache(state_dir / "stat")
+    with pytest.raises(ScanError) as e:
+        ScanCache(str(state_dir / "scans"), stats.digest, stats.digest_and_bytes).scan(src)
+    assert e.value.pos.path == os.path.join("src", "m.cppm") and e.value.pos.line == 1
 
 
 # -- KeyComputer -----------------------------------------------------------------------------
