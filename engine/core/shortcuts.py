@@ -64,7 +64,7 @@ SHORTCUTS: tuple[Shortcut, ...] = (
              "an event naming the file or its watched directory, a queue overflow; files with several links"),
     Shortcut("stat cache", "mcpp.cas.statcache",
              "hashing a file",
-             ("mcpp.cas.statcache:StatCache.digest",),
+             ("mcpp.cas.statcache:StatCache.digest", "mcpp.cas.statcache:StatCache.digest_and_bytes"),
              "another (dev, inode, size, mtime, ctime); an entry stamped no earlier than the cache's write"),
     Shortcut("fresh action", "mcpp.engine.state.incremental",
              "looking up, restoring or running an action",
