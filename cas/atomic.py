@@ -200,6 +200,12 @@ class atomic_file:  # noqa: N801 - used like open()
         discard(self.tmp)
 
 
+def read_file(path: str) -> bytes:
+    """A file's bytes, whole (a source the planner hashes and scans from the same read)."""
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def read_all(fd: int, size: int) -> bytes:
     """Everything left to read from `fd`, expected to be about `size` bytes (its `fstat`): one
     `read` for a file that did not change since, and one more that sees its end. A file

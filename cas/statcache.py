@@ -28,18 +28,13 @@ import os
 import warnings
 from typing import Callable, Iterable, NamedTuple
 
-from .atomic import atomic_file
+from .atomic import atomic_file, read_file
 from .digest import Digest, digest_bytes, digest_file
 
 _FORMAT = "mcpp-statcache-1"
 
 # (dev, ino, size, mtime_ns, ctime_ns, raw 32-byte blake3)
 _Entry = tuple[int, int, int, int, int, bytes]
-
-
-def _read_bytes(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
 
 
 class StatKey(NamedTuple):
@@ -90,13 +85,8 @@ class StatCache:
     def digest(self, path: str | os.PathLike[str]) -> Digest:
         """The file's digest: one `stat`, plus a hash only when the stat key is new."""
         path = os.fspath(path)
-        st = self._stat(path)
-        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        e = self._entries.get(path)
-        if e is not None and e[:5] == key:
-            self.hits += 1
-            return Digest(e[5].hex(), e[2])
-        return self._hash(path, key, None)[0]
+        key, known = self._lookup(path)
+        return known if known is not None else self._hash(path, key, None)[0]
 
     def digest_and_bytes(self, path: str | os.PathLike[str]) -> tuple[Digest, bytes | None]:
         """The file's digest as `digest` answers it, and, when the stat key was new, the bytes
@@ -104,13 +94,19 @@ class StatCache:
         module and include scans) reads each new file once, and reads the bytes the digest
         names."""
         path = os.fspath(path)
+        key, known = self._lookup(path)
+        return (known, None) if known is not None else self._hash(path, key, read_file)
+
+    def _lookup(self, path: str) -> tuple[tuple[int, int, int, int, int], Digest | None]:
+        """The file's stat key now, and its remembered digest when that key is the one it was
+        hashed under (None: the file must be hashed)."""
         st = self._stat(path)
         key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         e = self._entries.get(path)
         if e is not None and e[:5] == key:
             self.hits += 1
-            return Digest(e[5].hex(), e[2]), None
-        return self._hash(path, key, _read_bytes)
+            return key, Digest(e[5].hex(), e[2])
+        return key, None
 
     def _hash(self, path: str, key: tuple[int, int, int, int, int],
               read: Callable[[str], bytes] | None) -> tuple[Digest, bytes | None]:

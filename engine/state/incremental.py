@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Callable, Container, Iterable, Mapping
 
 from mcpp.cas.action import Action, Platform, action_key, encoded_input
-from mcpp.cas.atomic import atomic_file
+from mcpp.cas.atomic import atomic_file, read_file
 from mcpp.cas.digest import Digest, digest_bytes
 from mcpp.cas.statcache import StatCache, discard
 from mcpp.cas.tree import TreeError, digest_of_directory
@@ -154,7 +154,7 @@ class ScanCache:
         if hit is not None:
             return ModuleUnit(*hit)
         if data is None:
-            data = _read_file(abs_path)
+            data = read_file(abs_path)
         if d.hash not in self.include_scans:
             self.include_scans[d.hash] = parse_includes(data)
             self._dirty = True
@@ -189,7 +189,7 @@ class ScanCache:
         d, data = self._read(abs_path)
         if d.hash in self.include_scans:
             return self.include_scans[d.hash]
-        directives = parse_includes(data if data is not None else _read_file(abs_path))
+        directives = parse_includes(data if data is not None else read_file(abs_path))
         self.include_scans[d.hash] = directives
         self._dirty = True
         return directives
@@ -198,11 +198,6 @@ class ScanCache:
         if self._dirty:
             _save(self.file, _SCAN_FORMAT, self.scans, self.include_scans, self.preprocessed)
             self._dirty = False
-
-
-def _read_file(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def _scan_text(text: str, abs_path: str) -> ModuleUnit:
