@@ -163,6 +163,20 @@ class ActionPipeline:
                                            {t: self.keys.tool_digest(t) for t in a.tools})
         return False
 
+    def restore_here(self, action_id: str) -> Outcome | None:
+        """On the scheduler thread, just after `check`: restore the action from the local action
+        cache when it holds a usable entry (copies out of the store; no process, no lane); None
+        when it does not, and the action goes to a lane (`restore_or_run`: the remote cache, a
+        heal, a run). Handing a restore to a lane costs two thread wake-ups and the GIL passed
+        back and forth, more than the restore itself on a build of small files."""
+        if self.remote is not None or self.remote_only:
+            return None  # remote lookups overlap on the lanes; outputs left there are brought there
+        outcome = self._restore_local(self.by_id[action_id])
+        if outcome is None:
+            key1, _ = self.candidates[action_id]
+            self.candidates[action_id] = (key1, [])  # looked up here: the lane does not again
+        return outcome
+
     def idle(self) -> None:
         """The scheduler thread is about to wait for a running action: resolve now the staging
         of the fresh outputs a later action reads (`SandboxRunner.prestage`), off the critical
@@ -191,22 +205,9 @@ class ActionPipeline:
 
     def _restore_or_run(self, action_id: str) -> Outcome:
         a = self.by_id[action_id]
-        _, candidates = self.candidates[action_id]
-        for key, discovered in candidates:
-            entry = self.ac.get(key)
-            if entry is None or entry.exit_code != 0:
-                continue
-            if not self.trust.accepts_cached(entry.origin):
-                continue  # fetched from a remote unverified: trusted keys now require a signature
-            try:
-                self._restore(a, entry)
-                return Outcome(entry=entry, key=key, discovered=discovered)
-            except StoreError:
-                # A missing or corrupt blob: the verifying store already discarded it. Fall
-                # through and run the action, which stores the outputs again (the heal).
-                self.ac.delete(key)
-                self.counters.healed.append(a.id)
-                break
+        outcome = self._restore_local(a)
+        if outcome is not None:
+            return outcome
         if self.remote is not None:
             outcome = self._remote_lookup(a)
             if outcome is not None:
@@ -245,6 +246,26 @@ class ActionPipeline:
                 outcome.modes[o] = 0o555 if blob.executable else 0o444
                 outcome.pending.append(blob)
         return outcome
+
+    def _restore_local(self, a: Action) -> Outcome | None:
+        """The outputs restored from the local action cache, or None: no usable entry, or one
+        whose blob was missing or corrupt (deleted here, so the action runs and stores its
+        outputs again: the heal)."""
+        for key, discovered in self.candidates[a.id][1]:
+            entry = self.ac.get(key)
+            if entry is None or entry.exit_code != 0:
+                continue
+            if not self.trust.accepts_cached(entry.origin):
+                continue  # fetched from a remote unverified: trusted keys now require a signature
+            try:
+                self._restore(a, entry)
+                return Outcome(entry=entry, key=key, discovered=discovered)
+            except StoreError:
+                # The verifying store already discarded the blob.
+                self.ac.delete(key)
+                self.counters.healed.append(a.id)
+                return None
+        return None
 
     def _remote_lookup(self, a: Action) -> Outcome | None:
         inputs, tools = self.remote_keys[a.id]

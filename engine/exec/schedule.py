@@ -9,6 +9,12 @@ tests can drive it deterministically with fakes (ninja's DiskInterface idea):
   returns an outcome.
 - `finish(id, outcome) -> bool`: runs on the scheduling thread; False marks the action failed.
 
+`here(id) -> outcome or None`, if given, runs on the scheduling thread for an action that is not
+fresh, before it would be handed to a lane: an outcome means the action was satisfied there (a
+restore from the store, which needs no process) and goes to `finish` as a lane's would; None
+hands it to a lane. A build whose actions are all restored (a fresh clone, `rm -rf target`)
+then wakes no thread per action.
+
 `before_wait()`, if given, runs on the scheduling thread each time it is about to block until a
 running action completes (the reporter flushes the lines it held back then).
 
@@ -131,6 +137,7 @@ def run_graph(
     before_wait: Callable[[], None] = lambda: None,
     proceed: Callable[[object], bool] = lambda _outcome: True,
     on_abort: Callable[[], None] = lambda: None,
+    here: Callable[[str], object | None] = lambda _id: None,
 ) -> ScheduleResult:
     ids = list(order)
     waiting = {i: len(prereqs.get(i, ())) for i in ids}
@@ -165,6 +172,17 @@ def run_graph(
                 result.skipped.append(d)
                 todo.extend(dependents[d])
 
+    def concluded(i: str, outcome: object) -> bool:
+        nonlocal done_count
+        if finish(i, outcome):
+            result.succeeded.append(i)
+            settle(i)
+            return True
+        result.failed.append(i)
+        done_count += 1
+        poison(i)
+        return False
+
     lanes = _Lanes(jobs, execute, proceed)
     try:
         while True:
@@ -178,6 +196,12 @@ def run_graph(
                     settle(i)
                     continue
                 on_start(i)
+                outcome = here(i)
+                if outcome is not None:
+                    if not concluded(i, outcome) and not keep_going:
+                        stopped = True
+                    on_progress(done_count, total, list(in_flight))
+                    continue
                 in_flight[i] = None
                 lanes.put(i)
                 on_progress(done_count, total, list(in_flight))
@@ -189,14 +213,8 @@ def run_graph(
             try:
                 if error is not None:
                     raise error
-                if finish(i, outcome):
-                    result.succeeded.append(i)
-                    settle(i)
-                else:
-                    result.failed.append(i)
-                    done_count += 1
-                    poison(i)
-                    stopped = stopped or not keep_going
+                if not concluded(i, outcome) and not keep_going:
+                    stopped = True
             except BaseException:
                 stopped = True
                 raise

@@ -135,3 +135,28 @@ def test_a_graph_whose_every_action_is_fresh_starts_no_lane(monkeypatch):
     assert sorted(result.fresh) == sorted(GRAPH) and ran == [] and started == []
     result, ran, _ = run(fresh={"a", "b", "c", "d"})
     assert ran == ["e"] and started == ["mcpp-lane-0", "mcpp-lane-1"]
+
+
+def test_an_action_satisfied_on_the_scheduling_thread_needs_no_lane(monkeypatch):
+    """`here` satisfies an action where it was checked (a restore from the store): `finish` takes
+    its outcome as a lane's, its dependents go on, and a graph satisfied so starts no thread."""
+    started = []
+    real = threading.Thread.start
+    monkeypatch.setattr(threading.Thread, "start", lambda self: started.append(self.name) or real(self))
+    finished = {}
+
+    def execute(i):
+        raise AssertionError(f"{i} was handed to a lane")
+
+    result = run_graph(list(GRAPH), GRAPH, jobs=2, check=lambda i: False, execute=execute,
+                       finish=lambda i, outcome: finished.setdefault(i, outcome) is not None,
+                       here=lambda i: f"restored {i}")
+    assert sorted(result.succeeded) == sorted(GRAPH) and result.ok and started == []
+    assert finished == {i: f"restored {i}" for i in GRAPH}
+
+    # None hands the action to a lane; an outcome `finish` refuses fails it and skips its dependents
+    ran = []
+    result = run_graph(list(GRAPH), GRAPH, jobs=2, check=lambda i: False, execute=lambda i: ran.append(i) or "ran",
+                       finish=lambda i, outcome: i != "c", here=lambda i: None if i == "e" else "restored",
+                       keep_going=True)
+    assert ran == ["e"] and result.failed == ["c"] and result.skipped == ["d"]

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import shutil
+import threading
 
 import pytest
 from engine_testdata import write
@@ -75,7 +76,8 @@ def build(ws, home: Home, runner: FakeRunner, refused: list | None = None):
                               Reporter(json_mode=True, out=out, err=io.StringIO()),
                               ExplainLog(layout.explain_log, "fake"))
     result = run_graph([a.id for a in plan.actions], plan.prereqs, jobs=2, check=pipeline.check,
-                       execute=pipeline.restore_or_run, finish=pipeline.finish, before_wait=pipeline.idle)
+                       execute=pipeline.restore_or_run, finish=pipeline.finish, before_wait=pipeline.idle,
+                       here=pipeline.restore_here)
     try:
         pipeline.drain(result)
     except BuildFailed as e:  # the store's file system refused (named once, as the command line shows it)
@@ -116,10 +118,16 @@ def test_executed_then_fresh_then_cached_then_rerun_on_a_header_change(ws, tmp_p
     assert status == {UPPER.id: "fresh", JOIN.id: "fresh"}
     assert len(runner.ran) == 2
 
-    # 3. target/ gone (outputs and state): both come back from the action cache.
+    # 3. target/ gone (outputs and state): both come back from the action cache, restored by
+    # the scheduler's thread (no lane is started for a restore).
     shutil.rmtree(ws / "target")
-    status, state, *_ = build(ws, home, runner)
+    started = []
+    real = threading.Thread.start
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(threading.Thread, "start", lambda self: started.append(self.name) or real(self))
+        status, state, *_ = build(ws, home, runner)
     assert status == {UPPER.id: "cached", JOIN.id: "cached"}
+    assert not [name for name in started if name.startswith("mcpp-lane")]
     assert len(runner.ran) == 2
     assert (ws / "target/dev/b.txt").read_text() == "HELLO world!"
     assert state.discovered(JOIN.id) == ("src/extra.h",)  # from the header manifest
