@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, NamedTuple
 
-from .atomic import write_atomic
+from .atomic import read_file, write_atomic
 from .digest import Digest
 from .home import is_hex_key, iter_sharded, shard, unlink_quietly
 
@@ -199,8 +199,7 @@ class ActionCache:
     @staticmethod
     def _read(path: str) -> bytes | None:
         try:
-            with open(path, "rb") as f:
-                return f.read()
+            return read_file(path)
         except (FileNotFoundError, NotADirectoryError):
             return None
 

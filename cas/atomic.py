@@ -13,19 +13,22 @@ moment, so a crash or a SIGKILL leaves nothing behind to sweep, and there is no 
 for; a name that already exists means another writer published the same bytes first, which is
 success. Where the file system lacks `O_TMPFILE`, a named temp file is linked instead.
 
-Temp files are named `.tmp-<random hex>` (`TMP_PREFIX`): directory scans of the stores skip
-dot files, and `mcpp cache gc` sweeps abandoned ones by that prefix.
+Temp files are named `.tmp-<random hex>-<count>` (`TMP_PREFIX`): directory scans of the stores
+skip dot files, and `mcpp cache gc` sweeps abandoned ones by that prefix. The random part is drawn
+once per process (again in a forked child) and the count is the process's own, so naming a temp
+file costs no system call; creating it with `O_EXCL` (or linking to it) still settles a clash.
 
 Nothing here calls `fsync`: every file written this way is a cache or a record whose loss or
 damage after a power cut is detected on read (a digest mismatch, a format error) and costs a
 re-run, which is cheaper than an fsync per write.
 
-This module uses the standard library's `os` only: the no-op fast path (engine/state/noop.py) writes
+This module uses the standard library's `os` and `itertools` only (both built in): the no-op fast path (engine/state/noop.py) writes
 through it before anything else is imported.
 """
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 
 # `typing` stays unimported at run time (see above); mypy reads this block as true.
@@ -46,10 +49,28 @@ PUBLIC = 0o666  # before the umask, as `open()` creates a file
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
 
+class _TempNames:
+    """This process's temporary names: its random prefix and its count."""
+
+    def __init__(self) -> None:
+        self.draw()
+
+    def draw(self) -> None:
+        self.prefix = f"{TMP_PREFIX}{os.urandom(6).hex()}-"
+        self.count = itertools.count()  # next() is atomic: threads never share a number
+
+    def path(self, directory: str) -> str:
+        return os.path.join(directory, f"{self.prefix}{next(self.count):x}")
+
+
+_NAMES = _TempNames()
+os.register_at_fork(after_in_child=_NAMES.draw)
+
+
 def temp_file(directory: str, mode: int = PRIVATE) -> tuple[int, str]:
     """(fd, path) of a new, empty temporary file in `directory` (created on demand)."""
     for _ in range(100):
-        path = os.path.join(directory, TMP_PREFIX + os.urandom(6).hex())
+        path = _NAMES.path(directory)
         try:
             return os.open(path, _FLAGS, mode), path
         except FileExistsError:
@@ -62,7 +83,7 @@ def temp_file(directory: str, mode: int = PRIVATE) -> tuple[int, str]:
 def temp_name(directory: str) -> str:
     """A temporary name in `directory` that is not created here, for `os.link` (which needs a
     free name); the random part keeps concurrent callers apart. Same prefix as `temp_file`."""
-    return os.path.join(directory, TMP_PREFIX + os.urandom(6).hex())
+    return _NAMES.path(directory)
 
 
 _TMPFILE = getattr(os, "O_TMPFILE", 0)
@@ -201,9 +222,13 @@ class atomic_file:  # noqa: N801 - used like open()
 
 
 def read_file(path: str) -> bytes:
-    """A file's bytes, whole (a source the planner hashes and scans from the same read)."""
-    with open(path, "rb") as f:
-        return f.read()
+    """A file's bytes, whole (a source the planner hashes and scans from the same read; a store
+    entry or blob): `open`, `fstat`, the reads, `close`, and none of a file object's others."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return read_all(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
 
 
 def read_all(fd: int, size: int) -> bytes:

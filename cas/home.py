@@ -68,12 +68,12 @@ class Home:
 
 def shard(root: str | os.PathLike[str], hexname: str, suffix: str = "") -> str:
     """`<root>/<first 2 hex>/<rest><suffix>`: 256 directories keep each one small."""
-    return os.path.join(root, hexname[:2], hexname[2:] + suffix)
+    return f"{os.fspath(root)}/{hexname[:2]}/{hexname[2:]}{suffix}"  # os.path.join, without its checks
 
 
 def is_hex_key(text: str) -> bool:
     """A 64-character lowercase hex string (a blake3 hash), safe to use as a file name."""
-    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+    return len(text) == 64 and not text.strip("0123456789abcdef")  # stripped to "" only if all hex
 
 
 def iter_sharded(root: str | os.PathLike[str]) -> Iterator[tuple[str, os.DirEntry[str], os.stat_result]]:

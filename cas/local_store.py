@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, BinaryIO, Iterable, Iterator, NamedTuple
 import blake3
 import zstandard
 
-from .atomic import TMP_PREFIX, commit, discard, publish, temp_file
+from .atomic import TMP_PREFIX, commit, discard, publish, read_file, temp_file
 from .blobstore import BlobNotFound, CorruptBlob
 from .digest import Digest
 from .home import iter_sharded, shard
@@ -128,8 +128,7 @@ class LocalZstdStore:
     def get(self, d: Digest) -> bytes:
         path = self.path_of(d)
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = read_file(path)
         except FileNotFoundError:
             raise BlobNotFound(d) from None
         self._touch(d.hash, path)

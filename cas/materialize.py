@@ -155,10 +155,10 @@ class Materializer:
         """
         dest = os.fspath(dest)
         directory = os.path.dirname(dest) or "."
-        os.makedirs(directory, exist_ok=True)
         if d.size <= _SMALL:
-            self._copy_small(d, dest, directory, executable)
+            self._copy_small(d, dest, directory, executable)  # its temp file makes the directory
             return
+        os.makedirs(directory, exist_ok=True)
         src = self._ensure(d, executable)[0]
         tmp = temp_name(directory)
         try:

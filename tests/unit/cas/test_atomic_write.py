@@ -99,3 +99,33 @@ def test_publish_never_shows_a_temporary_name(tmp_path, monkeypatch):
     assert atomic.publish(str(tmp_path / "blob"), [b"x" * 100], perms=0o444)
     assert seen == [[]] and renames == []
     assert os.listdir(tmp_path) == ["blob"]
+
+
+def test_temp_names_are_unique_in_a_process_and_drawn_again_after_a_fork(tmp_path):
+    """A temp name costs no system call (a per-process random part and a count): names never
+    repeat within a process, across its threads, or between it and a child it forks."""
+    import threading
+
+    from mcpp.cas.atomic import TMP_PREFIX, temp_name
+
+    names: list[str] = []
+    threads = [threading.Thread(target=lambda: names.extend(temp_name(str(tmp_path)) for _ in range(2000)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(names)) == len(names) == 8000
+    assert all(os.path.basename(n).startswith(TMP_PREFIX) for n in names)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its first name, to the parent
+        os.write(write, temp_name(str(tmp_path)).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child = os.read(read, 4096).decode()
+    os.close(read)
+    mine = temp_name(str(tmp_path))
+    prefix = lambda name: os.path.basename(name).rsplit("-", 1)[0]  # noqa: E731
+    assert child not in names and prefix(child) != prefix(mine)

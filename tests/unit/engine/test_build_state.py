@@ -103,8 +103,9 @@ def test_a_new_source_is_read_once_for_its_digest_module_scan_and_includes(execr
 
     src = _write(execroot, "src/m.cppm", '#include "m.h"\nexport module m;\nimport n;\n')
     opened = []
-    real_open = open
+    real_open, real_os_open = open, os.open
     monkeypatch.setattr("builtins.open", lambda f, *a, **k: opened.append(f) or real_open(f, *a, **k))
+    monkeypatch.setattr("os.open", lambda f, *a, **k: opened.append(f) or real_os_open(f, *a, **k))
     stats, _, scans = build_state(str(state_dir / "stat"), str(state_dir / "actions"), str(execroot),
                                   str(state_dir / "scans"))
     unit = scans.scan(src)
