@@ -43,7 +43,6 @@ class ActionEntry:
     exit_code: int = 0
     stdout: Digest | None = None
     stderr: Digest | None = None
-    inputs: dict[str, Digest] = field(default_factory=dict)  # every keyed input, for `explain`
     created: float = field(default_factory=time.time)
     # Where the result came from when it was not built here, e.g. a remote cache and the key that
     # signed it (cas/remote/trust.py); None for a result built on this machine.
@@ -63,7 +62,10 @@ class ActionEntry:
                 "exit": self.exit_code,
                 "stdout": None if self.stdout is None else str(self.stdout),
                 "stderr": None if self.stderr is None else str(self.stderr),
-                "in": {p: str(d) for p, d in sorted(self.inputs.items())},
+                # The keyed inputs are the build's explain log's (engine/exec/explain.py), not
+                # the store's: a compile keys a hundred headers. Written empty: readers of
+                # format 1 require the key.
+                "in": {},
                 "t": self.created,
                 **({} if self.origin is None else {"o": self.origin}),
             },
@@ -95,7 +97,6 @@ class ActionEntry:
                 exit_code=exit_code,
                 stdout=None if obj["stdout"] is None else _digest(obj["stdout"]),
                 stderr=None if obj["stderr"] is None else _digest(obj["stderr"]),
-                inputs={_str(p): _digest(d) for p, d in obj["in"].items()},
                 created=float(created),
                 origin=origin,
             )

@@ -384,7 +384,6 @@ class ActionPipeline:
     def _finish_remote(self, a: Action, outcome: Outcome) -> bool:
         """Record a remote hit locally (entry, header manifest), then finish it as a cache hit."""
         key = self.keys.key(a, outcome.discovered)
-        outcome.entry = replace(outcome.entry, inputs=self._keyed_inputs(a, outcome.discovered))
         outcome.key = key
         self.ac.put(key, outcome.entry)
         if a.depfile:
@@ -460,8 +459,7 @@ class ActionPipeline:
             outputs={o: (d, outcome.modes[o]) for o, d in outcome.outputs.items()},
             exit_code=0,
             stdout=texts[0].digest if texts[0] else None,
-            stderr=texts[1].digest if texts[1] else None,
-            inputs=inputs)
+            stderr=texts[1].digest if texts[1] else None)
         blobs = outcome.pending + [t for t in texts if t]
         outcome.pending = []
         key1 = self.candidates[a.id][0] if a.depfile else None
