@@ -9,13 +9,13 @@ from mcpp.sandbox import parse_depfile
 
 
 def discovered_inputs(depfile_text: str, execroot: str, declared: set[str],
-                      files_outside: set[str] | None = None) -> tuple[str, ...]:
+                      files_outside: dict[str, str] | None = None) -> tuple[str, ...]:
     """`discovered_from` the dependencies `depfile_text` names."""
     return discovered_from(parse_depfile(depfile_text), execroot, declared, files_outside)
 
 
 def discovered_from(deps: Iterable[str], execroot: str, declared: set[str],
-                    files_outside: set[str] | None = None) -> tuple[str, ...]:
+                    files_outside: dict[str, str] | None = None) -> tuple[str, ...]:
     """The files the compile read beyond its declared inputs: execroot-relative paths for files
     of the build, absolute ones for files outside it.
 
@@ -26,9 +26,10 @@ def discovered_from(deps: Iterable[str], execroot: str, declared: set[str],
     the stat cache, so a no-op build stats them and hashes nothing. Module BMIs are declared
     inputs already.
 
-    `files_outside`: the paths outside the execroot already seen to be files in this build,
-    filled here. Every compile names the same thirty system headers, and a `stat` each on the
-    scheduler thread lets go of the GIL thirty times beside the lanes that want it.
+    `files_outside`: the files outside the execroot already seen in this build, as a depfile
+    spells each one -> its normalized path; filled here. Every compile names the same thirty
+    to a hundred system headers: each is normalized and `stat`ed once per build (a `stat` on the
+    scheduler thread lets go of the GIL beside the lanes that want it).
     """
     # A prefix test on normalized absolute paths says what `os.path.relpath` would, at a tenth
     # of its cost: a compile names some thirty files, and a clean build parses every depfile.
@@ -36,16 +37,21 @@ def discovered_from(deps: Iterable[str], execroot: str, declared: set[str],
     prefix = root if root.endswith("/") else root + "/"
     out: dict[str, None] = {}
     for dep in deps:
+        if files_outside is not None:
+            known = files_outside.get(dep)
+            if known is not None:
+                out.setdefault(known)
+                continue
         path = os.path.normpath(dep if dep.startswith("/") else prefix + dep)
         inside = path.startswith(prefix)
         rel = path[len(prefix):] if inside else path  # outside the build: its absolute path
         if rel in declared or rel.endswith((".gcm", ".pcm")):
             continue
-        seen = files_outside if files_outside is not None and not inside else None
-        if (seen is not None and path in seen) or os.path.isfile(path):
-            if seen is not None:
-                seen.add(path)
+        if os.path.isfile(path):
             # Interned: hundreds of compiles name the same system headers, and the state file
             # (marshal) then stores each path once, not once per compile.
-            out.setdefault(sys.intern(rel))
+            rel = sys.intern(rel)
+            out.setdefault(rel)
+            if files_outside is not None and not inside:
+                files_outside[dep] = rel
     return tuple(sorted(out))

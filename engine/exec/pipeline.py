@@ -123,7 +123,7 @@ class ActionPipeline:
         self.prestage: list[str] = []
         self.ended = 0  # actions `restore_or_run` returned, counted on the lanes (`idle` yields on a change)
         self.candidates: dict[str, tuple[str, list[tuple[str, tuple[str, ...]]]]] = {}
-        self.files_outside: set[str] = set()  # system headers seen to be files (discovered_inputs)
+        self.files_outside: dict[str, str] = {}  # system headers seen to be files (discovered_inputs)
         self.counters = Counters()
         self.timings = None  # a TimingsRecorder when the build reports its timings (`--timings`)
         # The build's packages (roots, include directories), asked for only when an action fails:

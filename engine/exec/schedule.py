@@ -61,7 +61,8 @@ class _Lanes:
         self._settled: set[str] = set()  # finished by the scheduling thread (see `_run`)
         self._closing = False
         # (id, outcome, exception or None), in the order the actions end
-        self.completions: "queue.Queue[tuple[str, object, BaseException | None]]" = queue.Queue()
+        # (a SimpleQueue: its put takes no Python-level lock and notifies no Condition)
+        self.completions: "queue.SimpleQueue[tuple[str, object, BaseException | None]]" = queue.SimpleQueue()
         self._jobs = jobs
         # Started with the first action handed over: a build whose every action is fresh (a
         # no-op) starts no thread.

@@ -40,13 +40,17 @@ def test_the_build_root_itself_and_a_sibling_with_the_same_prefix_are_not_inside
 
 
 def test_a_file_outside_the_build_is_stat_once_per_build(tree, tmp_path):
-    """Every compile names the same system headers: the pipeline passes one set for the build,
+    """Every compile names the same system headers: the pipeline passes one memo for the build,
     and a path found to be a file is not looked at again (here it is gone by the second compile,
-    and still named: the key's digest, taken from the stat cache, is what notices a change)."""
+    and still named: the key's digest, taken from the stat cache, is what notices a change); the
+    memo keeps the depfile's spelling, so a second spelling is normalized to the same path."""
     root, outside = tree
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     first = discovered_inputs(f"a.o: src/a.cpp {outside}\n", str(root), {"src/a.cpp"}, seen)
-    assert first == (str(outside),) and seen == {str(outside)}
+    assert first == (str(outside),) and seen == {str(outside): str(outside)}
+    spelled = str(outside.parent / "." / outside.name)
+    assert discovered_inputs(f"b.o: {spelled}\n", str(root), set(), seen) == (str(outside),)
+    assert seen[spelled] == str(outside)
     outside.unlink()
     assert discovered_inputs(f"b.o: {outside}\n", str(root), set(), seen) == (str(outside),)
     assert discovered_inputs(f"b.o: {outside}\n", str(root), set()) == ()  # without the set: stat again
