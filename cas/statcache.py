@@ -152,6 +152,12 @@ class StatCache:
         self.hits += len(out)
         return out
 
+    def size(self, path: str) -> int:
+        """The size `path` had when this cache last hashed or recorded it (0: none known); no
+        system call, so no promise about the file now."""
+        e = self._entries.get(path)
+        return 0 if e is None else e[2]
+
     def recorded(self, path: str | os.PathLike[str]) -> StatKey | None:
         """The stat this cache holds `path`'s digest under: the one taken when the file was
         hashed (or written, for `remember`), so the stat of the bytes a build used; None when

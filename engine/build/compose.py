@@ -28,6 +28,7 @@ from ..core.errors import BuildFailed, McppError
 from ..core.settings import Settings, command_settings
 from ..exec.action_runner import ActionRunner, SandboxRunner
 from ..exec.explain import ExplainLog
+from ..exec.larger_first import larger_first
 from ..exec.pipeline import ActionPipeline, Counters
 from ..exec.remote_exec_runner import remote_exec_jobs, with_remote_execution
 from ..exec.sandbox_warm_up import SandboxWarmUp
@@ -528,8 +529,9 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
 
     completed = False
     try:
-        order = memory.edited_first(plan.actions, plan.execroot, state.discovered) if top else \
-            [a.id for a in plan.actions]
+        execroot_slash = os.path.join(plan.execroot, "")
+        actions = larger_first(plan.actions, lambda rel: state.stats.size(execroot_slash + rel))
+        order = memory.edited_first(actions, plan.execroot, state.discovered) if top else [a.id for a in actions]
         with reporter.held():
             result = run_graph(order, plan.prereqs, jobs=workers, check=pipeline.check,
                                execute=timings.timed(pipeline.restore_or_run) if timings else pipeline.restore_or_run,

@@ -119,3 +119,17 @@ def test_keep_going_builds_what_it_can(calc, mcpp):
     res = mcpp("build", "--keep-going", "-j", "1", "--message-format", "json", cwd=calc)
     assert res.code == 1
     assert sorted(res.executed("compile")) == ["compile calc:src/add.cpp", "compile calc:src/main.cpp"]
+
+
+def test_a_clean_build_starts_its_largest_compile_first(mcpp, project):
+    """The scheduler takes compiles largest source first (engine/exec/larger_first.py, the sizes
+    the stat cache recorded while planning): a long compile started last would run alone."""
+    root = project({"mcpp.toml": '[package]\nname = "big"\nversion = "0.1.0"\n',
+                    "src/main.cpp": '#include "lib.h"\nint main() { return f0() + f1(); }\n',
+                    "src/lib.h": "int f0();\nint f1();\n",
+                    "src/a0.cpp": "int f0() { return 0; }\n",
+                    "src/a1.cpp": "int f1() { return 1; }\n" + "// padding\n" * 400})
+    res = mcpp("build", "-j", "1", "--message-format", "json", cwd=root)
+    assert res.code == 0, res.err
+    compiles = [e["id"] for e in res.events if e.get("reason") == "action-finished" and e.get("kind") == "compile"]
+    assert compiles[0].endswith("src/a1.cpp"), compiles

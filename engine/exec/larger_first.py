@@ -1,0 +1,28 @@
+"""The order in which the scheduler considers a plan's actions: larger compiles first.
+
+The scheduler starts ready actions in the order it is given (engine/exec/schedule.py). Taking
+the plan's order, a clean build's largest compile (a `main` that calls every unit, a generated
+table) may be the last one started, and it then runs alone, with a core idle, before the link
+that waits for it. Started among the first, it overlaps the small ones. This is the classic
+longest-first rule, with the source's size standing for the compile's time: the size the stat
+cache recorded when planning read the source (no system call). Actions that are not compiles
+(code generators, build programs' actions, links) keep the plan's order, ahead of the compiles:
+what they make is often what compiles wait for.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from mcpp.cas.action import Action, ActionKind
+
+
+def larger_first(actions: Sequence[Action], size_of: Callable[[str], int]) -> list[Action]:
+    """`actions` reordered: every action that is not a compile in plan order, then the compiles
+    by the size of their source (`size_of(execroot-relative path)`, 0 when unknown), largest
+    first; ties keep the plan's order."""
+    def rank(a: Action) -> tuple[int, int]:
+        if a.kind is ActionKind.COMPILE and a.inputs:
+            return 1, -size_of(a.inputs[0])
+        return 0, 0
+
+    return sorted(actions, key=rank)

@@ -1,0 +1,22 @@
+"""engine/exec/larger_first.py: the scheduler considers larger compiles first, other actions ahead
+of them in plan order."""
+from __future__ import annotations
+
+from mcpp.cas.action import Action, ActionKind
+from mcpp.engine.exec.larger_first import larger_first
+
+
+def _compile(src: str) -> Action:
+    return Action(id=f"compile {src}", argv=("cc", src), inputs=(src,), outputs=(src + ".o",), kind=ActionKind.COMPILE)
+
+
+def test_larger_sources_compile_first_and_other_actions_keep_their_place_ahead():
+    sizes = {"src/a.cpp": 200, "src/main.cpp": 480_000, "src/b.cpp": 300, "src/c.cpp": 200}
+    gen = Action(id="gen table", argv=("gen",), outputs=("gen/t.h",))
+    link = Action(id="link app", argv=("ld",), inputs=("src/a.cpp.o",), outputs=("app",), kind=ActionKind.LINK)
+    plan = [_compile("src/a.cpp"), gen, _compile("src/b.cpp"), link, _compile("src/c.cpp"), _compile("src/main.cpp"),
+            _compile("src/new.cpp")]
+    ordered = [a.id for a in larger_first(plan, lambda rel: sizes.get(rel, 0))]
+    assert ordered == ["gen table", "link app", "compile src/main.cpp", "compile src/b.cpp", "compile src/a.cpp",
+                       "compile src/c.cpp", "compile src/new.cpp"]  # ties (and unknown sizes) keep plan order
+
