@@ -16,8 +16,8 @@ hit proves every header the compile read is unchanged. Updates to a manifest are
 read-modify-write without a lock: two concurrent builds may lose one set, which costs one
 extra compile, never a wrong result.
 
-Each read bumps the entry's mtime (once per process per key) so `gc` evicts least-recently-used
-entries first.
+Each read bumps the entry's mtime (once per process per key, and only when the last bump is an
+hour old: `home.USE_MARK_S`) so `gc` evicts least-recently-used entries first.
 """
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, NamedTuple
 
-from .atomic import read_file, write_atomic
+from .atomic import read_file_stat, write_atomic
 from .digest import Digest
-from .home import is_hex_key, iter_sharded, shard, unlink_quietly
+from .home import USE_MARK_S, is_hex_key, iter_sharded, shard, unlink_quietly
 
 _VERSION = 1
 MANIFEST_SUFFIX = ".m"
@@ -133,15 +133,15 @@ class ActionCache:
     def get(self, key: str) -> ActionEntry | None:
         """The entry for `key`, or None on a miss (a malformed entry is removed and misses)."""
         path = self.path_of(key)
-        data = self._read(path)
-        if data is None:
+        read = self._read(path)
+        if read is None:
             return None
         try:
-            entry = ActionEntry.from_json(data)
+            entry = ActionEntry.from_json(read[0])
         except ValueError:
             unlink_quietly(path)
             return None
-        self._touch(path)
+        self._touch(path, read[1])
         return entry
 
     def put(self, key: str, entry: ActionEntry) -> None:
@@ -161,18 +161,18 @@ class ActionCache:
     def get_manifest(self, key1: str) -> list[tuple[str, ...]]:
         """The discovered-input sets recorded under `key1`, most recent first; [] on a miss."""
         path = self.path_of(key1, MANIFEST_SUFFIX)
-        data = self._read(path)
-        if data is None:
+        read = self._read(path)
+        if read is None:
             return []
         try:
-            obj = json.loads(data)
+            obj = json.loads(read[0])
             if obj["v"] != _VERSION:
                 raise ValueError
             sets = [tuple(_str(p) for p in s) for s in obj["sets"]]
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
             unlink_quietly(path)
             return []
-        self._touch(path)
+        self._touch(path, read[1])
         return sets
 
     def add_manifest(self, key1: str, discovered_paths: Iterable[str]) -> None:
@@ -198,15 +198,17 @@ class ActionCache:
     # --- internals ------------------------------------------------------------------------
 
     @staticmethod
-    def _read(path: str) -> bytes | None:
+    def _read(path: str) -> tuple[bytes, os.stat_result] | None:
         try:
-            return read_file(path)
+            return read_file_stat(path)
         except (FileNotFoundError, NotADirectoryError):
             return None
 
-    def _touch(self, path: str) -> None:
+    def _touch(self, path: str, st: os.stat_result) -> None:
         if path not in self._touched:
             self._touched.add(path)
+            if time.time() - st.st_mtime < USE_MARK_S:
+                return  # marked used within the hour
             try:
                 os.utime(path)
             except OSError:

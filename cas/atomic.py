@@ -224,9 +224,15 @@ class atomic_file:  # noqa: N801 - used like open()
 def read_file(path: str) -> bytes:
     """A file's bytes, whole (a source the planner hashes and scans from the same read; a store
     entry or blob): `open`, `fstat`, the reads, `close`, and none of a file object's others."""
+    return read_file_stat(path)[0]
+
+
+def read_file_stat(path: str) -> tuple[bytes, os.stat_result]:
+    """`read_file`, with the `fstat` it took (a store's reader learns the file's mtime free)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        return read_all(fd, os.fstat(fd).st_size)
+        st = os.fstat(fd)
+        return read_all(fd, st.st_size), st
     finally:
         os.close(fd)
 

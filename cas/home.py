@@ -66,6 +66,12 @@ class Home:
         return self.root / "toolchains.json"
 
 
+# A store file read is marked used (its mtime bumped, for `gc`'s least-recently-used order) only
+# when its mark is older than this: the order holds to the hour, and a build restoring thousands
+# of entries it or the last build just wrote or read bumps none of them again.
+USE_MARK_S = 3600
+
+
 def shard(root: str | os.PathLike[str], hexname: str, suffix: str = "") -> str:
     """`<root>/<first 2 hex>/<rest><suffix>`: 256 directories keep each one small."""
     return f"{os.fspath(root)}/{hexname[:2]}/{hexname[2:]}{suffix}"  # os.path.join, without its checks

@@ -83,6 +83,29 @@ def test_get_bumps_mtime_for_lru(ac):
     assert os.stat(path).st_mtime > 1000
 
 
+def test_a_read_within_the_hour_of_the_last_mark_leaves_the_mtime(ac):
+    """The use mark holds to the hour (home.USE_MARK_S): an entry marked or written within it
+    is read without a write to the file system; one an hour old is marked again."""
+    import time
+
+    from mcpp.cas.home import USE_MARK_S
+
+    ac.put(KEY, entry())
+    ac.add_manifest(KEY2, ["h.hpp"])
+    recent = time.time() - USE_MARK_S / 2
+    stale = time.time() - USE_MARK_S - 60
+    for path in (ac.path_of(KEY), ac.path_of(KEY2, ".m")):
+        os.utime(path, (recent, recent))
+    fresh = ActionCache(ac.root)
+    assert fresh.get(KEY) == entry() and fresh.get_manifest(KEY2) == [("h.hpp",)]
+    assert os.stat(ac.path_of(KEY)).st_mtime == recent and os.stat(ac.path_of(KEY2, ".m")).st_mtime == recent
+    for path in (ac.path_of(KEY), ac.path_of(KEY2, ".m")):
+        os.utime(path, (stale, stale))
+    again = ActionCache(ac.root)
+    assert again.get(KEY) == entry() and again.get_manifest(KEY2) == [("h.hpp",)]
+    assert os.stat(ac.path_of(KEY)).st_mtime > stale + 60 and os.stat(ac.path_of(KEY2, ".m")).st_mtime > stale + 60
+
+
 def test_delete(ac):
     ac.put(KEY, entry())
     assert ac.delete(KEY) and ac.get(KEY) is None and not ac.delete(KEY)
