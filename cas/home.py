@@ -66,9 +66,10 @@ class Home:
         return self.root / "toolchains.json"
 
 
-# A store file read is marked used (its mtime bumped, for `gc`'s least-recently-used order) only
-# when its mark is older than this: the order holds to the hour, and a build restoring thousands
-# of entries it or the last build just wrote or read bumps none of them again.
+# An action-cache entry read is marked used (its mtime bumped, for `gc`'s least-recently-used
+# eviction of entries) only when its mark is older than this: that order holds to the hour, and a
+# build restoring thousands of entries it or the last build just wrote or read bumps none of them
+# again. Blobs are marked on every first read: `gc`'s grace window for blobs is shorter.
 USE_MARK_S = 3600
 
 

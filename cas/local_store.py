@@ -19,24 +19,22 @@ This layer does *not* re-hash on read (`VerifyingStore` does, composed on top); 
 zstd decode error into `CorruptBlob`.
 
 LRU: reading or re-putting a blob bumps its mtime, once per process per blob, so that `gc`'s
-grace window and age reports see recent use without a syscall per read; a read leaves alone a
-blob whose mtime is less than an hour old (`home.USE_MARK_S`: the order holds to the hour).
+grace window and age reports see recent use without a syscall per read.
 """
 from __future__ import annotations
 
 import io
 import os
 import threading
-import time
 from typing import TYPE_CHECKING, BinaryIO, Iterable, Iterator, NamedTuple
 
 import blake3
 import zstandard
 
-from .atomic import TMP_PREFIX, commit, discard, publish, read_file_stat, temp_file
+from .atomic import TMP_PREFIX, commit, discard, publish, read_file, temp_file
 from .blobstore import BlobNotFound, CorruptBlob
 from .digest import Digest
-from .home import USE_MARK_S, iter_sharded, shard
+from .home import iter_sharded, shard
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -130,11 +128,10 @@ class LocalZstdStore:
     def get(self, d: Digest) -> bytes:
         path = self.path_of(d)
         try:
-            data, st = read_file_stat(path)
+            data = read_file(path)
         except FileNotFoundError:
             raise BlobNotFound(d) from None
-        if time.time() - st.st_mtime >= USE_MARK_S:  # else marked used within the hour
-            self._touch(d.hash, path)
+        self._touch(d.hash, path)
         try:
             declared = zstandard.frame_content_size(data)
             if declared >= 0 and declared != d.size:

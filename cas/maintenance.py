@@ -3,7 +3,7 @@
 gc policy, and why it is safe:
 - Action entries are evicted first: those older than `older_than_s`, then, while the store
   (`cas/` + `ac/`) is above `max_size`, the least recently used (entries' mtimes are bumped on
-  read). Evicting an entry only costs a re-run.
+  read, at most once an hour: `home.USE_MARK_S`). Evicting an entry only costs a re-run.
 - A blob is deleted only when no remaining entry references it (outputs, stdout, stderr): a
   remaining entry never points at a blob gc removed, so a hit can always be materialized. Blobs no
   entry references (inputs uploaded for remote execution, leftovers of evicted entries) go on

@@ -176,21 +176,6 @@ def test_read_bumps_mtime_once_per_process(local):
     assert os.stat(path).st_mtime == 1000  # not touched a second time
 
 
-def test_a_read_within_the_hour_of_the_last_mark_leaves_the_mtime(local):
-    """A blob written or marked used within the hour (home.USE_MARK_S) is read without a write
-    to the file system."""
-    import time
-
-    from mcpp.cas.home import USE_MARK_S
-
-    d = local.put(b"recent")
-    path = local.path_of(d)
-    recent = time.time() - USE_MARK_S / 2
-    os.utime(path, (recent, recent))
-    assert LocalZstdStore(local.root).get(d) == b"recent"
-    assert os.stat(path).st_mtime == recent
-
-
 def test_blobs_are_read_only(local):
     d = local.put(b"immutable")
     assert os.stat(local.path_of(d)).st_mode & 0o777 == 0o444
