@@ -55,3 +55,22 @@ print(json.dumps(sorted(sys.modules)))
 """)
     assert "mcpp.engine.cli.cache" in loaded
     assert "mcpp.engine.cli.publish" not in loaded
+
+
+def test_importing_the_command_line_compiles_none_of_the_expressions_a_plain_build_does_not_use():
+    """engine/core/lazy_re.py: the module scanner's, the diagnostics parser's, the accelerator
+    grammar's and the index dependencies' expressions wait for their first use."""
+    compiled = _loaded("""
+import json, sys
+import mcpp.engine.cli.app
+from mcpp.engine.core import accel
+from mcpp.engine.manifest import deps, version_req
+from mcpp.engine.modules import scanner
+from mcpp.engine.report import diagnostics, link_hints
+deferred = {"scanner._HEAD": scanner._HEAD, "scanner._TOKEN": scanner._TOKEN,
+            "diagnostics._DIAGNOSTIC": diagnostics._DIAGNOSTIC, "diagnostics._PATH_TOKEN": diagnostics._PATH_TOKEN,
+            "accel._HEAD": accel._HEAD, "deps.INDEX_NAME": deps.INDEX_NAME,
+            "version_req._COMPARATOR": version_req._COMPARATOR, "link_hints._MISSING_LIB": link_hints._MISSING_LIB}
+print(json.dumps(sorted(name for name, p in deferred.items() if "match" in getattr(p, "__dict__", {"match": p}))))
+""")
+    assert compiled == set()
