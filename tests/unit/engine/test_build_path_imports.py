@@ -31,6 +31,9 @@ NOT_ON_THE_BUILD_PATH = {
     "mcpp.engine.package.program_result",  # a build program's result: only where a package has a build.star
     # a dependency's prebuilt artifacts, host tools: only where a manifest declares them (engine/build/compose.py)
     "mcpp.engine.build.prebuilt", "mcpp.engine.build.host_tools",
+    # `run`, `test` and `install`: their click commands (each with build's forty options) are made
+    # when one of them is looked up (engine/core/commands.py)
+    "mcpp.engine.cli.build_commands",
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import copy
 import re
 
-from mcpp.engine.core.lazy_re import lazy_compile
+from mcpp.engine.core.lazy_re import compile_deferred, lazy_compile
 
 
 def test_a_deferred_expression_is_compiled_at_its_first_use_and_answers_as_the_pattern():
@@ -23,3 +23,14 @@ def test_bytes_expressions_and_copies():
     deferred = lazy_compile(rb"\\\r?\n")
     assert deferred.sub(b"", b"a\\\nb") == b"ab"
     assert copy.copy(lazy_compile("a")).match("a")  # no dunder is mistaken for the pattern's
+
+
+def test_a_warm_server_compiles_the_deferred_expressions_of_the_modules_it_loaded():
+    """engine/server/warm.py compiles them before it forks its builds."""
+    import types
+
+    module = types.ModuleType("m")
+    module.EXPR = lazy_compile("a+")
+    module.OTHER = re.compile("b")
+    assert compile_deferred([module]) == 1 and "match" in vars(module.EXPR)
+    assert compile_deferred([module]) == 0
