@@ -34,6 +34,8 @@ NOT_ON_THE_BUILD_PATH = {
     # `run`, `test` and `install`: their click commands (each with build's forty options) are made
     # when one of them is looked up (engine/core/commands.py)
     "mcpp.engine.cli.build_commands",
+    # remote execution, generated source trees, `-v`'s command lines: only the builds that use them
+    "mcpp.engine.exec.remote_exec_runner", "mcpp.engine.plan.dynamic_trees", "mcpp.engine.report.shell_text",
 }
 
 
