@@ -177,7 +177,7 @@ _ANY_WITH_EXTENSION = re.compile(r"\*\.([A-Za-z0-9_+-]+)")
 def _union(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     """One expression full-matching what any of `patterns` matches. Patterns that differ only in
     the extension of a last segment `*.EXT` (the default source and header globs: fifteen and
-    eleven of them) are one alternative ending in `\.(?:c|cpp|...)`: the same paths, and an
+    eleven of them) are one alternative ending in `\\.(?:c|cpp|...)`: the same paths, and an
     expression a fraction of the size to compile, which every build that expands them does."""
     if not patterns:
         return None
