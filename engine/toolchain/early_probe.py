@@ -5,11 +5,12 @@ and waits for the answers before it plans. Those processes need nothing of the e
 by `engine/entry.py` as soon as the command is known to build in this process, they run on
 another core while the engine is imported, and the probe takes their answers instead of asking
 again. Only the default toolchain (`gcc`) of a host build is asked this way, and only where its
-answers cannot be in the home yet (no probe cache file) and nothing may choose another toolchain
-(no `--toolchain`, `--target` or `--manifest-path`, no `toolchain` in any manifest above the
-working directory); otherwise the probe asks as it always does. An answer is the same process
-the probe would start (the same arguments, in the actions' environment), so the identity it
-gives is the one it would have given; questions the build does not take are ended (`close`).
+answers cannot be in the home yet (no probe cache file), a manifest is above the working
+directory and nothing may choose another toolchain (no `--toolchain`, `--target` or
+`--manifest-path`, no `toolchain` in any of those manifests); otherwise the probe asks as it
+always does. An answer is the same process the probe would start (the same arguments, in the
+actions' environment), so the identity it gives is the one it would have given; questions the
+build does not take are ended (`close`).
 
 Imported by the console script before the engine: standard library and `core` only; `subprocess`
 is imported when there is something to ask (a build imports it anyway).
@@ -91,12 +92,16 @@ def start(argv: list[str], environ: Mapping[str, str]) -> EarlyProbes | None:
         return None
     if os.path.exists(os.path.join(home_root(environ), PROBE_CACHE)):
         return None
+    found = False
     try:
         for manifest in manifests_above(os.getcwd()):
+            found = True
             with open(manifest, "rb") as f:
                 if b"toolchain" in f.read():
                     return None
     except OSError:
+        return None
+    if not found:  # no package here: the command says so, and asks no compiler
         return None
     drivers = [_which(name, environ) for name in DEFAULT_DRIVERS]
     asked: dict[tuple[str, ...], Popen] = {}

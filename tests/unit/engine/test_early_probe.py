@@ -86,6 +86,14 @@ def test_nothing_is_asked_early_where_the_home_knows_its_compilers_or_a_manifest
     assert _asked(log) == []
 
 
+def test_nothing_is_asked_early_where_there_is_no_package(first_build, tmp_path, monkeypatch):
+    environ, _home, log, _version = first_build
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert early_probe.start(["build"], environ) is None
+    assert _asked(log) == []
+
+
 def test_questions_no_probe_takes_are_ended(first_build):
     environ, _home, _log, _version = first_build
     early = early_probe.start(["run"], environ)
