@@ -178,8 +178,7 @@ class _ProbeCache:
             for path in paths:
                 if path in known or path in asking:
                     continue
-                st = os.stat(path)
-                stamp = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+                stamp = _stamp(os.stat(path))
                 hit = _valid(self.entries.get(_entry(path, flags)))
                 if hit is not None and hit["stamp"] == stamp:
                     known[path] = _compiler(path, hit)
@@ -189,7 +188,10 @@ class _ProbeCache:
                     known[path] = _compiler(path, hit)
                     self._learn(_entry(path, flags), {**hit, "stamp": stamp})
                     continue
-                asking[path] = (stamp, digest, [(early and early.take(argv)) or _start(argv)
+                # questions asked before the engine was imported, of this very binary
+                before = early.driver_stat(path) if early is not None else None
+                taken = early if before is not None and _stamp(before) == stamp else None
+                asking[path] = (stamp, digest, [(taken and taken.take(argv)) or _start(argv)
                                                 for argv in questions(path, flags)])
             for path, (stamp, digest, procs) in asking.items():
                 asked, machine, dirs, sysroot = procs
@@ -227,6 +229,11 @@ class _ProbeCache:
         merged = now if isinstance(now, dict) else {}
         merged.update(self.learned)
         write_atomic(self.path, json.dumps(merged), mode=PUBLIC)
+
+
+def _stamp(st: os.stat_result) -> str:
+    """What must stay equal for a driver's cached answers to stand: its (dev, inode, size, mtime)."""
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def _read(path: str) -> object:

@@ -66,10 +66,18 @@ def ask(argv: tuple[str, ...] | list[str]) -> Popen:
 
 
 class EarlyProbes:
-    """Questions already asked (command line -> its process), each taken at most once."""
+    """Questions already asked (command line -> its process), each taken at most once, and the
+    `os.stat` of each driver taken before its questions were (`driver_stat`)."""
 
-    def __init__(self, asked: dict[tuple[str, ...], Popen]) -> None:
+    def __init__(self, asked: dict[tuple[str, ...], Popen],
+                 stats: dict[str, os.stat_result] | None = None) -> None:
         self.asked = asked
+        self.stats = stats or {}
+
+    def driver_stat(self, path: str) -> os.stat_result | None:
+        """The driver's stat before it was asked: the probe takes the answers only while the
+        driver's stat is still this one (the answers are of the binary it hashes)."""
+        return self.stats.get(path)
 
     def take(self, argv: tuple[str, ...]) -> Popen | None:
         """The process asking exactly `argv`, or None where it was not asked early."""
@@ -105,15 +113,17 @@ def start(argv: list[str], environ: Mapping[str, str]) -> EarlyProbes | None:
         return None
     drivers = [_which(name, environ) for name in DEFAULT_DRIVERS]
     asked: dict[tuple[str, ...], Popen] = {}
+    stats: dict[str, os.stat_result] = {}
     try:
         for path in drivers:
             if path is None:
                 continue
+            stats[path] = os.stat(path)
             for argv_ in questions(path):
                 asked[argv_] = ask(argv_)
     except OSError:
         pass  # what was started is still taken; the probe names a driver that cannot run
-    return EarlyProbes(asked) if asked else None
+    return EarlyProbes(asked, stats) if asked else None
 
 
 def _plain_build(argv: list[str]) -> bool:

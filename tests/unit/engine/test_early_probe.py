@@ -63,6 +63,25 @@ def test_the_probe_takes_the_answers_asked_before_the_engine_and_asks_nothing_ag
     assert home.toolchains.exists()  # learned and kept as a probe of its own is
 
 
+def test_a_driver_changed_since_its_early_questions_is_asked_again(first_build):
+    """The early answers are of the binary as it was before the engine's import; one replaced
+    meanwhile (another stat) is asked again, so its identity and its answers stay one binary's."""
+    environ, home, log, version = first_build
+    early = early_probe.start(["build"], environ)
+    assert early is not None
+    for proc in early.asked.values():
+        proc.wait()
+    gxx = next(p for p in early.stats if p.endswith("g++"))
+    version.write_text("13.1.0\n")
+    with open(gxx, "a") as f:  # the same driver, other bytes: a compiler upgraded in place
+        f.write("# upgraded\n")
+    home.root.mkdir()
+    tc = resolve_toolchain("gcc", home, early)
+    assert (tc.cc.version, tc.cxx.version) == ("12.2.0", "13.1.0")
+    assert len(_asked(log)) == 12  # g++'s four questions again
+    early.close()
+
+
 @pytest.mark.parametrize("argv", [
     ["build", "--toolchain", "clang"], ["build", "--toolchain=gcc-12"], ["build", "--target", "aarch64-linux-gnu"],
     ["--manifest-path", "other/mcpp.toml", "build"], ["build", "--help"], ["clean"], ["install", "--prefix", "x"],
