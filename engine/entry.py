@@ -5,9 +5,7 @@ no-op fast path (`engine/state/noop.py`) have had their chance: a `build`, `run`
 workspace's warm server when one is up (which answers a repeated `mcpp build` from stats
 itself), and where none is, a repeated `mcpp build` is answered from stats here before a server
 is started. Everything else, and every fallback, is the in-process command line, whose engine's
-dataclasses take their generated methods' code from a cache (`core/dataclass_code.py`); a first
-build's compiler questions are asked before the engine's import, which they overlap
-(`toolchain/early_probe.py`).
+dataclasses take their generated methods' code from a cache (`core/dataclass_code.py`).
 """
 
 import os
@@ -39,10 +37,6 @@ def main() -> None:
         os._exit(code)
     import gc
 
-    from .toolchain.early_probe import start as start_probes
-
-    # A first build's compiler questions run on another core while the engine is imported.
-    early_probes = start_probes(argv, os.environ)
     from .core.dataclass_code import install
 
     # What the engine's import allocates lives as long as the process: a collection during it
@@ -56,7 +50,7 @@ def main() -> None:
         gc.freeze()
         gc.enable()
     code_cache.save()
-    cli_main(started=process_started(), early_probes=early_probes)
+    cli_main(started=process_started())
 
 
 def serve(ident: str, root: str, home: str, ready: str | None = None, after: str | None = None) -> None:

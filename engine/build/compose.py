@@ -51,7 +51,6 @@ from ..state.incremental import BuildState, KeyComputer, ScanCache
 from ..toolchain import linker
 from ..toolchain.compilers import Toolchain, resolve_toolchain
 from ..toolchain.cross import resolve_target_toolchain, toolchain_roots
-from ..toolchain.early_probe import EarlyProbes
 from ..package.system_libs import PkgConfig, SystemFlags
 from ..trust.policy import TrustPolicy
 from .build_outputs import check_complete, make_artifact_links, write_compile_commands
@@ -82,8 +81,6 @@ class BuildOptions:
     timings: str | None = None  # --timings: html | json report under target/mcpp-timings/
     trace: str | None = None  # --trace FILE: a Chrome trace-event file
     command_started: float | None = None  # when the command began, as time.time() (core/command_clock.py)
-    # the default compilers' questions, asked before the engine was imported (toolchain/early_probe.py)
-    early_probes: EarlyProbes | None = None
     # run/test/install use what they build: `--remote-download minimal` still fetches target/'s
     # artifacts and test binaries for them
     executes: bool = False
@@ -168,8 +165,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
                                                 layout.scan_cache)
         env = _environment(graph, layout, opts, reporter)
         toolchain = resolve_target_toolchain(opts.toolchain or graph.root_manifest.toolchain, opts.home,
-                                             graph.context, graph.root_manifest, host_payload_dirs(env),
-                                             opts.early_probes)
+                                             graph.context, graph.root_manifest, host_payload_dirs(env))
         # system libraries' flags: before the sandbox warms up, which binds the directories they name
         system_files, system_dirs, system_key = _system_libs(graph, opts, with_tests)
         warm = _warm_up(opts, reporter, stores, env.roots() + toolchain_roots(toolchain) + system_dirs, runner,
@@ -231,8 +227,6 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
             make_artifact_links(plan)
     finally:
         lock.release()
-        if opts.early_probes is not None:  # what the toolchain did not take (another one was chosen)
-            opts.early_probes.close()
         if warm is not None:
             memory.after_reply(warm.close)
     outcome = BuildOutcome(graph, plan, layout, profile, toolchain, result, clock.elapsed(),

@@ -101,11 +101,10 @@ _Options = TypeVar("_Options")
 
 # The build options a host tool's build sets itself: what it builds and where (its package, its
 # features, the toolchain it is keyed under, its own target directory) and what only the build
-# the user asked for does (keep going, timings, the compiler questions asked before the engine
-# was imported). Every other option is the user's: the sandbox, -j, the settings (home, remote
-# cache and execution), and any option added later.
+# the user asked for does (keep going, timings). Every other option is the user's: the sandbox,
+# -j, the settings (home, remote cache and execution), and any option added later.
 HOST_TOOL_OVERRIDES = ("cwd", "manifest_path", "selection", "toolchain", "target_override",
-                       "keep_going", "timings", "trace", "early_probes")
+                       "keep_going", "timings", "trace")
 
 
 def host_tool_options(opts: _Options, *, cwd: str, selection: Selection, toolchain: str | None,
@@ -113,8 +112,7 @@ def host_tool_options(opts: _Options, *, cwd: str, selection: Selection, toolcha
     """The options of a host tool's build (of the package at `cwd`), derived from the user's
     `opts` (a `build.BuildOptions`): `HOST_TOOL_OVERRIDES` replaced, everything else kept."""
     overrides = dict(cwd=cwd, manifest_path=None, selection=selection, toolchain=toolchain,
-                     target_override=target_override, keep_going=False, timings=None, trace=None,
-                     early_probes=None)
+                     target_override=target_override, keep_going=False, timings=None, trace=None)
     assert set(overrides) == set(HOST_TOOL_OVERRIDES)
     return dataclasses.replace(opts, **overrides)  # type: ignore[type-var]
 

@@ -26,20 +26,16 @@ from ..core.settings import RemoteFlags, Settings
 from ..package.graph import load_graph
 from ..package.model import Selection
 from ..report.reporter import Reporter
-from ..toolchain.early_probe import EarlyProbes
 
 
 class _Launch:
-    """What `main` hands the command line: the raw arguments, the build's memory, when the
-    command began (a `time.time()` value: engine/core/command_clock.py) and the compiler
-    questions asked before the engine was imported (engine/toolchain/early_probe.py)."""
+    """What `main` hands the command line: the raw arguments, the build's memory and when the
+    command began (a `time.time()` value: engine/core/command_clock.py)."""
 
-    def __init__(self, argv: list[str], memory: BuildMemory, started: float | None = None,
-                 early_probes: EarlyProbes | None = None) -> None:
+    def __init__(self, argv: list[str], memory: BuildMemory, started: float | None = None) -> None:
         self.argv = argv
         self.memory = memory
         self.started = time.time() if started is None else started
-        self.early_probes = early_probes
 
 
 class _Ctx:
@@ -48,7 +44,6 @@ class _Ctx:
         self.argv = launch.argv
         self.memory = launch.memory  # where a build takes warm state from (engine/build/memory.py)
         self.started = launch.started
-        self.early_probes = launch.early_probes
         self.settings = settings  # flags aside, what the command was told: read once, here
         self.verbose = verbose
         self.quiet = quiet
@@ -170,7 +165,7 @@ def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
                             no_accel=kw["no_accel"], strict=kw["strict"], locked=kw["locked"],
                             offline=kw["offline"]),
         jobs=jobs or 0, keep_going=kw["keep_going"], toolchain=kw["toolchain"], sandbox=kw["sandbox"],
-        timings=kw["timings"], trace=kw["trace"], command_started=ctx.started, early_probes=ctx.early_probes,
+        timings=kw["timings"], trace=kw["trace"], command_started=ctx.started,
         settings=ctx.settings.with_flags(RemoteFlags(
             kw["remote"], kw["remote_upload"], kw["remote_exec"], retries=kw["remote_retries"],
             instance_name=kw["remote_instance"], remote_jobs=kw["remote_jobs"], headers=tuple(kw["remote_headers"]),
@@ -386,13 +381,11 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 _python_showwarning = warnings.showwarning
 
 
-def main(argv: list[str] | None = None, memory: BuildMemory | None = None, started: float | None = None,
-         early_probes: EarlyProbes | None = None) -> None:
+def main(argv: list[str] | None = None, memory: BuildMemory | None = None, started: float | None = None) -> None:
     """`mcpp ARGV`; `memory`: what its build may take from its host (a server's build child
     passes its own; None: the `mcpp` process's, which keeps nothing); `started`: when the
-    command began, as `time.time()` (None: now); `early_probes`: the compiler questions the
-    console script asked before importing the engine (engine/toolchain/early_probe.py)."""
-    launch = _Launch(list(sys.argv[1:] if argv is None else argv), memory or NoMemory(), started, early_probes)
+    command began, as `time.time()` (None: now)."""
+    launch = _Launch(list(sys.argv[1:] if argv is None else argv), memory or NoMemory(), started)
     warnings.showwarning = _show_warning
     interrupt.install()
     try:

@@ -22,8 +22,8 @@ from mcpp.cas.digest import digest_file
 from mcpp.cas.home import Home
 from mcpp.cas.statcache import discard
 
+from ..core.action_env import ACTION_ENV
 from ..core.errors import McppError
-from .early_probe import FULL_VERSION, EarlyProbes, ask, questions, version_flag
 
 # name -> (C compiler, C++ compiler, family)
 _KNOWN = {
@@ -76,12 +76,11 @@ class Toolchain:
         return tuple(sorted({os.path.dirname(self.cc.path), os.path.dirname(self.cxx.path), os.path.dirname(self.ar)}))
 
 
-def resolve_toolchain(name: str | None, home: Home, early: EarlyProbes | None = None) -> Toolchain:
-    """`early`: questions already asked of the default toolchain's drivers (early_probe.py)."""
+def resolve_toolchain(name: str | None, home: Home) -> Toolchain:
     name = name or "gcc"
     cc_name, cxx_name, family = driver_names(name)
     cache = _ProbeCache(str(home.toolchains))
-    cc, cxx = cache.probe(_which(cc_name, name), _which(cxx_name, name), early=early)
+    cc, cxx = cache.probe(_which(cc_name, name), _which(cxx_name, name))
     cache.save()
     ar = shutil.which("ar") or "/usr/bin/ar"
     return Toolchain(name=name, family=family, cc=cc, cxx=cxx, ar=os.path.realpath(ar))
@@ -165,20 +164,20 @@ class _ProbeCache:
             entries, self.dirty = {}, True
         self.entries: dict = entries
 
-    def probe(self, *paths: str, flags: tuple[str, ...] = (), early: EarlyProbes | None = None) -> list[Compiler]:
+    def probe(self, *paths: str, flags: tuple[str, ...] = ()) -> list[Compiler]:
         """Each compiler's identity: from the cache while its file is unchanged (its stat, or
         else its content), else asked of it. Every question to every compiler is asked at once,
         one question each of what it is asked (its full version, target, program directories and
         sysroot): a first build (an empty home) waits for one round of compiler processes, not
-        several in a row, and starts no process whose answer it does not use. A question in
-        `early` was asked before the engine was imported: its process is taken, not started again."""
+        several in a row, and starts no process whose answer it does not use."""
         known: dict[str, Compiler] = {}
         asking: dict[str, tuple[str, str, list[subprocess.Popen]]] = {}
         try:
             for path in paths:
                 if path in known or path in asking:
                     continue
-                stamp = _stamp(os.stat(path))
+                st = os.stat(path)
+                stamp = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
                 hit = _valid(self.entries.get(_entry(path, flags)))
                 if hit is not None and hit["stamp"] == stamp:
                     known[path] = _compiler(path, hit)
@@ -188,14 +187,11 @@ class _ProbeCache:
                     known[path] = _compiler(path, hit)
                     self._learn(_entry(path, flags), {**hit, "stamp": stamp})
                     continue
-                # questions asked before the engine was imported, of this very binary
-                before = early.driver_stat(path) if early is not None else None
-                taken = early if before is not None and _stamp(before) == stamp else None
-                asking[path] = (stamp, digest, [(taken and taken.take(argv)) or _start(argv)
-                                                for argv in questions(path, flags)])
+                asking[path] = (stamp, digest, [_start([path, *flags, flag])
+                                                for flag in (_version_flag(path), *_QUESTIONS)])
             for path, (stamp, digest, procs) in asking.items():
                 asked, machine, dirs, sysroot = procs
-                if version_flag(path) != FULL_VERSION:
+                if _version_flag(path) != _FULL_VERSION:
                     full_version = _answer(asked)
                 else:  # a gcc older than -dumpfullversion answers nothing: its -dumpversion is whole
                     full_version = _answer(asked, check=False)
@@ -231,11 +227,6 @@ class _ProbeCache:
         write_atomic(self.path, json.dumps(merged), mode=PUBLIC)
 
 
-def _stamp(st: os.stat_result) -> str:
-    """What must stay equal for a driver's cached answers to stand: its (dev, inode, size, mtime)."""
-    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
-
-
 def _read(path: str) -> object:
     """The probe cache file's JSON value: {} when there is none, None when it is not JSON."""
     try:
@@ -260,6 +251,19 @@ def _compiler(path: str, entry: dict) -> Compiler:
     return Compiler(path, entry["version"], entry["target"], entry["digest"], tuple(entry["programs"]), entry["sysroot"])
 
 
+# What a probe asks each driver besides its version, all at once.
+_QUESTIONS = ("-dumpmachine", "-print-search-dirs", "-print-sysroot")
+_FULL_VERSION = "-dumpfullversion"
+
+
+def _version_flag(path: str) -> str:
+    """How a driver is asked its full version: gcc's `-dumpversion` may answer the major alone
+    (`12`), its `-dumpfullversion` the whole (`12.2.0`); clang knows only `-dumpversion`, which
+    answers the whole. Asked the one question that answers; a gcc that does not know
+    `-dumpfullversion` is asked `-dumpversion` after it (`probe`)."""
+    return "-dumpversion" if "clang" in os.path.basename(path) else _FULL_VERSION
+
+
 def _entry(path: str, flags: tuple[str, ...]) -> str:
     """A probe's cache entry: the driver's path, and the flags it was asked with."""
     return " ".join((path, *flags))
@@ -273,10 +277,14 @@ def _program_dirs(search_dirs: str) -> tuple[str, ...]:
     return ()
 
 
-def _start(argv: tuple[str, ...] | list[str]) -> subprocess.Popen:
-    """Ask a compiler about itself (early_probe.ask: in the environment its actions run in)."""
+def _start(argv: list[str]) -> subprocess.Popen:
+    """Ask a compiler about itself in the environment its actions run in (ACTION_ENV): the
+    answer is cached by the binary's stat alone, and the user's `COMPILER_PATH` or
+    `GCC_EXEC_PREFIX` would otherwise put program directories no action searches into it (and
+    into the link key, as the linker it names)."""
     try:
-        return ask(argv)
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=dict(ACTION_ENV))
     except OSError as e:
         raise McppError(f"cannot run `{argv[0]}`: {e.strerror}")
 

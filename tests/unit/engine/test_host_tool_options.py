@@ -9,7 +9,6 @@ from mcpp.engine.build.compose import BuildOptions
 from mcpp.engine.build.host_tools import HOST_TOOL_OVERRIDES, host_tool_options
 from mcpp.engine.package.model import Selection
 from mcpp.engine.core.settings import RemoteFlags, Settings
-from mcpp.engine.toolchain.early_probe import EarlyProbes
 
 
 def users_options(tmp_path) -> BuildOptions:
@@ -19,8 +18,7 @@ def users_options(tmp_path) -> BuildOptions:
     return BuildOptions(cwd=str(tmp_path / "app"), manifest_path=str(tmp_path / "app" / "mcpp.toml"),
                         profile="release", selection=Selection(features=("fast",)), jobs=7, keep_going=True,
                         toolchain="clang", sandbox="dir", target_override=None, settings=settings,
-                        timings="json", trace=str(tmp_path / "trace.json"), executes=True, command_started=1.0,
-                        early_probes=EarlyProbes({}))
+                        timings="json", trace=str(tmp_path / "trace.json"), executes=True, command_started=1.0)
 
 
 def test_every_option_but_the_named_overrides_reaches_a_host_tool_build(tmp_path):
@@ -43,4 +41,4 @@ def test_a_host_tool_build_builds_its_own_package_quietly_into_its_own_directory
                              toolchain="gcc", target_override=str(tmp_path / "host"))
     assert (tool.cwd, tool.manifest_path, tool.toolchain, tool.target_override) == \
         (str(tmp_path / "tool"), None, "gcc", str(tmp_path / "host"))
-    assert (tool.keep_going, tool.timings, tool.trace, tool.early_probes) == (False, None, None, None)
+    assert (tool.keep_going, tool.timings, tool.trace) == (False, None, None)

@@ -109,8 +109,7 @@ def test_home_is_resolved_by_one_function_called_by_the_settings_and_the_two_fas
     assert named == ["engine/core/build_env.py", "engine/core/mcpp_home.py"]  # build_env: its registry entry
     callers = sorted(str(p.relative_to(package)) for p in (package / "engine").rglob("*.py")
                      if re.search(r"\bhome_root\(", p.read_text()))
-    assert callers == ["engine/core/mcpp_home.py", "engine/core/settings.py", "engine/server/paths.py", "engine/state/noop.py",
-                       "engine/toolchain/early_probe.py"]  # the first build's compiler questions (before the engine)
+    assert callers == ["engine/core/mcpp_home.py", "engine/core/settings.py", "engine/server/paths.py", "engine/state/noop.py"]
 
 
 def test_a_cross_build_lays_out_under_target_triple_profile(tmp_path):
