@@ -30,10 +30,8 @@ from ..exec.action_runner import ActionRunner, SandboxRunner
 from ..exec.explain import ExplainLog
 from ..exec.larger_first import larger_first
 from ..exec.pipeline import ActionPipeline, Counters
-from ..exec.remote_exec_runner import remote_exec_jobs, with_remote_execution
 from ..exec.sandbox_warm_up import SandboxWarmUp
 from ..exec.schedule import ScheduleResult, run_graph
-from ..plan import dynamic_trees
 from ..exec.stores import Stores
 from ..manifest.load import display_path
 from ..package.graph import load_graph
@@ -49,10 +47,8 @@ from ..program.driver import ProgramInputs, check_loads, evaluate
 from ..program.paths import PROGRAM_NAME
 from ..report.hidden_files import PackageDirs
 from ..report.reporter import Reporter, Stopwatch
-from ..report.shell_text import pasteable
 from ..state import noop
 from ..state.incremental import BuildState, KeyComputer, ScanCache
-from ..state.unchanged import Knowledge, learn
 from ..toolchain import linker
 from ..toolchain.compilers import Toolchain, resolve_toolchain
 from ..toolchain.cross import resolve_target_toolchain, toolchain_roots
@@ -64,6 +60,7 @@ from .memory import BuildMemory, NoMemory
 
 if TYPE_CHECKING:  # imported by a build that asks for --timings or --trace
     from ..report.timings import TimingsRecorder
+    from ..state.unchanged import Knowledge
 
 
 @dataclass
@@ -197,6 +194,8 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         first_counters = None
         trust_unchanged = True
         if plan.dynamic:  # sources a generator names as it runs: run it, then plan again (dynamic_trees.py)
+            from ..plan import dynamic_trees
+
             first, first_counters = _run_plan(dynamic_trees.subset(plan, dynamic_trees.producers(plan)), graph, layout,
                                  toolchain, opts, reporter, state, scans, runner, stores, policy, memory,
                                  payload_roots=env.roots() + toolchain_roots(toolchain) + system_dirs, top=False,
@@ -490,6 +489,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
             lambda: _make_sandbox(opts.sandbox, str(stores.home.root), reporter, payload_roots)
         runner = SandboxRunner(make, plan.execroot, stage, seen, prestages=policy.stages_inputs)
     executing = stores.remote is not None and stores.remote.execute and isinstance(runner, SandboxRunner)
+    if executing:  # imported only for remote execution
+        from ..exec.remote_exec_runner import remote_exec_jobs, with_remote_execution
     jobs = opts.jobs or (remote_exec_jobs(0) if executing else os.cpu_count() or 1)
     workers, slots = jobs, None
     endpoint = stores.remote_endpoint(reporter.warning)
@@ -521,6 +522,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
             pkg = packages[name]
             reporter.status("Compiling", f"{pkg.name} v{pkg.version} ({_shown_dir(pkg.root)})")
         if reporter.verbose:
+            from ..report.shell_text import pasteable  # only `-v` shows commands
+
             reporter.status("Running", "`" + pasteable(pipeline.by_id[action_id], plan.execroot) + "`")
 
     def before_wait() -> None:  # the scheduler thread is about to wait for a running action
@@ -588,6 +591,8 @@ def _knowledge(result: ScheduleResult, state: BuildState, keys: KeyComputer,
         rec = state.recorded(action_id)
         if rec is not None:
             validated[action_id] = rec[0]
+    from ..state.unchanged import learn  # only a server's build hands knowledge on
+
     produced = {rel: d for rel, d in keys.produced.items() if rel not in absent} if absent else keys.produced
     return learn(state.execroot, validated, produced, keys.settled, keys.tools, keys.proven)
 

@@ -10,17 +10,18 @@ not an engine change. `cfg(accelerator = "x")` is membership by backend name, an
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from .lazy_re import lazy_compile
 
 # The one word of the accelerator vocabulary that is not a backend name: the empty set.
 NONE = "none"
 # Modifier spellings of the portable-form floor: `floor>=` is backend-neutral, `ptx>=` CUDA's.
 FLOOR_SPELLINGS = ("floor", "ptx")
 
-_HEAD = re.compile(r"(?P<name>[A-Za-z][A-Za-z_]*)(?P<version>\d[0-9A-Za-z.]*)?(?:\+\{(?P<archs>[^{}]*)\})?$")
-_MODIFIER = re.compile(r"(?P<kind>[A-Za-z]+)>=(?P<value>\S+)$")
-BACKEND_NAME = re.compile(r"[a-z][a-z_]*$")
+_HEAD = lazy_compile(r"(?P<name>[A-Za-z][A-Za-z_]*)(?P<version>\d[0-9A-Za-z.]*)?(?:\+\{(?P<archs>[^{}]*)\})?$")
+_MODIFIER = lazy_compile(r"(?P<kind>[A-Za-z]+)>=(?P<value>\S+)$")
+BACKEND_NAME = lazy_compile(r"[a-z][a-z_]*$")
 
 
 @dataclass(frozen=True)

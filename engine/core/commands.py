@@ -13,9 +13,9 @@ from __future__ import annotations
 
 COMMANDS: tuple[tuple[str, str, bool], ...] = (
     ("build", "build_cmd", True),
-    ("run", "run_cmd", True),
-    ("test", "test_cmd", True),
-    ("install", "install_cmd", False),
+    ("run", "cli.build_commands:run_cmd", True),
+    ("test", "cli.build_commands:test_cmd", True),
+    ("install", "cli.build_commands:install_cmd", False),
     ("clean", "clean_cmd", False),
     ("new", "new_cmd", False),
     ("init", "init_cmd", False),

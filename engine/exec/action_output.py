@@ -16,11 +16,12 @@ import re
 from mcpp.sandbox import EXECROOT_PLACEHOLDER
 
 from ..core.errors import display_path
+from ..core.lazy_re import lazy_compile
 from ..report.diagnostics import relative_paths_shown
 
 # A path after the placeholder runs until whitespace or a character that ends a path in a
 # diagnostic (`file:line:`, quotes, brackets, a comma).
-_PLACEHOLDER_PATH = re.compile(re.escape(EXECROOT_PLACEHOLDER) + r"(/[^\s:'\"`()\[\]{},;]*)?")
+_PLACEHOLDER_PATH = lazy_compile(re.escape(EXECROOT_PLACEHOLDER) + r"(/[^\s:'\"`()\[\]{},;]*)?")
 
 
 def portable(data: bytes, root_seen: str) -> bytes:

@@ -13,11 +13,11 @@ reading of that shape, shared by the loader and by the fold.
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from . import schema, shape, version_req
 from ..core.errors import ManifestError, Position
+from ..core.lazy_re import lazy_compile
 from ..core.paths import AbsPath
 from ..core.shipped_packages import NAMESPACE as SHIPPED_NAMESPACE, names as shipped_names, shipped_root
 from .model import DependencySpec
@@ -27,7 +27,7 @@ MANIFEST_NAME = "mcpp.toml"
 # The namespace of an index dependency written without one (`greet = "1.2"`).
 INDEX_NAMESPACE = "mcpplibs"
 # An index package's name or namespace: one plain path component (engine/registry/ makes paths of it).
-INDEX_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
+INDEX_NAME = lazy_compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
 DEP_SECTIONS = ("dependencies", "dev-dependencies", "build-dependencies")
 _DEP_KEYS_NORMALIZED = {schema.normalized(k) for k in schema.DEPENDENCY.keys}
 
@@ -150,7 +150,7 @@ def _libs(r: Reader, spec: dict, kp: tuple) -> dict:
 
 
 # What a pkg-config module name or a `-l` library name may be: never a flag or a path.
-_SYSTEM_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}$")
+_SYSTEM_NAME = lazy_compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}$")
 
 
 def _system_dep(r: Reader, kp: tuple, key: str, spec: dict, section_path: tuple,

@@ -169,11 +169,32 @@ def _kind(path: str) -> str | None:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
+# A pattern's last segment that is any name with one literal extension (`*.cpp`).
+_ANY_WITH_EXTENSION = re.compile(r"\*\.([A-Za-z0-9_+-]+)")
+
+
 @lru_cache(maxsize=1024)
 def _union(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One expression full-matching what any of `patterns` matches. Patterns that differ only in
+    the extension of a last segment `*.EXT` (the default source and header globs: fifteen and
+    eleven of them) are one alternative ending in `\\.(?:c|cpp|...)`: the same paths, and an
+    expression a fraction of the size to compile, which every build that expands them does."""
     if not patterns:
         return None
-    return re.compile("|".join(f"(?:{_compile(p).source})" for p in patterns))
+    alternatives: list[str] = []
+    extensions: dict[str, list[str]] = {}  # what precedes the extension -> the extensions
+    for p in patterns:
+        source = _compile(p).source  # each pattern checked, as it is alone
+        segs = [s for s in p.split("/") if s not in ("", ".")]
+        last = _ANY_WITH_EXTENSION.fullmatch(segs[-1])
+        if last is None or "{" in p:
+            alternatives.append(source)
+            continue
+        escaped = re.escape(last.group(1))
+        whole = _translate(segs)
+        extensions.setdefault(whole[: len(whole) - len(escaped)], []).append(escaped)
+    alternatives += [f"{head}(?:{'|'.join(exts)})" for head, exts in extensions.items()]
+    return re.compile("|".join(f"(?:{a})" for a in alternatives))
 
 
 @lru_cache(maxsize=1024)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from . import triples
 from ..core.accel import BACKEND_NAME, NONE, AccelSet
+from ..core.lazy_re import lazy_compile
 
 PREDICATES: dict[str, tuple[str, ...] | None] = {  # name -> accepted values (None: open)
     "os": triples.OSES,
@@ -43,7 +44,7 @@ COMBINATORS = ("all", "any", "not")
 RESOLVED_LAYERS = ("c-abi", "c++-abi", "compiler", "compiler-runtime", "kernel-abi")
 
 MAX_DEPTH = 64
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_+-]*")
+_IDENT = lazy_compile(r"[A-Za-z_][A-Za-z0-9_+-]*")
 
 
 def expected_predicate() -> str:

@@ -34,17 +34,19 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import NoReturn
 
+from ..core.lazy_re import lazy_compile
+
 PathElem = str | int
 KeyPath = tuple[PathElem, ...]
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 # Numbers, booleans, inf/nan and date-times. The first alternative admits the
 # space that may separate a date from its time (`1979-05-27 07:32:00Z`).
-_SCALAR = re.compile(
+_SCALAR = lazy_compile(
     r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:[0-9:.]*(?:[Zz]|[+-]\d{2}:\d{2})?"
     r"|[0-9A-Za-z_+\-.:]+"
 )
-_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|x([0-9A-Fa-f]{2})|(.))", re.S)
+_ESCAPE = lazy_compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|x([0-9A-Fa-f]{2})|(.))", re.S)
 _SIMPLE_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b"}
 
 

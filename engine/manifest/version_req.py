@@ -13,7 +13,9 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-_COMPARATOR = re.compile(r"^(?P<op>>=|<=|>|<|==?|\^|~)?\s*(?P<ver>\d+(?:\.\d+){0,2})$")
+from ..core.lazy_re import lazy_compile
+
+_COMPARATOR = lazy_compile(r"^(?P<op>>=|<=|>|<|==?|\^|~)?\s*(?P<ver>\d+(?:\.\d+){0,2})$")
 
 Version = tuple[int, int, int]
 

@@ -12,14 +12,14 @@ environment). This module validates these tables; engine/payloads/ resolves and 
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from ..core.lazy_re import lazy_compile
 from . import schema, shape
 from .model import PayloadSpec, XlingsSpec
 from .reader import Reader, header
 
-_ADDRESS = re.compile(r"(?:(?P<ns>[A-Za-z0-9_-]+):)?(?P<name>[A-Za-z0-9_.+-]+?)(?:@(?P<version>\S+))?$")
+_ADDRESS = lazy_compile(r"(?:(?P<ns>[A-Za-z0-9_-]+):)?(?P<name>[A-Za-z0-9_.+-]+?)(?:@(?P<version>\S+))?$")
 _DEP_KEYS = {schema.normalized(k) for k in schema.DEPENDENCY.keys} | {"git"}
 
 

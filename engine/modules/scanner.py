@@ -22,6 +22,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from mcpp.engine.core.errors import Position, ScanError
+from mcpp.engine.core.lazy_re import lazy_compile
 
 
 @dataclass(frozen=True)
@@ -46,25 +47,25 @@ class NeedsPreprocessor(ScanError):
         super().__init__(message, pos)
         self.partial = partial
 
-_SPLICE = re.compile(r"\\\r?\n")
+_SPLICE = lazy_compile(r"\\\r?\n")
 # What may open a logical line: whitespace and comments, then a directive `#` or a keyword.
-_HEAD = re.compile(
+_HEAD = lazy_compile(
     r"(?:[ \t\f\v\r]+|//[^\n]*|/\*.*?\*/)*"
     r"(?:(?P<hash>\#)|(?P<kw>export|module|import)(?![\w$]))?",
     re.S,
 )
-_DIRECTIVE = re.compile(r"[ \t\f\v\r]*(\w*)")
-_SPECIAL = re.compile(r"[\n\"'/]")  # outside a line's first token, only these matter
-_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
-_CHAR = re.compile(r"'(?:[^'\\\n]|\\.)*'")
-_RAW = re.compile(r'"([^ ()\\\t\v\f\n"]{0,16})\(.*?\)\1"', re.S)
+_DIRECTIVE = lazy_compile(r"[ \t\f\v\r]*(\w*)")
+_SPECIAL = lazy_compile(r"[\n\"'/]")  # outside a line's first token, only these matter
+_STRING = lazy_compile(r'"(?:[^"\\\n]|\\.)*"')
+_CHAR = lazy_compile(r"'(?:[^'\\\n]|\\.)*'")
+_RAW = lazy_compile(r'"([^ ()\\\t\v\f\n"]{0,16})\(.*?\)\1"', re.S)
 _RAW_PREFIXES = ("R", "u8R", "uR", "UR", "LR")
 # One token of a declaration, after whitespace/comments (declarations may span lines).
-_TOKEN = re.compile(
+_TOKEN = lazy_compile(
     r"(?:\s+|//[^\n]*|/\*.*?\*/)*(?:(?P<tok>[^\W\d]\w*|::|\"(?:[^\"\\\n]|\\.)*\"|.)|$)", re.S
 )
-_IDENT = re.compile(r"[^\W\d]\w*")
-_WRITTEN = re.compile(r"[^;\n]*;?")
+_IDENT = lazy_compile(r"[^\W\d]\w*")
+_WRITTEN = lazy_compile(r"[^;\n]*;?")
 
 _CONDITIONAL = (
     "{} inside a preprocessor conditional is not supported; the module scanner does not run "

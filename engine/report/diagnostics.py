@@ -16,20 +16,21 @@ from dataclasses import replace
 from mcpp.cas.action import Action, ActionKind
 
 from ..core.errors import display_path
+from ..core.lazy_re import lazy_compile
 
 # A path a compiler or linker names: at the start of a line (`a/b.cpp:4:2: error:`,
 # `a/b.cpp: In function`), after "from " (include chains), after `ld: ` and the like. It runs
 # until a character that ends a path in a diagnostic.
-_PATH_TOKEN = re.compile(r"(?:^|(?<=[\s'\"`(])|(?<=\x1b\[K)|(?<=\x1b\[1m)|(?<=\x1b\[m))((?:\.\./)*[\w.+-]+(?:/[\w.+-]+)*)(?=[:,)'\"`]|$)",
+_PATH_TOKEN = lazy_compile(r"(?:^|(?<=[\s'\"`(])|(?<=\x1b\[K)|(?<=\x1b\[1m)|(?<=\x1b\[m))((?:\.\./)*[\w.+-]+(?:/[\w.+-]+)*)(?=[:,)'\"`]|$)",
                          re.MULTILINE)
 # `file:line:col: severity: message` (gcc, clang) and `file:line: severity: message` (tools).
-_DIAGNOSTIC = re.compile(
+_DIAGNOSTIC = lazy_compile(
     r"^(?:\x1b\[[0-9;]*[mK])*(?P<file>[^\s:][^:\n]*?):(?P<line>\d+):(?:(?P<column>\d+):)?(?:\x1b\[[0-9;]*[mK])* "
     r"(?:\x1b\[[0-9;]*[mK])*(?P<severity>fatal error|error|warning|note)(?:\x1b\[[0-9;]*[mK])*: (?P<message>.*)$")
-_SGR = re.compile(r"\x1b\[[0-9;]*[mK]")
+_SGR = lazy_compile(r"\x1b\[[0-9;]*[mK]")
 
 
-_COMPILER = re.compile(r"(?:.*-)?(?:g\+\+|gcc|c\+\+|cc|clang|clang\+\+)(?:-\d+(?:\.\d+)*)?")
+_COMPILER = lazy_compile(r"(?:.*-)?(?:g\+\+|gcc|c\+\+|cc|clang|clang\+\+)(?:-\d+(?:\.\d+)*)?")
 COLOUR_FLAG = "-fdiagnostics-color=always"
 
 
@@ -52,7 +53,7 @@ def plain(text: str) -> str:
 
 def relative_paths_shown(text: str, execroot: str) -> str:
     """`text` with each execroot-relative path of an existing file as the user's path of it."""
-    if not execroot:
+    if not execroot or not text:
         return text
     seen: dict[str, str] = {}
 

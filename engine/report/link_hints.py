@@ -9,13 +9,13 @@ lists them.
 """
 from __future__ import annotations
 
-import re
-
 from mcpp.cas.action import Action, ActionKind
+
+from ..core.lazy_re import lazy_compile
 
 _MAX_LISTED = 8
 # GNU ld / gold / lld: `cannot find -lz`, `unable to find library -lz`
-_MISSING_LIB = re.compile(r"(?:cannot find|unable to find library) -l([^\s:]+)")
+_MISSING_LIB = lazy_compile(r"(?:cannot find|unable to find library) -l([^\s:]+)")
 
 
 def link_hint(a: Action, output: str, prereqs: tuple[str, ...]) -> str | None:

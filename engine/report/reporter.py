@@ -11,21 +11,21 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import threading
 import time
 from contextlib import contextmanager
 from json.encoder import encode_basestring_ascii as _quoted
 
+from ..core.lazy_re import lazy_compile
 
 # Control characters other than newline and tab: in a manifest value, a build program's warning,
 # an action id or a tool's output they would reach the terminal, which obeys them (set the
 # window title, move the cursor, hide text). mcpp's own text shows them escaped instead.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
+_CONTROL = lazy_compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
 # What a compiler's coloured diagnostics contain (colour on and off, erase to end of line):
 # the only sequences compiler output keeps on its way to the terminal.
-_SGR = re.compile(r"\x1b\[[0-9;]*[mK]")
+_SGR = lazy_compile(r"\x1b\[[0-9;]*[mK]")
 
 
 def escaped(text: str) -> str:

@@ -25,11 +25,13 @@ import importlib
 import json
 import os
 import pickle
+import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 
 from . import known_watch, plan_memo, state_memo
 from ..build.build_outputs import compile_commands_json
+from ..core.lazy_re import compile_deferred
 from ..plan.model import Plan
 from ..state.unchanged import Knowledge
 from .child_memory import ChildMemory, HandOff
@@ -38,7 +40,8 @@ from .watcher import StatScan, make_watcher
 
 # Imported lazily by the command line on the paths a build takes; the server pays once.
 _MODULES = (
-    "mcpp.engine.cli.app", "mcpp.engine.build.compose", "mcpp.engine.cli.run", "mcpp.engine.cli.run_tests",
+    "mcpp.engine.cli.app", "mcpp.engine.cli.build_commands", "mcpp.engine.build.compose", "mcpp.engine.cli.run",
+    "mcpp.engine.cli.run_tests",
     "mcpp.engine.exec.pipeline", "mcpp.engine.exec.schedule", "mcpp.engine.plan.planner", "mcpp.engine.program.driver",
     "mcpp.engine.modules.scanner", "mcpp.engine.plan.include_scan", "mcpp.sandbox", "mcpp.cas.statcache",
     "blake3", "zstandard",
@@ -53,11 +56,14 @@ _KEPT = 8  # requests remembered (build/run/test, dev/release, a couple of featu
 
 
 def preload(names: tuple[str, ...] = _MODULES) -> None:
+    """Import `names`, then compile the engine's deferred expressions (engine/core/lazy_re.py): a
+    build child that meets one takes it compiled from the server."""
     for name in names:
         try:
             importlib.import_module(name)
         except ImportError:
             pass
+    compile_deferred([module for name, module in list(sys.modules.items()) if name.startswith("mcpp.")])
 
 
 def preload_later() -> None:

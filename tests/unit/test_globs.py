@@ -384,3 +384,23 @@ def test_a_selected_name_that_is_not_utf8_is_named_with_its_bytes_escaped(tmp_pa
     with pytest.raises(ManifestError, match=r"file name `src/\\xff.cpp` is not UTF-8"):
         expand(root, ["src/*.cpp"])
     assert expand(root, ["src/a.*"]) == ["src/a.cpp"]
+
+
+def test_the_union_of_patterns_differing_in_their_extension_is_one_alternative_matching_the_same_paths():
+    """The default source and header globs (fifteen and eleven `src/**/*.EXT`) compile as one
+    expression each, a fraction of the size, matching exactly what the patterns match alone."""
+    import re
+
+    from mcpp.engine.core.conventions import DEFAULT_GLOBS, HEADER_GLOBS
+    from mcpp.engine.manifest.globs import _compile, _union
+
+    mixed = ("src/**/*.c", "src/**/*.C", "include/*.h", "a/{b,c}/*.cpp", "x/**", "lib/*.c++", "*.cpp", "src/*.c")
+    paths = ["src/a.c", "src/x/y.cpp", "src/.h/a.c", "src/.a.c", "src/a.C", "src/a.cppm", "src/a.c.bak",
+             "src/a/b/c.hpp", "include/a.h", "include/x/a.h", "a/b/x.cpp", "a/d/x.cpp", "x/q", "lib/a.c++",
+             "lib/b/a.c++", "a.cpp", "src/a.h++", "src/a.s", "src/a.sx", "src/x", "src/a.cxxm", "src/a.", "src/.c"]
+    for patterns in (tuple(DEFAULT_GLOBS), tuple(HEADER_GLOBS), mixed):
+        alone = [re.compile(_compile(p).source) for p in patterns]
+        union = _union(patterns)
+        for path in paths:
+            assert bool(union.fullmatch(path)) == any(r.fullmatch(path) for r in alone), (patterns, path)
+    assert len(_union(tuple(DEFAULT_GLOBS)).pattern) < 3 * len(_compile(DEFAULT_GLOBS[0]).source)  # not fifteen

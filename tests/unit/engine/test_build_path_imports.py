@@ -31,6 +31,11 @@ NOT_ON_THE_BUILD_PATH = {
     "mcpp.engine.package.program_result",  # a build program's result: only where a package has a build.star
     # a dependency's prebuilt artifacts, host tools: only where a manifest declares them (engine/build/compose.py)
     "mcpp.engine.build.prebuilt", "mcpp.engine.build.host_tools",
+    # `run`, `test` and `install`: their click commands (each with build's forty options) are made
+    # when one of them is looked up (engine/core/commands.py)
+    "mcpp.engine.cli.build_commands",
+    # remote execution, generated source trees, `-v`'s command lines: only the builds that use them
+    "mcpp.engine.exec.remote_exec_runner", "mcpp.engine.plan.dynamic_trees", "mcpp.engine.report.shell_text",
 }
 
 
@@ -55,3 +60,22 @@ print(json.dumps(sorted(sys.modules)))
 """)
     assert "mcpp.engine.cli.cache" in loaded
     assert "mcpp.engine.cli.publish" not in loaded
+
+
+def test_importing_the_command_line_compiles_none_of_the_expressions_a_plain_build_does_not_use():
+    """engine/core/lazy_re.py: the module scanner's, the diagnostics parser's, the accelerator
+    grammar's and the index dependencies' expressions wait for their first use."""
+    compiled = _loaded("""
+import json, sys
+import mcpp.engine.cli.app
+from mcpp.engine.core import accel
+from mcpp.engine.manifest import deps, version_req
+from mcpp.engine.modules import scanner
+from mcpp.engine.report import diagnostics, link_hints
+deferred = {"scanner._HEAD": scanner._HEAD, "scanner._TOKEN": scanner._TOKEN,
+            "diagnostics._DIAGNOSTIC": diagnostics._DIAGNOSTIC, "diagnostics._PATH_TOKEN": diagnostics._PATH_TOKEN,
+            "accel._HEAD": accel._HEAD, "deps.INDEX_NAME": deps.INDEX_NAME,
+            "version_req._COMPARATOR": version_req._COMPARATOR, "link_hints._MISSING_LIB": link_hints._MISSING_LIB}
+print(json.dumps(sorted(name for name, p in deferred.items() if "match" in getattr(p, "__dict__", {"match": p}))))
+""")
+    assert compiled == set()
