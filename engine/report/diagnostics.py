@@ -17,6 +17,7 @@ from mcpp.cas.action import Action, ActionKind
 
 from ..core.errors import display_path
 from ..core.lazy_re import lazy_compile
+from .reporter import SGR as _SGR
 
 # A path a compiler or linker names: at the start of a line (`a/b.cpp:4:2: error:`,
 # `a/b.cpp: In function`), after "from " (include chains), after `ld: ` and the like. It runs
@@ -27,7 +28,6 @@ _PATH_TOKEN = lazy_compile(r"(?:^|(?<=[\s'\"`(])|(?<=\x1b\[K)|(?<=\x1b\[1m)|(?<=
 _DIAGNOSTIC = lazy_compile(
     r"^(?:\x1b\[[0-9;]*[mK])*(?P<file>[^\s:][^:\n]*?):(?P<line>\d+):(?:(?P<column>\d+):)?(?:\x1b\[[0-9;]*[mK])* "
     r"(?:\x1b\[[0-9;]*[mK])*(?P<severity>fatal error|error|warning|note)(?:\x1b\[[0-9;]*[mK])*: (?P<message>.*)$")
-_SGR = lazy_compile(r"\x1b\[[0-9;]*[mK]")
 
 
 _COMPILER = lazy_compile(r"(?:.*-)?(?:g\+\+|gcc|c\+\+|cc|clang|clang\+\+)(?:-\d+(?:\.\d+)*)?")

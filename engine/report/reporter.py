@@ -24,8 +24,9 @@ from ..core.lazy_re import lazy_compile
 # window title, move the cursor, hide text). mcpp's own text shows them escaped instead.
 _CONTROL = lazy_compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
 # What a compiler's coloured diagnostics contain (colour on and off, erase to end of line):
-# the only sequences compiler output keeps on its way to the terminal.
-_SGR = lazy_compile(r"\x1b\[[0-9;]*[mK]")
+# the only sequences compiler output keeps on its way to the terminal (report/diagnostics.py
+# removes them for plain text).
+SGR = lazy_compile(r"\x1b\[[0-9;]*[mK]")
 
 
 def escaped(text: str) -> str:
@@ -35,8 +36,8 @@ def escaped(text: str) -> str:
 
 def tool_output(text: str) -> str:
     """A tool's output as shown: its colours kept, every other control sequence escaped."""
-    parts = _SGR.split(text)
-    colours = _SGR.findall(text)
+    parts = SGR.split(text)
+    colours = SGR.findall(text)
     out = [escaped(parts[0])]
     for colour, part in zip(colours, parts[1:]):
         out += [colour, escaped(part)]
