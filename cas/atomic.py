@@ -13,10 +13,14 @@ moment, so a crash or a SIGKILL leaves nothing behind to sweep, and there is no 
 for; a name that already exists means another writer published the same bytes first, which is
 success. Where the file system lacks `O_TMPFILE`, a named temp file is linked instead.
 
-Temp files are named `.tmp-<random hex>-<count>` (`TMP_PREFIX`): directory scans of the stores
-skip dot files, and `mcpp cache gc` sweeps abandoned ones by that prefix. The random part is drawn
-once per process (again in a forked child) and the count is the process's own, so naming a temp
-file costs no system call; creating it with `O_EXCL` (or linking to it) still settles a clash.
+Temp files are named `.tmp-<random hex>...` (`TMP_PREFIX`): directory scans of the stores skip
+dot files, and `mcpp cache gc` sweeps abandoned ones by that prefix. A file `temp_file` creates is
+named `.tmp-<random hex>-<count>`: the random part is drawn once per process (again in a forked
+child) and the count is the process's own, so naming it costs no system call (a restore names two
+per action). That name can be guessed from an earlier one, which is safe only because `temp_file`
+creates it with `O_EXCL`: a name someone else took, a planted symlink included, is skipped, never
+opened. `temp_name` hands out a name the caller fills itself (a copy, an install's open()), which
+may follow a symlink: each of those is random on its own, as no earlier name tells it.
 
 Nothing here calls `fsync`: every file written this way is a cache or a record whose loss or
 damage after a power cut is detected on read (a digest mismatch, a format error) and costs a
@@ -50,7 +54,7 @@ _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
 
 class _TempNames:
-    """This process's temporary names: its random prefix and its count."""
+    """The names of this process's `temp_file`s: its random prefix and its count."""
 
     def __init__(self) -> None:
         self.draw()
@@ -82,8 +86,9 @@ def temp_file(directory: str, mode: int = PRIVATE) -> tuple[int, str]:
 
 def temp_name(directory: str) -> str:
     """A temporary name in `directory` that is not created here, for `os.link` (which needs a
-    free name); the random part keeps concurrent callers apart. Same prefix as `temp_file`."""
-    return _NAMES.path(directory)
+    free name) or a copy; random on its own (see the module docstring: a caller's open may follow
+    a link planted under a name it could guess), which also keeps concurrent callers apart."""
+    return os.path.join(directory, TMP_PREFIX + os.urandom(6).hex())
 
 
 _TMPFILE = getattr(os, "O_TMPFILE", 0)

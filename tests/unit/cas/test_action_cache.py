@@ -36,6 +36,14 @@ def test_round_trip(ac, home):
     assert os.listdir(os.path.join(home.ac, KEY[:2])) == [KEY[2:]]  # no temp left behind
 
 
+def test_an_entry_is_written_with_the_inputs_key_older_readers_require():
+    """The keyed inputs live in the build's explain log, not in the store; the format-1 key
+    `in` is still written (empty), since readers of that format require it."""
+    import json
+
+    assert json.loads(entry().to_json())["in"] == {}
+
+
 def test_entry_without_streams(ac):
     e = ActionEntry(outputs={}, exit_code=1)
     ac.put(KEY, e)

@@ -101,31 +101,73 @@ def test_publish_never_shows_a_temporary_name(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == ["blob"]
 
 
-def test_temp_names_are_unique_in_a_process_and_drawn_again_after_a_fork(tmp_path):
-    """A temp name costs no system call (a per-process random part and a count): names never
+def test_temp_file_names_are_unique_in_a_process_and_drawn_again_after_a_fork(tmp_path):
+    """A temp file's name costs no system call (a per-process random part and a count): names never
     repeat within a process, across its threads, or between it and a child it forks."""
     import threading
 
-    from mcpp.cas.atomic import TMP_PREFIX, temp_name
+    from mcpp.cas.atomic import temp_file
 
     names: list[str] = []
-    threads = [threading.Thread(target=lambda: names.extend(temp_name(str(tmp_path)) for _ in range(2000)))
-               for _ in range(4)]
+
+    def make() -> None:
+        for _ in range(500):
+            fd, path = temp_file(str(tmp_path))
+            os.close(fd)
+            names.append(path)
+
+    threads = [threading.Thread(target=make) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert len(set(names)) == len(names) == 8000
+    assert len(set(names)) == len(names) == 2000
     assert all(os.path.basename(n).startswith(TMP_PREFIX) for n in names)
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: its first name, to the parent
-        os.write(write, temp_name(str(tmp_path)).encode())
+        fd, path = temp_file(str(tmp_path))
+        os.write(write, path.encode())
         os._exit(0)
     os.close(write)
     os.waitpid(pid, 0)
     child = os.read(read, 4096).decode()
     os.close(read)
-    mine = temp_name(str(tmp_path))
+    fd, mine = temp_file(str(tmp_path))
+    os.close(fd)
     prefix = lambda name: os.path.basename(name).rsplit("-", 1)[0]  # noqa: E731
     assert child not in names and prefix(child) != prefix(mine)
+
+
+def test_a_symlink_planted_at_the_next_temp_file_name_is_skipped_not_written_through(tmp_path):
+    """The attack on a guessable name: whoever saw one temp file's name plants a symlink under
+    the next one, aimed at a file of their choosing. `temp_file` creates with O_EXCL: it takes
+    another name, and neither the link nor its target is touched."""
+    from mcpp.cas.atomic import temp_file
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    work = tmp_path / "work"
+    work.mkdir()
+    fd, first = temp_file(str(work))
+    os.close(fd)
+    head, count = first.rsplit("-", 1)
+    planted = f"{head}-{int(count, 16) + 1:x}"
+    os.symlink(victim, planted)
+    fd, second = temp_file(str(work))
+    try:
+        os.write(fd, b"attacker-chosen? no: mine")
+    finally:
+        os.close(fd)
+    assert second not in (first, planted)
+    assert victim.read_bytes() == b"precious" and os.path.islink(planted)
+
+
+def test_temp_name_is_not_guessable_from_the_one_before(tmp_path):
+    """`temp_name`'s caller may open the name without O_EXCL (a copy, an install): each name is
+    random on its own, sharing nothing with the one before but the prefix."""
+    from mcpp.cas.atomic import temp_name
+
+    names = [os.path.basename(temp_name(str(tmp_path)))[len(TMP_PREFIX):] for _ in range(50)]
+    assert len(set(names)) == 50
+    assert len({n[:6] for n in names}) > 40  # no shared random part
