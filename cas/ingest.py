@@ -138,8 +138,10 @@ class Ingest:
             self._run(label, job)
             return
         if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="mcpp-ingest", daemon=True)
-            self._thread.start()
+            # Kept only once started: a Ctrl-C in between must leave `_stop` nothing it cannot join.
+            thread = threading.Thread(target=self._loop, name="mcpp-ingest", daemon=True)
+            thread.start()
+            self._thread = thread
         self._queue.put((label, job))
 
     def wait(self) -> list[tuple[str, BaseException]]:

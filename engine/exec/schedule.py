@@ -75,10 +75,12 @@ class _Lanes:
         if not self._threads:
             # Queued first: the first lane takes the action as soon as it runs, while the
             # others are still starting.
-            self._threads = [threading.Thread(target=self._run, name=f"mcpp-lane-{n}", daemon=True)
-                             for n in range(self._jobs)]
-            for t in self._threads:
+            # Each thread is listed only once started: a Ctrl-C between two starts must leave
+            # `close` nothing it cannot join.
+            for n in range(self._jobs):
+                t = threading.Thread(target=self._run, name=f"mcpp-lane-{n}", daemon=True)
                 t.start()
+                self._threads.append(t)
 
     def settled(self, action_id: str) -> None:
         """The scheduling thread has finished `action_id` (and stopped the build if it must)."""

@@ -160,3 +160,26 @@ def test_an_action_satisfied_on_the_scheduling_thread_needs_no_lane(monkeypatch)
                        finish=lambda i, outcome: i != "c", here=lambda i: None if i == "e" else "restored",
                        keep_going=True)
     assert ran == ["e"] and result.failed == ["c"] and result.skipped == ["d"]
+
+
+def test_a_ctrl_c_between_two_lane_starts_reaches_the_caller_as_itself(monkeypatch):
+    """A KeyboardInterrupt while the lanes are being started (the CI failure: it landed between
+    the first and second `start`) must reach the caller as a KeyboardInterrupt, not as
+    "cannot join thread before it is started" from the clean-up."""
+    real = threading.Thread.start
+    calls = []
+
+    def start(self):
+        calls.append(self.name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    try:
+        run(jobs=2)
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the interrupt was swallowed")
+    assert calls == ["mcpp-lane-0", "mcpp-lane-1"]

@@ -58,3 +58,20 @@ def test_abandon_lets_the_running_job_finish_and_drops_the_rest():
     threading.Timer(0.1, release.set).start()
     ingest.abandon()
     assert seen == ["first"]
+
+
+def test_a_ctrl_c_as_the_thread_starts_leaves_abandon_nothing_to_trip_on(monkeypatch):
+    """A KeyboardInterrupt inside `Thread.start` (the thread never ran) must not turn the
+    clean-up's `abandon` into "cannot join thread before it is started"."""
+    def start(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    ingest = Ingest()
+    try:
+        ingest.submit("a", lambda: None)
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the interrupt was swallowed")
+    ingest.abandon()
