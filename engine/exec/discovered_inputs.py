@@ -40,7 +40,8 @@ def discovered_from(deps: Iterable[str], execroot: str, declared: set[str],
         if files_outside is not None:
             known = files_outside.get(dep)
             if known is not None:
-                out.setdefault(known)
+                if known not in declared:  # as below: another action's discovery, this one's input
+                    out.setdefault(known)
                 continue
         path = os.path.normpath(dep if dep.startswith("/") else prefix + dep)
         inside = path.startswith(prefix)

@@ -57,3 +57,13 @@ def test_a_file_outside_the_build_is_stat_once_per_build(tree, tmp_path):
     # files of the build are always looked at
     (root / "include" / "h.hpp").unlink()
     assert discovered_inputs("c.o: include/h.hpp\n", str(root), set(), seen) == ()
+
+
+def test_a_file_another_compile_discovered_is_left_out_where_it_is_declared(tree):
+    """The build's memo answers for a file a second time without skipping what the second
+    action declares: the discovered set does not depend on which compile ran first."""
+    root, outside = tree
+    seen: dict[str, str] = {}
+    assert discovered_inputs(f"a.o: {outside}\n", str(root), set(), seen) == (str(outside),)
+    assert discovered_inputs(f"b.o: {outside}\n", str(root), {str(outside)}, seen) == ()
+    assert discovered_inputs(f"b.o: {outside}\n", str(root), {str(outside)}) == ()  # as without the memo
