@@ -478,10 +478,10 @@ class ActionPipeline:
             platform = self.keys.platform_of(a)
             if self.trust.uploads(platform):  # a result the sandbox cannot prove stays here (engine/trust/policy.py)
                 self.remote.upload(a, platform, self.remote_keys[a.id][1], inputs, discovered, entry)
-        self.state.record(a.id, key, discovered, {o: str(d) for o, d in outcome.outputs.items()})
+        outputs = {o: str(d) for o, d in outcome.outputs.items()}
+        self.state.record(a.id, key, discovered, outputs)
         origin = event_origin("executed", None, res.worker if res is not None else "")
-        self.explain.record(a, key, inputs, self.keys, origin=origin,
-                            outputs={o: str(d) for o, d in outcome.outputs.items()})
+        self.explain.record(a, key, inputs, self.keys, origin=origin, outputs=outputs)
         self.counters.executed += 1
         self._event(a, "executed", exit_code=0, duration=round(res.duration, 3), origin=origin,
                     **({"worker": res.worker} if res.worker else {}))
