@@ -36,13 +36,19 @@ def _load_libc():
 _LIBC = _load_libc()
 
 
+def prepare() -> None:
+    """What a build child does first, before it knows its request (a spare does it ahead,
+    server/spare.py): a process group of its own, apart from the server and its other builds,
+    and its end when the server's."""
+    os.setpgid(0, 0)
+    _die_with_server()
+
+
 def run(request: dict, fds: list[int], command: Callable[[list[str]], None],
         ready: Callable[[], None] | None = None) -> int:
-    """Become the client's `mcpp` process, run `command(argv)`; the exit status. `ready()`
-    runs once the process is the client's, just before the command."""
-    os.setpgid(0, 0)  # a group of its own, apart from the server and its other builds
+    """Become the client's `mcpp` process (once `prepare`d), run `command(argv)`; the exit
+    status. `ready()` runs once the process is the client's, just before the command."""
     server = os.getppid()
-    _die_with_server()
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target, inheritable=True)
     for fd in fds:

@@ -57,6 +57,15 @@ class ChildMemory:
         if given is not None and given.sandbox is not None and given.changed:
             self._early = SandboxWarmUp(given.sandbox)
 
+    def adopt_sandbox(self, early: SandboxWarmUp) -> None:
+        """A sandbox begun before the request came (a spare's, server/spare.py): kept for a
+        build that will probably run something, which takes it when it wants the same
+        (`sandbox`); closed after the reply otherwise."""
+        if self._early is None and self.likely_work():
+            self._early = early
+        else:
+            self.tasks.later(early.close)
+
     # -- the build's (BuildMemory) ------------------------------------------------------------
 
     def open_state(self, stat_cache: str, action_state: str, execroot: str, scan_cache: str):

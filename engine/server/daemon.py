@@ -43,10 +43,12 @@ from typing import Callable
 from mcpp.sandbox.lineage import inside_action
 
 from . import child, limits, protocol, registry
+from . import spare as spares
 from ..core.config_file import ConfigError
 from .child_memory import ChildMemory
 from .noop_watch import NoopWatch
 from .paths import Unsafe, lock_path, socket_path
+from .spare import Spare
 from .source_watch import SourceWatch
 
 _TICK_S = 5.0
@@ -99,7 +101,11 @@ class Server:
         self.version = protocol.version()
         self.started = time.time()
         self.builds_served = 0
+        self.builds_from_spare = 0
         self.noops_answered = 0
+        # the build child forked ahead of the next request (spare.py), and those ended, not yet reaped
+        self.spare: Spare | None = None
+        self.spares_ending: list[Spare] = []
         self.noops = NoopWatch()
         if hooks is not None:
             hooks.share(self.noops)
@@ -183,6 +189,8 @@ class Server:
                     self.log(traceback.format_exc())
             if not events and self.later:
                 self._run_later(1)
+            if not self.later:
+                self._keep_spare()
             self._reap_polled()
             if not self.stopping and self._gone():
                 self.log("workspace, home or installed sources changed: exiting")
@@ -199,7 +207,7 @@ class Server:
                 self.log(traceback.format_exc())
 
     def _timeout(self) -> float:
-        if any(b.pidfd is None for b in self.running.values()):
+        if any(b.pidfd is None for b in self.running.values()) or any(s.pidfd is None for s in self.spares_ending):
             return 0.05
         if not self.accepting and not self.stopping:
             return max(0.0, min(_TICK_S, self.paused_until - time.monotonic()))
@@ -254,6 +262,7 @@ class Server:
             return
         self._accept(False)
         self.stopping = True
+        self._end_spare()
         self.listener.close()
         if self.lock is not None:
             try:
@@ -359,8 +368,10 @@ class Server:
 
     def status(self) -> dict:
         self._run_later()  # what the server holds once every finished build is taken in
+        self._keep_spare()  # ... and the spare it then keeps
         info = {"pid": os.getpid(), "version": self.version, "root": self.root, "home": self.home,
                 "uptime_s": round(time.time() - self.started, 1), "builds": self.builds_served,
+                "builds_from_spare": self.builds_from_spare, "spare_pid": self.spare.pid if self.spare else 0,
                 "noops_answered": self.noops_answered, "noops_from_watch": self.noops.answered_from_watch,
                 "running": len(self.running), "idle_s": self.info()["idle_s"], "idle_exit_s": self.limits.idle_s,
                 "max_servers": self.limits.max_servers, "memory_kb": _rss_kb()}
@@ -409,6 +420,8 @@ class Server:
                 self.hooks.before_fork(request)
             except Exception:  # noqa: BLE001 - the warm state is an optimisation; the build runs anyway
                 self.log(traceback.format_exc())
+        if self._hand_to_spare(conn, request, fds):
+            return
         done_r, done_w = os.pipe2(os.O_CLOEXEC)
         pid = os.fork()
         if pid == 0:
@@ -416,19 +429,14 @@ class Server:
             # full one would walk (and write to, copying each page) the server's whole heap. What
             # the build makes is collected as usual; the server's own collector is untouched.
             gc.freeze()
+            code = 1
             try:
                 memory = self._in_child()
                 conn.close()
                 os.close(done_r)
-                command = functools.partial(self.command, memory=memory, started=request["began"])
-                code = child.run(request, fds, command,
-                                 self.hooks.child_ready if self.hooks else None)
-                # The build is over for the user (its output flushed): the client gets its exit
-                # status now, not after the hand-off below and this process's teardown.
-                os.write(done_w, bytes([code & 0xFF]))
-                if self.hooks is not None:
-                    self.hooks.child_done()
-                memory.run_after_reply(self.log)
+                child.prepare()
+                code = self._build_here(memory, request, fds, done_w,
+                                        self.hooks.child_ready if self.hooks else None)
             except BaseException:  # noqa: BLE001 - the child could not become the client's process:
                 # die as a crash does, so the client warns once and builds in process
                 self.log(traceback.format_exc())
@@ -437,19 +445,117 @@ class Server:
         os.close(done_w)
         if self.hooks is not None:
             self.hooks.forked(pid)
-        self.builds_served += 1
-        self.later.extend(self.after_first_build)
-        self.after_first_build = ()
         try:
             pidfd = os.pidfd_open(pid)
         except (AttributeError, OSError):
             pidfd = None
-        build = _Build(conn, pid, pidfd, done_r, request=request)
-        self.running[pid] = build
-        self.selector.register(conn, selectors.EVENT_READ, ("client", build))
-        self.selector.register(done_r, selectors.EVENT_READ, ("done", build))
+        self._track(_Build(conn, pid, pidfd, done_r, request=request))
+
+    def _build_here(self, memory: ChildMemory, request: dict, fds: list[int], done_w: int,
+                    ready: Callable[[], None] | None) -> int:
+        """In a build child (forked for the request, or the spare it was handed to): run the
+        build as the client's process, report its exit status, then what is left."""
+        command = functools.partial(self.command, memory=memory, started=request["began"])
+        code = child.run(request, fds, command, ready)
+        # The build is over for the user (its output flushed): the client gets its exit
+        # status now, not after the hand-off below and this process's teardown.
+        os.write(done_w, bytes([code & 0xFF]))
+        if self.hooks is not None:
+            self.hooks.child_done()
+        memory.run_after_reply(self.log)
+        return code
+
+    def _track(self, build: _Build) -> None:
+        """A build child has the request: its exit, exit status and client are watched."""
+        self.builds_served += 1
+        self.later.extend(self.after_first_build)
+        self.after_first_build = ()
+        self.running[build.pid] = build
+        self.selector.register(build.conn, selectors.EVENT_READ, ("client", build))
+        self.selector.register(build.done, selectors.EVENT_READ, ("done", build))
+        if build.pidfd is not None:
+            self.selector.register(build.pidfd, selectors.EVENT_READ, ("exited", build))
+
+    # -- the spare build child (spare.py) -----------------------------------------------------
+
+    def _hand_to_spare(self, conn: socket.socket, request: dict, fds: list[int]) -> bool:
+        """Give the request to the spare when its memory is still the server's; False: fork."""
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return False
+        if self.hooks is None or spare.generation != self.hooks.generation \
+                or not spare.hand(request, fds, self.hooks.changes):
+            self._end(spare)
+            return False
+        spare.sock.close()
+        if spare.pidfd is not None:
+            self.selector.unregister(spare.pidfd)
+        self.builds_from_spare += 1
+        self.hooks.forked(spare.pid)
+        self._track(_Build(conn, spare.pid, spare.pidfd, spare.done, request=request))
+        return True
+
+    def _keep_spare(self) -> None:
+        """While nothing is running, waiting or left to do: a spare whose memory is the
+        server's. Only once a build was served (a server nobody builds with keeps none)."""
+        if self.spare is not None and (self.hooks is None or self.spare.generation != self.hooks.generation):
+            self._end_spare()
+        if self.spare is not None or self.hooks is None or not self.builds_served or self.stopping \
+                or self.running or self.later or self.intakes:
+            return
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        done_r, done_w = os.pipe2(os.O_CLOEXEC)
+        generation = self.hooks.generation
+        pid = os.fork()
+        if pid == 0:
+            gc.freeze()  # as a forked build child (`_start_build`)
+            code = 1
+            try:
+                ours.close()
+                os.close(done_r)
+                self._drop_descriptors()
+                child.prepare()
+                self.hooks.in_spare()
+                try:
+                    request, fds, changes = spares.wait(theirs)
+                except spares.Ended:
+                    self.hooks.end_spare()
+                    os._exit(0)
+                code = self._build_here(self.hooks.spare_memory(changes), request, fds, done_w, None)
+            except BaseException:  # noqa: BLE001 - as a forked build child that could not start
+                self.log(traceback.format_exc())
+                os.kill(os.getpid(), signal.SIGKILL)
+            os._exit(code)
+        theirs.close()
+        os.close(done_w)
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            pidfd = None
+        self.spare = Spare(pid, pidfd, ours, done_r, generation)
         if pidfd is not None:
-            self.selector.register(pidfd, selectors.EVENT_READ, ("exited", build))
+            self.selector.register(pidfd, selectors.EVENT_READ, ("spare_exited", self.spare))
+
+    def _end_spare(self) -> None:
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            self._end(spare)
+
+    def _end(self, spare: Spare) -> None:
+        """End a spare that got no request; it is reaped when it has exited."""
+        spare.end()
+        self.spares_ending.append(spare)
+
+    def _on_spare_exited(self, pidfd, spare: Spare) -> None:
+        """A spare exited: one ended, or one that died waiting (then the next request forks)."""
+        if spare is self.spare:
+            self.spare = None
+            spare.end()
+        else:
+            self.spares_ending.remove(spare)
+        self.selector.unregister(pidfd)
+        os.close(pidfd)
+        os.waitpid(spare.pid, 0)
 
     def _answer_noop(self, request: dict, fds: list[int]) -> bool:
         """Print the `Finished` line of a no-op for the client (on its stderr, as every status
@@ -467,9 +573,16 @@ class Server:
         return text is not None
 
     def _in_child(self) -> ChildMemory:
-        """Drop every descriptor the server holds, so no build keeps the socket name bound or
-        a client's connection open after the server is gone; the build's memory (warm.py, or
+        """Drop the server's descriptors (`_drop_descriptors`); the build's memory (warm.py, or
         one given nothing when the server keeps no warm state)."""
+        self._drop_descriptors()
+        if self.hooks is not None:
+            return self.hooks.in_child()
+        return ChildMemory(None, {})
+
+    def _drop_descriptors(self) -> None:
+        """In a child: close every descriptor the server holds, so no build keeps the socket
+        name bound or a client's connection open after the server is gone."""
         self.selector.close()
         self.noops.close()
         self.sources.close()
@@ -486,9 +599,9 @@ class Server:
                 os.close(build.pidfd)
             if build.done is not None:
                 os.close(build.done)
-        if self.hooks is not None:
-            return self.hooks.in_child()
-        return ChildMemory(None, {})
+        for spare in self.spares_ending:
+            if spare.pidfd is not None:
+                os.close(spare.pidfd)
 
     def _on_noop_watch(self, _fd, _data) -> None:
         self.noops.drain()
@@ -546,6 +659,9 @@ class Server:
     def _reap_polled(self) -> None:
         for build in [b for b in self.running.values() if b.pidfd is None]:
             self._finish(build, block=False)
+        for spare in [s for s in self.spares_ending if s.pidfd is None]:
+            if os.waitpid(spare.pid, os.WNOHANG)[0]:
+                self.spares_ending.remove(spare)
 
     def _finish(self, build: _Build, block: bool = True) -> None:
         pid, status = os.waitpid(build.pid, 0 if block else os.WNOHANG)

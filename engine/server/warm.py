@@ -34,6 +34,7 @@ from ..build.build_outputs import compile_commands_json
 from ..core.lazy_re import compile_deferred
 from ..plan.model import Plan
 from ..state.unchanged import Knowledge
+from ..exec.sandbox_warm_up import SandboxWarmUp
 from .child_memory import ChildMemory, HandOff
 from .paths import server_dir
 from .watcher import StatScan, make_watcher
@@ -108,6 +109,13 @@ class Hooks:
         self._given: plan_memo.Given | None = None  # for the child about to be forked
         self.memory: ChildMemory | None = None  # in a build child: its memory
         self.files_watch = None  # the daemon's NoopWatch (`share`): keeps the knowledge's files proven
+        # Counts each change of what is kept between builds (entries, states, proofs): a spare
+        # child (spare.py) forked at another count holds memory the server no longer has.
+        self.generation = 0
+        self.changes: tuple | None = None  # `before_fork`'s, for a spare (`given`)
+        # the sandbox settings of the last build that succeeded: the one a spare starts ahead
+        self.last_sandbox: tuple | None = None
+        self._spare_sandbox: SandboxWarmUp | None = None  # in a spare: the sandbox it began
 
     def share(self, files_watch) -> None:
         self.files_watch = files_watch
@@ -123,20 +131,40 @@ class Hooks:
     def before_fork(self, request: dict) -> None:
         self._next = None
         self._given = None
+        self.changes = None
         key = request_key(request)
         token = self.watcher.token()
-        held = self.entries.get(key)
-        if held is not None:
-            changes = self.watcher.since(held.token)
-            if changes.everything:
-                self._forget(key)
-            else:
-                proven = known_watch.given(self.files_watch, held.proof) if held.proof is not None else None
-                self._given = plan_memo.Given(held.entry, changes.files, held.knowledge, held.globs,
-                                                  held.watched, proven, held.sandbox)
+        self.changes = self._changes(key)
+        self._given = self.given(self.changes)
         # The roots watched from this token on: a root first watched later (a new path
         # dependency's) may have changed unseen while this build globbed it.
         self._next = (key, token, frozenset(self.watcher.roots))
+
+    def _changes(self, key: str) -> tuple | None:
+        """What the watcher says of the files since the last build of request `key`: (key,
+        files rewritten, the proven files an event may have touched or None); None when there
+        is no such build or anything may have changed. Small, and all a spare needs besides
+        the memory it holds (`given`)."""
+        held = self.entries.get(key)
+        if held is None:
+            return None
+        changes = self.watcher.since(held.token)
+        if changes.everything:
+            self._forget(key)
+            return None
+        proven = known_watch.given(self.files_watch, held.proof) if held.proof is not None else None
+        return key, changes.files, None if proven is None else proven[1]
+
+    def given(self, changes: tuple | None) -> plan_memo.Given | None:
+        """What a build child is given: the last build's plan, knowledge, proofs, globs and
+        sandbox with `changes`. In the server before a fork, or in a spare whose memory is the
+        server's (the same `generation`)."""
+        if changes is None:
+            return None
+        key, files, touched = changes
+        held = self.entries[key]
+        proven = (held.proof.proven, touched) if held.proof is not None and touched is not None else None
+        return plan_memo.Given(held.entry, files, held.knowledge, held.globs, held.watched, proven, held.sandbox)
 
     def forked(self, pid: int) -> None:
         if self._next is not None:
@@ -144,6 +172,7 @@ class Hooks:
         self._given = None
 
     def after_build(self, pid: int, message: dict) -> None:
+        self.generation += 1
         key, token, watched = self.pending.pop(pid, (None, None, frozenset()))
         path = self._handoff(pid)
         try:
@@ -154,6 +183,8 @@ class Hooks:
             return
         if not isinstance(handoff, HandOff):
             return
+        if message.get("exit") == 0 and handoff.sandbox is not None:
+            self.last_sandbox = handoff.sandbox
         for paths in dict.fromkeys(handoff.state):
             held_state = self.states.get(paths)
             if held_state is not None and held_state[0] == state_memo.stamps(paths):
@@ -215,11 +246,13 @@ class Hooks:
         return None
 
     def _forget(self, key: str) -> None:
+        self.generation += 1
         self.entries.pop(key, None)
         if self.files_watch is not None:
             self.files_watch.disarm(_watch_key(key))
 
     def _fall_back(self) -> None:
+        self.generation += 1
         roots = self.watcher.roots
         self.watcher.close()
         self.watcher = StatScan()
@@ -244,6 +277,28 @@ class Hooks:
         self.watcher.close()
         self.memory = ChildMemory(self._given, self.states)
         return self.memory
+
+    def in_spare(self) -> None:
+        """In a spare child (spare.py), while it waits: begin the sandbox of the last build that
+        succeeded, whose worker is then up when the request comes."""
+        self.watcher.close()
+        if self.last_sandbox is not None:
+            self._spare_sandbox = SandboxWarmUp(self.last_sandbox)
+
+    def spare_memory(self, changes: tuple | None) -> ChildMemory:
+        """In a spare, once its request came: the memory a fork would have been given, with the
+        sandbox begun ahead for the build to adopt."""
+        self.memory = ChildMemory(self.given(changes), self.states)
+        sandbox, self._spare_sandbox = self._spare_sandbox, None
+        if sandbox is not None:
+            self.memory.adopt_sandbox(sandbox)
+        return self.memory
+
+    def end_spare(self) -> None:
+        """In a spare the server ended before a request came: remove its sandbox."""
+        sandbox, self._spare_sandbox = self._spare_sandbox, None
+        if sandbox is not None:
+            sandbox.close()
 
     def child_ready(self) -> None:
         """In the child, its process set up as the client's, before the command line runs: when

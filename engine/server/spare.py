@@ -1,0 +1,94 @@
+"""A build child forked before its request comes: the spare.
+
+A request served by a fresh fork waits for the fork (a few milliseconds for a server holding a
+plan and state files), for the child to drop the server's descriptors, and above all for the
+sandbox's first worker (bwrap and the executor's Python: 15-20 ms), which the child can start only
+once it exists. So while the server is idle, with nothing left over from the last build, it
+forks one child ahead (`Spare`): that child drops the server's descriptors, starts the worker of
+the sandbox the last successful build used (engine/exec/sandbox_warm_up.py), and waits on a
+private socket pair. The next build request goes to it: the client's descriptors (SCM_RIGHTS),
+the request, and what the server's watcher says changed since the last build of that request
+(`warm.Hooks.changes`, a few paths; the spare holds the rest of the server's memory already,
+as a fork's copy). It then runs the build exactly as a freshly forked child does.
+
+A spare holds a copy of the server's memory as it was when forked. It is used only while that
+memory is still the server's (`generation`: warm.py counts each change of what it keeps between
+builds); one forked before a change is ended and the request gets a fresh fork, as is a request
+whose hand-over fails in any way (the spare died, the socket is full). Nothing a client sends
+reaches the spare but through the server, which checked the request; the socket pair is made by
+the server and held only by the two processes.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import socket
+import struct
+from dataclasses import dataclass
+
+_LENGTH = struct.Struct("!Q")
+HAND_S = 2.0  # how long the server waits for a spare to take a request before it forks instead
+
+
+@dataclass
+class Spare:
+    """The server's side of one spare child."""
+    pid: int
+    pidfd: int | None
+    sock: socket.socket  # the server's end of the pair
+    done: int  # the read end of the pipe the child reports its exit status on
+    generation: int  # warm.Hooks.generation when it was forked
+
+    def hand(self, request: dict, fds: list[int], changes: object) -> bool:
+        """Give the spare a request, its descriptors and the watcher's changes; False when it
+        could not take them (it is then of no use: `end` it)."""
+        payload = pickle.dumps((request, changes), protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            self.sock.settimeout(HAND_S)
+            socket.send_fds(self.sock, [_LENGTH.pack(len(payload))], fds)
+            self.sock.sendall(payload)
+        except OSError:
+            return False
+        return True
+
+    def end(self) -> None:
+        """Ask a spare that got no request to exit (it removes its sandbox first), and close
+        the server's ends of the pair and the pipe; the caller reaps it."""
+        try:
+            os.kill(self.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        self.sock.close()
+        os.close(self.done)
+
+
+class Ended(BaseException):
+    """The server asked the waiting spare to exit (SIGTERM), or died."""
+
+
+def wait(sock: socket.socket) -> tuple[dict, list[int], object]:
+    """In the spare: wait for the request; (request, descriptors, changes). `Ended` when the
+    server asks it to exit or closes the pair before a request came."""
+    def ended(_signum, _frame):
+        raise Ended()
+
+    signal.signal(signal.SIGTERM, ended)
+    head, fds, _flags, _addr = socket.recv_fds(sock, _LENGTH.size, 3)
+    if len(head) != _LENGTH.size:
+        for fd in fds:
+            os.close(fd)
+        raise Ended()
+    (size,) = _LENGTH.unpack(head)
+    chunks, left = [], size
+    while left:
+        chunk = sock.recv(min(left, 1 << 20))
+        if not chunk:
+            for fd in fds:
+                os.close(fd)
+            raise Ended()
+        chunks.append(chunk)
+        left -= len(chunk)
+    sock.close()
+    request, changes = pickle.loads(b"".join(chunks))
+    return request, fds, changes

@@ -1,0 +1,109 @@
+"""The spare build child (engine/server/spare.py): forked while the server is idle, it serves the
+next build request with the memory the server has then, and its sandbox's worker already up."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from e2e_support import SERVER_ON, write_tree
+
+pytestmark = pytest.mark.one_mode  # sets the server mode per build itself: the server-on run leaves it out
+
+# The program says which process ran it: `mcpp run`'s build process is its parent.
+PARENT = {
+    "mcpp.toml": """
+        [package]
+        name = "parent"
+        version = "0.1.0"
+    """,
+    "src/main.cpp": """
+        #include <cstdio>
+        #include <unistd.h>
+        #include "word.hpp"
+        int main() { std::printf("%s %d\\n", WORD, (int)getppid()); }
+    """,
+    "src/word.hpp": '#pragma once\n#define WORD "one"\n',
+}
+
+
+def _status(mcpp, root) -> dict:
+    res = mcpp("server", "status", cwd=root, env=SERVER_ON)
+    assert res.code == 0, res.err
+    return dict(line.split(": ", 1) for line in res.out.splitlines() if ": " in line)
+
+
+def _run(mcpp, root) -> tuple[str, int]:
+    res = mcpp("-q", "run", cwd=root, env={**SERVER_ON, "MCPP_NO_FAST_PATH": "1"})
+    assert res.code == 0, res.err
+    word, parent = res.out.split()
+    return word, int(parent)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def _sandbox_dirs(home) -> list[str]:
+    """The per-process directories under the home's sandbox (slots, action directories)."""
+    base = home / "sandbox"
+    return sorted(p.name for p in base.glob("*-*")) if base.is_dir() else []
+
+
+@pytest.fixture
+def project(tmp_path, mcpp):
+    root = write_tree(tmp_path / "parent", PARENT)
+    yield root
+    mcpp("server", "stop", cwd=root, env=SERVER_ON)
+
+
+def test_the_next_build_runs_in_the_spare_forked_while_idle_and_sees_what_changed(project, mcpp):
+    assert _run(mcpp, project)[0] == "one"
+    spare = int(_status(mcpp, project)["spare_pid"])
+    assert spare and _alive(spare)
+    (project / "src/word.hpp").write_text('#pragma once\n#define WORD "two"\n')  # seen by the server's watcher
+    word, parent = _run(mcpp, project)
+    assert (word, parent) == ("two", spare)  # built and run by that spare, with the edit
+    status = _status(mcpp, project)
+    assert status["builds_from_spare"] == "1"
+    # ... and the server keeps a new one for the next request, forked after that build
+    assert int(status["spare_pid"]) not in (0, spare)
+    (project / "src/word.hpp").write_text('#pragma once\n#define WORD "three"\n')
+    assert _run(mcpp, project) == ("three", int(status["spare_pid"]))
+
+
+def test_a_spare_that_died_is_replaced_and_the_request_is_forked_for(project, mcpp):
+    assert _run(mcpp, project)[0] == "one"
+    spare = int(_status(mcpp, project)["spare_pid"])
+    os.kill(spare, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(spare):
+        time.sleep(0.05)
+    (project / "src/word.hpp").write_text('#pragma once\n#define WORD "two"\n')
+    word, parent = _run(mcpp, project)
+    assert word == "two" and parent != spare
+    status = _status(mcpp, project)
+    assert int(status["builds"]) >= 2 and int(status["spare_pid"]) not in (0, spare)
+
+
+def test_stopping_the_server_ends_its_spare_and_removes_the_spares_sandbox(project, mcpp):
+    _run(mcpp, project)
+    (project / "src/word.hpp").write_text('#pragma once\n#define WORD "two"\n')
+    _run(mcpp, project)  # a build that succeeded in a sandbox: the spare begins that sandbox
+    spare = int(_status(mcpp, project)["spare_pid"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not any(name.startswith(f"{spare}-") for name in _sandbox_dirs(mcpp.home)):
+        time.sleep(0.05)
+    assert any(name.startswith(f"{spare}-") for name in _sandbox_dirs(mcpp.home)), _sandbox_dirs(mcpp.home)
+    assert mcpp("server", "stop", cwd=project, env=SERVER_ON).code == 0
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (_alive(spare) or _sandbox_dirs(mcpp.home)):
+        time.sleep(0.05)
+    assert not _alive(spare)
+    assert _sandbox_dirs(mcpp.home) == []

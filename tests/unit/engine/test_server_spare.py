@@ -1,0 +1,81 @@
+"""The server's hand-over to its spare build child (engine/server/spare.py, daemon.py): a request
+goes to the spare only while the spare's copy of the server's memory is current."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+
+from mcpp.engine.server import daemon, spare as spares, warm
+
+
+def _server(tmp_path) -> daemon.Server:
+    hooks = warm.Hooks(str(tmp_path), "test", str(tmp_path))
+    return daemon.Server("test", str(tmp_path), str(tmp_path), command=lambda argv, memory: None, hooks=hooks)
+
+
+def _spare(server: daemon.Server) -> tuple[spares.Spare, socket.socket, subprocess.Popen]:
+    """A stand-in spare: a real process and socket pair, at the server's current generation."""
+    proc = subprocess.Popen(["sleep", "60"])
+    ours, theirs = socket.socketpair()
+    done_r, done_w = os.pipe()
+    os.close(done_w)
+    return spares.Spare(proc.pid, None, ours, done_r, server.hooks.generation), theirs, proc
+
+
+def _close(server: daemon.Server) -> None:
+    for held in (server.noops, server.sources, server.selector, server.listener):
+        held.close()
+    server.hooks.watcher.close()
+
+
+def test_a_spare_forked_before_the_servers_memory_changed_is_ended_and_the_request_forked_for(tmp_path):
+    server = _server(tmp_path)
+    spare, theirs, proc = _spare(server)
+    server.spare = spare
+    server.hooks._forget("a request")  # what the server keeps changed after the spare was forked
+    conn, client = socket.socketpair()
+    try:
+        assert not server._hand_to_spare(conn, {"argv": ["build"]}, [0, 1, 2])
+        assert server.spare is None and server.spares_ending == [spare]
+        assert proc.wait(timeout=10) == -15  # asked to exit (SIGTERM)
+        theirs.settimeout(5)
+        assert theirs.recv(1) == b""  # nothing was handed over: the pair is closed
+        assert server.running == {} and server.builds_from_spare == 0
+    finally:
+        proc.kill()
+        for s in (theirs, conn, client):
+            s.close()
+        _close(server)
+
+
+def test_a_current_spare_gets_the_request_its_descriptors_and_the_watchers_changes(tmp_path):
+    server = _server(tmp_path)
+    spare, theirs, proc = _spare(server)
+    server.spare = spare
+    server.hooks.changes = ("a request", {"src/a.cpp"}, None)
+    conn, client = socket.socketpair()
+    out_r, out_w = os.pipe()
+    request = {"argv": ["build"], "cwd": str(tmp_path), "env": {"A": "1"}}
+    try:
+        assert server._hand_to_spare(conn, request, [0, out_w, 2])
+        assert server.spare is None and server.builds_from_spare == 1 and spare.pid in server.running
+        previous = signal.getsignal(signal.SIGTERM)
+        try:
+            got, fds, changes = spares.wait(theirs)
+        finally:
+            signal.signal(signal.SIGTERM, previous)  # `wait` sets the spare's handler
+        assert got == request and changes == ("a request", {"src/a.cpp"}, None) and len(fds) == 3
+        os.write(fds[1], b"through the spare's copy")
+        assert os.read(out_r, 100) == b"through the spare's copy"
+        for fd in fds:
+            os.close(fd)
+    finally:
+        proc.kill()
+        proc.wait()
+        for s in (theirs, conn, client):
+            s.close()
+        for fd in (out_r, out_w):
+            os.close(fd)
+        _close(server)
