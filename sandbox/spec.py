@@ -8,7 +8,7 @@ replaced by that root's absolute path as the action sees it (see ``sandbox/place
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol
+from typing import Callable, Mapping, Protocol
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,11 @@ class SandboxSpec:
     # (a regular file): a prepared tree takes these instead of a `stat` of its own per input.
     # May name more sources than `inputs` holds; a source it lacks is stat'ed.
     input_ids: Mapping[str, tuple[int, int]] | None = None
+    # Called once, when everything before the action's own process is done (inputs staged, its
+    # directory ready) and the process is about to start: the engine's scheduling thread waits
+    # for this on a build's first action before it goes on with its own Python work
+    # (engine/exec/pipeline.py, `first_started`). Not part of what the action is.
+    started: Callable[[], None] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass

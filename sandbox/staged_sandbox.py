@@ -134,6 +134,8 @@ class StagedSandbox(PooledSandbox):
                 if bad:
                     return SandboxResult(1, b"", undeclared_message(spec.label, bad), undeclared=bad,
                                          duration=time.monotonic() - start, root_seen=seen)
+            if spec.started is not None:
+                spec.started()
             try:
                 code, timed_out, out, err = spawn(spec, action_dir, cwd, argv, expand_env(spec.env, seen), ro, tree)
             except OSError as e:  # the program could not be started at all

@@ -52,6 +52,8 @@ class LocalSandbox(PooledSandbox):
                 else:
                     raise
         prepare_dirs(root, outputs)
+        if spec.started is not None:
+            spec.started()
         try:
             code, timed_out, out, err = run_group(
                 expand_argv(spec.argv, root),

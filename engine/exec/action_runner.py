@@ -6,6 +6,7 @@ runs; an `ActionRunner` decides *how*. `SandboxRunner` runs it through one of th
 """
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import threading
@@ -91,6 +92,9 @@ class SandboxRunner:
         self.input_ids = input_ids
         # whether `prestage` resolves anything: the sandbox the build uses stages inputs
         self.prestages = prestages
+        # told (with the action's id) when an action's process is about to start, its inputs
+        # staged (`SandboxSpec.started`); set by the pipeline
+        self.on_started: Callable[[str], None] | None = None
 
     @property
     def sandbox(self):
@@ -134,7 +138,8 @@ class SandboxRunner:
             outputs=action.outputs, cwd=action.cwd, timeout=action.timeout, label=action.id,
             depfile=action.depfile, root=self.execroot, out_dir=self.execroot if staged else None,
             prepared_tree=True,  # the next build runs this action again, mostly on the same inputs
-            input_ids=self.input_ids if staged else None)
+            input_ids=self.input_ids if staged else None,
+            started=functools.partial(self.on_started, action.id) if self.on_started is not None else None)
         start = time.monotonic()
         try:
             res = sandbox.run(spec)

@@ -141,9 +141,20 @@ class ActionPipeline:
         self._bring_locks: dict[str, threading.Lock] = {}
         self._bring_lock = threading.Lock()
         self._producers: dict[str, Action] | None = None
+        # The first action the build hands to a lane to run, and its start: until its process is
+        # about to start (its inputs staged), this thread's next check or prestage waits
+        # (`_after_first`), so the edit's compile is not staged at half speed beside this thread
+        # checking the build's other actions, which it does a few milliseconds later instead.
+        self.first_run: str | None = None
+        self.first_started = threading.Event()
+        self._await_first = False  # the first action is out and not yet waited for
+        if isinstance(runner, SandboxRunner):
+            runner.on_started = self._started
 
     # -- scheduler thread -------------------------------------------------------------------
     def check(self, action_id: str) -> bool:
+        if self._await_first:
+            self._after_first()
         a = self.by_id[action_id]
         if self.keys.fresh(a):
             self.counters.fresh += 1
@@ -161,7 +172,19 @@ class ActionPipeline:
             # Digests come from the stat cache, which only this thread may use.
             self.remote_keys[action_id] = ({p: self.keys.digest_of(p) for p in a.inputs},
                                            {t: self.keys.tool_digest(t) for t in a.tools})
+        if self.first_run is None:
+            self.first_run, self._await_first = action_id, True
         return False
+
+    def _after_first(self) -> None:
+        """Let the first action to run reach its process before this thread goes on (once:
+        after `_FIRST_WAIT_S` at most, and not again)."""
+        self._await_first = False
+        self.first_started.wait(_FIRST_WAIT_S)
+
+    def _started(self, action_id: str) -> None:
+        if action_id == self.first_run:
+            self.first_started.set()
 
     def restore_here(self, action_id: str) -> Outcome | None:
         """On the scheduler thread, just after `check`: restore the action from the local action
@@ -175,6 +198,8 @@ class ActionPipeline:
         if outcome is None:
             key1, _ = self.candidates[action_id]
             self.candidates[action_id] = (key1, [])  # looked up here: the lane does not again
+        elif action_id == self.first_run:
+            self.first_started.set()  # restored: it runs nothing
         return outcome
 
     def idle(self) -> None:
@@ -187,6 +212,8 @@ class ActionPipeline:
         runner = self.runner
         if not self.prestage or not isinstance(runner, SandboxRunner):
             return
+        if self._await_first:
+            self._after_first()
         ended, queue, i = self.ended, self.prestage, 0
         while i < len(queue) and self.ended == ended:
             chunk = queue[i:i + _PRESTAGE_CHUNK]
@@ -202,6 +229,8 @@ class ActionPipeline:
             return self._restore_or_run(action_id)
         finally:
             self.ended += 1
+            if action_id == self.first_run:
+                self.first_started.set()  # restored, or it could not start
 
     def _restore_or_run(self, action_id: str) -> Outcome:
         a = self.by_id[action_id]
@@ -558,6 +587,10 @@ class ActionPipeline:
 
 # Fresh outputs `idle` resolves between two looks at whether an action ended.
 _PRESTAGE_CHUNK = 64
+# How long the scheduling thread lets the first action to run have the interpreter to itself
+# while that action's inputs are staged (`ActionPipeline._after_first`): a compile's take a
+# few milliseconds; a link of thousands of objects is not waited for to the end.
+_FIRST_WAIT_S = 0.02
 
 
 class _Unavailable(Exception):

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import threading
+import time
 
 import pytest
 from engine_testdata import write
@@ -358,3 +359,43 @@ def test_the_resolving_ahead_yields_as_soon_as_an_action_ends(ws, tmp_path):
     assert set(pipeline.keys.encoded) == set(staged)  # their key parts made ahead too
     pipeline.idle()  # the next wait goes on where this one stopped
     assert staged == want[:2 * _PRESTAGE_CHUNK] and pipeline.prestage == want[2 * _PRESTAGE_CHUNK:]
+
+
+def test_the_scheduler_checks_the_next_action_once_the_first_has_reached_its_process(ws, tmp_path):
+    """The first action handed to a lane is prepared (sandbox, inputs) with the interpreter to
+    itself: the scheduling thread checks the next action only after the first one's process is
+    about to start (`SandboxSpec.started`), not beside its staging (an edit's compile would be
+    staged at half speed while the other actions are checked)."""
+    from mcpp.sandbox import LocalSandbox, SandboxPool
+
+    first = Action(id="first", argv=("/bin/sh", "-c", "echo a > target/dev/a.txt"), outputs=("target/dev/a.txt",))
+    second = Action(id="second", argv=("/bin/sh", "-c", "echo b > target/dev/b.txt"), outputs=("target/dev/b.txt",))
+    home = Home(tmp_path / "home")
+    layout = Layout(str(ws), str(ws / "target"), str(ws), "dev")
+    plan = Plan(layout.execroot)
+    plan.add(first, "p", [])
+    plan.add(second, "p", [])
+    state = BuildState(layout.action_state, layout.execroot, StatCache(layout.stat_cache))
+    log: list[tuple[str, str]] = []
+
+    def make_sandbox():
+        time.sleep(0.01)  # the first action's preparation takes a while
+        return LocalSandbox(pool=SandboxPool(str(tmp_path / "work")))
+
+    runner = SandboxRunner(make_sandbox, str(ws), lambda rel: rel)
+    keys = KeyComputer(state, PLATFORM, {})
+    pipeline = ActionPipeline(plan, state, keys, runner, Stores.open(home),
+                              Reporter(json_mode=True, out=io.StringIO(), err=io.StringIO()),
+                              ExplainLog(layout.explain_log, "fake"))
+    fresh, told = keys.fresh, runner.on_started
+    keys.fresh = lambda a: (log.append(("check", a.id)), fresh(a))[1]
+    runner.on_started = lambda action_id: (log.append(("started", action_id)), told(action_id))[1]
+    try:
+        result = run_graph([first.id, second.id], plan.prereqs, jobs=2, check=pipeline.check,
+                           execute=pipeline.restore_or_run, finish=pipeline.finish, before_wait=pipeline.idle,
+                           here=pipeline.restore_here)
+        pipeline.drain(result)
+    finally:
+        runner.shutdown()
+    assert result.ok
+    assert log[:3] == [("check", "first"), ("started", "first"), ("check", "second")]
