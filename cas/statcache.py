@@ -74,6 +74,11 @@ class StatCache:
         self._hash_file = hash_file
         self._entries: dict[str, _Entry] = {}
         self._dirty = False
+        # The racy guard's last pass (the cache file's write stamp at load or save; None: none
+        # yet) and the entries recorded since: every other entry is older than that stamp, so
+        # the next pass needs to look at these alone (unless the clock went back).
+        self._guarded_at: int | None = None
+        self._since: set[str] = set()
         self.hashed = 0  # files read and hashed by this instance
         self.hits = 0  # digests answered from the cache
         self.racy = 0  # entries dropped because their stamp was not older than the cache's write
@@ -125,6 +130,7 @@ class StatCache:
             key2 = (st2.st_dev, st2.st_ino, st2.st_size, st2.st_mtime_ns, st2.st_ctime_ns)
             if key2 == key and d.size == key[2]:
                 self._entries[path] = (*key, bytes.fromhex(d.hash))
+                self._since.add(path)
                 self._dirty = True
                 return d, data
             key = key2  # changed while we read it: hash again
@@ -175,6 +181,7 @@ class StatCache:
             return
         self._entries[path] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
                                bytes.fromhex(digest.hash))
+        self._since.add(path)
         self._dirty = True
 
     def forget(self, path: str | os.PathLike[str]) -> None:
@@ -214,10 +221,17 @@ class StatCache:
             self._dirty = True
 
     def _drop_racy(self, written_ns: int) -> int:
-        racy = [p for p, e in self._entries.items() if max(e[3], e[4]) >= written_ns]
+        entries = self._entries
+        if self._guarded_at is not None and written_ns >= self._guarded_at:
+            candidates = [p for p in self._since if p in entries]  # the rest passed at `_guarded_at`
+        else:
+            candidates = list(entries)
+        racy = [p for p in candidates if max(entries[p][3], entries[p][4]) >= written_ns]
         for p in racy:
-            del self._entries[p]
+            del entries[p]
         self.racy += len(racy)
+        self._guarded_at = written_ns
+        self._since = set()
         return len(racy)
 
 

@@ -242,3 +242,44 @@ def test_recorded_is_the_stat_the_file_was_hashed_at_not_its_stat_now(tmp_path):
     time.sleep(0.01)
     f.write_bytes(b"two!")  # saved after the build read it: the record keeps what was read
     assert cache.recorded(str(f)) == hashed != stat_key(str(f))
+
+
+def test_after_a_save_an_entry_recorded_since_the_last_guard_in_its_tick_is_dropped_and_older_ones_kept(tmp_path):
+    """The guard after a save looks at the entries recorded since its last pass (the others were
+    older than that pass's stamp, so older than this one): a new racy entry still goes."""
+    old, new = tmp_path / "old.cpp", tmp_path / "new.cpp"
+    old.write_bytes(b"v1")
+    new.write_bytes(b"v1")
+    cache_file = tmp_path / "stat"
+    c = StatCache(cache_file)
+    c.digest(old)
+    settle(tmp_path, old)
+    c.save()
+    c = StatCache(cache_file)  # loaded: `old` passed the guard
+    assert c.hits == 0 and c.recorded(old) is not None
+    future = time.time_ns() + 10**12
+    real = c._stat
+    c._stat = lambda path: fake_stat(future)(path) if os.fspath(path) == os.fspath(new) else real(path)
+    c.digest(new)
+    c.save()
+    assert c.recorded(new) is None and c.racy == 1  # stamped after the write: not trusted
+    assert c.recorded(old) is not None
+
+
+def test_a_save_stamped_before_the_last_guard_checks_every_entry(tmp_path):
+    """A clock that went back (the cache file's last stamp is later than this write): no entry
+    is taken as checked."""
+    f = tmp_path / "a.cpp"
+    f.write_bytes(b"v1")
+    cache_file = tmp_path / "stat"
+    stamp = time.time_ns() + 10**12
+    c = StatCache(cache_file, stat=fake_stat(stamp - 1))
+    c.digest(f)
+    c.save()
+    os.utime(cache_file, ns=(stamp, stamp))  # written "later" than the entry: trusted at load
+    c2 = StatCache(cache_file, stat=fake_stat(stamp - 1))
+    assert c2.racy == 0 and c2.recorded(f) is not None
+    c2.forget(tmp_path / "other")
+    c2._dirty = True
+    c2.save()  # now, before `stamp - 1`: the entry is in this write's future
+    assert c2.recorded(f) is None and c2.racy == 1
