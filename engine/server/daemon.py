@@ -511,12 +511,13 @@ class Server:
             gc.freeze()  # as a forked build child (`_start_build`)
             code = 1
             try:
-                ours.close()
-                os.close(done_r)
-                self._drop_descriptors()
-                child.prepare()
-                self.hooks.in_spare()
                 try:
+                    spares.ending_on_sigterm()
+                    ours.close()
+                    os.close(done_r)
+                    self._drop_descriptors()
+                    child.prepare()
+                    self.hooks.in_spare()
                     request, fds, changes = spares.wait(theirs)
                 except spares.Ended:
                     self.hooks.end_spare()

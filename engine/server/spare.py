@@ -63,22 +63,38 @@ class Spare:
         os.close(self.done)
 
 
+# The signals a client forwards to its build (daemon.py): held from the moment a request is
+# handed over until the build process has its handlers (server/child.py `run` lets them through),
+# so one sent meanwhile interrupts the build instead of ending the spare or going unseen.
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 class Ended(BaseException):
     """The server asked the waiting spare to exit (SIGTERM), or died."""
 
 
+def _ended(_signum, _frame):
+    raise Ended()
+
+
+def ending_on_sigterm() -> None:
+    """From its first moment a spare ends on SIGTERM (the server's, or the server's death)."""
+    signal.signal(signal.SIGTERM, _ended)
+
+
 def wait(sock: socket.socket) -> tuple[dict, list[int], object]:
     """In the spare: wait for the request; (request, descriptors, changes). `Ended` when the
-    server asks it to exit or closes the pair before a request came."""
-    def ended(_signum, _frame):
-        raise Ended()
-
-    signal.signal(signal.SIGTERM, ended)
+    server asks it to exit or closes the pair before a request came. Once a request has come,
+    `FORWARDED` signals are held (blocked, and no longer ignored as the server ignores them)
+    until the build process lets them through."""
     head, fds, _flags, _addr = socket.recv_fds(sock, _LENGTH.size, 3)
     if len(head) != _LENGTH.size:
         for fd in fds:
             os.close(fd)
         raise Ended()
+    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+    for signum in FORWARDED:
+        signal.signal(signum, signal.SIG_DFL)
     (size,) = _LENGTH.unpack(head)
     chunks, left = [], size
     while left:

@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import subprocess
+import time
 
 from mcpp.engine.server import daemon, spare as spares, warm
 
@@ -61,11 +62,25 @@ def test_a_current_spare_gets_the_request_its_descriptors_and_the_watchers_chang
     try:
         assert server._hand_to_spare(conn, request, [0, out_w, 2])
         assert server.spare is None and server.builds_from_spare == 1 and spare.pid in server.running
-        previous = signal.getsignal(signal.SIGTERM)
+        previous = {s: signal.getsignal(s) for s in spares.FORWARDED}
+        delivered: list[int] = []
         try:
             got, fds, changes = spares.wait(theirs)
+            # From the hand-over until the build has its handlers, a forwarded signal is held,
+            # not lost (the server ignores SIGINT) nor taken as the spare's end
+            assert set(spares.FORWARDED) <= signal.pthread_sigmask(signal.SIG_BLOCK, [])
+            signal.signal(signal.SIGTERM, lambda signum, _frame: delivered.append(signum))
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert delivered == []
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, spares.FORWARDED)  # as the build process does
+            deadline = time.monotonic() + 5
+            while not delivered and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert delivered == [signal.SIGTERM]
         finally:
-            signal.signal(signal.SIGTERM, previous)  # `wait` sets the spare's handler
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, spares.FORWARDED)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
         assert got == request and changes == ("a request", {"src/a.cpp"}, None) and len(fds) == 3
         os.write(fds[1], b"through the spare's copy")
         assert os.read(out_r, 100) == b"through the spare's copy"
