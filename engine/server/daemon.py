@@ -449,7 +449,7 @@ class Server:
             pidfd = os.pidfd_open(pid)
         except (AttributeError, OSError):
             pidfd = None
-        self._track(_Build(conn, pid, pidfd, done_r, request=request))
+        self._track(_Build(conn, pid, pidfd, request=request), done_r)
 
     def _build_here(self, memory: ChildMemory, request: dict, fds: list[int], done_w: int,
                     ready: Callable[[], None] | None) -> int:
@@ -465,14 +465,15 @@ class Server:
         memory.run_after_reply(self.log)
         return code
 
-    def _track(self, build: _Build) -> None:
-        """A build child has the request: its exit, exit status and client are watched."""
+    def _track(self, build: _Build, done: int) -> None:
+        """A build child has the request: its exit, exit status (on `done`) and client are watched."""
+        build.done = done
         self.builds_served += 1
         self.later.extend(self.after_first_build)
         self.after_first_build = ()
         self.running[build.pid] = build
         self.selector.register(build.conn, selectors.EVENT_READ, ("client", build))
-        self.selector.register(build.done, selectors.EVENT_READ, ("done", build))
+        self.selector.register(done, selectors.EVENT_READ, ("done", build))
         if build.pidfd is not None:
             self.selector.register(build.pidfd, selectors.EVENT_READ, ("exited", build))
 
@@ -492,7 +493,7 @@ class Server:
             self.selector.unregister(spare.pidfd)
         self.builds_from_spare += 1
         self.hooks.forked(spare.pid)
-        self._track(_Build(conn, spare.pid, spare.pidfd, spare.done, request=request))
+        self._track(_Build(conn, spare.pid, spare.pidfd, request=request), spare.done)
         return True
 
     def _keep_spare(self) -> None:
