@@ -59,6 +59,7 @@ REQUEST_S = 5.0  # how long a connection may take to send its request (a client 
 # its request with its connect, so the oldest is the one least likely to be a client's.
 MAX_INTAKES = 16
 _PAUSE_S = 0.5  # how long accepting waits when the server is out of descriptors
+SPARE_IDLE_S = 0.1  # how long the server is idle before it forks a spare (spare.py)
 _FORWARDED = {"INT": signal.SIGINT, "TERM": signal.SIGTERM, "HUP": signal.SIGHUP, "QUIT": signal.SIGQUIT}
 
 
@@ -214,6 +215,8 @@ class Server:
         if self.intakes:
             soonest = min(i.deadline for i in self.intakes.values())
             return max(0.0, min(_TICK_S, soonest - time.monotonic()))
+        if self._spare_wanted():  # wake when a spare is due
+            return max(0.0, min(_TICK_S, SPARE_IDLE_S - self._idle_for()))
         return _TICK_S
 
     def _expire_intakes(self) -> None:
@@ -368,7 +371,7 @@ class Server:
 
     def status(self) -> dict:
         self._run_later()  # what the server holds once every finished build is taken in
-        self._keep_spare()  # ... and the spare it then keeps
+        self._keep_spare(now=True)  # ... and the spare it then keeps
         info = {"pid": os.getpid(), "version": self.version, "root": self.root, "home": self.home,
                 "uptime_s": round(time.time() - self.started, 1), "builds": self.builds_served,
                 "builds_from_spare": self.builds_from_spare, "spare_pid": self.spare.pid if self.spare else 0,
@@ -496,13 +499,19 @@ class Server:
         self._track(_Build(conn, spare.pid, spare.pidfd, request=request), spare.done)
         return True
 
-    def _keep_spare(self) -> None:
-        """While nothing is running, waiting or left to do: a spare whose memory is the
-        server's. Only once a build was served (a server nobody builds with keeps none)."""
+    def _spare_wanted(self) -> bool:
+        """Whether to fork a spare: none is kept, a build was served (a server nobody builds
+        with keeps none), and nothing is running, waiting or left to do."""
+        return self.spare is None and self.hooks is not None and bool(self.builds_served) \
+            and not (self.stopping or self.running or self.later or self.intakes)
+
+    def _keep_spare(self, now: bool = False) -> None:
+        """A spare whose memory is the server's, forked once the server has been idle for
+        `SPARE_IDLE_S` (`now`: at once): builds run back to back by a script do not share the
+        cores with forking and starting one after each, nor wait for its set-up."""
         if self.spare is not None and (self.hooks is None or self.spare.generation != self.hooks.generation):
             self._end_spare()
-        if self.spare is not None or self.hooks is None or not self.builds_served or self.stopping \
-                or self.running or self.later or self.intakes:
+        if not self._spare_wanted() or (not now and self._idle_for() < SPARE_IDLE_S):
             return
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         done_r, done_w = os.pipe2(os.O_CLOEXEC)
@@ -518,7 +527,8 @@ class Server:
                     os.close(done_r)
                     self._drop_descriptors()
                     child.prepare()
-                    self.hooks.in_spare()
+                    # a request already waiting gets its build at once, which starts its own sandbox
+                    self.hooks.in_spare(warm=not select.select([theirs], [], [], 0)[0])
                     request, fds, changes = spares.wait(theirs)
                 except spares.Ended:
                     self.hooks.end_spare()

@@ -278,11 +278,11 @@ class Hooks:
         self.memory = ChildMemory(self._given, self.states)
         return self.memory
 
-    def in_spare(self) -> None:
+    def in_spare(self, warm: bool = True) -> None:
         """In a spare child (spare.py), while it waits: begin the sandbox of the last build that
-        succeeded, whose worker is then up when the request comes."""
+        succeeded (`warm`), whose worker is then up when the request comes."""
         self.watcher.close()
-        if self.last_sandbox is not None:
+        if warm and self.last_sandbox is not None:
             self._spare_sandbox = SandboxWarmUp(self.last_sandbox)
 
     def spare_memory(self, changes: tuple | None) -> ChildMemory:

@@ -94,3 +94,27 @@ def test_a_current_spare_gets_the_request_its_descriptors_and_the_watchers_chang
         for fd in (out_r, out_w):
             os.close(fd)
         _close(server)
+
+
+def test_a_spare_is_forked_only_once_the_server_has_been_idle_a_moment(tmp_path, monkeypatch):
+    """Builds run back to back (a script's) find no spare being forked and started beside them:
+    the server waits `SPARE_IDLE_S` after its last build, and wakes for it."""
+    server = _server(tmp_path)
+    forks: list[int] = []
+    monkeypatch.setattr(daemon.os, "fork", lambda: forks.append(1) or (_ for _ in ()).throw(OSError("no fork here")))
+    try:
+        server.builds_served = 1
+        server.accepting = True  # as once bound (`bind`)
+        server.last_active = time.monotonic()  # a build just ended
+        assert server._spare_wanted()
+        server._keep_spare()
+        assert forks == [] and server.spare is None
+        assert 0 < server._timeout() <= daemon.SPARE_IDLE_S
+        server.last_active -= daemon.SPARE_IDLE_S
+        try:
+            server._keep_spare()
+        except OSError:
+            pass
+        assert forks == [1]  # now it would fork one
+    finally:
+        _close(server)
