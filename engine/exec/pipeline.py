@@ -145,10 +145,14 @@ class ActionPipeline:
         # about to start (its inputs staged), this thread's next check or prestage waits
         # (`_after_first`), so the edit's compile is not staged at half speed beside this thread
         # checking the build's other actions, which it does a few milliseconds later instead.
+        # Only where the first action is staged here, by this process's sandbox: not where lanes
+        # wait on a remote cache or remote execution (nothing to stage, and nothing tells when
+        # the action starts there).
         self.first_run: str | None = None
         self.first_started = threading.Event()
         self._await_first = False  # the first action is out and not yet waited for
-        if isinstance(runner, SandboxRunner):
+        self._first_waits = isinstance(runner, SandboxRunner) and remote is None
+        if self._first_waits:
             runner.on_started = self._started
 
     # -- scheduler thread -------------------------------------------------------------------
@@ -173,7 +177,7 @@ class ActionPipeline:
             self.remote_keys[action_id] = ({p: self.keys.digest_of(p) for p in a.inputs},
                                            {t: self.keys.tool_digest(t) for t in a.tools})
         if self.first_run is None:
-            self.first_run, self._await_first = action_id, True
+            self.first_run, self._await_first = action_id, self._first_waits
         return False
 
     def _after_first(self) -> None:

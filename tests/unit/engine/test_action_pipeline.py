@@ -399,3 +399,43 @@ def test_the_scheduler_checks_the_next_action_once_the_first_has_reached_its_pro
         runner.shutdown()
     assert result.ok
     assert log[:3] == [("check", "first"), ("started", "first"), ("check", "second")]
+
+
+def test_where_the_first_action_is_not_staged_here_the_scheduler_does_not_wait_for_it(ws, tmp_path, monkeypatch):
+    """A runner that is not this process's sandbox (remote execution's) tells nothing of when
+    the action starts and stages nothing here: the next action is checked at once, not after
+    the first one's end (the wait's bound made long, so that a wait would show)."""
+    from mcpp.engine.exec import pipeline as pipeline_module
+
+    monkeypatch.setattr(pipeline_module, "_FIRST_WAIT_S", 30.0)
+    first = Action(id="first", argv=("x",), outputs=("target/dev/a.txt",))
+    second = Action(id="second", argv=("y",), outputs=("target/dev/b.txt",))
+    home = Home(tmp_path / "home")
+    layout = Layout(str(ws), str(ws / "target"), str(ws), "dev")
+    plan = Plan(layout.execroot)
+    plan.add(first, "p", [])
+    plan.add(second, "p", [])
+    state = BuildState(layout.action_state, layout.execroot, StatCache(layout.stat_cache))
+    log: list[tuple[str, str]] = []
+
+    class Remote:
+        def run(self, action: Action) -> RunResult:
+            if action is first:
+                time.sleep(0.2)  # the remote takes its time
+            log.append(("ran", action.id))
+            prepare_outputs(str(ws), action)
+            write(str(ws), action.outputs[0], action.id)
+            return RunResult(0, b"", b"")
+
+    keys = KeyComputer(state, PLATFORM, {})
+    pipeline = ActionPipeline(plan, state, keys, Remote(), Stores.open(home),
+                              Reporter(json_mode=True, out=io.StringIO(), err=io.StringIO()),
+                              ExplainLog(layout.explain_log, "fake"))
+    fresh = keys.fresh
+    keys.fresh = lambda a: (log.append(("check", a.id)), fresh(a))[1]
+    result = run_graph([first.id, second.id], plan.prereqs, jobs=2, check=pipeline.check,
+                       execute=pipeline.restore_or_run, finish=pipeline.finish, before_wait=pipeline.idle,
+                       here=pipeline.restore_here)
+    pipeline.drain(result)
+    assert result.ok
+    assert log[:3] == [("check", "first"), ("check", "second"), ("ran", "second")]
