@@ -122,6 +122,15 @@ def stop_servers(home: Path) -> None:
         pass
 
 
+def alive(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
 def serving_pid(home: Path, root: Path) -> int:
     """The pid of the last server that served workspace `root` for `home`, from its log (which
     outlives it: unlike `mcpp server status`, this finds a server that has exited already)."""

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from e2e_support import Mcpp, default_sigint, mcpp_executable, serving_pid, write_tree
+from e2e_support import Mcpp, alive, default_sigint, mcpp_executable, serving_pid, write_tree
 
 pytestmark = pytest.mark.one_mode  # sets the server mode per build itself: the server-on run leaves it out
 
@@ -244,22 +244,14 @@ def test_server_stop_and_idle_exit(served):
     assert mcpp("build", cwd=root, env={**ON, "MCPP_SERVER_IDLE": "1"}).code == 0
     pid = serving_pid(mcpp.home, root)  # not `server status`'s: asking may outlast a second of idling
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and alive(pid):
         time.sleep(0.2)
-    assert not _alive(pid)
+    assert not alive(pid)
     assert mcpp("build", cwd=root, env={**ON, "MCPP_NO_FAST_PATH": "1"}).code == 0
     assert _status(mcpp, root) != {}
     res = mcpp("server", "stop", cwd=root, env=ON)
     assert res.out.strip() == "stopped server"
     assert re.match(r"no server", mcpp("server", "status", cwd=root, env=ON).out)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.parametrize("watcher", ["inotify", "stat"])
@@ -371,7 +363,7 @@ def test_a_home_or_workspace_replaced_under_the_same_path_gets_a_new_server(serv
     new = int(_status(mcpp, root)["pid"])
     assert new != old
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and _alive(old):
+    while time.monotonic() < deadline and alive(old):
         time.sleep(0.2)
-    assert not _alive(old)
+    assert not alive(old)
     assert mcpp("run", cwd=root, env=ON).out.endswith("hello\n")

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from e2e_support import SERVER_ON, write_tree
+from e2e_support import SERVER_ON, alive, write_tree
 
 pytestmark = pytest.mark.one_mode  # sets the server mode per build itself: the server-on run leaves it out
 
@@ -42,14 +42,6 @@ def _run(mcpp, root) -> tuple[str, int]:
     return word, int(parent)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
-
-
 def _sandbox_dirs(home) -> list[str]:
     """The per-process directories under the home's sandbox (slots, action directories)."""
     base = home / "sandbox"
@@ -66,7 +58,7 @@ def project(tmp_path, mcpp):
 def test_the_next_build_runs_in_the_spare_forked_while_idle_and_sees_what_changed(project, mcpp):
     assert _run(mcpp, project)[0] == "one"
     spare = int(_status(mcpp, project)["spare_pid"])
-    assert spare and _alive(spare)
+    assert spare and alive(spare)
     (project / "src/word.hpp").write_text('#pragma once\n#define WORD "two"\n')  # seen by the server's watcher
     word, parent = _run(mcpp, project)
     assert (word, parent) == ("two", spare)  # built and run by that spare, with the edit
@@ -83,7 +75,7 @@ def test_a_spare_that_died_is_replaced_and_the_request_is_forked_for(project, mc
     spare = int(_status(mcpp, project)["spare_pid"])
     os.kill(spare, signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _alive(spare):
+    while time.monotonic() < deadline and alive(spare):
         time.sleep(0.05)
     (project / "src/word.hpp").write_text('#pragma once\n#define WORD "two"\n')
     word, parent = _run(mcpp, project)
@@ -103,7 +95,7 @@ def test_stopping_the_server_ends_its_spare_and_removes_the_spares_sandbox(proje
     assert any(name.startswith(f"{spare}-") for name in _sandbox_dirs(mcpp.home)), _sandbox_dirs(mcpp.home)
     assert mcpp("server", "stop", cwd=project, env=SERVER_ON).code == 0
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (_alive(spare) or _sandbox_dirs(mcpp.home)):
+    while time.monotonic() < deadline and (alive(spare) or _sandbox_dirs(mcpp.home)):
         time.sleep(0.05)
-    assert not _alive(spare)
+    assert not alive(spare)
     assert _sandbox_dirs(mcpp.home) == []

@@ -361,6 +361,31 @@ def test_the_resolving_ahead_yields_as_soon_as_an_action_ends(ws, tmp_path):
     assert staged == want[:2 * _PRESTAGE_CHUNK] and pipeline.prestage == want[2 * _PRESTAGE_CHUNK:]
 
 
+def _two_independent(ws, tmp_path, first: Action, second: Action, runner, log: list) -> bool:
+    """Build two actions with no prerequisites through `runner` (a lane each), logging each
+    check (`("check", id)`) to `log`; whether the build succeeded."""
+    home = Home(tmp_path / "home")
+    layout = Layout(str(ws), str(ws / "target"), str(ws), "dev")
+    plan = Plan(layout.execroot)
+    plan.add(first, "p", [])
+    plan.add(second, "p", [])
+    state = BuildState(layout.action_state, layout.execroot, StatCache(layout.stat_cache))
+    keys = KeyComputer(state, PLATFORM, {})
+    pipeline = ActionPipeline(plan, state, keys, runner, Stores.open(home),
+                              Reporter(json_mode=True, out=io.StringIO(), err=io.StringIO()),
+                              ExplainLog(layout.explain_log, "fake"))
+    fresh = keys.fresh
+    keys.fresh = lambda a: (log.append(("check", a.id)), fresh(a))[1]
+    told = getattr(runner, "on_started", None)
+    if told is not None:  # set by the pipeline: what the sandbox tells it, logged too
+        runner.on_started = lambda action_id: (log.append(("started", action_id)), told(action_id))[1]
+    result = run_graph([first.id, second.id], plan.prereqs, jobs=2, check=pipeline.check,
+                       execute=pipeline.restore_or_run, finish=pipeline.finish, before_wait=pipeline.idle,
+                       here=pipeline.restore_here)
+    pipeline.drain(result)
+    return result.ok
+
+
 def test_the_scheduler_checks_the_next_action_once_the_first_has_reached_its_process(ws, tmp_path):
     """The first action handed to a lane is prepared (sandbox, inputs) with the interpreter to
     itself: the scheduling thread checks the next action only after the first one's process is
@@ -370,12 +395,6 @@ def test_the_scheduler_checks_the_next_action_once_the_first_has_reached_its_pro
 
     first = Action(id="first", argv=("/bin/sh", "-c", "echo a > target/dev/a.txt"), outputs=("target/dev/a.txt",))
     second = Action(id="second", argv=("/bin/sh", "-c", "echo b > target/dev/b.txt"), outputs=("target/dev/b.txt",))
-    home = Home(tmp_path / "home")
-    layout = Layout(str(ws), str(ws / "target"), str(ws), "dev")
-    plan = Plan(layout.execroot)
-    plan.add(first, "p", [])
-    plan.add(second, "p", [])
-    state = BuildState(layout.action_state, layout.execroot, StatCache(layout.stat_cache))
     log: list[tuple[str, str]] = []
 
     def make_sandbox():
@@ -383,21 +402,10 @@ def test_the_scheduler_checks_the_next_action_once_the_first_has_reached_its_pro
         return LocalSandbox(pool=SandboxPool(str(tmp_path / "work")))
 
     runner = SandboxRunner(make_sandbox, str(ws), lambda rel: rel)
-    keys = KeyComputer(state, PLATFORM, {})
-    pipeline = ActionPipeline(plan, state, keys, runner, Stores.open(home),
-                              Reporter(json_mode=True, out=io.StringIO(), err=io.StringIO()),
-                              ExplainLog(layout.explain_log, "fake"))
-    fresh, told = keys.fresh, runner.on_started
-    keys.fresh = lambda a: (log.append(("check", a.id)), fresh(a))[1]
-    runner.on_started = lambda action_id: (log.append(("started", action_id)), told(action_id))[1]
     try:
-        result = run_graph([first.id, second.id], plan.prereqs, jobs=2, check=pipeline.check,
-                           execute=pipeline.restore_or_run, finish=pipeline.finish, before_wait=pipeline.idle,
-                           here=pipeline.restore_here)
-        pipeline.drain(result)
+        assert _two_independent(ws, tmp_path, first, second, runner, log)
     finally:
         runner.shutdown()
-    assert result.ok
     assert log[:3] == [("check", "first"), ("started", "first"), ("check", "second")]
 
 
@@ -410,12 +418,6 @@ def test_where_the_first_action_is_not_staged_here_the_scheduler_does_not_wait_f
     monkeypatch.setattr(pipeline_module, "_FIRST_WAIT_S", 30.0)
     first = Action(id="first", argv=("x",), outputs=("target/dev/a.txt",))
     second = Action(id="second", argv=("y",), outputs=("target/dev/b.txt",))
-    home = Home(tmp_path / "home")
-    layout = Layout(str(ws), str(ws / "target"), str(ws), "dev")
-    plan = Plan(layout.execroot)
-    plan.add(first, "p", [])
-    plan.add(second, "p", [])
-    state = BuildState(layout.action_state, layout.execroot, StatCache(layout.stat_cache))
     log: list[tuple[str, str]] = []
 
     class Remote:
@@ -427,15 +429,5 @@ def test_where_the_first_action_is_not_staged_here_the_scheduler_does_not_wait_f
             write(str(ws), action.outputs[0], action.id)
             return RunResult(0, b"", b"")
 
-    keys = KeyComputer(state, PLATFORM, {})
-    pipeline = ActionPipeline(plan, state, keys, Remote(), Stores.open(home),
-                              Reporter(json_mode=True, out=io.StringIO(), err=io.StringIO()),
-                              ExplainLog(layout.explain_log, "fake"))
-    fresh = keys.fresh
-    keys.fresh = lambda a: (log.append(("check", a.id)), fresh(a))[1]
-    result = run_graph([first.id, second.id], plan.prereqs, jobs=2, check=pipeline.check,
-                       execute=pipeline.restore_or_run, finish=pipeline.finish, before_wait=pipeline.idle,
-                       here=pipeline.restore_here)
-    pipeline.drain(result)
-    assert result.ok
+    assert _two_independent(ws, tmp_path, first, second, Remote(), log)
     assert log[:3] == [("check", "first"), ("check", "second"), ("ran", "second")]
