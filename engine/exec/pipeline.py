@@ -151,8 +151,9 @@ class ActionPipeline:
         self.first_run: str | None = None
         self.first_started = threading.Event()
         self._await_first = False  # the first action is out and not yet waited for
-        self._first_waits = isinstance(runner, SandboxRunner) and remote is None
-        if self._first_waits:
+        self._first_waits = False
+        if isinstance(runner, SandboxRunner) and remote is None:
+            self._first_waits = True
             runner.on_started = self._started
 
     # -- scheduler thread -------------------------------------------------------------------
