@@ -268,10 +268,12 @@ def _only_worker(grid: LocalGrid, home: Path, name: str):
 
 
 def _hello(tmp_path: Path, tag: str) -> Path:
-    """01-hello with a greeting.cpp no other test sent (so no result is in the server's cache)."""
+    """01-hello with a greeting.cpp no other test sent (so no result is in the server's cache):
+    a definition of its own, not a comment, so that its object, and with it the link's key,
+    differ too (a comment leaves the object, hence the link, as an earlier test cached them)."""
     proj = copy_example("01-hello", tmp_path / "proj")
     with open(proj / "src/greeting.cpp", "a") as f:
-        f.write(f"// {tag} {time.time_ns()}\n")
+        f.write(f'extern const char mcpp_test_tag_{time.time_ns()}[] = "{tag}";\n')
     return proj
 
 
