@@ -25,11 +25,12 @@ import importlib
 import json
 import os
 import pickle
+import signal
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from . import known_watch, plan_memo, state_memo
+from . import known_watch, plan_memo, spare, state_memo
 from ..build.build_outputs import compile_commands_json
 from ..core.lazy_re import compile_deferred
 from ..plan.model import Plan
@@ -283,7 +284,13 @@ class Hooks:
         succeeded (`warm`), whose worker is then up when the request comes."""
         self.watcher.close()
         if warm and self.last_sandbox is not None:
-            self._spare_sandbox = SandboxWarmUp(self.last_sandbox)
+            # Its thread never takes a signal the spare holds for the build (spare.py): those
+            # stay pending for the main thread, which lets them through once it has handlers.
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, spare.FORWARDED)
+            try:
+                self._spare_sandbox = SandboxWarmUp(self.last_sandbox)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def spare_memory(self, changes: tuple | None) -> ChildMemory:
         """In a spare, once its request came: the memory a fork would have been given, with the
