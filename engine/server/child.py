@@ -20,9 +20,9 @@ import time
 from typing import Callable
 
 from ..core import interrupt
+from .spare import FORWARDED
 
 _PR_SET_PDEATHSIG = 1
-_HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # server/spare.py's FORWARDED
 
 
 def _load_libc():
@@ -62,7 +62,7 @@ def run(request: dict, fds: list[int], command: Callable[[list[str]], None],
     os.umask(request["umask"])
     sys.argv = ["mcpp", *request["argv"]]
     _reset_signals(server)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)  # what came while a spare held them (spare.py)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)  # what came while a spare held them (spare.py)
     _reopen_stdio()
     try:
         if ready is not None:
