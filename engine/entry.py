@@ -4,8 +4,9 @@ Imports nothing heavy before the build server's client (`engine/server/client.py
 no-op fast path (`engine/state/noop.py`) have had their chance: a `build`, `run` or `test` goes to the
 workspace's warm server when one is up (which answers a repeated `mcpp build` from stats
 itself), and where none is, a repeated `mcpp build` is answered from stats here before a server
-is started. Everything else, and every fallback, is the in-process command line, whose engine's
-dataclasses take their generated methods' code from a cache (`core/dataclass_code.py`).
+is started. Everything else, and every fallback, is the in-process command line (a plain build
+without click: `cli/dispatch.py`), whose engine's dataclasses take their generated methods' code
+from a cache (`core/dataclass_code.py`).
 """
 
 import os
@@ -44,7 +45,7 @@ def main() -> None:
     gc.disable()
     try:
         code_cache = install()
-        from .cli.app import main as cli_main
+        from .cli.dispatch import main as cli_main
         from .core.command_clock import process_started
     finally:
         gc.freeze()
@@ -66,7 +67,8 @@ def serve(ident: str, root: str, home: str, ready: str | None = None, after: str
     from .core.dataclass_code import install
 
     code_cache = install()
-    from .cli.app import main as cli_main
+    from .cli import app  # noqa: F401 - every command line but a plain build is click's: imported once, here
+    from .cli.dispatch import main as cli_main
     from .server import daemon, warm
 
     warm.preload()

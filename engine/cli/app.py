@@ -1,175 +1,76 @@
-"""The `mcpp` command line (click). Parses flags, calls the engine, renders errors.
+"""The `mcpp` command line as click reads it: every command but a plain `mcpp build`, which
+engine/cli/dispatch.py runs without importing click (engine/cli/flags.py declares the options both
+read).
 
-Nothing below this module prints an error or exits: they raise `McppError`, and `main` turns it
-into `error: ...` and its exit code (`errors.py`: 2 for a usage or manifest error, 1 for a failed
-build, test or run). A Python traceback reaching a user is a bug.
+Nothing below this module prints an error or exits: they raise `McppError`, and launch.py's
+`guarded` turns it into `error: ...` and its exit code (`errors.py`: 2 for a usage or manifest
+error, 1 for a failed build, test or run). A Python traceback reaching a user is a bug.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import sys
-import time
-import warnings
 
 import click
 
-from mcpp.cas.statcache import StateDiscarded
-from mcpp.sandbox import NAMES as SANDBOXES
-
-from ..build.compose import BuildOptions, build
-from ..build.memory import BuildMemory, NoMemory
 from ..core.commands import COMMANDS
 from ..core import interrupt
-from ..core.errors import EXIT_USER_ERROR, McppError, display_path, environment_error
-from ..core.settings import RemoteFlags, Settings
+from ..core.errors import EXIT_USER_ERROR, McppError, display_path
 from ..package.graph import load_graph
 from ..package.model import Selection
-from ..report.reporter import Reporter
+from .flags import BOOL_PAIR, BUILD_FLAGS, CONTEXT_FLAGS, COUNT, FLAG, GLOBAL_FLAGS, MULTIPLE, OPTIONAL, Flag
+from .launch import Ctx, Launch, UsageProblem, guarded, options, run_build, split_features, start
+
+# The names the other command modules (build_commands.py) take the context and options by.
+_Ctx = Ctx
 
 
-class _Launch:
-    """What `main` hands the command line: the raw arguments, the build's memory and when the
-    command began (a `time.time()` value: engine/core/command_clock.py)."""
-
-    def __init__(self, argv: list[str], memory: BuildMemory, started: float | None = None) -> None:
-        self.argv = argv
-        self.memory = memory
-        self.started = time.time() if started is None else started
-
-
-class _Ctx:
-    def __init__(self, verbose: int, quiet: bool, color: str, jobs: int, manifest_path: str | None,
-                 launch: _Launch, settings: Settings):
-        self.argv = launch.argv
-        self.memory = launch.memory  # where a build takes warm state from (engine/build/memory.py)
-        self.started = launch.started
-        self.settings = settings  # flags aside, what the command was told: read once, here
-        self.verbose = verbose
-        self.quiet = quiet
-        self.color = color
-        self.jobs = jobs
-        self.manifest_path = manifest_path
-
-    def reporter(self, message_format: str = "human") -> Reporter:
-        return Reporter(verbose=self.verbose, quiet=self.quiet, json_mode=message_format == "json",
-                        color=self.color)
-
-
-def _split_features(values: tuple[str, ...]) -> tuple[str, ...]:
-    out: list[str] = []
-    for v in values:
-        out += [f for f in v.replace(",", " ").split() if f]
-    return tuple(out)
+def _option(flag: Flag):
+    """The click option of a flag of engine/cli/flags.py."""
+    names = (*flag.names, flag.dest) if flag.kind != BOOL_PAIR else (f"{flag.names[0]}/{flag.off[0]}", flag.dest)
+    kw: dict = {"help": flag.help, "metavar": flag.metavar}
+    if flag.kind == FLAG:
+        kw["is_flag"] = True
+    elif flag.kind == COUNT:
+        kw["count"] = True
+    else:
+        kw["default"] = flag.default
+        if flag.kind == MULTIPLE:
+            kw["multiple"] = True
+        if flag.choices is not None:
+            kw["type"] = click.Choice(flag.choices)
+            del kw["metavar"]
+        elif flag.number is not None:
+            low, high = flag.number
+            kw["type"] = int if low is None and high is None else click.IntRange(low, high)
+        elif flag.path:
+            kw["type"] = click.Path()
+        if flag.kind == OPTIONAL:
+            kw.update(is_flag=False, flag_value=flag.flag_value)
+    if kw.get("metavar") is None:
+        kw.pop("metavar", None)
+    return click.option(*names, **kw)
 
 
-def context_flags() -> list:
-    """What a manifest is folded for: shared by build, run, test and metadata."""
-    return [
-        click.option("--target", "target", metavar="TRIPLE", default=None,
-                     help="Target triple (default: the host); selects [target.<triple>] and cfg(...) sections."),
-        click.option("--accel", "accel", metavar="SPEC", default=None,
-                     help="Accelerator set for this build, e.g. 'cuda12.9+{sm_89}, vulkan1.2' "
-                          "(default: [build] accel)."),
-        click.option("--no-accel", "no_accel", is_flag=True, help="Build with the empty accelerator set."),
-        click.option("--strict", is_flag=True, help="Unknown manifest keys are errors, not warnings."),
-    ]
-
-
-def lock_flags() -> list:
-    """How index dependencies are resolved (docs/dependencies.md)."""
-    return [
-        click.option("--locked", is_flag=True, help="Refuse to build if mcpp.lock would change."),
-        click.option("--offline", is_flag=True,
-                     help="Never read the library index: index packages from the source cache or vendor/."),
-    ]
-
-
-def _apply(options):
+def _apply(flags: tuple[Flag, ...]):
     def decorate(fn):
-        for opt in reversed(options()):
-            fn = opt(fn)
+        for flag in reversed(flags):
+            fn = _option(flag)(fn)
         return fn
     return decorate
 
 
 def build_flags(fn):
     """The flags `build`, `run` and `test` share."""
-    options = [
-        click.option("--release", is_flag=True, help="Build with the release profile."),
-        click.option("--profile", "profile", metavar="NAME", help="Build with the named profile."),
-        click.option("--features", "features", multiple=True, metavar="LIST",
-                     help="Comma- or space-separated features to activate."),
-        click.option("--all-features", is_flag=True, help="Activate every feature."),
-        click.option("--no-default-features", is_flag=True, help="Do not activate the `default` feature."),
-        *context_flags(),
-        click.option("-p", "--package", "packages", multiple=True, metavar="NAME", help="Package(s) to build."),
-        click.option("--toolchain", metavar="NAME", help="gcc (default), gcc-NN, clang (the newest installed clang-NN) or clang-NN."),
-        click.option("--keep-going", is_flag=True, help="Build as much as possible after a failure."),
-        click.option("--sandbox", type=click.Choice(SANDBOXES), default=None,
-                     help="How actions are isolated (default: bwrap when it works, else dir)."),
-        click.option("--remote", "remote", metavar="URL", default=None,
-                     help="Remote cache (REAPI): grpcs://HOST:PORT (TLS), grpc://HOST:PORT or unix:PATH "
-                          "(else MCPP_REMOTE, else [remote] url in $MCPP_HOME/config.toml)."),
-        click.option("--remote-upload/--no-remote-upload", "remote_upload", default=None,
-                     help="Upload results of actions run here to the remote cache."),
-        click.option("--remote-exec/--no-remote-exec", "remote_exec", default=None,
-                     help="Run actions on the remote server's workers (REAPI Execute; docs/remote.md)."),
-        click.option("--remote-retries", "remote_retries", type=click.IntRange(min=0), default=None, metavar="N",
-                     help="Retries of a remote call that failed transiently, under a per-build budget "
-                          "(default 5; 0: none; else [remote] retries)."),
-        click.option("--remote-jobs", "remote_jobs", type=click.IntRange(1, 1024), default=None, metavar="N",
-                     help="Remote cache lookups in flight at once, whatever -j is (default 32; else [remote] jobs)."),
-        click.option("--remote-download", "remote_download", type=click.Choice(["all", "toplevel", "minimal"]),
-                     default=None, help="What remote hits download: every output, target/'s artifacts (default) "
-                                        "or only what local actions need (else [remote] download)."),
-        click.option("--remote-instance-name", "remote_instance", metavar="NAME", default=None,
-                     help="REAPI instance name (else [remote] instance; default \"\")."),
-        click.option("--remote-header", "remote_headers", metavar="KEY=VALUE", multiple=True,
-                     help="Send this header with every remote call (repeatable; with [remote] headers)."),
-        click.option("--message-format", type=click.Choice(["human", "json"]), default="human",
-                     help="json: one JSON object per build event on stdout."),
-        click.option("--timings", type=click.Choice(["html", "json"]), is_flag=False, flag_value="html",
-                     default=None, help="Write a timings report to target/mcpp-timings/ (html, or =json)."),
-        click.option("--trace", "trace", metavar="FILE", type=click.Path(), default=None,
-                     help="Write a Chrome trace-event file of the build (Perfetto, chrome://tracing)."),
-        click.option("-j", "--jobs", "jobs_local", type=int, default=None, metavar="N",
-                     help="Parallel actions (default and 0: number of CPUs)."),
-        # Accepted after the subcommand too (`mcpp build -q`), as Cargo does.
-        click.option("-q", "--quiet", "quiet_local", is_flag=True, help="Print only errors and warnings."),
-        click.option("-v", "--verbose", "verbose_local", count=True, help="Print commands as they run."),
-        click.option("--no-server", "no_server", is_flag=True,
-                     help="Build in this process, not in the workspace's warm server (docs/server.md)."),
-        *lock_flags(),
-    ]
-    for opt in reversed(options):
-        fn = opt(fn)
-    return fn
+    return _apply(BUILD_FLAGS)(fn)
 
 
-def _options(ctx: _Ctx, kw: dict, with_dev: bool = False) -> BuildOptions:
-    kw.pop("no_server", None)  # read by the server client (engine/server/client.py) before click
-    ctx.quiet = ctx.quiet or kw.pop("quiet_local", False)
-    ctx.verbose = ctx.verbose + kw.pop("verbose_local", 0)
-    if kw["release"] and kw["profile"] and kw["profile"] != "release":
-        raise click.UsageError("--release conflicts with --profile " + kw["profile"])
-    profile = kw["profile"] or ("release" if kw["release"] else "dev")
-    jobs = kw["jobs_local"] if kw["jobs_local"] is not None else ctx.jobs
-    if jobs is not None and jobs < 0:
-        raise click.UsageError("-j must be a number of parallel actions, or 0 for all cores")
-    return BuildOptions(
-        cwd=os.getcwd(), manifest_path=ctx.manifest_path, profile=profile,
-        selection=Selection(packages=kw["packages"], features=_split_features(kw["features"]),
-                            all_features=kw["all_features"], no_default_features=kw["no_default_features"],
-                            with_dev_deps=with_dev, target=kw["target"], accel=kw["accel"],
-                            no_accel=kw["no_accel"], strict=kw["strict"], locked=kw["locked"],
-                            offline=kw["offline"]),
-        jobs=jobs or 0, keep_going=kw["keep_going"], toolchain=kw["toolchain"], sandbox=kw["sandbox"],
-        timings=kw["timings"], trace=kw["trace"], command_started=ctx.started,
-        settings=ctx.settings.with_flags(RemoteFlags(
-            kw["remote"], kw["remote_upload"], kw["remote_exec"], retries=kw["remote_retries"],
-            instance_name=kw["remote_instance"], remote_jobs=kw["remote_jobs"], headers=tuple(kw["remote_headers"]),
-            download=kw["remote_download"])))
+def _options(ctx: Ctx, kw: dict, with_dev: bool = False):
+    try:
+        return options(ctx, kw, with_dev)
+    except UsageProblem as e:
+        raise click.UsageError(str(e)) from None
 
 
 class _Commands(click.Group):
@@ -208,42 +109,24 @@ def _load(name: str, where: str) -> click.Command:
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-v", "--verbose", count=True, help="Print commands as they run.")
-@click.option("-q", "--quiet", is_flag=True, help="Print only errors and warnings.")
-@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto")
-@click.option("-j", "--jobs", type=int, default=None, metavar="N", help="Parallel actions (0: number of CPUs).")
-@click.option("--manifest-path", type=click.Path(), default=None, help="Path to mcpp.toml.")
-@click.option("--no-server", is_flag=True, help="Build in this process, not in the workspace's warm server.")
+@_apply(GLOBAL_FLAGS)
 @click.version_option(package_name="mcpp", prog_name="mcpp")
 @click.pass_context
 def cli(ctx, verbose, quiet, color, jobs, manifest_path, no_server):
     """mcpp: a hermetic build engine for C and C++."""
-    launch = ctx.obj if isinstance(ctx.obj, _Launch) else _Launch([], NoMemory())
-    ctx.obj = _Ctx(verbose, quiet, color, jobs, manifest_path, launch, Settings.read(os.environ))
+    from ..core.settings import Settings
+    from ..build.memory import NoMemory
+
+    launch = ctx.obj if isinstance(ctx.obj, Launch) else Launch([], NoMemory())
+    ctx.obj = Ctx(verbose, quiet, color, jobs, manifest_path, launch, Settings.read(os.environ))
 
 
 @click.command("build")
 @build_flags
 @click.pass_obj
-def build_cmd(ctx: _Ctx, **kw):
+def build_cmd(ctx: Ctx, **kw):
     """Build the package (or workspace)."""
-    from ..build.compose import record_noop
-    from ..state import noop
-
-    opts = _options(ctx, kw)
-    reporter = ctx.reporter(kw["message_format"])
-    started = noop.begin(ctx.argv)
-    outcome = build(opts, reporter, memory=ctx.memory)
-    # A build asked for its timings writes a report each time: never answer it from the no-op path.
-    if reporter.warned or opts.timings or opts.trace:
-        return
-    if kw["message_format"] == "human":
-        record_noop(ctx.argv, outcome, ctx.quiet, started, opts.home)
-    else:
-        # A JSON build's record answers a later plain build (engine/state/noop.py), not this
-        # command's caller: it is written after the reply. Until then the record is pending, and
-        # a build that comes first takes the full path.
-        ctx.memory.after_reply(lambda: record_noop(ctx.argv, outcome, ctx.quiet, started, opts.home))
+    run_build(ctx, _options(ctx, kw), kw["message_format"])
 
 
 @click.command("clean")
@@ -351,13 +234,13 @@ def explain_cmd(ctx: _Ctx, action, release, profile):
 @click.option("--all-features", is_flag=True, help="Activate every feature.")
 @click.option("--no-default-features", is_flag=True, help="Do not activate the `default` feature.")
 @click.option("-p", "--package", "packages", multiple=True, metavar="NAME", help="Package(s) to show.")
-@_apply(context_flags)
+@_apply(CONTEXT_FLAGS)
 @click.pass_obj
 def metadata_cmd(ctx: _Ctx, fmt, **kw):
     """The folded manifest(s) and package graph of this build (target, features, accel applied)."""
     from . import metadata
 
-    selection = Selection(packages=kw["packages"], features=_split_features(kw["features"]),
+    selection = Selection(packages=kw["packages"], features=split_features(kw["features"]),
                           all_features=kw["all_features"], no_default_features=kw["no_default_features"],
                           target=kw["target"], accel=kw["accel"], no_accel=kw["no_accel"], strict=kw["strict"])
     graph = metadata.collect(os.getcwd(), ctx.manifest_path, selection)
@@ -370,50 +253,24 @@ def metadata_cmd(ctx: _Ctx, fmt, **kw):
                else metadata.render_text(graph, settings, warn), nl=False)
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None):
-    """A dropped state file (`StateDiscarded`) is a warning to the user, not a Python warning."""
-    if issubclass(category, StateDiscarded):
-        Reporter().raw_warning(f"warning: {message}")
-    else:
-        _python_showwarning(message, category, filename, lineno, file, line)
-
-
-_python_showwarning = warnings.showwarning
-
-
-def main(argv: list[str] | None = None, memory: BuildMemory | None = None, started: float | None = None) -> None:
-    """`mcpp ARGV`; `memory`: what its build may take from its host (a server's build child
-    passes its own; None: the `mcpp` process's, which keeps nothing); `started`: when the
-    command began, as `time.time()` (None: now)."""
-    launch = _Launch(list(sys.argv[1:] if argv is None else argv), memory or NoMemory(), started)
-    warnings.showwarning = _show_warning
-    interrupt.install()
+def click_main(launch: Launch) -> None:
+    """The command line `launch` as click reads it, click's own errors said as click says them
+    (engine/cli/launch.py's `guarded` says the rest)."""
     try:
-        cli.main(args=argv, prog_name="mcpp", standalone_mode=False, obj=launch)
-    except McppError as e:
-        Reporter().error(e.render())
-        sys.exit(e.exit_code)
+        cli.main(args=launch.argv, prog_name="mcpp", standalone_mode=False, obj=launch)
     except click.exceptions.Abort as e:
         sys.stderr.write("error: interrupted\n")
         sys.exit(interrupt.exit_code(e))
     except click.ClickException as e:
         e.show()
         sys.exit(EXIT_USER_ERROR)
-    except KeyboardInterrupt as e:
-        sys.stderr.write("error: interrupted\n")
-        sys.exit(interrupt.exit_code(e))
-    except BrokenPipeError:
-        sys.exit(1)
-    except OSError as e:
-        err = environment_error(e)
-        Reporter().error(err.render())
-        sys.exit(err.exit_code)
-    except Exception as e:  # noqa: BLE001 - the last net: a bug, said as one, never a traceback
-        if os.environ.get("MCPP_TRACEBACK"):
-            raise
-        Reporter().error(f"error: internal error: {type(e).__name__}: {str(e)[:500]}\n"
-                         f"note: this is a bug in mcpp; run again with MCPP_TRACEBACK=1 to see where it happened")
-        sys.exit(1)
+
+
+def main(argv: list[str] | None = None, memory=None, started: float | None = None) -> None:
+    """`mcpp ARGV` read by click, whatever the line (engine/cli/dispatch.py reads a plain build
+    without it)."""
+    launch = start(argv, memory, started)
+    guarded(lambda: click_main(launch))
     sys.exit(0)
 
 

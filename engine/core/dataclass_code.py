@@ -19,6 +19,9 @@ starts with its bytecode magic number, so another interpreter never takes its co
 unreadable, corrupt or foreign file is an empty cache, never an error; its replacement is written
 atomically (temp file + rename), so a reader sees the old file or the new one.
 
+`install()` also imports `dataclasses` without the `inspect` module it imports for one rare call
+(`_import_dataclasses`): a plain build never loads `inspect`.
+
 Its size is bounded: entries are only added for texts some process compiled, and the texts are
 fixed by the installed sources (the engine's classes and its dependencies'), so the file stops
 changing after the first runs; what an upgrade in place leaves behind is dropped when the file
@@ -30,6 +33,7 @@ import builtins
 import marshal
 import os
 import sys
+import types
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -128,13 +132,50 @@ class CodeCache:
         return True
 
 
+class _InspectOnFirstUse(types.ModuleType):
+    """What `dataclasses` holds as `inspect` until it reads an attribute of it: then the real
+    module, imported there and put in its place."""
+
+    def __getattr__(self, name: str) -> object:
+        import dataclasses
+
+        if sys.modules.get("inspect") is self:
+            del sys.modules["inspect"]
+        import inspect
+
+        dataclasses.inspect = inspect  # type: ignore[attr-defined]
+        return getattr(inspect, name)
+
+
+def _import_dataclasses() -> types.ModuleType:
+    """`dataclasses`, imported without `inspect` where nothing has imported that yet.
+
+    `dataclasses` imports `inspect` (with `ast`, `dis`, `tokenize` and `linecache`: ~5-10 ms of a
+    first build's start on a 2-core machine, bench/RESULTS.md) for one call only, the signature
+    it writes as the docstring of a class that has none; the engine's classes all have one, so
+    a plain build never makes that call, and a class without one gets the real module then."""
+    if "dataclasses" in sys.modules or "inspect" in sys.modules:
+        import dataclasses
+
+        return dataclasses
+    stand_in = _InspectOnFirstUse("inspect")
+    sys.modules["inspect"] = stand_in
+    try:
+        import dataclasses
+    finally:
+        if sys.modules.get("inspect") is stand_in:
+            del sys.modules["inspect"]
+    return dataclasses
+
+
 def install(path: str | None = None) -> CodeCache:
     """Make `dataclasses` compile through a `CodeCache` of `path` (default: `default_path()`)
     from now on in this process. The caller calls its `save()` once the classes it imports first
     are made (a build killed later still leaves them); the process's exit saves what classes
     imported later (a command's own modules) added."""
     import atexit
-    import dataclasses
+
+    dataclasses = _import_dataclasses()
 
     cache = CodeCache(default_path() if path is None else path)
     dataclasses.exec = cache.exec  # type: ignore[attr-defined]

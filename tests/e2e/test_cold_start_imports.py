@@ -67,3 +67,27 @@ def test_a_build_with_a_program_does(tmp_path):
     got = _build(tmp_path / "p", tmp_path / "home")
     assert got["code"] in (0, None)
     assert {"starlark", "mcpp.engine.program.evaluate", "mcpp.engine.package.program_result"} <= set(got["loaded"]), got
+
+
+def test_a_plain_build_from_the_entry_point_loads_neither_click_nor_inspect(tmp_path):
+    """`mcpp build ...` is read without click (engine/cli/flags.py), `dataclasses` imported without
+    `inspect` (engine/core/dataclass_code.py); a line click must read (`--timings` alone) loads it."""
+    write_tree(tmp_path / "p", PROJECT)
+    probe = """
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps(sorted(m for m in ("click", "inspect") if m in sys.modules))))
+sys.argv = ["mcpp", *sys.argv[1:]]
+from mcpp.engine.entry import main
+main()
+"""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "MCPP_HOME": str(tmp_path / "home"), "MCPP_NO_SERVER": "1"}
+
+    def loaded(*argv: str) -> list[str]:
+        p = subprocess.run([sys.executable, "-c", probe, *argv], cwd=tmp_path / "p", capture_output=True,
+                           text=True, timeout=300, env=env)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout.splitlines()[-1])
+
+    assert loaded("build", "-q", "-j", "2", "--sandbox", "off", "--message-format", "json") == []
+    assert (tmp_path / "p/target/dev/hello").is_file()
+    assert loaded("build", "--sandbox", "off", "--timings") == ["click", "inspect"]

@@ -79,3 +79,17 @@ deferred = {"scanner._HEAD": scanner._HEAD, "scanner._TOKEN": scanner._TOKEN,
 print(json.dumps(sorted(name for name, p in deferred.items() if "match" in getattr(p, "__dict__", {"match": p}))))
 """)
     assert compiled == set()
+
+
+def test_a_plain_build_line_loads_neither_click_nor_inspect():
+    """engine/cli/launch.py reads `mcpp build ...` itself (engine/cli/flags.py) and `dataclasses`
+    is imported without `inspect` (engine/core/dataclass_code.py): ~20 ms of a first build's
+    start on a 2-core machine (bench/RESULTS.md)."""
+    loaded = _loaded("""
+import json, sys
+from mcpp.engine.core.dataclass_code import install
+install()
+import mcpp.engine.cli.launch
+print(json.dumps(sorted(sys.modules)))
+""")
+    assert loaded & {"click", "inspect", "mcpp.engine.cli.app"} == set()

@@ -166,3 +166,35 @@ def test_the_file_is_bounded_a_write_past_the_limit_keeps_only_the_texts_used(tm
     other = "def __create_fn__():\n def h(): return 2\n return h"
     grown.exec(other, {}, {})
     assert grown.save() and set(CodeCache(str(path))._read()) == {used, other}  # under it: the union
+
+
+def test_install_imports_dataclasses_without_inspect_until_a_class_without_a_docstring_needs_it():
+    """`inspect` is imported for the one call `dataclasses` makes of it: the signature it writes
+    as the docstring of a class without one. Until then a process has not loaded it."""
+    p = subprocess.run([sys.executable, "-c", """
+import json, sys
+from mcpp.engine.core import dataclass_code
+dataclass_code.install()
+import dataclasses
+import mcpp.engine.cli.launch  # every class of a plain build's path
+before = "inspect" in sys.modules
+
+@dataclasses.dataclass
+class Plain:
+    a: int
+    b: str = "x"
+
+print(json.dumps([before, Plain.__doc__, "inspect" in sys.modules, dataclasses.inspect is sys.modules["inspect"]]))
+"""], capture_output=True, text=True, check=True, timeout=60)
+    assert json.loads(p.stdout) == [False, "Plain(a: int, b: str = 'x')", True, True]
+
+
+def test_install_after_inspect_was_imported_leaves_dataclasses_as_it_is():
+    p = subprocess.run([sys.executable, "-c", """
+import inspect, sys
+from mcpp.engine.core import dataclass_code
+dataclass_code.install()
+import dataclasses
+print(dataclasses.inspect is inspect)
+"""], capture_output=True, text=True, check=True, timeout=60)
+    assert p.stdout.strip() == "True"
