@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 
 class Launch:
-    """What `main` hands the command line: the raw arguments, the build's memory and when the
-    command began (a `time.time()` value: engine/core/command_clock.py)."""
+    """What a command line is run with (`start`): the raw arguments, the build's memory and when
+    the command began (a `time.time()` value: engine/core/command_clock.py)."""
 
     def __init__(self, argv: list[str], memory: BuildMemory, started: float | None = None) -> None:
         self.argv = argv
