@@ -68,7 +68,8 @@ def test_a_server_refusing_30_percent_of_calls_is_retried_through(tmp_path, buil
         ci = Mcpp(tmp_path / "ci").build_json("build", "-j", "8", "--remote", proxy.url, "--remote-upload", cwd=a)
         assert statuses(ci) == {"executed": 26}
         up = summary(ci)
-        assert up["uploads"] == 26 == proxy.ac_updates
+        # said whole when it fails: once (a loaded machine, server mode) 25 uploads of 26 were counted
+        assert up["uploads"] == 26 == proxy.ac_updates, (up, proxy.ac_updates, dict(proxy.failed), ci.err)
         assert up["bytes_up"] == proxy.bytes_up > 0
         assert up["retries"] == sum(proxy.failed.values()) > 0
         assert up["disabled"] is None
