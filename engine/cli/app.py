@@ -14,16 +14,15 @@ import sys
 
 import click
 
+from ..build.memory import NoMemory
 from ..core.commands import COMMANDS
 from ..core import interrupt
 from ..core.errors import EXIT_USER_ERROR, McppError, display_path
+from ..core.settings import Settings
 from ..package.graph import load_graph
 from ..package.model import Selection
 from .flags import BOOL_PAIR, BUILD_FLAGS, CONTEXT_FLAGS, COUNT, FLAG, GLOBAL_FLAGS, MULTIPLE, OPTIONAL, Flag
-from .launch import Ctx, Launch, UsageProblem, guarded, options, run_build, split_features, start
-
-# The names the other command modules (build_commands.py) take the context and options by.
-_Ctx = Ctx
+from .launch import Ctx, Launch, UsageProblem, options, run_build, split_features
 
 
 def _option(flag: Flag):
@@ -40,7 +39,6 @@ def _option(flag: Flag):
             kw["multiple"] = True
         if flag.choices is not None:
             kw["type"] = click.Choice(flag.choices)
-            del kw["metavar"]
         elif flag.number is not None:
             low, high = flag.number
             kw["type"] = int if low is None and high is None else click.IntRange(low, high)
@@ -114,9 +112,6 @@ def _load(name: str, where: str) -> click.Command:
 @click.pass_context
 def cli(ctx, verbose, quiet, color, jobs, manifest_path, no_server):
     """mcpp: a hermetic build engine for C and C++."""
-    from ..core.settings import Settings
-    from ..build.memory import NoMemory
-
     launch = ctx.obj if isinstance(ctx.obj, Launch) else Launch([], NoMemory())
     ctx.obj = Ctx(verbose, quiet, color, jobs, manifest_path, launch, Settings.read(os.environ))
 
@@ -131,7 +126,7 @@ def build_cmd(ctx: Ctx, **kw):
 
 @click.command("clean")
 @click.pass_obj
-def clean_cmd(ctx: _Ctx):
+def clean_cmd(ctx: Ctx):
     """Remove target/."""
     graph = load_graph(os.getcwd(), ctx.manifest_path, Selection())
     target = graph.target_dir
@@ -149,7 +144,7 @@ _VCS = click.option("--vcs", type=click.Choice(["git", "none"]), default="git",
 @click.option("--lib", is_flag=True, help="Create a library package with a module interface.")
 @_VCS
 @click.pass_obj
-def new_cmd(ctx: _Ctx, name, lib, vcs):
+def new_cmd(ctx: Ctx, name, lib, vcs):
     """Create a new package in directory NAME."""
     from .new import new_package
 
@@ -164,7 +159,7 @@ def new_cmd(ctx: _Ctx, name, lib, vcs):
 @click.option("--name", "name", metavar="NAME", help="Package name (default: the directory's name).")
 @_VCS
 @click.pass_obj
-def init_cmd(ctx: _Ctx, path, lib, name, vcs):
+def init_cmd(ctx: Ctx, path, lib, name, vcs):
     """Make the existing directory PATH (default: here) a package; existing files are kept."""
     from .new import init_package
 
@@ -173,7 +168,7 @@ def init_cmd(ctx: _Ctx, path, lib, name, vcs):
     ctx.reporter().status("Created", f"{'library' if lib else 'binary (application)'} `{name}` package")
 
 
-def _finish_scaffold(ctx: _Ctx, path: str, vcs: str) -> None:
+def _finish_scaffold(ctx: Ctx, path: str, vcs: str) -> None:
     """What `new` and `init` do after the files: git, and joining an enclosing workspace."""
     from .new import add_workspace_member, enclosing_workspace, init_vcs
 
@@ -196,7 +191,7 @@ def _finish_scaffold(ctx: _Ctx, path: str, vcs: str) -> None:
 @click.option("--release", is_flag=True, help="Explain an action of the release profile's build.")
 @click.option("--profile", "profile", metavar="NAME", help="Explain an action of the named profile's build.")
 @click.pass_obj
-def explain_cmd(ctx: _Ctx, action, release, profile):
+def explain_cmd(ctx: Ctx, action, release, profile):
     """Why ACTION ran: its key inputs and what changed since the run before.
 
     Without ACTION, list the actions that can be explained."""
@@ -236,7 +231,7 @@ def explain_cmd(ctx: _Ctx, action, release, profile):
 @click.option("-p", "--package", "packages", multiple=True, metavar="NAME", help="Package(s) to show.")
 @_apply(CONTEXT_FLAGS)
 @click.pass_obj
-def metadata_cmd(ctx: _Ctx, fmt, **kw):
+def metadata_cmd(ctx: Ctx, fmt, **kw):
     """The folded manifest(s) and package graph of this build (target, features, accel applied)."""
     from . import metadata
 
@@ -264,14 +259,6 @@ def click_main(launch: Launch) -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(EXIT_USER_ERROR)
-
-
-def main(argv: list[str] | None = None, memory=None, started: float | None = None) -> None:
-    """`mcpp ARGV` read by click, whatever the line (engine/cli/dispatch.py reads a plain build
-    without it)."""
-    launch = start(argv, memory, started)
-    guarded(lambda: click_main(launch))
-    sys.exit(0)
 
 
 def _register(group: _Commands, namespace: dict, table=COMMANDS) -> None:

@@ -10,7 +10,8 @@ from dataclasses import replace
 import click
 
 from ..build.compose import build
-from .app import _Ctx, _options, build_flags
+from .app import _options, build_flags
+from .launch import Ctx
 
 
 class _RunCommand(click.Command):
@@ -34,7 +35,7 @@ class _RunCommand(click.Command):
 @build_flags
 @click.argument("binary", metavar="[BIN]", nargs=-1)
 @click.pass_obj
-def run_cmd(ctx: _Ctx, binary, **kw):
+def run_cmd(ctx: Ctx, binary, **kw):
     """Build, then run a binary: mcpp run [BIN] [-- ARGS]."""
     from .run import run_binary
 
@@ -55,7 +56,7 @@ def run_cmd(ctx: _Ctx, binary, **kw):
               help="Kill a test still running after SECS seconds (default 300; 0: no limit).")
 @click.argument("pattern", required=False)
 @click.pass_obj
-def test_cmd(ctx: _Ctx, pattern, timeout, **kw):
+def test_cmd(ctx: Ctx, pattern, timeout, **kw):
     """Build and run the tests (tests/ and test/, or [test] dirs), one binary each."""
     from .run_tests import run_tests
 
@@ -70,7 +71,7 @@ def test_cmd(ctx: _Ctx, pattern, timeout, **kw):
 @click.option("--prefix", "prefix", required=True, metavar="DIR",
               help="Install under DIR: bin/, lib/ (with lib/pkgconfig/NAME.pc) and include/.")
 @click.pass_obj
-def install_cmd(ctx: _Ctx, prefix, **kw):
+def install_cmd(ctx: Ctx, prefix, **kw):
     """Build (release profile unless --profile), then install binaries, libraries, headers and
     a pkg-config file under --prefix ($DESTDIR in front, as `make install`)."""
     from .install import install

@@ -10,6 +10,8 @@ messages and suggestions. tests/unit/engine/test_cli_flags.py holds the two read
 """
 from __future__ import annotations
 
+import os
+
 from mcpp.sandbox import NAMES as SANDBOXES
 
 FLAG = "flag"            # present or not: True / False
@@ -165,6 +167,7 @@ def _read(args: list[str], flags: tuple[Flag, ...]) -> dict[str, object] | None:
         for name in flag.off:
             by_name[name] = (flag, False)
     values = {flag.dest: flag.unset() for flag in flags}
+    value: str | None
     i = 0
     while i < len(args):
         arg = args[i]
@@ -184,12 +187,9 @@ def _read(args: list[str], flags: tuple[Flag, ...]) -> dict[str, object] | None:
                 value = attached
             elif flag.kind == OPTIONAL:
                 return None  # `--timings VALUE` or `--timings` alone: click decides which
-            elif i < len(args) and not args[i].startswith("-"):
-                value = args[i]
-                i += 1
             else:
-                return None
-            if not _accept(values, flag, value):
+                value, i = _next_word(args, i)
+            if value is None or not _accept(values, flag, value):
                 return None
         elif arg.startswith("-") and len(arg) > 1:
             # `-qv`, `-j4`, `-j 4`, `-pNAME`: short options run together, the first that takes a
@@ -206,16 +206,21 @@ def _read(args: list[str], flags: tuple[Flag, ...]) -> dict[str, object] | None:
                     continue
                 if k < len(arg):
                     value, k = arg[k:], len(arg)
-                elif i < len(args) and not args[i].startswith("-"):
-                    value = args[i]
-                    i += 1
                 else:
-                    return None
-                if flag.kind == OPTIONAL or not _accept(values, flag, value):
+                    value, i = _next_word(args, i)
+                if value is None or flag.kind == OPTIONAL or not _accept(values, flag, value):
                     return None
         else:
             return None  # an argument (or `-`, `--`): none of these commands takes one
     return values
+
+
+def _next_word(args: list[str], i: int) -> tuple[str | None, int]:
+    """An option's value as the word at `i`, and the index after it; None where there is none, or
+    it looks like an option (click would take it as the value: the reader leaves that to click)."""
+    if i < len(args) and not args[i].startswith("-"):
+        return args[i], i + 1
+    return None, i
 
 
 def _set(values: dict[str, object], flag: Flag, on: bool) -> None:
@@ -250,8 +255,6 @@ def _accept(values: dict[str, object], flag: Flag, value: str) -> bool:
 
 
 def _readable_or_absent(path: str) -> bool:
-    import os
-
     try:
         os.stat(path)
     except (OSError, ValueError):

@@ -27,7 +27,7 @@ PROGRAM = 'mcpp.define("FROM_PROGRAM=1")\n'
 # Builds in this interpreter (no server) and prints which evaluator modules it imported.
 PROBE = """
 import json, sys
-from mcpp.engine.cli.app import main
+from mcpp.engine.cli.dispatch import main
 try:
     main(["build", "--no-server", "--sandbox", "off", "--message-format", "json"])
 except SystemExit as e:

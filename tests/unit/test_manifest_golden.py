@@ -1,7 +1,7 @@
 """Golden manifests: `tests/manifest/<case>.toml` next to `<case>.expect`, the exact output.
 
 Each case runs `mcpp --manifest-path manifest/<case>.toml metadata [args]` in-process through
-the real CLI entry (`engine.cli.app.main`), from `tests/` so that paths in the output are stable. The
+the real CLI entry (`engine.cli.dispatch.main`), from `tests/` so that paths in the output are stable. The
 first line of a case may be `# args: ...` (flags for `metadata`, e.g. `--target`, `--accel`,
 `--strict`). The expect file holds stderr (warnings, or the positioned error) followed by stdout
 (the folded table); a case whose output has `error:` must exit 2, any other 0. Well-formed and
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpp.engine.cli.app import main
+from mcpp.engine.cli.dispatch import main
 
 TESTS = Path(__file__).resolve().parent.parent
 CASES = sorted((TESTS / "manifest").glob("*.toml"))

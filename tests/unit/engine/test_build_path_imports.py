@@ -51,7 +51,7 @@ def test_importing_the_command_line_loads_no_other_commands_module_registry_or_r
 def test_a_command_that_lives_in_its_own_module_still_runs():
     loaded = _loaded("""
 import json, sys
-from mcpp.engine.cli.app import main
+from mcpp.engine.cli.dispatch import main
 try:
     main(["cache", "--help"])
 except SystemExit:
