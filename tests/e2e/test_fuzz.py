@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpp.engine.cli import app as cli
+from mcpp.engine.cli import dispatch as cli
 
 SEED = int(os.environ.get("MCPP_FUZZ_SEED", "20261130"))
 MANIFEST_CASES = 300
