@@ -9,9 +9,10 @@ CI job with its home restored), in process (`MCPP_NO_SERVER=1`) and with the ser
 build runs in process while the server starts: docs/server.md). Each number comes from the
 build's own trace (`--trace FILE`): its `command-start` event is the trace's 0 (the `mcpp`
 process's start) and the first compile's `ts` is how long after it the compile began; the
-build's start (`build-start`: the engine imported) and its actions' (`actions-start`: planned)
-split that time; `first-action` is the first action checked (a compile restored from the store,
-with the home kept). Servers are stopped between runs. Standard library only.
+build's start (`build-start`: the engine imported), its actions' (`actions-start`: the first
+action begun, a first build's first compile while the rest is planned: engine/exec/head_start.py)
+and its schedule's (`schedule-start`: planned) split that time; `first-action` is the first
+action checked (a compile restored from the store, with the home kept). Servers are stopped between runs. Standard library only.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import subprocess
 import sys
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
-_MARKS = ("build-start", "actions-start", "first-action", "first-compile")
+_MARKS = ("build-start", "actions-start", "schedule-start", "first-action", "first-compile")
 
 
 def main() -> None:
@@ -67,6 +68,8 @@ def _marks(path: str) -> dict[str, float]:
     """The trace's instant events and its first compile's start, in ms after the command's."""
     events = json.load(open(path, encoding="utf-8"))["traceEvents"]
     marks = {e["name"]: e["ts"] / 1000 for e in events if e["ph"] == "i"}
+    if "actions-start" in marks:  # the schedule starts with the actions unless one began ahead of it
+        marks.setdefault("schedule-start", marks["actions-start"])
     actions = [e["ts"] / 1000 for e in events if e["ph"] == "X"]
     if actions:
         marks["first-action"] = min(actions)

@@ -28,9 +28,11 @@ from ..core.errors import BuildFailed, McppError
 from ..core.settings import Settings, command_settings
 from ..exec.action_runner import ActionRunner, SandboxRunner
 from ..exec.explain import ExplainLog
+from ..exec.head_start import HeadStart
 from ..exec.larger_first import larger_first
 from ..exec.pipeline import ActionPipeline, Counters
 from ..exec.sandbox_warm_up import SandboxWarmUp
+from ..exec.staging import input_stager
 from ..exec.schedule import ScheduleResult, run_graph
 from ..exec.stores import Stores
 from ..manifest.load import display_path
@@ -45,6 +47,7 @@ from ..plan.model import ACTION_ENV
 from ..plan.planner import Plan, Planner
 from ..program.driver import ProgramInputs, check_loads, evaluate
 from ..program.paths import PROGRAM_NAME
+from ..report.diagnostics import coloured
 from ..report.hidden_files import PackageDirs
 from ..report.reporter import Reporter, Stopwatch
 from ..state import noop
@@ -160,7 +163,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
     profile = resolve_profile(graph.root_manifest, opts.profile)
     layout = Layout.of(graph, profile.name)
     lock = _BuildLock(layout.lock_file, reporter)
-    warm = None
+    warm = head = None
     try:
         stats, state, scans = memory.open_state(layout.stat_cache, layout.action_state, layout.execroot,
                                                 layout.scan_cache)
@@ -171,6 +174,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         system_files, system_dirs, system_key = _system_libs(graph, opts, with_tests)
         warm = _warm_up(opts, reporter, stores, env.roots() + toolchain_roots(toolchain) + system_dirs, runner,
                         policy, memory, layout)
+        head = _head_start(warm, opts, layout, stores, state, reporter)
         watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
         if warm is not None:  # its worker answers for the bwrap probe the first key would run
             policy.follow(warm.get)
@@ -182,7 +186,8 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
 
         def make(scan, includes, trees=None) -> Plan:
             return Planner(graph, toolchain, profile, layout=layout, scan=scan, with_tests=with_tests,
-                           includes=includes, expand=memory.expand, trees=trees).build()
+                           includes=includes, expand=memory.expand, trees=trees,
+                           first_compile=head.offer if head is not None else None).build()
 
         if opts.target_override is None:
             plan = cast(Plan, memory.plan(make, scans.scan, scans.includes, graph,
@@ -209,11 +214,12 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
             trust_unchanged = not first.succeeded
         for w in empty_package_warnings(graph, plan, memory.expand):
             reporter.raw_warning(w)
-        timings = _timings(opts, clock)
+        adopted = head.settle({a.id: a for a in plan.actions}, plan.prereqs) if head is not None else None
+        timings = _timings(opts, clock, head.began if head is not None and adopted is not None else None)
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
                                      policy, memory, timings, env.roots() + toolchain_roots(toolchain) + system_dirs,
                                      top=opts.target_override is None, warm=warm, announced=announced,
-                                     trust_unchanged=trust_unchanged)
+                                     trust_unchanged=trust_unchanged, head=head)
         if first_counters is not None:
             _merge_first_phase(counters, first_counters)
         if timings is not None:  # also for a failed build: where the time went is as telling
@@ -226,7 +232,13 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         if result.ok:
             check_complete(plan, set(result.succeeded) | set(result.fresh), counters.left_remote)
             make_artifact_links(plan)
+    except BaseException:
+        if head is not None:
+            head.abandon()
+        raise
     finally:
+        if head is not None:
+            head.close()
         lock.release()
         if warm is not None:
             memory.after_reply(warm.close)
@@ -285,14 +297,15 @@ def _pc_dirs(pc_files: list[str]) -> list[str]:
     return list(dict.fromkeys(dirs + [os.path.dirname(f) for f in pc_files if f.endswith(".pc")]))
 
 
-def _timings(opts: BuildOptions, clock: Stopwatch) -> TimingsRecorder | None:
-    """The recorder of --timings and --trace (None without them: the module is not imported)."""
+def _timings(opts: BuildOptions, clock: Stopwatch, actions_started: float | None) -> TimingsRecorder | None:
+    """The recorder of --timings and --trace (None without them: the module is not imported);
+    `actions_started`: when an action begun before the schedule began (`_head_start`)."""
     if not (opts.timings or opts.trace):
         return None
     from ..report.timings import TimingsRecorder
 
     return TimingsRecorder(opts.jobs or os.cpu_count() or 1, command_started=opts.command_started,
-                           build_started=clock.start)
+                           build_started=clock.start, actions_started=actions_started)
 
 
 def host_payload_dirs(env: Environment) -> tuple[str, ...]:
@@ -382,13 +395,6 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
     return watched + programs + tools.watched_files, tools.watched_dirs, reads_env
 
 
-def _is_executable(path: str) -> bool:
-    try:
-        return bool(os.stat(path).st_mode & 0o111)
-    except OSError:
-        return False
-
-
 def _merge_first_phase(counters: Counters, first: Counters) -> None:
     """What the generators of a two-phase build did, counted once: the second phase found the
     actions the first ran or restored fresh."""
@@ -457,34 +463,20 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
               stores: Stores, policy: TrustPolicy, memory: BuildMemory, timings: TimingsRecorder | None = None,
               payload_roots: tuple[str, ...] = (), top: bool = True,
               warm: SandboxWarmUp | None = None, announced: set[str] | None = None,
-              trust_unchanged: bool = True) -> tuple[ScheduleResult, Counters]:
+              trust_unchanged: bool = True, head: HeadStart | None = None) -> tuple[ScheduleResult, Counters]:
     """Schedule every action of the plan through the pipeline; save the state, also on failure.
     `top`: the build the user asked for, not a host tool's build inside it; `warm`: its
     sandbox, made ahead (`_warm_up`); `trust_unchanged`: whether a warm server's knowledge of
-    unchanged keys holds (engine/state/unchanged.py)."""
+    unchanged keys holds (engine/state/unchanged.py); `head`: the action begun before the
+    schedule, taken where `settle` adopted it (engine/exec/head_start.py)."""
     # Results the sandbox cannot prove hermetic are keyed apart (engine/trust/policy.py); the sandbox's
     # promises are looked up when the first key is made.
     platform = Platform(toolchain.identity, host_triple())
     keys = KeyComputer(state, platform, plan.generated, memory.unchanged(plan.execroot) if top and trust_unchanged else None,
                        memo=policy.memoizes_keys, namespace_of=policy.namespace)
-    store, mat = stores.blobs, stores.mat
     if runner is None:
-        staged: dict[str, str] = {}  # one file has one content during a build: resolve it once
         seen: dict[str, tuple[int, int]] = {}  # the area files' identities, for prepared trees
-
-        def stage(rel: str) -> str:
-            path = staged.get(rel)
-            if path is None:
-                d = keys.digest_of(rel)
-                full = os.path.join(plan.execroot, rel)
-                # A binary an earlier action made stays runnable by a later one, and packs the same.
-                exe = _is_executable(full)
-                path = mat.publish_file(d, full, executable=exe, seen=seen)
-                if path is None:  # changed since it was hashed: take what is there now
-                    path = mat.path(store.put_file(full), executable=exe)
-                staged[rel] = path
-            return path
-
+        stage = input_stager(plan.execroot, keys.digest_of, stores, seen)
         make = warm.get if warm is not None else \
             lambda: _make_sandbox(opts.sandbox, str(stores.home.root), reporter, payload_roots)
         runner = SandboxRunner(make, plan.execroot, stage, seen, prestages=policy.stages_inputs)
@@ -508,6 +500,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                               ExplainLog(layout.explain_log, f"{platform.toolchain} on {platform.host}"), remote, slots,
                               policy)
     pipeline.timings = timings
+    pipeline.head = head
     if remote is not None and top and remote.settings.download != "all":
         pipeline.keep_remote = _kept_on_server(plan, layout, remote.settings.download, opts.executes)
     pipeline.package_dirs = lambda: {p.name: PackageDirs(p.name, p.manifest.root) for p in graph.order}
@@ -535,6 +528,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         execroot_slash = os.path.join(plan.execroot, "")
         actions = larger_first(plan.actions, lambda rel: state.stats.size(execroot_slash + rel))
         order = memory.edited_first(actions, plan.execroot, state.discovered) if top else [a.id for a in actions]
+        if head is not None and head.adopted is not None:  # running already: first, a lane waits for it at once
+            order = [head.adopted] + [i for i in order if i != head.adopted]
         with reporter.held():
             result = run_graph(order, plan.prereqs, jobs=workers, check=pipeline.check,
                                execute=timings.timed(pipeline.restore_or_run) if timings else pipeline.restore_or_run,
@@ -667,6 +662,18 @@ def _warm_up(opts: BuildOptions, reporter: Reporter, stores: Stores, roots: tupl
     if warm is not None:
         warm.report = lambda warning: _sandbox_warning(reporter, warning)
     return warm
+
+
+def _head_start(warm: SandboxWarmUp | None, opts: BuildOptions, layout: Layout, stores: Stores, state: BuildState,
+                reporter: Reporter) -> HeadStart | None:
+    """Where every action of the build will run (`_restores_nothing`) in the sandbox begun early,
+    the planner's first ordinary compile starts as soon as it is planned, while the rest of the
+    build is planned (engine/exec/head_start.py): a first build's first compile then waits for
+    its own unit, not for all of them."""
+    if warm is None or opts.target_override is not None or not _restores_nothing(layout, stores):
+        return None
+    return HeadStart(layout.execroot, warm.get, state.digest, stores,
+                     lambda a: coloured(a) if reporter.compiler_colour else a)
 
 
 def _restores_nothing(layout: Layout, stores: Stores) -> bool:

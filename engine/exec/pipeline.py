@@ -54,6 +54,7 @@ from .action_output import shown
 from .action_runner import ActionRunner, RunResult, SandboxRunner
 from .discovered_inputs import discovered_from
 from .explain import ExplainLog
+from .head_start import HeadStart
 from .stores import Stores
 
 if TYPE_CHECKING:  # the remote layer imports gRPC: only builds that use it load it
@@ -148,6 +149,8 @@ class ActionPipeline:
         # Only where the first action is staged here, by this process's sandbox: not where lanes
         # wait on a remote cache or remote execution (nothing to stage, and nothing tells when
         # the action starts there).
+        # The action begun before the schedule, if any (head_start.py): taken, not run again.
+        self.head: HeadStart | None = None
         self.first_run: str | None = None
         self.first_started = threading.Event()
         self._await_first = False  # the first action is out and not yet waited for
@@ -254,8 +257,10 @@ class ActionPipeline:
         for path in a.inputs:
             if path in self.plan.generated:
                 write_if_changed(os.path.join(self.plan.execroot, path), self.plan.generated[path])
-        with self.local_slots or nullcontext():
-            res = self.runner.run(coloured(a) if self.reporter.compiler_colour else a)
+        res = self._head_result(a)
+        if res is None:
+            with self.local_slots or nullcontext():
+                res = self.runner.run(coloured(a) if self.reporter.compiler_colour else a)
         outcome = Outcome(run=res)
         if res.exit_code == 0 and all(_present(self._abs(o)) for o in a.outputs):
             for o in a.outputs:
@@ -280,6 +285,17 @@ class ActionPipeline:
                 outcome.modes[o] = 0o555 if blob.executable else 0o444
                 outcome.pending.append(blob)
         return outcome
+
+    def _head_result(self, a: Action) -> RunResult | None:
+        """The run of `a` begun before the schedule (waited for), when there is one to take."""
+        head = self.head
+        if head is None or head.action is None or head.action.id != a.id:
+            return None
+        self._started(a.id)  # its process started long ago: the scheduler need not wait for it
+        res = head.take(a.id)
+        if res is not None and self.timings is not None:
+            self.timings.began(a.id, head.began)
+        return res
 
     def _restore_local(self, a: Action) -> Outcome | None:
         """The outputs restored from the local action cache, or None: no usable entry, or one

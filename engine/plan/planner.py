@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from typing import Callable
 
+from mcpp.cas.action import Action
+
 from . import rule_edges
+from ..core.errors import McppError
 from ..manifest import globs
 from ..modules.scanner import ModuleUnit
 from ..package.layout import Layout
@@ -41,12 +44,16 @@ class Planner:
     contain every package root and the target directory); `scan` maps an absolute source
     path (and, for a source only a preprocessing scan can answer, how to run one) to its module
     facts and `includes` to its include directives (both cached by the caller; `includes=None`
-    stages every header a compile may read); `expand` expands the packages' source globs."""
+    stages every header a compile may read); `expand` expands the packages' source globs;
+    `first_compile`, where given, is handed the compile of the first unit made, planned alone
+    as soon as it is scanned (`_head_start`), for a build that starts it before the rest is
+    planned (engine/exec/head_start.py)."""
 
     def __init__(self, graph: PackageGraph, toolchain: Toolchain, profile: Profile, *, layout: Layout,
                  scan: Callable[..., ModuleUnit], with_tests: bool = False,
                  includes: Callable[[str], object] | None = None, expand: globs.Expand = globs.expand,
-                 trees: dict[str, tuple[str, ...]] | None = None):
+                 trees: dict[str, tuple[str, ...]] | None = None,
+                 first_compile: Callable[[Action], None] | None = None):
         self.ctx = PlanContext(graph, toolchain, profile, layout, {p: targets_of(p) for p in graph.order}, expand)
         self.with_tests = with_tests
         self.includes = includes
@@ -56,6 +63,9 @@ class Planner:
         self.unit_maker.preprocess = self.compiles.scan_request
         self.programs = ProgramActions(self.ctx, self.plan, self.unit_maker)
         self.rule_targets = RuleTargets(self.ctx, self.plan, with_tests, trees)
+        self.first_compile = first_compile
+        if first_compile is not None:
+            self.unit_maker.on_unit = self._head_start
 
     def build(self) -> Plan:
         graph, plan, programs = self.ctx.graph, self.plan, self.programs
@@ -101,6 +111,25 @@ class Planner:
         rule_edges.settle(plan)  # producer edges, duplicate outputs and cycles, once all are planned
         programs.check_inputs()
         return plan
+
+    def _head_start(self, u: Unit) -> None:
+        """Plan `u`'s compile alone, into a plan of its own, and hand it on when it is an
+        ordinary one: not a module's (the module graph needs every unit), not of a generated
+        source or of a package with a build program, writing no file for the engine to make
+        first and waiting on no action. Whether the whole plan compiles `u` the same way is
+        checked once it is made (`HeadStart.settle`)."""
+        pkg = u.pkg
+        if pkg is None or pkg.program is not None or u.produced_by or u.info.module or u.info.imports:
+            self.unit_maker.on_unit = self._head_start  # the next unit may be one
+            return
+        alone = Plan(self.plan.execroot)
+        try:  # planned once more with the others, which reports what is wrong with it
+            Compiles(self.ctx, alone, ModuleGraph(self.ctx, [u]), self.includes).compile(u)
+        except McppError:
+            return
+        if len(alone.actions) == 1 and not alone.generated and not alone.prereqs.get(u.action_id):
+            assert self.first_compile is not None
+            self.first_compile(alone.actions[0])
 
     def _wanted(self) -> set[str]:
         """Execroot-relative files the build programs' actions read: a dependency's binary that

@@ -55,6 +55,8 @@ class UnitMaker:
         # source whose module directives sit inside `#if` (engine/modules/p1689.py)
         self.preprocess: Callable[[Package, Source, bool], object] | None = None
         self._memo: dict[str, Unit] = {}  # object path -> its unit
+        # told of the next unit `make` makes, then unset (the planner's head start: planner.py)
+        self.on_unit: Callable[[Unit], None] | None = None
 
     def make(self, pkg: Package, sources: list[Source], kind: str) -> list[Unit]:
         """`kind` is the object directory: `obj`, or `test-obj` for test sources."""
@@ -64,6 +66,9 @@ class UnitMaker:
             info = self._scan(pkg, src, abs_path, kind == "test-obj") if src.role not in C_DRIVER_ROLES else ORDINARY
             obj = f"{self.ctx.work}/{kind}/{pkg.name}/{src.path}.o"
             out.append(Unit(pkg, src, info, obj, f"compile {pkg.name}:{src.path}"))
+            if self.on_unit is not None:
+                told, self.on_unit = self.on_unit, None
+                told(out[-1])
         return out
 
     def for_target(self, pkg: Package, target: TargetSpec, package_units: list[Unit]) -> list[Unit]:

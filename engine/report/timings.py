@@ -37,11 +37,16 @@ class ActionTiming:
 class TimingsRecorder:
     """`command_started`: when the command began (a `time.time()` value, possibly another
     process's: engine/core/command_clock.py); `build_started`: when the build began
-    (`time.monotonic()`). The trace places both before the actions (`trace`)."""
+    (`time.monotonic()`). The trace places both before the actions (`trace`). `actions_started`:
+    when the first action began, where one began before the schedule (engine/exec/head_start.py;
+    `began`); else the actions start now."""
 
-    def __init__(self, jobs: int, command_started: float | None = None, build_started: float | None = None):
+    def __init__(self, jobs: int, command_started: float | None = None, build_started: float | None = None,
+                 actions_started: float | None = None):
         self.jobs = jobs
-        self.t0 = time.monotonic()
+        now = time.monotonic()
+        self.t0 = now if actions_started is None else min(actions_started, now)
+        self.scheduled_at = now if self.t0 < now else None  # the schedule's start, when it came later
         self.command_at = monotonic_of(command_started) if command_started is not None else None
         self.build_at = build_started
         self.started_at = datetime.now(timezone.utc)
@@ -52,6 +57,12 @@ class TimingsRecorder:
         self.skipped = 0  # actions never started: a prerequisite failed (they have no bar)
         self._lanes: dict[int, int] = {}  # worker thread ident -> lane
         self._lock = threading.Lock()
+        self._began: dict[str, float] = {}  # action id -> when it really began (`began`)
+
+    def began(self, action_id: str, at: float) -> None:
+        """`action_id`, which a lane is about to take, began at `at` (`time.monotonic()`), before
+        the lane took it: its bar starts there."""
+        self._began[action_id] = at
 
     def _get(self, action_id: str) -> ActionTiming:
         t = self.actions.get(action_id)
@@ -67,6 +78,8 @@ class TimingsRecorder:
                 return execute(action_id)
             finally:
                 end = time.monotonic() - self.t0
+                if action_id in self._began:
+                    start = self._began.pop(action_id) - self.t0
                 with self._lock:
                     lane = self._lanes.setdefault(threading.get_ident(), len(self._lanes))
                     t = self._get(action_id)
@@ -120,10 +133,12 @@ class TimingsRecorder:
     def trace(self) -> dict:
         """Chrome trace events: one complete event ("X") per action on its worker's thread row,
         and instant events ("i") for the command's start (at 0 when known, so that an action's
-        `ts` is how long after the command it began), the build's and the actions' start."""
+        `ts` is how long after the command it began), the build's and the actions' start, and the
+        schedule's where an action began before it (engine/exec/head_start.py)."""
         events: list[dict] = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "mcpp build"}}]
         marks = [(name, at) for name, at in (("command-start", self.command_at), ("build-start", self.build_at),
-                                             ("actions-start", self.t0)) if at is not None]
+                                             ("actions-start", self.t0), ("schedule-start", self.scheduled_at))
+                 if at is not None]
         origin = min(at for _, at in marks)
         shift = self.t0 - origin  # seconds from the trace's 0 to the actions' start
         for name, at in marks:

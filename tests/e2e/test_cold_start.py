@@ -49,6 +49,66 @@ def test_the_trace_starts_at_the_command_and_its_first_compile_follows(tmp_path,
     assert marks["command-start"] == 0 < marks["build-start"] <= marks["actions-start"] <= compiles[0] < took_us
 
 
+def _trace(root) -> tuple[dict[str, float], dict[str, float]]:
+    """The trace's instant events and each compile's start, by name, in microseconds."""
+    events = json.loads((root / "trace.json").read_text())["traceEvents"]
+    return ({e["name"]: e["ts"] for e in events if e["ph"] == "i"},
+            {e["name"]: e["ts"] for e in events if e["ph"] == "X" and e["cat"] == "compile"})
+
+
+def test_a_first_build_starts_its_first_compile_before_the_rest_is_planned(tmp_path, mcpp):
+    """engine/exec/head_start.py: the first unit planned (`main.cpp`) compiles while the others
+    are planned; the schedule then takes that run as the action's, which is stored and keyed as
+    any: the next build with the home kept restores it."""
+    root = write_tree(tmp_path / "p", PROJECT)
+    res = mcpp("build", "--trace", "trace.json", "--message-format", "json", cwd=root)
+    assert res.code == 0, res.err
+    marks, compiles = _trace(root)
+    first = compiles["compile hello:src/main.cpp"]
+    # the actions began with it, before the schedule did; the other compile came with the schedule
+    assert abs(first - marks["actions-start"]) < 1000 and first < marks["schedule-start"], (marks, compiles)
+    assert marks["schedule-start"] <= compiles["compile hello:src/util.cpp"]
+    assert sorted(res.executed("compile")) == ["compile hello:src/main.cpp", "compile hello:src/util.cpp"]
+    assert subprocess.run([str(root / "target/dev/hello")]).returncode == 0
+    shutil.rmtree(root / "target")
+    again = mcpp("build", "--trace", "trace.json", "--message-format", "json", cwd=root)
+    assert again.code == 0 and again.executed() == [], again.err  # restored, the link too
+    assert "schedule-start" not in _trace(root)[0]  # the home restores: nothing is started ahead
+
+
+def test_a_first_compile_the_plan_makes_otherwise_runs_again_as_planned(tmp_path, mcpp):
+    """A package whose only target is shared compiles its library with -fPIC, which only the
+    whole plan knows: the compile started ahead (without it) is not the plan's, so it is waited
+    for and run again as planned; the object linked is position-independent."""
+    root = write_tree(tmp_path / "p", {
+        "mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n\n[targets.p]\nkind = "shared"\n',
+        "src/a.cpp": "extern int g;\nint a() { return g; }\n",
+        "src/b.cpp": "int g = 1;\n"})
+    res = mcpp("build", "--trace", "trace.json", "--message-format", "json", cwd=root)
+    assert res.code == 0, res.err
+    assert "schedule-start" not in _trace(root)[0]
+    assert sorted(res.executed("compile")) == ["compile p:src/a.cpp", "compile p:src/b.cpp"]
+    relocs = subprocess.run(["readelf", "-rW", str(root / "target/dev/.mcpp/obj/p/src/a.cpp.o")],
+                            capture_output=True, text=True, check=True).stdout
+    assert "GOTPCREL" in relocs, relocs  # g reached through the GOT: compiled with -fPIC
+
+
+def test_a_first_compile_the_plan_does_not_make_leaves_no_object(tmp_path, mcpp):
+    """`src/a.cpp` is first planned as the library's unit; the plan compiles it only as the
+    binary's own (its target has defines): the object started ahead is removed."""
+    root = write_tree(tmp_path / "p", {
+        "mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n\n[targets.a]\nkind = "bin"\n'
+                     'main = "src/a.cpp"\ndefines = ["X=1"]\n',
+        "src/a.cpp": "int lib();\nint main() { return lib() - X; }\n",
+        "src/lib.cpp": "int lib() { return 1; }\n"})
+    res = mcpp("build", "--message-format", "json", cwd=root)
+    assert res.code == 0, res.err
+    assert sorted(res.executed("compile")) == ["compile p.a:src/a.cpp", "compile p:src/lib.cpp"]
+    objects = sorted(str(p.relative_to(root / "target/dev/.mcpp/obj")) for p in root.glob("target/dev/.mcpp/obj/**/*.o"))
+    assert objects == ["p.a/src/a.cpp.o", "p/src/lib.cpp.o"]
+    assert subprocess.run([str(root / "target/dev/a")]).returncode == 0
+
+
 @pytest.mark.one_mode  # sets the server mode per build itself
 def test_with_no_server_up_the_build_runs_at_once_and_leaves_a_server_for_the_next(tmp_path, mcpp):
     root = write_tree(tmp_path / "p", PROJECT)

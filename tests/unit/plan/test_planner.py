@@ -214,3 +214,58 @@ def test_a_build_programs_object_joins_the_archive_and_its_artifact_runs_after_t
                                           (f"{gen}/app/stray",), ("/bin/true",), role="check"))
     with pytest.raises(McppError, match=r"package `app`, action `stray`: input `app/missing.txt` does not exist"):
         plan_of(root, execroot=tmp_path, graph=graph)
+
+
+# -- the first compile handed on before the rest is planned (engine/exec/head_start.py) ----------
+
+def _handed(root, execroot):
+    """The plan, and each compile the planner handed on: with how many sources it had scanned."""
+    from mcpp.engine.package.layout import Layout
+    from mcpp.engine.package.profiles import resolve_profile
+    from mcpp.engine.plan.planner import Planner
+    from tests.unit.plan.planning import fake_toolchain, includes, scan
+
+    graph = load(root)
+    profile = resolve_profile(graph.root_manifest, "dev")
+    layout = Layout(graph.workspace_root, graph.target_dir, str(execroot), profile.name)
+    scanned: list[str] = []
+    handed = []
+
+    def counting_scan(path, *a):
+        scanned.append(path)
+        return scan(path, *a)
+
+    plan = Planner(graph, fake_toolchain("gcc"), profile, layout=layout, scan=counting_scan, includes=includes,
+                   first_compile=lambda a: handed.append((a, len(scanned)))).build()
+    return plan, handed
+
+
+def test_the_first_ordinary_compile_is_handed_on_as_soon_as_its_source_is_scanned(project, tmp_path):
+    root = project({"mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+                    "src/a.cpp": '#include "a.h"\nint a() { return A; }\n', "src/a.h": "#define A 1\n",
+                    "src/b.cpp": "int b() { return 2; }\n",
+                    "src/main.cpp": "int a();\nint b();\nint main() { return a() + b(); }\n"})
+    plan, handed = _handed(root, tmp_path)
+    assert [(a.id, n) for a, n in handed] == [("compile p:src/a.cpp", 1)]  # once, before b and main
+    assert handed[0][0] == action(plan, "compile p:src/a.cpp")  # its header included
+    assert any(p.endswith("src/a.h") for p in handed[0][0].may_read)
+
+
+def test_a_module_unit_is_not_handed_on_the_next_ordinary_one_is(root, tmp_path):
+    """geo's interface (`geo.cppm`, made first) needs the module graph of every unit."""
+    plan, handed = _handed(root, tmp_path)
+    assert [a.id for a, _ in handed] == ["compile geo:src/perimeter.cpp"]
+    assert handed[0][0] == action(plan, "compile geo:src/perimeter.cpp")
+
+
+def test_a_compile_the_whole_plan_makes_otherwise_is_handed_on_as_it_was_then(project, tmp_path):
+    """A package whose only target is shared compiles its library position-independent, which
+    only the whole plan knows: the compile handed on is not the plan's (HeadStart.settle)."""
+    from mcpp.engine.exec.head_start import adoptable
+
+    root = project({"mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n\n[targets.p]\nkind = "shared"\n',
+                    "src/a.cpp": "int a() { return 1; }\n"})
+    plan, handed = _handed(root, tmp_path)
+    started = handed[0][0]
+    assert "-fPIC" not in started.argv and "-fPIC" in action(plan, started.id).argv
+    assert not adoptable(started, {a.id: a for a in plan.actions}, plan.prereqs)
