@@ -27,13 +27,9 @@ from ..core import build_env
 from ..core.errors import BuildFailed, McppError
 from ..core.settings import Settings, command_settings
 from ..exec.action_runner import ActionRunner, SandboxRunner
-from ..exec.explain import ExplainLog
 from ..exec.head_start import HeadStart
-from ..exec.larger_first import larger_first
-from ..exec.pipeline import ActionPipeline, Counters
 from ..exec.sandbox_warm_up import SandboxWarmUp
 from ..exec.staging import input_stager
-from ..exec.schedule import ScheduleResult, run_graph
 from ..exec.stores import Stores
 from ..manifest.load import display_path
 from ..package.graph import load_graph
@@ -57,13 +53,16 @@ from ..toolchain.compilers import Toolchain, resolve_toolchain
 from ..toolchain.cross import resolve_target_toolchain, toolchain_roots
 from ..package.system_libs import PkgConfig, SystemFlags
 from ..trust.policy import TrustPolicy
-from .build_outputs import check_complete, make_artifact_links, write_compile_commands
 from .empty_packages import empty_package_warnings
 from .memory import BuildMemory, NoMemory
 
 if TYPE_CHECKING:  # imported by a build that asks for --timings or --trace
     from ..report.timings import TimingsRecorder
     from ..state.unchanged import Knowledge
+    # imported once the plan is made (`_run_plan`): a first build's first compile, begun while
+    # the rest is planned (engine/exec/head_start.py), runs while they load
+    from ..exec.pipeline import ActionPipeline, Counters
+    from ..exec.schedule import ScheduleResult
 
 
 @dataclass
@@ -226,6 +225,8 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
             timings.finish(skipped=len(result.skipped))
             for path in timings.write(layout.target_dir, opts.timings, opts.trace):
                 reporter.status("Timings", display_path(path))
+        from .build_outputs import check_complete, make_artifact_links, write_compile_commands
+
         if opts.target_override is None:  # a host tool's build leaves its source tree alone
             write_compile_commands(layout, plan, changed=counters.fresh < len(plan.actions),
                                    link_at_root=graph.root_manifest.build.compile_commands == "root")
@@ -469,6 +470,12 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     sandbox, made ahead (`_warm_up`); `trust_unchanged`: whether a warm server's knowledge of
     unchanged keys holds (engine/state/unchanged.py); `head`: the action begun before the
     schedule, taken where `settle` adopted it (engine/exec/head_start.py)."""
+    # Imported here, not with the module: a first build's first compile (`head`) runs meanwhile.
+    from ..exec.explain import ExplainLog
+    from ..exec.larger_first import larger_first
+    from ..exec.pipeline import ActionPipeline
+    from ..exec.schedule import run_graph
+
     # Results the sandbox cannot prove hermetic are keyed apart (engine/trust/policy.py); the sandbox's
     # promises are looked up when the first key is made.
     platform = Platform(toolchain.identity, host_triple())
