@@ -167,12 +167,16 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         stats, state, scans = memory.open_state(layout.stat_cache, layout.action_state, layout.execroot,
                                                 layout.scan_cache)
         env = _environment(graph, layout, opts, reporter)
-        toolchain = resolve_target_toolchain(opts.toolchain or graph.root_manifest.toolchain, opts.home,
-                                             graph.context, graph.root_manifest, host_payload_dirs(env))
         # system libraries' flags: before the sandbox warms up, which binds the directories they name
         system_files, system_dirs, system_key = _system_libs(graph, opts, with_tests)
-        warm = _warm_up(opts, reporter, stores, env.roots() + toolchain_roots(toolchain) + system_dirs, runner,
-                        policy, memory, layout)
+        cross = graph.context is not None and graph.context.cross
+        if not cross:  # the host's toolchain adds no root to bind: its worker starts while the compilers are asked
+            warm = _warm_up(opts, reporter, stores, env.roots() + system_dirs, runner, policy, memory, layout)
+        toolchain = resolve_target_toolchain(opts.toolchain or graph.root_manifest.toolchain, opts.home,
+                                             graph.context, graph.root_manifest, host_payload_dirs(env))
+        if cross:  # its sysroot and prefix, bound read-only (toolchain_roots), are known once it is resolved
+            warm = _warm_up(opts, reporter, stores, env.roots() + toolchain_roots(toolchain) + system_dirs, runner,
+                            policy, memory, layout)
         head = _head_start(warm, opts, layout, stores, state, reporter)
         watched = _programs(graph, layout, toolchain, profile, opts, reporter, policy, env, memory)
         if warm is not None:  # its worker answers for the bwrap probe the first key would run
