@@ -171,7 +171,7 @@ class _ProbeCache:
         sysroot): a first build (an empty home) waits for one round of compiler processes, not
         several in a row, and starts no process whose answer it does not use."""
         known: dict[str, Compiler] = {}
-        asking: dict[str, tuple[str, str, list[subprocess.Popen]]] = {}
+        asking: dict[str, tuple[str, str | None, list[subprocess.Popen]]] = {}
         try:
             for path in paths:
                 if path in known or path in asking:
@@ -182,14 +182,18 @@ class _ProbeCache:
                 if hit is not None and hit["stamp"] == stamp:
                     known[path] = _compiler(path, hit)
                     continue
-                digest = digest_file(os.path.realpath(path)).hash
-                if hit is not None and hit["digest"] == digest:  # the same bytes under another stat
-                    known[path] = _compiler(path, hit)
-                    self._learn(_entry(path, flags), {**hit, "stamp": stamp})
-                    continue
+                digest = None  # with nothing cached, hashed while the questions are answered
+                if hit is not None:
+                    digest = digest_file(os.path.realpath(path)).hash
+                    if hit["digest"] == digest:  # the same bytes under another stat
+                        known[path] = _compiler(path, hit)
+                        self._learn(_entry(path, flags), {**hit, "stamp": stamp})
+                        continue
                 asking[path] = (stamp, digest, [_start([path, *flags, flag])
                                                 for flag in (_version_flag(path), *_QUESTIONS)])
             for path, (stamp, digest, procs) in asking.items():
+                if digest is None:
+                    digest = digest_file(os.path.realpath(path)).hash
                 asked, machine, dirs, sysroot = procs
                 if _version_flag(path) != _FULL_VERSION:
                     full_version = _answer(asked)

@@ -61,6 +61,24 @@ def test_a_first_probe_asks_both_compilers_everything_at_once_and_the_next_asks_
     assert again == tc and len(log.read_text().splitlines()) == 8  # from the cache: no process
 
 
+def test_with_nothing_cached_the_drivers_are_hashed_while_they_answer(fakes, tmp_path, monkeypatch):
+    """An empty home's probe starts every question before it hashes either driver (a ~1 MB
+    binary each): the hashing runs while they answer, not before the second driver is asked."""
+    from mcpp.engine.toolchain import compilers
+
+    fakes()
+    started: list[int] = []
+    asked = []
+    start, digest_file = compilers._start, compilers.digest_file
+    monkeypatch.setattr(compilers, "_start", lambda argv: asked.append(argv) or start(argv))
+    monkeypatch.setattr(compilers, "digest_file", lambda path: started.append(len(asked)) or digest_file(path))
+    home = Home(tmp_path / "home")
+    home.root.mkdir()
+    tc = resolve_toolchain("gcc", home)
+    assert started == [8, 8]
+    assert tc.cc.digest == digest_file(os.path.realpath(tc.cc.path)).hash
+
+
 def test_a_compiler_without_dumpfullversion_is_known_by_its_dumpversion(fakes, tmp_path):
     log = fakes(full="exit 1", wait_for=0)
     home = Home(tmp_path / "home")
