@@ -9,9 +9,9 @@ sandbox, begun early (`SandboxWarmUp`), on its own thread.
 
 It is a guess, checked: the plan once made must hold an action equal to the one started, with
 no prerequisite (`settle`); only then does the pipeline take its run for the action's
-(`take`), which it keys, hashes and records as any run. Otherwise, or when the guess cannot be
-checked, the run is discarded: whoever runs the action again waits for it first (its outputs
-are the same paths), and outputs no action of the plan claims are removed (`close`). A run
+(`take`), which it keys, hashes and records as any run. Otherwise the run is discarded:
+whoever runs the action again waits for it first (its outputs are the same paths), and outputs
+no action of the plan claims are removed (`close`); a build ending early kills it (`abandon`). A run
 taken is the action's run on the inputs the plan keys it with: they were hashed through the
 build's stat cache, which the key reads (and a file changed since is caught there, as for any
 action), and staged by content.
