@@ -218,7 +218,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         for w in empty_package_warnings(graph, plan, memory.expand):
             reporter.raw_warning(w)
         adopted = head.settle({a.id: a for a in plan.actions}, plan.prereqs) if head is not None else None
-        timings = _timings(opts, clock, head.began if head is not None and adopted is not None else None)
+        timings = _timings(opts, clock, {adopted: head.began} if head is not None and adopted is not None else None)
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
                                      policy, memory, timings, env.roots() + toolchain_roots(toolchain) + system_dirs,
                                      top=opts.target_override is None, warm=warm, announced=announced,
@@ -302,15 +302,15 @@ def _pc_dirs(pc_files: list[str]) -> list[str]:
     return list(dict.fromkeys(dirs + [os.path.dirname(f) for f in pc_files if f.endswith(".pc")]))
 
 
-def _timings(opts: BuildOptions, clock: Stopwatch, actions_started: float | None) -> TimingsRecorder | None:
+def _timings(opts: BuildOptions, clock: Stopwatch, begun: dict[str, float] | None) -> TimingsRecorder | None:
     """The recorder of --timings and --trace (None without them: the module is not imported);
-    `actions_started`: when an action begun before the schedule began (`_head_start`)."""
+    `begun`: the action begun before the schedule, with when (`_head_start`)."""
     if not (opts.timings or opts.trace):
         return None
     from ..report.timings import TimingsRecorder
 
     return TimingsRecorder(opts.jobs or os.cpu_count() or 1, command_started=opts.command_started,
-                           build_started=clock.start, actions_started=actions_started)
+                           build_started=clock.start, begun=begun)
 
 
 def host_payload_dirs(env: Environment) -> tuple[str, ...]:

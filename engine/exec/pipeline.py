@@ -292,10 +292,7 @@ class ActionPipeline:
         if head is None or head.action is None or head.action.id != a.id:
             return None
         self._started(a.id)  # its process started long ago: the scheduler need not wait for it
-        res = head.take(a.id)
-        if res is not None and self.timings is not None:
-            self.timings.began(a.id, head.began)
-        return res
+        return head.take(a.id)
 
     def _restore_local(self, a: Action) -> Outcome | None:
         """The outputs restored from the local action cache, or None: no usable entry, or one

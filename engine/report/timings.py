@@ -37,15 +37,15 @@ class ActionTiming:
 class TimingsRecorder:
     """`command_started`: when the command began (a `time.time()` value, possibly another
     process's: engine/core/command_clock.py); `build_started`: when the build began
-    (`time.monotonic()`). The trace places both before the actions (`trace`). `actions_started`:
-    when the first action began, where one began before the schedule (engine/exec/head_start.py;
-    `began`); else the actions start now."""
+    (`time.monotonic()`). The trace places both before the actions (`trace`). `begun`: actions
+    begun before the schedule (engine/exec/head_start.py), by id, with when: the actions start
+    with the first of them, else now."""
 
     def __init__(self, jobs: int, command_started: float | None = None, build_started: float | None = None,
-                 actions_started: float | None = None):
+                 begun: dict[str, float] | None = None):
         self.jobs = jobs
         now = time.monotonic()
-        self.t0 = now if actions_started is None else min(actions_started, now)
+        self.t0 = min([now, *(begun or {}).values()])
         self.scheduled_at = now if self.t0 < now else None  # the schedule's start, when it came later
         self.command_at = monotonic_of(command_started) if command_started is not None else None
         self.build_at = build_started
@@ -57,12 +57,7 @@ class TimingsRecorder:
         self.skipped = 0  # actions never started: a prerequisite failed (they have no bar)
         self._lanes: dict[int, int] = {}  # worker thread ident -> lane
         self._lock = threading.Lock()
-        self._began: dict[str, float] = {}  # action id -> when it really began (`began`)
-
-    def began(self, action_id: str, at: float) -> None:
-        """`action_id`, which a lane is about to take, began at `at` (`time.monotonic()`), before
-        the lane took it: its bar starts there."""
-        self._began[action_id] = at
+        self._began = dict(begun or {})  # action id -> when it began, before a lane took it: its bar starts there
 
     def _get(self, action_id: str) -> ActionTiming:
         t = self.actions.get(action_id)
@@ -78,8 +73,8 @@ class TimingsRecorder:
                 return execute(action_id)
             finally:
                 end = time.monotonic() - self.t0
-                if action_id in self._began:
-                    start = self._began.pop(action_id) - self.t0
+                if action_id in self._began:  # (its check on the scheduler's thread is timed too: kept for the lane)
+                    start = self._began[action_id] - self.t0
                 with self._lock:
                     lane = self._lanes.setdefault(threading.get_ident(), len(self._lanes))
                     t = self._get(action_id)
