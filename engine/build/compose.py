@@ -485,6 +485,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     platform = Platform(toolchain.identity, host_triple())
     keys = KeyComputer(state, platform, plan.generated, memory.unchanged(plan.execroot) if top and trust_unchanged else None,
                        memo=policy.memoizes_keys, namespace_of=policy.namespace)
+    if head is not None and head.adopted is not None:  # its run read these bytes: keyed by them
+        keys.hashed_as(head.digests)
     if runner is None:
         seen: dict[str, tuple[int, int]] = {}  # the area files' identities, for prepared trees
         stage = input_stager(plan.execroot, keys.digest_of, stores, seen)

@@ -46,6 +46,8 @@ class HeadStart:
         self.for_run = for_run
         self.action: Action | None = None
         self.began = 0.0  # time.monotonic() when it was handed to the sandbox
+        # the digests its inputs were staged by: an adopted run is keyed by them (`KeyComputer.hashed_as`)
+        self.digests: dict[str, Digest] = {}
         self.adopted: str | None = None  # its id, once `settle` found it in the plan as started
         self.taken = False  # the pipeline asked for it (and ran it again itself if not adopted)
         self._result: RunResult | None = None
@@ -53,18 +55,25 @@ class HeadStart:
 
     def offer(self, action: Action) -> None:
         """Start `action` (the planner's first ordinary compile), once; on the planning thread,
-        which resolves its inputs (the stat cache is this thread's). A missing input starts
-        nothing: the build reports it where the action runs."""
+        which resolves its inputs (the stat cache is this thread's). A missing input, or one
+        changed between its hash and its staging, starts nothing: the schedule runs the action."""
         if self._thread is not None:
             return
         seen: dict[str, tuple[int, int]] = {}
-        stage = input_stager(self.execroot, self.digest_of, self.stores, seen)
+        digests: dict[str, Digest] = {}
+
+        def digest_of(rel: str) -> Digest:
+            d = digests[rel] = self.digest_of(rel)
+            return d
+
+        # strict: every input staged is the bytes of the digest the key will be made from (`digests`)
+        stage = input_stager(self.execroot, digest_of, self.stores, seen, strict=True)
         try:
             staged = {rel: stage(rel) for rel in expand_trees(self.execroot, dict.fromkeys(action.inputs + action.may_read))}
         except OSError:
             return
         runner = SandboxRunner(self.sandbox, self.execroot, staged.__getitem__, seen, prestages=True)
-        self.action, self.began = action, time.monotonic()
+        self.action, self.began, self.digests = action, time.monotonic(), digests
         self._thread = threading.Thread(target=self._run, args=(runner, self.for_run(action)),
                                         name="mcpp-head-start", daemon=True)
         self._thread.start()

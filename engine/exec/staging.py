@@ -10,11 +10,17 @@ from mcpp.cas.digest import Digest
 from .stores import Stores
 
 
+class ChangedSinceHashed(OSError):
+    """A file's bytes are no longer those of the digest it was hashed to (`strict` staging)."""
+
+
 def input_stager(execroot: str, digest_of: Callable[[str], Digest], stores: Stores,
-                 seen: dict[str, tuple[int, int]]) -> Callable[[str], str]:
+                 seen: dict[str, tuple[int, int]], strict: bool = False) -> Callable[[str], str]:
     """`stage(rel) -> area path` for an execroot-relative input, by its digest (`digest_of`);
     `seen` collects the area files' identities for prepared trees (`SandboxSpec.input_ids`).
-    One file has one content during a build, so each is resolved once."""
+    One file has one content during a build, so each is resolved once. A file changed since it
+    was hashed is staged as it is now, or, `strict`, refused (`ChangedSinceHashed`): a run whose
+    key is made from the digests must read exactly those bytes."""
     staged: dict[str, str] = {}
     store, mat = stores.blobs, stores.mat
 
@@ -27,6 +33,8 @@ def input_stager(execroot: str, digest_of: Callable[[str], Digest], stores: Stor
             exe = _is_executable(full)
             path = mat.publish_file(d, full, executable=exe, seen=seen)
             if path is None:  # changed since it was hashed: take what is there now
+                if strict:
+                    raise ChangedSinceHashed(f"{rel} changed since it was hashed")
                 path = mat.path(store.put_file(full), executable=exe)
             staged[rel] = path
         return path

@@ -316,6 +316,13 @@ class KeyComputer:
                 self._keys[memo] = k
         return k
 
+    def hashed_as(self, digests: Mapping[str, Digest]) -> None:
+        """Files this build hashed and already acted on (the inputs a head start staged by these
+        digests, engine/exec/head_start.py): the keys use these digests, not the file as a later
+        stat finds it. A file saved in between is then keyed as what the run read, and the next
+        build sees its new stat."""
+        self.settled.update(digests)
+
     def outputs_settled(self, outputs: Mapping[str, Digest], absent: Container[str] = ()) -> None:
         """Outputs an action just produced or restored: the keys of the actions that read them
         use these digests, and the stat cache learns them (the next build hashes nothing).

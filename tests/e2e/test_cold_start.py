@@ -76,6 +76,47 @@ def test_a_first_build_starts_its_first_compile_before_the_rest_is_planned(tmp_p
     assert "schedule-start" not in _trace(root)[0]  # the home restores: nothing is started ahead
 
 
+# A first build in process whose `src/main.cpp` is saved anew just after the head start staged
+# it, while the rest is still planned: the edit lands between the run's reading and its key.
+EDIT_DURING_BUILD = """
+import sys
+import mcpp.engine.exec.head_start as head_start
+offer = head_start.HeadStart.offer
+
+def offer_then_edit(self, action):
+    offer(self, action)
+    if self.action is not None:
+        with open("src/main.cpp", "w") as f:
+            f.write('#include "util.hpp"\\nint main() { return util() + 7; }\\n')
+
+head_start.HeadStart.offer = offer_then_edit
+from mcpp.engine.cli import dispatch
+sys.argv = ["mcpp", "build", "--message-format", "json"]
+dispatch.main()
+"""
+
+
+def test_an_edit_saved_while_the_first_compile_runs_ahead_is_keyed_as_what_it_read(tmp_path, mcpp):
+    """The run started ahead read the old `main.cpp`: its result is keyed by the old bytes (the
+    digests it was staged by), never by the new ones, so the next build compiles the edit
+    instead of restoring the old object under the new source's key."""
+    import sys
+
+    root = write_tree(tmp_path / "p", PROJECT)
+    first = subprocess.run([sys.executable, "-c", EDIT_DURING_BUILD], cwd=root, capture_output=True, text=True,
+                           env={**os.environ, "MCPP_HOME": str(mcpp.home), "MCPP_NO_SERVER": "1"})
+    assert first.returncode == 0, first.stderr
+    assert "+ 7" in (root / "src/main.cpp").read_text()
+    assert subprocess.run([str(root / "target/dev/hello")]).returncode == 0  # what the run read
+    again = mcpp("build", "--message-format", "json", cwd=root)  # the saved edit: compiled, not restored
+    assert again.code == 0 and again.executed("compile") == ["compile hello:src/main.cpp"], again.err
+    assert subprocess.run([str(root / "target/dev/hello")]).returncode == 7
+    shutil.rmtree(root / "target")
+    restored = mcpp("build", "--message-format", "json", cwd=root)  # each source's object under its own key
+    assert restored.code == 0 and restored.executed() == [], restored.err
+    assert subprocess.run([str(root / "target/dev/hello")]).returncode == 7
+
+
 def test_a_first_compile_the_plan_makes_otherwise_runs_again_as_planned(tmp_path, mcpp):
     """A package whose only target is shared compiles its library with -fPIC, which only the
     whole plan knows: the compile started ahead (without it) is not the plan's, so it is waited

@@ -89,3 +89,25 @@ def test_a_build_ending_early_ends_the_run_instead_of_waiting_for_it(head, execr
     head.close()
     assert time.monotonic() - began < 10
     assert not (execroot / "target/dev/a.txt").exists()
+
+
+def test_an_input_changed_between_its_hash_and_its_staging_starts_nothing(execroot, tmp_path):
+    """Its key would be made from the digest it was hashed to: a run must read exactly those bytes
+    (strict staging), so nothing starts and the schedule runs the action."""
+    from mcpp.cas.digest import digest_bytes
+
+    write(execroot, "src/in.txt", "saved since")
+    sandbox = LocalSandbox(pool=SandboxPool(str(tmp_path / "work")))
+    head = HeadStart(str(execroot), lambda: sandbox, lambda rel: digest_bytes(b"hello"),
+                     Stores.open(Home(tmp_path / "home")), lambda a: a)
+    try:
+        head.offer(UPPER)
+        assert head.action is None and head.digests == {}
+    finally:
+        head.close()
+        sandbox.shutdown()
+
+
+def test_the_digests_an_input_was_staged_by_are_kept_for_its_key(head, execroot):
+    head.offer(UPPER)
+    assert head.digests == {"src/in.txt": digest_file(execroot / "src/in.txt")}
