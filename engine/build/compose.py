@@ -237,10 +237,6 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         if result.ok:
             check_complete(plan, set(result.succeeded) | set(result.fresh), counters.left_remote)
             make_artifact_links(plan)
-    except BaseException:
-        if head is not None:
-            head.abandon()
-        raise
     finally:
         if head is not None:
             head.close()
@@ -562,6 +558,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
             memory.learned(lambda: _knowledge(result, state, keys, pipeline.remote_only))
     finally:
         pipeline.ingest.abandon()  # interrupted: jobs not started are dropped, none is torn
+        if head is not None:  # a run begun ahead that no lane took: ended before its sandbox is shut down
+            head.wait()
         if isinstance(runner, SandboxRunner):
             # On Ctrl-C or a failure now: it kills running actions and removes their directories.
             # After a whole build only idle workers and their slots are left: after the reply.

@@ -11,7 +11,8 @@ It is a guess, checked: the plan once made must hold an action equal to the one 
 no prerequisite (`settle`); only then does the pipeline take its run for the action's
 (`take`), which it keys, hashes and records as any run. Otherwise the run is discarded:
 whoever runs the action again waits for it first (its outputs are the same paths), and outputs
-no action of the plan claims are removed (`close`); a build ending early kills it (`abandon`). A run
+no action of the plan claims are removed (`close`). A build ending early (an error, a Ctrl-C)
+waits for it, as the schedule waits for its running lanes, and then shuts the sandbox down. A run
 taken is the action's run on the inputs the plan keys it with: they were hashed through the
 build's stat cache, which the key reads (and a file changed since is caught there, as for any
 action), and staged by content.
@@ -105,23 +106,18 @@ class HeadStart:
         self._thread.join()
         return self._result if self.adopted is not None else None
 
-    def abandon(self) -> None:
-        """The build ends early (an error, an interrupt): its run is ended now, not waited for
-        (actions run in sessions of their own, which a Ctrl-C does not reach). The sandbox's
-        shutdown kills it; the build's sandbox is shut down at its end anyway."""
-        if self._thread is None or not self._thread.is_alive():
-            return
-        try:
-            self.sandbox().shutdown()
-        except Exception:  # noqa: BLE001 - a sandbox that could not be made runs nothing
-            pass
+    def wait(self) -> None:
+        """Wait for the run to end (before its sandbox is shut down, which removes the
+        directories it may still be staging into)."""
+        if self._thread is not None:
+            self._thread.join()
 
     def close(self) -> None:
         """At the build's end (also a failed or interrupted one): wait for the run, and remove
         the outputs of one nothing took (no action of the plan wrote them)."""
         if self._thread is None:
             return
-        self._thread.join()
+        self.wait()
         if self.taken or self.action is None:
             return
         for out in self.action.outputs:

@@ -76,21 +76,6 @@ def test_adoptable_compares_the_whole_action():
     assert not adoptable(UPPER, {}, {})
 
 
-def test_a_build_ending_early_ends_the_run_instead_of_waiting_for_it(head, execroot):
-    """An error or a Ctrl-C while the rest is planned: the run (in a session of its own, which
-    the terminal's signal does not reach) is killed with the sandbox, and nothing it would
-    have written is left."""
-    import time
-
-    head.offer(Action(id="slow", argv=("/bin/sh", "-c", "sleep 30; echo late > target/dev/a.txt"),
-                      inputs=("src/in.txt",), outputs=("target/dev/a.txt",)))
-    began = time.monotonic()
-    head.abandon()
-    head.close()
-    assert time.monotonic() - began < 10
-    assert not (execroot / "target/dev/a.txt").exists()
-
-
 def test_an_input_changed_between_its_hash_and_its_staging_starts_nothing(execroot, tmp_path):
     """Its key would be made from the digest it was hashed to: a run must read exactly those bytes
     (strict staging), so nothing starts and the schedule runs the action."""
