@@ -4,7 +4,9 @@ Imports nothing heavy before the build server's client (`engine/server/client.py
 no-op fast path (`engine/state/noop.py`) have had their chance: a `build`, `run` or `test` goes to the
 workspace's warm server when one is up (which answers a repeated `mcpp build` from stats
 itself), and where none is, a repeated `mcpp build` is answered from stats here before a server
-is started. Everything else, and every fallback, is the in-process command line (a plain build
+is started. A command built in process that looks like a first build in an empty home begins its
+compilers' questions and its sandbox before the engine is imported (`build/cold_start.py`).
+Everything else, and every fallback, is the in-process command line (a plain build
 without click: `cli/dispatch.py`), whose engine's dataclasses take their generated methods' code
 from a cache (`core/dataclass_code.py`).
 """
@@ -45,13 +47,22 @@ def main() -> None:
     gc.disable()
     try:
         code_cache = install()
+        from .build.cold_start import begin
+
+        # a first build's compiler questions and sandbox, begun while the engine imports
+        begun = begin(argv)
+        from .build.memory import NoMemory
         from .cli.dispatch import main as cli_main
         from .core.command_clock import process_started
     finally:
         gc.freeze()
         gc.enable()
     code_cache.save()
-    cli_main(started=process_started())
+    try:
+        cli_main(memory=NoMemory(begun) if begun is not None else None, started=process_started())
+    finally:
+        if begun is not None:
+            begun.close()
 
 
 def serve(ident: str, root: str, home: str, ready: str | None = None, after: str | None = None) -> None:

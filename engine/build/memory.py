@@ -19,6 +19,8 @@ from ..state.incremental import BuildState, ScanCache
 
 if TYPE_CHECKING:
     from ..exec.sandbox_warm_up import SandboxWarmUp
+    from ..toolchain.questions import AskedAhead
+    from .cold_start import Begun
     from ..state.unchanged import Knowledge, Unchanged
 
 
@@ -58,6 +60,10 @@ class BuildMemory(Protocol):
         worker to start early): the warm-up begun for it before the build started, if any."""
         ...
 
+    def asked_ahead(self) -> AskedAhead | None:
+        """The compilers' questions begun before the build started (engine/build/cold_start.py), if any."""
+        ...
+
     def learned(self, knowledge: Callable[[], Knowledge]) -> None:
         """How to make what this build learned, called (if at all) after the client's answer."""
         ...
@@ -76,7 +82,11 @@ def open_state(stat_cache: str, action_state: str, execroot: str, scan_cache: st
 
 class NoMemory:
     """A build in the `mcpp` process: nothing is given, nothing kept, and work for after the
-    reply runs at once (the process's exit is the reply)."""
+    reply runs at once (the process's exit is the reply). `begun`: what the process began for a
+    first build before it imported the engine (engine/build/cold_start.py), for the build to take."""
+
+    def __init__(self, begun: Begun | None = None) -> None:
+        self.begun = begun
 
     open_state = staticmethod(open_state)
     expand = staticmethod(globs.expand)
@@ -93,8 +103,11 @@ class NoMemory:
     def likely_work(self) -> bool:
         return False  # no watcher to ask
 
-    def sandbox(self, settings: tuple | None) -> None:
-        return None
+    def sandbox(self, settings: tuple | None) -> SandboxWarmUp | None:
+        return self.begun.sandbox(settings) if self.begun is not None else None
+
+    def asked_ahead(self) -> AskedAhead | None:
+        return self.begun.asked if self.begun is not None else None
 
     def learned(self, knowledge: Callable[[], Knowledge]) -> None:
         pass

@@ -254,3 +254,50 @@ def test_a_fresh_target_with_the_same_home_asks_no_compiler_and_new_bytes_are_as
     upgraded, asked_then = build()
     assert len(asked_then) == 12 and all(line.startswith(f"{tc}/g++ ") for line in asked_then[8:]), asked_then
     assert len(upgraded.executed("compile")) == 2  # another compiler: nothing of the old one is reused
+
+
+# As WRAPPER, each question logged with when it began (bash's clock: no process of its own).
+TIMED_WRAPPER = """#!/bin/bash
+case "$1" in -dump*|-print-*) echo "$EPOCHREALTIME $0 $1" >> "{log}" ;; esac
+exec /usr/bin/{driver} "$@"
+"""
+
+
+@pytest.mark.skipif(not (os.path.exists("/usr/bin/gcc") and os.path.exists("/usr/bin/g++")), reason="needs gcc")
+def test_a_first_build_asks_its_compilers_while_the_engine_imports(tmp_path, mcpp):
+    """engine/build/cold_start.py: with an empty home the `mcpp` process asks gcc and g++ who they
+    are before it imports the engine, so the build (`build-start`: the engine imported, the
+    command line read) finds the answers coming instead of asking then."""
+    root = write_tree(tmp_path / "p", PROJECT)
+    tc, log = tmp_path / "tc", tmp_path / "asked.log"
+    tc.mkdir()
+    for name in ("gcc", "g++"):
+        (tc / name).write_text(TIMED_WRAPPER.format(log=log, driver=name))
+        (tc / name).chmod(0o755)
+    before = time.time()  # the command starts after this: its trace's instants are later than `before` + ts
+    res = mcpp("build", "--trace", "trace.json", cwd=root, env={"PATH": f"{tc}{os.pathsep}{os.environ['PATH']}"})
+    assert res.code == 0, res.err
+    assert subprocess.run([str(root / "target/dev/hello")]).returncode == 0
+    asked = [line.split() for line in log.read_text().splitlines()]
+    assert len(asked) == 8 and {a[1] for a in asked} == {str(tc / "gcc"), str(tc / "g++")}, asked
+    marks, _ = _trace(root)
+    assert min(float(a[0]) for a in asked) < before + marks["build-start"] / 1e6
+
+
+def test_a_first_build_that_fails_early_ends_what_it_began(tmp_path, mcpp):
+    """What the cold start began (the compilers' questions, the sandbox's worker) is ended when
+    the build never takes it: a manifest error stops the first build before either is wanted."""
+    root = write_tree(tmp_path / "p", {**PROJECT, "mcpp.toml": '[package]\nname = "hello"\nversion = 3\n'})
+    res = mcpp("build", cwd=root)
+    assert res.code == 2 and "mcpp.toml" in res.err and "Traceback" not in res.err, res.err
+    slots = mcpp.home / "sandbox"
+    assert not slots.exists() or not [p.name for p in slots.iterdir() if p.name.endswith(".slot")]
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read()
+        except OSError:
+            continue
+        if str(slots).encode() in cmdline:
+            left.append(cmdline[:200])
+    assert left == []

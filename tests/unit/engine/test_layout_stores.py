@@ -100,16 +100,19 @@ def test_one_home_per_command(monkeypatch, tmp_path):
     assert server_paths.home_dir() == str(Settings.read(os.environ).home.root)
 
 
-def test_home_is_resolved_by_one_function_called_by_the_settings_and_the_two_fast_paths():
+def test_home_is_resolved_by_one_function_called_by_the_settings_and_the_early_paths():
     """The engine takes its home from the command's settings: a second resolver could point
-    part of a build at another store. `cas/` reads no `MCPP_*` variable at all."""
+    part of a build at another store. The paths that run before the settings are read (the
+    server's client, the no-op fast path, the cold start) call the same function. `cas/` reads
+    no `MCPP_*` variable at all."""
     package = Path(__file__).resolve().parents[3]
     named = sorted(str(p.relative_to(package)) for d in ("engine", "cas", "sandbox") for p in (package / d).rglob("*.py")
                    if re.search(r"[\"']MCPP_HOME[\"']", p.read_text()))
     assert named == ["engine/core/build_env.py", "engine/core/mcpp_home.py"]  # build_env: its registry entry
     callers = sorted(str(p.relative_to(package)) for p in (package / "engine").rglob("*.py")
                      if re.search(r"\bhome_root\(", p.read_text()))
-    assert callers == ["engine/core/mcpp_home.py", "engine/core/settings.py", "engine/server/paths.py", "engine/state/noop.py"]
+    assert callers == ["engine/build/cold_start.py", "engine/core/mcpp_home.py", "engine/core/settings.py",
+                       "engine/server/paths.py", "engine/state/noop.py"]
 
 
 def test_a_cross_build_lays_out_under_target_triple_profile(tmp_path):
