@@ -101,6 +101,11 @@ class _Lanes:
             self._closing = True
             self._queued.clear()
             self._cond.notify_all()
+        # A Ctrl-C can leave this thread holding the lock: CPython runs the signal's handler as
+        # soon as the C acquire in `Condition.__enter__` returns, before the `with` begins, so
+        # nothing releases it. The lanes would wait for it, and the join below for them, forever.
+        while self._cond._is_owned():  # type: ignore[attr-defined]
+            self._cond.release()
         for t in self._threads:
             t.join()
 

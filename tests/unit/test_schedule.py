@@ -183,3 +183,30 @@ def test_a_ctrl_c_between_two_lane_starts_reaches_the_caller_as_itself(monkeypat
     else:
         raise AssertionError("the interrupt was swallowed")
     assert calls == ["mcpp-lane-0", "mcpp-lane-1"]
+
+
+def test_a_ctrl_c_just_after_the_scheduling_thread_took_the_lanes_lock_does_not_hang_the_build(monkeypatch):
+    """CPython runs a signal's handler right after a C call returns: a Ctrl-C landing just after
+    `Condition.__enter__` acquired the lanes' lock, before the `with` began, raises with the lock
+    still held. The clean-up must give it back, or the lanes never get it and `close` waits for
+    them forever (seen: a first build interrupted one second in, hung in `_Lanes.close`)."""
+    from mcpp.engine.exec import schedule
+
+    def settled(self, action_id):
+        self._cond.acquire()  # taken; the interrupt comes before the `with` could release it
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(schedule._Lanes, "settled", settled)
+    outcome: list[BaseException] = []
+
+    def build():
+        try:
+            run(graph={str(n): () for n in range(8)}, jobs=2, delay=0.01)
+        except BaseException as e:  # noqa: BLE001 - the test looks at it
+            outcome.append(e)
+
+    scheduler = threading.Thread(target=build, daemon=True)
+    scheduler.start()
+    scheduler.join(10)
+    assert not scheduler.is_alive(), "the interrupted schedule hung waiting for its lanes"
+    assert len(outcome) == 1 and isinstance(outcome[0], KeyboardInterrupt)
