@@ -4,8 +4,8 @@ Imports nothing heavy before the build server's client (`engine/server/client.py
 no-op fast path (`engine/state/noop.py`) have had their chance: a `build`, `run` or `test` goes to the
 workspace's warm server when one is up (which answers a repeated `mcpp build` from stats
 itself), and where none is, a repeated `mcpp build` is answered from stats here before a server
-is started. A command built in process that looks like a first build in an empty home begins its
-compilers' questions and its sandbox before the engine is imported (`build/cold_start.py`).
+is started. A command built in process that looks like a first build in an empty home starts its
+sandbox's first worker before the engine is imported (`build/cold_start.py`).
 Everything else, and every fallback, is the in-process command line (a plain build
 without click: `cli/dispatch.py`), whose engine's dataclasses take their generated methods' code
 from a cache (`core/dataclass_code.py`).
@@ -49,7 +49,7 @@ def main() -> None:
         code_cache = install()
         from .build.cold_start import begin
 
-        # a first build's compiler questions and sandbox, begun while the engine imports
+        # a first build's sandbox, begun while the engine imports
         begun = begin(argv)
         from .build.memory import NoMemory
         from .cli.dispatch import main as cli_main

@@ -1,21 +1,21 @@
-"""What the `mcpp` process begins for a first build before it imports the engine.
+"""What the `mcpp` process begins for a first build before it imports the engine: its sandbox.
 
-A first build in an empty home (a fresh machine, a CI job without a restored home) waits, before
-its first compile, for the compilers' answers to the probe (eight processes: ~15-20 ms with the
-sandbox's worker starting beside them) and for that worker (bwrap and the executor's Python:
-~15-30 ms), both begun once the engine is imported and the manifest read. Neither needs the
-engine: `begin` starts them right after the no-op fast path and the server have declined the
-command, so that they run on the other core while the engine imports (~50 ms) on this one. The
-build takes them where they are what it would have begun (`Begun.sandbox`, the probe's
-`AskedAhead.take`: the same settings, the same driver files); otherwise they are ended unused,
-and the build begins its own as before. A guess costs nothing when wrong but its processes.
+A first build in an empty home (a fresh machine, a CI job without a restored home) starts its
+first compile ahead of the rest of the plan (engine/exec/head_start.py), in a sandbox whose first
+worker (bwrap, a namespace and the executor's Python: 15-30 ms until it answers) the build would
+begin once the engine is imported and the manifest read. Nothing of that needs the engine:
+`begin` starts the worker right after the no-op fast path and the server have declined the
+command, so that it comes up on the other core while the engine imports (~50 ms) on this one, and
+the build takes it where it is the sandbox the build would begin itself (`Begun.sandbox`: the
+same settings, engine/exec/sandbox_warm_up.py's `fits`); otherwise it is ended unused and the
+build begins its own as before. A wrong guess costs one worker's start.
 
-Begun only where the build is likely to want both, by what a few stats show: a `build`, `run` or
-`test` in a package's directory, with no option that picks another toolchain, target, sandbox or
-manifest; a home with no action cache (nothing to restore, so every action will run) and no
-`target/` in the working directory; the compilers asked only when the home has no probe cache and
-the manifest names no toolchain (the guess is the default, gcc and g++ from PATH). Imports only
-what the build imports anyway, and nothing that needs `dataclasses` before
+Begun only where the build is likely to want that sandbox, by what a few stats show: a `build`,
+`run` or `test` in a package's directory, with no option that picks another sandbox, toolchain,
+target or manifest; a home with no action cache (nothing to restore, so every action will run)
+and no `target/` in the working directory. The compilers' probe is not begun here: its eight
+processes, run beside the import on a 2-core machine, delayed the import more than they saved
+(bench/RESULTS.md, 2026-12-03). Imports nothing that needs `dataclasses` before
 engine/core/dataclass_code.py's `install()` has run.
 """
 from __future__ import annotations
@@ -27,21 +27,19 @@ from ..core.mcpp_home import home_root
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..exec.sandbox_warm_up import SandboxWarmUp
-    from ..toolchain.questions import AskedAhead
 
 _COMMANDS = ("build", "run", "test")
-# options after which the guess would be wrong: another toolchain, target, sandbox or manifest
-_OTHER_SETTINGS = ("--toolchain", "--target", "--sandbox", "--manifest-path")
-_DEFAULT_DRIVERS = ("gcc", "g++")  # engine/toolchain/compilers.py's `driver_names("gcc")`
+# options after which the guess would be wrong: another sandbox, toolchain (a cross one binds its
+# sysroot), target or manifest
+_OTHER_SETTINGS = ("--sandbox", "--toolchain", "--target", "--manifest-path")
 
 
 class Begun:
-    """The compilers' questions (`asked`) and the sandbox warm-up begun before the build, for
-    the build to take (engine/build/memory.py's `NoMemory`); `close` ends what it did not."""
+    """The sandbox warm-up begun before the build, for the build to take (engine/build/memory.py's
+    `NoMemory`); `close` ends it where the build did not."""
 
-    def __init__(self, asked: AskedAhead | None, warm: SandboxWarmUp | None) -> None:
-        self.asked = asked
-        self._warm = warm
+    def __init__(self, warm: SandboxWarmUp) -> None:
+        self._warm: SandboxWarmUp | None = warm
         self._unused: list[SandboxWarmUp] = []
 
     def sandbox(self, settings: tuple | None) -> SandboxWarmUp | None:
@@ -56,8 +54,6 @@ class Begun:
         return None
 
     def close(self) -> None:
-        if self.asked is not None:
-            self.asked.close()
         if self._warm is not None:
             self._unused.append(self._warm)
             self._warm = None
@@ -67,25 +63,16 @@ class Begun:
 
 
 def begin(argv: list[str]) -> Begun | None:
-    """Begin the first build's compiler questions and sandbox, where `argv` is likely one (see
-    the module's docstring); None where nothing was begun."""
+    """Begin the first build's sandbox where `argv` is likely one (see the module's docstring);
+    None where nothing was begun."""
     home = home_root(os.environ)
     if not _likely_first_build(argv, home):
         return None
-    asked = None
-    if not os.path.exists(os.path.join(home, "toolchains.json")) and _names_no_toolchain("mcpp.toml"):
-        from ..toolchain.questions import AskedAhead
-
-        asked = AskedAhead()
-        for name in _DEFAULT_DRIVERS:
-            path = _which(name)
-            if path is not None:
-                asked.ask(path)
     from ..exec.sandbox_warm_up import SandboxWarmUp
 
     # the settings compose.py's `_warm_up` gives a build with no --sandbox, no payload and no
     # system library: (sandbox, the home's root, the roots bound read-only)
-    return Begun(asked, SandboxWarmUp((None, home, ())))
+    return Begun(SandboxWarmUp((None, home, ())))
 
 
 def _likely_first_build(argv: list[str], home: str) -> bool:
@@ -96,21 +83,3 @@ def _likely_first_build(argv: list[str], home: str) -> bool:
     if not os.path.isabs(home) or os.path.normpath(home) != home or home.startswith("//"):
         return False
     return os.path.isfile("mcpp.toml") and not os.path.isdir("target") and not os.path.isdir(os.path.join(home, "ac"))
-
-
-def _names_no_toolchain(manifest: str) -> bool:
-    try:
-        with open(manifest, "rb") as f:
-            return b"toolchain" not in f.read()
-    except OSError:
-        return False
-
-
-def _which(name: str) -> str | None:
-    """`shutil.which(name)` made absolute, as engine/toolchain/compilers.py's `_which` finds a
-    driver (without importing `shutil` before the engine does)."""
-    for d in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        path = os.path.join(d, name)
-        if os.path.exists(path) and os.access(path, os.F_OK | os.X_OK) and not os.path.isdir(path):
-            return os.path.abspath(path)
-    return None

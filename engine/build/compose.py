@@ -173,8 +173,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         if not cross:  # the host's toolchain adds no root to bind: its worker starts while the compilers are asked
             warm = _warm_up(opts, reporter, stores, env.roots() + system_dirs, runner, policy, memory, layout)
         toolchain = resolve_target_toolchain(opts.toolchain or graph.root_manifest.toolchain, opts.home,
-                                             graph.context, graph.root_manifest, host_payload_dirs(env),
-                                             memory.asked_ahead())
+                                             graph.context, graph.root_manifest, host_payload_dirs(env))
         if cross:  # its sysroot and prefix, bound read-only (toolchain_roots), are known once it is resolved
             warm = _warm_up(opts, reporter, stores, env.roots() + toolchain_roots(toolchain) + system_dirs, runner,
                             policy, memory, layout)

@@ -19,7 +19,6 @@ from ..state.incremental import BuildState, ScanCache
 
 if TYPE_CHECKING:
     from ..exec.sandbox_warm_up import SandboxWarmUp
-    from ..toolchain.questions import AskedAhead
     from .cold_start import Begun
     from ..state.unchanged import Knowledge, Unchanged
 
@@ -58,10 +57,6 @@ class BuildMemory(Protocol):
     def sandbox(self, settings: tuple | None) -> SandboxWarmUp | None:
         """The build will use the sandbox `settings` (engine/exec/sandbox_warm_up.py; None: one with no
         worker to start early): the warm-up begun for it before the build started, if any."""
-        ...
-
-    def asked_ahead(self) -> AskedAhead | None:
-        """The compilers' questions begun before the build started (engine/build/cold_start.py), if any."""
         ...
 
     def learned(self, knowledge: Callable[[], Knowledge]) -> None:
@@ -105,9 +100,6 @@ class NoMemory:
 
     def sandbox(self, settings: tuple | None) -> SandboxWarmUp | None:
         return self.begun.sandbox(settings) if self.begun is not None else None
-
-    def asked_ahead(self) -> AskedAhead | None:
-        return self.begun.asked if self.begun is not None else None
 
     def learned(self, knowledge: Callable[[], Knowledge]) -> None:
         pass

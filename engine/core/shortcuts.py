@@ -158,9 +158,6 @@ NOT_SHORTCUTS: dict[str, str] = {
     "mcpp.engine.state.home_gc": "stats are sizes and ages for garbage collection; its hourly stamp only "
                                  "spaces out the automatic gc, it skips nothing a build needs",
     "mcpp.sandbox.pool": "stats are ages of stale sandbox directories to reclaim",
-    "mcpp.engine.toolchain.questions": "skips nothing: the compilers' questions asked ahead of a first build are "
-                                       "asked, only earlier, and taken where the driver's stat is the one they were "
-                                       "asked under (else asked again); the probe cache is the shortcut (registered)",
     "mcpp.cas.remote.action_cache": "the REAPI client of the remote-cache shortcut",
     "mcpp.cas.remote.memo": "a per-build memo of values keyed by what computes them (its users register)",
     "mcpp.engine.core.build_env": "names the server's watcher setting",

@@ -99,9 +99,6 @@ class ChildMemory:
         self.tasks.later(early.close)
         return None
 
-    def asked_ahead(self) -> None:
-        return None  # the server's probe cache answers: its home has built before
-
     def learned(self, knowledge: Callable[[], Knowledge]) -> None:
         self._knowledge = knowledge
 

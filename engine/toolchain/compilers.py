@@ -22,9 +22,8 @@ from mcpp.cas.digest import digest_file
 from mcpp.cas.home import Home
 from mcpp.cas.statcache import discard
 
+from ..core.action_env import ACTION_ENV
 from ..core.errors import McppError
-from .questions import FULL_VERSION as _FULL_VERSION, QUESTIONS as _QUESTIONS, AskedAhead, stamp_of, stop
-from .questions import start as _start, version_flag as _version_flag
 
 # name -> (C compiler, C++ compiler, family)
 _KNOWN = {
@@ -77,12 +76,10 @@ class Toolchain:
         return tuple(sorted({os.path.dirname(self.cc.path), os.path.dirname(self.cxx.path), os.path.dirname(self.ar)}))
 
 
-def resolve_toolchain(name: str | None, home: Home, ahead: AskedAhead | None = None) -> Toolchain:
-    """The host's toolchain `name` (default gcc); `ahead`: its drivers' questions, where the
-    `mcpp` process asked them before it imported the engine (engine/build/cold_start.py)."""
+def resolve_toolchain(name: str | None, home: Home) -> Toolchain:
     name = name or "gcc"
     cc_name, cxx_name, family = driver_names(name)
-    cache = _ProbeCache(str(home.toolchains), ahead)
+    cache = _ProbeCache(str(home.toolchains))
     cc, cxx = cache.probe(_which(cc_name, name), _which(cxx_name, name))
     cache.save()
     ar = shutil.which("ar") or "/usr/bin/ar"
@@ -157,9 +154,8 @@ class _ProbeCache:
     "target", "programs", "sysroot"}}. Builds running at once each write the whole file
     atomically, the entries they learned merged into what the file holds by then."""
 
-    def __init__(self, path: str, ahead: AskedAhead | None = None):
+    def __init__(self, path: str):
         self.path = path
-        self.ahead = ahead
         self.dirty = False
         self.learned: dict[str, dict] = {}  # the entries this probe made or restamped
         entries = _read(path)
@@ -180,7 +176,8 @@ class _ProbeCache:
             for path in paths:
                 if path in known or path in asking:
                     continue
-                stamp = stamp_of(path)
+                st = os.stat(path)
+                stamp = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
                 hit = _valid(self.entries.get(_entry(path, flags)))
                 if hit is not None and hit["stamp"] == stamp:
                     known[path] = _compiler(path, hit)
@@ -192,10 +189,8 @@ class _ProbeCache:
                         known[path] = _compiler(path, hit)
                         self._learn(_entry(path, flags), {**hit, "stamp": stamp})
                         continue
-                procs = self.ahead.take(path, flags, stamp) if self.ahead is not None else None
-                if procs is None:
-                    procs = [_start([path, *flags, flag]) for flag in (_version_flag(path), *_QUESTIONS)]
-                asking[path] = (stamp, digest, procs)
+                asking[path] = (stamp, digest, [_start([path, *flags, flag])
+                                                for flag in (_version_flag(path), *_QUESTIONS)])
             for path, (stamp, digest, procs) in asking.items():
                 if digest is None:
                     digest = digest_file(os.path.realpath(path)).hash
@@ -215,7 +210,10 @@ class _ProbeCache:
                                                   "sysroot": known[path].sysroot})
         finally:
             for _, _, procs in asking.values():
-                stop(procs)  # after an error, the questions whose answers were not read
+                for proc in procs:
+                    if proc.poll() is None:  # an error before its answer was read
+                        proc.kill()
+                        proc.wait()
         return [known[p] for p in paths]
 
     def _learn(self, key: str, entry: dict) -> None:
@@ -257,6 +255,19 @@ def _compiler(path: str, entry: dict) -> Compiler:
     return Compiler(path, entry["version"], entry["target"], entry["digest"], tuple(entry["programs"]), entry["sysroot"])
 
 
+# What a probe asks each driver besides its version, all at once.
+_QUESTIONS = ("-dumpmachine", "-print-search-dirs", "-print-sysroot")
+_FULL_VERSION = "-dumpfullversion"
+
+
+def _version_flag(path: str) -> str:
+    """How a driver is asked its full version: gcc's `-dumpversion` may answer the major alone
+    (`12`), its `-dumpfullversion` the whole (`12.2.0`); clang knows only `-dumpversion`, which
+    answers the whole. Asked the one question that answers; a gcc that does not know
+    `-dumpfullversion` is asked `-dumpversion` after it (`probe`)."""
+    return "-dumpversion" if "clang" in os.path.basename(path) else _FULL_VERSION
+
+
 def _entry(path: str, flags: tuple[str, ...]) -> str:
     """A probe's cache entry: the driver's path, and the flags it was asked with."""
     return " ".join((path, *flags))
@@ -268,6 +279,18 @@ def _program_dirs(search_dirs: str) -> tuple[str, ...]:
         if line.startswith("programs: ="):
             return tuple(d for d in line[len("programs: ="):].split(":") if d)
     return ()
+
+
+def _start(argv: list[str]) -> subprocess.Popen:
+    """Ask a compiler about itself in the environment its actions run in (ACTION_ENV): the
+    answer is cached by the binary's stat alone, and the user's `COMPILER_PATH` or
+    `GCC_EXEC_PREFIX` would otherwise put program directories no action searches into it (and
+    into the link key, as the linker it names)."""
+    try:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=dict(ACTION_ENV))
+    except OSError as e:
+        raise McppError(f"cannot run `{argv[0]}`: {e.strerror}")
 
 
 def _answer(proc: subprocess.Popen, check: bool = True) -> str:

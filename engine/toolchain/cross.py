@@ -28,7 +28,6 @@ from ..core.errors import ManifestError, McppError
 from ..manifest.context import BuildContext
 from ..manifest.model import Manifest
 from .compilers import Toolchain, driver_names, probe_compilers, resolve_toolchain, which_driver
-from .questions import AskedAhead
 
 # The Debian package of a triple's cross gcc, for the message about a missing one.
 _DEBIAN_ARCH = {"aarch64": "aarch64-linux-gnu", "arm": "arm-linux-gnueabihf", "riscv64": "riscv64-linux-gnu",
@@ -36,14 +35,13 @@ _DEBIAN_ARCH = {"aarch64": "aarch64-linux-gnu", "arm": "arm-linux-gnueabihf", "r
 
 
 def resolve_target_toolchain(name: str | None, home: Home, ctx: BuildContext | None, manifest: Manifest,
-                             payload_dirs: tuple[str, ...] = (), ahead: AskedAhead | None = None) -> Toolchain:
+                             payload_dirs: tuple[str, ...] = ()) -> Toolchain:
     """The toolchain that compiles for `ctx.target`: the host's when it is the host, else the
     cross toolchain `name` (gcc or clang) names for it, configured by `manifest`'s (the root's)
     `[target.TRIPLE]` keys. `payload_dirs`: the installed host-axis payloads, searched for
-    `bin/TRIPLE-g++` before PATH (a cross toolchain declared as a payload: docs/cross.md).
-    `ahead`: the host drivers' questions asked before the build (engine/build/cold_start.py)."""
+    `bin/TRIPLE-g++` before PATH (a cross toolchain declared as a payload: docs/cross.md)."""
     if ctx is None or not ctx.cross:
-        return resolve_toolchain(name, home, ahead)
+        return resolve_toolchain(name, home)
     name = name or "gcc"
     triple = ctx.target.text
     _, cxx_name, family = driver_names(name)
