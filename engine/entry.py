@@ -59,7 +59,7 @@ def main() -> None:
         gc.enable()
     code_cache.save()
     try:
-        cli_main(memory=NoMemory(begun) if begun is not None else None, started=process_started())
+        cli_main(memory=NoMemory(begun), started=process_started())
     finally:
         if begun is not None:
             begun.close()

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import os
 
+from ..core.commands import SERVED, subcommand
 from ..core.mcpp_home import home_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..exec.sandbox_warm_up import SandboxWarmUp
 
-_COMMANDS = ("build", "run", "test")
 # options after which the guess would be wrong: another sandbox, toolchain (a cross one binds its
 # sysroot), target or manifest
 _OTHER_SETTINGS = ("--sandbox", "--toolchain", "--target", "--manifest-path")
@@ -39,27 +39,25 @@ class Begun:
     `NoMemory`); `close` ends it where the build did not."""
 
     def __init__(self, warm: SandboxWarmUp) -> None:
-        self._warm: SandboxWarmUp | None = warm
-        self._unused: list[SandboxWarmUp] = []
+        self._warm: SandboxWarmUp | None = warm  # until handed over
+        self._asked = False
 
     def sandbox(self, settings: tuple | None) -> SandboxWarmUp | None:
-        """The warm-up, once, when the build wants a sandbox of its `settings` (None: one with no
-        worker to start early); one begun for other settings is ended at `close`."""
+        """The warm-up, when the build's first ask is for a sandbox of its `settings` (None: one
+        with no worker to start early); otherwise nothing, and it is ended at `close`."""
         from ..exec.sandbox_warm_up import fits
 
-        warm, self._warm = self._warm, None
-        if warm is None or (settings is not None and fits(warm, settings)):
-            return warm
-        self._unused.append(warm)
-        return None
+        asked, self._asked = self._asked, True
+        warm = self._warm
+        if asked or warm is None or settings is None or not fits(warm, settings):
+            return None
+        self._warm = None
+        return warm
 
     def close(self) -> None:
         if self._warm is not None:
-            self._unused.append(self._warm)
+            self._warm.close()
             self._warm = None
-        for warm in self._unused:
-            warm.close()
-        self._unused = []
 
 
 def begin(argv: list[str]) -> Begun | None:
@@ -76,8 +74,8 @@ def begin(argv: list[str]) -> Begun | None:
 
 
 def _likely_first_build(argv: list[str], home: str) -> bool:
-    command = next((a for a in argv if not a.startswith("-")), None)
-    if command not in _COMMANDS or any(a.split("=", 1)[0] in _OTHER_SETTINGS for a in argv):
+    # the commands that build (the server's); an option after which the guess would miss, anywhere
+    if subcommand(argv)[0] not in SERVED or any(a.split("=", 1)[0] in _OTHER_SETTINGS for a in argv):
         return False
     # the home's root as compose.py spells it (`str(Path(...))`): absolute and normalized here
     if not os.path.isabs(home) or os.path.normpath(home) != home or home.startswith("//"):

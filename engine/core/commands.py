@@ -37,3 +37,31 @@ COMMANDS: tuple[tuple[str, str, bool], ...] = (
 
 # The commands a warm build server runs for the client.
 SERVED: tuple[str, ...] = tuple(name for name, _attr, served in COMMANDS if served)
+
+# `mcpp`'s own options that take a value (the next word, or after `=`), before the subcommand
+_GLOBAL_WITH_VALUE = ("--color", "-j", "--jobs", "--manifest-path")
+
+
+def subcommand(argv: list[str]) -> tuple[str | None, str | None]:
+    """(the subcommand, the global `--manifest-path`) of the command line `argv`, read as click
+    reads it: the first word that is neither one of `mcpp`'s options nor its value. No subcommand
+    for `-h`, `--help` or `--version` before it, or none before `--`."""
+    manifest_path = None
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            break
+        if a in _GLOBAL_WITH_VALUE:
+            if a == "--manifest-path" and i + 1 < len(argv):
+                manifest_path = argv[i + 1]
+            i += 2
+            continue
+        if a.startswith("--manifest-path="):
+            manifest_path = a.split("=", 1)[1]
+        elif a in ("-h", "--help", "--version"):
+            return None, manifest_path
+        elif not a.startswith("-"):
+            return a, manifest_path
+        i += 1
+    return None, manifest_path

@@ -23,14 +23,13 @@ import time
 from _collections_abc import Callable  # what `collections.abc` re-exports, already loaded
 
 from ..core.command_clock import process_started
-from ..core.commands import SERVED
+from ..core.commands import SERVED, subcommand
 from . import protocol
 from .paths import Unsafe, home_dir, log_file, server_dir, server_id, socket_path, workspace_root
 
 NO_SERVER_ENV = "MCPP_NO_SERVER"
 NO_SERVER_FLAG = "--no-server"
 START_ENV = "MCPP_SERVER_START"  # "wait": a build with no server up waits for the one it starts
-_GLOBAL_WITH_VALUE = ("--color", "-j", "--jobs", "--manifest-path")
 _START_WAIT_S = 30.0
 _FORWARDED = {_signal.SIGINT: "INT", _signal.SIGTERM: "TERM", _signal.SIGHUP: "HUP"}
 
@@ -43,28 +42,9 @@ def wanted(argv: list[str]) -> tuple[str, str | None] | None:
     """(subcommand, --manifest-path) when this command line goes to a server, else None."""
     if os.environ.get(NO_SERVER_ENV, "") not in ("", "0"):
         return None
-    manifest_path = None
-    command = None
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a == "--":
-            break
-        if a == NO_SERVER_FLAG:
-            return None
-        if command is None:
-            if a in _GLOBAL_WITH_VALUE:
-                if a == "--manifest-path" and i + 1 < len(argv):
-                    manifest_path = argv[i + 1]
-                i += 2
-                continue
-            if a.startswith("--manifest-path="):
-                manifest_path = a.split("=", 1)[1]
-            elif a in ("-h", "--help", "--version"):
-                return None
-            elif not a.startswith("-"):
-                command = a
-        i += 1
+    if NO_SERVER_FLAG in argv[:argv.index("--") if "--" in argv else len(argv)]:
+        return None
+    command, manifest_path = subcommand(argv)
     if command not in SERVED:
         return None
     return command, manifest_path
