@@ -485,10 +485,11 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         keys.hashed_as(head.digests)
     if runner is None:
         seen: dict[str, tuple[int, int]] = {}  # the area files' identities, for prepared trees
-        stage = input_stager(plan.execroot, keys.digest_of, stores, seen)
+        changed: set[str] = set()  # inputs saved anew after they were hashed
+        stage = input_stager(plan.execroot, keys.digest_of, stores, seen, changed=changed)
         make = warm.get if warm is not None else \
             lambda: _make_sandbox(opts.sandbox, str(stores.home.root), reporter, payload_roots)
-        runner = SandboxRunner(make, plan.execroot, stage, seen, prestages=policy.stages_inputs)
+        runner = SandboxRunner(make, plan.execroot, stage, seen, prestages=policy.stages_inputs, changed=changed)
     executing = stores.remote is not None and stores.remote.execute and isinstance(runner, SandboxRunner)
     if executing:  # imported only for remote execution
         from ..exec.remote_exec_runner import remote_exec_jobs, with_remote_execution

@@ -12,7 +12,7 @@ import shutil
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping, Protocol
+from typing import Callable, Collection, Mapping, Protocol
 
 from mcpp.cas.action import Action
 from mcpp.sandbox import SandboxSpec, SandboxSpecError
@@ -32,6 +32,9 @@ class RunResult:
     # the depfile's dependencies as the sandbox's check parsed them (`SandboxResult.deps`); None:
     # the pipeline reads the depfile itself
     deps: list[str] | None = None
+    # inputs staged with other bytes than the build hashed them to (saved during the build,
+    # engine/exec/staging.py): the run is not the one its key names and is not cached
+    changed: tuple[str, ...] = ()
 
 
 class ActionRunner(Protocol):
@@ -82,7 +85,8 @@ class SandboxRunner:
     """
 
     def __init__(self, make_sandbox: Callable[[], object], execroot: str, stage: Callable[[str], str],
-                 input_ids: Mapping[str, tuple[int, int]] | None = None, prestages: bool = False):
+                 input_ids: Mapping[str, tuple[int, int]] | None = None, prestages: bool = False,
+                 changed: Collection[str] = ()):
         self.make_sandbox = make_sandbox
         self._sandbox = None
         self._lock = threading.Lock()
@@ -92,6 +96,8 @@ class SandboxRunner:
         self.input_ids = input_ids
         # whether `prestage` resolves anything: the sandbox the build uses stages inputs
         self.prestages = prestages
+        # the inputs `stage` found changed since they were hashed, filled as it stages
+        self.changed = changed
         # told (with the action's id) when an action's process is about to start, its inputs
         # staged (`SandboxSpec.started`); set by the pipeline
         self.on_started: Callable[[str], None] | None = None
@@ -140,6 +146,7 @@ class SandboxRunner:
             prepared_tree=True,  # the next build runs this action again, mostly on the same inputs
             input_ids=self.input_ids if staged else None,
             started=functools.partial(self.on_started, action.id) if self.on_started is not None else None)
+        changed = tuple(rel for rel in inputs if rel in self.changed) if self.changed else ()
         start = time.monotonic()
         try:
             res = sandbox.run(spec)
@@ -149,4 +156,4 @@ class SandboxRunner:
         if res.timed_out:
             stderr += f"error: action `{action.id}` timed out after {action.timeout}s\n".encode()
         return RunResult(res.exit_code, stdout, stderr, time.monotonic() - start, res.timed_out,
-                         deps=res.deps)
+                         deps=res.deps, changed=changed)

@@ -509,6 +509,8 @@ class ActionPipeline:
             stderr=texts[1].digest if texts[1] else None)
         blobs = outcome.pending + [t for t in texts if t]
         outcome.pending = []
+        if res.changed:
+            return self._finish_changed(a, res, blobs)
         key1 = self.candidates[a.id][0] if a.depfile else None
 
         def ingest() -> None:
@@ -532,6 +534,23 @@ class ActionPipeline:
         self.counters.executed += 1
         self._event(a, "executed", exit_code=0, duration=round(res.duration, 3), origin=origin,
                     **({"worker": res.worker} if res.worker else {}))
+        return True
+
+    def _finish_changed(self, a: Action, res: RunResult, blobs: list[PendingBlob]) -> bool:
+        """A run that read an input saved anew after the build hashed it (engine/exec/staging.py):
+        its key names the old bytes, its outputs come from the new ones. Its outputs serve this
+        build (stored for the actions that read them), but no cache entry, remote upload or
+        state record names them: a later build with the old bytes back would take them as the
+        old bytes' result. The next build runs it again, as Bazel's guard against concurrent
+        changes does."""
+        self.ingest.submit(a.id, lambda: store_blobs(blobs, self.store, self.mat))
+        self.state.forget(a.id)
+        names = ", ".join(f"`{rel}`" for rel in res.changed)
+        self.reporter.warning(f"{names} changed during the build, after it was hashed: action `{a.id}` ran on "
+                              "the new bytes and is not cached; the next build runs it again")
+        self.counters.executed += 1
+        self._event(a, "executed", exit_code=0, duration=round(res.duration, 3),
+                    origin=event_origin("executed", None, res.worker))
         return True
 
     def drain(self, result) -> None:

@@ -15,12 +15,15 @@ class ChangedSinceHashed(OSError):
 
 
 def input_stager(execroot: str, digest_of: Callable[[str], Digest], stores: Stores,
-                 seen: dict[str, tuple[int, int]], strict: bool = False) -> Callable[[str], str]:
+                 seen: dict[str, tuple[int, int]], strict: bool = False,
+                 changed: set[str] | None = None) -> Callable[[str], str]:
     """`stage(rel) -> area path` for an execroot-relative input, by its digest (`digest_of`);
     `seen` collects the area files' identities for prepared trees (`SandboxSpec.input_ids`).
     One file has one content during a build, so each is resolved once. A file changed since it
-    was hashed is staged as it is now, or, `strict`, refused (`ChangedSinceHashed`): a run whose
-    key is made from the digests must read exactly those bytes."""
+    was hashed (an edit saved during the build) is refused, `strict` (`ChangedSinceHashed`: a
+    run begun ahead is keyed by the digests it was staged by), else staged as it is now and
+    added to `changed`: a run that reads it is not the run its key names, and is not cached
+    (`SandboxRunner.run`, `ActionPipeline._finish_run`)."""
     staged: dict[str, str] = {}
     store, mat = stores.blobs, stores.mat
 
@@ -36,6 +39,8 @@ def input_stager(execroot: str, digest_of: Callable[[str], Digest], stores: Stor
                 if strict:
                     raise ChangedSinceHashed(f"{rel} changed since it was hashed")
                 path = mat.path(store.put_file(full), executable=exe)
+                if changed is not None:
+                    changed.add(rel)
             staged[rel] = path
         return path
 
