@@ -124,6 +124,10 @@ class SandboxRunner:
             except Exception:  # noqa: BLE001 - `run` stages it again and reports what is wrong
                 continue
 
+    def changed_among(self, staged: Mapping[str, str]) -> tuple[str, ...]:
+        """Those of an action's staged inputs found saved anew since they were hashed (`RunResult.changed`)."""
+        return tuple(rel for rel in staged if rel in self.changed) if self.changed else ()
+
     def shutdown(self) -> None:
         if self._sandbox is not None:
             self._sandbox.shutdown()
@@ -146,7 +150,7 @@ class SandboxRunner:
             prepared_tree=True,  # the next build runs this action again, mostly on the same inputs
             input_ids=self.input_ids if staged else None,
             started=functools.partial(self.on_started, action.id) if self.on_started is not None else None)
-        changed = tuple(rel for rel in inputs if rel in self.changed) if self.changed else ()
+        changed = self.changed_among(inputs)
         start = time.monotonic()
         try:
             res = sandbox.run(spec)

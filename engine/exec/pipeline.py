@@ -509,6 +509,8 @@ class ActionPipeline:
             stderr=texts[1].digest if texts[1] else None)
         blobs = outcome.pending + [t for t in texts if t]
         outcome.pending = []
+        if not res.changed and not self.trust.stages_inputs:
+            res.changed = self._saved_while_reading(a, discovered)
         if res.changed:
             return self._finish_changed(a, res, blobs)
         key1 = self.candidates[a.id][0] if a.depfile else None
@@ -552,6 +554,18 @@ class ActionPipeline:
         self._event(a, "executed", exit_code=0, duration=round(res.duration, 3),
                     origin=event_origin("executed", None, res.worker))
         return True
+
+    def _saved_while_reading(self, a: Action, discovered: tuple[str, ...]) -> tuple[str, ...]:
+        """`--sandbox off`: the action read the real tree, not staged copies; a source whose stat
+        is no longer the one its digest (the key's) was taken under may have been read with other
+        bytes (saved before or while it ran), as Bazel's guard against concurrent changes checks.
+        The files the engine wrote (generated) and this build's outputs are not the user's."""
+        produced, generated = self.keys.produced, self.plan.generated
+        files = [(rel, self._abs(rel), bytes.fromhex(self.keys.digest_of(rel).hash))
+                 for rel in dict.fromkeys(a.inputs + discovered)
+                 if rel not in produced and rel not in generated and not rel.endswith("/")]
+        held = set(self.state.stats.holding(files))
+        return tuple(rel for rel, _path, _hash in files if rel not in held)
 
     def drain(self, result) -> None:
         """Wait for the background ingest (called once, after the last action); an action whose

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable
+from typing import Callable, Collection
 
 from mcpp.cas.action import Action, ActionKind
 
@@ -37,8 +37,8 @@ _SYSTEM_TOOLS = ("/usr/", "/bin/", "/sbin/", "/opt/")
 
 class RemoteExecRunner(SandboxRunner):
     def __init__(self, make_sandbox: Callable[[], object], execroot: str, stage: Callable[[str], str],
-                 executor, local_jobs: int, policy: TrustPolicy) -> None:
-        super().__init__(make_sandbox, execroot, stage)
+                 executor, local_jobs: int, policy: TrustPolicy, changed: Collection[str] = ()) -> None:
+        super().__init__(make_sandbox, execroot, stage, changed=changed)
         self.executor = executor  # cas.remote.execution.RemoteExecutor
         self.local_slots = threading.BoundedSemaphore(max(1, local_jobs))
         self.policy = policy
@@ -64,7 +64,8 @@ class RemoteExecRunner(SandboxRunner):
                 stderr = res.stderr
                 if res.timed_out:
                     stderr += f"error: action `{action.id}` timed out after {action.timeout}s\n".encode()
-                return RunResult(res.exit_code, res.stdout, stderr, res.duration, res.timed_out, res.worker)
+                return RunResult(res.exit_code, res.stdout, stderr, res.duration, res.timed_out, res.worker,
+                                 changed=self.changed_among(inputs))
         with self.local_slots:
             return super().run(action)
 
@@ -87,4 +88,4 @@ def with_remote_execution(runner: SandboxRunner, endpoint, blobs, policy: TrustP
 
     executor = RemoteExecutor(endpoint, blobs, warn, worker_wait)
     return RemoteExecRunner(runner.make_sandbox, runner.execroot, runner.stage, executor, os.cpu_count() or 1,
-                            policy)
+                            policy, runner.changed)

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e_support import REPO, Mcpp, copy_example
+from e2e_support import REPO, Mcpp, copy_example, write_tree
+from test_input_saved_before_staging import EDITED, PROJECT as SAVED_PROJECT, SAVED_AFTER_HASHING
 
 sys.path.insert(0, str(REPO / "scripts" / "buildgrid"))
 from local_grid import LocalGrid, _pg_tool  # noqa: E402
@@ -346,3 +347,26 @@ def test_a_worker_slot_runs_its_actions_in_one_warm_sandbox(grid, tmp_path, monk
     # greeting.cpp's compile and the link at least (main.cpp's may come from the server's cache)
     assert len(runs) >= 2, events
     assert len(started) == 1, started
+
+
+def test_an_input_saved_after_the_build_hashed_it_runs_remotely_and_is_not_cached(grid, tmp_path):
+    """engine/exec/staging.py under `--remote-exec`: the worker compiles the bytes staged (the
+    new ones), whose result must not be kept under the key of the bytes the build hashed; with
+    the old bytes back and target/ removed, the compile runs again (remotely) and the program
+    is the old bytes' program."""
+    root, home = write_tree(tmp_path / "p", SAVED_PROJECT), tmp_path / "home"
+    remote = ["--remote", grid.url, "--remote-exec"]
+    first = subprocess.run([sys.executable, "-c", SAVED_AFTER_HASHING, "build", *remote], cwd=root,
+                           capture_output=True, text=True,
+                           env={**os.environ, "MCPP_HOME": str(home), "MCPP_NO_SERVER": "1"})
+    assert first.returncode == 0, first.stderr
+    assert (root / "src/util.cpp").read_text() == EDITED
+    assert "`src/util.cpp` changed during the build" in first.stderr, first.stderr
+    assert subprocess.run([str(root / "target/dev/hello")]).returncode == 7
+    assert any(o.endswith("util.cpp.o") for o in _executed_outputs(grid)), "the compile did not run on a worker"
+    (root / "src/util.cpp").write_text(SAVED_PROJECT["src/util.cpp"])
+    shutil.rmtree(root / "target")
+    again = Mcpp(home)("build", *remote, "--message-format", "json", cwd=root)
+    assert again.code == 0, again.err
+    assert "compile hello:src/util.cpp" in again.executed("compile"), again.err
+    assert subprocess.run([str(root / "target/dev/hello")]).returncode == 0
