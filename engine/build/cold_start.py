@@ -21,6 +21,7 @@ engine/core/dataclass_code.py's `install()` has run.
 from __future__ import annotations
 
 import os
+import threading
 
 from ..core.commands import SERVED, subcommand
 from ..core.mcpp_home import home_root
@@ -36,28 +37,38 @@ _OTHER_SETTINGS = ("--sandbox", "--toolchain", "--target", "--manifest-path")
 
 class Begun:
     """The sandbox warm-up begun before the build, for the build to take (engine/build/memory.py's
-    `NoMemory`); `close` ends it where the build did not."""
+    `NoMemory`); one the build does not take is ended as soon as it says so, on a thread of its
+    own (its end waits for the worker's answer, which the build need not), and `close` sees the
+    end through, or ends one the build never asked for."""
 
     def __init__(self, warm: SandboxWarmUp) -> None:
-        self._warm: SandboxWarmUp | None = warm  # until handed over
+        self._warm: SandboxWarmUp | None = warm  # until handed over or ended
         self._asked = False
+        self._ending: threading.Thread | None = None
 
     def sandbox(self, settings: tuple | None) -> SandboxWarmUp | None:
         """The warm-up, when the build's first ask is for a sandbox of its `settings` (None: one
-        with no worker to start early); otherwise nothing, and it is ended at `close`."""
+        with no worker to start early); otherwise nothing, and it is ended now, meanwhile: an
+        unused worker does not wait idle beside a long `mcpp run` or `mcpp test`."""
         from ..exec.sandbox_warm_up import fits
 
         asked, self._asked = self._asked, True
         warm = self._warm
-        if asked or warm is None or settings is None or not fits(warm, settings):
+        if warm is None or asked:
             return None
         self._warm = None
+        if settings is None or not fits(warm, settings):
+            self._ending = threading.Thread(target=warm.close, name="mcpp-unused-sandbox", daemon=True)
+            self._ending.start()
+            return None
         return warm
 
     def close(self) -> None:
         if self._warm is not None:
             self._warm.close()
             self._warm = None
+        if self._ending is not None:
+            self._ending.join()
 
 
 def begin(argv: list[str]) -> Begun | None:

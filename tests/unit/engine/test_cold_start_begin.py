@@ -49,6 +49,21 @@ def test_a_sandbox_begun_for_other_settings_is_ended_unused(first_build):
     assert _slots(home) == []
 
 
+def test_one_the_build_does_not_take_ends_while_the_build_goes_on(first_build):
+    """Ended as soon as the build asks for another sandbox, not when the command exits."""
+    import time
+
+    _, home = first_build
+    begun = begin(["run"])
+    assert begun is not None
+    assert begun.sandbox(("dir", str(home), ())) is None
+    deadline = time.monotonic() + 20
+    while _slots(home) and time.monotonic() < deadline:  # its worker's slot goes with it
+        time.sleep(0.01)
+    assert _slots(home) == []
+    begun.close()
+
+
 def test_one_the_build_never_asks_for_is_ended_too(first_build):
     _, home = first_build
     begun = begin(["run"])
