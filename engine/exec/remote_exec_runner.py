@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable, Collection
+from typing import Callable, Collection, Mapping
 
 from mcpp.cas.action import Action, ActionKind
 
@@ -37,8 +37,9 @@ _SYSTEM_TOOLS = ("/usr/", "/bin/", "/sbin/", "/opt/")
 
 class RemoteExecRunner(SandboxRunner):
     def __init__(self, make_sandbox: Callable[[], object], execroot: str, stage: Callable[[str], str],
-                 executor, local_jobs: int, policy: TrustPolicy, changed: Collection[str] = ()) -> None:
-        super().__init__(make_sandbox, execroot, stage, changed=changed)
+                 executor, local_jobs: int, policy: TrustPolicy, changed: Collection[str] = (),
+                 input_ids: Mapping[str, tuple[int, int]] | None = None, prestages: bool = False) -> None:
+        super().__init__(make_sandbox, execroot, stage, input_ids, prestages, changed)
         self.executor = executor  # cas.remote.execution.RemoteExecutor
         self.local_slots = threading.BoundedSemaphore(max(1, local_jobs))
         self.policy = policy
@@ -88,4 +89,4 @@ def with_remote_execution(runner: SandboxRunner, endpoint, blobs, policy: TrustP
 
     executor = RemoteExecutor(endpoint, blobs, warn, worker_wait)
     return RemoteExecRunner(runner.make_sandbox, runner.execroot, runner.stage, executor, os.cpu_count() or 1,
-                            policy, runner.changed)
+                            policy, runner.changed, runner.input_ids, runner.prestages)

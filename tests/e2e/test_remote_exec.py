@@ -356,17 +356,21 @@ def test_an_input_saved_after_the_build_hashed_it_runs_remotely_and_is_not_cache
     is the old bytes' program."""
     root, home = write_tree(tmp_path / "p", SAVED_PROJECT), tmp_path / "home"
     remote = ["--remote", grid.url, "--remote-exec"]
-    first = subprocess.run([sys.executable, "-c", SAVED_AFTER_HASHING, "build", *remote], cwd=root,
-                           capture_output=True, text=True,
-                           env={**os.environ, "MCPP_HOME": str(home), "MCPP_NO_SERVER": "1"})
-    assert first.returncode == 0, first.stderr
-    assert (root / "src/util.cpp").read_text() == EDITED
-    assert "`src/util.cpp` changed during the build" in first.stderr, first.stderr
-    assert subprocess.run([str(root / "target/dev/hello")]).returncode == 7
-    assert any(o.endswith("util.cpp.o") for o in _executed_outputs(grid)), "the compile did not run on a worker"
-    (root / "src/util.cpp").write_text(SAVED_PROJECT["src/util.cpp"])
-    shutil.rmtree(root / "target")
-    again = Mcpp(home)("build", *remote, "--message-format", "json", cwd=root)
+    with _only_worker(grid, tmp_path / "worker", "saved") as events:
+        first = subprocess.run([sys.executable, "-c", SAVED_AFTER_HASHING, "build", *remote], cwd=root,
+                               capture_output=True, text=True,
+                               env={**os.environ, "MCPP_HOME": str(home), "MCPP_NO_SERVER": "1",
+                                    "MCPP_REMOTE_EXEC_WAIT": "60"})
+        assert first.returncode == 0, first.stderr
+        assert (root / "src/util.cpp").read_text() == EDITED
+        assert "`src/util.cpp` changed during the build" in first.stderr, first.stderr
+        assert subprocess.run([str(root / "target/dev/hello")]).returncode == 7
+        ran = [o for e in events if e.get("event") == "action-executed" for o in e["outputs"]]
+        assert any(o.endswith("util.cpp.o") for o in ran), ("the compile did not run on the worker", events)
+        (root / "src/util.cpp").write_text(SAVED_PROJECT["src/util.cpp"])
+        shutil.rmtree(root / "target")
+        again = Mcpp(home)("build", *remote, "--message-format", "json", cwd=root,
+                           env={"MCPP_REMOTE_EXEC_WAIT": "60"})
     assert again.code == 0, again.err
     assert "compile hello:src/util.cpp" in again.executed("compile"), again.err
     assert subprocess.run([str(root / "target/dev/hello")]).returncode == 0
