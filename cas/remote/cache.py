@@ -373,7 +373,7 @@ class RemoteCache:
         return {"url": self.url, "hits": c.hits, "misses": c.misses, "uploads": c.uploaded,
                 "republished": c.republished,
                 "bytes_down": wire.bytes_down if wire else 0, "bytes_up": wire.bytes_up if wire else 0,
-                "retries": self.endpoint.retries, "corrupt": c.rejected,
+                "retries": self.endpoint.retries, "retried_codes": self.endpoint.retried_codes, "corrupt": c.rejected,
                 "download": self.settings.download, "kept_remote": c.kept, "fetched_later": c.fetched,
                 "refused": {"count": sum(self.trust.refused.values()), "reasons": dict(self.trust.refused),
                             "keys": sorted(self.trust.refused_keys)},

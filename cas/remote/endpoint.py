@@ -98,6 +98,12 @@ class RemoteEndpoint:
         """Retries made this build."""
         return self.retrier.count
 
+    @property
+    def retried_codes(self) -> dict[str, int]:
+        """This build's retries by the status code that asked for each (a server refusing
+        calls answers UNAVAILABLE or RESOURCE_EXHAUSTED; a slow one, DEADLINE_EXCEEDED)."""
+        return dict(self.retrier.codes)
+
     def close(self) -> None:
         """Close the channel; from now on `client()` answers None."""
         with self._lock:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import random
 import threading
+from collections import Counter
 from typing import Callable, TypeVar
 
 from .errors import RemoteError
@@ -54,6 +55,7 @@ class Retrier:
         self._cancelled = threading.Event()
         self._on_cancel: list[Callable[[], None]] = []
         self.count = 0  # retries made this build
+        self.codes: Counter[str] = Counter()  # those retries by the code that asked for them
         self.gave_up: str | None = None  # why retrying stopped, once it has
 
     def call(self, fn: Callable[[], T], read: bool) -> T:
@@ -67,7 +69,7 @@ class Retrier:
             try:
                 value = fn()
             except RemoteError as e:
-                if e.code not in codes or not self._take(attempt):
+                if e.code not in codes or not self._take(attempt, e.code):
                     raise
                 attempt += 1
                 if self._cancelled.wait(self.delay(attempt)):
@@ -102,7 +104,7 @@ class Retrier:
     def cancelled(self) -> bool:
         return self._cancelled.is_set()
 
-    def _take(self, attempt: int) -> bool:
+    def _take(self, attempt: int, code: str) -> bool:
         with self._lock:
             if attempt >= self.retries:
                 if self.retries:
@@ -113,6 +115,7 @@ class Retrier:
                 return False
             self._tokens -= 1
             self.count += 1
+            self.codes[code] += 1
             return True
 
     def _earn(self) -> None:

@@ -72,6 +72,7 @@ def test_a_server_refusing_30_percent_of_calls_is_retried_through(tmp_path, buil
         assert up["uploads"] == 26 == proxy.ac_updates, (up, proxy.ac_updates, dict(proxy.failed), ci.err)
         assert up["bytes_up"] == proxy.bytes_up > 0
         assert up["retries"] == sum(proxy.failed.values()) > 0
+        assert up["retried_codes"] == {"UNAVAILABLE": up["retries"]}  # only the proxy's refusals
         assert up["disabled"] is None
         assert "warning" not in ci.err, ci.err
 

@@ -29,6 +29,8 @@ def test_transient_codes_are_retried_and_other_codes_are_answers():
     assert r.call(call, read=False) == "ok" and len(calls) == 3 and r.count == 2
     call, calls = failing(["DEADLINE_EXCEEDED"])
     assert r.call(call, read=True) == "ok" and len(calls) == 2
+    # each retry counted by the code that asked for it (the build-finished event's `retried_codes`)
+    assert r.codes == {"UNAVAILABLE": 1, "RESOURCE_EXHAUSTED": 1, "DEADLINE_EXCEEDED": 1}
     for code, read in (("DEADLINE_EXCEEDED", False), ("PERMISSION_DENIED", True), ("NOT_FOUND", True)):
         call, calls = failing([code])
         with pytest.raises(RemoteError) as e:
