@@ -559,11 +559,14 @@ class ActionPipeline:
         """`--sandbox off`: the action read the real tree, not staged copies; a source whose stat
         is no longer the one its digest (the key's) was taken under may have been read with other
         bytes (saved before or while it ran), as Bazel's guard against concurrent changes checks.
-        The files the engine wrote (generated) and this build's outputs are not the user's."""
+        Only the build's own files, as Bazel's `lite` guard: the files the engine wrote
+        (generated) and this build's outputs are not the user's to save, and headers outside the
+        execroot (the system's, named by absolute path) are not edited during a build; skipping
+        them leaves a compile a few stats instead of dozens."""
         produced, generated = self.keys.produced, self.plan.generated
         files = [(rel, self._abs(rel), bytes.fromhex(self.keys.digest_of(rel).hash))
                  for rel in dict.fromkeys(a.inputs + discovered)
-                 if rel not in produced and rel not in generated and not rel.endswith("/")]
+                 if not (rel in produced or rel in generated or rel.endswith("/") or rel.startswith("/"))]
         held = set(self.state.stats.holding(files))
         return tuple(rel for rel, _path, _hash in files if rel not in held)
 
