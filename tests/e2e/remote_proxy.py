@@ -12,6 +12,7 @@ Served on 127.0.0.1 with plain text (`grpc://127.0.0.1:PORT`); upstream is any g
 from __future__ import annotations
 
 import collections
+import hashlib
 import io
 import threading
 import time
@@ -30,18 +31,22 @@ _STREAM_IN = ("/google.bytestream.ByteStream/Write",)
 class FaultProxy:
     def __init__(self, upstream: str, fail: float = 0.0, code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE,
                  methods: tuple[str, ...] | None = None, delay: float = 0.0, zstd: bool = False,
-                 workers: int = 64) -> None:
+                 workers: int = 64, refusals_per_request: int | None = None) -> None:
         """`fail`: the fraction of calls answered `code` (spread evenly, never twice in a row);
         `methods`: the method-name suffixes that may fail (None: any); `delay`: seconds added to
         every call (a long round trip); `zstd`: offer REAPI's zstd-compressed blobs to the client
         (in Capabilities) and translate to and from the plain blobs upstream; `workers`: calls it
-        answers at once (each waits `delay` on its own thread)."""
+        answers at once (each waits `delay` on its own thread); `refusals_per_request`: the most
+        times one request (method and bytes) is refused (None: no limit), as a restarting server or
+        a full pool refuses calls, not one call again and again; a stream's request is not limited."""
         self.fail, self.code, self.methods, self.delay, self.zstd = fail, code, methods, delay, zstd
         self.in_flight = collections.Counter()  # method -> calls being answered now
         self.most_in_flight = collections.Counter()  # method -> the most at once
         self.lock = threading.Lock()
         self.calls = 0
         self.failed = collections.Counter()  # method -> calls answered with `code`
+        self.refusals_per_request = refusals_per_request
+        self.refused_requests = collections.Counter()  # (method, request digest) -> times refused
         self.ok = collections.Counter()  # method -> calls forwarded and answered OK
         self.ac_hits = self.ac_misses = self.ac_updates = 0  # action results, manifests left out
         self.bytes_down = self.bytes_up = 0
@@ -86,8 +91,9 @@ class FaultProxy:
 
     # --- what the handler asks ------------------------------------------------------------
 
-    def admit(self, method: str, context) -> None:
-        """Count the call; abort it with `code` when it is one of the `fail` fraction."""
+    def admit(self, method: str, context, request: bytes | None = None) -> None:
+        """Count the call; abort it with `code` when it is one of the `fail` fraction (and
+        `request` has not been refused `refusals_per_request` times already)."""
         if self.delay:
             with self.lock:
                 self.in_flight[method] += 1
@@ -104,6 +110,11 @@ class FaultProxy:
             self.calls += 1
             n = self.calls
             refuse = int(n * self.fail) != int((n - 1) * self.fail)
+            if refuse and request is not None and self.refusals_per_request is not None:
+                asked = (method, hashlib.sha256(request).digest())
+                refuse = self.refused_requests[asked] < self.refusals_per_request
+                if refuse:
+                    self.refused_requests[asked] += 1
             if refuse:
                 self.failed[method] += 1
         if refuse:
@@ -206,7 +217,7 @@ class _Handler(grpc.GenericRpcHandler):
             call = channel.unary_stream(method)
 
             def unary_stream(request, context):
-                proxy.admit(method, context)
+                proxy.admit(method, context, request)
                 out = []
                 packed = False
                 if proxy.zstd and method.endswith("ByteStream/Read"):
@@ -262,7 +273,7 @@ class _Handler(grpc.GenericRpcHandler):
             if method.endswith("/GetCapabilities"):
                 with proxy.lock:
                     proxy.instances.add(pb.GetCapabilitiesRequest.FromString(request).instance_name)
-            proxy.admit(method, context)
+            proxy.admit(method, context, request)
             upstream_request = proxy.unpacked(method, request) if proxy.zstd else request
             try:
                 resp = call(upstream_request, timeout=context.time_remaining(), metadata=forwarded_metadata(context))
