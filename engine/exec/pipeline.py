@@ -511,34 +511,35 @@ class ActionPipeline:
         outcome.pending = []
         if not res.changed and not self.trust.stages_inputs:
             res.changed = self._saved_while_reading(a, discovered)
+        origin = event_origin("executed", None, res.worker)
         if res.changed:
-            return self._finish_changed(a, res, blobs)
-        key1 = self.candidates[a.id][0] if a.depfile else None
+            self._keep_uncached(a, res, blobs)
+        else:
+            key1 = self.candidates[a.id][0] if a.depfile else None
 
-        def ingest() -> None:
-            # Blobs first, then the records that name them: an interrupted ingest leaves no
-            # entry pointing at a missing blob.
-            store_blobs(blobs, self.store, self.mat)
-            self.ac.put(key, entry)
-            if key1 is not None:
-                self.ac.add_manifest(key1, discovered)
+            def ingest() -> None:
+                # Blobs first, then the records that name them: an interrupted ingest leaves no
+                # entry pointing at a missing blob.
+                store_blobs(blobs, self.store, self.mat)
+                self.ac.put(key, entry)
+                if key1 is not None:
+                    self.ac.add_manifest(key1, discovered)
 
-        self.ingest.submit(a.id, ingest)
-        self.warned.set(a.id, key, bool(res.stdout or res.stderr))
-        if self.remote is not None and self.remote.upload_enabled:
-            platform = self.keys.platform_of(a)
-            if self.trust.uploads(platform):  # a result the sandbox cannot prove stays here (engine/trust/policy.py)
-                self.remote.upload(a, platform, self.remote_keys[a.id][1], inputs, discovered, entry)
-        outputs = {o: str(d) for o, d in outcome.outputs.items()}
-        self.state.record(a.id, key, discovered, outputs)
-        origin = event_origin("executed", None, res.worker if res is not None else "")
-        self.explain.record(a, key, inputs, self.keys, origin=origin, outputs=outputs)
+            self.ingest.submit(a.id, ingest)
+            self.warned.set(a.id, key, bool(res.stdout or res.stderr))
+            if self.remote is not None and self.remote.upload_enabled:
+                platform = self.keys.platform_of(a)
+                if self.trust.uploads(platform):  # a result the sandbox cannot prove stays here (engine/trust/policy.py)
+                    self.remote.upload(a, platform, self.remote_keys[a.id][1], inputs, discovered, entry)
+            outputs = {o: str(d) for o, d in outcome.outputs.items()}
+            self.state.record(a.id, key, discovered, outputs)
+            self.explain.record(a, key, inputs, self.keys, origin=origin, outputs=outputs)
         self.counters.executed += 1
         self._event(a, "executed", exit_code=0, duration=round(res.duration, 3), origin=origin,
                     **({"worker": res.worker} if res.worker else {}))
         return True
 
-    def _finish_changed(self, a: Action, res: RunResult, blobs: list[PendingBlob]) -> bool:
+    def _keep_uncached(self, a: Action, res: RunResult, blobs: list[PendingBlob]) -> None:
         """A run that read an input saved anew after the build hashed it (engine/exec/staging.py):
         its key names the old bytes, its outputs come from the new ones. Its outputs serve this
         build (stored for the actions that read them), but no cache entry, remote upload or
@@ -550,10 +551,6 @@ class ActionPipeline:
         names = ", ".join(f"`{rel}`" for rel in res.changed)
         self.reporter.warning(f"{names} changed during the build, after it was hashed: action `{a.id}` ran on "
                               "the new bytes and is not cached; the next build runs it again")
-        self.counters.executed += 1
-        self._event(a, "executed", exit_code=0, duration=round(res.duration, 3),
-                    origin=event_origin("executed", None, res.worker))
-        return True
 
     def _saved_while_reading(self, a: Action, discovered: tuple[str, ...]) -> tuple[str, ...]:
         """`--sandbox off`: the action read the real tree, not staged copies; a source whose stat

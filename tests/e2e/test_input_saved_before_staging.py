@@ -1,6 +1,6 @@
 """An input saved anew between the build's hashing it and an action's staging it (an edit saved
 during the build): the action runs on the new bytes, but its key names the old ones, so its
-result is neither cached nor recorded (engine/exec/staging.py, `ActionPipeline._finish_changed`).
+result is neither cached nor recorded (engine/exec/staging.py, `ActionPipeline._keep_uncached`).
 Without that, putting the old bytes back later finds the new bytes' object under the old key."""
 from __future__ import annotations
 
