@@ -193,9 +193,11 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
                            first_compile=head.offer if head is not None else None).build()
 
         if opts.target_override is None:
+            # the context as a function: the in-process build never reads it, and reading the
+            # toolchain's identity waits for the compilers' answers (engine/toolchain/compilers.py)
             plan = cast(Plan, memory.plan(make, scans.scan, scans.includes, graph,
-                                          (toolchain.identity, profile, layout.target_dir, with_tests, env,
-                                           _linkers(toolchain), graph.archive_members, system_key)))
+                                          lambda: (toolchain.identity, profile, layout.target_dir, with_tests, env,
+                                                   _linkers(toolchain), graph.archive_members, system_key)))
         else:  # a host tool's build inside the build: neither remembered nor given
             plan = make(scans.scan, scans.includes)
         announced: set[str] = set()

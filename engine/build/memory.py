@@ -37,9 +37,9 @@ class BuildMemory(Protocol):
         ...
 
     def plan(self, make: Callable[[Callable, Callable | None], object], scan: Callable,
-             includes: Callable | None, graph, context: tuple) -> object:
+             includes: Callable | None, graph, context: Callable[[], tuple]) -> object:
         """`make(scan, includes)`, or an earlier plan provably equal to what it would return
-        (`context`: everything besides `graph` planning reads)."""
+        (`context()`: everything besides `graph` planning reads)."""
         ...
 
     def unchanged(self, execroot: str) -> Unchanged | None:

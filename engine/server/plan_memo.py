@@ -103,12 +103,12 @@ class PlanMemo:
         return first + [i for i in ids if i not in ahead]
 
     def plan(self, make: Callable[[Callable, Callable | None], object], scan: Callable,
-             includes: Callable | None, graph, context: tuple) -> object:
+             includes: Callable | None, graph, context: Callable[[], tuple]) -> object:
         """`make(scan, includes)` or the given plan, when it provably equals what `make` would
-        return. `context` is everything besides `graph` planning reads."""
+        return. `context()` is everything besides `graph` planning reads."""
+        read = (graph, *context())  # outside the `try`: a compiler that fails to answer is the build's error
         try:
-            context = (graph, *context)
-            key = pickle.dumps(context, protocol=pickle.HIGHEST_PROTOCOL)
+            key = pickle.dumps(read, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - something in the graph does not pickle: plan every time
             return make(scan, includes)
         given = self.given

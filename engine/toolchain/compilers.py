@@ -7,6 +7,13 @@ toolchain reinstalled or copied back into place, a home restored by a CI job); o
 asked again. The identity (version, target triple and the blake3 of the compiler binary) goes
 into every action key, so an upgraded compiler rebuilds everything and two machines with the
 same compiler share results.
+
+Where the cache has no answer (a first build in an empty home), the drivers are asked when their
+identity is first read, not when the toolchain is resolved: a compile's command line needs only
+the driver's path, so the first build plans its first compile and hands it to the sandbox
+(engine/exec/head_start.py) before the questions' processes start (their start-up costs the
+planning thread ~6 ms, and their answers ~4 ms more); its links, and the keys of its actions,
+read the identity and wait for it.
 """
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass
 
 from mcpp.cas.atomic import PUBLIC, write_atomic
@@ -36,9 +44,8 @@ TOOLCHAIN_NAMES = ("gcc", "gcc-NN", "clang", "clang-NN")
 
 
 @dataclass(frozen=True)
-class Compiler:
-    """One compiler driver found on PATH, with its version."""
-    path: str  # absolute path as found on PATH (a symlink's name selects the driver mode)
+class Identity:
+    """What a driver answers about itself (cached in the home: `_ProbeCache`)."""
     version: str
     target: str
     digest: str  # blake3 of the binary
@@ -46,6 +53,61 @@ class Compiler:
     # look for the programs they run before PATH (engine/toolchain/linker.py)
     programs: tuple[str, ...] = ()
     sysroot: str = ""  # `-print-sysroot`: where the driver finds the target's libc ("" : none)
+
+
+class Compiler:
+    """One compiler driver found on PATH, with its identity: given, or asked of the driver the
+    first time any part of it is read (`_Round`). Equal, hashed and pickled by path and identity."""
+
+    __slots__ = ("path", "_identity", "_round")
+
+    def __init__(self, path: str, version: str = "", target: str = "", digest: str = "",
+                 programs: tuple[str, ...] = (), sysroot: str = "", *, asked: _Round | None = None):
+        self.path = path  # absolute path as found on PATH (a symlink's name selects the driver mode)
+        self._identity = None if asked is not None else Identity(version, target, digest, tuple(programs), sysroot)
+        self._round = asked
+
+    def identity(self) -> Identity:
+        if self._identity is None:
+            assert self._round is not None
+            self._identity = self._round.identity(self.path)
+        return self._identity
+
+    @property
+    def version(self) -> str:
+        return self.identity().version
+
+    @property
+    def target(self) -> str:
+        return self.identity().target
+
+    @property
+    def digest(self) -> str:
+        return self.identity().digest
+
+    @property
+    def programs(self) -> tuple[str, ...]:
+        return self.identity().programs
+
+    @property
+    def sysroot(self) -> str:
+        return self.identity().sysroot
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Compiler):
+            return NotImplemented
+        return self.path == other.path and self.identity() == other.identity()
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.identity()))
+
+    def __reduce__(self):
+        i = self.identity()
+        return (Compiler, (self.path, i.version, i.target, i.digest, i.programs, i.sysroot))
+
+    def __repr__(self) -> str:
+        shown = repr(self._identity) if self._identity is not None else "not asked yet"
+        return f"Compiler({self.path!r}, {shown})"
 
 
 @dataclass(frozen=True)
@@ -165,33 +227,46 @@ class _ProbeCache:
         self.entries: dict = entries
 
     def probe(self, *paths: str, flags: tuple[str, ...] = ()) -> list[Compiler]:
-        """Each compiler's identity: from the cache while its file is unchanged (its stat, or
-        else its content), else asked of it. Every question to every compiler is asked at once,
-        one question each of what it is asked (its full version, target, program directories and
-        sysroot): a first build (an empty home) waits for one round of compiler processes, not
-        several in a row, and starts no process whose answer it does not use."""
+        """Each compiler: with its identity from the cache while its file is unchanged (its stat,
+        or else its content), else to be asked of it when first read (one `_Round` for all the
+        drivers the cache does not know)."""
         known: dict[str, Compiler] = {}
-        asking: dict[str, tuple[str, str | None, list[subprocess.Popen]]] = {}
-        try:
-            for path in paths:
-                if path in known or path in asking:
-                    continue
-                st = os.stat(path)
-                stamp = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
-                hit = _valid(self.entries.get(_entry(path, flags)))
-                if hit is not None and hit["stamp"] == stamp:
+        asking: dict[str, tuple[str, str | None]] = {}
+        for path in paths:
+            if path in known or path in asking:
+                continue
+            st = os.stat(path)
+            stamp = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+            hit = _valid(self.entries.get(_entry(path, flags)))
+            if hit is not None and hit["stamp"] == stamp:
+                known[path] = _compiler(path, hit)
+                continue
+            digest = None  # with nothing cached, hashed while the questions are answered
+            if hit is not None:
+                digest = digest_file(os.path.realpath(path)).hash
+                if hit["digest"] == digest:  # the same bytes under another stat
                     known[path] = _compiler(path, hit)
+                    self._learn(_entry(path, flags), {**hit, "stamp": stamp})
                     continue
-                digest = None  # with nothing cached, hashed while the questions are answered
-                if hit is not None:
-                    digest = digest_file(os.path.realpath(path)).hash
-                    if hit["digest"] == digest:  # the same bytes under another stat
-                        known[path] = _compiler(path, hit)
-                        self._learn(_entry(path, flags), {**hit, "stamp": stamp})
-                        continue
-                asking[path] = (stamp, digest, [_start([path, *flags, flag])
-                                                for flag in (_version_flag(path), *_QUESTIONS)])
-            for path, (stamp, digest, procs) in asking.items():
+            asking[path] = (stamp, digest)
+        if asking:
+            asked = _Round(self, asking, flags)
+            known.update((path, Compiler(path, asked=asked)) for path in asking)
+        return [known[p] for p in paths]
+
+    def ask(self, asking: dict[str, tuple[str, str | None]], flags: tuple[str, ...]) -> dict[str, Identity]:
+        """Ask the drivers `asking` (path -> (stamp, digest or None)) who they are, learn and
+        save the answers. Every question to every driver is asked at once, one question each of
+        what it is asked (its full version, target, program directories and sysroot): a first
+        build waits for one round of compiler processes, not several in a row, and starts no
+        process whose answer it does not use."""
+        answers: dict[str, Identity] = {}
+        started: dict[str, list[subprocess.Popen]] = {}
+        try:
+            for path in asking:
+                started[path] = [_start([path, *flags, flag]) for flag in (_version_flag(path), *_QUESTIONS)]
+            for path, (stamp, digest) in asking.items():
+                procs = started[path]
                 if digest is None:
                     digest = digest_file(os.path.realpath(path)).hash
                 asked, machine, dirs, sysroot = procs
@@ -204,17 +279,18 @@ class _ProbeCache:
                         full_version = _answer(procs[-1])
                 target = _answer(machine)
                 programs = _program_dirs(_answer(dirs, check=False))
-                known[path] = Compiler(path, full_version, target, digest, programs, _answer(sysroot, check=False))
+                answers[path] = Identity(full_version, target, digest, programs, _answer(sysroot, check=False))
                 self._learn(_entry(path, flags), {"stamp": stamp, "version": full_version, "target": target,
                                                   "digest": digest, "programs": list(programs),
-                                                  "sysroot": known[path].sysroot})
+                                                  "sysroot": answers[path].sysroot})
         finally:
-            for _, _, procs in asking.values():
+            for procs in started.values():
                 for proc in procs:
                     if proc.poll() is None:  # an error before its answer was read
                         proc.kill()
                         proc.wait()
-        return [known[p] for p in paths]
+        self.save()
+        return answers
 
     def _learn(self, key: str, entry: dict) -> None:
         self.entries[key] = self.learned[key] = entry
@@ -253,6 +329,32 @@ def _valid(hit: object) -> dict | None:
 
 def _compiler(path: str, entry: dict) -> Compiler:
     return Compiler(path, entry["version"], entry["target"], entry["digest"], tuple(entry["programs"]), entry["sysroot"])
+
+
+class _Round:
+    """The questions to the drivers a probe found no answer for, asked once, when the first of
+    their identities is read (on whichever thread reads it: the others wait for the answers). A
+    driver that fails to answer fails every read the same way."""
+
+    def __init__(self, cache: _ProbeCache, asking: dict[str, tuple[str, str | None]], flags: tuple[str, ...]):
+        self._cache = cache
+        self._asking = asking
+        self._flags = flags
+        self._lock = threading.Lock()
+        self._answers: dict[str, Identity] | None = None
+        self._error: McppError | None = None
+
+    def identity(self, path: str) -> Identity:
+        with self._lock:
+            if self._answers is None and self._error is None:
+                try:
+                    self._answers = self._cache.ask(self._asking, self._flags)
+                except McppError as e:
+                    self._error = e
+            if self._error is not None:
+                raise self._error
+            assert self._answers is not None
+            return self._answers[path]
 
 
 # What a probe asks each driver besides its version, all at once.

@@ -256,6 +256,47 @@ def test_a_fresh_target_with_the_same_home_asks_no_compiler_and_new_bytes_are_as
     assert len(upgraded.executed("compile")) == 2  # another compiler: nothing of the old one is reused
 
 
+# A first build in process that notes in the drivers' question log when its first compile is
+# handed to the sandbox (engine/exec/head_start.py), and when the head start is given up.
+OFFER_LOGGED = """
+import sys
+import mcpp.engine.exec.head_start as head_start
+offer, log = head_start.HeadStart.offer, sys.argv[1]
+
+def logged_offer(self, action):
+    offer(self, action)
+    with open(log, "a") as f:
+        f.write("handed over " + action.id + "\\n" if self.action is not None else "not started\\n")
+
+head_start.HeadStart.offer = logged_offer
+from mcpp.engine.cli import dispatch
+sys.argv = ["mcpp", "build", "--message-format", "json"]
+dispatch.main()
+"""
+
+
+def test_a_first_build_hands_its_first_compile_over_before_it_asks_the_compilers(tmp_path, mcpp):
+    """engine/toolchain/compilers.py: with an empty home the drivers are asked who they are when
+    their identity is first read (the links, the actions' keys), not before the first compile,
+    whose command line needs only their paths; the answers are kept in the home as before."""
+    import sys
+
+    root = write_tree(tmp_path / "p", PROJECT)
+    tc, log = tmp_path / "tc", tmp_path / "asked.log"
+    _toolchain(tc, log)
+    env = {**os.environ, "PATH": f"{tc}{os.pathsep}{os.environ['PATH']}", "MCPP_HOME": str(mcpp.home),
+           "MCPP_NO_SERVER": "1"}
+    res = subprocess.run([sys.executable, "-c", OFFER_LOGGED, str(log)], cwd=root, capture_output=True, text=True,
+                         env=env)
+    assert res.returncode == 0, res.stderr
+    lines = log.read_text().splitlines()
+    assert lines[0] == "handed over compile hello:src/main.cpp", "\n".join(lines)
+    assert len(lines) == 9 and all(line.startswith(f"{tc}/g") for line in lines[1:]), lines  # then the 8 questions
+    assert subprocess.run([str(root / "target/dev/hello")]).returncode == 0
+    known = json.loads((mcpp.home / "toolchains.json").read_text())
+    assert set(known) == {str(tc / "gcc"), str(tc / "g++")}
+
+
 # bwrap as the sandbox finds it on PATH, each start logged with when it began (bash's clock: no
 # process of its own), then the real one.
 TIMED_BWRAP = """#!/bin/bash

@@ -75,8 +75,33 @@ def test_with_nothing_cached_the_drivers_are_hashed_while_they_answer(fakes, tmp
     home = Home(tmp_path / "home")
     home.root.mkdir()
     tc = resolve_toolchain("gcc", home)
-    assert started == [8, 8]
+    assert (started, asked) == ([], [])  # nothing asked or hashed until an identity is read
     assert tc.cc.digest == digest_file(os.path.realpath(tc.cc.path)).hash
+    assert started == [8, 8]
+
+
+def test_with_nothing_cached_the_drivers_are_asked_when_their_identity_is_first_read(fakes, tmp_path):
+    """A first build plans (and hands to the sandbox) its first compile, whose command line needs
+    only the driver's path, before the questions' processes start; the first read of any
+    driver's identity asks all of them, once, also when two threads read at once."""
+    import threading
+
+    log = fakes()
+    home = Home(tmp_path / "home")
+    home.root.mkdir()
+    tc = resolve_toolchain("gcc", home)
+    assert tc.cxx.path == str(tmp_path / "bin" / "g++") and not log.exists()
+    assert not home.toolchains.exists()
+    seen: list[str] = []
+    readers = [threading.Thread(target=lambda c=c: seen.append(c.target)) for c in (tc.cc, tc.cxx, tc.cxx)]
+    for r in readers:
+        r.start()
+    for r in readers:
+        r.join()
+    assert seen == ["x86_64-linux-gnu"] * 3
+    assert len(log.read_text().splitlines()) == 8  # one round: four questions to each driver
+    assert set(json.loads(home.toolchains.read_text())) == {tc.cc.path, tc.cxx.path}  # kept once answered
+    assert "12.2.0" in tc.identity and len(log.read_text().splitlines()) == 8
 
 
 def test_a_compiler_without_dumpfullversion_is_known_by_its_dumpversion(fakes, tmp_path):
@@ -108,11 +133,14 @@ def test_clang_is_asked_its_version_once_by_the_question_it_knows(tmp_path, monk
 
 
 def test_a_question_a_compiler_fails_is_an_error_naming_it(fakes, tmp_path):
-    fakes(machine="echo 'no target' >&2; exit 1", wait_for=0)
+    log = fakes(machine="echo 'no target' >&2; exit 1", wait_for=0)
     home = Home(tmp_path / "home")
     home.root.mkdir()
-    with pytest.raises(McppError, match=r"`.*/gcc -dumpmachine` failed: no target"):
-        resolve_toolchain("gcc", home)
+    tc = resolve_toolchain("gcc", home)
+    for _ in range(2):  # every read fails the same way, asking once
+        with pytest.raises(McppError, match=r"`.*/gcc -dumpmachine` failed: no target"):
+            tc.identity
+    assert len(log.read_text().splitlines()) == 8
     assert not home.toolchains.exists()  # nothing half-learned is kept
 
 
@@ -153,7 +181,7 @@ def test_the_same_bytes_under_another_stat_are_not_asked_again_and_other_bytes_a
     home = Home(tmp_path / "home")
     home.root.mkdir()
     first = resolve_toolchain("gcc", home)
-    assert len(log.read_text().splitlines()) == 8
+    assert first.cxx.version == "12.2.0" and len(log.read_text().splitlines()) == 8
     for name in ("gcc", "g++"):  # the same bytes, written again: a new inode and mtime
         path = tmp_path / "bin" / name
         copy = tmp_path / "bin" / f".{name}.new"
@@ -178,8 +206,9 @@ def test_probes_of_two_builds_at_once_both_stay_in_the_cache(fakes, tmp_path):
     home.root.mkdir()
     one, other = _ProbeCache(str(home.toolchains)), _ProbeCache(str(home.toolchains))  # both read it empty
     gcc, gxx = (str(tmp_path / "bin" / n) for n in ("gcc", "g++"))
-    one.probe(gcc)
-    other.probe(gxx)
+    for cache, driver in ((one, gcc), (other, gxx)):
+        (compiler,) = cache.probe(driver)
+        compiler.identity()  # asked, learned and saved
     one.save()
     other.save()
     assert set(json.loads(home.toolchains.read_text())) == {gcc, gxx}
