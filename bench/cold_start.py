@@ -6,13 +6,14 @@ Generates an N-source project (bench/gen_project.py) under bench/work/cold-nN/ a
 medians of --runs, a build with an empty `$MCPP_HOME` and no target/ (a first build: no server
 up, no probe cached, no store), and one with the home kept and target/ removed (a fresh clone or a
 CI job with its home restored), in process (`MCPP_NO_SERVER=1`) and with the server on (whose first
-build runs in process while the server starts: docs/server.md). Each number comes from the
-build's own trace (`--trace FILE`): its `command-start` event is the trace's 0 (the `mcpp`
-process's start) and the first compile's `ts` is how long after it the compile began; the
-build's start (`build-start`: the engine imported), its actions' (`actions-start`: the first
-action begun, a first build's first compile while the rest is planned: engine/exec/head_start.py)
-and its schedule's (`schedule-start`: planned) split that time; `first-action` is the first
-action checked (a compile restored from the store, with the home kept). Servers are stopped between runs. Standard library only.
+build runs in process while the server starts: docs/server.md). Each number is how long after
+this script launched the `mcpp` process something in the build's own trace (`--trace FILE`)
+began: the trace's `command-start` says its 0 on the wall clock (bench/peers.py's
+`command_origin`); the first compile, the build's start (`build-start`: the engine imported),
+its actions' (`actions-start`: the first action begun, a first build's first compile while the
+rest is planned: engine/exec/head_start.py) and its schedule's (`schedule-start`: planned);
+`first-action` is the first action checked (a compile restored from the store, with the home
+kept). Servers are stopped between runs. Standard library only (and bench/peers.py).
 """
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
+
+from peers import command_origin
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 _MARKS = ("build-start", "actions-start", "schedule-start", "first-action", "first-compile")
@@ -52,9 +56,10 @@ def main() -> None:
                 if case == "empty home":
                     shutil.rmtree(home, ignore_errors=True)
                 shutil.rmtree(os.path.join(project, "target"), ignore_errors=True)
+                launched = time.time()
                 subprocess.run([mcpp, "build", "-q", "-j", str(args.jobs), "--trace", trace], cwd=project, env=env,
                                check=True, stdout=subprocess.DEVNULL)
-                rows.setdefault((case, mode), []).append(_marks(trace))
+                rows.setdefault((case, mode), []).append(_marks(trace, launched))
     subprocess.run([mcpp, "server", "stop", "--all"], cwd=project, env=base, capture_output=True)
     print(f"{args.sources} sources, -j{args.jobs}, medians of {args.runs} (ms after the command started)")
     print(f"| case | mode | {' | '.join(_MARKS)} |")
@@ -64,16 +69,18 @@ def main() -> None:
         print(f"| {case} | {mode} | {' | '.join(cells)} |")
 
 
-def _marks(path: str) -> dict[str, float]:
-    """The trace's instant events and its first compile's start, in ms after the command's."""
+def _marks(path: str, launched: float) -> dict[str, float]:
+    """The trace's instant events and its first compile's start, in ms after the command was
+    launched (peers.py's `command_origin`)."""
     events = json.load(open(path, encoding="utf-8"))["traceEvents"]
-    marks = {e["name"]: e["ts"] / 1000 for e in events if e["ph"] == "i"}
+    origin = command_origin(events, launched)
+    marks = {e["name"]: (e["ts"] - origin) / 1000 for e in events if e["ph"] == "i" and e["name"] != "command-start"}
     if "actions-start" in marks:  # the schedule starts with the actions unless one began ahead of it
         marks.setdefault("schedule-start", marks["actions-start"])
-    actions = [e["ts"] / 1000 for e in events if e["ph"] == "X"]
+    actions = [(e["ts"] - origin) / 1000 for e in events if e["ph"] == "X"]
     if actions:
         marks["first-action"] = min(actions)
-    compiles = [e["ts"] / 1000 for e in events if e["ph"] == "X" and e["cat"] == "compile"
+    compiles = [(e["ts"] - origin) / 1000 for e in events if e["ph"] == "X" and e["cat"] == "compile"
                 and e["args"].get("status") == "executed"]
     if compiles:
         marks["first-compile"] = min(compiles)

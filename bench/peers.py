@@ -218,11 +218,25 @@ def runs_table(runs: dict) -> list[str]:
     return out
 
 
-def first_compile_delay(trace) -> float | None:
-    """Seconds from the trace's "command-start" instant to the start of its first compile that
-    was not fresh; None when either is missing."""
+def command_origin(events: list, launched: float | None) -> float | None:
+    """The `ts` (microseconds) the delays count from: the harness's launch of the command where
+    it timed it (`launched`, a `time.time()` value) and the trace says its 0 on the wall clock
+    (`command-start`'s `unix_time`: the process's start as the kernel counts it, truncated to a
+    clock tick, so up to 10 ms early); else the "command-start" instant; None without it."""
+    start = next((e for e in events if e.get("name") == "command-start"), None)
+    if start is None or "ts" not in start:
+        return None
+    wall = (start.get("args") or {}).get("unix_time")
+    if launched is not None and isinstance(wall, (int, float)):
+        return start["ts"] - (wall - launched) * 1e6
+    return start["ts"]
+
+
+def first_compile_delay(trace, launched: float | None = None) -> float | None:
+    """Seconds from the command (its launch where `launched` says when: `command_origin`) to
+    the start of its first compile that was not fresh; None when either is missing."""
     events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
-    start = next((e.get("ts") for e in events if e.get("name") == "command-start"), None)
+    start = command_origin(events, launched)
     compiles = [e["ts"] for e in events if e.get("ph") == "X" and e.get("cat") == "compile" and "ts" in e
                 and (e.get("args") or {}).get("status") != "fresh"]
     if start is None or not compiles:
@@ -230,17 +244,17 @@ def first_compile_delay(trace) -> float | None:
     return (min(compiles) - start) / 1e6
 
 
-def trace_marks(trace) -> dict[str, float]:
-    """Seconds from the trace's "command-start" to each of its other instant events (such as
-    "build-start", "actions-start") and to its first compile that ran ("first compile"); empty
-    without a "command-start"."""
+def trace_marks(trace, launched: float | None = None) -> dict[str, float]:
+    """Seconds from the command (`command_origin`) to each of the trace's other instant events
+    (such as "build-start", "actions-start") and to its first compile that ran ("first
+    compile"); empty without a "command-start"."""
     events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
-    start = next((e.get("ts") for e in events if e.get("name") == "command-start"), None)
+    start = command_origin(events, launched)
     if start is None:
         return {}
     out = {e["name"]: (e["ts"] - start) / 1e6 for e in events
            if e.get("ph") in ("i", "I") and "ts" in e and e.get("name") != "command-start"}
-    first = first_compile_delay(trace)
+    first = first_compile_delay(trace, launched)
     if first is not None:
         out["first compile"] = first
     return out
@@ -374,7 +388,7 @@ class Mcpp(System):
             trace = os.path.join(self.traces, f"clean-{len(self.delays)}.json")
             r = self.build(extra=("--trace", trace))
             with open(trace) as f:
-                self.marks.append(trace_marks(json.load(f)))
+                self.marks.append(trace_marks(json.load(f), r.launched))
             self.delays.append(self.marks[-1].get("first compile"))
         else:
             r = self.build()
@@ -522,7 +536,7 @@ class Harness:
                 if r.counts[("compile", "executed")] != 2:
                     raise BenchError(f"cold start ({mode} home): mcpp ran {r.counts} compiles, expected 2")
                 with open(trace) as f:
-                    out[mode].append((r.seconds, first_compile_delay(json.load(f))))
+                    out[mode].append((r.seconds, first_compile_delay(json.load(f), r.launched)))
         self.stop_server(d, env)
         return out
 

@@ -107,6 +107,7 @@ class McppRun(NamedTuple):
     counts: Counter  # (kind, status) of every action-finished event; empty for a plain build
     done: dict  # the build-finished event, or MCPP_HOME/last-build.json for a plain build
     ids: list[str]  # the actions that were not fresh (JSON builds only)
+    launched: float = 0.0  # time.time() just before the process was started (peers.py's cold start)
 
 
 def mcpp_env(home: str) -> dict[str, str]:
@@ -128,7 +129,7 @@ def run_mcpp(mcpp_bin: str, cwd: str, env: dict, home: str, jobs: int, extra: li
     argv = [mcpp_bin, "build", "-j", str(jobs), *fmt, *extra]
     last = os.path.join(home, "last-build.json")
     rm(last)
-    t0 = time.perf_counter()
+    launched, t0 = time.time(), time.perf_counter()
     p = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
     dt = time.perf_counter() - t0
     if p.returncode != 0:
@@ -136,12 +137,12 @@ def run_mcpp(mcpp_bin: str, cwd: str, env: dict, home: str, jobs: int, extra: li
     if not json_events:
         with open(last) as f:
             done = json.load(f)
-        return McppRun(dt, Counter(), dict(done, cached=done.get("cache_hits")), [])
+        return McppRun(dt, Counter(), dict(done, cached=done.get("cache_hits")), [], launched)
     events = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
     done = next((e for e in events if e.get("reason") == "build-finished"), {})
     finished = [e for e in events if e.get("reason") == "action-finished"]
     counts = Counter((e.get("kind"), e.get("status")) for e in finished)
-    return McppRun(dt, counts, done, [e["id"] for e in finished if e.get("status") != "fresh"])
+    return McppRun(dt, counts, done, [e["id"] for e in finished if e.get("status") != "fresh"], launched)
 
 
 def ninja_counts(stdout: str) -> Counter:

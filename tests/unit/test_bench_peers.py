@@ -136,6 +136,23 @@ def test_the_cold_start_is_the_first_compile_after_the_command_start_event(peers
     assert peers.first_compile_delay(trace) is None  # no command-start: not measured
 
 
+def test_the_cold_start_counts_from_the_launch_where_the_harness_timed_it(peers):
+    """The trace's 0 is the process's start as the kernel counts it (whole clock ticks: up to
+    10 ms before the real start); the harness that launched the command measures from its own
+    clock instead, through the wall-clock moment the trace gives its 0."""
+    trace = {"traceEvents": [
+        {"name": "command-start", "ph": "i", "ts": 0.0, "args": {"unix_time": 1000.004}},
+        {"name": "build-start", "ph": "i", "ts": 60000.0},
+        {"name": "compile bench:src/a.cpp", "cat": "compile", "ph": "X", "ts": 90000.0, "dur": 5.0,
+         "args": {"status": "executed"}},
+    ]}
+    assert peers.first_compile_delay(trace, launched=1000.0) == pytest.approx(0.094)
+    assert peers.trace_marks(trace, launched=1000.0) == pytest.approx({"build-start": 0.064, "first compile": 0.094})
+    assert peers.first_compile_delay(trace) == pytest.approx(0.09)  # not launched here: from the trace's 0
+    del trace["traceEvents"][0]["args"]
+    assert peers.first_compile_delay(trace, launched=1000.0) == pytest.approx(0.09)  # an older trace
+
+
 def test_the_report_becomes_the_newest_section_of_results(peers):
     old = "# Benchmark results\n\nFigures from the scripts.\n\n## Older run\n\nbody\n"
     new = peers.insert_section(old, "## Peers: 40 units\n\n| a |\n")
