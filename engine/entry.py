@@ -4,8 +4,9 @@ Imports nothing heavy before the build server's client (`engine/server/client.py
 no-op fast path (`engine/state/noop.py`) have had their chance: a `build`, `run` or `test` goes to the
 workspace's warm server when one is up (which answers a repeated `mcpp build` from stats
 itself), and where none is, a repeated `mcpp build` is answered from stats here before a server
-is started. A command built in process that looks like a first build in an empty home starts its
-sandbox's first worker before the engine is imported (`build/cold_start.py`).
+is started (once the in-process command is done). A command built in process that looks like a
+first build in an empty home starts its sandbox's first worker before the engine is imported
+(`build/cold_start.py`).
 Everything else, and every fallback, is the in-process command line (a plain build
 without click: `cli/dispatch.py`), whose engine's dataclasses take their generated methods' code
 from a cache (`core/dataclass_code.py`).
@@ -28,7 +29,9 @@ def main() -> None:
     from .server.client import route
 
     argv = sys.argv[1:]
-    code = route(argv, unserved=lambda: _fast_noop(argv))
+    # a server for the next command, where none is up: started once this command is done
+    server_starts: list = []
+    code = route(argv, unserved=lambda: _fast_noop(argv), start_later=server_starts.append)
     if code is not None:
         # Answered (by the server, or from stats): nothing here needs the interpreter's teardown,
         # which costs a no-op build a few milliseconds more than the answer took.
@@ -63,6 +66,8 @@ def main() -> None:
     finally:
         if begun is not None:
             begun.close()
+        for start in server_starts:
+            start()
 
 
 def serve(ident: str, root: str, home: str, ready: str | None = None, after: str | None = None) -> None:

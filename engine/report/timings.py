@@ -142,7 +142,8 @@ class TimingsRecorder:
         for name, at in marks:
             events.append({"name": name, "cat": "command", "ph": "i", "s": "g", "pid": 1, "tid": 0,
                            "ts": round((at - origin) * 1e6, 1)})
-            if name == "command-start":  # the trace's 0 on the wall clock, for a harness that timed the launch
+            if name == "command-start" and self.command_started is not None:
+                # its 0 on the wall clock, for a harness that timed the command's launch (bench/peers.py)
                 events[-1]["args"] = {"unix_time": round(self.command_started, 6)}
         lanes = sorted({t.lane for t in self.actions.values()})
         for lane in lanes:

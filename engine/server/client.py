@@ -50,10 +50,13 @@ def wanted(argv: list[str]) -> tuple[str, str | None] | None:
     return command, manifest_path
 
 
-def route(argv: list[str], unserved: Callable[[], bool] = lambda: False) -> int | None:
+def route(argv: list[str], unserved: Callable[[], bool] = lambda: False,
+          start_later: Callable[[Callable[[], None]], None] | None = None) -> int | None:
     """The exit code of the build the server ran for `argv`, or None: build in process.
     `unserved()` runs when no server is up, before one is started; True means it answered the
-    command (the no-op fast path) and the exit code is 0.
+    command (the no-op fast path) and the exit code is 0. Where no server is up and none is
+    waited for, one is started in the background for the next command: now, or by whoever
+    `start_later` hands the start to (the `mcpp` process, once its command is done).
 
     None only while nothing has run: once the request is handed to a server, whatever happens
     (the server or its build process dies, a signal comes) is answered here with an exit code,
@@ -73,7 +76,7 @@ def route(argv: list[str], unserved: Callable[[], bool] = lambda: False) -> int 
                "started": time.time(), "began": process_started()}
     signals = _Signals()
     try:
-        return _run(ident, root, home, request, unserved, signals)
+        return _run(ident, root, home, request, unserved, signals, start_later)
     except _Interrupted as e:  # before the hand-over: nothing ran
         _say("error: interrupted")
         return 128 + e.args[0]
@@ -127,7 +130,8 @@ class _Signals:
             _signal.signal(signum, handler)
 
 
-def _run(ident: str, root: str, home: str, request: dict, unserved: Callable[[], bool], signals: _Signals) -> int:
+def _run(ident: str, root: str, home: str, request: dict, unserved: Callable[[], bool], signals: _Signals,
+         start_later: Callable[[Callable[[], None]], None] | None) -> int:
     for _attempt in range(3):
         sock = connect(ident)
         if sock is None:
@@ -135,7 +139,11 @@ def _run(ident: str, root: str, home: str, request: dict, unserved: Callable[[],
                 return 0
             unserved = lambda: False  # noqa: E731 - asked once
             if os.environ.get(START_ENV, "") != "wait":
-                _start_in_background(ident, root, home)
+                start = lambda: _start_in_background(ident, root, home)  # noqa: E731
+                if start_later is not None:
+                    start_later(start)
+                else:
+                    start()
                 raise _Fallback()  # said nothing: this build runs in process, as it would have run in the server
             sock = _start(ident, root, home)
         try:
@@ -191,7 +199,9 @@ _AFTER_WAIT_S = 30.0  # the longest a server started in the background waits for
 
 def _start_in_background(ident: str, root: str, home: str) -> None:
     """Start a server in its own session (it outlives this command), waiting for nothing: it
-    imports the engine once this command has ended (`awaits_start`). `posix_spawn`, not
+    imports the engine once this command has ended (`awaits_start`). The `mcpp` process starts it
+    when its command is done (engine/entry.py): the interpreter's start (~15 ms of CPU) would
+    otherwise share the cores with a first build's imports and first compile. `posix_spawn`, not
     `subprocess`: neither its import nor a wait for the exec delays this command's build. The
     server gets /dev/null as 0, 1 and 2 and none of this process's other descriptors. A home
     that cannot hold it starts none, and the in-process build names the problem."""
@@ -220,7 +230,8 @@ def _open_fds() -> list[int]:
 
 def awaits_start(ident: str, client: int) -> bool:
     """In a server started in the background by `client` (a pid): wait until that command has
-    ended (at most `_AFTER_WAIT_S`: a long `mcpp run` does not hold the next build back), so
+    ended (at most `_AFTER_WAIT_S`, for a client that starts it before its command is done: a
+    long `mcpp run` does not hold the next build back; `mcpp` starts it at its end), so
     that the server's start takes no CPU from the build's compiles. False when a server of
     `ident` listens by then (another command's won the name): this one has nothing to do."""
     try:

@@ -10,6 +10,7 @@ import shutil
 import stat
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -175,10 +176,25 @@ def test_with_no_server_up_the_build_runs_at_once_and_leaves_a_server_for_the_ne
         mcpp("server", "stop", cwd=root, env=on)
 
 
+def _server_processes(home) -> list[int]:
+    """The pids of server processes started for `home` (listening or not yet): their command
+    line is `python -c <engine/server/client.py's _SERVE> IDENT ROOT HOME ...`."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            argv = (Path("/proc") / pid / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if any(b"import serve" in a for a in argv) and os.fsencode(str(home)) in argv:
+            found.append(int(pid))
+    return found
+
+
 @pytest.mark.one_mode  # sets the server mode per build itself
 def test_the_server_started_in_the_background_waits_for_the_command_to_end(tmp_path, mcpp):
-    """Its start (the engine's imports) would take CPU from the build's compiles: it begins
-    when the command that started it has ended."""
+    """Its start (an interpreter, then the engine's imports) would take CPU from the build's
+    compiles: its process is started when the command that starts it is done, and listens
+    after."""
     root = write_tree(tmp_path / "p", {
         "mcpp.toml": '[package]\nname = "waiter"\nversion = "0.1.0"\n',
         "src/main.cpp": """
@@ -201,6 +217,7 @@ def test_the_server_started_in_the_background_waits_for_the_command_to_end(tmp_p
         assert (root / "running").exists()
         time.sleep(4)  # a server not held back would be listening by now
         assert mcpp("server", "status", cwd=root, env=on).out.startswith("no server")
+        assert _server_processes(mcpp.home) == []  # not even started, while the command runs
         (root / "go").touch()
         assert run.wait(timeout=60) == 0
         deadline = time.monotonic() + 60
