@@ -40,6 +40,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from typing import NamedTuple
 
@@ -450,6 +451,19 @@ class Harness:
         if os.path.isdir(env["MCPP_HOME"]):
             subprocess.run([self.mcpp_bin, "server", "stop"], cwd=cwd, env=env, capture_output=True)
 
+    def await_server(self, cwd: str, env: dict, timeout: float = 10.0) -> None:
+        """Wait (untimed) until mcpp's server for this workspace and home listens: the first
+        command that finds none starts one when it is done, and the server imports the engine
+        after that (docs/server.md); a build launched before then builds in process."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = subprocess.run([self.mcpp_bin, "server", "status"], cwd=cwd, env=env, capture_output=True,
+                                    text=True)
+            if status.returncode == 0 and not status.stdout.startswith("no server"):
+                return
+            time.sleep(0.05)
+        raise BenchError(f"mcpp's server for {cwd} did not listen within {timeout:.0f} s")
+
     def timed(self, system: System, row: str, into: dict) -> None:
         system.before(row)
         os.sync()
@@ -512,8 +526,9 @@ class Harness:
 
     def cold(self, runs: int) -> dict:
         """mcpp's first build of a one-unit project, with an empty home and with a warm one (the
-        previous build's home and server): each unit gets a new comment first, so every compile
-        runs either way. {"empty"|"warm": [(seconds, command -> first compile or None)]}."""
+        previous build's home and the server it started, waited for until it listens): each unit
+        gets a new comment first, so every compile runs either way. {"empty"|"warm": [(seconds,
+        command -> first compile or None)]}."""
         d = os.path.join(self.work, "cold")
         home = os.path.join(self.work, "cold-home")
         env = run_bench.mcpp_env(home)
@@ -525,6 +540,8 @@ class Harness:
                     self.stop_server(d, env)
                     self.trash.discard(home)
                     os.makedirs(home)
+                else:  # the server the empty-home build started, listening
+                    self.await_server(d, env)
                 self.trash.discard(os.path.join(d, "target"))
                 for rel in ("src/main.cpp", gen_project.source_path(0, 1)):
                     with open(os.path.join(d, rel), "a", encoding="utf-8") as f:
