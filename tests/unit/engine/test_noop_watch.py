@@ -88,6 +88,30 @@ def test_each_change_disarms(world, change):
     assert watch.answered_from_watch == 0
 
 
+def test_an_edit_is_refused_without_the_whole_check(world, monkeypatch):
+    """The file an event named has a new stat: the record does not hold, and the request goes to
+    a build without the record read again and every file stat'ed (in front of the edit's compile)."""
+    tmp_path, watch = world
+    assert ask(watch, tmp_path) is not None  # checked and armed
+    (tmp_path / "src/a.c").write_text("edited")
+
+    def whole_check(*_args):
+        raise AssertionError("the whole check ran for an edit the watch named")
+
+    monkeypatch.setattr(noop, "load_record", whole_check)
+    assert ask(watch, tmp_path) is None
+    monkeypatch.undo()
+    assert ask(watch, tmp_path) is None  # disarmed: the whole check says so again
+
+
+def test_a_file_closed_unchanged_is_still_answered_by_the_whole_check(world):
+    tmp_path, watch = world
+    assert ask(watch, tmp_path) is not None  # checked and armed
+    open(tmp_path / "src/a.c", "ab").close()  # an event (written and closed), the same stat
+    assert ask(watch, tmp_path) is not None
+    assert watch.answered_from_watch == 0
+
+
 def test_source_watch_ignores_byte_code_and_sees_a_source_edit(tmp_path):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg/mod.py").write_text("x = 1\n")
