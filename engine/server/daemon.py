@@ -170,32 +170,42 @@ class Server:
         return True
 
     def serve(self) -> None:
-        while True:
-            if self.stopping and not self.running:
-                self._run_later()  # each takes its build's hand-off file away
-                return
-            if not self.running and not self.stopping and self._idle_for() > self.limits.idle_s:
-                self.log("idle: exiting")
-                self._run_later()
-                return
-            events = self.selector.select(0 if self.later else self._timeout())
-            self._expire_intakes()
-            if not self.accepting and time.monotonic() >= self.paused_until:
-                self._accept(True)
-            for key, _ in events:
-                kind, data = key.data
-                try:
-                    getattr(self, "_on_" + kind)(key.fileobj, data)
-                except Exception:  # noqa: BLE001 - one bad request must not take the server down
-                    self.log(traceback.format_exc())
-            if not events and self.later:
-                self._run_later(1)
-            if not self.later:
-                self._keep_spare()
-            self._reap_polled()
-            if not self.stopping and self._gone():
-                self.log("workspace, home or installed sources changed: exiting")
-                self._stop_listening()
+        while self._turn():
+            pass
+
+    def _turn(self) -> bool:
+        """One round of the server's loop: what is ready is handled (or one deferred task run);
+        False when the server is to exit."""
+        if self.stopping and not self.running:
+            self._run_later()  # each takes its build's hand-off file away
+            return False
+        if not self.running and not self.stopping and self._idle_for() > self.limits.idle_s:
+            self.log("idle: exiting")
+            self._run_later()
+            return False
+        # Deferred work waits while a client is sending its request: it has connected (a
+        # build right after the last one, as a script runs them), and its request comes
+        # within the millisecond or two the client takes to write it.
+        runs_later = bool(self.later) and not self.intakes
+        events = self.selector.select(0 if runs_later else self._timeout())
+        self._expire_intakes()
+        if not self.accepting and time.monotonic() >= self.paused_until:
+            self._accept(True)
+        for key, _ in events:
+            kind, data = key.data
+            try:
+                getattr(self, "_on_" + kind)(key.fileobj, data)
+            except Exception:  # noqa: BLE001 - one bad request must not take the server down
+                self.log(traceback.format_exc())
+        if not events and runs_later:
+            self._run_later(1)
+        if not self.later:
+            self._keep_spare()
+        self._reap_polled()
+        if not self.stopping and self._gone():
+            self.log("workspace, home or installed sources changed: exiting")
+            self._stop_listening()
+        return True
 
     def _run_later(self, n: int | None = None) -> None:
         """Run `n` of the tasks left for when nothing waits (all of them: None)."""

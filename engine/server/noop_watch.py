@@ -81,8 +81,7 @@ class NoopWatch(Descriptor):
             return None
         ident = noop._ident(argv, cwd, env)
         self.drain()
-        key = noop._record_path(ident, env)
-        armed = self._armed.get(key)
+        armed = self._armed.get(noop._record_path(ident, env))
         if armed is not None and armed.ident == ident:
             if self._quiet(armed) and noop.holds(armed.record, armed.linked):
                 self.answered_from_watch += 1
@@ -90,8 +89,8 @@ class NoopWatch(Descriptor):
             if self._named_and_changed(armed):
                 # An edit: the whole check (the record read again, every file stat'ed and
                 # watched anew, ~10 ms at 300 units) would say so too, in front of the build
-                # the edit's compile waits for. Disarmed, as that check would leave it.
-                del self._armed[key]
+                # the edit's compile waits for. The watch stays armed: the build's new record
+                # is armed from it (`prepare`).
                 return None
         record = self._checked(ident, argv, cwd, env)
         return None if record is None else noop.finish(record, argv, env, tty, start)
@@ -103,7 +102,46 @@ class NoopWatch(Descriptor):
         if env.get("MCPP_NO_FAST_PATH"):
             return
         self.drain()
-        self._checked(noop._ident(argv, cwd, env), argv, cwd, env)
+        ident = noop._ident(argv, cwd, env)
+        record = noop.load_record(argv, cwd, env)
+        carried = self._carried(ident, record) if record is not None else False
+        if carried is False:
+            self._checked(ident, argv, cwd, env)
+
+    def _carried(self, ident: str, record: noop.Record) -> bool | None:
+        """Arm `record` (a build's new record of `ident`) from the watch of an earlier one,
+        checking only the files whose stamps it changed, where that one is still armed (it
+        held when it was), lists the same files and directories (the directories' stamps
+        unchanged too) and no event since touched any other of them. Its files, unchanged and
+        unseen, hold as they did when the watch was armed: a thousand `stat`s fewer after each
+        build (~20 ms at 1,000 units, in front of a request that comes right after). None: a
+        changed file no longer has the stamp the build read (the next edit, saved already), so
+        the record does not hold, and the earlier watch is kept for the next build's record.
+        False: the whole check decides."""
+        armed = self._armed.get(record.path)
+        before = armed.record if armed is not None and armed.ident == ident else None
+        if armed is None or before is None or record.paths != before.paths \
+                or record.dir_paths != before.dir_paths or record.dir_stamps != before.dir_stamps:
+            return False
+        new, old = record.stamps, before.stamps
+        changed = [] if new == old else \
+            [k for k in range(len(record.paths)) if new[4 * k:4 * k + 4] != old[4 * k:4 * k + 4]]
+        expected = {(self._wds.get(os.path.dirname(p)), os.path.basename(p))
+                    for p in [record.path] + [record.paths[k] for k in changed]}  # the record is rewritten by every build
+        if not self._quiet(armed, expected):
+            return False
+        since = self._serial  # what happens from here on is an event
+        if not noop.holds(record, changed):
+            return None
+        linked = set(armed.linked).difference(changed)  # a rewritten file's links are counted anew
+        for k in changed:
+            try:
+                if os.stat(record.paths[k]).st_nlink > 1:
+                    linked.add(k)
+            except OSError:
+                pass
+        self._armed[record.path] = _Armed(ident, since, armed.interest, record, sorted(linked), armed.paths)
+        return True
 
     def _checked(self, ident: str, argv: list[str], cwd: str, env) -> noop.Record | None:
         """The record of `argv` from disk, armed before its check (which disarms it when it
@@ -118,15 +156,16 @@ class NoopWatch(Descriptor):
             return None
         return record
 
-    def _quiet(self, armed: _Armed) -> bool:
-        """No event since the record was armed touched an entry it depends on."""
+    def _quiet(self, armed: _Armed, expected: set[tuple[int | None, str]] | frozenset = frozenset()) -> bool:
+        """No event since the record was armed touched an entry it depends on (but the entries
+        `expected`, as (watch, name))."""
         if self._void > armed.since:
             return False
         interest = armed.interest
         for serial, wd, name in reversed(self._log):
             if serial <= armed.since:
                 return True
-            if wd in interest:
+            if wd in interest and (wd, name) not in expected:
                 names = interest[wd]
                 if names is ANY or not name or name in names:
                     return False

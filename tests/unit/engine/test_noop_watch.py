@@ -98,10 +98,10 @@ def test_an_edit_is_refused_without_the_whole_check(world, monkeypatch):
     def whole_check(*_args):
         raise AssertionError("the whole check ran for an edit the watch named")
 
-    monkeypatch.setattr(noop, "load_record", whole_check)
-    assert ask(watch, tmp_path) is None
-    monkeypatch.undo()
-    assert ask(watch, tmp_path) is None  # disarmed: the whole check says so again
+    with monkeypatch.context() as patched:
+        patched.setattr(noop, "load_record", whole_check)
+        assert ask(watch, tmp_path) is None
+        assert ask(watch, tmp_path) is None  # and again, until a build's record is armed
 
 
 def test_a_file_closed_unchanged_is_still_answered_by_the_whole_check(world):
@@ -110,6 +110,71 @@ def test_a_file_closed_unchanged_is_still_answered_by_the_whole_check(world):
     open(tmp_path / "src/a.c", "ab").close()  # an event (written and closed), the same stat
     assert ask(watch, tmp_path) is not None
     assert watch.answered_from_watch == 0
+
+
+def _build_again(tmp_path, edit=None):
+    """A build of ARGV again, as the server's child runs one after the edit (if any): its record
+    marked pending, the files read, the record written anew."""
+    if edit is not None:
+        edit(tmp_path)
+        time.sleep(0.02)
+    started = noop.begin(ARGV)
+    files = [str(tmp_path / "links/cur/cfg.h"), str(tmp_path / "src/a.c"), str(tmp_path / "gone/maybe.h"),
+             str(tmp_path / "inc/h.h")]
+    time.sleep(0.02)
+    assert noop.record(ARGV, ("Finished", "dev in {elapsed}"), files, [str(tmp_path / "src")], 1, started)
+    time.sleep(0.02)
+
+
+@pytest.mark.parametrize("edit", [None, lambda t: (t / "src/a.c").write_text("edited")],
+                         ids=["a no-op", "an edit"])
+def test_a_new_record_is_armed_from_the_watch_checking_only_what_it_changed(world, monkeypatch, edit):
+    """After a build (a no-op, or one that read an edited file) the server arms its new record
+    from the previous one's watch: only the files whose stamps changed are stat'ed, not all."""
+    tmp_path, watch = world
+    assert ask(watch, tmp_path) is not None  # checked and armed
+    _build_again(tmp_path, edit)
+    checked = []
+    holds = noop.holds
+    with monkeypatch.context() as patched:
+        patched.setattr(noop, "holds", lambda record, only=None: (checked.append(only), holds(record, only))[1])
+        watch.prepare(ARGV, str(tmp_path), dict(os.environ))
+    assert checked == [[] if edit is None else [1]]  # src/a.c is the record's second file
+    assert ask(watch, tmp_path) is not None
+    assert watch.answered_from_watch == 1
+    (tmp_path / "inc/h.h").write_text("H")  # the watch still sees every file
+    assert ask(watch, tmp_path) is None
+
+
+def test_a_file_changed_after_the_build_read_it_is_not_carried(world):
+    tmp_path, watch = world
+    assert ask(watch, tmp_path) is not None
+    _build_again(tmp_path)
+    (tmp_path / "inc/h.h").write_text("saved after the build read it")
+    watch.prepare(ARGV, str(tmp_path), dict(os.environ))
+    assert ask(watch, tmp_path) is None
+
+
+def test_an_edited_file_saved_again_after_the_build_is_not_carried(world, monkeypatch):
+    """Builds run back to back: the next edit is saved before the server takes the last
+    build's record in. That record does not hold, and the whole check need not say so; the
+    next build's record is carried from the watch of the last one that held."""
+    tmp_path, watch = world
+    assert ask(watch, tmp_path) is not None
+    _build_again(tmp_path, lambda t: (t / "src/a.c").write_text("edited"))
+    (tmp_path / "src/a.c").write_text("edited again, after the build read it")
+
+    def whole_check(*_args):
+        raise AssertionError("the whole check ran where a changed file said enough")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(watch, "_checked", whole_check)
+        watch.prepare(ARGV, str(tmp_path), dict(os.environ))
+        assert ask(watch, tmp_path) is None
+        _build_again(tmp_path)  # the build of the second edit
+        watch.prepare(ARGV, str(tmp_path), dict(os.environ))
+    assert ask(watch, tmp_path) is not None
+    assert watch.answered_from_watch == 1
 
 
 def test_source_watch_ignores_byte_code_and_sees_a_source_edit(tmp_path):
