@@ -40,9 +40,11 @@ def arm(watch: NoopWatch, key: str, knowledge: Knowledge, stats: StatCache) -> P
 
 
 def refresh(watch: NoopWatch, proof: Proof, knowledge: Knowledge, stats: StatCache) -> Proof | None:
-    """The proof of the same knowledge after another build: only the files an event may have
-    touched since it was armed are checked again (a no-op build leaves the knowledge it was given;
-    arming and checking all its files again after each one would hold up the next request).
+    """The proof of `knowledge` after another build of the same request: only the files an
+    event may have touched since it was armed are checked again. A no-op build leaves the
+    knowledge it was given; an edit's build one a few digests apart (the source, its object:
+    written, so named by events), whose other files stay proven. Arming and checking all its
+    files again after each build would hold up the next request (~20 ms at 1,000 units).
     None: arm it afresh."""
     changed = watch.changed(proof.armed)
     if changed is None:

@@ -229,7 +229,10 @@ class Hooks:
             knowledge.files()  # made now, while idle, not in the next build
             stats = self._stat_cache(handoff.state, knowledge.execroot)
             if stats is not None and self.files_watch is not None:
-                if held is not None and held.proof is not None and held.knowledge is knowledge:
+                # The last build's proof, for the knowledge this one hands back (the same after a
+                # no-op, a few digests apart after an edit): only what changed is checked again.
+                if held is not None and held.proof is not None and held.knowledge is not None \
+                        and held.knowledge.execroot == knowledge.execroot:
                     proof = known_watch.refresh(self.files_watch, held.proof, knowledge, stats)
                     self.proofs_refreshed += proof is not None
                 if proof is None:

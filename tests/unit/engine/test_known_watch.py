@@ -142,3 +142,25 @@ def test_a_hard_link_made_after_arming_makes_the_refresh_check_the_file_from_the
     os.link(tmp_path / "inc/h.h", elsewhere / "h.h")  # no event in a watched directory
     again = known_watch.refresh(watch, proof, knowledge, stats)
     assert "inc/h.h" in known_watch.given(watch, again)[1]  # a write through the other name raises none either
+
+
+def test_the_proof_of_an_edits_knowledge_checks_only_the_files_it_keys_anew(world, monkeypatch):
+    """An edit's build hands back knowledge a few digests apart (the source, its object): the
+    refresh checks those and what an event named, and keeps the rest proven."""
+    tmp_path, watch, knowledge, stats, proof = world
+    (tmp_path / "src/a.c").write_text("edited")
+    (tmp_path / "out/a.o").write_text("its object")
+    new_stats = StatCache(tmp_path / "stat")
+    digests = dict(knowledge.digests, **{rel: str(new_stats.digest(tmp_path / rel)) for rel in ("src/a.c", "out/a.o")})
+    time.sleep(0.02)
+    new_stats.save()
+    new_stats = StatCache(tmp_path / "stat")
+    after_edit = Knowledge({}, digests, {}, str(tmp_path))
+    asked = []
+    real = StatCache.holding
+    monkeypatch.setattr(StatCache, "holding", lambda self, files: asked.extend(f[0] for f in files) or real(self, files))
+    again = known_watch.refresh(watch, proof, after_edit, new_stats)
+    assert sorted(asked) == ["out/a.o", "src/a.c"]
+    assert again.proven == digests  # the edited files proven with their new digests, the rest kept
+    (tmp_path / "inc/h.h").write_text("later")
+    assert known_watch.given(watch, again)[1] == {"inc/h.h"}
