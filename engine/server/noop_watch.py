@@ -238,18 +238,19 @@ class NoopWatch(Descriptor):
         """Whether a file of `armed`'s record that an event named since it was armed (the
         events drained) no longer has its recorded stat: then the record does not hold, as its
         whole check would find. False says nothing: the whole check decides."""
+        record = armed.record
         named: set[tuple[int, str]] = set()
         for serial, wd, name in reversed(self._log):
             if serial <= armed.since:
                 break
             if name:  # an event on a directory itself names no file
                 named.add((wd, name))
-        if not named:
+        if record is None or not named:
             return False
         dirs = {wd: d for d, wd in self._wds.items()}
         paths = {os.path.join(dirs[wd], name) for wd, name in named if wd in dirs}
         touched = [k for k, p in enumerate(armed.paths) if p in paths]
-        return bool(touched) and not noop.holds(armed.record, touched)
+        return bool(touched) and not noop.holds(record, touched)
 
     def _arm_paths(self, ident: str, paths: list[str], dir_paths: list[str] = (), own: str | None = None,
                    record: noop.Record | None = None) -> _Armed | None:
