@@ -228,11 +228,14 @@ class NoopWatch(Descriptor):
                 return None
             if name in names:
                 hit.add((wd, name))
-        out = {armed.paths[k] for k in armed.linked}
-        if hit:
-            dirs = {wd: d for d, wd in self._wds.items()}
-            out.update(os.path.join(dirs[wd], name) for wd, name in hit if wd in dirs)
-        return out
+        return {armed.paths[k] for k in armed.linked} | self._paths(hit)
+
+    def _paths(self, entries: set[tuple[int, str]]) -> set[str]:
+        """The paths of (watch, entry name) pairs events named."""
+        if not entries:
+            return set()
+        dirs = {wd: d for d, wd in self._wds.items()}
+        return {os.path.join(dirs[wd], name) for wd, name in entries if wd in dirs}
 
     def _named_and_changed(self, armed: _Armed) -> bool:
         """Whether a file of `armed`'s record that an event named since it was armed (the
@@ -247,8 +250,7 @@ class NoopWatch(Descriptor):
                 named.add((wd, name))
         if record is None or not named:
             return False
-        dirs = {wd: d for d, wd in self._wds.items()}
-        paths = {os.path.join(dirs[wd], name) for wd, name in named if wd in dirs}
+        paths = self._paths(named)
         touched = [k for k, p in enumerate(armed.paths) if p in paths]
         return bool(touched) and not noop.holds(record, touched)
 
