@@ -258,6 +258,11 @@ class BwrapSandbox(StagedSandbox):
                 # One that has tidied up after its last action (worker.py: `await_clean`) if
                 # any, else the one idle longest: its unmounts are the likeliest to be over.
                 worker = next((w for w in self._idle if self._clean_now(w)), None)
+                # Ended while idle (the thread that started it exited: --die-with-parent; or it was
+                # killed): a look that found it gone closed it, and no later look reads it.
+                gone = [w for w in self._idle if w.closed]
+                for w in gone:
+                    self._idle.remove(w)
                 if worker is None and self._idle and (self._spare or self._served < SPARE_AFTER):
                     worker = self._idle[0]
                 elif worker is None and self._idle:
@@ -266,6 +271,8 @@ class BwrapSandbox(StagedSandbox):
                     self._spare = True
                 if worker is not None:
                     self._idle.remove(worker)
+            for w in gone:
+                self._retire(w)
             if worker is None:
                 return self._new_worker()
             try:
@@ -279,7 +286,7 @@ class BwrapSandbox(StagedSandbox):
     @staticmethod
     def _clean_now(worker: Worker) -> bool:
         try:
-            return worker.await_clean(0)
+            return not worker.closed and worker.await_clean(0)
         except WorkerFailed:
             return False
 

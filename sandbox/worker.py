@@ -436,6 +436,11 @@ class Worker:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    @property
+    def closed(self) -> bool:
+        """Closed (`close`): its replies are never read again."""
+        return self._replies is None
+
     def execute(self, argv: list[str], env: dict[str, str], cwd: str, timeout: float | None,
                 ro: Sequence[str] = (), trees: Sequence[tuple[str, str]] = ()) -> tuple[int, bool, bytes, bytes]:
         """Run one action; (exit code, timed out, stdout, stderr) as `run_group` answers. `ro`:

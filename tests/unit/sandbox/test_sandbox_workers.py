@@ -3,6 +3,7 @@ and each action still sees only its own inputs, its own /tmp and no process of t
 from __future__ import annotations
 
 import os
+import select
 import threading
 import time
 
@@ -271,3 +272,24 @@ def test_a_worker_that_dies_while_tidying_up_is_replaced(bwrap_sb, mkspec, tmp_p
     r = bwrap_sb.run(mkspec(["sh", "-c", "cat f > o"], inputs={"f": str(f)}, outputs=("o",)))
     assert r.exit_code == 0, r.stderr
     assert w not in bwrap_sb._idle and not w.alive
+
+
+def test_a_worker_that_died_while_idle_is_retired_not_read_again(bwrap_sb, mkspec):
+    """A worker can end while idle (--die-with-parent: the thread that started it exited, as a
+    head start's does; or it was killed). The look that finds it gone retires it, whichever
+    worker that look takes: a later look does not read the closed worker again (it raised an
+    internal error: 'a closed worker is never read')."""
+    dead = _idle_worker_after(bwrap_sb, mkspec, ["sh", "-c", "cd /tmp && seq 1 20000 | xargs touch"])
+    live = _idle_worker_after(bwrap_sb, mkspec, ["true"])
+    assert live.await_clean(30)
+    assert dead.cleaning, "20,000 files in /tmp should take the worker a while to remove"
+    os.killpg(dead.proc.pid, 9)
+    dead.proc.wait()
+    # its executor, in a session of its own, ends with bwrap (--die-with-parent) a moment later
+    assert select.select([dead._replies], [], [], 10)[0]
+    bwrap_sb._idle[:] = [dead, live]
+    for _ in range(2):
+        taken = bwrap_sb._worker_for(mkspec(["true"], inputs={}, outputs=()))
+        assert taken is live
+        bwrap_sb._give_back(taken)
+    assert dead not in bwrap_sb._idle
