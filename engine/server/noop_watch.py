@@ -104,9 +104,8 @@ class NoopWatch(Descriptor):
         self.drain()
         ident = noop._ident(argv, cwd, env)
         record = noop.load_record(argv, cwd, env)
-        carried = self._carried(ident, record) if record is not None else False
-        if carried is False:
-            self._checked(ident, argv, cwd, env)
+        if record is not None and self._carried(ident, record) is False:
+            self._checked_record(ident, record)
 
     def _carried(self, ident: str, record: noop.Record) -> bool | None:
         """Arm `record` (a build's new record of `ident`) from the watch of an earlier one,
@@ -119,9 +118,11 @@ class NoopWatch(Descriptor):
         the record does not hold, and the earlier watch is kept for the next build's record.
         False: the whole check decides."""
         armed = self._armed.get(record.path)
-        before = armed.record if armed is not None and armed.ident == ident else None
-        if armed is None or before is None or record.paths != before.paths \
-                or record.dir_paths != before.dir_paths or record.dir_stamps != before.dir_stamps:
+        if armed is None or armed.ident != ident or armed.record is None:
+            return False
+        before = armed.record
+        if record.paths != before.paths or record.dir_paths != before.dir_paths \
+                or record.dir_stamps != before.dir_stamps:
             return False
         new, old = record.stamps, before.stamps
         changed = [] if new == old else \
@@ -147,8 +148,10 @@ class NoopWatch(Descriptor):
         """The record of `argv` from disk, armed before its check (which disarms it when it
         does not hold); None when there is none or it does not hold."""
         record = noop.load_record(argv, cwd, env)
-        if record is None:
-            return None
+        return None if record is None else self._checked_record(ident, record)
+
+    def _checked_record(self, ident: str, record: noop.Record) -> noop.Record | None:
+        """`record`, armed before its check; None when it does not hold."""
         armed = self._arm(ident, record)
         if not noop.holds(record):
             if armed is not None:

@@ -168,7 +168,7 @@ def test_an_edited_file_saved_again_after_the_build_is_not_carried(world, monkey
         raise AssertionError("the whole check ran where a changed file said enough")
 
     with monkeypatch.context() as patched:
-        patched.setattr(watch, "_checked", whole_check)
+        patched.setattr(watch, "_checked_record", whole_check)
         watch.prepare(ARGV, str(tmp_path), dict(os.environ))
         assert ask(watch, tmp_path) is None
         _build_again(tmp_path)  # the build of the second edit
