@@ -37,6 +37,12 @@ SHORTCUTS: tuple[Shortcut, ...] = (
              ("mcpp.engine.server.noop_watch:NoopWatch.answer",),
              "any inotify event in a watched directory, a queue overflow; files with several links "
              "(and everything without inotify) are stat'ed on every request"),
+    Shortcut("server no-op record carried", "mcpp.engine.server.noop_watch",
+             "a build's new no-op record's stat of every file whose stamp the last record that held had too",
+             ("mcpp.engine.server.noop_watch:NoopWatch._carried",),
+             "another list of files or directories, a directory's stamp, an event on a recorded file or "
+             "directory other than the files whose stamps changed, a queue overflow (then every file is "
+             "stat'ed); the files whose stamps changed are stat'ed each time"),
     Shortcut("server sources unchanged", "mcpp.engine.server.source_watch",
              "digesting the server's own sources on each request",
              ("mcpp.engine.server.source_watch:SourceWatch.quiet", "mcpp.engine.server.protocol:version"),
@@ -61,7 +67,8 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("known files, watched", "mcpp.engine.server.known_watch",
              "the known files' stat per file",
              ("mcpp.engine.server.known_watch:given",),
-             "an event naming the file or its watched directory, a queue overflow; files with several links"),
+             "an event naming the file or its watched directory, a queue overflow, a digest the next "
+             "build's knowledge does not name; files with several links"),
     Shortcut("stat cache", "mcpp.cas.statcache",
              "hashing a file",
              ("mcpp.cas.statcache:StatCache.digest", "mcpp.cas.statcache:StatCache.digest_and_bytes"),
