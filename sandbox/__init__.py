@@ -12,13 +12,13 @@ from .directory import DirSandbox
 from .errors import SandboxClosed, SandboxError, SandboxSpecError, SandboxUnavailable
 from .placeholder import EXECROOT_PLACEHOLDER, prefix_map_flags
 from .pool import SandboxPool, reclaim_stale
-from .select import NAMES, begin_sandbox, guarantees_of, make_sandbox, possible_guarantees
+from .select import NAMES, BegunSandbox, begin_sandbox, guarantees_of, make_sandbox, possible_guarantees
 from .spec import Guarantees, Sandbox, SandboxResult, SandboxSpec
 from .unsandboxed import LocalSandbox
 
 __all__ = [
     "BwrapSandbox", "DirSandbox", "LocalSandbox", "Sandbox", "SandboxSpec", "SandboxResult",
     "SandboxPool", "SandboxError", "SandboxSpecError", "SandboxUnavailable", "SandboxClosed",
-    "Guarantees", "NAMES", "begin_sandbox", "guarantees_of", "make_sandbox", "possible_guarantees", "reclaim_stale", "find_bwrap", "probe_bwrap", "parse_depfile", "read_depfile",
+    "Guarantees", "NAMES", "BegunSandbox", "begin_sandbox", "guarantees_of", "make_sandbox", "possible_guarantees", "reclaim_stale", "find_bwrap", "probe_bwrap", "parse_depfile", "read_depfile",
     "prefix_map_flags", "EXECROOT_PLACEHOLDER",
 ]

@@ -253,6 +253,18 @@ class SandboxPool:
         for path in dirs:
             rmtree(path)
 
+    def let_go(self) -> None:
+        """In the process that made this pool, once a fork of it has taken over what the pool
+        holds (a sandbox begun ahead: sandbox/select.py `BegunSandbox`): forget its directories
+        and processes without removing or ending them (the fork does, when it shuts its pool
+        down) and leave the shutdown at exit; this process uses the pool no more."""
+        self.closed = True
+        with _pools_lock:
+            _pools.discard(self)
+        with self._lock:
+            self._procs.clear()
+            self._dirs.clear()
+
     def __enter__(self) -> "SandboxPool":
         return self
 

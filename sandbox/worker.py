@@ -387,6 +387,35 @@ def _frame(request: dict[str, object]) -> bytes:
     return len(data).to_bytes(4, "little") + data
 
 
+class ForeignProcess:
+    """A worker's process that another process started and handed to this one (a warm server
+    starts a build child's first worker between builds: engine/server/sandbox_ahead.py): not this
+    process's child, so it is watched through a pidfd instead of waited for. Its exit status is
+    its parent's to read; here an ended worker reads as killed."""
+
+    def __init__(self, pid: int, pidfd: int) -> None:
+        self.pid = pid
+        self._pidfd: int | None = pidfd
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self._pidfd is not None and select.select([self._pidfd], [], [], 0)[0]:
+            self._ended()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if self.returncode is None and self._pidfd is not None:
+            if select.select([self._pidfd], [], [], timeout)[0]:
+                self._ended()
+        return self.returncode
+
+    def _ended(self) -> None:
+        self.returncode = -9
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+
 class WorkerFailed(Exception):
     """The worker process is gone (or never came up); the action did not run to an answer."""
 
@@ -435,6 +464,25 @@ class Worker:
     @property
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def let_go(self) -> subprocess.Popen[bytes]:
+        """In the process that started this worker, once a fork of it has taken the worker over
+        (`take_over`): close this process's ends of its pipes without ending it, so that the
+        worker's only requester is the fork (its end ends the worker's requests, and the
+        worker), and forget it. The process, still this one's child, is returned to be reaped."""
+        self.pool.untrack(self.proc)
+        self._requests.close()
+        if self._replies is not None:
+            os.close(self._replies)
+            self._replies = None
+        return self.proc
+
+    def take_over(self, pidfd: int) -> None:
+        """In a fork of the process that started this worker: it is this process's now, watched
+        through `pidfd` (opened by the starter before the fork), since it is not its child."""
+        self.pool.untrack(self.proc)
+        self.proc = ForeignProcess(self.proc.pid, pidfd)  # type: ignore[assignment]
+        self.pool.track(self.proc)
 
     @property
     def closed(self) -> bool:

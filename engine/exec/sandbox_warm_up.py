@@ -22,7 +22,7 @@ import os
 import threading
 from typing import Callable
 
-from mcpp.sandbox import SandboxUnavailable, begin_sandbox
+from mcpp.sandbox import BegunSandbox, SandboxUnavailable, begin_sandbox
 
 from ..core.errors import McppError
 
@@ -34,20 +34,24 @@ class SandboxWarmUp:
     first worker (a spawn, not the wait); a thread of this object's own waits for the worker's
     answer (or, where bwrap cannot be used, makes the sandbox the usual way) and ends."""
 
-    def __init__(self, settings: tuple) -> None:
+    def __init__(self, settings: tuple, ahead: SandboxAhead | None = None) -> None:
         self.settings = settings
         # the payload roots there now: a worker's mounts are fixed when it starts, so one begun
         # before a payload was installed cannot see it (`fits` compares)
-        self.roots_present = _present(settings)
+        self.roots_present = _present(settings) if ahead is None else ahead.roots_present
         self.report: Callable[[str], None] | None = None  # the build's way to show the warning
         self._made = threading.Event()
         self._sandbox = None
         self._warning: str | None = None
         self._error: BaseException | None = None
-        try:
-            finish = _begin(settings)
-        except Exception as e:  # noqa: BLE001 - given to the first action, which reports it
-            finish = _raising(e)
+        if ahead is not None:  # begun by the process this one was forked from
+            ahead.begun.take_over()
+            finish = _finishing(ahead.begun)
+        else:
+            try:
+                finish = _finishing(begin_sandbox(*settings))
+            except Exception as e:  # noqa: BLE001 - given to the first action, which reports it
+                finish = _raising(e)
         threading.Thread(target=self._finish, args=(finish,), name="mcpp-sandbox-warm-up", daemon=True).start()
 
     def _finish(self, finish: Callable[[], tuple[object, str | None]]) -> None:
@@ -76,16 +80,24 @@ class SandboxWarmUp:
             self._sandbox.shutdown()
 
 
-def _begin(settings: tuple) -> Callable[[], tuple[object, str | None]]:
-    name, work_root, payload_roots = settings
-    finish = begin_sandbox(name, work_root, payload_roots)
-
+def _finishing(begun: BegunSandbox) -> Callable[[], tuple[object, str | None]]:
     def finished() -> tuple[object, str | None]:
         try:
-            return finish()
+            return begun()
         except SandboxUnavailable as e:
             raise McppError(str(e)) from None
     return finished
+
+
+class SandboxAhead:
+    """A sandbox begun in one process for a fork of it to take (`SandboxWarmUp(settings,
+    ahead)`): a warm server begins one between builds (engine/server/sandbox_ahead.py), with
+    the settings and payload roots of that moment."""
+
+    def __init__(self, settings: tuple) -> None:
+        self.settings = settings
+        self.roots_present = _present(settings)
+        self.begun = begin_sandbox(*settings)
 
 
 def _raising(error: BaseException) -> Callable[[], tuple[object, str | None]]:

@@ -52,15 +52,16 @@ class ChildMemory:
 
     def start_sandbox(self) -> None:
         """When the watcher saw a change since the last build of this request, begin the sandbox
-        that build used, before the command line is even read (the build adopts it, `sandbox`)."""
+        that build used, before the command line is even read (the build adopts it, `sandbox`),
+        unless one begun ahead was adopted already (`adopt_sandbox`)."""
         given = self.given
-        if given is not None and given.sandbox is not None and given.changed:
+        if self._early is None and given is not None and given.sandbox is not None and given.changed:
             self._early = SandboxWarmUp(given.sandbox)
 
     def adopt_sandbox(self, early: SandboxWarmUp) -> None:
-        """A sandbox begun before the request came (a spare's, server/spare.py): kept for a
-        build that will probably run something, which takes it when it wants the same
-        (`sandbox`); closed after the reply otherwise."""
+        """A sandbox begun before the request came (a spare's, server/spare.py, or the server's,
+        server/sandbox_ahead.py): kept for a build that will probably run something, which takes
+        it when it wants the same (`sandbox`); closed after the reply otherwise."""
         if self._early is None and self.likely_work():
             self._early = early
         else:

@@ -36,6 +36,7 @@ import sys
 import time
 import traceback
 from collections import deque
+from collections.abc import Iterator
 from stat import S_ISDIR
 from dataclasses import dataclass, field
 from typing import Callable
@@ -45,9 +46,11 @@ from mcpp.sandbox.lineage import inside_action
 from . import child, limits, protocol, registry
 from . import spare as spares
 from ..core.config_file import ConfigError
+from ..exec.sandbox_warm_up import SandboxWarmUp
 from .child_memory import ChildMemory
 from .noop_watch import NoopWatch
 from .paths import Unsafe, lock_path, socket_path
+from .sandbox_ahead import SandboxesAhead
 from .spare import Spare
 from .source_watch import SourceWatch
 
@@ -107,6 +110,8 @@ class Server:
         # the build child forked ahead of the next request (spare.py), and those ended, not yet reaped
         self.spare: Spare | None = None
         self.spares_ending: list[Spare] = []
+        # the sandbox begun for the next fork to take, and the workers of those taken (sandbox_ahead.py)
+        self.aheads = SandboxesAhead(log)
         self.noops = NoopWatch()
         if hooks is not None:
             hooks.share(self.noops)
@@ -217,6 +222,13 @@ class Server:
             except Exception:  # noqa: BLE001 - the warm state is an optimisation; builds run anyway
                 self.log(traceback.format_exc())
 
+    def _in_steps(self, steps: Iterator[None]) -> None:
+        """Run one step of a task made of several (a generator); the next runs on a later turn,
+        ahead of the tasks left after it but behind a request that came meanwhile."""
+        for _ in steps:
+            self.later.appendleft(functools.partial(self._in_steps, steps))
+            return
+
     def _timeout(self) -> float:
         if any(b.pidfd is None for b in self.running.values()) or any(s.pidfd is None for s in self.spares_ending):
             return 0.05
@@ -276,6 +288,7 @@ class Server:
         self._accept(False)
         self.stopping = True
         self._end_spare()
+        self.aheads.close()
         self.listener.close()
         if self.lock is not None:
             try:
@@ -385,6 +398,7 @@ class Server:
         info = {"pid": os.getpid(), "version": self.version, "root": self.root, "home": self.home,
                 "uptime_s": round(time.time() - self.started, 1), "builds": self.builds_served,
                 "builds_from_spare": self.builds_from_spare, "spare_pid": self.spare.pid if self.spare else 0,
+                "sandboxes_begun_ahead": self.aheads.begun, "sandboxes_handed_over": self.aheads.taken,
                 "noops_answered": self.noops_answered, "noops_from_watch": self.noops.answered_from_watch,
                 "running": len(self.running), "idle_s": self.info()["idle_s"], "idle_exit_s": self.limits.idle_s,
                 "max_servers": self.limits.max_servers, "memory_kb": _rss_kb()}
@@ -436,6 +450,7 @@ class Server:
         if self._hand_to_spare(conn, request, fds):
             return
         done_r, done_w = os.pipe2(os.O_CLOEXEC)
+        ahead = self.aheads.take()
         pid = os.fork()
         if pid == 0:
             # Everything the child has from the server is left out of its garbage collections: a
@@ -448,6 +463,8 @@ class Server:
                 conn.close()
                 os.close(done_r)
                 child.prepare()
+                if ahead is not None:
+                    memory.adopt_sandbox(SandboxWarmUp(ahead.settings, ahead))
                 code = self._build_here(memory, request, fds, done_w,
                                         self.hooks.child_ready if self.hooks else None)
             except BaseException:  # noqa: BLE001 - the child could not become the client's process:
@@ -456,6 +473,7 @@ class Server:
                 os.kill(os.getpid(), signal.SIGKILL)
             os._exit(code)
         os.close(done_w)
+        self._handed_over(ahead)
         if self.hooks is not None:
             self.hooks.forked(pid)
         try:
@@ -526,6 +544,7 @@ class Server:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         done_r, done_w = os.pipe2(os.O_CLOEXEC)
         generation = self.hooks.generation
+        ahead = self.aheads.take()
         pid = os.fork()
         if pid == 0:
             gc.freeze()  # as a forked build child (`_start_build`)
@@ -538,7 +557,7 @@ class Server:
                     self._drop_descriptors()
                     child.prepare()
                     # a request already waiting gets its build at once, which starts its own sandbox
-                    self.hooks.in_spare(warm=not select.select([theirs], [], [], 0)[0])
+                    self.hooks.in_spare(warm=not select.select([theirs], [], [], 0)[0], ahead=ahead)
                     request, fds, changes = spares.wait(theirs)
                 except spares.Ended:
                     self.hooks.end_spare()
@@ -550,6 +569,7 @@ class Server:
             os._exit(code)
         theirs.close()
         os.close(done_w)
+        self._handed_over(ahead)
         try:
             pidfd = os.pidfd_open(pid)
         except (AttributeError, OSError):
@@ -578,6 +598,24 @@ class Server:
         self.selector.unregister(pidfd)
         os.close(pidfd)
         os.waitpid(spare.pid, 0)
+
+    # -- the sandbox begun ahead (sandbox_ahead.py) ----------------------------------------------
+
+    def _begin_ahead(self) -> None:
+        """A build answered its client: begin the sandbox the next one will want, while this
+        build's child winds down and the next command starts."""
+        if self.hooks is not None and not self.stopping:
+            self.aheads.begin(self.hooks.last_sandbox)
+
+    def _handed_over(self, ahead) -> None:
+        """In the server, once a fork took `ahead` (or None): let go of it, reap its worker later."""
+        if ahead is not None:
+            pidfd = self.aheads.handed_over(ahead)
+            self.selector.register(pidfd, selectors.EVENT_READ, ("ahead_exited", None))
+
+    def _on_ahead_exited(self, pidfd, _data) -> None:
+        self.selector.unregister(pidfd)
+        self.aheads.reap(pidfd)
 
     def _answer_noop(self, request: dict, fds: list[int]) -> bool:
         """Print the `Finished` line of a no-op for the client (on its stderr, as every status
@@ -624,6 +662,7 @@ class Server:
         for spare in self.spares_ending:
             if spare.pidfd is not None:
                 os.close(spare.pidfd)
+        self.aheads.in_fork()
 
     def _on_noop_watch(self, _fd, _data) -> None:
         self.noops.drain()
@@ -655,6 +694,8 @@ class Server:
         self._close_done(build)
         if status:
             self._reply_once(build, {"exit": status[0]})
+            if status[0] == 0:
+                self._begin_ahead()
 
     def _close_done(self, build: _Build) -> None:
         if build.done is not None:
@@ -701,7 +742,7 @@ class Server:
             message = {"exit": os.WEXITSTATUS(status)}
         self._reply_once(build, message)
         if self.hooks is not None:  # after the reply, and after any request already waiting
-            self.later.append(functools.partial(self.hooks.after_build, build.pid, message))
+            self.later.append(functools.partial(self._in_steps, self.hooks.after_build(build.pid, message)))
         if message.get("exit") == 0 and build.request is not None:
             # the record the build left (a JSON build's too), watched before the next request
             req = build.request

@@ -28,6 +28,7 @@ import pickle
 import signal
 import sys
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from . import known_watch, plan_memo, spare, state_memo
@@ -35,7 +36,7 @@ from ..build.build_outputs import compile_commands_json
 from ..core.lazy_re import compile_deferred
 from ..plan.model import Plan
 from ..state.unchanged import Knowledge
-from ..exec.sandbox_warm_up import SandboxWarmUp
+from ..exec.sandbox_warm_up import SandboxAhead, SandboxWarmUp
 from .child_memory import ChildMemory, HandOff
 from .paths import server_dir
 from .watcher import StatScan, make_watcher
@@ -172,8 +173,15 @@ class Hooks:
             self.pending[pid] = self._next
         self._given = None
 
-    def after_build(self, pid: int, message: dict) -> None:
+    def after_build(self, pid: int, message: dict) -> Iterator[None]:
+        """Take in what build child `pid` handed off, in steps (a generator: the server runs one
+        step per turn of its loop, so a request that comes meanwhile waits for one step, not for
+        all of them): its state files read back; its plan and knowledge; the proof of the
+        knowledge's files, and only then the new entry, so a child forked between two steps is
+        given the last complete one. A step finds the rest void when what the server keeps
+        changed meanwhile (a fork's `before_fork` forgot the entry, or the watcher fell back)."""
         self.generation += 1
+        generation = self.generation
         key, token, watched = self.pending.pop(pid, (None, None, frozenset()))
         path = self._handoff(pid)
         try:
@@ -196,6 +204,9 @@ class Hooks:
                 self.states.pop(paths, None)
             else:
                 self.states[paths] = loaded
+        yield
+        if self.generation != generation:
+            return
         data = handoff.plan
         if key is None or data is None:
             return
@@ -227,6 +238,9 @@ class Hooks:
         proof = None
         if knowledge is not None:
             knowledge.files()  # made now, while idle, not in the next build
+            yield
+            if self.generation != generation:
+                return
             stats = self._stat_cache(handoff.state, knowledge.execroot)
             if stats is not None and self.files_watch is not None:
                 # The last build's proof, for the knowledge this one hands back (the same after a
@@ -282,16 +296,21 @@ class Hooks:
         self.memory = ChildMemory(self._given, self.states)
         return self.memory
 
-    def in_spare(self, warm: bool = True) -> None:
-        """In a spare child (spare.py), while it waits: begin the sandbox of the last build that
-        succeeded (`warm`), whose worker is then up when the request comes."""
+    def in_spare(self, warm: bool = True, ahead: SandboxAhead | None = None) -> None:
+        """In a spare child (spare.py), while it waits: take over the sandbox the server began
+        ahead (`ahead`, sandbox_ahead.py), or begin the sandbox of the last build that succeeded
+        (`warm`), whose worker is then up when the request comes."""
         self.watcher.close()
-        if warm and self.last_sandbox is not None:
+        if ahead is not None:
+            settings: tuple | None = ahead.settings
+        else:
+            settings = self.last_sandbox if warm else None
+        if settings is not None:
             # Its thread never takes a signal the spare holds for the build (spare.py): those
             # stay pending for the main thread, which lets them through once it has handlers.
             held = signal.pthread_sigmask(signal.SIG_BLOCK, spare.FORWARDED)
             try:
-                self._spare_sandbox = SandboxWarmUp(self.last_sandbox)
+                self._spare_sandbox = SandboxWarmUp(settings, ahead)
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, held)
 

@@ -375,3 +375,37 @@ def test_a_home_or_workspace_replaced_under_the_same_path_gets_a_new_server(serv
         time.sleep(0.2)
     assert not alive(old)
     assert mcpp("run", cwd=root, env=ON).out.endswith("hello\n")
+
+
+def test_the_server_begins_the_next_builds_sandbox_and_the_next_fork_takes_it_over(served):
+    """Once a build has answered its client, the server starts the first worker of the sandbox
+    the next build will want (engine/server/sandbox_ahead.py), and the next fork it makes (the
+    build child, or the spare) takes the worker over and runs the build's actions in it; the
+    server reaps each worker once its build has ended it: no zombie is left."""
+    root, mcpp = served
+    env = {**ON, "MCPP_NO_FAST_PATH": "1"}
+    for greeting in ("hello", "hi", "hey", "hello again"):
+        time.sleep(0.02)  # a new stamp for the edit
+        (root / "src/greet.hpp").write_text(f'#pragma once\n#define GREETING "{greeting}"\n')
+        res = mcpp("run", "--message-format", "json", cwd=root, env=env)
+        assert res.code == 0, res.err
+        assert res.out.splitlines()[-1] == greeting
+    status = _status(mcpp, root)
+    assert int(status["sandboxes_begun_ahead"]) >= 2
+    assert int(status["sandboxes_handed_over"]) >= 2
+    server = int(status["pid"])
+    deadline = time.monotonic() + 5
+    while True:  # the last build's child may still be ending its sandbox
+        with open(f"/proc/{server}/task/{server}/children") as f:
+            children = f.read().split()
+        states = []
+        for child in children:
+            try:
+                with open(f"/proc/{child}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except FileNotFoundError:
+                pass
+        if "Z" not in states or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert "Z" not in states

@@ -59,3 +59,30 @@ def test_left_work_waits_while_a_connected_client_sends_its_request(tmp_path, mo
         server._stop_listening()
         for held in (server.noops, server.sources, server.selector, server.listener):
             held.close()
+
+
+def test_left_work_in_steps_gives_way_between_steps(tmp_path):
+    """A build's hand-off is taken in in steps (warm.py `after_build`, a generator): one step per
+    quiet moment, so a request that comes meanwhile waits for one step, not all; the steps run
+    before the work left after them, and all of it before `mcpp server status` answers."""
+    server = daemon.Server("test", str(tmp_path), str(tmp_path), command=lambda argv, memory: None,
+                           log=lambda line: None)
+    done = []
+
+    def steps():
+        done.append("step 1")
+        yield
+        done.append("step 2")
+        yield
+        done.append("step 3")
+
+    server.later.append(lambda: server._in_steps(steps()))
+    server.later.append(lambda: done.append("after"))
+    server._run_later(1)
+    assert done == ["step 1"]
+    server._run_later(1)
+    assert done == ["step 1", "step 2"]
+    server.status()
+    assert done == ["step 1", "step 2", "step 3", "after"] and not server.later
+    for held in (server.noops, server.sources, server.selector, server.listener):
+        held.close()

@@ -178,3 +178,81 @@ def test_an_early_warm_up_begun_before_a_payload_was_installed_is_not_adopted(wo
     assert memory.sandbox(settings) is None
     memory.run_after_reply(lambda text: pytest.fail(text))
     assert _slots(work_root) == []
+
+
+def _in_fork(child) -> tuple[int, int]:
+    """Fork; the child runs `child(write)` and exits at once (os._exit). (pid, read end)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            child(lambda text: os.write(w, text.encode()))
+        except BaseException as e:  # noqa: BLE001 - told to the test through the pipe
+            os.write(w, f"child failed: {e!r}".encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    return pid, r
+
+
+def _read_all(fd: int) -> str:
+    out = b""
+    while chunk := os.read(fd, 4096):
+        out += chunk
+    os.close(fd)
+    return out.decode()
+
+
+def test_a_worker_begun_in_one_process_runs_the_actions_of_the_fork_that_takes_it_over(work_root):
+    """A warm server begins the next build's sandbox and its build child takes the worker over
+    (engine/server/sandbox_ahead.py): the fork runs its actions in that worker, watches it through
+    a pidfd (it is not the fork's child), and ends it and its slot when it shuts its sandbox
+    down; the starter, which let go of it, reaps its process."""
+    begun = select.begin_sandbox("bwrap", work_root)
+    assert begun.open_pidfd()
+
+    def child(say):
+        begun.take_over()
+        sandbox, _ = begun()
+        result = sandbox.run(_spec(["echo", "hi"]))
+        say(f"{result.stdout!r} {type(begun.worker.proc).__name__} {begun.worker.alive}")
+        sandbox.shutdown()
+
+    pid, r = _in_fork(child)
+    proc = begun.let_go()
+    assert _read_all(r) == "b'hi\\n' ForeignProcess True"
+    assert os.waitpid(pid, 0)[1] == 0
+    assert proc.wait(timeout=10) is not None  # the fork ended the worker; the starter reaps it
+    assert _slots(work_root) == []  # and the fork removed its slot
+    os.close(begun.pidfd)
+
+
+def test_a_worker_taken_over_ends_when_the_fork_dies_without_a_word(work_root):
+    """The starter lets go of its ends of the worker's pipes: when the fork that took the worker
+    dies (killed, mid-build), nothing holds the worker's requests open, so it ends as well and is
+    not left idling for the starter's lifetime."""
+    begun = select.begin_sandbox("bwrap", work_root)
+    assert begun.open_pidfd()
+
+    def child(say):
+        begun.take_over()
+        begun()  # the worker's answer read: it is this process's
+        say("taken")
+        os.kill(os.getpid(), 9)
+
+    pid, r = _in_fork(child)
+    proc = begun.let_go()
+    assert _read_all(r) == "taken"
+    os.waitpid(pid, 0)
+    assert proc.wait(timeout=10) is not None
+    os.close(begun.pidfd)
+
+
+def test_a_begun_sandbox_nobody_took_is_closed_by_its_starter(work_root):
+    begun = select.begin_sandbox("bwrap", work_root)
+    assert begun.open_pidfd()
+    proc = begun.worker.proc
+    assert _slots(work_root) != []
+    begun.close()
+    assert proc.returncode is not None and _slots(work_root) == []
