@@ -450,7 +450,9 @@ class Server:
         if self._hand_to_spare(conn, request, fds):
             return
         done_r, done_w = os.pipe2(os.O_CLOEXEC)
-        ahead = self.aheads.take()
+        # the sandbox begun ahead, for a build that will probably run something (a no-op's would
+        # end it after its reply, and the server begin another)
+        ahead = self.aheads.take() if self.hooks is None or self.hooks.likely_work() else None
         pid = os.fork()
         if pid == 0:
             # Everything the child has from the server is left out of its garbage collections: a
@@ -696,6 +698,8 @@ class Server:
             self._reply_once(build, {"exit": status[0]})
             if status[0] == 0:
                 self._begin_ahead()
+                if self.hooks is not None:
+                    self.later.append(self.hooks.on_reply)
 
     def _close_done(self, build: _Build) -> None:
         if build.done is not None:

@@ -55,6 +55,12 @@ REUSED = b"reused"
 SAME = b"same"
 
 
+def likely_work(given: Given | None) -> bool:
+    """Whether a build given `given` will probably run an action, because the watcher saw a file
+    change since the last build of the same request, or there is no such build to go by."""
+    return given is None or bool(given.changed)
+
+
 class PlanMemo:
     """A build child's plan memory: what the server gave it (`given`; None: no earlier build of
     the same request to go by) and what its planning produced: the new entry, pickled at once
@@ -65,9 +71,7 @@ class PlanMemo:
         self.produced: bytes | None = None
 
     def likely_work(self) -> bool:
-        """Whether the build will probably run an action, because the watcher saw a file change
-        since the last build of the same request, or there is no such build to go by."""
-        return self.given is None or bool(self.given.changed)
+        return likely_work(self.given)
 
     def unchanged(self, execroot: str) -> Unchanged | None:
         """When the plan was the given one: what the previous build left, else None."""

@@ -15,8 +15,9 @@ child, to reap when it exits.
 
 The worker is started from the server's main thread, which lives as long as the server
 (bwrap's ``--die-with-parent``). It has run no action when a fork takes it, and one fork takes
-it: `take` hands it out once, every fork the server makes takes what is held, and the server's
-ends of its pipes are closed before the next fork. A worker for other settings (another
+it: `take` hands it out once, the server's ends of its pipes are closed before the next fork,
+and a fork that does not take it (a build that will probably run nothing, a no-op's: it would
+only end the worker) lets go of its copies at once (`in_fork`). A worker for other settings (another
 ``--sandbox``, a payload root installed since it started) is not used by the build (the
 warm-up's `fits`) but ended after the reply, as a spare's is.
 """
@@ -60,7 +61,7 @@ class SandboxesAhead:
         self.begun += 1
 
     def take(self) -> SandboxAhead | None:
-        """What the fork about to be made takes over (every fork takes what is held)."""
+        """What the fork about to be made takes over; held no more."""
         ahead, self.held = self.held, None
         return ahead
 
@@ -82,10 +83,17 @@ class SandboxesAhead:
             proc.wait()
 
     def in_fork(self) -> None:
-        """In a fork: the pidfds of workers handed to earlier forks are not its own to watch."""
+        """In a fork: the pidfds of workers handed to earlier forks are not its own to watch, and
+        a sandbox the server still holds (for a later fork: this one did not take it) is let go
+        of, so that only the fork that takes it holds its worker's pipes."""
         for pidfd in self.handed:
             os.close(pidfd)
         self.handed = {}
+        ahead, self.held = self.held, None
+        if ahead is not None:
+            ahead.begun.let_go()
+            if ahead.begun.pidfd is not None:
+                os.close(ahead.begun.pidfd)
 
     def close(self) -> None:
         """End the held sandbox nobody took (other settings wanted, the server exiting)."""

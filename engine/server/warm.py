@@ -168,6 +168,11 @@ class Hooks:
         proven = (held.proof.proven, touched) if held.proof is not None and touched is not None else None
         return plan_memo.Given(held.entry, files, held.knowledge, held.globs, held.watched, proven, held.sandbox)
 
+    def likely_work(self) -> bool:
+        """Before a fork (`before_fork`): whether its build will probably run an action, as the
+        child will judge (plan_memo.likely_work): only then does it take the sandbox begun ahead."""
+        return plan_memo.likely_work(self._given)
+
     def forked(self, pid: int) -> None:
         if self._next is not None:
             self.pending[pid] = self._next
@@ -195,15 +200,7 @@ class Hooks:
         if message.get("exit") == 0 and handoff.sandbox is not None:
             self.last_sandbox = handoff.sandbox
         for paths in dict.fromkeys(handoff.state):
-            held_state = self.states.get(paths)
-            if held_state is not None and held_state[0] == state_memo.stamps(paths):
-                continue  # the build saved nothing (a no-op): what the server holds is still the files
-            self.states_loaded += 1
-            loaded = state_memo.preload(paths)
-            if loaded is None:
-                self.states.pop(paths, None)
-            else:
-                self.states[paths] = loaded
+            self._read_state(paths)
         yield
         if self.generation != generation:
             return
@@ -255,6 +252,28 @@ class Hooks:
         self.entries.move_to_end(key)
         while len(self.entries) > _KEPT:
             self._forget(next(iter(self.entries)))
+
+    def on_reply(self) -> None:
+        """A build answered its client: the state files it saved before answering are read back
+        now, where the server holds them, while its child winds down and the next command
+        starts, not once the child has exited: a build run right after it is forked before that
+        hand-off is taken in, and is then given them instead of loading them itself."""
+        for paths in list(self.states):
+            if self._read_state(paths):
+                self.generation += 1
+
+    def _read_state(self, paths: state_memo.Paths) -> bool:
+        """Hold the state files `paths` as they are now; whether they had to be read (they changed)."""
+        held_state = self.states.get(paths)
+        if held_state is not None and held_state[0] == state_memo.stamps(paths):
+            return False  # unchanged (a no-op, or read back already): what the server holds is the files
+        self.states_loaded += 1
+        loaded = state_memo.preload(paths)
+        if loaded is None:
+            self.states.pop(paths, None)
+        else:
+            self.states[paths] = loaded
+        return True
 
     def _stat_cache(self, opened: tuple, execroot: str):
         """The stat cache the server holds for the build of `execroot`, if it holds one."""

@@ -409,3 +409,34 @@ def test_the_server_begins_the_next_builds_sandbox_and_the_next_fork_takes_it_ov
             break
         time.sleep(0.05)
     assert "Z" not in states
+
+
+def test_a_builds_state_files_are_read_back_when_it_answers_not_when_its_child_exits(served, tmp_path):
+    """Once a build has answered (`Hooks.on_reply`), the server reads back the state files it
+    holds that the build rewrote: a build run right after (forked before the last one's child
+    has exited and its hand-off is taken in) is given them instead of loading them itself. The
+    child's later hand-off then finds them read already."""
+    from mcpp.engine.server import state_memo, warm
+
+    root, mcpp = served
+    in_process = {"MCPP_NO_SERVER": "1"}
+    assert mcpp("build", cwd=root, env=in_process).code == 0
+    state = root / "target" / "dev" / ".mcpp"
+    paths = (str(state / "stat"), str(state / "actions"), str(root), str(state / "scans"))
+    hooks = warm.Hooks(str(root), "test", str(tmp_path))
+    try:
+        loaded = state_memo.preload(paths)
+        assert loaded is not None
+        hooks.states[paths] = loaded
+        hooks.on_reply()
+        assert hooks.states_loaded == 0  # nothing changed since: nothing read
+        time.sleep(0.02)  # a new stamp for the edit
+        (root / "src/greet.hpp").write_text('#pragma once\n#define GREETING "hi"\n')
+        assert mcpp("build", cwd=root, env=in_process).code == 0
+        generation = hooks.generation
+        hooks.on_reply()
+        assert hooks.states_loaded == 1 and hooks.generation > generation
+        assert hooks.states[paths][0] == state_memo.stamps(paths)
+        assert state_memo.held(hooks.states, paths) is not None  # what a child forked now is given
+    finally:
+        hooks.watcher.close()

