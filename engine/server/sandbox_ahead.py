@@ -43,8 +43,11 @@ class SandboxesAhead:
 
     def begin(self, settings: tuple | None) -> None:
         """Hold a sandbox begun for `settings` (the last successful build's), unless one is
-        held for them already; only a bwrap one (the other sandboxes start no worker)."""
-        if self.held is not None and self.held.settings == settings:
+        held for them already whose worker still runs; only a bwrap one (the other sandboxes
+        start no worker)."""
+        held = self.held
+        if held is not None and held.settings == settings and held.begun.worker is not None \
+                and held.begun.worker.alive:
             return
         self.close()
         if settings is None or settings[0] not in (None, "bwrap"):

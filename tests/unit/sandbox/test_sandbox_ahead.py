@@ -60,3 +60,20 @@ def test_no_sandbox_is_begun_ahead_for_a_sandbox_without_workers(work_root):
     for settings in (("dir", work_root, ()), ("off", work_root, ()), None):
         aheads.begin(settings)
         assert aheads.held is None and aheads.begun == 0
+
+
+def test_a_held_sandbox_whose_worker_died_is_begun_again(work_root):
+    """A worker that ended while the server held it (killed) is not handed to the next build,
+    whose first action would then wait for a sandbox made the slow way: the next `begin` for the
+    same settings ends it and begins another."""
+    aheads = SandboxesAhead(log=lambda line: None)
+    settings = (None, work_root, ())
+    aheads.begin(settings)
+    first = aheads.held
+    aheads.begin(settings)
+    assert aheads.held is first and aheads.begun == 1  # held already, and running
+    pool_module.kill_group(first.begun.worker.proc.pid)
+    first.begun.worker.proc.wait(timeout=10)
+    aheads.begin(settings)
+    assert aheads.held is not first and aheads.begun == 2 and aheads.held.begun.worker.alive
+    aheads.close()
