@@ -744,7 +744,10 @@ class Server:
             message = {"crashed": os.WTERMSIG(status)}
         else:
             message = {"exit": os.WEXITSTATUS(status)}
+        answered_here = not build.replied  # its exit was seen before its exit status was read
         self._reply_once(build, message)
+        if answered_here and message.get("exit") == 0:
+            self._begin_ahead()  # as `_on_done` would have
         if self.hooks is not None:  # after the reply, and after any request already waiting
             self.later.append(functools.partial(self._in_steps, self.hooks.after_build(build.pid, message)))
         if message.get("exit") == 0 and build.request is not None:

@@ -77,3 +77,33 @@ def test_a_held_sandbox_whose_worker_died_is_begun_again(work_root):
     aheads.begin(settings)
     assert aheads.held is not first and aheads.begun == 2 and aheads.held.begun.worker.alive
     aheads.close()
+
+
+def test_a_build_whose_exit_is_seen_before_its_exit_status_still_begins_the_next_sandbox(work_root, tmp_path):
+    """The server begins the next build's sandbox when a build answers (its exit status read);
+    a child that exits in the same moment may be reaped first, its answer taken from its exit:
+    the sandbox is begun then."""
+    import socket
+
+    from mcpp.engine.server import daemon, warm
+
+    hooks = warm.Hooks(str(tmp_path), "test", str(tmp_path))
+    server = daemon.Server("test", str(tmp_path), str(tmp_path), command=lambda argv, memory: None, hooks=hooks)
+    hooks.last_sandbox = (None, work_root, ())
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    conn, client = socket.socketpair()
+    done_r, done_w = os.pipe()
+    os.close(done_w)
+    build = daemon._Build(conn, pid, None, done=done_r)
+    server.running[pid] = build
+    try:
+        server._finish(build)
+        assert server.aheads.held is not None and server.aheads.begun == 1
+    finally:
+        server.aheads.close()
+        client.close()
+        for held in (server.noops, server.sources, server.selector, server.listener):
+            held.close()
+        hooks.watcher.close()
