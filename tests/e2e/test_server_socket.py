@@ -55,7 +55,15 @@ def _address(mcpp, root, env) -> str:
 
 
 def _open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
+    """The server's open sockets: what connections hold (its other descriptors come and go with
+    its builds: the sandbox it begins ahead holds pipes and a pidfd, engine/server/sandbox_ahead.py)."""
+    count = 0
+    for name in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            count += os.readlink(f"/proc/{pid}/fd/{name}").startswith("socket:")
+        except OSError:  # closed meanwhile
+            pass
+    return count
 
 
 def _settled_fds(pid: int, want: int, seconds: float = 3.0) -> int:
