@@ -603,11 +603,15 @@ class Server:
 
     # -- the sandbox begun ahead (sandbox_ahead.py) ----------------------------------------------
 
-    def _begin_ahead(self) -> None:
-        """A build answered its client: begin the sandbox the next one will want, while this
-        build's child winds down and the next command starts."""
-        if self.hooks is not None and not self.stopping:
+    def _answered_ok(self) -> None:
+        """A build answered its client with success (its exit status, or its exit where that
+        came first): begin the sandbox the next one will want, and read back the state files it
+        saved, while this build's child winds down and the next command starts."""
+        if self.hooks is None:
+            return
+        if not self.stopping:
             self.aheads.begin(self.hooks.last_sandbox)
+        self.later.append(self.hooks.on_reply)
 
     def _handed_over(self, ahead) -> None:
         """In the server, once a fork took `ahead` (or None): let go of it, reap its worker later."""
@@ -697,9 +701,7 @@ class Server:
         if status:
             self._reply_once(build, {"exit": status[0]})
             if status[0] == 0:
-                self._begin_ahead()
-                if self.hooks is not None:
-                    self.later.append(self.hooks.on_reply)
+                self._answered_ok()
 
     def _close_done(self, build: _Build) -> None:
         if build.done is not None:
@@ -747,7 +749,7 @@ class Server:
         answered_here = not build.replied  # its exit was seen before its exit status was read
         self._reply_once(build, message)
         if answered_here and message.get("exit") == 0:
-            self._begin_ahead()  # as `_on_done` would have
+            self._answered_ok()
         if self.hooks is not None:  # after the reply, and after any request already waiting
             self.later.append(functools.partial(self._in_steps, self.hooks.after_build(build.pid, message)))
         if message.get("exit") == 0 and build.request is not None:
