@@ -9,7 +9,6 @@ here is not registered at all; one named here whose click command is missing sto
 start-up (`module:attr`: when it is run; tests/unit/engine/test_command_table.py resolves every
 row). Plain tuples, nothing imported: the client reads this before anything else.
 """
-from __future__ import annotations
 
 COMMANDS: tuple[tuple[str, str, bool], ...] = (
     ("build", "build_cmd", True),

@@ -6,7 +6,6 @@ client names its server after the workspace root it guesses the same way (`serve
 All of them walk the same directories in the same order through `manifests_above`.
 Standard library only: the server's client runs it before the engine is imported.
 """
-from __future__ import annotations
 
 import os
 from _collections_abc import Iterator  # what `collections.abc` re-exports, already loaded

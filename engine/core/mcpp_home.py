@@ -6,7 +6,6 @@ is imported) and the warm server's client (`engine/server/paths.py`, which names
 a home). One answer keeps them on one home; standard library only, so the two fast paths pay
 no import for it.
 """
-from __future__ import annotations
 
 import os
 from _collections_abc import Mapping  # what `collections.abc` re-exports, already loaded
