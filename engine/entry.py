@@ -57,15 +57,31 @@ def main() -> None:
         from .build.memory import NoMemory
         from .cli.dispatch import main as cli_main
         from .core.command_clock import process_started
+
+        memory = bequeathing = None
+        if server_starts:  # what this build learns is left to the server started after it
+            from .cli.request_key import request_key
+            from .server.bequest import Bequeathing, path_of
+
+            first = server_starts[0]
+            memory = bequeathing = Bequeathing(begun, request_key(first.request), int(first.request["started"] * 1e9),
+                                               path_of(first.home, first.ident, os.getpid()))
     finally:
         gc.freeze()
         gc.enable()
     code_cache.save()
+    code = 1
     try:
-        cli_main(memory=NoMemory(begun), started=process_started())
+        cli_main(memory=memory or NoMemory(begun), started=process_started())
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else int(e.code is not None)
+        raise
     finally:
         if begun is not None:
             begun.close()
+        if bequeathing is not None:
+            bequeathing.leave(code)
         for start in server_starts:
             start()
 
@@ -79,15 +95,20 @@ def serve(ident: str, root: str, home: str, ready: str | None = None, after: str
         from .server.client import awaits_start
 
         if not awaits_start(ident, int(after)):
+            from .server.bequest import discard, path_of
+
+            discard(path_of(home, ident, int(after)))  # another server serves: what was left is no one's
             return
     from .core.dataclass_code import install
 
     code_cache = install()
     from .cli import app  # noqa: F401 - every command line but a plain build is click's: imported once, here
     from .cli.dispatch import main as cli_main
+    from .cli.request_key import request_key
     from .server import daemon, warm
 
     warm.preload()
     code_cache.save()
-    daemon.main(ident, root, home, cli_main, warm.Hooks(root, ident, home),
-                ready=int(ready) if ready else None, later=(warm.preload_later,))
+    daemon.main(ident, root, home, cli_main, warm.Hooks(root, ident, home, request_key),
+                ready=int(ready) if ready else None, later=(warm.preload_later,),
+                started_by=int(after) if after else None)

@@ -56,6 +56,12 @@ SHORTCUTS: tuple[Shortcut, ...] = (
              ("mcpp.engine.server.plan_memo:PlanMemo.plan",),
              "a file created, deleted, renamed or re-moded in a package tree; another graph, toolchain, "
              "profile or target directory; a rewritten file that scans to other module facts or includes"),
+    Shortcut("bequeathed plan", "mcpp.engine.server.bequest",
+             "the first server build's planning after an in-process build (its plan, globs and knowledge handed on)",
+             ("mcpp.engine.server.bequest:rewritten",),
+             "a file under the package roots stamped (ctime) in or after the second the build began that the "
+             "plan did not read or glob, or below a directory so stamped; a file the plan read that is gone; "
+             "another request (options that only change what is printed aside); then the remembered plan's checks"),
     Shortcut("remembered globs", "mcpp.engine.manifest.globs",
              "walking the directories of a source glob",
              ("mcpp.engine.manifest.globs:Expansions.expand",),

@@ -51,7 +51,7 @@ def wanted(argv: list[str]) -> tuple[str, str | None] | None:
 
 
 def route(argv: list[str], unserved: Callable[[], bool] = lambda: False,
-          start_later: Callable[[Callable[[], None]], None] | None = None) -> int | None:
+          start_later: Callable[["ServerStart"], None] | None = None) -> int | None:
     """The exit code of the build the server ran for `argv`, or None: build in process.
     `unserved()` runs when no server is up, before one is started; True means it answered the
     command (the no-op fast path) and the exit code is 0. Where no server is up and none is
@@ -131,7 +131,7 @@ class _Signals:
 
 
 def _run(ident: str, root: str, home: str, request: dict, unserved: Callable[[], bool], signals: _Signals,
-         start_later: Callable[[Callable[[], None]], None] | None) -> int:
+         start_later: Callable[["ServerStart"], None] | None) -> int:
     for _attempt in range(3):
         sock = connect(ident)
         if sock is None:
@@ -139,7 +139,7 @@ def _run(ident: str, root: str, home: str, request: dict, unserved: Callable[[],
                 return 0
             unserved = lambda: False  # noqa: E731 - asked once
             if os.environ.get(START_ENV, "") != "wait":
-                start = lambda: _start_in_background(ident, root, home)  # noqa: E731
+                start = ServerStart(ident, root, home, request)
                 if start_later is not None:
                     start_later(start)
                 else:
@@ -168,6 +168,20 @@ def _run(ident: str, root: str, home: str, request: dict, unserved: Callable[[],
             raise _Lost(f"the mcpp server stopped before the command finished (see {log_file(ident, home)})", 1)
         raise _Lost(f"the mcpp server answered {reply!r}", 1)
     raise _Fallback("the mcpp server kept restarting")
+
+
+class ServerStart:
+    """A server's start in the background, for now or for when the `mcpp` process's command is
+    done (engine/entry.py), with the request that command runs in process: its build leaves the
+    server what it learned (server/bequest.py)."""
+
+    __slots__ = ("ident", "root", "home", "request")
+
+    def __init__(self, ident: str, root: str, home: str, request: dict) -> None:
+        self.ident, self.root, self.home, self.request = ident, root, home, request
+
+    def __call__(self) -> None:
+        _start_in_background(self.ident, self.root, self.home)
 
 
 def connect(ident: str) -> "_socket.socket | None":

@@ -839,10 +839,13 @@ def _places(*paths: str) -> tuple[tuple[int, int] | None, ...]:
 
 
 def main(ident: str, root: str, home: str, command: Callable[..., None], hooks=None,
-         ready: int | None = None, later: tuple[Callable[[], None], ...] = ()) -> None:
+         ready: int | None = None, later: tuple[Callable[[], None], ...] = (), started_by: int | None = None) -> None:
     """Detached already (the client starts it in a new session); runs until idle or stopped.
     `ready`: a pipe to write one byte on once the socket listens (closed in any case); `later`:
-    tasks for when the first build has started and no request waits (imports it may not need)."""
+    tasks for when the first build has started and no request waits (imports it may not need);
+    `started_by`: the pid of the in-process command that started it, whose bequest (bequest.py)
+    is taken in once the socket listens and before any request is served (one that comes
+    meanwhile waits in the socket's backlog: its build is then given the plan)."""
     from .paths import log_file
 
     try:
@@ -865,6 +868,9 @@ def main(ident: str, root: str, home: str, command: Callable[..., None], hooks=N
             os.close(ready)  # the client stops waiting: it connects to whichever server listens
     log(f"serving {root} (version {server.version})")
     try:
+        if hooks is not None and started_by is not None:
+            for _ in hooks.bequeathed(started_by):
+                pass
         server.serve()
     finally:
         server._stop_listening()

@@ -18,6 +18,7 @@ In process (no server) nothing is given and the build simply plans (engine/build
 """
 from __future__ import annotations
 
+import json
 import os
 import pickle
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ class Entry:
 
 @dataclass
 class Given:
+    """What a server gives a build child of the last build of the same request (warm.py)."""
     entry: Entry
     changed: set[str]  # files whose contents were rewritten since `entry`'s build began
     knowledge: Knowledge | None = None  # what the previous build of this request ended with
@@ -55,6 +57,11 @@ REUSED = b"reused"
 SAME = b"same"
 
 
+def same_request(request: dict) -> str:
+    """A request's key, word for word (engine/cli/request_key.py reads the command line's options)."""
+    return json.dumps([request["argv"], request["cwd"], sorted(request["env"].items()), request["umask"]], default=repr)
+
+
 def likely_work(given: Given | None) -> bool:
     """Whether a build given `given` will probably run an action, because the watcher saw a file
     change since the last build of the same request, or there is no such build to go by."""
@@ -64,11 +71,27 @@ def likely_work(given: Given | None) -> bool:
 class PlanMemo:
     """A build child's plan memory: what the server gave it (`given`; None: no earlier build of
     the same request to go by) and what its planning produced: the new entry, pickled at once
-    (the build that follows must not be able to change what is remembered), or REUSED."""
+    (the build that follows must not be able to change what is remembered), or REUSED.
+    `deferred`: pickled when first asked for instead (server/bequest.py: an in-process build,
+    whose first compile must not wait for it; a plan's actions are frozen, and the build sets
+    only its `compile_commands_json`, an encoding of what the plan holds)."""
 
-    def __init__(self, given: Given | None) -> None:
+    def __init__(self, given: Given | None, deferred: bool = False) -> None:
         self.given = given
-        self.produced: bytes | None = None
+        self.deferred = deferred
+        self._produced: bytes | None = None
+        self._entry: Entry | None = None  # made, not yet pickled (`deferred`)
+
+    @property
+    def produced(self) -> bytes | None:
+        entry, self._entry = self._entry, None
+        if entry is not None:
+            self._produced = _pickled(entry)
+        return self._produced
+
+    @produced.setter
+    def produced(self, value: bytes | None) -> None:
+        self._entry, self._produced = None, value
 
     def likely_work(self) -> bool:
         return likely_work(self.given)
@@ -76,7 +99,7 @@ class PlanMemo:
     def unchanged(self, execroot: str) -> Unchanged | None:
         """When the plan was the given one: what the previous build left, else None."""
         given = self.given
-        if self.produced == REUSED and given is not None and given.knowledge is not None:
+        if self._produced == REUSED and given is not None and given.knowledge is not None:
             return Unchanged(given.knowledge, _touched(given, execroot), given.proven)
         return None
 
@@ -87,7 +110,7 @@ class PlanMemo:
         behind the checks of the units before it."""
         ids = [a.id for a in actions]
         given = self.given
-        if self.produced != REUSED or given is None or not given.changed:
+        if self._produced != REUSED or given is None or not given.changed:
             return ids
         changed = _touched(given, execroot)
         # A source's edit names its compile among the declared inputs (a few per action); only an
@@ -117,7 +140,7 @@ class PlanMemo:
             return make(scan, includes)
         given = self.given
         if given is not None and given.entry.context == key and _scans_hold(given, scan, includes):
-            self.produced = REUSED
+            self._produced = REUSED
             return given.entry.plan
         scanned: dict[str, object] = {}
         included: dict[str, object] = {}
@@ -134,12 +157,19 @@ class PlanMemo:
             return result
 
         result = make(recording_scan, recording_includes if includes is not None else None)
-        try:
-            self.produced = pickle.dumps(Entry(result, key, [p.root for p in graph.order], scanned, included),
-                                         protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # noqa: BLE001 - a plan that does not pickle is planned again next time
-            self.produced = None
+        entry = Entry(result, key, [p.root for p in graph.order], scanned, included)
+        if self.deferred:
+            self._entry = entry
+        else:
+            self._produced = _pickled(entry)
         return result
+
+
+def _pickled(entry: Entry) -> bytes | None:
+    try:
+        return pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - a plan that does not pickle is planned again next time
+        return None
 
 
 def _touched(given: Given, execroot: str) -> set[str]:

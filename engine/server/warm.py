@@ -22,16 +22,15 @@ daemon.py takes it in when no request is waiting.
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import pickle
 import signal
 import sys
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from . import known_watch, plan_memo, spare, state_memo
+from . import bequest, known_watch, plan_memo, spare, state_memo
 from ..build.build_outputs import compile_commands_json
 from ..core.lazy_re import compile_deferred
 from ..plan.model import Plan
@@ -39,6 +38,7 @@ from ..state.unchanged import Knowledge
 from ..exec.sandbox_warm_up import SandboxAhead, SandboxWarmUp
 from .child_memory import ChildMemory, HandOff
 from .paths import server_dir
+from .plan_memo import same_request
 from .watcher import StatScan, make_watcher
 
 # Imported lazily by the command line on the paths a build takes; the server pays once.
@@ -77,10 +77,6 @@ def _watch_key(key: str) -> str:
     return "known " + key  # apart from the no-op records' keys (their files' paths)
 
 
-def request_key(request: dict) -> str:
-    return json.dumps([request["argv"], request["cwd"], sorted(request["env"].items()), request["umask"]])
-
-
 @dataclass
 class _Held:
     """What the last build of a request left, and since when the watcher speaks for it."""
@@ -91,13 +87,16 @@ class _Held:
     watched: frozenset  # the roots the watcher covered from `token` on
     proof: known_watch.Proof | None = None  # the knowledge's files, watched since checked
     sandbox: tuple | None = None  # the sandbox settings it used (engine/exec/sandbox_warm_up.py)
+    # files rewritten before `token` but after that build began (a bequest's, bequest.py)
+    rewritten: frozenset = frozenset()
 
 
 class Hooks:
     """The daemon's calls around each build (daemon.py)."""
 
-    def __init__(self, root: str, ident: str, home: str):
+    def __init__(self, root: str, ident: str, home: str, request_key: Callable[[dict], str] = same_request):
         self.ident, self.home = ident, home
+        self.request_key = request_key  # which earlier build's plan a request may take
         self.watcher = make_watcher()
         self.watcher.watch(root)
         self.entries: OrderedDict[str, _Held] = OrderedDict()  # request -> what its last build left
@@ -105,6 +104,7 @@ class Hooks:
         self.states: dict[state_memo.Paths, tuple[tuple, tuple]] = {}
         self.plans_reused = 0
         self.plans_made = 0
+        self.plans_bequeathed = 0  # plans taken from the in-process build that started the server
         self.states_loaded = 0  # state files read back after a build that saved them
         self.proofs_refreshed = 0  # knowledge handed back unchanged: only its touched files checked again
         self._next: tuple[str, object, frozenset] | None = None
@@ -134,7 +134,7 @@ class Hooks:
         self._next = None
         self._given = None
         self.changes = None
-        key = request_key(request)
+        key = self.request_key(request)
         token = self.watcher.token()
         self.changes = self._changes(key)
         self._given = self.given(self.changes)
@@ -155,7 +155,7 @@ class Hooks:
             self._forget(key)
             return None
         proven = known_watch.given(self.files_watch, held.proof) if held.proof is not None else None
-        return key, changes.files, None if proven is None else proven[1]
+        return key, changes.files | held.rewritten, None if proven is None else proven[1]
 
     def given(self, changes: tuple | None) -> plan_memo.Given | None:
         """What a build child is given: the last build's plan, knowledge, proofs, globs and
@@ -197,7 +197,27 @@ class Hooks:
             return
         if not isinstance(handoff, HandOff):
             return
-        if message.get("exit") == 0 and handoff.sandbox is not None:
+        yield from self._take_in(handoff, message.get("exit") == 0, key, token, watched, generation)
+
+    def bequeathed(self, pid: int) -> Iterator[None]:
+        """Take in what the in-process build of command `pid`, which started this server, left
+        it (bequest.py), as a build child's hand-off, once the walk of the roots since that build
+        began says what it may be given with: from here on, the watcher says the rest."""
+        found = bequest.take(bequest.path_of(self.home, self.ident, pid))
+        if found is None:
+            return
+        self.generation += 1
+        token = self.watcher.token()  # before the walk: a change during it is the watcher's
+        yield from self._take_in(found.handoff, found.exit == 0, found.key, token, frozenset(self.watcher.roots),
+                                 self.generation, lambda entry: bequest.rewritten(found, entry, self.watcher.roots))
+
+    def _take_in(self, handoff: HandOff, succeeded: bool, key: str | None, token, watched: frozenset,
+                 generation: int, check: Callable[[plan_memo.Entry], set[str] | None] | None = None
+                 ) -> Iterator[None]:
+        """`after_build`'s steps from the hand-off on; `check`, for a new plan: the files rewritten
+        since its build began that the watcher did not see, or None: keep nothing."""
+        rewritten: frozenset = frozenset()
+        if succeeded and handoff.sandbox is not None:
             self.last_sandbox = handoff.sandbox
         for paths in dict.fromkeys(handoff.state):
             self._read_state(paths)
@@ -225,11 +245,18 @@ class Hooks:
                 entry = pickle.loads(data)
             except Exception:  # noqa: BLE001 - a damaged hand-off is a plan made again
                 return
-            self.plans_made += 1
             for root in entry.roots:
                 if not self.watcher.watch(root):  # out of inotify watches: scan instead
                     self._fall_back()
                     return
+            if check is not None:
+                seen = check(entry)
+                if seen is None:
+                    return
+                rewritten = frozenset(seen)
+                self.plans_bequeathed += 1
+            else:
+                self.plans_made += 1
         if isinstance(entry.plan, Plan):
             compile_commands_json(entry.plan)  # encoded now, while idle: the next build only compares
         proof = None
@@ -248,7 +275,7 @@ class Hooks:
                     self.proofs_refreshed += proof is not None
                 if proof is None:
                     proof = known_watch.arm(self.files_watch, _watch_key(key), knowledge, stats)
-        self.entries[key] = _Held(entry, token, knowledge, handoff.globs, watched, proof, handoff.sandbox)
+        self.entries[key] = _Held(entry, token, knowledge, handoff.globs, watched, proof, handoff.sandbox, rewritten)
         self.entries.move_to_end(key)
         while len(self.entries) > _KEPT:
             self._forget(next(iter(self.entries)))
@@ -305,7 +332,8 @@ class Hooks:
         return {"watcher": self.watcher.kind, "states_held": len(self.states), "states_loaded": self.states_loaded,
                 "proofs_refreshed": self.proofs_refreshed,
                 "plans_held": len(self.entries),
-                "plans_reused": self.plans_reused, "plans_made": self.plans_made}
+                "plans_reused": self.plans_reused, "plans_made": self.plans_made,
+                "plans_bequeathed": self.plans_bequeathed}
 
     # -- in the build child -------------------------------------------------------------------
 

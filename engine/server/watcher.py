@@ -106,7 +106,7 @@ class Changes:
         return "Changes(everything)" if self.everything else f"Changes({sorted(self.files)})"
 
 
-_ENGINE_WRITES = ("target", "compile_commands.json")  # directly under a root
+ENGINE_WRITES = ("target", "compile_commands.json")  # directly under a root
 
 
 def skipped(name: str) -> bool:
@@ -116,9 +116,23 @@ def skipped(name: str) -> bool:
 def _walk_dirs(root: str):
     yield root
     for dirpath, dirnames, _ in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not skipped(d) and not (dirpath == root and d in _ENGINE_WRITES))
+        dirnames[:] = sorted(d for d in dirnames if not skipped(d) and not (dirpath == root and d in ENGINE_WRITES))
         for d in dirnames:
             yield os.path.join(dirpath, d)
+
+
+def entries_under(root: str):
+    """(directory, entry) for every entry a watch of `root` looks at, directory by directory;
+    (directory, None) for one that cannot be read."""
+    for d in _walk_dirs(root):
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            yield d, None
+            continue
+        for e in entries:
+            if not (skipped(e.name) or (d == root and e.name in ENGINE_WRITES)):
+                yield d, e
 
 
 def _listing_digest(directory: str, root: bool, budget: int | None) -> tuple[bytes | None, int]:
@@ -130,7 +144,7 @@ def _listing_digest(directory: str, root: bool, budget: int | None) -> tuple[byt
             for e in it:
                 if budget is not None and len(entries) >= budget:
                     return None, len(entries) + 1
-                if skipped(e.name) or (root and e.name in _ENGINE_WRITES):
+                if skipped(e.name) or (root and e.name in ENGINE_WRITES):
                     continue
                 st = e.stat(follow_symlinks=False)
                 entries.append(f"{e.name}\0{int(e.is_dir(follow_symlinks=True))}\0{st.st_mode}")
@@ -215,7 +229,7 @@ class Inotify:
             return
         if directory is None or (name and skipped(name)):
             return
-        if directory in self.roots and name in _ENGINE_WRITES:
+        if directory in self.roots and name in ENGINE_WRITES:
             return
         path = os.path.join(directory, name) if name else directory
         if mask & (IN_DELETE_SELF | IN_MOVE_SELF):
@@ -320,23 +334,18 @@ class StatScan:
     def token(self) -> dict[str, tuple]:
         snapshot: dict[str, tuple] = {}
         for root in sorted(self.roots):
-            for d in _walk_dirs(root):
-                try:
-                    entries = list(os.scandir(d))
-                except OSError:
+            for d, e in entries_under(root):
+                if e is None:
                     snapshot[d] = ("unreadable",)
                     continue
-                for e in entries:
-                    if skipped(e.name) or (d == root and e.name in _ENGINE_WRITES):
-                        continue
-                    try:
-                        st = e.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if e.is_dir(follow_symlinks=False):  # its entries speak for it
-                        snapshot[e.path] = (st.st_mode, 0, 0, 0, 0)
-                    else:
-                        snapshot[e.path] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if e.is_dir(follow_symlinks=False):  # its entries speak for it
+                    snapshot[e.path] = (st.st_mode, 0, 0, 0, 0)
+                else:
+                    snapshot[e.path] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         return snapshot
 
     def since(self, token: dict[str, tuple]) -> Changes:

@@ -1,0 +1,135 @@
+"""A build run in process leaves its plan to the server it starts (engine/server/bequest.py):
+the server's first build plans no more, and whatever changed before the server watched is seen.
+
+`mcpp run` builds in process when no server is up; its program waits for a file `go` (beside
+the project: a file made in it would be a change of the tree's shape), and
+the server is started only once the command ends: an edit made while it waits comes after the
+build began and before any watcher, which is the walk's to find.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from e2e_support import write_tree
+
+pytestmark = pytest.mark.one_mode  # sets the server mode per build itself
+
+ON = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60", "MCPP_SERVER_START": "background",
+      "MCPP_NO_FAST_PATH": "1"}
+
+WAITER = {
+    "mcpp.toml": '[package]\nname = "waiter"\nversion = "0.1.0"\n',
+    "src/main.cpp": """
+        #include <chrono>
+        #include <cstdio>
+        #include <fstream>
+        #include <thread>
+        int said();
+        int main() {
+            std::ofstream("../running").close();
+            for (int i = 0; i < 1200 && !std::ifstream("../go"); ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            std::printf("%d\\n", said());
+        }
+    """,
+    "src/said.cpp": "int said() { return 1; }\n",
+}
+
+
+def _status(mcpp, root) -> dict:
+    res = mcpp("server", "status", cwd=root, env=ON)
+    assert res.code == 0, res.err
+    return {} if res.out.startswith("no server") else dict(line.split(": ", 1) for line in res.out.splitlines())
+
+
+def _run_in_process_then(mcpp, root, meanwhile) -> None:
+    """`mcpp run` with no server up: `meanwhile()` while its program runs (the build done, the
+    server not started), then the server it starts, listening."""
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home), **ON}
+    env.pop("TERM", None)  # as `mcpp(...)` runs it: the same request
+    run = subprocess.Popen([mcpp.exe, "run", "--message-format", "json"], cwd=root, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (root.parent / "running").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (root.parent / "running").exists()
+        meanwhile()
+    finally:
+        (root.parent / "go").touch()
+        out, err = run.communicate(timeout=120)
+    assert run.returncode == 0, err
+    deadline = time.monotonic() + 60
+    while not _status(mcpp, root) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _status(mcpp, root)
+
+
+@pytest.fixture
+def waiter(tmp_path, mcpp):
+    root = write_tree(tmp_path / "w", WAITER)
+    time.sleep(1.05 - time.time() % 1)  # written a second before the build: not a change made during it
+    yield root, mcpp
+    mcpp("server", "stop", cwd=root, env=ON)
+
+
+def test_the_servers_first_build_takes_the_plan_of_the_build_that_started_it(waiter):
+    root, mcpp = waiter
+    _run_in_process_then(mcpp, root, lambda: None)
+    status = _status(mcpp, root)
+    assert (status["plans_bequeathed"], status["builds"]) == ("1", "0")
+    (root / "src/said.cpp").write_text("int said() { return 2; }\n")
+    res = mcpp("run", "--message-format", "json", cwd=root, env=ON)
+    assert res.code == 0 and res.out.splitlines()[-1] == "2", res.err
+    assert res.executed("compile") == ["compile waiter:src/said.cpp"]
+    status = _status(mcpp, root)
+    assert (status["plans_made"], status["plans_reused"], status["builds"]) == ("0", "1", "1")
+    assert not list((mcpp.home / "server").glob("*.bequest"))  # taken, not left behind
+
+
+def test_a_source_edited_before_the_server_watched_is_built_again(waiter):
+    root, mcpp = waiter
+    _run_in_process_then(mcpp, root, lambda: (root / "src/said.cpp").write_text("int said() { return 3; }\n"))
+    assert _status(mcpp, root)["plans_bequeathed"] == "1"  # an edit of a file the plan read: kept
+    res = mcpp("run", "--message-format", "json", cwd=root, env=ON)
+    assert res.code == 0 and res.out.splitlines()[-1] == "3", res.err
+    assert res.executed("compile") == ["compile waiter:src/said.cpp"]
+    assert _status(mcpp, root)["plans_reused"] == "1"
+
+
+def test_a_source_created_before_the_server_watched_is_planned_and_built(waiter):
+    root, mcpp = waiter
+
+    def add_a_unit() -> None:
+        (root / "src/said.cpp").write_text("int more();\nint said() { return more(); }\n")
+        (root / "src/more.cpp").write_text("int more() { return 4; }\n")
+
+    _run_in_process_then(mcpp, root, add_a_unit)
+    assert _status(mcpp, root)["plans_bequeathed"] == "0"  # a file no plan read: nothing kept
+    res = mcpp("run", "--message-format", "json", cwd=root, env=ON)
+    assert res.code == 0 and res.out.splitlines()[-1] == "4", res.err
+    assert sorted(res.executed("compile")) == ["compile waiter:src/more.cpp", "compile waiter:src/said.cpp"]
+    assert _status(mcpp, root)["plans_made"] == "1"
+
+
+def test_a_build_traced_in_process_leaves_its_plan_to_the_next_untraced_one(tmp_path, mcpp):
+    """`--trace`, `-q`, `--message-format` change only what a build prints: the same request."""
+    root = write_tree(tmp_path / "w", {**WAITER, "src/main.cpp": "int said();\nint main() { return said() - 1; }\n"})
+    time.sleep(1.05 - time.time() % 1)
+    try:
+        first = mcpp("-q", "build", "--trace", str(tmp_path / "trace.json"), cwd=root, env=ON)
+        assert first.code == 0, first.err
+        deadline = time.monotonic() + 60
+        while not _status(mcpp, root) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (root / "src/said.cpp").write_text("int said() { return 2; }\n")
+        res = mcpp("build", "--message-format", "json", cwd=root, env=ON)
+        assert res.code == 0 and res.executed("compile") == ["compile waiter:src/said.cpp"], res.err
+        status = _status(mcpp, root)
+        assert (status["plans_bequeathed"], status["plans_made"], status["plans_reused"]) == ("1", "0", "1")
+    finally:
+        mcpp("server", "stop", cwd=root, env=ON)
