@@ -237,7 +237,10 @@ class Inotify:
         elif mask & _SHAPE:
             if mask & IN_ISDIR:
                 self._everything = self._serial
-                if mask & (IN_CREATE | IN_MOVED_TO):
+                # A new directory is watched from now on; so is one whose mode changed: one that
+                # could not be read when its parent was watched (`_add` passes over EACCES: the
+                # build then fails on it) may be readable now, and must not stay unwatched.
+                if mask & (IN_CREATE | IN_MOVED_TO | IN_ATTRIB):
                     for d in _walk_dirs(path):
                         if self._add(d):
                             self._dirty.add(d)  # listed at the next token: not known until then

@@ -3,6 +3,8 @@ scan answer the same question the same way."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -137,3 +139,38 @@ def test_many_events_in_one_directory_list_it_once(inotify_tree, monkeypatch):
             w.drain()  # the server reads events as they come
     assert w.since(t).everything
     assert listed == [str(root / "src")]
+
+
+# Run without the two capabilities that read past file modes (as the server of a user who is not
+# root runs; tests/e2e/test_hermetic_cache.py `unprivileged`): a directory of mode 000 then cannot
+# be watched, as for any user.
+_UNREADABLE_THEN_READABLE = """
+import os, sys
+from mcpp.engine.server.watcher import Inotify
+root = sys.argv[1]
+w = Inotify()
+assert w.watch(root)
+os.chmod(os.path.join(root, "src"), 0o755)  # readable again: watched from now on
+w.drain()
+t = w.token()
+os.chmod(os.path.join(root, "src", "a.cpp"), 0)
+print("everything" if w.since(t).everything else "nothing")
+"""
+
+
+def test_a_directory_unreadable_when_watched_is_watched_once_readable(tmp_path):
+    """The server of a build that failed on an unreadable source directory watches it once it
+    is readable again: a later change under it (here a file made unreadable) is not missed, and
+    the next build does not take the plan the last one made."""
+    from test_hermetic_cache import unprivileged
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/a.cpp").write_text("int a;\n")
+    os.chmod(tmp_path / "src", 0)
+    try:
+        res = subprocess.run([*unprivileged(), sys.executable, "-c", _UNREADABLE_THEN_READABLE, str(tmp_path)],
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        os.chmod(tmp_path / "src", 0o755)
+        os.chmod(tmp_path / "src/a.cpp", 0o644)
+    assert res.returncode == 0 and res.stdout.strip() == "everything", res.stderr
