@@ -72,21 +72,29 @@ class PlanMemo:
     """A build child's plan memory: what the server gave it (`given`; None: no earlier build of
     the same request to go by) and what its planning produced: the new entry, pickled at once
     (the build that follows must not be able to change what is remembered), or REUSED.
-    `deferred`: pickled when first asked for instead (server/bequest.py: an in-process build,
-    whose first compile must not wait for it; a plan's actions are frozen, and the build sets
-    only its `compile_commands_json`, an encoding of what the plan holds)."""
+    `deferred`: made and pickled when first asked for instead, the context's key too
+    (server/bequest.py: an in-process build, given nothing, whose first compile must wait
+    neither for the pickling nor for the compilers' answers that reading the context waits
+    for; a plan's actions are frozen, and the build sets only its `compile_commands_json`, an
+    encoding of what the plan holds)."""
 
     def __init__(self, given: Given | None, deferred: bool = False) -> None:
         self.given = given
         self.deferred = deferred
         self._produced: bytes | None = None
-        self._entry: Entry | None = None  # made, not yet pickled (`deferred`)
+        # `deferred`: (plan, graph, context, roots, scanned, included), not yet pickled
+        self._entry: tuple | None = None
 
     @property
     def produced(self) -> bytes | None:
-        entry, self._entry = self._entry, None
-        if entry is not None:
-            self._produced = _pickled(entry)
+        made, self._entry = self._entry, None
+        if made is not None:
+            result, graph, context, roots, scanned, included = made
+            try:
+                key = pickle.dumps((graph, *context()), protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # noqa: BLE001 - a context that does not pickle (or answer): nothing kept
+                return None
+            self._produced = _pickled(Entry(result, key, roots, scanned, included))
         return self._produced
 
     @produced.setter
@@ -133,15 +141,17 @@ class PlanMemo:
              includes: Callable | None, graph, context: Callable[[], tuple]) -> object:
         """`make(scan, includes)` or the given plan, when it provably equals what `make` would
         return. `context()` is everything besides `graph` planning reads."""
-        read = (graph, *context())  # outside the `try`: a compiler that fails to answer is the build's error
-        try:
-            key = pickle.dumps(read, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # noqa: BLE001 - something in the graph does not pickle: plan every time
-            return make(scan, includes)
-        given = self.given
-        if given is not None and given.entry.context == key and _scans_hold(given, scan, includes):
-            self._produced = REUSED
-            return given.entry.plan
+        key = b""
+        if not self.deferred:
+            read = (graph, *context())  # outside the `try`: a compiler that fails to answer is the build's error
+            try:
+                key = pickle.dumps(read, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # noqa: BLE001 - something in the graph does not pickle: plan every time
+                return make(scan, includes)
+            given = self.given
+            if given is not None and given.entry.context == key and _scans_hold(given, scan, includes):
+                self._produced = REUSED
+                return given.entry.plan
         scanned: dict[str, object] = {}
         included: dict[str, object] = {}
 
@@ -157,11 +167,11 @@ class PlanMemo:
             return result
 
         result = make(recording_scan, recording_includes if includes is not None else None)
-        entry = Entry(result, key, [p.root for p in graph.order], scanned, included)
+        roots = [p.root for p in graph.order]
         if self.deferred:
-            self._entry = entry
+            self._entry = (result, graph, context, roots, scanned, included)
         else:
-            self._produced = _pickled(entry)
+            self._produced = _pickled(Entry(result, key, roots, scanned, included))
         return result
 
 
