@@ -869,8 +869,11 @@ def main(ident: str, root: str, home: str, command: Callable[..., None], hooks=N
     log(f"serving {root} (version {server.version})")
     try:
         if hooks is not None and started_by is not None:
-            for _ in hooks.bequeathed(started_by):
-                pass
+            try:
+                for _ in hooks.bequeathed(started_by):
+                    pass
+            except Exception as e:  # noqa: BLE001 - only a head start: without it the first build plans
+                log(f"the bequest of {started_by} was not taken in: {e!r}")
         server.serve()
     finally:
         server._stop_listening()

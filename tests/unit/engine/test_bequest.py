@@ -3,6 +3,7 @@ the server's walk of the roots lets it keep, and the request a plan serves."""
 from __future__ import annotations
 
 import os
+import pickle
 import time
 
 from mcpp.engine.server import bequest
@@ -104,3 +105,11 @@ def test_the_same_request_whatever_the_build_prints():
     assert key("build", "-j", "1") != plain
     assert key("build", "-j", "2", env={"A": "2"}) != plain
     assert key("run", "--trace", "t.json") != key("run")  # a line only click reads: word for word
+
+
+def test_a_damaged_or_foreign_bequest_is_none_and_removed(tmp_path):
+    path = tmp_path / "x-1.bequest"
+    for data in (b"not a pickle", pickle.dumps({"plan": "of someone else"})):
+        path.write_bytes(data)
+        assert bequest.take(str(path)) is None and not path.exists()
+    assert bequest.take(str(path)) is None  # none at all
