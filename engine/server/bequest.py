@@ -26,7 +26,6 @@ used again) is judged by the same walk against its own start time.
 from __future__ import annotations
 
 import os
-import pickle
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -93,20 +92,14 @@ class Bequeathing(NoMemory):
     def leave(self, code: int) -> None:
         """Write the bequest (`code`: the command's exit status) whole, or none at all: a server
         without one plans its first build itself."""
-        tmp = f"{self.path}.tmp"
-        from .child_memory import HandOff  # after the build: its imports (traceback) are not a first build's
+        from .child_memory import HandOff, hand  # after the build: its imports (traceback) are not a first build's
 
-        try:
+        def bequest() -> Bequest:
             knowledge = self._knowledge() if self._knowledge is not None else None
             handoff = HandOff(self.plans.produced, tuple(self.opened), knowledge, self._sandbox, self.globs.made)
-            data = pickle.dumps(Bequest(self.key, self.began_ns, code, handoff), protocol=pickle.HIGHEST_PROTOCOL)
-            os.makedirs(os.path.dirname(tmp), exist_ok=True)  # a first command's: made before the server's start
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, self.path)
-        except Exception:  # noqa: BLE001 - only a head start for the server: any failure leaves none
-            discard(tmp)
+            return Bequest(self.key, self.began_ns, code, handoff)
+
+        hand(self.path, bequest)
 
 
 def discard(path: str) -> None:
@@ -118,20 +111,10 @@ def discard(path: str) -> None:
 
 def take(path: str) -> Bequest | None:
     """The bequest at `path`, removed; None where there is none (or not one)."""
-    from .child_memory import HandOff
+    from .child_memory import HandOff, taken
 
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    finally:
-        discard(path)
-    try:
-        bequest = pickle.loads(data)
-    except Exception:  # noqa: BLE001 - damaged: the first build plans
-        return None
-    return bequest if isinstance(bequest, Bequest) and isinstance(bequest.handoff, HandOff) else None
+    bequest = taken(path, Bequest)
+    return bequest if bequest is not None and isinstance(bequest.handoff, HandOff) else None
 
 
 def rewritten(bequest: Bequest, entry: Entry, roots: Iterable[str]) -> set[str] | None:

@@ -9,8 +9,11 @@ dies with it.
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import pickle
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from . import state_memo
 from ..build.memory import open_state
@@ -29,6 +32,41 @@ class HandOff:
     knowledge: Knowledge | bytes | None  # what it ended with (engine/state/unchanged.py); SAME: the one given
     sandbox: tuple | None  # the sandbox settings it used (engine/exec/sandbox_warm_up.py)
     globs: dict  # the source glob expansions it made (manifest/globs.py)
+
+
+def hand(path: str, make: Callable[[], Any]) -> None:
+    """Write what `make()` returns, pickled, to the hand-off file at `path` whole (a private
+    temporary file, renamed), or nothing at all: a hand-off is only a head start for the server."""
+    tmp = f"{path}.tmp"
+    try:
+        value = make()
+        os.makedirs(os.path.dirname(tmp), exist_ok=True)  # a first command's: before the server made it
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except Exception:  # noqa: BLE001 - without it the next build plans and loads
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def taken(path: str, kind: type):
+    """The `kind` pickled in the hand-off file at `path` (a build child's, or an in-process
+    build's bequest, bequest.py), the file removed; None where there is none, or it holds
+    anything else (damaged, or another version's)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    try:
+        found = pickle.loads(data)
+    except Exception:  # noqa: BLE001 - damaged: nothing is taken from it
+        return None
+    return found if isinstance(found, kind) else None
 
 
 class ChildMemory:

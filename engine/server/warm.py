@@ -36,7 +36,7 @@ from ..core.lazy_re import compile_deferred
 from ..plan.model import Plan
 from ..state.unchanged import Knowledge
 from ..exec.sandbox_warm_up import SandboxAhead, SandboxWarmUp
-from .child_memory import ChildMemory, HandOff
+from .child_memory import ChildMemory, HandOff, hand, taken
 from .paths import server_dir
 from .plan_memo import same_request
 from .watcher import StatScan, make_watcher
@@ -188,14 +188,8 @@ class Hooks:
         self.generation += 1
         generation = self.generation
         key, token, watched = self.pending.pop(pid, (None, None, frozenset()))
-        path = self._handoff(pid)
-        try:
-            with open(path, "rb") as f:
-                handoff = pickle.load(f)
-            os.unlink(path)
-        except Exception:  # noqa: BLE001 - no hand-off (the build failed early) or a damaged one
-            return
-        if not isinstance(handoff, HandOff):
+        handoff = taken(self._handoff(pid), HandOff)
+        if handoff is None:  # no hand-off (the build failed early), or a damaged one
             return
         yield from self._take_in(handoff, message.get("exit") == 0, key, token, watched, generation)
 
@@ -389,14 +383,4 @@ class Hooks:
         """Tell the server what this build planned and which state files it opened."""
         if self.memory is None:
             return
-        path = self._handoff(os.getpid())
-        tmp = f"{path}.tmp"
-        try:
-            with open(tmp, "wb") as f:
-                pickle.dump(self.memory.hand_off(), f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        except Exception:  # noqa: BLE001 - only a cache: the next build plans and loads
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        hand(self._handoff(os.getpid()), self.memory.hand_off)
