@@ -184,6 +184,26 @@ class StatCache:
         self._since.add(path)
         self._dirty = True
 
+    def adopt(self, other: "StatCache") -> int:
+        """Take `other`'s entries for the paths this cache holds none of; how many were taken.
+
+        For a warm server whose build finds its cache file gone (`rm -rf target`) or rewritten
+        by a build outside the server: what the server loaded from the old file still names the
+        sources' digests. An entry is as good here as it was there: it passed the racy guard
+        against that file's write, and it is used only while the file's whole stat key (device,
+        inode, size, mtime, ctime) is the recorded one, so a file replaced or edited since is
+        hashed again. The next save checks every entry against its own write."""
+        entries = self._entries
+        taken = 0
+        for path, e in other._entries.items():
+            if path not in entries:
+                entries[path] = e
+                taken += 1
+        if taken:
+            self._dirty = True
+            self._guarded_at = None  # the next pass looks at every entry, the taken ones too
+        return taken
+
     def forget(self, path: str | os.PathLike[str]) -> None:
         if self._entries.pop(os.fspath(path), None) is not None:
             self._dirty = True

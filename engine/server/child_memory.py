@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import state_memo
-from ..build.memory import open_state
 from ..exec.after_reply import AfterReply
 from ..exec.sandbox_warm_up import SandboxWarmUp, fits
 from ..manifest.globs import Expansions
@@ -111,7 +110,7 @@ class ChildMemory:
         paths = (stat_cache, action_state, execroot, scan_cache)
         self.opened.append(paths)
         held = state_memo.held(self.states, paths)
-        return held if held is not None else open_state(*paths)
+        return held if held is not None else state_memo.reopen(self.states, paths)
 
     def expand(self, root: str, patterns, boundary: str | None = None) -> list[str]:
         return self.globs.expand(root, patterns, boundary)

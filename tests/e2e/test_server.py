@@ -289,6 +289,45 @@ def test_the_plan_is_reused_only_while_it_holds(served, watcher):
     assert run_and_status("changed\n")["plans_made"] == 4
 
 
+def test_a_rebuild_after_the_target_directory_is_removed_hashes_no_unchanged_source(served):
+    """`rm -rf target` removes the stat cache with the outputs; the server still holds what it
+    loaded from it (engine/server/state_memo.py: `reopen`), so the rebuild stats the sources,
+    restores every output from the action cache and reads no source to hash it (10,000 sources:
+    about a second). A file edited meanwhile has another stat: it is hashed again and built."""
+    import shutil
+
+    root, mcpp = served
+    env = {**ON, "MCPP_NO_FAST_PATH": "1"}
+
+    def build() -> tuple[dict, list[str]]:
+        res = mcpp("build", "--message-format", "json", cwd=root, env=env)
+        assert res.code == 0, res.err
+        done = next(e for e in res.events if e.get("reason") == "build-finished")
+        return done, res.executed()
+
+    def held_states() -> None:  # the server has read back the state files of the last build
+        deadline = time.monotonic() + 30
+        while int(_status(mcpp, root).get("states_held", 0)) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert int(_status(mcpp, root)["states_held"]) >= 1
+
+    build()  # in process; it starts the server
+    assert build()[0]["fresh"] >= 1  # through the server, which then holds its state files
+    held_states()
+    shutil.rmtree(root / "target")
+    done, ran = build()
+    assert ran == [] and done["cached"] == 2 and done["files_hashed"] == 0, done
+    assert subprocess.run([str(root / "target/dev/hello")], capture_output=True, text=True).stdout == "hello\n"
+
+    held_states()
+    time.sleep(0.02)  # a new stamp for the edit
+    (root / "src/greet.hpp").write_text('#pragma once\n#define GREETING "hello again"\n')
+    shutil.rmtree(root / "target")
+    done, ran = build()
+    assert ran == ["compile hello:src/main.cpp", "link hello:hello"] and done["files_hashed"] == 1, (done, ran)
+    assert subprocess.run([str(root / "target/dev/hello")], capture_output=True, text=True).stdout == "hello again\n"
+
+
 def test_a_build_that_saved_nothing_leaves_the_servers_state_as_it_is(served):
     """A no-op through the full engine writes no state file, so the server does not read its
     state back (a thousand units: tens of milliseconds a later build would wait behind)."""

@@ -283,3 +283,50 @@ def test_a_save_stamped_before_the_last_guard_checks_every_entry(tmp_path):
     c2._dirty = True
     c2.save()  # now, before `stamp - 1`: the entry is in this write's future
     assert c2.recorded(f) is None and c2.racy == 1
+
+
+def test_adopt_takes_anothers_entries_where_it_has_none_each_still_proven_by_its_stat(tmp_path):
+    """A warm server's build whose cache file is gone (`rm -rf target`) takes the server's
+    entries: an unchanged file is answered without hashing, an edited one is hashed again."""
+    kept, edited, new = tmp_path / "kept.cpp", tmp_path / "edited.cpp", tmp_path / "new.cpp"
+    for f in (kept, edited, new):
+        f.write_bytes(f"int {f.stem[0]};".encode())
+    old = StatCache(tmp_path / "old-stat")
+    for f in (kept, edited):
+        old.digest(f)
+    settle(tmp_path, kept, edited, new)
+    old.save()
+    old = StatCache(tmp_path / "old-stat")  # as the server holds it: loaded from its file
+    (tmp_path / "old-stat").unlink()
+    edited.write_bytes(b"int e = 2;")
+
+    fresh = StatCache(tmp_path / "stat")
+    assert fresh.digest(new) == digest_bytes(b"int n;")  # its own entry stays its own
+    assert fresh.adopt(old) == 2
+    assert fresh.digest(kept) == digest_bytes(b"int k;")
+    assert fresh.digest(edited) == digest_bytes(b"int e = 2;")
+    assert (fresh.hashed, fresh.hits) == (2, 1)  # new.cpp and the edit were read; kept.cpp was not
+    assert fresh.adopt(StatCache(tmp_path / "none")) == 0
+
+
+def test_adopted_entries_are_saved_and_checked_by_the_next_writes_racy_guard(tmp_path):
+    """What was taken is written with the cache (a later in-process build finds it), and the
+    save's guard looks at every entry again: an entry stamped at or after that write is not kept."""
+    f = tmp_path / "a.cpp"
+    f.write_bytes(b"int a;")
+    old = StatCache(tmp_path / "old-stat")
+    old.digest(f)
+    settle(tmp_path, f)
+    fresh = StatCache(tmp_path / "stat")
+    fresh.adopt(old)
+    fresh.save()
+    again = StatCache(tmp_path / "stat")
+    assert again.digest(f) == digest_bytes(b"int a;") and again.hashed == 0
+
+    late = StatCache(tmp_path / "late-stat", stat=lambda p: SimpleNamespace(  # stamped far in the future
+        st_dev=1, st_ino=2, st_size=6, st_mtime_ns=1 << 62, st_ctime_ns=1 << 62))
+    late.digest(f)
+    fresh = StatCache(tmp_path / "stat2")
+    fresh.adopt(late)
+    fresh.save()
+    assert fresh.recorded(os.fspath(f)) is None and fresh.racy == 1
