@@ -394,7 +394,52 @@ def machine(mcpp_python: str, ninja_bin: str, mcpp_bin: str) -> list[str]:
         f"gcc: {sh(['g++', '--version']).splitlines()[0]}",
         f"ninja: {sh([ninja_bin, '--version'])}; mcpp: {sh([mcpp_bin, '--version'])} at commit {commit} "
         "(plus uncommitted changes, if any)",
+        f"page cache reclaim: {page_reclaim()}",
     ]
+
+
+DAMON = "/sys/kernel/mm/damon/admin/kdamonds"
+
+
+def page_reclaim() -> str:
+    """Whether the kernel pages out file pages left unread for a while (DAMON's `pageout`
+    scheme): then a run that follows another system's minute-long build reads its own files
+    (a store's blobs, the interpreter's modules) from the disk again, which interleaved rows
+    pay and grouped ones mostly do not (bench/RESULTS.md, seventh session)."""
+    found = []
+    try:
+        for k in sorted(os.listdir(DAMON)):
+            kd = f"{DAMON}/{k}"
+            if not os.path.isdir(kd) or _read(f"{kd}/state") != "on":
+                continue
+            for c in sorted(os.listdir(f"{kd}/contexts")):
+                ctx = f"{kd}/contexts/{c}"
+                if not os.path.isdir(ctx):
+                    continue
+                aggr_s = int(_read(f"{ctx}/monitoring_attrs/intervals/aggr_us")) / 1e6
+                for sc in sorted(os.listdir(f"{ctx}/schemes")):
+                    scheme = f"{ctx}/schemes/{sc}"
+                    if os.path.isdir(scheme) and _read(f"{scheme}/action") == "pageout":
+                        idle = int(_read(f"{scheme}/access_pattern/age/min")) * aggr_s
+                        what = "file pages" if _anon_excluded(scheme) else "memory"
+                        found.append(f"DAMON pages out {what} unaccessed for {idle:.0f} s or more")
+    except (OSError, ValueError):
+        pass
+    return "; ".join(found) if found else "none found (no DAMON pageout scheme running)"
+
+
+def _anon_excluded(scheme: str) -> bool:
+    """A filter of the scheme keeps anonymous memory out: only the page cache is paged out."""
+    base = f"{scheme}/ops_filters"
+    if not os.path.isdir(base):
+        return False
+    return any(_read(f"{base}/{f}/type") == "anon" and _read(f"{base}/{f}/allow") == "N"
+               for f in os.listdir(base) if os.path.isdir(f"{base}/{f}"))
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read().strip()
 
 
 def report(b: Bench, rows, args, header: list[str]) -> str:
