@@ -453,7 +453,7 @@ class Server:
         # the sandbox begun ahead, for a build that will probably run something (a no-op's would
         # end it after its reply, and the server begin another)
         ahead = self.aheads.take() if self.hooks is None or self.hooks.likely_work() else None
-        pid = os.fork()
+        pid = self._fork(ahead, done_r, done_w)
         if pid == 0:
             # Everything the child has from the server is left out of its garbage collections: a
             # full one would walk (and write to, copying each page) the server's whole heap. What
@@ -547,7 +547,7 @@ class Server:
         done_r, done_w = os.pipe2(os.O_CLOEXEC)
         generation = self.hooks.generation
         ahead = self.aheads.take()
-        pid = os.fork()
+        pid = self._fork(ahead, done_r, done_w, ours, theirs)
         if pid == 0:
             gc.freeze()  # as a forked build child (`_start_build`)
             code = 1
@@ -600,6 +600,24 @@ class Server:
         self.selector.unregister(pidfd)
         os.close(pidfd)
         os.waitpid(spare.pid, 0)
+
+    def _fork(self, ahead, *made: int | socket.socket) -> int:
+        """`os.fork()` for a build child or a spare. Where no fork can be made (no memory, too
+        many processes), what was made for it (`made`: pipes, a socket pair) is closed and the
+        sandbox begun ahead that it was to take is held again for the next fork, not left
+        running unwatched until the server exits; the error goes on to the caller (the client
+        is answered by no one and builds in process)."""
+        try:
+            return os.fork()
+        except OSError:
+            for m in made:
+                if isinstance(m, socket.socket):
+                    m.close()
+                else:
+                    os.close(m)
+            if ahead is not None:
+                self.aheads.give_back(ahead)
+            raise
 
     # -- the sandbox begun ahead (sandbox_ahead.py) ----------------------------------------------
 

@@ -68,6 +68,11 @@ class SandboxesAhead:
         ahead, self.held = self.held, None
         return ahead
 
+    def give_back(self, ahead: SandboxAhead) -> None:
+        """The fork that took `ahead` could not be made: hold it again, for the next fork."""
+        self.close()  # none is held between a `take` and its fork; one would be ended
+        self.held = ahead
+
     def handed_over(self, ahead: SandboxAhead) -> int:
         """In the server, once the fork has it: let go of it; the pidfd to watch for the
         worker's end (`reap`)."""

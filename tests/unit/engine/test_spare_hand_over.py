@@ -2,12 +2,15 @@
 goes to the spare only while the spare's copy of the server's memory is current."""
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import socket
 import subprocess
 import threading
 import time
+
+import pytest
 
 from mcpp.engine.server import daemon, spare as spares, warm
 
@@ -120,4 +123,37 @@ def test_a_spare_is_forked_only_once_the_server_has_been_idle_a_moment(tmp_path,
             pass
         assert forks == [1]  # now it would fork one
     finally:
+        _close(server)
+
+
+def test_a_fork_that_cannot_be_made_leaks_nothing_and_keeps_the_sandbox_begun_ahead(tmp_path, monkeypatch):
+    """No fork (too many processes, no memory): the pipes and the socket pair made for it are
+    closed, and the sandbox begun ahead that it was to take over is held again for the next
+    fork, not left running unwatched until the server exits."""
+    server = _server(tmp_path)
+
+    def no_fork():
+        raise OSError(errno.EAGAIN, "no fork here")
+
+    monkeypatch.setattr(daemon.os, "fork", no_fork)
+    ahead = object()  # only handed from the server to a fork: a fork not made must not lose it
+    try:
+        server.builds_served = 1
+        server.accepting = True
+        server.last_active = time.monotonic() - daemon.SPARE_IDLE_S
+        assert server._spare_wanted()
+        server.aheads.held = ahead
+        before = sorted(os.listdir("/proc/self/fd"))
+        with pytest.raises(OSError):
+            server._keep_spare()
+        assert server.spare is None and server.aheads.held is ahead
+        assert sorted(os.listdir("/proc/self/fd")) == before
+        # A build request's fork (`_start_build`) takes the sandbox and its two pipe ends alike.
+        done_r, done_w = os.pipe2(os.O_CLOEXEC)
+        with pytest.raises(OSError):
+            server._fork(server.aheads.take(), done_r, done_w)
+        assert server.aheads.held is ahead
+        assert sorted(os.listdir("/proc/self/fd")) == before
+    finally:
+        server.aheads.held = None
         _close(server)
