@@ -51,6 +51,11 @@ SHORTCUTS: tuple[Shortcut, ...] = (
              "loading the stat cache, action records and scan cache",
              ("mcpp.engine.server.state_memo:held",),
              "a state file whose stat differs from the one the server loaded"),
+    Shortcut("carried stat cache", "mcpp.engine.server.state_memo",
+             "hashing again the files a removed or rewritten stat cache knew (after `rm -rf target`)",
+             ("mcpp.engine.server.state_memo:reopen", "mcpp.cas.statcache:StatCache.digest"),
+             "another (dev, inode, size, mtime, ctime) than the held entry's; an entry stamped no earlier "
+             "than the held file's write (dropped when the server loaded it); a path the new cache knows"),
     Shortcut("remembered plan", "mcpp.engine.server.plan_memo",
              "planning",
              ("mcpp.engine.server.plan_memo:PlanMemo.plan",),
