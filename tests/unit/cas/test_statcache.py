@@ -298,13 +298,13 @@ def test_adopt_takes_anothers_entries_where_it_has_none_each_still_proven_by_its
     old.save()
     old = StatCache(tmp_path / "old-stat")  # as the server holds it: loaded from its file
     (tmp_path / "old-stat").unlink()
-    edited.write_bytes(b"int e = 2;")
+    edited.write_bytes(b"int x;")  # the same size: only its stamps tell the held entry is stale
 
     fresh = StatCache(tmp_path / "stat")
     assert fresh.digest(new) == digest_bytes(b"int n;")  # its own entry stays its own
     assert fresh.adopt(old) == 2
     assert fresh.digest(kept) == digest_bytes(b"int k;")
-    assert fresh.digest(edited) == digest_bytes(b"int e = 2;")
+    assert fresh.digest(edited) == digest_bytes(b"int x;")
     assert (fresh.hashed, fresh.hits) == (2, 1)  # new.cpp and the edit were read; kept.cpp was not
     assert fresh.adopt(StatCache(tmp_path / "none")) == 0
 
