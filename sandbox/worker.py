@@ -50,6 +50,9 @@ A timeout is the executor's to enforce (it kills the action's processes and answ
 that passes. A worker runs one action at a time, for whichever thread took it (bwrap.py keeps
 the idle ones); its ``--die-with-parent`` is tied to the thread that started it, which must live
 as long as the worker is used (the scheduler's threads and the build's warm-up thread do).
+Closing a worker waits for bwrap and then for the namespace's first process (bwrap's child, in
+a session of its own, which --die-with-parent ends a moment later; bwrap names it on
+``--info-fd``): when `Worker.close` returns, no process of the worker runs.
 
 Only actions whose tools all live under the system roots use a bwrap worker (its mounts are
 fixed when it starts); others, and actions that ask for the network, run one bwrap each.
@@ -76,6 +79,8 @@ TREES_AT = "/.mcpp-sandbox"
 WORKER_CAPS = ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
 # how long past an action's own timeout the engine waits for the executor's answer
 GRACE_S = 10.0
+# how long closing a worker waits for its namespace's processes to end after bwrap's own exit
+NAMESPACE_END_S = 5.0
 
 # Runs as the worker's main process (argv: ns|dir, the request pipe's descriptor, the reply
 # pipe's). A request is a 4-byte length and a marshal'ed dict (`_frame`); a reply is one JSON line,
@@ -439,23 +444,33 @@ class Worker:
         requests_r, requests_w = os.pipe()
         replies_r, replies_w = os.pipe()
         fds = [str(requests_r), str(replies_w)]
+        passed = [requests_r, replies_w]
+        # Under bwrap, the namespace's first process is bwrap's child in a session of its own,
+        # which killing bwrap's group does not reach: it ends through --die-with-parent, a moment
+        # after bwrap. bwrap says its pid on --info-fd, so that `close` can wait for it too.
+        self._info: int | None = None
         if self.in_ns:
+            self._info, info_w = os.pipe()
+            os.set_blocking(self._info, False)
+            passed.append(info_w)
             shown = ["--ro-bind", trees, TREES_AT] if trees is not None else []
-            argv = [*prefix, *WORKER_CAPS, "--bind", slot, "/execroot", *shown, "--chdir", "/", "--",
+            argv = [*prefix, *WORKER_CAPS, "--info-fd", str(info_w), "--bind", slot, "/execroot", *shown,
+                    "--chdir", "/", "--",
                     PYTHON, "-I", "-S", "-c", EXECUTOR, "ns", *fds, *([TREES_AT] if trees is not None else [])]
         else:
             argv = [sys.executable, "-I", "-S", "-c", EXECUTOR, "dir", *fds]
         try:
             self.proc = subprocess.Popen(argv, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
-                                         pass_fds=(requests_r, replies_w), cwd="/")
+                                         pass_fds=passed, cwd="/")
         except BaseException:
-            for fd in (requests_w, replies_r):
-                os.close(fd)
+            for fd in (requests_w, replies_r, self._info):
+                if fd is not None:
+                    os.close(fd)
             raise
         finally:
-            os.close(requests_r)
-            os.close(replies_w)
+            for fd in passed:
+                os.close(fd)
         pool.track(self.proc)
         self._requests = os.fdopen(requests_w, "wb")
         self._replies: int | None = replies_r
@@ -475,6 +490,7 @@ class Worker:
         if self._replies is not None:
             os.close(self._replies)
             self._replies = None
+        self._forget_info()
         return self.proc
 
     def take_over(self, pidfd: int) -> None:
@@ -589,10 +605,13 @@ class Worker:
         return True
 
     def close(self) -> None:
+        """End the worker and every process in it: when this returns, none of them is running
+        (a zombie at most), so nothing of the worker outlives the build that closes it."""
         if self.proc.returncode is None:
             kill_group(self.proc.pid)
         try:
             self.proc.wait()
+            self._await_namespace_end()
         finally:
             self.pool.untrack(self.proc)
             try:
@@ -602,4 +621,32 @@ class Worker:
             if self._replies is not None:
                 os.close(self._replies)
                 self._replies = None
+            self._forget_info()
+
+    def _await_namespace_end(self) -> None:
+        """Once bwrap has exited, wait (up to NAMESPACE_END_S) for the namespace's first process,
+        which --die-with-parent ends: its exit comes after every other process in the namespace
+        has ended (the kernel ends them all when a pid namespace's init exits)."""
+        if self._info is None:
+            return
+        try:  # what bwrap wrote before it exited, if anything (a non-blocking read)
+            said = os.read(self._info, 4096)
+            child = json.loads(said)["child-pid"] if said else None
+        except (OSError, ValueError, KeyError, TypeError):
+            child = None
+        if not isinstance(child, int):
+            return
+        try:
+            pidfd = os.pidfd_open(child)
+        except OSError:  # already reaped
+            return
+        try:
+            select.select([pidfd], [], [], NAMESPACE_END_S)
+        finally:
+            os.close(pidfd)
+
+    def _forget_info(self) -> None:
+        if self._info is not None:
+            os.close(self._info)
+            self._info = None
 
