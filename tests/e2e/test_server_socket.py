@@ -54,21 +54,30 @@ def _address(mcpp, root, env) -> str:
             os.environ["XDG_RUNTIME_DIR"] = saved
 
 
-def _open_fds(pid: int) -> int:
-    """The server's open sockets: what connections hold (its other descriptors come and go with
-    its builds: the sandbox it begins ahead holds pipes and a pidfd, engine/server/sandbox_ahead.py)."""
+def _open_fds(pid: int, address: str) -> int:
+    """The server's sockets named by its address: its listener and the connections it accepted.
+    Its other descriptors come and go with its builds (the sandbox it begins ahead holds pipes and
+    a pidfd, engine/server/sandbox_ahead.py; a spare holds a socket pair, server/spare.py), so
+    only these say what connections hold."""
+    named = set()
+    with open("/proc/net/unix") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 8 and fields[7] == address:
+                named.add(f"socket:[{fields[6]}]")
     count = 0
     for name in os.listdir(f"/proc/{pid}/fd"):
         try:
-            count += os.readlink(f"/proc/{pid}/fd/{name}").startswith("socket:")
+            count += os.readlink(f"/proc/{pid}/fd/{name}") in named
         except OSError:  # closed meanwhile
             pass
     return count
 
 
-def _settled_fds(pid: int, want: int, seconds: float = 3.0) -> int:
+def _settled_fds(pid: int, address: str, want: int, seconds: float = 3.0) -> int:
     deadline = time.monotonic() + seconds
-    while (n := _open_fds(pid)) != want and time.monotonic() < deadline:
+    while (n := _open_fds(pid, address)) != want and time.monotonic() < deadline:
         time.sleep(0.05)
     return n
 
@@ -158,7 +167,7 @@ def test_a_malformed_request_leaves_no_descriptor_open(served):
         {"op": "status", "x": 1},
         ["not", "a", "map"],
     ]
-    baseline = _open_fds(pid)
+    baseline = _open_fds(pid, address)
     for message in malformed:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.connect(address)
@@ -178,7 +187,7 @@ def test_a_malformed_request_leaves_no_descriptor_open(served):
         protocol_send_raw(s, b"\0\0\0\x40abc", ends)
         for fd in ends:
             os.close(fd)
-    assert _settled_fds(pid, baseline) == baseline
+    assert _settled_fds(pid, address, baseline) == baseline
     assert mcpp("build", cwd=root, env=env).code == 0  # and it still serves
     assert _server_pid(mcpp, root, env) == pid
 
@@ -197,7 +206,7 @@ def test_a_client_that_sends_nothing_delays_no_other_build(served):
     assert mcpp("build", cwd=root, env=env).code == 0
     pid = _server_pid(mcpp, root, env)
     address = _address(mcpp, root, env)
-    baseline = _open_fds(pid)
+    baseline = _open_fds(pid, address)
     silent = []
     for _ in range(3):  # connected, silent (one of them mid-frame), and held open
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -206,6 +215,7 @@ def test_a_client_that_sends_nothing_delays_no_other_build(served):
     silent[0].send(b"\0\0")
     try:
         time.sleep(0.2)
+        assert _settled_fds(pid, address, baseline + 3) == baseline + 3  # the server holds each
         started = time.monotonic()
         res = mcpp("build", cwd=root, env={**env, "MCPP_NO_FAST_PATH": "1"})
         took = time.monotonic() - started
@@ -214,7 +224,7 @@ def test_a_client_that_sends_nothing_delays_no_other_build(served):
         # loaded machine room for the build itself.
         assert took < 9, f"a build behind three silent connections took {took:.1f} s"
         # the silent ones are dropped once their time to send a request is up
-        assert _settled_fds(pid, baseline, seconds=10) == baseline
+        assert _settled_fds(pid, address, baseline, seconds=10) == baseline
     finally:
         for s in silent:
             s.close()
@@ -230,7 +240,7 @@ def test_connections_that_never_finish_a_request_hold_a_bounded_share_of_the_ser
     assert mcpp("build", cwd=root, env=env).code == 0
     pid = _server_pid(mcpp, root, env)
     address = _address(mcpp, root, env)
-    baseline = _open_fds(pid)
+    baseline = _open_fds(pid, address)
     held = []
     try:
         huge = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -244,10 +254,10 @@ def test_connections_that_never_finish_a_request_hold_a_bounded_share_of_the_ser
             s.connect(address)
             held.append(s)
         time.sleep(0.5)
-        assert _open_fds(pid) <= baseline + daemon.MAX_INTAKES, _open_fds(pid) - baseline
+        assert _open_fds(pid, address) <= baseline + daemon.MAX_INTAKES, _open_fds(pid, address) - baseline
         res = mcpp("build", cwd=root, env={**env, "MCPP_NO_FAST_PATH": "1"})
         assert res.code == 0 and res.diagnostics == "", res.err
     finally:
         for s in held:
             s.close()
-    assert _settled_fds(pid, baseline, seconds=10) == baseline
+    assert _settled_fds(pid, address, baseline, seconds=10) == baseline
