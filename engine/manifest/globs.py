@@ -71,6 +71,53 @@ def expand(root: str, patterns: Sequence[str], boundary: str | None = None) -> l
     return _expand(root, patterns, boundary)
 
 
+def first(root: str, patterns: Sequence[str]) -> str | None:
+    """One file `expand(root, patterns)` returns, found by walking only as far as the first one
+    (each directory in name order, depth first): for a first build that starts one compile before
+    the whole tree is listed (engine/plan/planner.py). None where the quick look cannot be sure:
+    a pattern that walks nothing, a symlink on the way, a name that is not UTF-8, anything
+    unreadable; `expand` then says what is wrong, as it always does."""
+    try:
+        globs = [_compile(p) for p in patterns if not p.startswith("!")]
+        wanted = _union(tuple(p for p in patterns if not p.startswith("!")))
+        negative = _union(tuple(p[1:] for p in patterns if p.startswith("!")))
+        for g in globs:
+            for base, depth in g.walks:
+                real_base = os.path.join(os.path.realpath(root), base) if base else os.path.realpath(root)
+                if check_inside(os.path.join(root, base) if base else root, root) != real_base:
+                    return None  # `base` is, or lies under, a symlink: `expand`'s walk decides
+                found = _first_under(root, base, float("inf") if depth is None else depth, wanted, negative)
+                if found is not None:
+                    return found
+    except (ManifestError, OSError):
+        return None
+    return None
+
+
+def _first_under(root: str, d: str, left: float, wanted, negative) -> str | None:
+    files, dirs = [], []
+    with os.scandir(os.path.join(root, d) if d else root) as it:
+        for e in it:
+            rel = f"{d}/{e.name}" if d else e.name
+            if e.is_symlink():
+                raise OSError("a symlink: left to `expand`")
+            if e.is_file(follow_symlinks=False):
+                files.append(rel)
+            elif e.is_dir(follow_symlinks=False) and left > 1 and not e.name.startswith(".") \
+                    and (d or e.name != "target"):
+                dirs.append(rel)
+    for f in sorted(files):
+        if wanted is not None and wanted.fullmatch(f) and not (negative is not None and negative.fullmatch(f)):
+            if not f.isascii() or not os.access(os.path.join(root, f), os.R_OK):
+                return None
+            return f
+    for sub in sorted(dirs):
+        found = _first_under(root, sub, left - 1, wanted, negative)
+        if found is not None:
+            return found
+    return None
+
+
 class Expansions:
     """`expand` for a warm build server's build child (engine/server/child_memory.py): it
     remembers each expansion it made (`made`, handed back to the server), and answers from

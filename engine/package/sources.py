@@ -103,6 +103,23 @@ def package_sources(pkg: Package, expand: globs.Expand = globs.expand) -> list[S
     return out
 
 
+def first_source(pkg: Package) -> Source | None:
+    """One C++ source `package_sources(pkg)` holds, found without listing the whole package
+    (`globs.first`): the first build of a fresh home starts its compile while the rest is listed
+    and planned (engine/plan/planner.py). None for a package whose features name sources (what
+    they claim needs the whole listing) or where the quick look is not sure."""
+    m = pkg.manifest
+    if any(f.sources for f in m.features.values()):
+        return None
+    patterns = list(m.build.sources) if m.build.sources is not None else list(DEFAULT_GLOBS)
+    if m.lib_path:
+        patterns.append(m.lib_path)
+    path = globs.first(m.root, patterns)
+    if path is None or role_of(path, frozenset(device_extensions(pkg))) is not Role.CXX:
+        return None
+    return Source(PkgPath(path), Role.CXX)
+
+
 def _expand(pkg: Package, expand: globs.Expand, root: str, patterns: list[str],
             boundary: str | None = None) -> list[str]:
     """`expand`, a file it refuses (not a regular file, not UTF-8, unreadable) reported at the

@@ -71,6 +71,16 @@ class UnitMaker:
                 told(out[-1])
         return out
 
+    def alone(self, pkg: Package, src: Source) -> Unit | None:
+        """`src`'s unit as `make(pkg, [src, ...], "obj")` makes it, with nothing recorded
+        anywhere (`on_unit` is not told; a source whose scan needs a preprocessing action, or
+        fails, gives None: `make` deals with it)."""
+        try:
+            info = self.scan(os.path.join(pkg.root, src.path))
+        except (NeedsPreprocessor, McppError, OSError):
+            return None
+        return Unit(pkg, src, info, f"{self.ctx.work}/obj/{pkg.name}/{src.path}.o", f"compile {pkg.name}:{src.path}")
+
     def for_target(self, pkg: Package, target: TargetSpec, package_units: list[Unit]) -> list[Unit]:
         """The units of the sources `target` alone links (its `main` and `sources`). Without
         settings of its own a source compiles once, as the package's unit; with them (defines,

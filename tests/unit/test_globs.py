@@ -404,3 +404,37 @@ def test_the_union_of_patterns_differing_in_their_extension_is_one_alternative_m
         for path in paths:
             assert bool(union.fullmatch(path)) == any(r.fullmatch(path) for r in alone), (patterns, path)
     assert len(_union(tuple(DEFAULT_GLOBS)).pattern) < 3 * len(_compile(DEFAULT_GLOBS[0]).source)  # not fifteen
+
+
+# -- `first`: one file of the expansion, without listing the whole tree ---------------------------
+
+@pytest.mark.parametrize("patterns", [
+    ["src/**/*.cpp"], ["src/**/*.cpp", "!src/a.cpp"], ["src/x/**/*.cpp"], ["src/*/*.cpp"], ["**/*.hpp"],
+    ["lib/**/*.cpp", "!lib/a/**"], ["*.cc", "src/**/*.cpp"], ["{lib,src}/**/*.cpp"],
+])
+def test_first_is_a_file_the_expansion_holds_the_first_in_name_order(proj, patterns):
+    found = globs.first(proj, patterns)
+    everything = expand(proj, patterns)
+    assert found in everything
+    # each directory in name order, its files before its subdirectories
+    in_walk_order = [[(1, d) for d in f.split("/")[:-1]] + [(0, f.split("/")[-1])] for f in everything]
+    assert found.split("/") == [name for _, name in min(in_walk_order)]
+
+
+def test_first_skips_dot_directories_and_the_roots_target_as_the_walk_does(tmp_path):
+    root = tree(tmp_path, ".hidden/a.cpp", "target/a.cpp", "zz/a.cpp")
+    assert globs.first(root, ["**/*.cpp"]) == "zz/a.cpp" == expand(root, ["**/*.cpp"])[0]
+    assert globs.first(root, ["src/**/*.cpp"]) is None  # nothing there
+
+
+def test_first_leaves_links_and_odd_names_to_the_expansion(tmp_path):
+    """A symlink (to a file, a directory, or above the walk's base) or a name that is not ASCII:
+    the quick look says nothing, and `expand`'s checks (containment, UTF-8) decide."""
+    root = tree(tmp_path / "p", "src/b.cpp")
+    os.symlink("b.cpp", os.path.join(root, "src", "a.cpp"))
+    assert globs.first(root, ["src/**/*.cpp"]) is None
+    other = tree(tmp_path / "q", "real/a.cpp")
+    os.symlink("real", os.path.join(other, "src"))
+    assert globs.first(other, ["src/**/*.cpp"]) is None
+    odd = tree(tmp_path / "r", "src/\u00e9.cpp")
+    assert globs.first(odd, ["src/**/*.cpp"]) is None

@@ -220,6 +220,7 @@ def test_a_build_programs_object_joins_the_archive_and_its_artifact_runs_after_t
 
 def _handed(root, execroot):
     """The plan, and each compile the planner handed on: with how many sources it had scanned."""
+    from mcpp.engine.manifest import globs
     from mcpp.engine.package.layout import Layout
     from mcpp.engine.package.profiles import resolve_profile
     from mcpp.engine.plan.planner import Planner
@@ -235,9 +236,18 @@ def _handed(root, execroot):
         scanned.append(path)
         return scan(path, *a)
 
+    def listing(root, patterns, boundary=None):
+        listed.append(tuple(patterns))
+        return globs.expand(root, patterns, boundary)
+
     plan = Planner(graph, fake_toolchain("gcc"), profile, layout=layout, scan=counting_scan, includes=includes,
-                   first_compile=lambda a: handed.append((a, len(scanned)))).build()
+                   expand=listing, first_compile=lambda a: (handed.append((a, len(scanned))),
+                                                            listed_when_handed.append(len(listed)))).build()
     return plan, handed
+
+
+listed: list[tuple[str, ...]] = []  # what `_handed`'s planner expanded, in order
+listed_when_handed: list[int] = []  # how many expansions it had made when it handed a compile on
 
 
 def test_the_first_ordinary_compile_is_handed_on_as_soon_as_its_source_is_scanned(project, tmp_path):
@@ -249,6 +259,42 @@ def test_the_first_ordinary_compile_is_handed_on_as_soon_as_its_source_is_scanne
     assert [(a.id, n) for a, n in handed] == [("compile p:src/a.cpp", 1)]  # once, before b and main
     assert handed[0][0] == action(plan, "compile p:src/a.cpp")  # its header included
     assert any(p.endswith("src/a.h") for p in handed[0][0].may_read)
+
+
+def test_the_first_compile_is_handed_on_before_the_packages_sources_are_all_listed(project, tmp_path):
+    """A quick look (`globs.first`) finds a source before the glob lists the whole package (10,000
+    sources take tens of milliseconds): a first build's compile starts that much sooner."""
+    from mcpp.engine.core.conventions import DEFAULT_GLOBS
+
+    root = project({"mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+                    **{f"src/m{i}/u{j}.cpp": f"int u{i}_{j}() {{ return {j}; }}\n" for i in range(3) for j in range(3)},
+                    "src/main.cpp": "int main() { return 0; }\n"})
+    listed.clear()
+    listed_when_handed.clear()
+    plan, handed = _handed(root, tmp_path)
+    assert [(a.id, n) for a, n in handed] == [("compile p:src/main.cpp", 1)]  # the first in name order
+    assert handed[0][0] == action(plan, "compile p:src/main.cpp")
+    [before] = listed_when_handed
+    assert tuple(DEFAULT_GLOBS) not in listed[:before]  # handed on before the sources were listed
+    assert tuple(DEFAULT_GLOBS) in listed[before:]  # (only the header pool its compile may read was)
+
+
+def test_a_quick_look_that_finds_an_excluded_or_feature_source_hands_on_what_make_makes(project, tmp_path):
+    """`!` patterns are applied to the quick look; a package whose features name sources is
+    listed whole first (a feature's file may be one the build leaves out)."""
+    root = project({"mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n\n[build]\n'
+                                 'sources = ["src/**/*.cpp", "!src/a*.cpp"]\n',
+                    "src/a.cpp": "int a() { return 1; }\n", "src/b.cpp": "int b() { return 2; }\n",
+                    "src/main.cpp": "int main() { return 0; }\n"})
+    plan, handed = _handed(root, tmp_path)
+    assert [a.id for a, _ in handed] == ["compile p:src/b.cpp"]
+    assert "compile p:src/a.cpp" not in {a.id for a in plan.actions}
+    feature = project({"mcpp.toml": '[package]\nname = "q"\nversion = "0.1.0"\n\n[features]\n'
+                                    'fast = { sources = ["src/a.cpp"] }\n',
+                       "src/a.cpp": "int a() { return 1; }\n", "src/main.cpp": "int main() { return 0; }\n"},
+                      name="q")
+    plan, handed = _handed(feature, tmp_path / "q-exec")
+    assert [a.id for a, _ in handed] == ["compile q:src/main.cpp"]  # a.cpp is the feature's, off
 
 
 def test_a_module_unit_is_not_handed_on_the_next_ordinary_one_is(root, tmp_path):
