@@ -81,10 +81,10 @@ def first(root: str, patterns: Sequence[str]) -> str | None:
         globs = [_compile(p) for p in patterns if not p.startswith("!")]
         wanted = _union(tuple(p for p in patterns if not p.startswith("!")))
         negative = _union(tuple(p[1:] for p in patterns if p.startswith("!")))
+        real_root = os.path.realpath(root)
         for g in globs:
             for base, depth in g.walks:
-                real_base = os.path.join(os.path.realpath(root), base) if base else os.path.realpath(root)
-                if check_inside(os.path.join(root, base) if base else root, root) != real_base:
+                if os.path.realpath(os.path.join(root, base)) != os.path.normpath(os.path.join(real_root, base)):
                     return None  # `base` is, or lies under, a symlink: `expand`'s walk decides
                 found = _first_under(root, base, float("inf") if depth is None else depth, wanted, negative)
                 if found is not None:
@@ -107,7 +107,7 @@ def _first_under(root: str, d: str, left: float, wanted, negative) -> str | None
                     and (d or e.name != "target"):
                 dirs.append(rel)
     for f in sorted(files):
-        if wanted is not None and wanted.fullmatch(f) and not (negative is not None and negative.fullmatch(f)):
+        if wanted.fullmatch(f) and not (negative is not None and negative.fullmatch(f)):
             if not f.isascii() or not os.access(os.path.join(root, f), os.R_OK):
                 return None
             return f

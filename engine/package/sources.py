@@ -70,7 +70,7 @@ def package_sources(pkg: Package, expand: globs.Expand = globs.expand) -> list[S
     `expand`: how globs are expanded (a warm server's build child remembers them, manifest/globs.py)."""
     m = pkg.manifest
     device_exts = frozenset(device_extensions(pkg))
-    patterns = list(m.build.sources) if m.build.sources is not None else list(DEFAULT_GLOBS)
+    patterns = _declared_patterns(pkg)
     # Files a feature claims are built only with that feature, even when a broad glob names them.
     feature_only: set[str] = set()
     active_feature_files: set[str] = set()
@@ -82,8 +82,6 @@ def package_sources(pkg: Package, expand: globs.Expand = globs.expand) -> list[S
                 active_feature_files.update(matched)
             else:
                 feature_only.update(matched)
-    if m.lib_path:
-        patterns.append(m.lib_path)
     out = []
     for path in _expand(pkg, expand, m.root, patterns):
         if path in feature_only and path not in active_feature_files:
@@ -111,13 +109,20 @@ def first_source(pkg: Package) -> Source | None:
     m = pkg.manifest
     if any(f.sources for f in m.features.values()):
         return None
-    patterns = list(m.build.sources) if m.build.sources is not None else list(DEFAULT_GLOBS)
-    if m.lib_path:
-        patterns.append(m.lib_path)
-    path = globs.first(m.root, patterns)
+    path = globs.first(m.root, _declared_patterns(pkg))
     if path is None or role_of(path, frozenset(device_extensions(pkg))) is not Role.CXX:
         return None
     return Source(PkgPath(path), Role.CXX)
+
+
+def _declared_patterns(pkg: Package) -> list[str]:
+    """The globs of a package's sources before its features add theirs: `[build] sources` (or the
+    default ones under `src/`) and the library's path."""
+    m = pkg.manifest
+    patterns = list(m.build.sources) if m.build.sources is not None else list(DEFAULT_GLOBS)
+    if m.lib_path:
+        patterns.append(m.lib_path)
+    return patterns
 
 
 def _expand(pkg: Package, expand: globs.Expand, root: str, patterns: list[str],

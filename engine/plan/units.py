@@ -64,8 +64,7 @@ class UnitMaker:
         for src in sources:
             abs_path = os.path.join(pkg.root, src.path)
             info = self._scan(pkg, src, abs_path, kind == "test-obj") if src.role not in C_DRIVER_ROLES else ORDINARY
-            obj = f"{self.ctx.work}/{kind}/{pkg.name}/{src.path}.o"
-            out.append(Unit(pkg, src, info, obj, f"compile {pkg.name}:{src.path}"))
+            out.append(self._package_unit(pkg, src, info, kind))
             if self.on_unit is not None:
                 told, self.on_unit = self.on_unit, None
                 told(out[-1])
@@ -79,7 +78,11 @@ class UnitMaker:
             info = self.scan(os.path.join(pkg.root, src.path))
         except (NeedsPreprocessor, McppError, OSError):
             return None
-        return Unit(pkg, src, info, f"{self.ctx.work}/obj/{pkg.name}/{src.path}.o", f"compile {pkg.name}:{src.path}")
+        return self._package_unit(pkg, src, info, "obj")
+
+    def _package_unit(self, pkg: Package, src: Source, info: ModuleUnit, kind: str) -> Unit:
+        """`src` compiled with its package's own settings, into `kind`'s object directory."""
+        return Unit(pkg, src, info, f"{self.ctx.work}/{kind}/{pkg.name}/{src.path}.o", f"compile {pkg.name}:{src.path}")
 
     def for_target(self, pkg: Package, target: TargetSpec, package_units: list[Unit]) -> list[Unit]:
         """The units of the sources `target` alone links (its `main` and `sources`). Without
