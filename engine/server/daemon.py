@@ -43,7 +43,7 @@ from typing import Callable
 
 from mcpp.sandbox.lineage import inside_action
 
-from . import child, limits, protocol, registry
+from . import child, limits, own_pages, protocol, registry
 from . import spare as spares
 from ..core.config_file import ConfigError
 from ..exec.sandbox_warm_up import SandboxWarmUp
@@ -64,6 +64,11 @@ MAX_INTAKES = 16
 _PAUSE_S = 0.5  # how long accepting waits when the server is out of descriptors
 SPARE_IDLE_S = 0.1  # how long the server is idle before it forks a spare (spare.py)
 _FORWARDED = {"INT": signal.SIGINT, "TERM": signal.SIGTERM, "HUP": signal.SIGHUP, "QUIT": signal.SIGQUIT}
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Whether `sock` has something to read now (a spare: its request came)."""
+    return bool(select.select([sock], [], [], 0)[0])
 
 
 @dataclass
@@ -558,8 +563,10 @@ class Server:
                     os.close(done_r)
                     self._drop_descriptors()
                     child.prepare()
+                    asked = functools.partial(_readable, theirs)
                     # a request already waiting gets its build at once, which starts its own sandbox
-                    self.hooks.in_spare(warm=not select.select([theirs], [], [], 0)[0], ahead=ahead)
+                    self.hooks.in_spare(warm=not asked(), ahead=ahead)
+                    own_pages.take_pages(stop=asked)  # the server's pages, copied before the build needs them
                     request, fds, changes = spares.wait(theirs)
                 except spares.Ended:
                     self.hooks.end_spare()

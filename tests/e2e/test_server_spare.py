@@ -103,3 +103,31 @@ def test_stopping_the_server_ends_its_spare_and_removes_the_spares_sandbox(proje
         time.sleep(0.05)
     assert not alive(spare)
     assert _sandbox_dirs(mcpp.home) == []
+
+
+def _kib(path: str, field: str) -> int:
+    with open(path) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field} in {path}")
+
+
+@pytest.mark.skipif(tuple(int(x) for x in os.uname().release.split(".")[:2] if x.isdigit()) < (5, 14),
+                    reason="madvise(MADV_POPULATE_WRITE) came with Linux 5.14: an older kernel's spare takes "
+                           "its faults during the build")
+def test_a_spare_copies_the_servers_memory_while_it_waits(project, mcpp):
+    """engine/server/own_pages.py: the next build then reads the server's plan and state without a
+    copy-on-write fault per page (bench/RESULTS.md: half a no-op's time in the child)."""
+    _run(mcpp, project)
+    status = _status(mcpp, project)
+    spare = int(status["spare_pid"])
+    server_anon = _kib(f"/proc/{status['pid']}/status", "RssAnon")
+    deadline = time.monotonic() + 10
+    own = 0
+    while time.monotonic() < deadline:
+        own = _kib(f"/proc/{spare}/smaps_rollup", "Private_Dirty")  # pages copied into the spare
+        if own >= server_anon // 2:
+            break
+        time.sleep(0.05)
+    assert own >= server_anon // 2, (own, server_anon)

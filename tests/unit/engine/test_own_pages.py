@@ -1,0 +1,91 @@
+"""A spare build child copies the server's pages while it waits (engine/server/own_pages.py): the
+build it then runs reads the server's objects without a copy-on-write fault per page."""
+from __future__ import annotations
+
+import os
+import resource
+
+import pytest
+
+from mcpp.engine.server import own_pages
+
+SMAPS = """\
+55d0a0000000-55d0a0900000 rw-p 00000000 00:00 0                          [heap]
+Size:               9216 kB
+Rss:                9000 kB
+7f0000000000-7f0000800000 rw-p 00000000 00:00 0 
+Size:               8192 kB
+Rss:                7000 kB
+7f0001000000-7f0001800000 rw-p 00000000 00:00 0 
+Size:               8192 kB
+Rss:                  40 kB
+7f0002000000-7f0002100000 rw-p 00020000 08:01 123456                     /usr/lib/libpython3.11.so
+Size:               1024 kB
+Rss:                1024 kB
+7f0003000000-7f0003100000 rw-s 00000000 00:01 77                         /dev/zero (deleted)
+Size:               1024 kB
+Rss:                1024 kB
+7f0004000000-7f0004100000 r--p 00000000 00:00 0 
+Size:               1024 kB
+Rss:                1024 kB
+7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]
+Size:                132 kB
+Rss:                 132 kB
+VmFlags: rd wr mr mw me gd ac
+"""
+
+
+def test_only_private_anonymous_writable_mappings_mostly_in_memory_are_taken():
+    assert own_pages.private_regions(SMAPS) == [
+        (0x55d0a0000000, 0x55d0a0900000),  # the heap
+        (0x7f0000000000, 0x7f0000800000),  # an arena, mostly resident
+    ]  # not: a thread stack's reserve (40 kB of 8 MB), a library's data, shared or read-only memory, the stack
+
+
+def _faults_in_child(objects: list, take: bool, stop=lambda: False) -> tuple[int, int]:
+    """(bytes taken, page faults) of a forked child that reads every object the parent made."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            taken = own_pages.take_pages(stop) if take else 0
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            for o in objects:  # each read writes the object's reference count
+                len(o)
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+            os.write(w, f"{taken} {faults}".encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r) as f:
+        answer = f.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    taken, faults = (int(n) for n in answer.split())
+    return taken, faults
+
+
+def _kernel() -> tuple[int, int]:
+    major, minor = os.uname().release.split(".")[:2]
+    return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
+
+
+@pytest.mark.skipif(_kernel() < (5, 14), reason="madvise(MADV_POPULATE_WRITE) came with Linux 5.14: "
+                                                  "an older kernel takes the faults as before")
+def test_a_child_that_took_its_pages_reads_the_parents_objects_without_faulting_them_in():
+    objects = [f"object {i}" * 3 for i in range(300_000)]  # ~30 MB over thousands of pages
+    _, faults_shared = _faults_in_child(objects, take=False)
+    taken, faults_taken = _faults_in_child(objects, take=True)
+    assert faults_shared > 2_000  # a copy-on-write fault per page read
+    assert taken >= 20 << 20
+    assert faults_taken < faults_shared // 10
+
+
+def test_taking_stops_at_once_when_a_request_came():
+    objects = [f"object {i}" * 3 for i in range(300_000)]
+    taken, faults = _faults_in_child(objects, take=True, stop=lambda: True)
+    assert taken == 0
+    assert faults > 2_000  # nothing was copied: the build takes its faults as before
