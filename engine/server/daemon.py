@@ -66,11 +66,6 @@ SPARE_IDLE_S = 0.1  # how long the server is idle before it forks a spare (spare
 _FORWARDED = {"INT": signal.SIGINT, "TERM": signal.SIGTERM, "HUP": signal.SIGHUP, "QUIT": signal.SIGQUIT}
 
 
-def _readable(sock: socket.socket) -> bool:
-    """Whether `sock` has something to read now (a spare: its request came)."""
-    return bool(select.select([sock], [], [], 0)[0])
-
-
 @dataclass
 class _Build:
     conn: socket.socket
@@ -563,11 +558,11 @@ class Server:
                     os.close(done_r)
                     self._drop_descriptors()
                     child.prepare()
-                    asked = functools.partial(_readable, theirs)
                     # a request already waiting gets its build at once, which starts its own sandbox
-                    self.hooks.in_spare(warm=not asked(), ahead=ahead)
-                    own_pages.take_pages(stop=asked)  # the server's pages, copied before the build needs them
+                    self.hooks.in_spare(warm=not select.select([theirs], [], [], 0)[0], ahead=ahead)
+                    taking = own_pages.take_in_background()  # the server's pages, copied while it waits
                     request, fds, changes = spares.wait(theirs)
+                    taking.stop()
                 except spares.Ended:
                     self.hooks.end_spare()
                     os._exit(0)

@@ -8,17 +8,23 @@ it. A no-op build of 1,000 units took ~3,000 such faults, more than half of the 
 
 `take_pages` asks the kernel to copy the private anonymous pages at once
 (`madvise(MADV_POPULATE_WRITE)`, Linux 5.14: as if each page were written, without writing it),
-a slice at a time, and stops as soon as `stop()` says a request came: the spare does it while it
-waits, so the build finds its pages its own. Not beside a build: the call holds the address
-space's lock that the build's allocations need, and measured, a build with the copying on a
-thread beside it took longer than one that took its faults. Only mappings mostly in memory are
-taken (the heap, the allocator's arenas), not the reserve of a thread's stack: taking a page
-allocates it. A kernel without the call, or a region gone meanwhile, is left as it was: the
-faults then come as before.
+a slice at a time, until `stop()` says a request came. The spare runs it while it waits, on a
+thread that runs only when a core is otherwise idle (`take_in_background`, SCHED_IDLE: at 10,000
+units the copy is ~150 MB and ~100 ms of a core, which the user's other work, or the peers a
+benchmark times meanwhile, does not give up), and stops it when its request comes: the build then
+finds its pages its own. Not beside a build: the call holds the address space's lock that the
+build's allocations need, and measured, a forked build with the copying on a thread beside it
+took longer than one that took its faults. Only mappings mostly in memory are taken (the heap,
+the allocator's arenas), not the reserve of a thread's stack: taking a page allocates it. A
+kernel without the call, or a region gone meanwhile, is left as it was: the faults then come as
+before.
 """
 from __future__ import annotations
 
 import ctypes
+import os
+import signal
+import threading
 from typing import Callable
 
 _MADV_POPULATE_WRITE = 23
@@ -82,3 +88,48 @@ def take_pages(stop: Callable[[], bool] = lambda: False) -> int:
                 break  # not supported here, or the region changed: the faults come as before
             taken += size
     return taken
+
+
+class Taking:
+    """The pages being taken on a thread of the lowest priority (`take_in_background`)."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.idle_policy = False  # the thread ran under SCHED_IDLE
+        self.taken = 0
+
+    def stop(self) -> None:
+        """Take no more (the build starts): the thread stops after the slice it is taking."""
+        self._stop.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """True once the thread is done (or none was started)."""
+        if self.thread is not None:
+            self.thread.join(timeout)
+        return self.thread is None or not self.thread.is_alive()
+
+    def _run(self) -> None:
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # this thread only
+            self.idle_policy = True
+        except (OSError, AttributeError):
+            pass
+        self.taken = take_pages(self._stop.is_set)
+
+
+def take_in_background() -> Taking:
+    """Take this process's private pages on a thread that runs only when a core is otherwise
+    idle (SCHED_IDLE: the copying takes no time from the user's other work, nor from the peers a
+    benchmark runs meanwhile), until `stop()`. The thread takes no signal: those the spare holds
+    for its main thread (server/spare.py) stay pending there."""
+    taking = Taking()
+    if _MADVISE is None:
+        return taking
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    try:
+        taking.thread = threading.Thread(target=taking._run, name="own-pages", daemon=True)
+        taking.thread.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    return taking

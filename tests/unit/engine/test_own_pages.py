@@ -89,3 +89,46 @@ def test_taking_stops_at_once_when_a_request_came():
     taken, faults = _faults_in_child(objects, take=True, stop=lambda: True)
     assert taken == 0
     assert faults > 2_000  # nothing was copied: the build takes its faults as before
+
+
+def _in_child(objects: list, stop_at_once: bool) -> tuple[int, bool, int]:
+    """(bytes taken, whether the thread ran under SCHED_IDLE, page faults reading `objects` after)
+    of a forked child that took its pages in the background."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            taking = own_pages.take_in_background()
+            if stop_at_once:
+                taking.stop()
+            assert taking.wait(60)
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            for o in objects:
+                len(o)
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+            os.write(w, f"{taking.taken} {int(taking.idle_policy)} {faults}".encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r) as f:
+        answer = f.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    taken, idle, faults = (int(n) for n in answer.split())
+    return taken, bool(idle), faults
+
+
+@pytest.mark.skipif(_kernel() < (5, 14), reason="madvise(MADV_POPULATE_WRITE) came with Linux 5.14: "
+                                                  "an older kernel takes the faults as before")
+def test_the_spares_thread_takes_the_pages_at_the_lowest_priority_and_stops_when_told():
+    objects = [f"object {i}" * 3 for i in range(300_000)]
+    _, faults_shared = _faults_in_child(objects, take=False)
+    taken, idle, faults = _in_child(objects, stop_at_once=False)
+    assert idle  # SCHED_IDLE: it runs only on a core nothing else wants
+    assert taken >= 20 << 20 and faults < faults_shared // 10
+    taken, _, faults = _in_child(objects, stop_at_once=True)
+    assert taken <= own_pages.SLICE  # at most the slice it had begun
+    assert faults > faults_shared // 2
