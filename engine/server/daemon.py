@@ -62,7 +62,10 @@ REQUEST_S = 5.0  # how long a connection may take to send its request (a client 
 # its request with its connect, so the oldest is the one least likely to be a client's.
 MAX_INTAKES = 16
 _PAUSE_S = 0.5  # how long accepting waits when the server is out of descriptors
-SPARE_IDLE_S = 0.1  # how long the server is idle before it forks a spare (spare.py)
+# How long after the last build child began or ended the server forks a spare (spare.py): long
+# enough that a script's next build, coming at once, finds no fork in the making; short enough
+# that one run a moment later (an IDE's JSON build after a plain one) finds the spare up.
+SPARE_IDLE_S = 0.02
 _FORWARDED = {"INT": signal.SIGINT, "TERM": signal.SIGTERM, "HUP": signal.SIGHUP, "QUIT": signal.SIGQUIT}
 
 
@@ -123,6 +126,9 @@ class Server:
         self.paused_until = 0.0  # accepting stopped (out of descriptors) until then
         self.stopping = False
         self.last_active = time.monotonic()
+        # When a build child last began or ended: a spare waits `SPARE_IDLE_S` after it. A no-op
+        # answered here forks nothing, and leaves the spare's clock alone.
+        self.last_child = time.monotonic()
         self.selector = selectors.DefaultSelector()
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         # What a finished build leaves the server to do (warm.py's after_build: reading its
@@ -238,7 +244,7 @@ class Server:
             soonest = min(i.deadline for i in self.intakes.values())
             return max(0.0, min(_TICK_S, soonest - time.monotonic()))
         if self._spare_wanted():  # wake when a spare is due
-            return max(0.0, min(_TICK_S, SPARE_IDLE_S - self._idle_for()))
+            return max(0.0, min(_TICK_S, SPARE_IDLE_S - (time.monotonic() - self.last_child)))
         return _TICK_S
 
     def _expire_intakes(self) -> None:
@@ -442,6 +448,7 @@ class Server:
             self.noops_answered += 1
             self._reply(conn, {"exit": 0})
             return
+        self.last_child = time.monotonic()
         if self.hooks is not None:
             try:
                 self.hooks.before_fork(request)
@@ -541,7 +548,7 @@ class Server:
         cores with forking and starting one after each, nor wait for its set-up."""
         if self.spare is not None and (self.hooks is None or self.spare.generation != self.hooks.generation):
             self._end_spare()
-        if not self._spare_wanted() or (not now and self._idle_for() < SPARE_IDLE_S):
+        if not self._spare_wanted() or (not now and time.monotonic() - self.last_child < SPARE_IDLE_S):
             return
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         done_r, done_w = os.pipe2(os.O_CLOEXEC)
@@ -761,7 +768,7 @@ class Server:
             self.selector.unregister(build.pidfd)
             os.close(build.pidfd)
         self._close_done(build)
-        self.last_active = time.monotonic()
+        self.last_active = self.last_child = time.monotonic()
         if os.WIFSIGNALED(status):
             message = {"crashed": os.WTERMSIG(status)}
         else:

@@ -3,7 +3,7 @@
 A child forked at the request starts its sandbox's first worker (bwrap and the executor's
 Python: 15-20 ms alone, twice that on two cores shared with the client and the child's own
 planning) before its first action can run. A spare (spare.py) has one up already, but a spare
-is forked only once the server has been idle a tenth of a second after the last build's
+is forked only once the server has been idle a moment (20 ms) after the last build's
 hand-off: builds a script runs back to back never find one. So once a build has answered its
 client, the server itself begins the sandbox the last successful build used
 (engine/exec/sandbox_warm_up.py `SandboxAhead`: bwrap's first worker started and asked to

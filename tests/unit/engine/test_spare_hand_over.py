@@ -108,21 +108,58 @@ def test_a_spare_is_forked_only_once_the_server_has_been_idle_a_moment(tmp_path,
     server = _server(tmp_path)
     forks: list[int] = []
     monkeypatch.setattr(daemon.os, "fork", lambda: forks.append(1) or (_ for _ in ()).throw(OSError("no fork here")))
+    monkeypatch.setattr(daemon, "SPARE_IDLE_S", 5.0)  # a moment this test cannot outlast on a busy machine
     try:
         server.builds_served = 1
         server.accepting = True  # as once bound (`bind`)
-        server.last_active = time.monotonic()  # a build just ended
+        server.last_child = time.monotonic()  # a build just ended
         assert server._spare_wanted()
         server._keep_spare()
         assert forks == [] and server.spare is None
         assert 0 < server._timeout() <= daemon.SPARE_IDLE_S
-        server.last_active -= daemon.SPARE_IDLE_S
+        server.last_child -= daemon.SPARE_IDLE_S
         try:
             server._keep_spare()
         except OSError:
             pass
         assert forks == [1]  # now it would fork one
     finally:
+        _close(server)
+
+
+def test_a_no_op_the_server_answers_leaves_the_spares_clock_alone(tmp_path, monkeypatch):
+    """A spare waits `SPARE_IDLE_S` after the last build child began or ended, not after a no-op
+    the server answered from stats (no child): a plain `mcpp build` just before a JSON one (an
+    IDE's, a benchmark's) would otherwise leave the JSON build a fresh fork instead of the spare."""
+    server = _server(tmp_path)
+    replies: list[dict] = []
+    forks: list[int] = []
+    monkeypatch.setattr(server, "_reply", lambda conn, message: replies.append(message))
+    monkeypatch.setattr(server, "_hand_to_spare", lambda conn, request, fds: True)  # no fork here
+    monkeypatch.setattr(daemon.os, "fork", lambda: forks.append(1) or (_ for _ in ()).throw(OSError("no fork here")))
+    now = time.time()
+    request = {"op": "build", "identity": server.identity, "root": str(tmp_path), "home": str(tmp_path),
+               "cwd": str(tmp_path), "umask": 0o022, "started": now, "began": now, "argv": ["build"],
+               "env": {"PATH": "/usr/bin:/bin"}}
+    conn, client = socket.socketpair()
+    try:
+        server.builds_served = 1
+        server.accepting = True
+        server.last_child = server.last_active = time.monotonic() - 60  # the last build ended a minute ago
+        monkeypatch.setattr(server, "_answer_noop", lambda request, fds: True)
+        server._serve_request(conn, request, [0, 1, 2])
+        assert replies == [{"exit": 0}]
+        with pytest.raises(OSError):
+            server._keep_spare()
+        assert forks == [1]  # the spare is due at once
+        monkeypatch.setattr(daemon, "SPARE_IDLE_S", 5.0)  # a moment this test cannot outlast
+        monkeypatch.setattr(server, "_answer_noop", lambda request, fds: False)
+        server._serve_request(conn, request, [0, 1, 2])  # a build child's (the spare's, here)
+        server._keep_spare()
+        assert forks == [1]  # the next one waits for the server to be idle a moment
+    finally:
+        for sock in (conn, client):
+            sock.close()
         _close(server)
 
 
@@ -140,7 +177,7 @@ def test_a_fork_that_cannot_be_made_leaks_nothing_and_keeps_the_sandbox_begun_ah
     try:
         server.builds_served = 1
         server.accepting = True
-        server.last_active = time.monotonic() - daemon.SPARE_IDLE_S
+        server.last_child = time.monotonic() - daemon.SPARE_IDLE_S
         assert server._spare_wanted()
         server.aheads.held = ahead
         before = sorted(os.listdir("/proc/self/fd"))
