@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import resource
+from typing import Callable
 
 import pytest
 
@@ -42,20 +43,15 @@ def test_only_private_anonymous_writable_mappings_mostly_in_memory_are_taken():
     ]  # not: a thread stack's reserve (40 kB of 8 MB), a library's data, shared or read-only memory, the stack
 
 
-def _faults_in_child(objects: list, take: bool, stop=lambda: False) -> tuple[int, int]:
-    """(bytes taken, page faults) of a forked child that reads every object the parent made."""
+def _in_fork(body: Callable[[], str]) -> str:
+    """What `body()` returns in a forked child (whose pages are the parent's, copy-on-write)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
             os.close(r)
-            taken = own_pages.take_pages(stop) if take else 0
-            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-            for o in objects:  # each read writes the object's reference count
-                len(o)
-            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
-            os.write(w, f"{taken} {faults}".encode())
+            os.write(w, body().encode())
             code = 0
         finally:
             os._exit(code)
@@ -64,7 +60,23 @@ def _faults_in_child(objects: list, take: bool, stop=lambda: False) -> tuple[int
         answer = f.read()
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    taken, faults = (int(n) for n in answer.split())
+    return answer
+
+
+def _faults_reading(objects: list) -> int:
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for o in objects:  # each read writes the object's reference count
+        len(o)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
+def _faults_in_child(objects: list, take: bool, stop=lambda: False) -> tuple[int, int]:
+    """(bytes taken, page faults) of a forked child that reads every object the parent made."""
+    def body() -> str:
+        taken = own_pages.take_pages(stop) if take else 0
+        return f"{taken} {_faults_reading(objects)}"
+
+    taken, faults = (int(n) for n in _in_fork(body).split())
     return taken, faults
 
 
@@ -94,30 +106,14 @@ def test_taking_stops_at_once_when_a_request_came():
 def _in_child(objects: list, stop_at_once: bool) -> tuple[int, bool, int]:
     """(bytes taken, whether the thread ran under SCHED_IDLE, page faults reading `objects` after)
     of a forked child that took its pages in the background."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.close(r)
-            taking = own_pages.take_in_background()
-            if stop_at_once:
-                taking.stop()
-            assert taking.wait(60)
-            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-            for o in objects:
-                len(o)
-            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
-            os.write(w, f"{taking.taken} {int(taking.idle_policy)} {faults}".encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(w)
-    with os.fdopen(r) as f:
-        answer = f.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    taken, idle, faults = (int(n) for n in answer.split())
+    def body() -> str:
+        taking = own_pages.take_in_background()
+        if stop_at_once:
+            taking.stop()
+        assert taking.wait(60)
+        return f"{taking.taken} {int(taking.idle_policy)} {_faults_reading(objects)}"
+
+    taken, idle, faults = (int(n) for n in _in_fork(body).split())
     return taken, bool(idle), faults
 
 
