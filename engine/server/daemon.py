@@ -244,7 +244,7 @@ class Server:
             soonest = min(i.deadline for i in self.intakes.values())
             return max(0.0, min(_TICK_S, soonest - time.monotonic()))
         if self._spare_wanted():  # wake when a spare is due
-            return max(0.0, min(_TICK_S, SPARE_IDLE_S - (time.monotonic() - self.last_child)))
+            return max(0.0, min(_TICK_S, SPARE_IDLE_S - self._since_child()))
         return _TICK_S
 
     def _expire_intakes(self) -> None:
@@ -267,6 +267,10 @@ class Server:
 
     def _idle_for(self) -> float:
         return time.monotonic() - self.last_active
+
+    def _since_child(self) -> float:
+        """Seconds since a build child last began or ended (the spare's clock)."""
+        return time.monotonic() - self.last_child
 
     def _gone(self) -> bool:
         """Nothing left to serve: the workspace or home is gone, or mcpp was upgraded."""
@@ -543,12 +547,12 @@ class Server:
             and not (self.stopping or self.running or self.later or self.intakes)
 
     def _keep_spare(self, now: bool = False) -> None:
-        """A spare whose memory is the server's, forked once the server has been idle for
-        `SPARE_IDLE_S` (`now`: at once): builds run back to back by a script do not share the
+        """A spare whose memory is the server's, forked `SPARE_IDLE_S` after the last build
+        child began or ended (`now`: at once): builds run back to back by a script do not share the
         cores with forking and starting one after each, nor wait for its set-up."""
         if self.spare is not None and (self.hooks is None or self.spare.generation != self.hooks.generation):
             self._end_spare()
-        if not self._spare_wanted() or (not now and time.monotonic() - self.last_child < SPARE_IDLE_S):
+        if not self._spare_wanted() or (not now and self._since_child() < SPARE_IDLE_S):
             return
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         done_r, done_w = os.pipe2(os.O_CLOEXEC)
