@@ -267,3 +267,18 @@ def test_the_traces_instants_are_stated_after_the_command(peers):
     assert peers.trace_marks({"traceEvents": trace["traceEvents"][1:]}) == {}
     lines, delay = peers.cold_lines(None, [0.07, None])  # a clean build without the event: not measured
     assert delay is None and "n/a" in lines[0]
+
+
+def test_mcpps_bytecode_is_written_by_an_untimed_first_build_before_any_timed_run(peers, tmp_path, monkeypatch):
+    made, log = [], []
+    monkeypatch.setattr(peers.gen_project, "generate", lambda n, d, light: made.append(d))
+    h = object.__new__(peers.Harness)
+    h.n, h.light, h.work = 3, False, str(tmp_path / "work")
+    h.trash = type("Trash", (), {"discard": lambda self, p: None})()
+    h.cold = lambda runs: log.append(("cold", runs))
+    h.systems = [peers.Ninja(h)]
+    h.setup()
+    assert log == [] and len(made) == 1  # no mcpp among the systems: nothing of its to warm
+    h.systems.append(peers.Mcpp(h))
+    h.setup()
+    assert log == [("cold", 1)]
