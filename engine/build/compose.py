@@ -10,7 +10,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import platform as host_platform
 import shutil
 import sys
 import threading
@@ -32,6 +31,7 @@ from ..exec.sandbox_warm_up import SandboxWarmUp
 from ..exec.staging import input_stager
 from ..exec.stores import Stores
 from ..manifest.load import display_path
+from ..manifest.triples import host_triple
 from ..package.graph import load_graph
 from ..package.layout import Layout
 from ..package.model import PackageGraph, Selection
@@ -110,11 +110,6 @@ class BuildOutcome:
     # path -> the stat a file was hashed (or written) at this build, or None (cas/statcache.py)
     read_stamp: Callable[[str], object] | None = None
     environment: Environment | None = None  # the payloads resolved, and what resolution read
-
-
-def host_triple() -> str:
-    machine = host_platform.machine()
-    return f"{machine}-linux-gnu" if host_platform.system() == "Linux" else f"{machine}-{host_platform.system().lower()}"
 
 
 class _BuildLock:
@@ -369,7 +364,7 @@ def _programs(graph: PackageGraph, layout: Layout, toolchain: Toolchain, profile
         # Host tools build for the host, with the host's toolchain, also in a cross build.
         host_tc = resolve_toolchain(opts.toolchain or graph.root_manifest.toolchain, opts.home) \
             if graph.context is not None and graph.context.cross else toolchain
-        tools = ToolBuilder(graph, host_tc.identity, policy.tool_host(host_triple()), profile.name,
+        tools = ToolBuilder(graph, host_tc.identity, policy.tool_host(host_triple().text), profile.name,
                             build_package, reporter.status, opts.home).resolve()
     inputs = cache = None
     if any(c.path is not None for c in checked.values()):  # the evaluator is imported only then
@@ -480,7 +475,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
 
     # Results the sandbox cannot prove hermetic are keyed apart (engine/trust/policy.py); the sandbox's
     # promises are looked up when the first key is made.
-    platform = Platform(toolchain.identity, host_triple())
+    platform = Platform(toolchain.identity, host_triple().text)
     keys = KeyComputer(state, platform, plan.generated, memory.unchanged(plan.execroot) if top and trust_unchanged else None,
                        memo=policy.memoizes_keys, namespace_of=policy.namespace)
     if head is not None and head.adopted is not None:  # its run read these bytes: keyed by them

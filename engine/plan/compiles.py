@@ -30,6 +30,7 @@ from ..package.targets import target_headers
 from ..package.testsuite import test_headers
 from .context import PlanContext, transitive_deps
 from .include_scan import reachable
+from .pool_lookup import PoolLookup, Unsure
 from .model import ACTION_ENV, Plan
 from .module_graph import ModuleGraph
 from .rule_actions import action_id as rule_action_id
@@ -43,11 +44,14 @@ class Compiles:
     may be set after construction: the units it is made of are scanned with `scan_request`."""
 
     def __init__(self, ctx: PlanContext, plan: Plan, modules: ModuleGraph | None,
-                 includes: Callable[[str], object] | None):
+                 includes: Callable[[str], object] | None, look_up_pools: bool = False):
         self.ctx = ctx
         self.plan = plan
         self.modules = modules
         self.includes = includes
+        # A compile planned alone (the planner's head start): the pool is asked path by path
+        # (pool_lookup.py) where that answers, not walked
+        self.look_up_pools = look_up_pools
         # a package's headers (and, keyed (package, "tests"), its tests' headers), execroot-relative
         self._pools: dict[object, tuple[str, ...]] = {}
         # The headers a compile of (package, dev) may read, and their index by absolute path: made
@@ -294,11 +298,16 @@ class Compiles:
     def headers_for(self, src: str, incs: list[str], user: list[str], pkg: Package,
                     dev: bool) -> tuple[str, ...]:
         """The pool headers this compile can reach (include_scan.py), else the whole pool."""
-        pool = self.may_read(pkg, dev)
-        if self.includes is None or not pool or any(f.startswith("-include") for f in user):
-            return pool  # a forced include (`-include x.h`) is not in any source: stage everything
+        forced = any(f.startswith("-include") for f in user)
         execroot = self.ctx.execroot
         search = list(incs) + [f[2:] for f in user if f.startswith("-I") and len(f) > 2]
+        if self.look_up_pools and self.includes is not None and not dev and not forced:
+            looked_up = self._looked_up(src, search, pkg)
+            if looked_up is not None:
+                return looked_up
+        pool = self.may_read(pkg, dev)
+        if self.includes is None or not pool or forced:
+            return pool  # a forced include (`-include x.h`) is not in any source: stage everything
         index = self._pool_index.get((pkg, dev))
         if index is None:
             index = self._pool_index[(pkg, dev)] = {os.path.join(execroot, h): h for h in pool}
@@ -310,6 +319,20 @@ class Compiles:
         closures = self._closures.setdefault((pkg, dev, tuple(dirs)), {})
         found = reachable(os.path.join(execroot, src), dirs, index, self._directives, closures, candidates)
         return pool if found is None else tuple(sorted(found))
+
+    def _looked_up(self, src: str, search: list[str], pkg: Package) -> tuple[str, ...] | None:
+        """`headers_for` without the pool's walk (`look_up_pools`); None where the scan or the
+        lookup cannot bound them (the walk then decides, as for any other compile)."""
+        execroot = self.ctx.execroot
+        try:
+            pool = PoolLookup(self.ctx, pkg)
+            if pool.empty:
+                return ()
+            found = reachable(os.path.join(execroot, src), [os.path.join(execroot, d) for d in search],
+                              pool, self._directives)
+        except (Unsure, OSError):  # OSError: a file the scan cannot read, which the walk's answer names
+            return None
+        return None if found is None else tuple(sorted(found))
 
     def _directives(self, path: str):
         if path not in self._directive_memo:

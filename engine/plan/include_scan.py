@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable
+from typing import Callable, Protocol
 
 _DIRECTIVE = re.compile(rb'^[ \t]*#[ \t]*(include_next|include|import)\b[ \t]*(.)', re.M)
 _NAMED = re.compile(rb'^[ \t]*#[ \t]*(?:include_next|include|import)\b[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 
 Directives = tuple[tuple[str, str], ...]  # ('"' or '<', name)
+
+
+class Pool(Protocol):
+    """The pool by absolute path: an index of the walked pool, or a lookup (pool_lookup.py)."""
+    def get(self, path: str, /) -> str | None: ...
 
 
 def parse_includes(data: bytes) -> Directives | None:
@@ -33,7 +38,7 @@ def parse_includes(data: bytes) -> Directives | None:
     return tuple((m.group(1).decode(), m.group(2).decode("utf-8", "replace")) for m in _NAMED.finditer(data))
 
 
-def reachable(source: str, include_dirs: list[str], pool: dict[str, str],
+def reachable(source: str, include_dirs: list[str], pool: Pool,
               directives_of: Callable[[str], Directives | None],
               closures: dict | None = None, candidates: dict | None = None) -> set[str] | None:
     """Pool entries (values of `pool`, keyed by absolute path) that `source` can include,
@@ -80,7 +85,7 @@ def _candidates(kind: str, name: str, here: str, include_dirs: list[str], memo: 
     return paths
 
 
-def _reachable_via(source: str, include_dirs: list[str], pool: dict[str, str],
+def _reachable_via(source: str, include_dirs: list[str], pool: Pool,
                    directives_of: Callable[[str], Directives | None], closures: dict,
                    candidates: dict) -> set[str] | None:
     # reach(source) = the pool headers it names directly, and everything each of them reaches

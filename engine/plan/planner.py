@@ -139,7 +139,7 @@ class Planner:
             return
         alone = Plan(self.plan.execroot)
         try:  # planned once more with the others, which reports what is wrong with it
-            Compiles(self.ctx, alone, ModuleGraph(self.ctx, [u]), self.includes).compile(u)
+            Compiles(self.ctx, alone, ModuleGraph(self.ctx, [u]), self.includes, look_up_pools=True).compile(u)
         except McppError:
             return
         if len(alone.actions) == 1 and not alone.generated and not alone.prereqs.get(u.action_id):
