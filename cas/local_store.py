@@ -29,7 +29,6 @@ import threading
 from typing import TYPE_CHECKING, BinaryIO, Iterable, Iterator, NamedTuple
 
 import blake3
-import zstandard
 
 from .atomic import TMP_PREFIX, commit, discard, publish, read_file, temp_file
 from .blobstore import BlobNotFound, CorruptBlob
@@ -37,7 +36,21 @@ from .digest import Digest
 from .home import iter_sharded, shard
 
 if TYPE_CHECKING:
+    import zstandard
     from typing_extensions import Buffer
+else:
+    class _ZstandardAtFirstUse:
+        """`zstandard`, imported when first used (then the module itself takes this name): its
+        import (~5 ms with the `platform` module it loads) is not on the way of a first build's
+        first compile, which stages inputs without compressing any."""
+
+        def __getattr__(self, name: str) -> object:
+            global zstandard
+            import zstandard
+
+            return getattr(zstandard, name)
+
+    zstandard = _ZstandardAtFirstUse()
 
 LEVEL = 3
 # Files up to this size are read whole (one read, one compress call); larger ones stream.

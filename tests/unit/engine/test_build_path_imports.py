@@ -48,6 +48,22 @@ def test_importing_the_command_line_loads_no_other_commands_module_registry_or_r
     assert _loaded(PROBE) & NOT_ON_THE_BUILD_PATH == set()
 
 
+def test_a_plain_builds_command_line_leaves_the_stores_compression_for_later():
+    """What `mcpp build` imports in process before its first compile (engine/entry.py): not the
+    store's compression, imported at its first use (cas/local_store.py), nor `platform` (which
+    that loads; the host triple reads `os.uname`): ~5 ms that a first build's first compile
+    waited for. (click's command line, the server's, loads `platform` through `uuid`.)"""
+    loaded = _loaded("""
+import json, sys
+from mcpp.engine.core.dataclass_code import install
+install()
+import mcpp.engine.build.cold_start, mcpp.engine.build.memory, mcpp.engine.cli.dispatch
+print(json.dumps(sorted(sys.modules)))
+""")
+    assert loaded & {"zstandard", "platform"} == set()
+    assert "mcpp.cas.local_store" in loaded
+
+
 def test_a_command_that_lives_in_its_own_module_still_runs():
     loaded = _loaded("""
 import json, sys

@@ -332,6 +332,31 @@ def test_a_first_compile_whose_headers_the_lookup_cannot_place_walks_the_pool_as
     assert listed[:listed_when_handed[0]] != []  # the pool was walked for it
 
 
+def test_a_header_linked_out_of_the_package_is_never_read_by_the_lookup(project, tmp_path):
+    """The lookup places no path through a symlink: `include/evil.h -> <outside>` goes to the
+    walk, which refuses it (containment.py), so nothing is handed on and planning names the link
+    (the outside file is neither read nor staged)."""
+    import os
+
+    outside = tmp_path / "outside.h"
+    outside.write_text("#define SECRET 1\n")
+    root = project({"mcpp.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+                    "src/a.cpp": '#include <evil.h>\nint a() { return SECRET; }\n', "include/ok.h": "\n",
+                    "src/main.cpp": "int a();\nint main() { return a(); }\n"}, name="p")
+    os.symlink(outside, os.path.join(root, "include", "evil.h"))
+    opened: list[str] = []
+    from tests.unit.plan import planning
+
+    real = planning.includes
+    planning.includes = lambda path: (opened.append(path), real(path))[1]
+    try:
+        with pytest.raises(McppError, match=r"evil\.h.*leads outside"):
+            _handed(root, tmp_path)
+    finally:
+        planning.includes = real
+    assert not any(p.endswith("evil.h") for p in opened)
+
+
 def test_a_quick_look_that_finds_an_excluded_or_feature_source_hands_on_what_make_makes(project, tmp_path):
     """`!` patterns are applied to the quick look; a package whose features name sources is
     listed whole first (a feature's file may be one the build leaves out)."""
