@@ -6,8 +6,9 @@ large share of `mcpp`'s start-up before a build. The code a text compiles to dep
 and the interpreter only, so it can be kept as Python keeps a module's code in its `.pyc`:
 `install()` (engine/entry.py, first thing on the in-process path and in the server) replaces the
 `exec` that `dataclasses` calls (a module global there, looked up before the builtin) with one
-that finds the exact text in a marshal file of code objects and compiles only the texts the file
-lacks; `CodeCache.save()` writes the file back when it compiled any.
+that finds the exact text in a marshal file of code objects (each unmarshalled at its first use)
+and compiles only the texts the file lacks; `CodeCache.save()` writes the file back when it
+compiled any.
 Anything but the one call shape `dataclasses` makes (a str, a globals dict, an empty locals
 dict) goes to the builtin `exec` untouched.
 
@@ -42,7 +43,9 @@ if TYPE_CHECKING:
 NAME = "dataclass_code"
 # Several times the texts of the engine's classes; past it a write keeps only the texts used.
 MAX_ENTRIES = 4096
-_FORMAT = b"mcpp-dataclass-code-1\n"
+# 2: each code object marshalled on its own, unmarshalled at its first use (a process uses a
+# fraction of the file: unmarshalling all ~500 took a first build ~4 ms before its first compile)
+_FORMAT = b"mcpp-dataclass-code-2\n"
 _CODE = type(compile("", "<string>", "exec"))
 
 
@@ -72,7 +75,7 @@ class CodeCache:
 
     def __init__(self, path: str | None) -> None:
         self.path = path
-        self.loaded: dict[str, CodeType] | None = None
+        self.loaded: dict[str, bytes] | None = None  # text -> its code, marshalled
         self.used: dict[str, CodeType] = {}
         self.misses = 0
         self._saved_misses = 0
@@ -89,7 +92,7 @@ class CodeCache:
         if code is None:
             if self.loaded is None:
                 self.loaded = self._read()
-            code = self.loaded.get(source)
+            code = _code(self.loaded.get(source))
             if code is None:
                 # dont_inherit: compiled as `dataclasses`' own `exec` compiles it, without this
                 # module's `from __future__` flags
@@ -98,7 +101,7 @@ class CodeCache:
             self.used[source] = code
         builtins.exec(code, globals, locals)
 
-    def _read(self) -> dict[str, CodeType]:
+    def _read(self) -> dict[str, bytes]:
         if self.path is None:
             return {}
         try:
@@ -112,7 +115,7 @@ class CodeCache:
             return {}
         if type(table) is not dict:
             return {}
-        return {k: v for k, v in table.items() if type(k) is str and type(v) is _CODE}
+        return {k: v for k, v in table.items() if type(k) is str and type(v) is bytes}
 
     def save(self) -> bool:
         """Write the file back if this process compiled texts since the last save (and Python
@@ -120,9 +123,10 @@ class CodeCache:
         if self.misses == self._saved_misses or self.path is None or sys.dont_write_bytecode:
             return False
         self._saved_misses = self.misses
-        table = {**(self.loaded or {}), **self.used}
+        used = {text: marshal.dumps(code) for text, code in self.used.items()}
+        table = {**(self.loaded or {}), **used}
         if len(table) > MAX_ENTRIES:
-            table = dict(self.used)
+            table = used
         try:
             from mcpp.cas.atomic import PUBLIC, write_atomic
 
@@ -130,6 +134,17 @@ class CodeCache:
         except (OSError, ValueError):
             return False
         return True
+
+
+def _code(marshalled: bytes | None) -> CodeType | None:
+    """One entry's code object; None for none, or for bytes that are not one (compiled again)."""
+    if marshalled is None:
+        return None
+    try:
+        code = marshal.loads(marshalled)
+    except Exception:  # noqa: BLE001 - a corrupt entry is a missing one
+        return None
+    return code if type(code) is _CODE else None
 
 
 class _InspectOnFirstUse(types.ModuleType):

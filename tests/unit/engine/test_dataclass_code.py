@@ -65,6 +65,11 @@ def test_a_file_of_other_types_is_an_empty_cache(tmp_path):
     path = tmp_path / "dataclass_code.bin"
     path.write_bytes(dataclass_code._header() + marshal.dumps({"def f(): pass": "not code", 1: b"x"}))
     assert CodeCache(str(path))._read() == {}
+    text = "def __create_fn__():\n def f(): pass\n return f"
+    path.write_bytes(dataclass_code._header() + marshal.dumps({text: marshal.dumps("not code")}))
+    cache = CodeCache(str(path))
+    cache.exec(text, {}, {})  # an entry that is not a code object is compiled again
+    assert cache.misses == 1
     path.write_bytes(dataclass_code._header() + marshal.dumps([1, 2]))
     assert CodeCache(str(path))._read() == {}
 
@@ -153,7 +158,7 @@ def test_the_file_is_bounded_a_write_past_the_limit_keeps_only_the_texts_used(tm
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     monkeypatch.setattr(dataclass_code, "MAX_ENTRIES", 3)
     path = tmp_path / "dataclass_code.bin"
-    stale = {f"def __create_fn__():\n def f{i}(): pass\n return f{i}": compile("pass", "<string>", "exec")
+    stale = {f"def __create_fn__():\n def f{i}(): pass\n return f{i}": marshal.dumps(compile("pass", "<string>", "exec"))
              for i in range(3)}
     path.write_bytes(dataclass_code._header() + marshal.dumps(stale))
     cache = CodeCache(str(path))
