@@ -17,8 +17,12 @@ import os
 import re
 from typing import Callable, Protocol
 
-_DIRECTIVE = re.compile(rb'^[ \t]*#[ \t]*(include_next|include|import)\b[ \t]*(.)', re.M)
-_NAMED = re.compile(rb'^[ \t]*#[ \t]*(?:include_next|include|import)\b[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+# A directive and what follows it, found from its `#`: a pattern that starts with a literal is
+# searched for that byte, where `^[ \t]*#` under re.M is tried at every offset (a 480 KB source,
+# 10,000 light units' main.cpp, took ~13 ms; a first build's first compile waited for it). That
+# only blanks precede the `#` on its line is checked per match (`parse_includes`).
+_DIRECTIVE = re.compile(rb'#[ \t]*(include_next|include|import)\b[ \t]*(.)')
+_NAMED = re.compile(rb'#[ \t]*(?:include_next|include|import)\b[ \t]*([<"])([^>"\n]+)[>"]')
 
 Directives = tuple[tuple[str, str], ...]  # ('"' or '<', name)
 
@@ -32,10 +36,17 @@ def parse_includes(data: bytes) -> Directives | None:
     """The include directives of one file, or None when they cannot all be named statically."""
     if b"__has_include" in data:
         return None
+    out = []
     for m in _DIRECTIVE.finditer(data):
+        at = m.start()
+        if data[data.rfind(b"\n", 0, at) + 1:at].strip(b" \t"):
+            continue  # not the first thing on its line: no directive
         if m.group(2) not in (b'"', b"<"):
             return None  # a computed include
-    return tuple((m.group(1).decode(), m.group(2).decode("utf-8", "replace")) for m in _NAMED.finditer(data))
+        named = _NAMED.match(data, at)
+        if named is not None:
+            out.append((named.group(1).decode(), named.group(2).decode("utf-8", "replace")))
+    return tuple(out)
 
 
 def reachable(source: str, include_dirs: list[str], pool: Pool,

@@ -99,3 +99,34 @@ def test_a_quoted_name_is_looked_up_beside_each_file_when_lookups_are_kept(tmp_p
     for d in ("a", "b"):
         src = str(tmp_path / "src" / d / "main.cpp")
         assert reachable(src, [], pool, directives, closures, candidates) == {f"src/{d}/local.h"}
+
+
+def _reference(data: bytes):
+    """parse_includes as it was written first: two expressions anchored at each line's start."""
+    import re
+
+    directive = re.compile(rb'^[ \t]*#[ \t]*(include_next|include|import)\b[ \t]*(.)', re.M)
+    named = re.compile(rb'^[ \t]*#[ \t]*(?:include_next|include|import)\b[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+    if b"__has_include" in data:
+        return None
+    if any(m.group(2) not in (b'"', b"<") for m in directive.finditer(data)):
+        return None
+    return tuple((m.group(1).decode(), m.group(2).decode("utf-8", "replace")) for m in named.finditer(data))
+
+
+def test_directives_are_found_from_their_hash_as_the_line_anchored_expressions_found_them():
+    """parse_includes searches for `#` and checks the line's start (a large source scans in a
+    fraction of the time): the same answer as the anchored expressions on lines built from the
+    pieces where they could differ."""
+    import random
+
+    pieces = [b"#include <a.h>", b'  #  include "b.h"', b"\t#import <c>", b"#include_next <d.h>", b"x #include <e.h>",
+              b'a = "#include <f.h>";', b"#include HEADER", b"#include\n<g.h>", b"#includes <h.h>", b"# include <>",
+              b"#include <i.h", b" \r#include <j.h>", b"// #include <k.h>", b"#define X 1", b"int main() {}", b"#",
+              b"##include <l.h>", b"#include <m.h> // #include <n.h>", b"\xff\xfe#include <\xc3\xa9.h>"]
+    rng = random.Random(38)
+    for _ in range(3000):
+        data = b"\n".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        assert parse_includes(data) == _reference(data), data
+    big = b"\n".join([b"// generated", b"#include <cstdio>"] + [b"unsigned f%d(unsigned);" % i for i in range(20000)])
+    assert parse_includes(big) == (("<", "cstdio"),)
