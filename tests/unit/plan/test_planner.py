@@ -332,7 +332,7 @@ def test_a_first_compile_whose_headers_the_lookup_cannot_place_walks_the_pool_as
     assert listed[:listed_when_handed[0]] != []  # the pool was walked for it
 
 
-def test_a_header_linked_out_of_the_package_is_never_read_by_the_lookup(project, tmp_path):
+def test_a_header_linked_out_of_the_package_is_never_read_by_the_lookup(project, tmp_path, monkeypatch):
     """The lookup places no path through a symlink: `include/evil.h -> <outside>` goes to the
     walk, which refuses it (containment.py), so nothing is handed on and planning names the link
     (the outside file is neither read nor staged)."""
@@ -348,12 +348,9 @@ def test_a_header_linked_out_of_the_package_is_never_read_by_the_lookup(project,
     from tests.unit.plan import planning
 
     real = planning.includes
-    planning.includes = lambda path: (opened.append(path), real(path))[1]
-    try:
-        with pytest.raises(McppError, match=r"evil\.h.*leads outside"):
-            _handed(root, tmp_path)
-    finally:
-        planning.includes = real
+    monkeypatch.setattr(planning, "includes", lambda path: (opened.append(path), real(path))[1])
+    with pytest.raises(McppError, match=r"evil\.h.*leads outside"):
+        _handed(root, tmp_path)
     assert not any(p.endswith("evil.h") for p in opened)
 
 
