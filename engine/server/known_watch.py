@@ -13,6 +13,7 @@ every file, as without a server.
 """
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
 
 from mcpp.cas.statcache import StatCache
@@ -39,17 +40,20 @@ def arm(watch: NoopWatch, key: str, knowledge: Knowledge, stats: StatCache) -> P
     return Proof(armed, {rel: digests[rel] for rel in stats.holding(files)}, {f[1]: f[0] for f in files})
 
 
-def refresh(watch: NoopWatch, proof: Proof, knowledge: Knowledge, stats: StatCache) -> Proof | None:
+def refreshing(watch: NoopWatch, proof: Proof, knowledge: Knowledge, stats: StatCache
+               ) -> Generator[None, None, Proof | None]:
     """The proof of `knowledge` after another build of the same request: only the files an
     event may have touched since it was armed are checked again. A no-op build leaves the
     knowledge it was given; an edit's build one a few digests apart (the source, its object:
     written, so named by events), whose other files stay proven. Arming and checking all its
-    files again after each build would hold up the next request (~20 ms at 1,000 units).
-    None: arm it afresh."""
+    files again after each build would hold up the next request (~20 ms at 1,000 units). In
+    steps (a generator that returns the proof): the link counts are taken a slice at a time
+    (`NoopWatch.rearming`), so a request that comes meanwhile waits for one slice. None: arm
+    it afresh."""
     changed = watch.changed(proof.armed)
     if changed is None:
         return None
-    armed = watch.rearm(proof.armed)  # events from where `changed` stopped; those files are checked next
+    armed = yield from watch.rearming(proof.armed)  # events from where `changed` stopped: checked next
     if armed is None:
         return None
     changed |= {armed.paths[k] for k in armed.linked}  # several names now: checked, as every time after
@@ -62,6 +66,16 @@ def refresh(watch: NoopWatch, proof: Proof, knowledge: Knowledge, stats: StatCac
     digests = knowledge.digests
     proven.update((rel, digests[rel]) for rel in stats.holding(recheck))
     return Proof(armed, proven, rel_of)
+
+
+def refresh(watch: NoopWatch, proof: Proof, knowledge: Knowledge, stats: StatCache) -> Proof | None:
+    """`refreshing` in one go."""
+    steps = refreshing(watch, proof, knowledge, stats)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
 
 
 def given(watch: NoopWatch, proof: Proof) -> tuple[dict[str, str], set[str]] | None:

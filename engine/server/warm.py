@@ -265,7 +265,10 @@ class Hooks:
                 # no-op, a few digests apart after an edit): only what changed is checked again.
                 if held is not None and held.proof is not None and held.knowledge is not None \
                         and held.knowledge.execroot == knowledge.execroot:
-                    proof = known_watch.refresh(self.files_watch, held.proof, knowledge, stats)
+                    # in steps: a request that comes meanwhile is forked with the last proof
+                    proof = yield from known_watch.refreshing(self.files_watch, held.proof, knowledge, stats)
+                    if self.generation != generation:
+                        return
                     self.proofs_refreshed += proof is not None
                 if proof is None:
                     proof = known_watch.arm(self.files_watch, _watch_key(key), knowledge, stats)

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from mcpp.cas.statcache import StatCache
-from mcpp.engine.server import known_watch
+from mcpp.engine.server import known_watch, noop_watch
 from mcpp.engine.server.noop_watch import NoopWatch
 from mcpp.engine.state.unchanged import Knowledge, Unchanged
 
@@ -164,3 +164,49 @@ def test_the_proof_of_an_edits_knowledge_checks_only_the_files_it_keys_anew(worl
     assert again.proven == digests  # the edited files proven with their new digests, the rest kept
     (tmp_path / "inc/h.h").write_text("later")
     assert known_watch.given(watch, again)[1] == {"inc/h.h"}
+
+
+def _steps_and_result(steps):
+    """How many times the generator `steps` paused, and what it returned."""
+    pauses = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return pauses, done.value
+        pauses += 1
+
+
+def test_the_refresh_takes_link_counts_a_slice_at_a_time_and_a_build_forked_meanwhile_gets_the_last_proof(
+        world, monkeypatch, tmp_path_factory):
+    """The server runs the refresh one step per turn of its loop (daemon.py `_in_steps`), so a
+    request right after a build waits for one slice of `stat`s, not for all of them. Between
+    two steps the last proof is still the armed one (a build forked then is given it, with
+    every event since it was armed), and what happens meanwhile is not lost: a write is named
+    by the next build, a hard link made before its file's slice is counted."""
+    tmp_path, watch, knowledge, stats, proof = world
+    monkeypatch.setattr(noop_watch, "REARM_SLICE", 1)
+    files = [f[1] for f in knowledge.files()]  # the order their link counts are taken in
+    (tmp_path / "src/a.c").write_text("edited before the refresh")
+    steps = known_watch.refreshing(watch, proof, knowledge, stats)
+    next(steps)  # the events read, the first file's link count taken
+    (tmp_path / "src/b.c").write_text("written between two steps")
+    os.link(files[-1], tmp_path_factory.mktemp("elsewhere") / "x")  # raises no event where it is watched
+    given = known_watch.given(watch, proof)  # a build forked now
+    assert given is not None and {"src/a.c", "src/b.c"} <= given[1]
+    pauses, again = _steps_and_result(steps)
+    assert pauses == len(files) - 2  # one pause between each two files: len(files) - 1 in all
+    assert "src/a.c" not in again.proven
+    last = os.path.relpath(files[-1], tmp_path)
+    assert {"src/b.c", last} <= known_watch.given(watch, again)[1]
+    assert known_watch.given(watch, proof) is None  # replaced once the refresh is done
+
+
+def test_a_refresh_whose_watch_is_armed_anew_meanwhile_gives_no_proof(world, monkeypatch):
+    tmp_path, watch, knowledge, stats, proof = world
+    monkeypatch.setattr(noop_watch, "REARM_SLICE", 1)
+    steps = known_watch.refreshing(watch, proof, knowledge, stats)
+    next(steps)
+    newer = known_watch.arm(watch, "known", knowledge, stats)  # the key's watch replaced between two steps
+    assert _steps_and_result(steps)[1] is None
+    assert known_watch.given(watch, newer) == (newer.proven, set())
