@@ -24,7 +24,12 @@ def _tree(root) -> dict[str, str]:
 def _left(root, paths: dict[str, str]) -> tuple[bequest.Bequest, Entry]:
     """A bequest whose build began now, after the tree was written, and the plan it holds: the
     sources scanned and globbed, the header included."""
-    time.sleep(1.05 - time.time() % 1)  # the tree's stamps are from a second before the build's
+    # The build begins in a later second, whose start less the clock's slack (`since_ns`) is
+    # after every stamp of the tree: a tree written in the last 10 ms of a second would
+    # otherwise count as written after the build began (this test failed so under load).
+    stamped = max(os.stat(p).st_ctime_ns for p in paths.values())
+    while bequest.since_ns(time.time_ns()) <= stamped:
+        time.sleep(1.05 - time.time() % 1)
     globs = {(str(root), ("src/**/*.cpp",), None): ["src/a.cpp", "src/b.cpp"]}
     handoff = HandOff(None, (), None, None, globs)
     entry = Entry(None, b"", [str(root)], {paths["src/a.cpp"]: None, paths["src/b.cpp"]: None},
