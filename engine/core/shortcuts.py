@@ -79,7 +79,9 @@ SHORTCUTS: tuple[Shortcut, ...] = (
              "the known files' stat per file",
              ("mcpp.engine.server.known_watch:given",),
              "an event naming the file or its watched directory, a queue overflow, a digest the next "
-             "build's knowledge does not name; files with several links"),
+             "build's knowledge does not name; files with several links (their link counts taken again "
+             "after each build, a slice per turn of the server's loop, events counted from before the "
+             "first slice; a build forked meanwhile is given the last proof)"),
     Shortcut("stat cache", "mcpp.cas.statcache",
              "hashing a file",
              ("mcpp.cas.statcache:StatCache.digest", "mcpp.cas.statcache:StatCache.digest_and_bytes"),
