@@ -68,16 +68,6 @@ def refreshing(watch: NoopWatch, proof: Proof, knowledge: Knowledge, stats: Stat
     return Proof(armed, proven, rel_of)
 
 
-def refresh(watch: NoopWatch, proof: Proof, knowledge: Knowledge, stats: StatCache) -> Proof | None:
-    """`refreshing` in one go."""
-    steps = refreshing(watch, proof, knowledge, stats)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
-
-
 def given(watch: NoopWatch, proof: Proof) -> tuple[dict[str, str], set[str]] | None:
     """(files proven at arming, those of them an event may have touched since), for the next
     build; None when anything may have changed."""

@@ -37,6 +37,22 @@ def world(tmp_path):
     watch.close()
 
 
+def _steps_and_result(steps):
+    """How many times the generator `steps` paused, and what it returned."""
+    pauses = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return pauses, done.value
+        pauses += 1
+
+
+def _refresh(watch, proof, knowledge, stats):
+    """`known_watch.refreshing` run to its end, as the server runs it with no request between."""
+    return _steps_and_result(known_watch.refreshing(watch, proof, knowledge, stats))[1]
+
+
 def test_every_file_is_proven_after_the_check_and_stays_so_without_events(world):
     tmp_path, watch, knowledge, stats, proof = world
     assert proof.proven == knowledge.digests
@@ -103,7 +119,7 @@ def test_a_refreshed_proof_checks_again_only_what_an_event_named(world, monkeypa
     asked = []
     real = StatCache.holding
     monkeypatch.setattr(StatCache, "holding", lambda self, files: asked.extend(f[0] for f in files) or real(self, files))
-    again = known_watch.refresh(watch, proof, knowledge, stats)
+    again = _refresh(watch, proof, knowledge, stats)
     assert sorted(asked) == ["inc/h.h", "src/a.c"]
     assert set(again.proven) == set(NAMES) - {"src/a.c", "inc/h.h"}
     assert known_watch.given(watch, again) == (again.proven, set())  # those events are behind it now
@@ -115,7 +131,7 @@ def test_a_refreshed_proof_checks_again_only_what_an_event_named(world, monkeypa
 def test_a_proof_whose_watch_saw_everything_may_have_changed_is_armed_afresh(world):
     tmp_path, watch, knowledge, stats, proof = world
     os.rename(tmp_path / "src", tmp_path / "src-moved")  # an event on a watched directory itself
-    assert known_watch.refresh(watch, proof, knowledge, stats) is None
+    assert _refresh(watch, proof, knowledge, stats) is None
 
 
 def test_an_event_right_after_the_refresh_read_the_watch_is_not_lost(world, monkeypatch):
@@ -131,7 +147,7 @@ def test_an_event_right_after_the_refresh_read_the_watch_is_not_lost(world, monk
         return out
 
     monkeypatch.setattr(NoopWatch, "changed", changed_then_a_write)
-    again = known_watch.refresh(watch, proof, knowledge, stats)
+    again = _refresh(watch, proof, knowledge, stats)
     monkeypatch.setattr(NoopWatch, "changed", real)
     assert "src/b.c" in known_watch.given(watch, again)[1]
 
@@ -140,7 +156,7 @@ def test_a_hard_link_made_after_arming_makes_the_refresh_check_the_file_from_the
     tmp_path, watch, knowledge, stats, proof = world
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     os.link(tmp_path / "inc/h.h", elsewhere / "h.h")  # no event in a watched directory
-    again = known_watch.refresh(watch, proof, knowledge, stats)
+    again = _refresh(watch, proof, knowledge, stats)
     assert "inc/h.h" in known_watch.given(watch, again)[1]  # a write through the other name raises none either
 
 
@@ -159,22 +175,11 @@ def test_the_proof_of_an_edits_knowledge_checks_only_the_files_it_keys_anew(worl
     asked = []
     real = StatCache.holding
     monkeypatch.setattr(StatCache, "holding", lambda self, files: asked.extend(f[0] for f in files) or real(self, files))
-    again = known_watch.refresh(watch, proof, after_edit, new_stats)
+    again = _refresh(watch, proof, after_edit, new_stats)
     assert sorted(asked) == ["out/a.o", "src/a.c"]
     assert again.proven == digests  # the edited files proven with their new digests, the rest kept
     (tmp_path / "inc/h.h").write_text("later")
     assert known_watch.given(watch, again)[1] == {"inc/h.h"}
-
-
-def _steps_and_result(steps):
-    """How many times the generator `steps` paused, and what it returned."""
-    pauses = 0
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return pauses, done.value
-        pauses += 1
 
 
 def test_the_refresh_takes_link_counts_a_slice_at_a_time_and_a_build_forked_meanwhile_gets_the_last_proof(
