@@ -210,7 +210,9 @@ class BwrapSandbox(StagedSandbox):
         def spawn(spec: SandboxSpec, _dir: str, cwd: str, argv: list[str], env: dict[str, str], ro: list[str],
                   tree: HeldTree | None) -> tuple[int, bool, bytes, bytes]:
             trees = [(tree.inside(d), f"{EXECROOT}/{d}") for d in tree.mounts] if tree is not None else []
-            return worker.execute(argv, env, cwd_inside(cwd), spec.timeout, [f"{EXECROOT}/{p}" for p in ro], trees)
+            answer = worker.execute(argv, env, cwd_inside(cwd), spec.timeout, [f"{EXECROOT}/{p}" for p in ro], trees)
+            worker.slot.seal(ro)  # it ran, and its last process ended, with `ro` mounted read-only
+            return answer
 
         tree = None
         try:

@@ -21,6 +21,7 @@ import os
 import posixpath
 import shutil
 import stat
+import sys
 from typing import Callable, Collection, Iterable
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -40,7 +41,66 @@ def bad_output_message(label: str, e: BadOutput) -> bytes:
 
 
 def _open_parent(root_fd: int, rel: str) -> int:
-    """A descriptor of ``rel``'s parent directory, reached without following a symlink."""
+    """A descriptor of ``rel``'s parent directory, reached without following a symlink: in one
+    ``openat2`` where the kernel has it, else (and to name what is wrong) a component at a time."""
+    parent = posixpath.dirname(rel)
+    if not parent:
+        return os.dup(root_fd)
+    fd = _beneath.open_dir(root_fd, parent)
+    return fd if fd is not None else _walk_to_parent(root_fd, rel)
+
+
+class _Beneath:
+    """``openat2(dir_fd, path, O_DIRECTORY, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`` (Linux 5.6):
+    a path below a directory opened in one system call, refusing a symlink anywhere on the way
+    and any way out (`..`, an absolute path, a magic link), where the walk below costs an open
+    and a close per component (a compile's object sits seven levels down: bench/RESULTS.md).
+    Python has no binding for it; ctypes is loaded on the first call, not at start-up."""
+
+    _NR = 437  # the same on every architecture (the unified syscall table)
+    _RESOLVE = 0x02 | 0x04 | 0x08  # NO_MAGICLINKS | NO_SYMLINKS | BENEATH
+
+    def __init__(self) -> None:
+        self._call: Callable[[int, str], int] | None = None
+        self.works = sys.platform.startswith("linux")
+
+    def open_dir(self, dir_fd: int, path: str) -> int | None:
+        """A descriptor of the directory, or None: refused or failed (the caller walks, which
+        says why), or no openat2 here (seccomp, an old kernel: never tried again)."""
+        if not self.works:
+            return None
+        if self._call is None:
+            self._call = self._load()
+        fd = self._call(dir_fd, path)
+        return fd if fd >= 0 else None
+
+    def _load(self) -> Callable[[int, str], int]:
+        import ctypes
+
+        class OpenHow(ctypes.Structure):
+            _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        syscall = libc.syscall
+        syscall.restype = ctypes.c_long
+        how = OpenHow(_DIR_FLAGS, 0, self._RESOLVE)
+        size = ctypes.sizeof(how)
+
+        def call(dir_fd: int, path: str) -> int:
+            fd: int = syscall(ctypes.c_long(self._NR), ctypes.c_int(dir_fd), os.fsencode(path), ctypes.byref(how),
+                              ctypes.c_size_t(size))
+            if fd < 0 and ctypes.get_errno() in (errno.ENOSYS, errno.EPERM, errno.E2BIG, errno.EINVAL):
+                self.works = False
+            return fd
+
+        return call
+
+
+_beneath = _Beneath()
+
+
+def _walk_to_parent(root_fd: int, rel: str) -> int:
+    """``_open_parent`` one component at a time, each opened with ``O_NOFOLLOW``."""
     fd = os.dup(root_fd)
     try:
         parts = rel.split("/")[:-1]
@@ -117,7 +177,11 @@ def _take(outputs: Iterable[str], root: str, dest_of: Callable[[str], str]) -> d
             if rel.endswith("/") and os.path.isdir(dst) and not os.path.islink(dst):
                 shutil.rmtree(dst)  # an older tree at the destination: replaced whole
             try:
-                os.rename(name, dst, src_dir_fd=parent)
+                try:
+                    os.rename(name, dst, src_dir_fd=parent)
+                except FileNotFoundError:  # the destination's directory is not there (yet)
+                    os.makedirs(posixpath.dirname(dst), exist_ok=True)
+                    os.rename(name, dst, src_dir_fd=parent)
             except OSError as e:
                 if e.errno != errno.EXDEV:
                     raise
@@ -161,17 +225,9 @@ def collect_flat(outputs: Iterable[str], root: str, results: str, tag: str) -> d
 
 def collect_outputs(outputs: Iterable[str], root: str, out_dir: str) -> dict[str, str]:
     """Move each produced output from ``root`` to ``out_dir``; absent ones are left out.
-    ``out_dir``'s directories are the engine's own (made before the action ran)."""
-    made: set[str] = set()
-
-    def dest(rel: str) -> str:
-        parent = posixpath.dirname(rel.rstrip("/"))
-        if parent not in made:
-            os.makedirs(f"{out_dir}/{parent}" if parent else out_dir, exist_ok=True)
-            made.add(parent)
-        return f"{out_dir}/{rel}"
-
-    return _take(outputs, root, dest)
+    ``out_dir``'s directories are the engine's own, made before the action ran (a directory
+    removed since is made again when the move does not find it)."""
+    return _take(outputs, root, lambda rel: f"{out_dir}/{rel}")
 
 
 def undeclared_outputs(root: str, outputs: Iterable[str], staged: Iterable[str],

@@ -9,13 +9,13 @@ from mcpp.sandbox import parse_depfile
 
 
 def discovered_inputs(depfile_text: str, execroot: str, declared: set[str],
-                      files_outside: dict[str, str] | None = None) -> tuple[str, ...]:
+                      files_seen: dict[str, str] | None = None) -> tuple[str, ...]:
     """`discovered_from` the dependencies `depfile_text` names."""
-    return discovered_from(parse_depfile(depfile_text), execroot, declared, files_outside)
+    return discovered_from(parse_depfile(depfile_text), execroot, declared, files_seen)
 
 
 def discovered_from(deps: Iterable[str], execroot: str, declared: set[str],
-                    files_outside: dict[str, str] | None = None) -> tuple[str, ...]:
+                    files_seen: dict[str, str] | None = None) -> tuple[str, ...]:
     """The files the compile read beyond its declared inputs: execroot-relative paths for files
     of the build, absolute ones for files outside it.
 
@@ -26,10 +26,12 @@ def discovered_from(deps: Iterable[str], execroot: str, declared: set[str],
     the stat cache, so a no-op build stats them and hashes nothing. Module BMIs are declared
     inputs already.
 
-    `files_outside`: the files outside the execroot already seen in this build, as a depfile
-    spells each one -> its normalized path; filled here. Every compile names the same thirty
-    to a hundred system headers: each is normalized and `stat`ed once per build (a `stat` on the
-    scheduler thread lets go of the GIL beside the lanes that want it).
+    `files_seen`: the files already seen in this build, as a depfile spells each one -> its
+    normalized path (relative inside the build); filled here. Every compile names the same thirty
+    to a hundred system headers, and the project's own headers again and again: each is
+    normalized and `stat`ed once per build (a `stat` on the scheduler thread lets go of the GIL
+    beside the lanes that want it). As a file's digest (`KeyComputer.settled`), its being a
+    file is taken once per build.
     """
     # A prefix test on normalized absolute paths says what `os.path.relpath` would, at a tenth
     # of its cost: a compile names some thirty files, and a clean build parses every depfile.
@@ -37,8 +39,8 @@ def discovered_from(deps: Iterable[str], execroot: str, declared: set[str],
     prefix = root if root.endswith("/") else root + "/"
     out: dict[str, None] = {}
     for dep in deps:
-        if files_outside is not None:
-            known = files_outside.get(dep)
+        if files_seen is not None:
+            known = files_seen.get(dep)
             if known is not None:
                 if known not in declared:  # as below: another action's discovery, this one's input
                     out.setdefault(known)
@@ -53,6 +55,6 @@ def discovered_from(deps: Iterable[str], execroot: str, declared: set[str],
             # (marshal) then stores each path once, not once per compile.
             rel = sys.intern(rel)
             out.setdefault(rel)
-            if files_outside is not None and not inside:
-                files_outside[dep] = rel
+            if files_seen is not None:
+                files_seen[dep] = rel
     return tuple(sorted(out))

@@ -124,7 +124,7 @@ class ActionPipeline:
         self.prestage: list[str] = []
         self.ended = 0  # actions `restore_or_run` returned, counted on the lanes (`idle` yields on a change)
         self.candidates: dict[str, tuple[str, list[tuple[str, tuple[str, ...]]]]] = {}
-        self.files_outside: dict[str, str] = {}  # system headers seen to be files (discovered_inputs)
+        self.files_seen: dict[str, str] = {}  # headers seen to be files (discovered_inputs)
         self.counters = Counters()
         self.timings = None  # a TimingsRecorder when the build reports its timings (`--timings`)
         # The build's packages (roots, include directories), asked for only when an action fails:
@@ -497,7 +497,7 @@ class ActionPipeline:
             # parsed once: by the sandbox's check where it ran one (the same bytes, moved here)
             deps = res.deps if res.deps is not None else \
                 parse_depfile(read_depfile(self._abs(a.depfile), errors="replace"))
-            discovered = discovered_from(deps, self.plan.execroot, set(a.inputs) | set(a.outputs), self.files_outside)
+            discovered = discovered_from(deps, self.plan.execroot, set(a.inputs) | set(a.outputs), self.files_seen)
         self.keys.outputs_settled(outcome.outputs)
         key = self.keys.key(a, discovered)
         inputs = self._keyed_inputs(a, discovered)

@@ -54,9 +54,18 @@ def test_a_file_outside_the_build_is_stat_once_per_build(tree, tmp_path):
     outside.unlink()
     assert discovered_inputs(f"b.o: {outside}\n", str(root), set(), seen) == (str(outside),)
     assert discovered_inputs(f"b.o: {outside}\n", str(root), set()) == ()  # without the set: stat again
-    # files of the build are always looked at
+
+
+def test_a_header_of_the_build_is_stat_once_per_build(tree):
+    """The project's own headers too: many compiles name them, and each is looked at once."""
+    root, _outside = tree
+    seen: dict[str, str] = {}
+    assert discovered_inputs("a.o: include/h.hpp\n", str(root), set(), seen) == ("include/h.hpp",)
+    assert seen == {"include/h.hpp": "include/h.hpp"}
     (root / "include" / "h.hpp").unlink()
-    assert discovered_inputs("c.o: include/h.hpp\n", str(root), set(), seen) == ()
+    assert discovered_inputs("c.o: include/h.hpp\n", str(root), set(), seen) == ("include/h.hpp",)
+    assert discovered_inputs("c.o: include/h.hpp\n", str(root), set()) == ()  # without the set: stat again
+    assert discovered_inputs("d.o: include/h.hpp\n", str(root), {"include/h.hpp"}, seen) == ()  # declared
 
 
 def test_a_file_another_compile_discovered_is_left_out_where_it_is_declared(tree):

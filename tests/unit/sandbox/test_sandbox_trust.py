@@ -75,6 +75,30 @@ def test_a_symlinked_directory_above_an_output_is_refused(tmp_path):
     assert (host / "f").read_text() == "host file\n"
 
 
+def test_a_deep_output_directory_is_reached_in_one_call_and_a_symlink_anywhere_refused(tmp_path, monkeypatch):
+    """openat2 reaches `a/b/c/d/` in one call, refusing a symlink at any depth as the walk
+    (one `open` per component, kept for the error message and for kernels without it) does."""
+    from mcpp.sandbox import outputs
+
+    root, host = _tree(tmp_path)
+    deep = root / "a" / "b" / "c" / "d"
+    deep.mkdir(parents=True)
+    (deep / "x.o").write_text("object\n")
+    walked: list[str] = []
+    real_walk = outputs._walk_to_parent
+    monkeypatch.setattr(outputs, "_walk_to_parent", lambda fd, rel: walked.append(rel) or real_walk(fd, rel))
+    got = collect_outputs(["a/b/c/d/x.o"], str(root), str(tmp_path / "dest"))
+    assert got == {"a/b/c/d/x.o": str(tmp_path / "dest/a/b/c/d/x.o")}
+    assert outputs._beneath.works and walked == []  # this kernel has openat2: no walk
+    (root / "a" / "b" / "c").rename(root / "a" / "b" / "moved")
+    (root / "a" / "b" / "c").symlink_to(root / "a" / "b" / "moved")  # a link inside the tree, even
+    (root / "a" / "b" / "moved" / "d" / "y.o").write_text("object\n")
+    with pytest.raises(BadOutput, match=r"output a/b/c/d/y.o: a/b/c is a symbolic link"):
+        collect_outputs(["a/b/c/d/y.o"], str(root), str(tmp_path / "dest"))
+    assert walked == ["a/b/c/d/y.o"]  # refused by openat2, then named by the walk
+    assert (root / "a" / "b" / "moved" / "d" / "y.o").exists()
+
+
 def test_a_hard_link_to_a_host_file_is_refused(tmp_path):
     root, host = _tree(tmp_path)
     os.link(host / "f", root / "o" / "f")

@@ -80,6 +80,37 @@ def test_clearing_a_slot_removes_what_an_action_left_and_follows_no_symlink(mode
     assert (victim / "sub" / "precious").read_text() == "keep\n"
 
 
+def test_a_cleared_slot_lists_only_what_the_action_could_write(bwrap_sb, mkspec, tmp_path, work_root, monkeypatch):
+    """Directories that held only inputs were read-only for the action: the next action's
+    clear unlinks the inputs there by name and does not list them (five system calls each);
+    every directory the action could write in is still listed and emptied."""
+    from mcpp.sandbox import slot as slot_module
+
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def scandir(path):
+        listed.append(str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(slot_module.os, "scandir", scandir)
+    f = tmp_path / "f"
+    f.write_text("f\n")
+    r1 = bwrap_sb.run(mkspec(
+        ["sh", "-c", "cd @@EXECROOT@@ && (echo no > src/lib/planted) 2>/dev/null; echo $? > o/code; "
+                     "echo junk > o/junk; mkdir -p w/x && echo junk > w/x/junk; cat src/lib/a.c > o/out"],
+        inputs={"src/lib/a.c": str(f), "include/b/h.h": str(f)}, outputs=("o/out",)))
+    assert r1.exit_code == 0, r1.stderr
+    [name] = slots(work_root)
+    root = os.path.join(work_root, "sandbox", name)
+    assert open(os.path.join(root, "o", "code")).read().strip() != "0"  # src/lib was read-only for it
+    r2 = bwrap_sb.run(mkspec(["sh", "-c", "cd @@EXECROOT@@ && find . | sort"], inputs={"y": str(f)}, outputs=()))
+    assert r2.stdout.decode().split() == [".", "./y"]
+    seen = {os.path.relpath(p, root) for p in listed if p.startswith(root)}
+    assert {".", "o", "w", "w/x"} <= seen  # where it could write: listed
+    assert not seen & {"src", "src/lib", "include", "include/b"}  # read-only for it: not listed
+
+
 @pytest.mark.parametrize("mode", ["bwrap", "dir"])
 def test_a_timeout_kills_every_process_of_the_action_and_the_worker_goes_on(mode, make, mkspec, tmp_path):
     mark = tmp_path / "mark"
