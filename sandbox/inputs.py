@@ -70,6 +70,15 @@ def make_parents(root: str, rel: str, made: set[str]) -> None:
             parent = posixpath.dirname(parent)
 
 
+def at_or_below(rel: str, dirs: Collection[str]) -> bool:
+    """Whether the relative path `rel` is one of `dirs` or lies below one."""
+    while rel:
+        if rel in dirs:
+            return True
+        rel = posixpath.dirname(rel)
+    return False
+
+
 def parent_dirs(rels: Iterable[str]) -> set[str]:
     """Every directory (relative, normalised) that must exist to hold ``rels``."""
     out: set[str] = set()

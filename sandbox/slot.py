@@ -29,7 +29,7 @@ import posixpath
 from typing import Iterable
 
 from .input_tree import HeldTree
-from .inputs import parent_dirs, relpath
+from .inputs import at_or_below, parent_dirs, relpath
 from .pool import rmtree
 from .spec import SandboxSpec
 
@@ -91,9 +91,9 @@ class Slot:
         try:
             dirs: set[str] = set()
             if sealed:  # read-only for the action: what is there is what was staged
-                dirs.update(d for d in self.dirs if _under(d, sealed))
+                dirs.update(d for d in self.dirs if at_or_below(d, sealed))
                 for rel in self._inputs:
-                    if _under(rel, sealed):
+                    if at_or_below(rel, sealed):
                         try:
                             os.unlink(f"{self.path}/{rel}")
                         except FileNotFoundError:  # staged as a prepared tree's, or never staged
@@ -127,12 +127,3 @@ class Slot:
         self.dirs = set()
         self.dirty = False
         self._sealed = frozenset()
-
-
-def _under(rel: str, dirs: frozenset[str]) -> bool:
-    """Whether `rel` is one of `dirs` or lies below one."""
-    while rel:
-        if rel in dirs:
-            return True
-        rel = posixpath.dirname(rel)
-    return False

@@ -28,6 +28,8 @@ import os
 import posixpath
 from typing import Callable, Collection, Iterable, Sequence
 
+from .inputs import at_or_below
+
 # Exactly what a bwrap action sees of the host (bwrap.py binds these read-only), so that ``dir``
 # refuses what bwrap refuses: ``#include "/etc/hostname"`` does not exist under bwrap.
 SYSTEM_ROOTS: tuple[str, ...] = (
@@ -62,14 +64,6 @@ def _under(path: str, roots: Iterable[str]) -> bool:
     return any(path == r or path.startswith(r + "/") for r in roots)
 
 
-def _declared(rel: str, declared: Collection[str]) -> bool:
-    while rel:
-        if rel in declared:
-            return True
-        rel = posixpath.dirname(rel)
-    return False
-
-
 def find_undeclared(
     deps: Iterable[str],
     *,
@@ -90,7 +84,7 @@ def find_undeclared(
         path = posixpath.normpath(dep if dep.startswith("/") else f"{cwd}/{dep}")
         if path.startswith(prefix):
             rel = path[len(prefix):]
-            if not _declared(rel, declared):
+            if not at_or_below(rel, declared):
                 bad.append(rel)
         elif path == root.rstrip("/"):
             continue
