@@ -15,6 +15,7 @@ import time
 import pytest
 
 from e2e_support import write_tree
+from mcpp.engine.server.bequest import since_ns
 
 pytestmark = pytest.mark.one_mode  # sets the server mode per build itself
 
@@ -69,10 +70,20 @@ def _run_in_process_then(mcpp, root, meanwhile) -> None:
     assert _status(mcpp, root)
 
 
+def _a_second_after(root) -> None:
+    """Wait until a build begun now counts every file under `root` as written before it: a later
+    second, whose start less the clock's slack (`bequest.since_ns`) is after every stamp (a tree
+    written in the last 10 ms of a second would otherwise count as changed during the build, and
+    nothing would be bequeathed: this failed so under load)."""
+    stamped = max(p.lstat().st_ctime_ns for p in root.rglob("*"))
+    while since_ns(time.time_ns()) <= stamped:
+        time.sleep(1.05 - time.time() % 1)
+
+
 @pytest.fixture
 def waiter(tmp_path, mcpp):
     root = write_tree(tmp_path / "w", WAITER)
-    time.sleep(1.05 - time.time() % 1)  # written a second before the build: not a change made during it
+    _a_second_after(root)  # written before the build: not a change made during it
     yield root, mcpp
     mcpp("server", "stop", cwd=root, env=ON)
 
@@ -119,7 +130,7 @@ def test_a_source_created_before_the_server_watched_is_planned_and_built(waiter)
 def test_a_build_traced_in_process_leaves_its_plan_to_the_next_untraced_one(tmp_path, mcpp):
     """`--trace`, `-q`, `--message-format` change only what a build prints: the same request."""
     root = write_tree(tmp_path / "w", {**WAITER, "src/main.cpp": "int said();\nint main() { return said() - 1; }\n"})
-    time.sleep(1.05 - time.time() % 1)
+    _a_second_after(root)
     try:
         first = mcpp("-q", "build", "--trace", str(tmp_path / "trace.json"), cwd=root, env=ON)
         assert first.code == 0, first.err
