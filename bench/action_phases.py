@@ -173,11 +173,7 @@ def main() -> int:
     for key in sorted(per_call, key=lambda k: ({"lane": 0, "ingest": 1, "main": 2}.get(k[0], 3), order.get(k[1], 99))):
         lines.append(f"| {key[0]} | {key[1]} | {calls[key]} | {statistics.median(per_call[key]):.0f} | "
                      f"{statistics.median(per_action[key]):.0f} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text)
+    run_bench.show("\n".join(lines) + "\n", args.markdown)
     return 0
 
 

@@ -44,6 +44,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "remote"))
 
 import gen_project  # noqa: E402
+import run_bench  # noqa: E402
 from buildgrid_server import BuildGridServer  # noqa: E402
 
 
@@ -205,11 +206,7 @@ def main() -> None:
     if not args.no_baseline:
         out.append(f"- upload overhead of --remote-upload on the clean build: "
                    f"{(rows[1][1][0] / baseline - 1) * 100:+.0f}%")
-    text = "\n".join(out) + "\n"
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text)
+    run_bench.show("\n".join(out) + "\n", args.markdown)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 
 from bench_remote import BenchError, build, machine  # noqa: E402  (puts bench/ and the server helper on the path)
 import gen_project  # noqa: E402
+import run_bench  # noqa: E402
 from buildgrid_server import BuildGridServer  # noqa: E402
 from remote_proxy import FaultProxy  # noqa: E402
 
@@ -113,11 +114,7 @@ def main() -> None:
         f"- calls the proxy answered: {calls}; at most {most} of one method at once",
         f"- blob bytes down: {proxy.bytes_down:,} (the binary: {len(want):,})",
     ]
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.markdown:
-        with open(args.markdown, "w", encoding="utf-8") as f:
-            f.write(report)
+    run_bench.show("\n".join(lines) + "\n", args.markdown)
 
 
 if __name__ == "__main__":

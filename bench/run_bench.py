@@ -374,6 +374,14 @@ def code_fingerprint() -> str:
     return h.hexdigest()[:12]
 
 
+def show(text: str, markdown: str | None) -> None:
+    """Print a report, and also write it to `markdown` (a `--markdown FILE`) when given."""
+    print(text)
+    if markdown:
+        with open(markdown, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
 def fmt(x: float) -> str:
     return f"{x:.3f}" if x < 10 else f"{x:.1f}"
 
@@ -635,11 +643,7 @@ def main() -> None:
         sys.exit(f"run_bench: {e}")
     finally:
         b.trash.empty()
-    text = report(b, rows, args, header)
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w", encoding="utf-8") as f:
-            f.write(text)
+    show(report(b, rows, args, header), args.markdown)
 
 
 if __name__ == "__main__":

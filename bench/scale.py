@@ -207,11 +207,7 @@ def main() -> None:
         rows.append(row)
         print(f"  N={n}: {json.dumps(row)}", file=sys.stderr, flush=True)
 
-    text = report(rows, header, args)
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text)
+    run_bench.show(report(rows, header, args), args.markdown)
 
 
 def report(rows, header, args) -> str:
