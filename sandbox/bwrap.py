@@ -240,6 +240,19 @@ class BwrapSandbox(StagedSandbox):
             else:  # timed out (or failed): the next action starts a fresh namespace
                 self._retire(worker)
 
+    def shutdown(self) -> None:
+        """End every worker and remove every directory. Killing a worker's group (the pool's
+        shutdown, all at once) does not reach the namespace's first process, which ends a moment
+        later by --die-with-parent: the idle workers are then closed too, which waits for that
+        moment, so that no process of theirs outlives the build that shut them down (a first
+        build that fails before it takes its warm-up's worker: tests/e2e/test_cold_start.py).
+        A busy one is closed by the thread running its action, which the kill answers."""
+        with self._idle_lock:
+            idle, self._idle = self._idle, []
+        super().shutdown()
+        for worker in idle:
+            worker.close()
+
     def _new_worker(self) -> Worker:
         return Worker(self._prefix, self.pool.new_action_dir(SLOT_SUFFIX), self.pool,
                       self.pool.base if self.trees is not None else None)
