@@ -79,6 +79,11 @@ class StatCache:
         # the next pass needs to look at these alone (unless the clock went back).
         self._guarded_at: int | None = None
         self._since: set[str] = set()
+        # Every path whose entry was set or removed since the cache was loaded (or `touched` was
+        # cleared): what a server's copy of the same file takes in (`changes`, `take_changes`).
+        self.touched: set[str] = set()
+        self._racy_at_save = 0  # entries the last save's guard dropped (a load drops the same)
+        self.saved: os.stat_result | None = None  # the file's stat when this instance last wrote it
         self.hashed = 0  # files read and hashed by this instance
         self.hits = 0  # digests answered from the cache
         self.racy = 0  # entries dropped because their stamp was not older than the cache's write
@@ -131,11 +136,13 @@ class StatCache:
             if key2 == key and d.size == key[2]:
                 self._entries[path] = (*key, bytes.fromhex(d.hash))
                 self._since.add(path)
+                self.touched.add(path)
                 self._dirty = True
                 return d, data
             key = key2  # changed while we read it: hash again
         # Still changing: answer what we read, but remember nothing.
         self._entries.pop(path, None)
+        self.touched.add(path)
         self._dirty = True
         return d, data
 
@@ -176,6 +183,7 @@ class StatCache:
         next `digest` of an unchanged file costs only a stat."""
         path = os.fspath(path)
         st = self._stat(path)
+        self.touched.add(path)
         if st.st_size != digest.size:
             self._entries.pop(path, None)
             return
@@ -198,6 +206,7 @@ class StatCache:
         for path, e in other._entries.items():
             if path not in entries:
                 entries[path] = e
+                self.touched.add(path)
                 taken += 1
         if taken:
             self._dirty = True
@@ -205,7 +214,9 @@ class StatCache:
         return taken
 
     def forget(self, path: str | os.PathLike[str]) -> None:
-        if self._entries.pop(os.fspath(path), None) is not None:
+        path = os.fspath(path)
+        if self._entries.pop(path, None) is not None:
+            self.touched.add(path)
             self._dirty = True
 
     def save(self) -> None:
@@ -216,9 +227,10 @@ class StatCache:
             marshal.dump((_FORMAT, self._entries), f)
             f.flush()
             written = os.fstat(f.fileno()).st_mtime_ns
+        self.saved = os.stat(self.cache_file)
         self._dirty = False
         # Apply the same guard in memory, so a long-lived process behaves like a reload would.
-        self._drop_racy(written)
+        self._racy_at_save = self._drop_racy(written)
 
     def _load(self) -> None:
         try:
@@ -249,10 +261,49 @@ class StatCache:
         racy = [p for p in candidates if max(entries[p][3], entries[p][4]) >= written_ns]
         for p in racy:
             del entries[p]
+        self.touched.update(racy)
         self.racy += len(racy)
         self._guarded_at = written_ns
         self._since = set()
         return len(racy)
+
+
+    # -- a copy kept in step with the file (a server's, engine/server/state_memo.py) -------------
+    def changes(self) -> tuple | None:
+        """What `take_changes` needs to make a copy of this cache as it was when `touched` was
+        cleared into what loading the file saved since would give: the touched paths' entries
+        and those removed (`touched_of`), the guard's stamp and how many entries that guard
+        dropped. None while something is not saved yet (the file is not what this cache holds)."""
+        if self._dirty:
+            return None
+        return touched_of(self._entries, self.touched), self._guarded_at, self._racy_at_save
+
+    def take_changes(self, changes: tuple) -> None:
+        """Apply another instance's `changes` to this copy of the same starting point: it then
+        holds what a load of the file that instance saved gives (the same entries, since that
+        save's guard dropped in memory what a load drops; the guard's stamp; dirty where the
+        load's guard dropped some, as a load is)."""
+        touched, guarded_at, racy = changes
+        take_touched(self._entries, touched)
+        self._guarded_at = guarded_at
+        self._since = set()
+        self._dirty = racy > 0
+        self.racy = racy
+        self.hashed = self.hits = 0
+
+
+def touched_of(kept: dict, touched: set) -> tuple[dict, tuple]:
+    """The values of `kept` at the keys `touched` that it still holds, and those it no longer does."""
+    present = {k: kept[k] for k in touched if k in kept}
+    return present, tuple(k for k in touched if k not in present)
+
+
+def take_touched(kept: dict, changes: tuple[dict, tuple]) -> None:
+    """Make `kept` hold what `touched_of` found in another copy of the same starting point."""
+    present, removed = changes
+    for k in removed:
+        kept.pop(k, None)
+    kept.update(present)
 
 
 def _well_formed(entries: object) -> bool:

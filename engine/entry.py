@@ -109,6 +109,12 @@ def serve(ident: str, root: str, home: str, ready: str | None = None, after: str
 
     warm.preload()
     code_cache.save()
+    # What the preload imported lives as long as the server: frozen, the server's full
+    # collections after each build (its state and plans replaced) do not walk it again.
+    import gc
+
+    gc.collect()
+    gc.freeze()
     daemon.main(ident, root, home, cli_main, warm.Hooks(root, ident, home, request_key),
                 ready=int(ready) if ready else None, later=(warm.preload_later,),
                 started_by=int(after) if after else None)

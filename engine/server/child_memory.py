@@ -33,6 +33,13 @@ class HandOff:
     globs: dict  # the source glob expansions it made (manifest/globs.py)
 
 
+@dataclass(frozen=True)
+class StateChanges:
+    """What a build child changed of the state files the server gave it (state_memo.py), each
+    as (paths, their stamps when given, their stamps as the child saved them, the changes)."""
+    states: tuple[tuple[state_memo.Paths, tuple, tuple, tuple], ...]
+
+
 def hand(path: str, make: Callable[[], Any]) -> None:
     """Write what `make()` returns, pickled, to the hand-off file at `path` whole (a private
     temporary file, renamed), or nothing at all: a hand-off is only a head start for the server."""
@@ -76,6 +83,9 @@ class ChildMemory:
         self.plans = PlanMemo(given)
         self.states = states  # the state files the server loaded: paths -> (stamps, objects)
         self.opened: list[state_memo.Paths] = []
+        # the state the build took from the server's objects: paths -> their stamps then and
+        # those objects, whose changes the server takes in (`state_changes`); None: opened twice
+        self._taken: dict[state_memo.Paths, tuple[tuple, tuple] | None] = {}
         if given is not None and given.globs is not None:
             self.globs = Expansions(given.globs, given.watched)
         else:
@@ -108,8 +118,13 @@ class ChildMemory:
 
     def open_state(self, stat_cache: str, action_state: str, execroot: str, scan_cache: str):
         paths = (stat_cache, action_state, execroot, scan_cache)
+        again = paths in self.opened
         self.opened.append(paths)
         held = state_memo.held(self.states, paths)
+        if held is None or again:  # what was taken first and what is opened now could both save
+            self._taken[paths] = None
+        else:
+            self._taken[paths] = (self.states[paths][0], state_memo.taking(held))
         return held if held is not None else state_memo.reopen(self.states, paths)
 
     def expand(self, root: str, patterns, boundary: str | None = None) -> list[str]:
@@ -142,6 +157,24 @@ class ChildMemory:
 
     def after_reply(self, task: Callable[[], None]) -> None:
         self.tasks.later(task)
+
+    # -- at the reply ---------------------------------------------------------------------------
+
+    def state_changes(self) -> StateChanges:
+        """What the build changed of each state the server gave it and it rewrote, for the server
+        to apply to its copy (warm.py `on_reply`) instead of reading the files again."""
+        found = []
+        for paths, taken in self._taken.items():
+            if taken is None:
+                continue
+            stamps, objects = taken
+            now = state_memo.saved_stamps(stamps, objects)
+            if now == stamps:
+                continue  # nothing written: what the server holds is still the files
+            changed = state_memo.changes(objects)
+            if changed is not None:
+                found.append((paths, stamps, now, changed))
+        return StateChanges(tuple(found))
 
     # -- after the reply ----------------------------------------------------------------------
 

@@ -411,7 +411,8 @@ class Server:
                 "sandboxes_begun_ahead": self.aheads.begun, "sandboxes_handed_over": self.aheads.taken,
                 "noops_answered": self.noops_answered, "noops_from_watch": self.noops.answered_from_watch,
                 "running": len(self.running), "idle_s": self.info()["idle_s"], "idle_exit_s": self.limits.idle_s,
-                "max_servers": self.limits.max_servers, "memory_kb": _rss_kb()}
+                "max_servers": self.limits.max_servers, "memory_kb": _rss_kb(),
+                "objects_frozen": gc.get_freeze_count()}
         if self.hooks is not None:
             info.update(self.hooks.status())
         return info
@@ -501,6 +502,8 @@ class Server:
         build as the client's process, report its exit status, then what is left."""
         command = functools.partial(self.command, memory=memory, started=request["began"])
         code = child.run(request, fds, command, ready)
+        if self.hooks is not None:
+            self.hooks.child_answers()
         # The build is over for the user (its output flushed): the client gets its exit
         # status now, not after the hand-off below and this process's teardown.
         os.write(done_w, bytes([code & 0xFF]))
@@ -634,7 +637,7 @@ class Server:
 
     # -- the sandbox begun ahead (sandbox_ahead.py) ----------------------------------------------
 
-    def _answered_ok(self) -> None:
+    def _answered_ok(self, pid: int) -> None:
         """A build answered its client with success (its exit status, or its exit where that
         came first): begin the sandbox the next one will want, and read back the state files it
         saved, while this build's child winds down and the next command starts."""
@@ -642,7 +645,7 @@ class Server:
             return
         if not self.stopping:
             self.aheads.begin(self.hooks.last_sandbox)
-        self.later.append(self.hooks.on_reply)
+        self.later.append(functools.partial(self.hooks.on_reply, pid))
 
     def _handed_over(self, ahead) -> None:
         """In the server, once a fork took `ahead` (or None): let go of it, reap its worker later."""
@@ -732,7 +735,7 @@ class Server:
         if status:
             self._reply_once(build, {"exit": status[0]})
             if status[0] == 0:
-                self._answered_ok()
+                self._answered_ok(build.pid)
 
     def _close_done(self, build: _Build) -> None:
         if build.done is not None:
@@ -780,7 +783,7 @@ class Server:
         answered_here = not build.replied  # its exit was seen before its exit status was read
         self._reply_once(build, message)
         if answered_here and message.get("exit") == 0:
-            self._answered_ok()
+            self._answered_ok(build.pid)
         if self.hooks is not None:  # after the reply, and after any request already waiting
             self.later.append(functools.partial(self._in_steps, self.hooks.after_build(build.pid, message)))
         if message.get("exit") == 0 and build.request is not None:

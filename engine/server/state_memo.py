@@ -8,6 +8,13 @@ what loading the files would give (the stat cache's racy-timestamp guard reads t
 own mtime, not the clock). The child works on its own copy (the fork's), so nothing it changes
 reaches the server or the next build except through the files it saves.
 
+After a build that rewrote them, reading the files whole again costs the server ~0.1 s at
+10,000 units (marshal and the shape checks), while the next build may already have asked: a
+child that took the server's objects hands back what it changed instead (`changes`: the entries
+touched since it took them, each object's `touched`), and the server applies that to its own
+copy (`take_changes`) when its copy was the child's starting point and the files are the ones
+the child saved, as their stamps say; otherwise it reads the files (warm.py `on_reply`).
+
 In process (no server) the build simply opens the files (engine/build/memory.py).
 """
 from __future__ import annotations
@@ -53,11 +60,19 @@ def stamps(paths: Paths) -> tuple:
     out = []
     for p in (paths[0], paths[1], paths[3]):
         try:
-            st = os.stat(p)
-            out.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+            out.append(_stamp(os.stat(p)))
         except OSError:
             out.append(None)
     return tuple(out)
+
+
+def _stamp(st: os.stat_result) -> tuple:
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def saved_stamps(given: tuple, objects: tuple) -> tuple:
+    """The `stamps` of the files as `objects` last saved them, those they did not save as `given`."""
+    return tuple(g if o.saved is None else _stamp(o.saved) for g, o in zip(given, objects, strict=True))
 
 
 def preload(paths: Paths) -> tuple[tuple, tuple] | None:
@@ -73,3 +88,27 @@ def preload(paths: Paths) -> tuple[tuple, tuple] | None:
     if caught or stamps(paths) != before:
         return None
     return before, objects
+
+
+def taking(objects: tuple) -> tuple:
+    """A child's start from the server's `objects`: what each touches is counted from here."""
+    stats, state, scans = objects
+    stats.touched.clear()
+    state.touched.clear()
+    for keys in scans.touched:
+        keys.clear()
+    for o in objects:
+        o.saved = None
+    return objects
+
+
+def changes(objects: tuple) -> tuple | None:
+    """What a copy of the objects `taking` started from needs to become what loading the files
+    now gives (`take_changes`); None while one of them holds what is not saved."""
+    found = tuple(o.changes() for o in objects)
+    return None if None in found else found
+
+
+def take_changes(objects: tuple, found: tuple) -> None:
+    for o, changed in zip(objects, found, strict=True):
+        o.take_changes(changed)

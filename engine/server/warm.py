@@ -36,7 +36,7 @@ from ..core.lazy_re import compile_deferred
 from ..plan.model import Plan
 from ..state.unchanged import Knowledge
 from ..exec.sandbox_warm_up import SandboxAhead, SandboxWarmUp
-from .child_memory import ChildMemory, HandOff, hand, taken
+from .child_memory import ChildMemory, HandOff, StateChanges, hand, taken
 from .paths import server_dir
 from .plan_memo import same_request
 from .watcher import StatScan, make_watcher
@@ -106,6 +106,7 @@ class Hooks:
         self.plans_made = 0
         self.plans_bequeathed = 0  # plans taken from the in-process build that started the server
         self.states_loaded = 0  # state files read back after a build that saved them
+        self.states_updated = 0  # state files held in step with a build from what it changed
         self.proofs_refreshed = 0  # knowledge handed back unchanged: only its touched files checked again
         self._next: tuple[str, object, frozenset] | None = None
         self._given: plan_memo.Given | None = None  # for the child about to be forked
@@ -188,6 +189,7 @@ class Hooks:
         self.generation += 1
         generation = self.generation
         key, token, watched = self.pending.pop(pid, (None, None, frozenset()))
+        self._take_state_changes(pid)  # a build that failed saved its state too, unanswered
         handoff = taken(self._handoff(pid), HandOff)
         if handoff is None:  # no hand-off (the build failed early), or a damaged one
             return
@@ -277,14 +279,37 @@ class Hooks:
         while len(self.entries) > _KEPT:
             self._forget(next(iter(self.entries)))
 
-    def on_reply(self) -> None:
-        """A build answered its client: the state files it saved before answering are read back
-        now, where the server holds them, while its child winds down and the next command
+    def on_reply(self, pid: int | None = None) -> None:
+        """A build (of child `pid`) answered its client: the state files it saved before
+        answering are held as they are now, while its child winds down and the next command
         starts, not once the child has exited: a build run right after it is forked before that
-        hand-off is taken in, and is then given them instead of loading them itself."""
+        hand-off is taken in, and is then given them instead of loading them itself. What the
+        child changed of the objects it was given is applied to them (state_memo.py); the
+        files of any other change are read."""
+        if pid is not None:
+            self._take_state_changes(pid)
         for paths in list(self.states):
             if self._read_state(paths):
                 self.generation += 1
+
+    def _take_state_changes(self, pid: int) -> None:
+        """Apply what child `pid` changed of each state it took from the objects held now, where
+        the files are still the ones it saved (their stamps): the server's copy is then what a
+        load of them gives, without the load."""
+        found = taken(self._state_changes(pid), StateChanges)
+        for paths, given, saved, changes in found.states if found is not None else ():
+            held_state = self.states.get(paths)
+            if held_state is None or held_state[0] != given or state_memo.stamps(paths) != saved:
+                continue  # held from elsewhere, or rewritten since: `_read_state` reads the files
+            self.generation += 1
+            try:
+                state_memo.take_changes(held_state[1], changes)
+            except Exception:  # noqa: BLE001 - damaged: what is held may be half changed; read the files
+                self.states.pop(paths)
+                self._read_state(paths)
+                continue
+            self.states[paths] = (saved, held_state[1])
+            self.states_updated += 1
 
     def _read_state(self, paths: state_memo.Paths) -> bool:
         """Hold the state files `paths` as they are now; whether they had to be read (they changed)."""
@@ -325,8 +350,12 @@ class Hooks:
     def _handoff(self, pid: int) -> str:
         return os.path.join(server_dir(self.home), f"{self.ident}-{pid}.plan")
 
+    def _state_changes(self, pid: int) -> str:
+        return os.path.join(server_dir(self.home), f"{self.ident}-{pid}.states")
+
     def status(self) -> dict:
         return {"watcher": self.watcher.kind, "states_held": len(self.states), "states_loaded": self.states_loaded,
+                "states_updated": self.states_updated,
                 "proofs_refreshed": self.proofs_refreshed,
                 "plans_held": len(self.entries),
                 "plans_reused": self.plans_reused, "plans_made": self.plans_made,
@@ -381,6 +410,18 @@ class Hooks:
         worker to start (engine/build/compose.py `_warm_up`, `TrustPolicy.stages_inputs`)."""
         if self.memory is not None:
             self.memory.start_sandbox()
+
+    def child_answers(self) -> None:
+        """In the child, its build over, just before its exit status goes to the server: what
+        it changed of the state files it was given, for the server to apply (`on_reply`)."""
+        if self.memory is None:
+            return
+        try:
+            changes = self.memory.state_changes()
+        except Exception:  # noqa: BLE001 - without them the server reads the files
+            return
+        if changes.states:
+            hand(self._state_changes(os.getpid()), lambda: changes)
 
     def child_done(self) -> None:
         """Tell the server what this build planned and which state files it opened."""

@@ -20,7 +20,7 @@ from typing import Callable, Container, Iterable, Mapping
 from mcpp.cas.action import Action, Platform, action_key, encoded_input
 from mcpp.cas.atomic import atomic_file, read_file
 from mcpp.cas.digest import Digest, digest_bytes
-from mcpp.cas.statcache import StatCache, discard
+from mcpp.cas.statcache import StatCache, discard, take_touched, touched_of
 from mcpp.cas.tree import TreeError, digest_of_directory
 
 from ..core.errors import ScanError
@@ -55,9 +55,11 @@ def _load(path: str, fmt: str, empty: tuple, well_formed: Callable[..., bool]) -
     return empty
 
 
-def _save(path: str, fmt: str, *payload) -> None:
+def _save(path: str, fmt: str, *payload) -> os.stat_result:
+    """Write the file; its stat once written, taken while the build still holds its target's lock."""
     with atomic_file(path) as f:
         marshal.dump((fmt, *payload), f)
+    return os.stat(path)
 
 
 class BuildState:
@@ -71,6 +73,8 @@ class BuildState:
         self.actions: dict[str, tuple[str, tuple[str, ...], dict[str, str]]]
         (self.actions,) = _load(path, _FORMAT, ({},), _well_formed_actions)
         self._dirty = False
+        self.touched: set[str] = set()  # the actions recorded or forgotten since (StatCache.touched)
+        self.saved: os.stat_result | None = None  # the file's stat when this object last wrote it
 
     # -- digests ---------------------------------------------------------------------------------
     def digest(self, rel: str) -> Digest:
@@ -106,10 +110,12 @@ class BuildState:
 
     def record(self, action_id: str, key: str, discovered: tuple[str, ...], outputs: dict[str, str]) -> None:
         self.actions[action_id] = (key, discovered, outputs)
+        self.touched.add(action_id)
         self._dirty = True
 
     def forget(self, action_id: str) -> None:
         if self.actions.pop(action_id, None) is not None:
+            self.touched.add(action_id)
             self._dirty = True
 
     def recorded(self, action_id: str):
@@ -119,8 +125,16 @@ class BuildState:
         """Write the stat cache and the records (each only when it changed)."""
         self.stats.save()
         if self._dirty:
-            _save(self.file, _FORMAT, self.actions)
+            self.saved = _save(self.file, _FORMAT, self.actions)
             self._dirty = False
+
+    def changes(self) -> tuple | None:
+        """Each touched action's record and those forgotten (`touched_of`), for a copy of the starting point to
+        take (`take_changes`); None while a record is not saved yet. The stat cache's are its own."""
+        return None if self._dirty else touched_of(self.actions, self.touched)
+
+    def take_changes(self, changes: tuple) -> None:
+        take_touched(self.actions, changes)
 
 
 class ScanCache:
@@ -143,6 +157,9 @@ class ScanCache:
         self.scans, self.include_scans, self.preprocessed = _load(
             path, _SCAN_FORMAT, ({}, {}, {}), _well_formed_scans)
         self._dirty = False
+        # the keys set since, of each of the three (StatCache.touched)
+        self.touched: tuple[set[str], set[str], set[str]] = (set(), set(), set())
+        self.saved: os.stat_result | None = None  # as BuildState's
 
     def scan(self, abs_path: str, preprocess: PreprocessScan | None = None) -> ModuleUnit:
         """The module unit of a C++ source (engine/modules/scanner.py). A source the own
@@ -157,6 +174,7 @@ class ScanCache:
             data = read_file(abs_path)
         if d.hash not in self.include_scans:
             self.include_scans[d.hash] = parse_includes(data)
+            self.touched[1].add(d.hash)
             self._dirty = True
         try:
             unit = _scan_text(_text(data), abs_path)
@@ -165,6 +183,7 @@ class ScanCache:
                 raise
             return self._preprocessed(abs_path, d, preprocess, e.partial)
         self.scans[d.hash] = (unit.module, unit.exported, unit.imports, unit.global_fragment, unit.import_lines)
+        self.touched[0].add(d.hash)
         self._dirty = True
         return unit
 
@@ -181,6 +200,7 @@ class ScanCache:
         files = tuple((p, str(self._digest(p))) for p in dict.fromkeys([abs_path, *read]))
         self.preprocessed[key] = ((unit.module, unit.exported, unit.imports, unit.global_fragment,
                                    unit.import_lines), files)
+        self.touched[2].add(key)
         self._dirty = True
         return unit
 
@@ -191,13 +211,27 @@ class ScanCache:
             return self.include_scans[d.hash]
         directives = parse_includes(data if data is not None else read_file(abs_path))
         self.include_scans[d.hash] = directives
+        self.touched[1].add(d.hash)
         self._dirty = True
         return directives
 
     def save(self) -> None:
         if self._dirty:
-            _save(self.file, _SCAN_FORMAT, self.scans, self.include_scans, self.preprocessed)
+            self.saved = _save(self.file, _SCAN_FORMAT, self.scans, self.include_scans, self.preprocessed)
             self._dirty = False
+
+    def changes(self) -> tuple | None:
+        """As `BuildState.changes`, for each of the three."""
+        if self._dirty:
+            return None
+        return tuple(touched_of(d, keys) for d, keys in zip(self._kept(), self.touched))
+
+    def take_changes(self, changes: tuple) -> None:
+        for d, touched in zip(self._kept(), changes, strict=True):
+            take_touched(d, touched)
+
+    def _kept(self) -> tuple[dict, dict, dict]:
+        return self.scans, self.include_scans, self.preprocessed
 
 
 def _scan_text(text: str, abs_path: str) -> ModuleUnit:

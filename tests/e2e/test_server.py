@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -294,7 +295,6 @@ def test_a_rebuild_after_the_target_directory_is_removed_hashes_no_unchanged_sou
     loaded from it (engine/server/state_memo.py: `reopen`), so the rebuild stats the sources,
     restores every output from the action cache and reads no source to hash it (10,000 sources:
     about a second). A file edited meanwhile has another stat: it is hashed again and built."""
-    import shutil
 
     root, mcpp = served
     env = {**ON, "MCPP_NO_FAST_PATH": "1"}
@@ -328,24 +328,38 @@ def test_a_rebuild_after_the_target_directory_is_removed_hashes_no_unchanged_sou
     assert subprocess.run([str(root / "target/dev/hello")], capture_output=True, text=True).stdout == "hello again\n"
 
 
+def test_the_servers_imported_engine_is_left_out_of_its_collections(served):
+    """What the server imported once (engine/entry.py `serve`) is frozen: the full collections
+    after its builds, whose state and plans it replaces, walk only what it holds for them."""
+    root, mcpp = served
+    assert mcpp("build", cwd=root, env=ON).code == 0
+    assert int(_status(mcpp, root)["objects_frozen"]) > 10_000
+
+
 def test_a_build_that_saved_nothing_leaves_the_servers_state_as_it_is(served):
     """A no-op through the full engine writes no state file, so the server does not read its
-    state back (a thousand units: tens of milliseconds a later build would wait behind)."""
+    state back (a thousand units: tens of milliseconds a later build would wait behind); an
+    edit's build, given the server's state, hands back what it changed, and the server applies
+    that instead of reading the files (10,000 units: ~0.1 s, state_memo.py)."""
     root, mcpp = served
     env = {**ON, "MCPP_NO_FAST_PATH": "1"}
 
-    def build_and_status() -> tuple[int, int]:
-        res = mcpp("build", "--message-format", "json", cwd=root, env=env)
-        assert res.code == 0, res.err
+    def build_and_status(out: str = "hello") -> tuple[int, int, int]:
+        res = mcpp("run", "--message-format", "json", cwd=root, env=env)
+        assert res.code == 0 and res.out.splitlines()[-1] == out, res.err
         status = _status(mcpp, root)
-        return int(status["states_loaded"]), int(status["states_held"])
+        return int(status["states_loaded"]), int(status["states_held"]), int(status["states_updated"])
 
     built = build_and_status()
-    assert built[0] >= 1 and built[1] >= 1
+    assert built[0] >= 1 and built[1] >= 1 and built[2] == 0
     assert build_and_status() == built
-    time.sleep(0.02)  # a new stamp for the edit
-    (root / "src/main.cpp").write_text('#include <cstdio>\n#include "greet.hpp"\nint main() { std::puts(GREETING "!"); }\n')
-    assert build_and_status()[0] > built[0]
+    for n, greeting in enumerate(("hi", "hey"), 1):
+        time.sleep(0.02)  # a new stamp for the edit
+        (root / "src/greet.hpp").write_text(f'#pragma once\n#define GREETING "{greeting}"\n')
+        assert build_and_status(greeting) == (built[0], built[1], n)
+    assert build_and_status("hey") == (built[0], built[1], 2)  # and what it holds is the files
+    shutil.rmtree(root / "target")  # files that are not the ones a build handed back changes of
+    assert build_and_status("hey")[0] > built[0]
 
 
 def test_a_no_op_hands_back_the_knowledge_it_was_given_and_the_server_keeps_its_proof(served):
@@ -394,7 +408,6 @@ def test_a_home_or_workspace_replaced_under_the_same_path_gets_a_new_server(serv
     """The server is named by paths; what it holds describes the directories it started with.
     One moved aside and made again under the same path is another directory: the server hands
     over at the next request (the client starts a new one), and the old one exits."""
-    import shutil
 
     root, mcpp = served
     assert mcpp("build", cwd=root, env=ON).code == 0

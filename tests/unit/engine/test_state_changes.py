@@ -1,0 +1,209 @@
+"""A server's copy of the incremental state kept in step with its builds (engine/server/state_memo.py
+`changes` / `take_changes`, warm.py `on_reply`): a build child hands back what it changed of the
+objects it was given, and the server's copy with those changes applied is exactly what loading
+the files the child saved gives; where the copy was not the child's starting point, or the files
+were rewritten since, the server reads the files as before."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from mcpp.engine.server import state_memo, warm
+from mcpp.engine.server.child_memory import ChildMemory, hand
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root = tmp_path / "w"
+    (root / "src").mkdir(parents=True)
+    for name in "abcde":
+        (root / "src" / f"{name}.cpp").write_text(f'#include "{name}.hpp"\nint {name}() {{ return 1; }}\n')
+    state = root / "target" / ".mcpp"
+    state.mkdir(parents=True)
+    paths = (str(state / "stat"), str(state / "actions"), str(root), str(state / "scans"))
+    return root, paths
+
+
+def _first_build(root, paths) -> None:
+    stats, state, scans = state_memo.load(paths)
+    for name in "abcde":
+        src = str(root / "src" / f"{name}.cpp")
+        scans.includes(src)
+        state.record(f"compile {name}", f"key-{name}", (f"src/{name}.hpp",), {f"obj/{name}.o": "d/1"})
+    _save((stats, state, scans))
+
+
+def _save(objects) -> None:
+    stats, state, scans = objects
+    state.save()  # saves the stat cache first, as a build's `_save_records` does
+    scans.save()
+
+
+def _an_edit_build(root, objects) -> None:
+    """What an edit's build does to the state: a source edited (hashed again), one added, one
+    forgotten, an action recorded anew, one forgotten, a file stamped in the future (dropped by
+    the racy guard at save, in memory as on load), and a new file's include scan."""
+    stats, state, scans = objects
+    time.sleep(0.01)
+    (root / "src" / "a.cpp").write_text('#include "a.hpp"\nint a() { return 2; }\n')
+    scans.includes(str(root / "src" / "a.cpp"))
+    (root / "src" / "f.cpp").write_text("int f() { return 6; }\n")
+    scans.includes(str(root / "src" / "f.cpp"))
+    stats.forget(str(root / "src" / "b.cpp"))
+    future = root / "src" / "c.cpp"
+    ahead = time.time() + 3600
+    os.utime(future, (ahead, ahead))
+    stats.digest(str(future))
+    state.record("compile a", "key-a2", ("src/a.hpp",), {"obj/a.o": "d/2"})
+    state.record("compile f", "key-f", (), {"obj/f.o": "d/3"})
+    state.forget("compile e")
+    _save(objects)
+
+
+def _as_loaded(objects) -> tuple:
+    """Everything of the three objects a build reads (the stat cache's entries, guard and
+    counters; the records; the scans)."""
+    stats, state, scans = objects
+    return (stats._entries, stats._guarded_at, stats._since, stats._dirty, stats.racy, state.actions, state._dirty,
+            scans.scans, scans.include_scans, scans.preprocessed, scans._dirty)
+
+
+def test_a_copy_given_a_builds_changes_is_what_loading_the_files_it_saved_gives(tree):
+    root, paths = tree
+    _first_build(root, paths)
+    given = state_memo.preload(paths)
+    assert given is not None
+    stamps, held = given
+    child = state_memo.taking(state_memo.load(paths))  # a fork's copy of the same objects
+    _an_edit_build(root, child)
+    changes = state_memo.changes(child)
+    assert changes is not None
+    stat_changes, _, racy = changes[0]
+    assert racy == 1 and str(root / "src" / "c.cpp") in stat_changes[1]  # the racy one: removed
+    saved = state_memo.saved_stamps(stamps, child)
+    assert saved == state_memo.stamps(paths) != stamps
+
+    state_memo.take_changes(held, changes)
+    assert _as_loaded(held) == _as_loaded(state_memo.load(paths))
+
+
+def test_what_a_child_does_not_save_is_not_handed_back(tree):
+    root, paths = tree
+    _first_build(root, paths)
+    stamps, _ = state_memo.preload(paths)
+    child = state_memo.taking(state_memo.load(paths))
+    assert state_memo.saved_stamps(stamps, child) == stamps  # a no-op: nothing written, nothing to take in
+    child[1].record("compile a", "key-a3", (), {})
+    assert state_memo.changes(child) is None  # not saved: the server reads the files, if they change
+
+
+def _server(root, paths, tmp_path) -> warm.Hooks:
+    hooks = warm.Hooks(str(root), "test", str(tmp_path / "home"))
+    loaded = state_memo.preload(paths)
+    assert loaded is not None
+    hooks.states[paths] = loaded
+    return hooks
+
+
+def _child_of(hooks: warm.Hooks, paths) -> ChildMemory:
+    """A build child's memory, as `in_child` makes it, with its state opened from what the server
+    holds; the objects are a copy of the server's, as a fork's are (loaded again: the same)."""
+    copies = {p: (stamps, state_memo.load(p)) for p, (stamps, _) in hooks.states.items()}
+    memory = ChildMemory(None, copies)
+    memory.open_state(*paths)
+    return memory
+
+
+def _answer(hooks: warm.Hooks, memory: ChildMemory, pid: int) -> None:
+    """The child's hand-back before its answer (`Hooks.child_answers`), written where the server looks."""
+    changes = memory.state_changes()
+    hand(hooks._state_changes(pid), lambda: changes)
+
+
+def test_the_server_applies_a_childs_changes_when_it_answers_and_reads_nothing(tree, tmp_path):
+    root, paths = tree
+    _first_build(root, paths)
+    hooks = _server(root, paths, tmp_path)
+    try:
+        memory = _child_of(hooks, paths)
+        _an_edit_build(root, memory.states[paths][1])
+        _answer(hooks, memory, 101)
+        generation = hooks.generation
+        hooks.on_reply(101)
+        assert (hooks.states_updated, hooks.states_loaded) == (1, 0)
+        assert hooks.generation > generation  # a spare forked before holds the old state
+        assert hooks.states[paths][0] == state_memo.stamps(paths)
+        assert _as_loaded(state_memo.held(hooks.states, paths)) == _as_loaded(state_memo.load(paths))
+        assert not os.path.exists(hooks._state_changes(101))
+    finally:
+        hooks.watcher.close()
+
+
+def test_changes_from_another_starting_point_or_over_rewritten_files_are_not_applied(tree, tmp_path):
+    root, paths = tree
+    _first_build(root, paths)
+    hooks = _server(root, paths, tmp_path)
+    try:
+        # the files rewritten after the child saved them (a build outside the server)
+        memory = _child_of(hooks, paths)
+        _an_edit_build(root, memory.states[paths][1])
+        _answer(hooks, memory, 102)
+        outside = state_memo.load(paths)
+        time.sleep(0.01)
+        (root / "src" / "d.cpp").write_text("int d() { return 4; }\n")
+        outside[0].digest(str(root / "src" / "d.cpp"))
+        outside[1].record("compile d", "key-d2", (), {})
+        _save(outside)
+        hooks.on_reply(102)
+        assert (hooks.states_updated, hooks.states_loaded) == (0, 1)
+        assert _as_loaded(state_memo.held(hooks.states, paths)) == _as_loaded(state_memo.load(paths))
+
+        # a child given another starting point than what the server holds now
+        memory = _child_of(hooks, paths)
+        hooks.states[paths] = state_memo.preload(paths)[0][:2] + (None,), hooks.states[paths][1]
+        _an_edit_build(root, memory.states[paths][1])
+        _answer(hooks, memory, 103)
+        hooks.on_reply(103)
+        assert (hooks.states_updated, hooks.states_loaded) == (0, 2)
+        assert _as_loaded(state_memo.held(hooks.states, paths)) == _as_loaded(state_memo.load(paths))
+    finally:
+        hooks.watcher.close()
+
+
+def test_a_state_opened_twice_by_one_build_is_read_back_whole(tree, tmp_path):
+    """Two objects of the same files in one build could both save: what the first changed is not
+    what the files hold, so nothing is handed back for them."""
+    root, paths = tree
+    _first_build(root, paths)
+    hooks = _server(root, paths, tmp_path)
+    try:
+        memory = _child_of(hooks, paths)
+        memory.open_state(*paths)
+        _an_edit_build(root, memory.states[paths][1])
+        assert memory.state_changes().states == ()
+    finally:
+        hooks.watcher.close()
+
+
+def test_changes_of_the_wrong_shape_leave_the_server_reading_the_files(tree, tmp_path):
+    """A hand-back that is not what a child writes (damaged, another version's) changes nothing
+    the server gives a build: what it holds may be half changed, so it is dropped and the files
+    are read."""
+    from mcpp.engine.server.child_memory import StateChanges
+
+    root, paths = tree
+    _first_build(root, paths)
+    hooks = _server(root, paths, tmp_path)
+    try:
+        memory = _child_of(hooks, paths)
+        _an_edit_build(root, memory.states[paths][1])
+        [(p, given, saved, changes)] = memory.state_changes().states
+        broken = ((({"x": "not an entry"}, ("gone",)), None, 0), ({}, ()), "three scans dicts")
+        hand(hooks._state_changes(105), lambda: StateChanges(((p, given, saved, broken),)))
+        hooks.on_reply(105)
+        assert (hooks.states_updated, hooks.states_loaded) == (0, 1)
+        assert _as_loaded(state_memo.held(hooks.states, paths)) == _as_loaded(state_memo.load(paths))
+    finally:
+        hooks.watcher.close()
