@@ -99,12 +99,17 @@ def test_what_a_child_does_not_save_is_not_handed_back(tree):
     assert state_memo.changes(child) is None  # not saved: the server reads the files, if they change
 
 
-def _server(root, paths, tmp_path) -> warm.Hooks:
+@pytest.fixture
+def server(tree, tmp_path):
+    """(root, paths, hooks): a first build's state, held by a server's hooks as it loads them."""
+    root, paths = tree
+    _first_build(root, paths)
     hooks = warm.Hooks(str(root), "test", str(tmp_path / "home"))
     loaded = state_memo.preload(paths)
     assert loaded is not None
     hooks.states[paths] = loaded
-    return hooks
+    yield root, paths, hooks
+    hooks.watcher.close()
 
 
 def _child_of(hooks: warm.Hooks, paths) -> ChildMemory:
@@ -116,94 +121,72 @@ def _child_of(hooks: warm.Hooks, paths) -> ChildMemory:
     return memory
 
 
-def _answer(hooks: warm.Hooks, memory: ChildMemory, pid: int) -> None:
-    """The child's hand-back before its answer (`Hooks.child_answers`), written where the server looks."""
+def _edited_by_a_child(hooks: warm.Hooks, root, paths, pid: int) -> None:
+    """A child given the server's state builds an edit and hands back its changes before its
+    answer (`Hooks.child_answers`), where the server looks for child `pid`'s."""
+    memory = _child_of(hooks, paths)
+    _an_edit_build(root, memory.states[paths][1])
     changes = memory.state_changes()
     hand(hooks._state_changes(pid), lambda: changes)
 
 
-def test_the_server_applies_a_childs_changes_when_it_answers_and_reads_nothing(tree, tmp_path):
-    root, paths = tree
-    _first_build(root, paths)
-    hooks = _server(root, paths, tmp_path)
-    try:
-        memory = _child_of(hooks, paths)
-        _an_edit_build(root, memory.states[paths][1])
-        _answer(hooks, memory, 101)
-        generation = hooks.generation
-        hooks.on_reply(101)
-        assert (hooks.states_updated, hooks.states_loaded) == (1, 0)
-        assert hooks.generation > generation  # a spare forked before holds the old state
-        assert hooks.states[paths][0] == state_memo.stamps(paths)
-        assert _as_loaded(state_memo.held(hooks.states, paths)) == _as_loaded(state_memo.load(paths))
-        assert not os.path.exists(hooks._state_changes(101))
-    finally:
-        hooks.watcher.close()
+def test_the_server_applies_a_childs_changes_when_it_answers_and_reads_nothing(server):
+    root, paths, hooks = server
+    _edited_by_a_child(hooks, root, paths, 101)
+    generation = hooks.generation
+    hooks.on_reply(101)
+    assert (hooks.states_updated, hooks.states_loaded) == (1, 0)
+    assert hooks.generation > generation  # a spare forked before holds the old state
+    assert hooks.states[paths][0] == state_memo.stamps(paths)
+    assert _as_loaded(state_memo.held(hooks.states, paths)) == _as_loaded(state_memo.load(paths))
+    assert not os.path.exists(hooks._state_changes(101))
 
 
-def test_changes_from_another_starting_point_or_over_rewritten_files_are_not_applied(tree, tmp_path):
-    root, paths = tree
-    _first_build(root, paths)
-    hooks = _server(root, paths, tmp_path)
-    try:
-        # the files rewritten after the child saved them (a build outside the server)
-        memory = _child_of(hooks, paths)
-        _an_edit_build(root, memory.states[paths][1])
-        _answer(hooks, memory, 102)
-        outside = state_memo.load(paths)
-        time.sleep(0.01)
-        (root / "src" / "d.cpp").write_text("int d() { return 4; }\n")
-        outside[0].digest(str(root / "src" / "d.cpp"))
-        outside[1].record("compile d", "key-d2", (), {})
-        _save(outside)
-        hooks.on_reply(102)
-        assert (hooks.states_updated, hooks.states_loaded) == (0, 1)
-        assert _as_loaded(state_memo.held(hooks.states, paths)) == _as_loaded(state_memo.load(paths))
+def test_changes_from_another_starting_point_or_over_rewritten_files_are_not_applied(server):
+    root, paths, hooks = server
+    # the files rewritten after the child saved them (a build outside the server)
+    _edited_by_a_child(hooks, root, paths, 102)
+    outside = state_memo.load(paths)
+    time.sleep(0.01)
+    (root / "src" / "d.cpp").write_text("int d() { return 4; }\n")
+    outside[0].digest(str(root / "src" / "d.cpp"))
+    outside[1].record("compile d", "key-d2", (), {})
+    _save(outside)
+    hooks.on_reply(102)
+    assert (hooks.states_updated, hooks.states_loaded) == (0, 1)
+    assert _as_loaded(state_memo.held(hooks.states, paths)) == _as_loaded(state_memo.load(paths))
 
-        # a child given another starting point than what the server holds now
-        memory = _child_of(hooks, paths)
-        hooks.states[paths] = state_memo.preload(paths)[0][:2] + (None,), hooks.states[paths][1]
-        _an_edit_build(root, memory.states[paths][1])
-        _answer(hooks, memory, 103)
-        hooks.on_reply(103)
-        assert (hooks.states_updated, hooks.states_loaded) == (0, 2)
-        assert _as_loaded(state_memo.held(hooks.states, paths)) == _as_loaded(state_memo.load(paths))
-    finally:
-        hooks.watcher.close()
+    # a child given another starting point than what the server holds now
+    held = hooks.states[paths][1]
+    _edited_by_a_child(hooks, root, paths, 103)
+    hooks.states[paths] = state_memo.preload(paths)[0][:2] + (None,), held
+    hooks.on_reply(103)
+    assert (hooks.states_updated, hooks.states_loaded) == (0, 2)
+    assert _as_loaded(state_memo.held(hooks.states, paths)) == _as_loaded(state_memo.load(paths))
 
 
-def test_a_state_opened_twice_by_one_build_is_read_back_whole(tree, tmp_path):
+def test_a_state_opened_twice_by_one_build_is_read_back_whole(server):
     """Two objects of the same files in one build could both save: what the first changed is not
     what the files hold, so nothing is handed back for them."""
-    root, paths = tree
-    _first_build(root, paths)
-    hooks = _server(root, paths, tmp_path)
-    try:
-        memory = _child_of(hooks, paths)
-        memory.open_state(*paths)
-        _an_edit_build(root, memory.states[paths][1])
-        assert memory.state_changes().states == ()
-    finally:
-        hooks.watcher.close()
+    root, paths, hooks = server
+    memory = _child_of(hooks, paths)
+    memory.open_state(*paths)
+    _an_edit_build(root, memory.states[paths][1])
+    assert memory.state_changes().states == ()
 
 
-def test_changes_of_the_wrong_shape_leave_the_server_reading_the_files(tree, tmp_path):
+def test_changes_of_the_wrong_shape_leave_the_server_reading_the_files(server):
     """A hand-back that is not what a child writes (damaged, another version's) changes nothing
     the server gives a build: what it holds may be half changed, so it is dropped and the files
     are read."""
     from mcpp.engine.server.child_memory import StateChanges
 
-    root, paths = tree
-    _first_build(root, paths)
-    hooks = _server(root, paths, tmp_path)
-    try:
-        memory = _child_of(hooks, paths)
-        _an_edit_build(root, memory.states[paths][1])
-        [(p, given, saved, changes)] = memory.state_changes().states
-        broken = ((({"x": "not an entry"}, ("gone",)), None, 0), ({}, ()), "three scans dicts")
-        hand(hooks._state_changes(105), lambda: StateChanges(((p, given, saved, broken),)))
-        hooks.on_reply(105)
-        assert (hooks.states_updated, hooks.states_loaded) == (0, 1)
-        assert _as_loaded(state_memo.held(hooks.states, paths)) == _as_loaded(state_memo.load(paths))
-    finally:
-        hooks.watcher.close()
+    root, paths, hooks = server
+    memory = _child_of(hooks, paths)
+    _an_edit_build(root, memory.states[paths][1])
+    [(p, given, saved, changes)] = memory.state_changes().states
+    broken = ((({"x": "not an entry"}, ("gone",)), None, 0), ({}, ()), "three scans dicts")
+    hand(hooks._state_changes(105), lambda: StateChanges(((p, given, saved, broken),)))
+    hooks.on_reply(105)
+    assert (hooks.states_updated, hooks.states_loaded) == (0, 1)
+    assert _as_loaded(state_memo.held(hooks.states, paths)) == _as_loaded(state_memo.load(paths))
