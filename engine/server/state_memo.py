@@ -102,9 +102,21 @@ def taking(objects: tuple) -> tuple:
     return objects
 
 
+# Changes handed back at most: this many entries, or a quarter of those held if more. A build
+# that touched more (every action run again) would write, and the server apply, about what the
+# files hold, before its reply: the server reads the files then, as after a build outside it.
+FEW_CHANGES = 1024
+
+
 def changes(objects: tuple) -> tuple | None:
     """What a copy of the objects `taking` started from needs to become what loading the files
-    now gives (`take_changes`); None while one of them holds what is not saved."""
+    now gives (`take_changes`); None while one of them holds what is not saved, or when they
+    changed too much for that to be worth it (`FEW_CHANGES`)."""
+    stats, state, scans = objects
+    touched = len(stats.touched) + len(state.touched) + sum(len(keys) for keys in scans.touched)
+    held = len(stats) + len(state.actions) + len(scans.scans) + len(scans.include_scans) + len(scans.preprocessed)
+    if touched > max(FEW_CHANGES, held // 4):
+        return None
     found = tuple(o.changes() for o in objects)
     return None if None in found else found
 

@@ -99,6 +99,25 @@ def test_what_a_child_does_not_save_is_not_handed_back(tree):
     assert state_memo.changes(child) is None  # not saved: the server reads the files, if they change
 
 
+def test_a_build_that_changed_most_of_its_state_hands_nothing_back(tree):
+    """Every action run again: the changes would be about what the files hold, written before
+    the reply; the server reads the files instead."""
+    root, paths = tree
+    _first_build(root, paths)
+    child = state_memo.taking(state_memo.load(paths))
+    for i in range(state_memo.FEW_CHANGES + 1):
+        child[1].record(f"compile {i}", "key", (), {})
+    child[1].save()
+    assert state_memo.changes(child) is None
+    for i in range(state_memo.FEW_CHANGES + 1):
+        child[1].forget(f"compile {i}")
+    child[1].save()
+    child[1].touched.clear()
+    child[1].record("compile a", "key-a4", (), {})
+    child[1].save()
+    assert state_memo.changes(child) is not None  # a few: handed back
+
+
 @pytest.fixture
 def server(tree, tmp_path):
     """(root, paths, hooks): a first build's state, held by a server's hooks as it loads them."""
