@@ -26,7 +26,7 @@ from __future__ import annotations
 import marshal
 import os
 import warnings
-from typing import Callable, Iterable, NamedTuple
+from typing import Callable, Iterable, NamedTuple, TypeVar
 
 from .atomic import atomic_file, read_file
 from .digest import Digest, digest_bytes, digest_file
@@ -35,6 +35,11 @@ _FORMAT = "mcpp-statcache-1"
 
 # (dev, ino, size, mtime_ns, ctime_ns, raw 32-byte blake3)
 _Entry = tuple[int, int, int, int, int, bytes]
+_V = TypeVar("_V")
+# `touched_of`'s answer: the touched keys' values, and the touched keys no longer held
+Touched = tuple[dict[str, _V], tuple[str, ...]]
+# `StatCache.changes`: the touched entries, the guard's stamp, the entries that guard dropped
+Changes = tuple[Touched[_Entry], "int | None", int]
 
 
 class StatKey(NamedTuple):
@@ -269,7 +274,7 @@ class StatCache:
 
 
     # -- a copy kept in step with the file (a server's, engine/server/state_memo.py) -------------
-    def changes(self) -> tuple | None:
+    def changes(self) -> Changes | None:
         """What `take_changes` needs to make a copy of this cache as it was when `touched` was
         cleared into what loading the file saved since would give: the touched paths' entries
         and those removed (`touched_of`), the guard's stamp and how many entries that guard
@@ -278,7 +283,7 @@ class StatCache:
             return None
         return touched_of(self._entries, self.touched), self._guarded_at, self._racy_at_save
 
-    def take_changes(self, changes: tuple) -> None:
+    def take_changes(self, changes: Changes) -> None:
         """Apply another instance's `changes` to this copy of the same starting point: it then
         holds what a load of the file that instance saved gives (the same entries, since that
         save's guard dropped in memory what a load drops; the guard's stamp; dirty where the
@@ -292,13 +297,13 @@ class StatCache:
         self.hashed = self.hits = 0
 
 
-def touched_of(kept: dict, touched: set) -> tuple[dict, tuple]:
+def touched_of(kept: dict[str, _V], touched: set[str]) -> Touched[_V]:
     """The values of `kept` at the keys `touched` that it still holds, and those it no longer does."""
     present = {k: kept[k] for k in touched if k in kept}
     return present, tuple(k for k in touched if k not in present)
 
 
-def take_touched(kept: dict, changes: tuple[dict, tuple]) -> None:
+def take_touched(kept: dict[str, _V], changes: Touched[_V]) -> None:
     """Make `kept` hold what `touched_of` found in another copy of the same starting point."""
     present, removed = changes
     for k in removed:

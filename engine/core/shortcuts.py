@@ -51,6 +51,12 @@ SHORTCUTS: tuple[Shortcut, ...] = (
              "loading the stat cache, action records and scan cache",
              ("mcpp.engine.server.state_memo:held",),
              "a state file whose stat differs from the one the server loaded"),
+    Shortcut("state kept in step", "mcpp.engine.server.warm",
+             "reading back the state files a server build saved (its changes applied to the server's copy)",
+             ("mcpp.engine.server.warm:Hooks._take_state_changes", "mcpp.engine.server.state_memo:changes"),
+             "a server copy that was not the build's starting point (its stamps); state files whose stamps "
+             "are not the ones the build's saves took; changes of another shape; a state opened twice by "
+             "the build, not saved, or changed in more than a quarter of its entries (and over 1,024)"),
     Shortcut("carried stat cache", "mcpp.engine.server.state_memo",
              "hashing again the files a removed or rewritten stat cache knew (after `rm -rf target`)",
              ("mcpp.engine.server.state_memo:reopen", "mcpp.cas.statcache:StatCache.digest"),
