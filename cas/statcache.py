@@ -272,7 +272,6 @@ class StatCache:
         self._since = set()
         return len(racy)
 
-
     # -- a copy kept in step with the file (a server's, engine/server/state_memo.py) -------------
     def changes(self) -> Changes | None:
         """What `take_changes` needs to make a copy of this cache as it was when `touched` was
