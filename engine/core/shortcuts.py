@@ -38,11 +38,13 @@ SHORTCUTS: tuple[Shortcut, ...] = (
              "any inotify event in a watched directory, a queue overflow; files with several links "
              "(and everything without inotify) are stat'ed on every request"),
     Shortcut("server no-op record carried", "mcpp.engine.server.noop_watch",
-             "a build's new no-op record's stat of every file whose stamp the last record that held had too",
+             "a build's new no-op record's stat of every file whose stamp the last record that held had too "
+             "(or that held but for the few files its check found changed, `_Armed.stale`)",
              ("mcpp.engine.server.noop_watch:NoopWatch._carried",),
              "another list of files or directories, a directory's stamp, an event on a recorded file or "
              "directory other than the files whose stamps changed, a queue overflow (then every file is "
-             "stat'ed); the files whose stamps changed are stat'ed each time"),
+             "stat'ed); the files whose stamps changed and the stale ones are stat'ed each time; a record "
+             "with a stale file that still differs answers no request"),
     Shortcut("server sources unchanged", "mcpp.engine.server.source_watch",
              "digesting the server's own sources on each request",
              ("mcpp.engine.server.source_watch:SourceWatch.quiet", "mcpp.engine.server.protocol:version"),

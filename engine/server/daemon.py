@@ -61,6 +61,9 @@ REQUEST_S = 5.0  # how long a connection may take to send its request (a client 
 # finish a request can take from the server. One more arriving drops the oldest: a client sends
 # its request with its connect, so the oldest is the one least likely to be a client's.
 MAX_INTAKES = 16
+# What a build child writes on its status pipe after its exit status, once its hand-off is
+# written (`Server._build_here`): the server takes it in then, not at the child's exit.
+HANDED_OFF = b"h"
 _PAUSE_S = 0.5  # how long accepting waits when the server is out of descriptors
 # How long after the last build child began or ended the server forks a spare (spare.py): long
 # enough that a script's next build, coming at once, finds no fork in the making; short enough
@@ -74,9 +77,11 @@ class _Build:
     conn: socket.socket
     pid: int
     pidfd: int | None
-    done: int | None = None  # the read end of the pipe the child reports its exit status on
+    done: int | None = None  # the read end of the pipe the child reports its exit status on, then its hand-off
     request: dict | None = None  # what the client asked (argv, cwd, env)
     replied: bool = False
+    status: int | None = None  # the exit status the child reported
+    taken_in: bool = False  # what it handed off is being taken in (`_take_in`)
     started: float = field(default_factory=time.monotonic)
     # its Ctrl-C messages: small frames, no descriptors
     incoming: protocol.Incoming = field(default_factory=lambda: protocol.Incoming(max_frame=1 << 12))
@@ -509,6 +514,13 @@ class Server:
         os.write(done_w, bytes([code & 0xFF]))
         if self.hooks is not None:
             self.hooks.child_done()
+        # What the server keeps from this build is written: it takes it in now, while this
+        # process tears its sandbox down, not at this process's exit, which a script's next
+        # command would otherwise meet (the server's intake beside that build's start).
+        try:
+            os.write(done_w, HANDED_OFF)
+        except OSError:  # the server is gone: nothing to tell
+            pass
         memory.run_after_reply(self.log)
         return code
 
@@ -728,14 +740,20 @@ class Server:
         if build.done != fd:  # closed already, by its exit handled in the same round
             return
         try:
-            status = os.read(fd, 1)
+            said = os.read(fd, 2)
         except OSError:
-            status = b""
-        self._close_done(build)
-        if status:
-            self._reply_once(build, {"exit": status[0]})
-            if status[0] == 0:
+            said = b""
+        if not said:  # its end: it exited, or died before it said more
+            self._close_done(build)
+            return
+        if build.status is None:
+            build.status, said = said[0], said[1:]
+            self._reply_once(build, {"exit": build.status})
+            if build.status == 0:
                 self._answered_ok(build.pid)
+        if said:  # its hand-off is written (`_build_here`)
+            self._close_done(build)
+            self._take_in(build, {"exit": build.status})
 
     def _close_done(self, build: _Build) -> None:
         if build.done is not None:
@@ -784,12 +802,22 @@ class Server:
         self._reply_once(build, message)
         if answered_here and message.get("exit") == 0:
             self._answered_ok(build.pid)
-        if self.hooks is not None:  # after the reply, and after any request already waiting
-            self.later.append(functools.partial(self._in_steps, self.hooks.after_build(build.pid, message)))
+        self._take_in(build, message)
         if message.get("exit") == 0 and build.request is not None:
-            # the record the build left (a JSON build's too), watched before the next request
+            # the record the build left (a JSON build's, written after its reply, too), watched
+            # before the next request
             req = build.request
             self.later.append(functools.partial(self.noops.prepare, req["argv"], req["cwd"], req["env"]))
+
+    def _take_in(self, build: _Build, message: dict) -> None:
+        """What a build's child handed off, taken in once: when the child says it is written,
+        or at its exit where it said nothing more (it failed early, or died). After the reply,
+        and after any request already waiting."""
+        if build.taken_in:
+            return
+        build.taken_in = True
+        if self.hooks is not None:
+            self.later.append(functools.partial(self._in_steps, self.hooks.after_build(build.pid, message)))
 
 
 def _signal_child(pid: int, sig: int) -> None:

@@ -29,6 +29,9 @@ _MAX_WATCHES = 4096  # directories one server may watch for no-op records; beyon
 _MAX_LOG = 100_000  # events kept while some record is armed; more void every record
 ANY = None  # interest in every entry of a directory (its listing is what a glob or PATH reads)
 REARM_SLICE = 512  # files whose link counts one step of `rearming` takes (~1.5 ms here)
+# Files of a record found changed by its check, at most, for the record to stay armed with them
+# (`_Armed.stale`); more, and the next record is checked whole.
+MOST_STALE = 64
 
 
 @dataclass
@@ -39,6 +42,10 @@ class _Armed:
     record: noop.Record | None  # None: files armed for a build (`arm_files`)
     linked: list[int]  # indexes of files with several hard links: stat-checked every time
     paths: list[str]  # the files watched by name
+    # Indexes of the record's files its check found changed (saved before the watch was in
+    # place, so no event names them): the record does not hold while one of them differs, and
+    # the next build's record is armed from this one checking them with the files it changed.
+    stale: tuple[int, ...] = ()
 
 
 class NoopWatch(Descriptor):
@@ -84,12 +91,13 @@ class NoopWatch(Descriptor):
         ident = noop._ident(argv, cwd, env)
         self.drain()
         armed = self._armed.get(noop._record_path(ident, env))
-        if armed is not None and armed.ident == ident:
-            if self._quiet(armed) and noop.holds(armed.record, armed.linked):
+        if armed is not None and armed.ident == ident and armed.record is not None:
+            if not armed.stale and self._quiet(armed) and noop.holds(armed.record, armed.linked):
                 self.answered_from_watch += 1
                 return noop.finish(armed.record, argv, env, tty, start)
-            if self._named_and_changed(armed):
-                # An edit: the whole check (the record read again, every file stat'ed and
+            if self._named_and_changed(armed) or not noop.holds(armed.record, list(armed.stale)):
+                # An edit, or a file the record's own check found changed that still differs
+                # (`_Armed.stale`): the whole check (the record read again, every file stat'ed and
                 # watched anew, ~10 ms at 300 units) would say so too, in front of the build
                 # the edit's compile waits for. The watch stays armed: the build's new record
                 # is armed from it (`prepare`).
@@ -115,10 +123,11 @@ class NoopWatch(Descriptor):
         held when it was), lists the same files and directories (the directories' stamps
         unchanged too) and no event since touched any other of them. Its files, unchanged and
         unseen, hold as they did when the watch was armed: a thousand `stat`s fewer after each
-        build (~20 ms at 1,000 units, in front of a request that comes right after). None: a
-        changed file no longer has the stamp the build read (the next edit, saved already), so
-        the record does not hold, and the earlier watch is kept for the next build's record.
-        False: the whole check decides."""
+        build (~20 ms at 1,000 units, in front of a request that comes right after). A changed
+        file that no longer has the stamp the build read (the next edit, saved already) leaves
+        the record armed with it `stale`: it does not hold, and the next build's record is armed
+        from it the same way. None: more than `MOST_STALE` such files; the earlier watch is kept
+        for the next build's record. False: the whole check decides."""
         armed = self._armed.get(record.path)
         if armed is None or armed.ident != ident or armed.record is None:
             return False
@@ -129,12 +138,15 @@ class NoopWatch(Descriptor):
         new, old = record.stamps, before.stamps
         changed = [] if new == old else \
             [k for k in range(len(record.paths)) if new[4 * k:4 * k + 4] != old[4 * k:4 * k + 4]]
+        if armed.stale:  # unchanged between the records, changed on disk before the watch: checked too
+            changed = sorted(set(changed).union(armed.stale))
         expected = {(self._wds.get(os.path.dirname(p)), os.path.basename(p))
                     for p in [record.path] + [record.paths[k] for k in changed]}  # the record is rewritten by every build
         if not self._quiet(armed, expected):
             return False
         since = self._serial  # what happens from here on is an event
-        if not noop.holds(record, changed):
+        stale = noop.unheld(record, changed, most=MOST_STALE)
+        if stale is None:
             return None
         linked = set(armed.linked).difference(changed)  # a rewritten file's links are counted anew
         for k in changed:
@@ -143,7 +155,8 @@ class NoopWatch(Descriptor):
                     linked.add(k)
             except OSError:
                 pass
-        self._armed[record.path] = _Armed(ident, since, armed.interest, record, sorted(linked), armed.paths)
+        self._armed[record.path] = _Armed(ident, since, armed.interest, record, sorted(linked), armed.paths,
+                                          tuple(stale))
         return True
 
     def _checked(self, ident: str, argv: list[str], cwd: str, env) -> noop.Record | None:
@@ -153,13 +166,20 @@ class NoopWatch(Descriptor):
         return None if record is None else self._checked_record(ident, record)
 
     def _checked_record(self, ident: str, record: noop.Record) -> noop.Record | None:
-        """`record`, armed before its check; None when it does not hold."""
+        """`record`, armed before its check; None when it does not hold. A record that does not
+        hold for a few changed files only (an edit saved before a build's record is checked, as
+        a script's next command does) stays armed with them (`_Armed.stale`), so the next
+        build's record is armed from it, not checked whole in front of that build."""
         armed = self._arm(ident, record)
-        if not noop.holds(record):
-            if armed is not None:
+        stale = noop.unheld(record, most=MOST_STALE)
+        if stale == [] and noop.dirs_hold(record):
+            return record
+        if armed is not None:
+            if stale and noop.dirs_hold(record):
+                armed.stale = tuple(stale)
+            else:
                 del self._armed[record.path]
-            return None
-        return record
+        return None
 
     def _quiet(self, armed: _Armed, expected: set[tuple[int | None, str]] | frozenset = frozenset()) -> bool:
         """No event since the record was armed touched an entry it depends on (but the entries

@@ -158,22 +158,37 @@ def load_record(argv: list[str], cwd: str, env) -> Record | None:
 def holds(record: Record, only: range | list[int] | None = None) -> bool:
     """Whether every file (those at the indexes `only`, when given) and every directory still
     has the stat it had when the record was written."""
+    return unheld(record, only) == [] and (only is not None or dirs_hold(record))
+
+
+def unheld(record: Record, only: range | list[int] | None = None, most: int = 0) -> list[int] | None:
+    """The indexes of the files (among `only`, when given) that no longer have the stat they
+    had when the record was written; None once more than `most` of them do not."""
     stat = os.stat
     want, written = record.stamps, record.written
     paths = record.paths
+    found: list[int] = []
     for k in (range(len(paths)) if only is None else only):
         i = 4 * k
         try:
             st = stat(paths[k])
         except OSError:
-            if want[i] != _MISSING:
-                return False
-            continue
-        if (st.st_ino != want[i] or st.st_size != want[i + 1] or st.st_mtime_ns != want[i + 2]
-                or st.st_ctime_ns != want[i + 3] or max(st.st_mtime_ns, st.st_ctime_ns) >= written):
-            return False
-    if only is not None:
-        return True
+            if want[i] == _MISSING:
+                continue
+        else:
+            if (st.st_ino == want[i] and st.st_size == want[i + 1] and st.st_mtime_ns == want[i + 2]
+                    and st.st_ctime_ns == want[i + 3] and max(st.st_mtime_ns, st.st_ctime_ns) < written):
+                continue
+        found.append(k)
+        if len(found) > most:
+            return None
+    return found
+
+
+def dirs_hold(record: Record) -> bool:
+    """Whether every directory the record lists still has the mtime it had."""
+    stat = os.stat
+    written = record.written
     for j, d in enumerate(record.dir_paths):
         try:
             mtime = stat(d).st_mtime_ns

@@ -135,9 +135,10 @@ def test_a_new_record_is_armed_from_the_watch_checking_only_what_it_changed(worl
     assert ask(watch, tmp_path) is not None  # checked and armed
     _build_again(tmp_path, edit)
     checked = []
-    holds = noop.holds
+    unheld = noop.unheld
     with monkeypatch.context() as patched:
-        patched.setattr(noop, "holds", lambda record, only=None: (checked.append(only), holds(record, only))[1])
+        patched.setattr(noop, "unheld", lambda record, only=None, most=0: (checked.append(only),
+                                                                           unheld(record, only, most))[1])
         watch.prepare(ARGV, str(tmp_path), dict(os.environ))
     assert checked == [[] if edit is None else [1]]  # src/a.c is the record's second file
     assert ask(watch, tmp_path) is not None
@@ -175,6 +176,38 @@ def test_an_edited_file_saved_again_after_the_build_is_not_carried(world, monkey
         watch.prepare(ARGV, str(tmp_path), dict(os.environ))
     assert ask(watch, tmp_path) is not None
     assert watch.answered_from_watch == 1
+
+
+def test_a_record_checked_after_the_next_edit_stays_armed_with_that_file(world, monkeypatch):
+    """Builds run back to back, and nothing was armed (the server's first look, or the last
+    record did not hold): the record's whole check comes after the next edit was saved. It does
+    not hold, and stays armed with the edited file, so the next build's record is carried from
+    it rather than checked whole again in front of the build after."""
+    tmp_path, watch = world
+    (tmp_path / "src/a.c").write_text("edited before the server looked")
+    watch.prepare(ARGV, str(tmp_path), dict(os.environ))  # checked whole: src/a.c differs
+
+    def whole_check(*_args):
+        raise AssertionError("the whole check ran where the stale file said enough")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(watch, "_checked_record", whole_check)
+        assert ask(watch, tmp_path) is None  # not a no-op: the edited file differs
+        _build_again(tmp_path)  # the build of the edit
+        watch.prepare(ARGV, str(tmp_path), dict(os.environ))
+        assert ask(watch, tmp_path) is not None
+    assert watch.answered_from_watch == 1
+    (tmp_path / "inc/h.h").write_text("H")  # every other file is still watched
+    assert ask(watch, tmp_path) is None
+
+
+def test_a_record_checked_after_many_files_changed_is_not_kept_armed(world, monkeypatch):
+    tmp_path, watch = world
+    monkeypatch.setattr("mcpp.engine.server.noop_watch.MOST_STALE", 1)
+    (tmp_path / "src/a.c").write_text("edited")
+    (tmp_path / "inc/h.h").write_text("edited")
+    watch.prepare(ARGV, str(tmp_path), dict(os.environ))
+    assert watch._armed == {}
 
 
 def test_source_watch_ignores_byte_code_and_sees_a_source_edit(tmp_path):
