@@ -95,8 +95,10 @@ class _Lanes:
             self._queued.clear()
             return dropped
 
-    def close(self) -> None:
-        """No more work: lanes end after their current action; wait for them."""
+    def close(self, wait: bool = True) -> None:
+        """No more work: lanes end after their current action; `wait` for them. A schedule that
+        ran to its end has no lane in an action (each waits for the next one): they end on their
+        own, and the build's last step (after its link) does not wait for two thread wake-ups."""
         with self._cond:
             self._closing = True
             self._queued.clear()
@@ -106,8 +108,9 @@ class _Lanes:
         # nothing releases it. The lanes would wait for it, and the join below for them, forever.
         while self._cond._is_owned():  # type: ignore[attr-defined]
             self._cond.release()
-        for t in self._threads:
-            t.join()
+        if wait:
+            for t in self._threads:
+                t.join()
 
     def _run(self) -> None:
         while True:
@@ -192,6 +195,7 @@ def run_graph(
         return False
 
     lanes = _Lanes(jobs, execute, proceed)
+    ended = False  # every action handed to a lane came back: no lane is in one
     try:
         while True:
             # Each lane's action plus one queued behind it.
@@ -214,6 +218,7 @@ def run_graph(
                 lanes.put(i)
                 on_progress(done_count, total, list(in_flight))
             if not in_flight:
+                ended = True
                 break
             before_wait()
             i, outcome, error = lanes.completions.get()
@@ -236,7 +241,7 @@ def run_graph(
         on_abort()  # interrupted: before the lanes are waited for, end what they wait on
         raise
     finally:
-        lanes.close()
+        lanes.close(wait=not ended)
     if stopped:
         finished = set(result.succeeded) | set(result.fresh) | set(result.failed) | set(result.skipped)
         result.skipped += [i for i in ids if i not in finished]

@@ -4,6 +4,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from mcpp.engine.exec.schedule import run_graph
 
 GRAPH = {"a": (), "b": (), "c": ("a", "b"), "d": ("c",), "e": ()}
@@ -115,7 +117,7 @@ def test_an_exception_in_an_action_reaches_the_caller_and_no_lane_is_left():
             raise RuntimeError("boom")
         return True
 
-    before = threading.active_count()
+    before = set(threading.enumerate())  # an earlier schedule's idle lanes may still be ending
     try:
         run_graph(["a", "b", "c"], {}, jobs=2, check=lambda i: False, execute=execute,
                   finish=lambda i, ok: ok)
@@ -123,7 +125,24 @@ def test_an_exception_in_an_action_reaches_the_caller_and_no_lane_is_left():
         assert str(e) == "boom"
     else:
         raise AssertionError("the exception was swallowed")
-    assert threading.active_count() == before
+    assert not [t for t in threading.enumerate() if t not in before]
+
+
+def test_a_schedule_that_ran_to_its_end_does_not_wait_for_its_idle_lanes(monkeypatch):
+    """After the last action (an edit's link) no lane is in an action: the build goes on without
+    waiting for two threads to wake up and end; an interrupted schedule still waits for them."""
+    joined = []
+    monkeypatch.setattr(threading.Thread, "join", lambda self, timeout=None: joined.append(self.name))
+    result = run_graph(["a", "b"], {"b": ("a",)}, jobs=2, check=lambda i: False, execute=lambda i: True,
+                       finish=lambda i, ok: ok)
+    assert result.succeeded == ["a", "b"] and joined == []
+
+    def execute(i):
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        run_graph(["a"], {}, jobs=2, check=lambda i: False, execute=execute, finish=lambda i, ok: ok)
+    assert joined == ["mcpp-lane-0", "mcpp-lane-1"]
 
 
 def test_a_graph_whose_every_action_is_fresh_starts_no_lane(monkeypatch):
