@@ -176,12 +176,13 @@ class StatCache:
         e = self._entries.get(path)
         return 0 if e is None else e[2]
 
-    def recorded(self, path: str | os.PathLike[str]) -> StatKey | None:
-        """The stat this cache holds `path`'s digest under: the one taken when the file was
-        hashed (or written, for `remember`), so the stat of the bytes a build used; None when
+    def recorded(self, path: str | os.PathLike[str]) -> tuple[int, int, int, int, int] | None:
+        """The stat this cache holds `path`'s digest under, as `StatKey`'s fields (a plain tuple:
+        the no-op record asks for thousands at the end of a build): the one taken when the file
+        was hashed (or written, for `remember`), so the stat of the bytes a build used; None when
         it holds none (never read, or dropped as changing or racy)."""
         e = self._entries.get(os.fspath(path))
-        return None if e is None else StatKey(*e[:5])
+        return None if e is None else e[:5]
 
     def remember(self, path: str | os.PathLike[str], digest: Digest) -> None:
         """Record a digest the caller already knows (it just wrote or hashed the file), so the

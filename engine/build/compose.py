@@ -714,24 +714,26 @@ def record_noop(argv: list[str], outcome: BuildOutcome, quiet: bool, started: in
     # A manifest appearing above the working directory could make it a workspace member.
     files += [os.path.join(d, "mcpp.toml") for d in noop.ancestors(os.getcwd())]
     execroot = plan.execroot
-    written = {outcome.layout.compile_commands, *(os.path.join(execroot, p) for p in plan.generated)}
     # Each path of the plan once (hundreds of compiles name the same headers, the link every
-    # object), then made absolute: the record holds each file once whatever the order.
-    inputs: dict[str, None] = {}
-    outputs: dict[str, None] = {}
-    tools: dict[str, None] = {}
+    # object), then made absolute: the record holds each file once whatever the order. Gathered
+    # in one list and deduplicated once, then joined by concatenation: at 1,000 units ~4,500
+    # `os.path.join` calls and a dict per action were half this function's time, after the reply.
+    ins: list[str] = []
+    outs: list[str] = []
+    tools: list[str] = []
+    discovered = outcome.discovered
     for a in plan.actions:
-        inputs.update(dict.fromkeys(a.inputs))
-        inputs.update(dict.fromkeys(outcome.discovered.get(a.id, ())))
-        outputs.update(dict.fromkeys(a.outputs))
-        tools.update(dict.fromkeys(a.tools))
-    made = [os.path.join(execroot, p) for p in outputs]
+        ins += a.inputs
+        ins += discovered.get(a.id, ())
+        outs += a.outputs
+        tools += a.tools
+    inputs, outputs = list(dict.fromkeys(ins)), list(dict.fromkeys(outs))
+    made = _absolute(execroot, outputs)
     trees = _tree_paths(execroot, outputs)
-    files += [os.path.join(execroot, p) for p in inputs] + made
+    files += _absolute(execroot, inputs) + made
     files += _tree_paths(execroot, inputs) + trees
-    files += tools
-    written.update(made)
-    written.update(trees)
+    files += dict.fromkeys(tools)
+    written = {outcome.layout.compile_commands, *_absolute(execroot, plan.generated), *made, *trees}
     # Only the directories globs read: other files (editor swaps, another tool's logs) beside
     # the manifest must not send every no-op down the full path.
     dirs: list[str] = []
@@ -754,6 +756,12 @@ def _linkers(toolchain: Toolchain) -> tuple[str, ...]:
     """The linker programs a link runs (engine/toolchain/linker.py): tools of the planned links, so a
     remembered plan is taken again only while they are the same files."""
     return linker.default_programs(toolchain, linker.action_path(ACTION_ENV))
+
+
+def _absolute(execroot: str, paths) -> list[str]:
+    """`os.path.join(execroot, p)` for each of `paths` (relative to the execroot or absolute)."""
+    prefix = os.path.join(execroot, "")
+    return [p if p.startswith("/") else prefix + p for p in paths]
 
 
 def _tree_paths(execroot: str, paths) -> list[str]:

@@ -215,3 +215,33 @@ def test_a_refresh_whose_watch_is_armed_anew_meanwhile_gives_no_proof(world, mon
     newer = known_watch.arm(watch, "known", knowledge, stats)  # the key's watch replaced between two steps
     assert _steps_and_result(steps)[1] is None
     assert known_watch.given(watch, newer) == (newer.proven, set())
+
+
+def test_the_refresh_counts_links_as_a_stat_of_each_path_would(tmp_path, tmp_path_factory):
+    """The refresh takes link counts relative to each opened directory (one path walk per
+    directory): it finds the files with several names that a `stat` of each full path finds,
+    through a directory only searchable, a tree output's `dir/`, and past a file gone."""
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "gen/docs").mkdir(parents=True)
+    (tmp_path / "locked").mkdir()
+    for rel in ("src/a.c", "src/b.c", "src/gone.c", "locked/l.h", "gen/docs/i.html"):
+        (tmp_path / rel).write_text(rel)
+    os.link(tmp_path / "src/b.c", elsewhere / "b.c")
+    os.link(tmp_path / "locked/l.h", elsewhere / "l.h")
+    paths = [str(tmp_path / p) for p in ("src/a.c", "gen/docs/", "src/b.c", "locked/l.h", "src/gone.c")]
+    watch = NoopWatch()
+    if watch.fileno() is None:
+        pytest.skip("no inotify on this kernel: the build checks every file itself")
+    try:
+        armed = watch.arm_files("known", paths)
+        os.unlink(tmp_path / "src/gone.c")
+        (tmp_path / "locked").chmod(0o111)  # search only: no listing, no opening for reading
+        try:
+            again = _steps_and_result(watch.rearming(armed))[1]
+        finally:
+            (tmp_path / "locked").chmod(0o755)
+        by_stat = [k for k, p in enumerate(paths) if os.path.exists(p) and os.stat(p).st_nlink > 1]
+        assert again.linked == by_stat == [1, 2, 3]  # a directory has two names at least
+    finally:
+        watch.close()
