@@ -35,8 +35,10 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("server no-op answer", "mcpp.engine.server.noop_watch",
              "the no-op record's stat of every file",
              ("mcpp.engine.server.noop_watch:NoopWatch.answer",),
-             "any inotify event in a watched directory, a queue overflow; files with several links "
-             "(and everything without inotify) are stat'ed on every request"),
+             "any inotify event in a watched directory or on a recorded file's inode (a write through any "
+             "of its names, a link made to it), a queue overflow; files without an inode watch (past the "
+             "budget), non-regular files with several links (and everything without inotify) are stat'ed "
+             "on every request"),
     Shortcut("server no-op record carried", "mcpp.engine.server.noop_watch",
              "a build's new no-op record's stat of every file whose stamp the last record that held had too "
              "(or that held but for the few files its check found changed, `_Armed.stale`)",
@@ -86,10 +88,12 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("known files, watched", "mcpp.engine.server.known_watch",
              "the known files' stat per file",
              ("mcpp.engine.server.known_watch:given",),
-             "an event naming the file or its watched directory, a queue overflow, a digest the next "
-             "build's knowledge does not name; files with several links (their link counts taken again "
-             "after each build, a slice per turn of the server's loop, events counted from before the "
-             "first slice; a build forked meanwhile is given the last proof)"),
+             "an event naming the file (on its directory's watch or its inode's: a write through any of "
+             "its names, a link made to it) or its watched directory, a queue overflow, a digest the next "
+             "build's knowledge does not name; files without an inode watch are stat'ed by every build "
+             "(the files an event named are watched anew after each build, a slice per turn of the "
+             "server's loop, events counted from before the first slice; a build forked meanwhile is "
+             "given the last proof)"),
     Shortcut("stat cache", "mcpp.cas.statcache",
              "hashing a file",
              ("mcpp.cas.statcache:StatCache.digest", "mcpp.cas.statcache:StatCache.digest_and_bytes"),

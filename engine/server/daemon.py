@@ -415,6 +415,7 @@ class Server:
                 "builds_from_spare": self.builds_from_spare, "spare_pid": self.spare.pid if self.spare else 0,
                 "sandboxes_begun_ahead": self.aheads.begun, "sandboxes_handed_over": self.aheads.taken,
                 "noops_answered": self.noops_answered, "noops_from_watch": self.noops.answered_from_watch,
+                "files_watched": self.noops.files_watched,
                 "running": len(self.running), "idle_s": self.info()["idle_s"], "idle_exit_s": self.limits.idle_s,
                 "max_servers": self.limits.max_servers, "memory_kb": _rss_kb(),
                 "objects_frozen": gc.get_freeze_count()}

@@ -11,9 +11,16 @@ identical request is answered with no `stat` at all.
 The watches are added before the check that arms them, so a change made during the check is
 an event, not a miss. Any event in a watched directory (a write, an attribute change, a create,
 delete or rename of any entry) disarms every record watching it; a queue overflow disarms all.
-Two things inotify cannot see are checked by `stat` on every request instead: files with more
-than one hard link (a write through the other name raises no event in this directory), and
-everything when inotify is unavailable or out of watches (then only the plain check runs).
+
+A directory's watch does not see a file written through a name in another directory (a hard
+link made from elsewhere), so each regular file is also watched by its inode: a write through
+any name, and the making of another name (its link count changes), is an event on the file's
+own watch. Those watches are kept per path and made again only for a path an event named (a
+file replaced by a rename is a new inode), so nothing is counted or stat'ed after a build that
+changed nothing. A file the server has no inode watch for (past `_MAX_FILE_WATCHES`, or a
+quarter of the user's inotify limit) and a non-regular file with several links are checked by
+`stat` on every request instead, and everything when inotify is unavailable or out of
+directory watches (then only the plain check runs).
 """
 from __future__ import annotations
 
@@ -23,12 +30,20 @@ from collections.abc import Generator
 from dataclasses import dataclass
 
 from ..state import noop
-from .watcher import EVERY_CHANGE, IN_IGNORED, IN_Q_OVERFLOW, Descriptor, inotify_open, read_events
+from .watcher import (EVERY_CHANGE, IN_ATTRIB, IN_CLOSE_WRITE, IN_DELETE_SELF, IN_IGNORED, IN_MODIFY, IN_MOVE_SELF,
+                      IN_Q_OVERFLOW, Descriptor, inotify_open, read_events)
 
 _MAX_WATCHES = 4096  # directories one server may watch for no-op records; beyond that, stat
+_MAX_FILE_WATCHES = 131_072  # files watched by inode (each pins its inode in the kernel); beyond: stat
+# What a file's own watch asks for: a write through any of its names, a name made or removed (its
+# link count), a chmod or touch, its end. IN_MASK_ADD: should the inode be a directory watched for
+# its entries after all (a path replaced between its stat and the watch), that watch keeps its mask.
+_FILE_CHANGES = IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF
+_IN_MASK_ADD = 0x20000000
+_INODE = -1  # the watch field of a logged event a file's own watch raised; its name is the file's path
 _MAX_LOG = 100_000  # events kept while some record is armed; more void every record
 ANY = None  # interest in every entry of a directory (its listing is what a glob or PATH reads)
-REARM_SLICE = 512  # files whose link counts one step of `rearming` takes (~1.5 ms here)
+REARM_SLICE = 512  # files one step of `rearming` watches anew (~1.5 ms here)
 # Files of a record found changed by its check, at most, for the record to stay armed with them
 # (`_Armed.stale`); more, and the next record is checked whole.
 MOST_STALE = 64
@@ -40,23 +55,15 @@ class _Armed:
     since: int  # the event serial when its watches were in place, before its check
     interest: dict[int, set[str] | None]  # watch -> the entry names that matter in it, or ANY
     record: noop.Record | None  # None: files armed for a build (`arm_files`)
-    linked: list[int]  # indexes of files with several hard links: stat-checked every time
+    # Indexes of files no event would name for every change: stat-checked every time (a regular
+    # file with no inode watch, a non-regular one with several links).
+    linked: list[int]
     paths: list[str]  # the files watched by name
+    members: dict[str, int]  # path -> its index in `paths`
     # Indexes of the record's files its check found changed (saved before the watch was in
     # place, so no event names them): the record does not hold while one of them differs, and
     # the next build's record is armed from this one checking them with the files it changed.
     stale: tuple[int, ...] = ()
-    # `paths`' (index, name) grouped by directory, made at the first `rearming` and kept by the
-    # watches that follow from it (the same paths).
-    by_dir: list[tuple[str, list[tuple[int, str]]]] | None = None
-
-
-def _by_directory(paths: list[str]) -> list[tuple[str, list[tuple[int, str]]]]:
-    groups: dict[str, list[tuple[int, str]]] = {}
-    for k, p in enumerate(paths):
-        directory, name = os.path.split(p.rstrip("/") or "/")  # a tree's `gen/docs/`: the directory
-        groups.setdefault(directory or ".", []).append((k, name or "."))
-    return list(groups.items())
 
 
 class NoopWatch(Descriptor):
@@ -66,7 +73,12 @@ class NoopWatch(Descriptor):
         except (OSError, AttributeError):
             self._libc, self.fd = None, None
         self._wds: dict[str, int] = {}  # directory -> watch descriptor
-        self._log: list[tuple[int, int, str]] = []  # (serial, watch, entry name or "" for the directory)
+        self._dir_of: dict[int, str] = {}  # the same, the other way
+        self._files: dict[str, int] = {}  # file -> the watch of the inode it named when watched
+        self._file_paths: dict[int, set[str]] = {}  # a file's watch -> the paths it was made for
+        self._file_budget = _file_watch_budget()
+        # (serial, watch, entry name or "" for the directory), or (serial, _INODE, path)
+        self._log: list[tuple[int, int, str]] = []
         self._serial = 0
         self._void = 0  # serial up to which every armed record is void (queue overflow, log cut)
         self._armed: dict[str, _Armed] = {}  # record file -> its watch
@@ -80,8 +92,16 @@ class NoopWatch(Descriptor):
             if mask & IN_Q_OVERFLOW:
                 self._void = self._serial
                 continue
+            named = self._file_paths.get(wd)
+            if named is not None:  # a file's own watch: every path it was made for is named
+                if mask & IN_IGNORED:  # the inode is gone (or unwatched): its paths are watched anew when armed
+                    self._drop_file_watch(wd)
+                self._log.extend((self._serial, _INODE, p) for p in named)
+                continue
             if mask & IN_IGNORED:  # the directory is gone: forget the watch, void its records
-                self._wds = {d: w for d, w in self._wds.items() if w != wd}
+                gone = self._dir_of.pop(wd, None)
+                if gone is not None:
+                    del self._wds[gone]
                 name = ""
             self._log.append((self._serial, wd, name))
         self._trim()
@@ -151,23 +171,20 @@ class NoopWatch(Descriptor):
             [k for k in range(len(record.paths)) if new[4 * k:4 * k + 4] != old[4 * k:4 * k + 4]]
         if armed.stale:  # unchanged between the records, changed on disk before the watch: checked too
             changed = sorted(set(changed).union(armed.stale))
+        rewritten = [record.paths[k] for k in changed]
         expected = {(self._wds.get(os.path.dirname(p)), os.path.basename(p))
-                    for p in [record.path] + [record.paths[k] for k in changed]}  # the record is rewritten by every build
+                    for p in [record.path] + rewritten}  # the record is rewritten by every build
+        expected.update((_INODE, p) for p in rewritten)
         if not self._quiet(armed, expected):
             return False
         since = self._serial  # what happens from here on is an event
+        # a rewritten file is a new inode: watched before its check
+        linked = set(armed.linked).difference(changed) | set(self._watch_files(record.paths, changed))
         stale = noop.unheld(record, changed, most=MOST_STALE)
         if stale is None:
             return None
-        linked = set(armed.linked).difference(changed)  # a rewritten file's links are counted anew
-        for k in changed:
-            try:
-                if os.stat(record.paths[k]).st_nlink > 1:
-                    linked.add(k)
-            except OSError:
-                pass
         self._armed[record.path] = _Armed(ident, since, armed.interest, record, sorted(linked), armed.paths,
-                                          tuple(stale))
+                                          armed.members, tuple(stale))
         return True
 
     def _checked(self, ident: str, argv: list[str], cwd: str, env) -> noop.Record | None:
@@ -194,14 +211,17 @@ class NoopWatch(Descriptor):
 
     def _quiet(self, armed: _Armed, expected: set[tuple[int | None, str]] | frozenset = frozenset()) -> bool:
         """No event since the record was armed touched an entry it depends on (but the entries
-        `expected`, as (watch, name))."""
+        `expected`, as (watch, name), or (_INODE, path) for a file's own watch)."""
         if self._void > armed.since:
             return False
-        interest = armed.interest
+        interest, members = armed.interest, armed.members
         for serial, wd, name in reversed(self._log):
             if serial <= armed.since:
                 return True
-            if wd in interest and (wd, name) not in expected:
+            if wd == _INODE:
+                if name in members and (wd, name) not in expected:
+                    return False
+            elif wd in interest and (wd, name) not in expected:
                 names = interest[wd]
                 if names is ANY or not name or name in names:
                     return False
@@ -225,65 +245,112 @@ class NoopWatch(Descriptor):
             self._armed[key] = armed
         return armed
 
-    def rearming(self, armed: _Armed) -> Generator[None, None, _Armed | None]:
+    def rearming(self, armed: _Armed, changed: set[str]) -> Generator[None, None, _Armed | None]:
         """`armed`'s watches again, counting events from the serial `changed(armed)` has just
         read up to (taken before the first step, with no drain in between: an event read here
-        would be in neither), for the files the caller checks next; the files' link counts are
-        taken again (a link made since, from another directory, raises no event here). A
-        generator that returns the new watch (None when `armed` is no longer armed, at the
-        start or once counted): it stats `REARM_SLICE` files per step, and the server serves a
-        request that comes between two steps (daemon.py `_in_steps`), where one pass over
-        3,000 files (1,000 units) held a build run right after the last one for ~10 ms.
-        Until it returns, `armed` stays the armed one: a build forked meanwhile is given the
-        older proof, whose events since then include this one's."""
+        would be in neither), for the files the caller checks next: `changed`, what that call
+        returned. Those files are watched by inode anew (a file replaced is a new inode; the
+        others' watches stand). A generator that returns the new watch (None when `armed` is no
+        longer armed, at the start or once done): it watches `REARM_SLICE` files per step, and
+        the server serves a request that comes between two steps (daemon.py `_in_steps`), so a
+        build that changed every file does not hold up the next request. Until it returns,
+        `armed` stays the armed one: a build forked meanwhile is given the older proof, whose
+        events since then include this one's."""
         if self._armed.get(armed.ident) is not armed:
             return None
         since = self._serial
-        linked: list[int] = []
-        by_dir = armed.by_dir if armed.by_dir is not None else _by_directory(armed.paths)
-        counted = 0
-        for directory, entries in by_dir:
-            # Each name stat'ed relative to its opened directory: one walk of the directory's
-            # path instead of one per file (3,100 files at 1,000 units: 5.2 ms against 6.2).
-            try:
-                fd = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)  # search permission is enough
-            except OSError:
-                continue  # gone: its files are named by events, checked by the build that follows
-            try:
-                for k, name in entries:
-                    if counted and counted % REARM_SLICE == 0:
-                        yield
-                    counted += 1
-                    try:
-                        if os.stat(name, dir_fd=fd).st_nlink > 1:
-                            linked.append(k)
-                    except OSError:
-                        continue
-            finally:
-                os.close(fd)
+        members = armed.members
+        named = sorted(members[p] for p in changed if p in members)
+        linked = set(armed.linked).difference(named)
+        for start in range(0, len(named), REARM_SLICE):
+            if start:
+                yield
+            linked.update(self._watch_files(armed.paths, named[start:start + REARM_SLICE]))
         if self._armed.get(armed.ident) is not armed:  # re-armed or disarmed meanwhile
             return None
-        linked.sort()
-        again = _Armed(armed.ident, since, armed.interest, armed.record, linked, armed.paths, by_dir=by_dir)
+        again = _Armed(armed.ident, since, armed.interest, armed.record, sorted(linked), armed.paths, members)
         self._armed[armed.ident] = again
         return again
+
+    def _watch_files(self, paths: list[str], indexes) -> list[int]:
+        """Watch the inodes `paths[k]` name now, for each k of `indexes`; the indexes no event
+        would name for every change, to be stat-checked every time: a regular file this
+        server has no inode watch for, something else with several links."""
+        out = []
+        for k in indexes:
+            p = paths[k]
+            try:
+                st = os.stat(p)
+            except OSError:
+                self._unwatch_file(p)  # not there: its directory sees it appear
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                self._unwatch_file(p)
+                if st.st_nlink > 1:
+                    out.append(k)
+            elif not self._watch_file(p):
+                out.append(k)
+        return out
+
+    def _watch_file(self, path: str) -> bool:
+        """Watch the inode `path` names (made once per inode: a second name shares its watch);
+        False where it cannot be (out of budget, refused)."""
+        old = self._files.get(path)
+        if old is None and len(self._file_paths) >= self._file_budget:
+            return False
+        wd = self._libc.inotify_add_watch(self.fd, os.fsencode(path), _FILE_CHANGES | _IN_MASK_ADD)
+        if wd != old:
+            self._unwatch_file(path)
+            if wd < 0 or wd in self._dir_of:  # refused, or a directory after all (replaced meanwhile)
+                return False
+            self._files[path] = wd
+            self._file_paths.setdefault(wd, set()).add(path)
+        return True
+
+    def _unwatch_file(self, path: str) -> None:
+        """`path` no longer stands for the inode it was watched by; a watch left with no path
+        is removed (its IN_IGNORED then names nothing)."""
+        wd = self._files.pop(path, None)
+        if wd is None:
+            return
+        named = self._file_paths.get(wd)
+        if named is not None:
+            named.discard(path)
+            if not named:
+                del self._file_paths[wd]
+                self._libc.inotify_rm_watch(self.fd, wd)
+
+    def _drop_file_watch(self, wd: int) -> None:
+        """A file's watch the kernel removed (its inode is gone)."""
+        for p in self._file_paths.pop(wd, ()):
+            if self._files.get(p) == wd:
+                del self._files[p]
+
+    @property
+    def files_watched(self) -> int:
+        """Inode watches held (`mcpp server status`: `files_watched`)."""
+        return len(self._file_paths)
 
     def disarm(self, key: str) -> None:
         self._armed.pop(key, None)
 
     def changed(self, armed: _Armed) -> set[str] | None:
         """The files of `armed` (an `arm_files` watch, still armed) that may have changed since
-        it was armed: those named by an event, and those with several hard links (a write
-        through another name raises no event here); None when anything may have (a queue
-        overflow, an event on the directory itself or on one where links are resolved)."""
+        it was armed: those named by an event (on their directory's watch or their own), and
+        the `linked` ones; None when anything may have (a queue overflow, an event on the
+        directory itself or on one where links are resolved)."""
         self.drain()
         if self._armed.get(armed.ident) is not armed or self._void > armed.since:
             return None
         hit: set[tuple[int, str]] = set()
-        interest = armed.interest
+        interest, members = armed.interest, armed.members
         for serial, wd, name in reversed(self._log):
             if serial <= armed.since:
                 break
+            if wd == _INODE:
+                if name in members:
+                    hit.add((wd, name))
+                continue
             names = interest.get(wd, ())
             if names is ANY or (wd in interest and not name):
                 return None
@@ -292,11 +359,12 @@ class NoopWatch(Descriptor):
         return {armed.paths[k] for k in armed.linked} | self._paths(hit)
 
     def _paths(self, entries: set[tuple[int, str]]) -> set[str]:
-        """The paths of (watch, entry name) pairs events named."""
+        """The paths of (watch, entry name) pairs events named (a file's own watch logs its path)."""
         if not entries:
             return set()
-        dirs = {wd: d for d, wd in self._wds.items()}
-        return {os.path.join(dirs[wd], name) for wd, name in entries if wd in dirs}
+        dirs = self._dir_of
+        return {name if wd == _INODE else os.path.join(dirs[wd], name) for wd, name in entries
+                if wd == _INODE or wd in dirs}
 
     def _named_and_changed(self, armed: _Armed) -> bool:
         """Whether a file of `armed`'s record that an event named since it was armed (the
@@ -342,12 +410,16 @@ class NoopWatch(Descriptor):
             try:
                 st = os.lstat(p)
             except OSError:
+                self._unwatch_file(p)
                 continue  # not there: its directory (or the nearest one that is) sees it appear
             if stat.S_ISLNK(st.st_mode):
                 for r in _resolution_dirs(p):
                     want(r, ANY)
                 st = _stat_or(p, st)
-            if st.st_nlink > 1:
+            if stat.S_ISREG(st.st_mode):
+                if not self._watch_file(p):  # by its inode too: a write through any of its names
+                    linked.append(k)
+            elif st.st_nlink > 1:
                 linked.append(k)
         for d in dir_paths:
             want(d, ANY)
@@ -362,7 +434,7 @@ class NoopWatch(Descriptor):
             else:
                 interest.setdefault(wd, set()).update(names)
         self.drain()
-        return _Armed(ident, self._serial, interest, record, linked, paths)
+        return _Armed(ident, self._serial, interest, record, linked, paths, {p: k for k, p in enumerate(paths)})
 
     def _watch(self, directory: str) -> tuple[int, bool] | None:
         """(watch descriptor, whether it is `directory`'s own): the nearest existing ancestor's
@@ -378,11 +450,23 @@ class NoopWatch(Descriptor):
             wd = self._libc.inotify_add_watch(self.fd, os.fsencode(directory), EVERY_CHANGE)
             if wd >= 0:
                 self._wds[directory] = wd
+                self._dir_of[wd] = directory
                 return wd, exact
             parent = os.path.dirname(directory)
             if os.path.isdir(directory) or parent == directory:  # there, yet refused: limits, rights
                 return None
             directory, exact = parent, False
+
+
+def _file_watch_budget() -> int:
+    """Files one server watches by inode: a quarter of the user's inotify watches at most (the
+    limit is per user: other servers, editors and tools share it)."""
+    try:
+        with open("/proc/sys/fs/inotify/max_user_watches", "rb") as f:
+            limit = int(f.read())
+    except (OSError, ValueError):
+        limit = 8192  # the kernel's default before it scaled with memory
+    return min(_MAX_FILE_WATCHES, limit // 4)
 
 
 def _resolution_dirs(path: str) -> set[str]:

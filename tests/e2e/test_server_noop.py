@@ -75,12 +75,21 @@ def _rewrite_in_place(path, text: str) -> None:
         f.write(text)
 
 
+def _link_elsewhere_and_write(root, tmp, text: str) -> None:
+    """A name made for a package header after the watch was armed, from a directory the
+    server does not watch, and a write through it: no event in src/."""
+    os.link(root / "src/local.hpp", tmp / "elsewhere/later.hpp")
+    _rewrite_in_place(tmp / "elsewhere/later.hpp", text)
+
+
 CHANGES = {
     "a package header": (lambda root, tmp: (root / "src/local.hpp").write_text('#define LOCAL "LOCAL"\n'),
                          "one LOCAL\n"),
     "a header written through its other hard link": (
         lambda root, tmp: _rewrite_in_place(tmp / "elsewhere/linked.hpp", '#define LINKED "two"\n'),
         "two local\n"),
+    "a header written through a hard link made after the watch was armed": (
+        lambda root, tmp: _link_elsewhere_and_write(root, tmp, '#define LOCAL "late"\n'), "one late\n"),
 }
 
 
@@ -131,3 +140,19 @@ def test_a_json_build_leaves_its_record_armed_for_the_next_plain_build(armed):
     res = mcpp("build", cwd=root, env=ON)
     assert res.code == 0 and res.err.startswith("    Finished dev"), res.err
     assert _counts(mcpp, root) == (before[0], before[1] + 1, before[2] + 1)  # from the watch, no build process
+
+
+def test_a_json_build_sees_a_write_through_a_link_made_after_the_last_build(armed):
+    """The full engine's proof of what the last build keyed (engine/server/known_watch.py): a
+    link made after that build, and a write through it, are named by the file's inode watch,
+    so the next JSON build compiles again instead of taking the header as proven."""
+    root, tmp, mcpp = armed
+    res = mcpp("build", "--message-format", "json", cwd=root, env=ON)
+    assert res.code == 0 and '"status": "executed"' not in res.out, res.out
+    _settled(mcpp, root)  # the proof refreshed after it
+    _link_elsewhere_and_write(root, tmp, '#define LOCAL "json"\n')
+    res = mcpp("build", "--message-format", "json", cwd=root, env=ON)
+    assert res.code == 0 and '"status": "executed"' in res.out, res.out
+    res = mcpp("-q", "run", cwd=root, env=ON)
+    assert res.code == 0 and res.out == "one json\n", (res.out, res.err)
+    assert int(_status(mcpp, root)["files_watched"]) >= 4  # the sources, the object, the binary

@@ -48,6 +48,13 @@ def _steps_and_result(steps):
         pauses += 1
 
 
+def _rewrite_in_place(path, text: str) -> None:
+    with open(path, "r+") as f:  # the same inode: what a write through another of its names does
+        f.seek(0)
+        f.truncate()
+        f.write(text)
+
+
 def _refresh(watch, proof, knowledge, stats):
     """`known_watch.refreshing` run to its end, as the server runs it with no request between."""
     return _steps_and_result(known_watch.refreshing(watch, proof, knowledge, stats))[1]
@@ -72,7 +79,7 @@ def test_the_next_build_stats_only_what_an_event_named(world, monkeypatch):
     assert set(proven) == set(NAMES) - {"src/b.c"}
 
 
-def test_a_file_with_another_hard_link_is_always_checked(tmp_path):
+def test_a_write_through_a_hard_link_made_before_arming_is_named(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src/a.c").write_text("a")
     os.link(tmp_path / "src/a.c", tmp_path / "elsewhere.c")  # a write through it raises no event in src/
@@ -152,12 +159,66 @@ def test_an_event_right_after_the_refresh_read_the_watch_is_not_lost(world, monk
     assert "src/b.c" in known_watch.given(watch, again)[1]
 
 
-def test_a_hard_link_made_after_arming_makes_the_refresh_check_the_file_from_then_on(world, tmp_path_factory):
+def test_a_hard_link_made_after_arming_is_named_and_so_is_a_write_through_it_after_the_refresh(
+        world, tmp_path_factory):
+    """A link made from a directory the server does not watch raises no event in the file's
+    directory, nor does a write through it: the file's own (inode) watch sees both."""
     tmp_path, watch, knowledge, stats, proof = world
     elsewhere = tmp_path_factory.mktemp("elsewhere")
-    os.link(tmp_path / "inc/h.h", elsewhere / "h.h")  # no event in a watched directory
+    os.link(tmp_path / "inc/h.h", elsewhere / "h.h")  # its link count changes
+    assert "inc/h.h" in known_watch.given(watch, proof)[1]
     again = _refresh(watch, proof, knowledge, stats)
-    assert "inc/h.h" in known_watch.given(watch, again)[1]  # a write through the other name raises none either
+    assert known_watch.given(watch, again)[1] == set()  # watched, so not stat-checked every time
+    _rewrite_in_place(elsewhere / "h.h", "through the other name")
+    assert known_watch.given(watch, again)[1] == {"inc/h.h"}
+
+
+def test_a_write_through_a_hard_link_made_after_the_refresh_is_named(world, tmp_path_factory):
+    """The link made after the last build (when no count of links is taken) and the write
+    through it both come before the next build: the inode watch names the file."""
+    tmp_path, watch, knowledge, stats, proof = world
+    again = _refresh(watch, proof, knowledge, stats)
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    os.link(tmp_path / "src/b.c", elsewhere / "b.c")
+    _rewrite_in_place(elsewhere / "b.c", "through the other name")
+    assert known_watch.given(watch, again)[1] == {"src/b.c"}
+
+
+def test_a_file_replaced_by_a_build_is_watched_by_its_new_inode(world, tmp_path_factory):
+    """An output rewritten by a rename is a new inode: the refresh watches it before checking
+    it, so a write through a link made to it later is named."""
+    tmp_path, watch, knowledge, stats, proof = world
+    (tmp_path / "out/a.o.tmp").write_text("out/a.o")  # the same bytes, a new inode
+    os.replace(tmp_path / "out/a.o.tmp", tmp_path / "out/a.o")
+    assert known_watch.given(watch, proof)[1] == {"out/a.o"}
+    again = _refresh(watch, proof, knowledge, stats)
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    os.link(tmp_path / "out/a.o", elsewhere / "a.o")
+    _rewrite_in_place(elsewhere / "a.o", "tampered")
+    assert "out/a.o" in known_watch.given(watch, again)[1]
+
+
+def test_past_the_inode_watch_budget_every_file_is_checked_each_time(tmp_path, monkeypatch):
+    """Where the server may watch no more inodes (a quarter of the user's inotify limit), the
+    files it could not watch are stat-checked on every build: no event would name a write
+    through another name."""
+    monkeypatch.setattr(noop_watch, "_file_watch_budget", lambda: 2)
+    for rel in NAMES:
+        (tmp_path / rel).parent.mkdir(exist_ok=True)
+        (tmp_path / rel).write_text(rel)
+    stats = StatCache(tmp_path / "stat")
+    knowledge = Knowledge({}, {rel: str(stats.digest(tmp_path / rel)) for rel in NAMES}, {}, str(tmp_path))
+    watch = NoopWatch()
+    if watch.fileno() is None:
+        pytest.skip("no inotify on this kernel: the build checks every file itself")
+    try:
+        proof = known_watch.arm(watch, "known", knowledge, stats)
+        assert watch.files_watched == 2
+        assert len(known_watch.given(watch, proof)[1]) == len(NAMES) - 2
+        again = _refresh(watch, proof, knowledge, stats)
+        assert len(known_watch.given(watch, again)[1]) == len(NAMES) - 2
+    finally:
+        watch.close()
 
 
 def test_the_proof_of_an_edits_knowledge_checks_only_the_files_it_keys_anew(world, monkeypatch):
@@ -182,66 +243,38 @@ def test_the_proof_of_an_edits_knowledge_checks_only_the_files_it_keys_anew(worl
     assert known_watch.given(watch, again)[1] == {"inc/h.h"}
 
 
-def test_the_refresh_takes_link_counts_a_slice_at_a_time_and_a_build_forked_meanwhile_gets_the_last_proof(
+def test_the_refresh_watches_named_files_a_slice_at_a_time_and_a_build_forked_meanwhile_gets_the_last_proof(
         world, monkeypatch, tmp_path_factory):
     """The server runs the refresh one step per turn of its loop (daemon.py `_in_steps`), so a
-    request right after a build waits for one slice of `stat`s, not for all of them. Between
-    two steps the last proof is still the armed one (a build forked then is given it, with
-    every event since it was armed), and what happens meanwhile is not lost: a write is named
-    by the next build, a hard link made before its file's slice is counted."""
+    request right after a build that rewrote many files waits for one slice of watches, not for
+    all of them. Between two steps the last proof is still the armed one (a build forked then
+    is given it, with every event since it was armed), and what happens meanwhile is not lost:
+    a write is named by the next build, and so is a hard link made to a file."""
     tmp_path, watch, knowledge, stats, proof = world
     monkeypatch.setattr(noop_watch, "REARM_SLICE", 1)
-    files = [f[1] for f in knowledge.files()]  # the order their link counts are taken in
-    (tmp_path / "src/a.c").write_text("edited before the refresh")
+    for rel in NAMES:
+        (tmp_path / rel).write_text(f"{rel} edited before the refresh")
     steps = known_watch.refreshing(watch, proof, knowledge, stats)
-    next(steps)  # the events read, the first file's link count taken
+    next(steps)  # the events read, the first named file watched anew
     (tmp_path / "src/b.c").write_text("written between two steps")
-    os.link(files[-1], tmp_path_factory.mktemp("elsewhere") / "x")  # raises no event where it is watched
+    os.link(tmp_path / "inc/h.h", tmp_path_factory.mktemp("elsewhere") / "x")  # raises no event in inc/
     given = known_watch.given(watch, proof)  # a build forked now
     assert given is not None and {"src/a.c", "src/b.c"} <= given[1]
     pauses, again = _steps_and_result(steps)
-    assert pauses == len(files) - 2  # one pause between each two files: len(files) - 1 in all
+    assert pauses == len(NAMES) - 2  # one pause between each two files: len(NAMES) - 1 in all
     assert "src/a.c" not in again.proven
-    last = os.path.relpath(files[-1], tmp_path)
-    assert {"src/b.c", last} <= known_watch.given(watch, again)[1]
+    assert {"src/b.c", "inc/h.h"} <= known_watch.given(watch, again)[1]
     assert known_watch.given(watch, proof) is None  # replaced once the refresh is done
 
 
 def test_a_refresh_whose_watch_is_armed_anew_meanwhile_gives_no_proof(world, monkeypatch):
     tmp_path, watch, knowledge, stats, proof = world
     monkeypatch.setattr(noop_watch, "REARM_SLICE", 1)
+    for rel in ("src/a.c", "src/b.c"):  # two files to watch anew: two steps
+        (tmp_path / rel).write_text("edited")
     steps = known_watch.refreshing(watch, proof, knowledge, stats)
     next(steps)
     newer = known_watch.arm(watch, "known", knowledge, stats)  # the key's watch replaced between two steps
     assert _steps_and_result(steps)[1] is None
     assert known_watch.given(watch, newer) == (newer.proven, set())
 
-
-def test_the_refresh_counts_links_as_a_stat_of_each_path_would(tmp_path, tmp_path_factory):
-    """The refresh takes link counts relative to each opened directory (one path walk per
-    directory): it finds the files with several names that a `stat` of each full path finds,
-    through a directory only searchable, a tree output's `dir/`, and past a file gone."""
-    elsewhere = tmp_path_factory.mktemp("elsewhere")
-    (tmp_path / "src").mkdir()
-    (tmp_path / "gen/docs").mkdir(parents=True)
-    (tmp_path / "locked").mkdir()
-    for rel in ("src/a.c", "src/b.c", "src/gone.c", "locked/l.h", "gen/docs/i.html"):
-        (tmp_path / rel).write_text(rel)
-    os.link(tmp_path / "src/b.c", elsewhere / "b.c")
-    os.link(tmp_path / "locked/l.h", elsewhere / "l.h")
-    paths = [str(tmp_path / p) for p in ("src/a.c", "gen/docs/", "src/b.c", "locked/l.h", "src/gone.c")]
-    watch = NoopWatch()
-    if watch.fileno() is None:
-        pytest.skip("no inotify on this kernel: the build checks every file itself")
-    try:
-        armed = watch.arm_files("known", paths)
-        os.unlink(tmp_path / "src/gone.c")
-        (tmp_path / "locked").chmod(0o111)  # search only: no listing, no opening for reading
-        try:
-            again = _steps_and_result(watch.rearming(armed))[1]
-        finally:
-            (tmp_path / "locked").chmod(0o755)
-        by_stat = [k for k, p in enumerate(paths) if os.path.exists(p) and os.stat(p).st_nlink > 1]
-        assert again.linked == by_stat == [1, 2, 3]  # a directory has two names at least
-    finally:
-        watch.close()

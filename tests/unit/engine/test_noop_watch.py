@@ -88,6 +88,19 @@ def test_each_change_disarms(world, change):
     assert watch.answered_from_watch == 0
 
 
+def test_a_write_through_a_hard_link_made_after_arming_is_not_answered(world, tmp_path_factory):
+    """A link made from a directory nothing watches, and a write through it, raise no event in
+    the file's directory: the file's own (inode) watch names it."""
+    tmp_path, watch = world
+    assert ask(watch, tmp_path) is not None and ask(watch, tmp_path) is not None  # armed, answered from the watch
+    other = tmp_path_factory.mktemp("elsewhere") / "h.h"
+    os.link(tmp_path / "inc/h.h", other)
+    with open(other, "r+") as f:  # the same inode
+        f.write("H")
+    assert ask(watch, tmp_path) is None
+    assert watch.answered_from_watch == 1
+
+
 def test_an_edit_is_refused_without_the_whole_check(world, monkeypatch):
     """The file an event named has a new stat: the record does not hold, and the request goes to
     a build without the record read again and every file stat'ed (in front of the edit's compile)."""
