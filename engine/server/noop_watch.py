@@ -166,9 +166,7 @@ class NoopWatch(Descriptor):
         if record.paths != before.paths or record.dir_paths != before.dir_paths \
                 or record.dir_stamps != before.dir_stamps:
             return False
-        new, old = record.stamps, before.stamps
-        changed = [] if new == old else \
-            [k for k in range(len(record.paths)) if new[4 * k:4 * k + 4] != old[4 * k:4 * k + 4]]
+        changed = noop.restamped(record.stamps, before.stamps)
         if armed.stale:  # unchanged between the records, changed on disk before the watch: checked too
             changed = sorted(set(changed).union(armed.stale))
         rewritten = [record.paths[k] for k in changed]

@@ -290,6 +290,26 @@ def record(argv: list[str], line: tuple[str, str] | None, files: list[str], dirs
     return True
 
 
+_STAMP = 4  # int64s per path in `Record.stamps`: inode, size, mtime, ctime
+_BLOCK = 64  # paths compared at once by `restamped` before one by one
+
+
+def restamped(new: array, old: array) -> list[int]:
+    """The indexes of the paths whose stamps differ between two records of the same paths. A
+    block of paths is compared at once (one C comparison) and only a block that differs path by
+    path: an edit's record differs from the last one in a few of thousands."""
+    if new == old:
+        return []
+    out = []
+    width = _STAMP * _BLOCK
+    for start in range(0, len(new), width):
+        end = start + width
+        if new[start:end] != old[start:end]:
+            out += [k // _STAMP for k in range(start, min(end, len(new)), _STAMP)
+                    if new[k:k + _STAMP] != old[k:k + _STAMP]]
+    return out
+
+
 def forget(argv: list[str]) -> None:
     try:
         os.unlink(_record_path(_ident(argv)))

@@ -92,3 +92,25 @@ def test_the_record_covers_every_module_of_the_engine():
     expected = {str(p) for p in engine.rglob("*.py")}
     assert {str(Path(p).resolve()) for p in noop_module.engine_files()} == expected
     assert str(engine / "build" / "compose.py") in expected and str(engine / "entry.py") in expected
+
+
+@pytest.mark.parametrize("paths", [1, 63, 64, 65, 200])
+def test_the_paths_restamped_between_two_records_are_found_across_blocks(paths):
+    """`noop.restamped` compares a block of paths at once, then path by path: every changed
+    field of every path is found, at a block's edges too, and nothing else."""
+    from array import array
+
+    old = array("q", range(4 * paths))
+    assert noop.restamped(array("q", old), old) == []
+    for k in sorted({0, paths // 2, 63, 64, 127, 128, paths - 1}):
+        if k >= paths:
+            continue
+        for field in range(4):
+            new = array("q", old)
+            new[4 * k + field] += 1
+            assert noop.restamped(new, old) == [k], (k, field)
+    new = array("q", old)
+    every = list(range(0, paths, 3))
+    for k in every:
+        new[4 * k + 3] = -1
+    assert noop.restamped(new, old) == every
