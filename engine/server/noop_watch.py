@@ -24,6 +24,7 @@ directory watches (then only the plain check runs).
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Generator
@@ -41,6 +42,7 @@ _MAX_FILE_WATCHES = 131_072  # files watched by inode (each pins its inode in th
 _FILE_CHANGES = IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF
 _IN_MASK_ADD = 0x20000000
 _INODE = -1  # the watch field of a logged event a file's own watch raised; its name is the file's path
+_GONE = (errno.ENOENT, errno.ENOTDIR)  # a path that names nothing now: its inode watch is let go
 _MAX_LOG = 100_000  # events kept while some record is armed; more void every record
 ANY = None  # interest in every entry of a directory (its listing is what a glob or PATH reads)
 REARM_SLICE = 512  # files one step of `rearming` watches anew (~1.5 ms here)
@@ -94,14 +96,14 @@ class NoopWatch(Descriptor):
                 continue
             named = self._file_paths.get(wd)
             if named is not None:  # a file's own watch: every path it was made for is named
+                self._log.extend((self._serial, _INODE, p) for p in named)
                 if mask & IN_IGNORED:  # the inode is gone (or unwatched): its paths are watched anew when armed
                     self._drop_file_watch(wd)
-                self._log.extend((self._serial, _INODE, p) for p in named)
-                continue
-            if mask & IN_IGNORED:  # the directory is gone: forget the watch, void its records
-                gone = self._dir_of.pop(wd, None)
-                if gone is not None:
-                    del self._wds[gone]
+                if wd not in self._dir_of:  # also a directory's (a file standing where one is awaited)
+                    continue
+            if mask & IN_IGNORED:  # the directory is gone: forget the watch (every name of it), void its records
+                if self._dir_of.pop(wd, None) is not None:
+                    self._wds = {d: w for d, w in self._wds.items() if w != wd}
                 name = ""
             self._log.append((self._serial, wd, name))
         self._trim()
@@ -279,8 +281,11 @@ class NoopWatch(Descriptor):
             p = paths[k]
             try:
                 st = os.stat(p)
-            except OSError:
-                self._unwatch_file(p)  # not there: its directory sees it appear
+            except OSError as e:
+                if e.errno in _GONE:
+                    self._unwatch_file(p)  # not there: its directory sees it appear
+                else:
+                    out.append(k)  # unreadable now (rights, a loop): not watched anew, so stat-checked
                 continue
             if not stat.S_ISREG(st.st_mode):
                 self._unwatch_file(p)
@@ -407,8 +412,9 @@ class NoopWatch(Descriptor):
                         want(r, ANY)
             try:
                 st = os.lstat(p)
-            except OSError:
-                self._unwatch_file(p)
+            except OSError as e:
+                if e.errno in _GONE:
+                    self._unwatch_file(p)
                 continue  # not there: its directory (or the nearest one that is) sees it appear
             if stat.S_ISLNK(st.st_mode):
                 for r in _resolution_dirs(p):
@@ -417,8 +423,10 @@ class NoopWatch(Descriptor):
             if stat.S_ISREG(st.st_mode):
                 if not self._watch_file(p):  # by its inode too: a write through any of its names
                     linked.append(k)
-            elif st.st_nlink > 1:
-                linked.append(k)
+            else:
+                self._unwatch_file(p)
+                if st.st_nlink > 1:
+                    linked.append(k)
         for d in dir_paths:
             want(d, ANY)
         interest: dict[int, set[str] | None] = {}

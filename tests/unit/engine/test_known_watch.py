@@ -278,3 +278,24 @@ def test_a_refresh_whose_watch_is_armed_anew_meanwhile_gives_no_proof(world, mon
     assert _steps_and_result(steps)[1] is None
     assert known_watch.given(watch, newer) == (newer.proven, set())
 
+
+
+def test_a_file_unreadable_for_a_moment_keeps_its_inode_watch(world, tmp_path_factory, monkeypatch):
+    """Another arming that cannot stat a file for a moment (rights, a loop on the way) must not
+    let go of the inode watch the proof relies on: only a path that names nothing does."""
+    tmp_path, watch, knowledge, stats, proof = world
+    again = _refresh(watch, proof, knowledge, stats)
+    real_lstat = os.lstat
+
+    def denied(path, *args, **kwargs):
+        if str(path).endswith("src/b.c"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_lstat(path, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "lstat", denied)
+        watch.arm_files("another request", [str(tmp_path / "src/b.c")])
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    os.link(tmp_path / "src/b.c", elsewhere / "b.c")
+    _rewrite_in_place(elsewhere / "b.c", "through the other name")
+    assert "src/b.c" in known_watch.given(watch, again)[1]

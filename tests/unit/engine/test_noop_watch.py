@@ -3,6 +3,7 @@ and every way a recorded file can change under it disarms it."""
 from __future__ import annotations
 
 import os
+import shutil
 import time
 
 import pytest
@@ -99,6 +100,49 @@ def test_a_write_through_a_hard_link_made_after_arming_is_not_answered(world, tm
         f.write("H")
     assert ask(watch, tmp_path) is None
     assert watch.answered_from_watch == 1
+
+
+def test_a_directory_watched_under_two_names_is_watched_anew_under_both_once_it_is_gone(tmp_path):
+    """A directory reached through a link and by its own path is one watch: when the directory
+    goes, neither name may keep that dead watch, or whatever is armed later over the new
+    directory under that name would hear nothing from it."""
+    (tmp_path / "real").mkdir()
+    os.symlink("real", tmp_path / "alias")
+    watch = NoopWatch()
+    if watch.fileno() is None:
+        pytest.skip("no inotify on this kernel")
+    try:
+        names = [str(tmp_path / "real"), str(tmp_path / "alias")]
+        dead = {watch._watch(n)[0] for n in names}
+        assert len(dead) == 1  # one inode, one watch
+        shutil.rmtree(tmp_path / "real")
+        watch.drain()  # IN_IGNORED
+        (tmp_path / "real").mkdir()
+        for n in names:
+            assert watch._watch(n)[0] not in dead, n
+    finally:
+        watch.close()
+
+
+def test_a_file_watched_also_where_a_directory_is_awaited_is_forgotten_as_both(tmp_path):
+    """`inc/vector` is a file, and `inc/vector/x.h` (missing) is awaited in it: the file's watch is
+    also the one `_watch` gives for that directory. When the file goes, neither may keep it."""
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc/vector").write_text("a header")
+    watch = NoopWatch()
+    if watch.fileno() is None:
+        pytest.skip("no inotify on this kernel")
+    try:
+        armed = watch.arm_files("k", [str(tmp_path / "inc/vector"), str(tmp_path / "inc/vector/x.h")])
+        assert armed is not None
+        dead = watch._watch(str(tmp_path / "inc/vector"))[0]
+        os.unlink(tmp_path / "inc/vector")
+        changed = watch.changed(armed)  # None: an event on an awaited directory's own watch voids it
+        assert changed is None or str(tmp_path / "inc/vector") in changed
+        (tmp_path / "inc/vector").mkdir()
+        assert watch._watch(str(tmp_path / "inc/vector"))[0] != dead
+    finally:
+        watch.close()
 
 
 def test_an_edit_is_refused_without_the_whole_check(world, monkeypatch):
