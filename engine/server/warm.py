@@ -156,7 +156,14 @@ class Hooks:
             self._forget(key)
             return None
         proven = known_watch.given(self.files_watch, held.proof) if held.proof is not None else None
-        return key, changes.files | held.rewritten, None if proven is None else proven[1]
+        files = changes.files | held.rewritten
+        if proven is not None and proven[1] and held.knowledge is not None:
+            # What the files' own (inode) watches named besides: a write through a hard link made
+            # from elsewhere raises nothing in the directories `self.watcher` watches, and the
+            # plan's scans of that file must be checked too.
+            root = held.knowledge.execroot
+            files = files | {os.path.join(root, rel) for rel in proven[1]}
+        return key, files, None if proven is None else proven[1]
 
     def given(self, changes: tuple | None) -> plan_memo.Given | None:
         """What a build child is given: the last build's plan, knowledge, proofs, globs and

@@ -492,3 +492,27 @@ def test_a_builds_state_files_are_read_back_when_it_answers_not_when_its_child_e
         assert state_memo.held(hooks.states, paths) is not None  # what a child forked now is given
     finally:
         hooks.watcher.close()
+
+
+def test_an_include_line_written_through_a_hard_link_made_from_elsewhere_plans_again(served, tmp_path):
+    """The plan's watcher watches directories: a write through a link made from an unwatched
+    directory raises nothing there. The file's own (inode) watch names it, and the reused
+    plan's scans of it are checked: a new `#include` line plans again."""
+    root, mcpp = served
+    env = {**ON, "MCPP_NO_FAST_PATH": "1"}
+    (root / "src/other.hpp").write_text('#pragma once\n#define OTHER "other"\n')
+
+    def run_and_status(expected: str) -> dict:
+        res = mcpp("-q", "run", cwd=root, env=env)
+        assert res.code == 0 and res.out == expected, res.err
+        status = _status(mcpp, root)
+        return {k: int(status[k]) for k in ("plans_made", "plans_reused")}
+
+    assert run_and_status("hello\n") == {"plans_made": 1, "plans_reused": 0}
+    assert run_and_status("hello\n") == {"plans_made": 1, "plans_reused": 1}
+    (tmp_path / "elsewhere").mkdir()
+    os.link(root / "src/main.cpp", tmp_path / "elsewhere/main.cpp")
+    with open(tmp_path / "elsewhere/main.cpp", "r+") as f:  # the same inode
+        f.truncate()
+        f.write('#include <cstdio>\n#include "greet.hpp"\n#include "other.hpp"\nint main() { std::puts(OTHER); }\n')
+    assert run_and_status("other\n") == {"plans_made": 2, "plans_reused": 1}
