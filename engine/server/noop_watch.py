@@ -287,13 +287,18 @@ class NoopWatch(Descriptor):
                 else:
                     out.append(k)  # unreadable now (rights, a loop): not watched anew, so stat-checked
                 continue
-            if not stat.S_ISREG(st.st_mode):
-                self._unwatch_file(p)
-                if st.st_nlink > 1:
-                    out.append(k)
-            elif not self._watch_file(p):
+            if self._stat_checked(p, st):
                 out.append(k)
         return out
+
+    def _stat_checked(self, path: str, st: os.stat_result) -> bool:
+        """Watch the inode of `path` (which `st` describes) if it is a regular file; whether it
+        must be stat-checked every time instead: a regular file this server cannot watch by its
+        inode, something else with several links."""
+        if stat.S_ISREG(st.st_mode):
+            return not self._watch_file(path)  # by its inode too: a write through any of its names
+        self._unwatch_file(path)
+        return st.st_nlink > 1
 
     def _watch_file(self, path: str) -> bool:
         """Watch the inode `path` names (made once per inode: a second name shares its watch);
@@ -420,13 +425,8 @@ class NoopWatch(Descriptor):
                 for r in _resolution_dirs(p):
                     want(r, ANY)
                 st = _stat_or(p, st)
-            if stat.S_ISREG(st.st_mode):
-                if not self._watch_file(p):  # by its inode too: a write through any of its names
-                    linked.append(k)
-            else:
-                self._unwatch_file(p)
-                if st.st_nlink > 1:
-                    linked.append(k)
+            if self._stat_checked(p, st):
+                linked.append(k)
         for d in dir_paths:
             want(d, ANY)
         interest: dict[int, set[str] | None] = {}

@@ -48,6 +48,7 @@ _PENDING = "mcpp-noop-pending"  # a build of this identity is running, or ended 
 # Stamps are stored as flat int64 arrays and paths as one NUL-joined string: loading a few
 # thousand of them that way is one allocation each, where tuples cost one object per stamp.
 _MISSING = -1
+_STAMP = 4  # int64s per path in `Record.stamps`: inode, size, mtime, ctime
 
 
 def _home(env=None) -> str:
@@ -169,7 +170,7 @@ def unheld(record: Record, only: range | list[int] | None = None, most: int = 0)
     paths = record.paths
     found: list[int] = []
     for k in (range(len(paths)) if only is None else only):
-        i = 4 * k
+        i = _STAMP * k
         try:
             st = stat(paths[k])
         except OSError:
@@ -290,7 +291,6 @@ def record(argv: list[str], line: tuple[str, str] | None, files: list[str], dirs
     return True
 
 
-_STAMP = 4  # int64s per path in `Record.stamps`: inode, size, mtime, ctime
 _BLOCK = 64  # paths compared at once by `restamped` before one by one
 
 
