@@ -85,13 +85,25 @@ class Mcpp:
         return res
 
 
-def default_sigint() -> None:
-    """`preexec_fn` for a child that a test interrupts: a suite started as a background job (`&`
-    in a script) inherits SIGINT ignored, and so would the child, which then never sees the
-    Ctrl-C the test sends. The child gets the default disposition, as from a terminal."""
-    import signal
+# Sets what a child is to start with, then becomes it (`os.execv`): a test process may hold
+# gRPC's threads (the remote tests' in-process servers and clients), and a `preexec_fn` runs in a
+# fork of it, where gRPC's fork handlers restart a poller that the fork's closing of descriptors
+# then breaks: the child aborts before it execs (SIGABRT, "epoll_wait error: Bad file descriptor").
+_STARTER = ("import os, resource, signal, sys\n"
+            "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+            "cap = int(sys.argv[1])\n"
+            "if cap:\n"
+            "    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))\n"
+            "os.execv(sys.argv[2], sys.argv[2:])\n")
 
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+def started(argv: list, address_space: int = 0) -> list[str]:
+    """`argv` to run instead of `argv` for a child a test interrupts or caps (never a
+    `preexec_fn`, see _STARTER): the child gets SIGINT's default disposition, as from a terminal
+    (a suite started as a background job, `&` in a script, inherits SIGINT ignored, and so would
+    the child, which then never sees the Ctrl-C the test sends), and at most `address_space`
+    bytes of address space where that is not 0. Its pid is the child's: the starter execs."""
+    return [sys.executable, "-c", _STARTER, str(address_space), *map(str, argv)]
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:

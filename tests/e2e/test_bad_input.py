@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import marshal
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.e2e_support import Result, default_sigint, mcpp_executable, write_tree
+from tests.e2e.e2e_support import Result, mcpp_executable, started, write_tree
 
 MANIFEST = '[package]\nname = "p"\nversion = "0.1.0"\n'
 MAIN = {"src/main.cpp": "int main() { return 0; }\n"}
@@ -131,9 +130,8 @@ HUGE = {
 }
 
 
-def _limit_address_space():
-    # Without the engine's own limit, these programs would take the test machine with them.
-    resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+# Without the engine's own limit, these programs would take the test machine with them.
+ADDRESS_SPACE = 8 << 30
 
 
 def test_an_endless_loop_stops_at_its_line(project, mcpp):
@@ -149,8 +147,8 @@ def test_an_endless_loop_stops_at_its_line(project, mcpp):
 def test_a_runaway_allocation_is_a_named_error(project, mcpp, kind):
     root = project({"mcpp.toml": MANIFEST, "build.star": HUGE[kind], **MAIN})
     env = {**os.environ, "MCPP_HOME": str(mcpp.home)}
-    p = subprocess.run([mcpp.exe, "build"], cwd=root, env=env, capture_output=True, text=True, timeout=120,
-                       preexec_fn=_limit_address_space)
+    p = subprocess.run(started([mcpp.exe, "build"], address_space=ADDRESS_SPACE), cwd=root, env=env,
+                       capture_output=True, text=True, timeout=120)
     clean_failure(Result(p.returncode, p.stdout, p.stderr), 2, "build.star: error: build program ran out of memory")
     assert "panicked" not in p.stderr and "stack backtrace" not in p.stderr
 
@@ -158,8 +156,8 @@ def test_a_runaway_allocation_is_a_named_error(project, mcpp, kind):
 def test_ctrl_c_ends_an_endless_build_program(project, mcpp):
     root = project({"mcpp.toml": MANIFEST, "build.star": ENDLESS, **MAIN})
     env = {**os.environ, "MCPP_HOME": str(mcpp.home)}
-    p = subprocess.Popen([mcpp.exe, "build"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, start_new_session=True, preexec_fn=default_sigint)
+    p = subprocess.Popen(started([mcpp.exe, "build"]), cwd=root, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
     time.sleep(3)
     os.killpg(p.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
     try:

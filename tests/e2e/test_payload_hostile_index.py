@@ -7,14 +7,13 @@ import http.server
 import json
 import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
 from mcpp.sandbox.bwrap import find_bwrap, probe_bwrap
-from tests.e2e.e2e_support import mcpp_executable
+from tests.e2e.e2e_support import mcpp_executable, started
 from tests.e2e.payload_index_support import TRUSTED
 
 needs_bwrap = pytest.mark.skipif(find_bwrap() is None or probe_bwrap() is not None, reason="bwrap does not work here")
@@ -41,14 +40,9 @@ def capped(mcpp, args: list[str], cwd: Path, env: dict, timeout: float = 120) ->
     """Run mcpp with its address space capped at MEMORY_CAP: (exit code, stderr). An mcpp that
     holds what an attacker sends in memory fails here with MemoryError instead of taking the
     machine's memory."""
-    # The cap is set by a small exec wrapper, not a `preexec_fn`: that would run in a fork of
-    # this test process, which may hold gRPC's threads (the remote tests' in-process workers),
-    # and gRPC's fork handlers can abort such a child before it execs.
-    wrapper = ("import os, resource, sys; cap = int(sys.argv[1]); "
-               "resource.setrlimit(resource.RLIMIT_AS, (cap, cap)); os.execv(sys.argv[2], sys.argv[2:])")
     full = {**os.environ, "MCPP_HOME": str(mcpp.home), **env}
-    p = subprocess.run([sys.executable, "-c", wrapper, str(MEMORY_CAP), mcpp_executable(), *args], cwd=cwd,
-                       env=full, capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(started([mcpp_executable(), *args], address_space=MEMORY_CAP), cwd=cwd, env=full,
+                       capture_output=True, text=True, timeout=timeout)
     return p.returncode, p.stderr
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_support import SERVER_ON, Mcpp, mcpp_executable
+from e2e_support import SERVER_ON, Mcpp, mcpp_executable, started
 
 PROJECT = {"mcpp.toml": '[package]\nname = "slow"\nversion = "0.1.0"\n',
            "src/main.cpp": '#include <cstdio>\nint f();\nint main() { std::printf("%d\\n", f()); }\n',
@@ -97,9 +97,8 @@ def test_an_interrupt_cancels_the_calls_in_flight_at_once(how, tmp_path, silent)
     env = {**os.environ, "MCPP_HOME": str(m.home), **(SERVER_ON if "server" in how else {})}
     # A test run started in the background of a shell inherits SIGINT ignored, and mcpp keeps a
     # signal it was started with ignored (`nohup mcpp build`): give the build the terminal's default.
-    proc = subprocess.Popen([mcpp_executable(), "build", "--remote", f"grpc://127.0.0.1:{silent.port}"], cwd=a,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(started([mcpp_executable(), "build", "--remote", f"grpc://127.0.0.1:{silent.port}"]),
+                            cwd=a, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert silent.accepted.wait(60), "the build never reached the server"
         time.sleep(0.5)  # the first call is in flight, on its 120 s deadline

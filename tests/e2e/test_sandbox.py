@@ -88,12 +88,12 @@ def test_ctrl_c_ends_running_actions_and_removes_their_sandboxes(project, mcpp):
     import signal
     import time
 
-    from e2e_support import default_sigint, mcpp_executable
+    from e2e_support import mcpp_executable, started
 
     root = _slow_project(project)
     env = {**os.environ, "MCPP_HOME": str(mcpp.home)}
-    proc = subprocess.Popen([mcpp_executable(), "build", "-j", "2", "--sandbox", "dir"], cwd=root, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    proc = subprocess.Popen(started([mcpp_executable(), "build", "-j", "2", "--sandbox", "dir"]), cwd=root,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     sandboxes = mcpp.home / "sandbox"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not any(p.is_dir() and not p.name.endswith(".out")
@@ -115,7 +115,7 @@ def test_stale_sandbox_directories_of_a_killed_build_are_reclaimed(project, mcpp
     import signal
     import time
 
-    from e2e_support import default_sigint, mcpp_executable
+    from e2e_support import mcpp_executable
 
     root = _slow_project(project)
     # In process: the sandbox directories are named by the engine's pid, and the kill must reach it.

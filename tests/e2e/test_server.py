@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from e2e_support import Mcpp, alive, default_sigint, mcpp_executable, serving_pid, write_tree
+from e2e_support import Mcpp, alive, mcpp_executable, serving_pid, started, write_tree
 
 pytestmark = pytest.mark.one_mode  # sets the server mode per build itself: the server-on run leaves it out
 
@@ -64,8 +64,8 @@ def served(tmp_path, mcpp):
 def _popen(mcpp: Mcpp, root, *args: str) -> subprocess.Popen:
     env = {**os.environ, "MCPP_HOME": str(mcpp.home), **ON}
     env.pop("TERM", None)
-    return subprocess.Popen([mcpp_executable(), *args], cwd=root, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    return subprocess.Popen(started([mcpp_executable(), *args]), cwd=root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def _wait_for_line(proc: subprocess.Popen, needle: str) -> list[str]:

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from e2e_support import SERVER_ON, Mcpp, default_sigint, mcpp_executable, write_tree
+from e2e_support import SERVER_ON, Mcpp, mcpp_executable, started, write_tree
 
 pytestmark = pytest.mark.one_mode  # each test runs both modes itself
 
@@ -60,9 +60,9 @@ def sleeper(tmp_path, mcpp):
 def _start_run(mcpp: Mcpp, root, pids, mode: str, *program_args: str) -> subprocess.Popen:
     env = {**os.environ, "MCPP_HOME": str(mcpp.home), **MODES[mode]}
     env.pop("TERM", None)
-    proc = subprocess.Popen([mcpp_executable(), "run", "--", str(pids), *program_args], cwd=root, env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=default_sigint)
+    proc = subprocess.Popen(started([mcpp_executable(), "run", "--", str(pids), *program_args]), cwd=root,
+                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     deadline = time.monotonic() + 120
     while not (pids.exists() and pids.read_text().endswith("\n")):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -160,8 +160,8 @@ def test_a_hang_up_or_terminate_during_a_build_cancels_it_as_ctrl_c_does(tmp_pat
     root = write_tree(tmp_path / "endless", ENDLESS_PROGRAM)
     env = {**os.environ, "MCPP_HOME": str(mcpp.home), **MODES[mode]}
     env.pop("TERM", None)
-    proc = subprocess.Popen([mcpp_executable(), "build"], cwd=root, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    proc = subprocess.Popen(started([mcpp_executable(), "build"]), cwd=root, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(3)  # into the build program
         proc.send_signal(signum)
