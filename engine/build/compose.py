@@ -26,6 +26,7 @@ from ..core import build_env
 from ..core.errors import BuildFailed, McppError
 from ..core.settings import Settings, command_settings
 from ..exec.action_runner import ActionRunner, SandboxRunner
+from ..exec.discard import DISCARDED, Discard
 from ..exec.head_start import HeadStart
 from ..exec.sandbox_warm_up import SandboxWarmUp
 from ..exec.staging import input_stager
@@ -486,7 +487,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         stage = input_stager(plan.execroot, keys.digest_of, stores, seen, changed=changed)
         make = warm.get if warm is not None else \
             lambda: _make_sandbox(opts.sandbox, str(stores.home.root), reporter, payload_roots)
-        runner = SandboxRunner(make, plan.execroot, stage, seen, prestages=policy.stages_inputs, changed=changed)
+        runner = SandboxRunner(make, plan.execroot, stage, seen, prestages=policy.stages_inputs, changed=changed,
+                               discard=Discard(os.path.join(layout.work_dir, DISCARDED)))
     executing = stores.remote is not None and stores.remote.execute and isinstance(runner, SandboxRunner)
     if executing:  # imported only for remote execution
         from ..exec.remote_exec_runner import remote_exec_jobs, with_remote_execution

@@ -18,6 +18,7 @@ from mcpp.cas.action import Action
 from mcpp.sandbox import SandboxSpec, SandboxSpecError
 
 from .action_output import portable
+from .discard import Discard
 
 
 @dataclass
@@ -41,20 +42,24 @@ class ActionRunner(Protocol):
     def run(self, action: Action) -> RunResult: ...
 
 
-def prepare_outputs(execroot: str, action: Action) -> None:
+def prepare_outputs(execroot: str, action: Action, discard: Discard | None = None) -> None:
     """Remove stale outputs (an archiver would otherwise append to an old archive) and make
     their directories: one `stat` per distinct directory when it exists (the common case; a
     compile's object and depfile share one), where `makedirs` would take three syscalls per
-    output."""
+    output. With `discard`, a stale output is moved aside and deleted while the action runs
+    (engine/exec/discard.py: a large binary's unlink is milliseconds)."""
     seen: set[str] = set()
     for out in action.outputs:
         path = os.path.join(execroot, out)
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        except IsADirectoryError:  # left by an earlier run that made a directory instead of the file
-            shutil.rmtree(path)
+        if discard is not None:
+            discard.take(path)
+        else:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except IsADirectoryError:  # left by an earlier run that made a directory instead of the file
+                shutil.rmtree(path)
         parent = os.path.dirname(path)
         if parent not in seen:
             seen.add(parent)
@@ -86,7 +91,7 @@ class SandboxRunner:
 
     def __init__(self, make_sandbox: Callable[[], object], execroot: str, stage: Callable[[str], str],
                  input_ids: Mapping[str, tuple[int, int]] | None = None, prestages: bool = False,
-                 changed: Collection[str] = ()):
+                 changed: Collection[str] = (), discard: Discard | None = None):
         self.make_sandbox = make_sandbox
         self._sandbox = None
         self._lock = threading.Lock()
@@ -98,6 +103,7 @@ class SandboxRunner:
         self.prestages = prestages
         # the inputs `stage` found changed since they were hashed, filled as it stages
         self.changed = changed
+        self.discard = discard  # where stale outputs go, deleted while the action runs
         # told (with the action's id) when an action's process is about to start, its inputs
         # staged (`SandboxSpec.started`); set by the pipeline
         self.on_started: Callable[[str], None] | None = None
@@ -131,11 +137,13 @@ class SandboxRunner:
     def shutdown(self) -> None:
         if self._sandbox is not None:
             self._sandbox.shutdown()
+        if self.discard is not None:
+            self.discard.close()
 
     def run(self, action: Action) -> RunResult:
         sandbox = self.sandbox
         staged = sandbox.guarantees.stages_inputs
-        prepare_outputs(self.execroot, action)
+        prepare_outputs(self.execroot, action, self.discard)
         inputs = {}
         if staged:
             for rel in expand_trees(self.execroot, dict.fromkeys(action.inputs + action.may_read)):
