@@ -8,13 +8,11 @@ once here and handed to each step, which is a call into the module that owns the
 from __future__ import annotations
 
 import fcntl
-import functools
 import json
 import os
 import shutil
 import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Container, cast
 
@@ -115,30 +113,17 @@ class BuildOutcome:
     environment: Environment | None = None  # the payloads resolved, and what resolution read
 
 
-# How long a build waits for the target directory's lock before it says it is waiting.
-LOCK_QUIET_S = 0.25
-
-
 class _BuildLock:
-    """One build per target directory at a time; a second one waits, saying so (as Cargo) once
-    the wait is more than a moment: a server's last build holds the lock for the few
-    milliseconds its records take after its answer (`_records_after_answer`), which a script's
-    next build may meet."""
+    """One build per target directory at a time; a second one waits, saying so (as Cargo)."""
 
     def __init__(self, lock_file: str, reporter: Reporter):
         os.makedirs(os.path.dirname(lock_file), exist_ok=True)
         self.fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + LOCK_QUIET_S
-        while True:
-            try:
-                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    break
-                time.sleep(0.002)
-        reporter.status("Blocking", "waiting for file lock on build directory", important=True)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            reporter.status("Blocking", "waiting for file lock on build directory", important=True)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
 
     def release(self) -> None:
         os.close(self.fd)
@@ -173,9 +158,6 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
     profile = resolve_profile(graph.root_manifest, opts.profile)
     layout = Layout.of(graph, profile.name)
     lock = _BuildLock(layout.lock_file, reporter)
-    # A server's build whose command ends with it answers before its records are written
-    # (`_records_after_answer`); its lock is held until they are.
-    answer_first = opts.target_override is None and not opts.executes and memory.answers_first()
     warm = head = None
     try:
         stats, state, scans = memory.open_state(layout.stat_cache, layout.action_state, layout.execroot,
@@ -238,7 +220,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
         result, counters = _run_plan(plan, graph, layout, toolchain, opts, reporter, state, scans, runner, stores,
                                      policy, memory, timings, env.roots() + toolchain_roots(toolchain) + system_dirs,
                                      top=opts.target_override is None, warm=warm, announced=announced,
-                                     trust_unchanged=trust_unchanged, head=head, answer_first=answer_first)
+                                     trust_unchanged=trust_unchanged, head=head)
         if first_counters is not None:
             _merge_first_phase(counters, first_counters)
         if timings is not None:  # also for a failed build: where the time went is as telling
@@ -256,10 +238,7 @@ def _build(opts: BuildOptions, reporter: Reporter, clock: Stopwatch, with_tests:
     finally:
         if head is not None:
             head.close()
-        if answer_first:
-            memory.after_answer(lock.release)  # after the records (`_run_plan` left them first)
-        else:
-            lock.release()
+        lock.release()
         if warm is not None:
             memory.after_reply(warm.close)
     outcome = BuildOutcome(graph, plan, layout, profile, toolchain, result, clock.elapsed(),
@@ -483,14 +462,12 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
               stores: Stores, policy: TrustPolicy, memory: BuildMemory, timings: TimingsRecorder | None = None,
               payload_roots: tuple[str, ...] = (), top: bool = True,
               warm: SandboxWarmUp | None = None, announced: set[str] | None = None,
-              trust_unchanged: bool = True, head: HeadStart | None = None,
-              answer_first: bool = False) -> tuple[ScheduleResult, Counters]:
+              trust_unchanged: bool = True, head: HeadStart | None = None) -> tuple[ScheduleResult, Counters]:
     """Schedule every action of the plan through the pipeline; save the state, also on failure.
     `top`: the build the user asked for, not a host tool's build inside it; `warm`: its
     sandbox, made ahead (`_warm_up`); `trust_unchanged`: whether a warm server's knowledge of
     unchanged keys holds (engine/state/unchanged.py); `head`: the action begun before the
-    schedule, taken where `settle` adopted it (engine/exec/head_start.py); `answer_first`: the
-    records may be left for after the client's answer (`_records_after_answer`)."""
+    schedule, taken where `settle` adopted it (engine/exec/head_start.py)."""
     # Imported here, not with the module: a first build's first compile (`head`) runs meanwhile.
     from ..exec.explain import ExplainLog
     from ..exec.larger_first import larger_first
@@ -555,7 +532,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         reporter.flush()
         pipeline.idle()
 
-    completed = late = False
+    completed = False
     try:
         execroot_slash = os.path.join(plan.execroot, "")
         actions = larger_first(plan.actions, lambda rel: state.stats.size(execroot_slash + rel))
@@ -574,20 +551,13 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         # the GIL): an action whose outputs then fail to store is forgotten by `drain`, and the
         # state is written again below. A crash in between leaves a state that takes the action
         # as done, which it is (its outputs are in target/); only its cache entry is missing.
-        # Where the answer may come first, both follow it; not once an ingest job has failed
-        # (the build fails, as here) nor while a remote cache's uploads are to finish first.
-        late = answer_first and remote is None and not pipeline.ingest.errors
-        if late:
-            memory.after_answer(functools.partial(_records_after_answer, state, scans, pipeline, result))
-        else:
-            _save_records(state, scans, pipeline)
-            pipeline.drain(result)  # the store ingest the actions left behind (cas/ingest.py)
+        _save_records(state, scans, pipeline)
+        pipeline.drain(result)  # the store ingest the actions left behind (cas/ingest.py)
         completed = True
         if top:  # for a server, made after the client has its answer
             memory.learned(lambda: _knowledge(result, state, keys, pipeline.remote_only))
     finally:
-        if not late:
-            pipeline.ingest.abandon()  # interrupted: jobs not started are dropped, none is torn
+        pipeline.ingest.abandon()  # interrupted: jobs not started are dropped, none is torn
         if head is not None:  # a run begun ahead that no lane took: ended before its sandbox is shut down
             head.wait()
         if isinstance(runner, SandboxRunner):
@@ -598,8 +568,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
             else:
                 runner.shutdown()
         reporter.end_progress()
-        if not late:
-            _save_records(state, scans, pipeline)  # each writes only what changed since it last wrote
+        _save_records(state, scans, pipeline)  # each writes only what changed since it last wrote
         if endpoint is not None and not completed:
             endpoint.cancel()  # interrupted: end retry waits and calls in flight now
         pipeline.counters.left_remote = set(pipeline.remote_only)
@@ -610,21 +579,6 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         if endpoint is not None:
             endpoint.close()
     return result, pipeline.counters
-
-
-def _records_after_answer(state: BuildState, scans: ScanCache, pipeline: ActionPipeline,
-                          result: ScheduleResult) -> None:
-    """A server's build whose command ends with it, right after the client has its exit status
-    (engine/build/memory.py `after_answer`; its lock is still held, and the server takes in its
-    state only after this): the records, then the store's last jobs (a 3-8 MB binary's
-    compression), as `_run_plan` does before the answer elsewhere; an edit-one build's client
-    waits for neither. A job failing now is logged by the server and its action forgotten (it
-    runs again next build); the exit status is out already."""
-    try:
-        _save_records(state, scans, pipeline)
-        pipeline.drain(result)
-    finally:
-        _save_records(state, scans, pipeline)
 
 
 def _save_records(state: BuildState, scans: ScanCache, pipeline: ActionPipeline) -> None:

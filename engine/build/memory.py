@@ -67,18 +67,6 @@ class BuildMemory(Protocol):
         """Run `task` once the client has the build's exit status (teardown nobody waits on)."""
         ...
 
-    def answers_first(self) -> bool:
-        """Whether the client may have its exit status before the build's records are written
-        (`after_answer`): a server's build child, whose next build the server forks only after
-        them or finds them by their stamps; not the `mcpp` process, whose exit is its answer."""
-        ...
-
-    def after_answer(self, task: Callable[[], None]) -> None:
-        """Run `task` (the records of a build whose command ends with it, its lock's release)
-        right after the client has its exit status, before anything is handed on; at once where
-        the host does not `answers_first`."""
-        ...
-
 
 def open_state(stat_cache: str, action_state: str, execroot: str, scan_cache: str
                ) -> tuple[StatCache, BuildState, ScanCache]:
@@ -117,10 +105,4 @@ class NoMemory:
         pass
 
     def after_reply(self, task: Callable[[], None]) -> None:
-        task()
-
-    def answers_first(self) -> bool:
-        return False
-
-    def after_answer(self, task: Callable[[], None]) -> None:
         task()

@@ -1,7 +1,6 @@
 """Work a build child leaves for after its client has the exit status.
 
-Once a build's outputs, state and `compile_commands.json` are written and its lock released
-(a server's `mcpp build` writes its state right after the answer: `BuildMemory.after_answer`),
+Once a build's outputs, state and `compile_commands.json` are written and its lock released,
 what remains is teardown nobody waits on: killing the sandbox's idle workers and removing their
 directories (many unlinks after a link that staged a thousand objects). In a server's build child
 that runs after the exit status went to the client (server/daemon.py), before the child exits;
@@ -22,9 +21,6 @@ class AfterReply:
 
     def later(self, task: Callable[[], None]) -> None:
         self._tasks.append(task)
-
-    def pending(self) -> bool:
-        return bool(self._tasks)
 
     def run(self, log: Callable[[str], None]) -> None:
         """After the reply: every task, in order; a failing one is logged and the rest still run."""

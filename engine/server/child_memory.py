@@ -91,8 +91,6 @@ class ChildMemory:
         else:
             self.globs = Expansions()
         self.tasks = AfterReply()
-        # the build's records and its lock, for right after the exit status (`after_answer`)
-        self.answered = AfterReply()
         self._knowledge: Callable[[], Knowledge] | None = None
         self._sandbox: tuple | None = None  # the settings the build used
         self._early: SandboxWarmUp | None = None
@@ -160,12 +158,6 @@ class ChildMemory:
     def after_reply(self, task: Callable[[], None]) -> None:
         self.tasks.later(task)
 
-    def answers_first(self) -> bool:
-        return True
-
-    def after_answer(self, task: Callable[[], None]) -> None:
-        self.answered.later(task)
-
     # -- at the reply ---------------------------------------------------------------------------
 
     def state_changes(self) -> StateChanges:
@@ -196,13 +188,6 @@ class ChildMemory:
         if knowledge is not None and self.given is not None and self.given.knowledge == knowledge:
             knowledge = SAME  # the server has it, and its files proven
         return HandOff(self.plans.produced, tuple(self.opened), knowledge, self._sandbox, self.globs.made)
-
-    def answers_late(self) -> bool:
-        """Whether the build left work for right after its exit status (`run_after_answer`)."""
-        return self.answered.pending()
-
-    def run_after_answer(self, log: Callable[[str], None]) -> None:
-        self.answered.run(log)
 
     def run_after_reply(self, log: Callable[[str], None]) -> None:
         self.tasks.run(log)

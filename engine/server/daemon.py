@@ -64,9 +64,6 @@ MAX_INTAKES = 16
 # What a build child writes on its status pipe after its exit status, once its hand-off is
 # written (`Server._build_here`): the server takes it in then, not at the child's exit.
 HANDED_OFF = b"h"
-# What a build child writes right after its exit status when its records follow the answer
-# (`Server._build_here`): the server reads its state back at the hand-off, not at the reply.
-RECORDS_LATE = b"r"
 _PAUSE_S = 0.5  # how long accepting waits when the server is out of descriptors
 # How long after the last build child began or ended the server forks a spare (spare.py): long
 # enough that a script's next build, coming at once, finds no fork in the making; short enough
@@ -81,7 +78,6 @@ class _Build:
     pid: int
     pidfd: int | None
     done: int | None = None  # the read end of the pipe the child reports its exit status on, then its hand-off
-    records_late: bool = False  # its records follow its answer (RECORDS_LATE), not yet read back
     request: dict | None = None  # what the client asked (argv, cwd, env)
     replied: bool = False
     status: int | None = None  # the exit status the child reported
@@ -118,7 +114,6 @@ class Server:
         self.started = time.time()
         self.builds_served = 0
         self.builds_from_spare = 0
-        self.records_after_answer = 0  # builds that wrote their records after their answer
         self.noops_answered = 0
         # the build child forked ahead of the next request (spare.py), and those ended, not yet reaped
         self.spare: Spare | None = None
@@ -418,7 +413,6 @@ class Server:
         info = {"pid": os.getpid(), "version": self.version, "root": self.root, "home": self.home,
                 "uptime_s": round(time.time() - self.started, 1), "builds": self.builds_served,
                 "builds_from_spare": self.builds_from_spare, "spare_pid": self.spare.pid if self.spare else 0,
-                "records_after_answer": self.records_after_answer,
                 "sandboxes_begun_ahead": self.aheads.begun, "sandboxes_handed_over": self.aheads.taken,
                 "noops_answered": self.noops_answered, "noops_from_watch": self.noops.answered_from_watch,
                 "files_watched": self.noops.files_watched,
@@ -514,18 +508,11 @@ class Server:
         build as the client's process, report its exit status, then what is left."""
         command = functools.partial(self.command, memory=memory, started=request["began"])
         code = child.run(request, fds, command, ready)
-        # A build that left its records for after its answer (compose.py `_records_after_answer`)
-        # says so with its exit status: the server takes its state in at the hand-off instead.
-        late = memory.answers_late()
-        if self.hooks is not None and not late:
+        if self.hooks is not None:
             self.hooks.child_answers()
         # The build is over for the user (its output flushed): the client gets its exit
         # status now, not after the hand-off below and this process's teardown.
-        os.write(done_w, bytes([code & 0xFF]) + (RECORDS_LATE if late else b""))
-        if late:
-            memory.run_after_answer(self.log)
-            if self.hooks is not None:
-                self.hooks.child_answers()
+        os.write(done_w, bytes([code & 0xFF]))
         if self.hooks is not None:
             self.hooks.child_done()
         # What the server keeps from this build is written: it takes it in now, while this
@@ -663,24 +650,15 @@ class Server:
 
     # -- the sandbox begun ahead (sandbox_ahead.py) ----------------------------------------------
 
-    def _answered_ok(self, pid: int, records: bool = True) -> None:
+    def _answered_ok(self, pid: int) -> None:
         """A build answered its client with success (its exit status, or its exit where that
         came first): begin the sandbox the next one will want, and read back the state files it
-        saved (`records`; else at its hand-off, `_records_in`), while this build's child winds
-        down and the next command starts."""
+        saved, while this build's child winds down and the next command starts."""
         if self.hooks is None:
             return
         if not self.stopping:
             self.aheads.begin(self.hooks.last_sandbox)
-        if records:
-            self.later.append(functools.partial(self.hooks.on_reply, pid))
-
-    def _records_in(self, build: _Build) -> None:
-        """A successful build that wrote its records after its answer has written them (its
-        hand-off says so, or its exit): read its state back now, once."""
-        if build.records_late and build.status == 0 and self.hooks is not None:
-            build.records_late = False
-            self.later.append(functools.partial(self.hooks.on_reply, build.pid))
+        self.later.append(functools.partial(self.hooks.on_reply, pid))
 
     def _handed_over(self, ahead) -> None:
         """In the server, once a fork took `ahead` (or None): let go of it, reap its worker later."""
@@ -763,27 +741,19 @@ class Server:
         if build.done != fd:  # closed already, by its exit handled in the same round
             return
         try:
-            said = os.read(fd, 3)
+            said = os.read(fd, 2)
         except OSError:
             said = b""
-        if not said:  # its end: it exited, or died before it said more (`_finish` follows)
+        if not said:  # its end: it exited, or died before it said more
             self._close_done(build)
             return
         if build.status is None:
             build.status, said = said[0], said[1:]
             self._reply_once(build, {"exit": build.status})
-            build.records_late = said[:1] == RECORDS_LATE
-            if build.records_late:
-                said = said[1:]
-                self.records_after_answer += 1
             if build.status == 0:
-                self._answered_ok(build.pid, records=not build.records_late)
-        elif said[:1] == RECORDS_LATE:  # read apart from its exit status
-            build.records_late, said = True, said[1:]
-            self.records_after_answer += 1
+                self._answered_ok(build.pid)
         if said:  # its hand-off is written (`_build_here`)
             self._close_done(build)
-            self._records_in(build)
             self._take_in(build, {"exit": build.status})
 
     def _close_done(self, build: _Build) -> None:
@@ -833,7 +803,6 @@ class Server:
         self._reply_once(build, message)
         if answered_here and message.get("exit") == 0:
             self._answered_ok(build.pid)
-        self._records_in(build)  # records left for after its answer, and no hand-off said
         self._take_in(build, message)
         if message.get("exit") == 0 and build.request is not None:
             # the record the build left (a JSON build's, written after its reply, too), watched

@@ -90,28 +90,6 @@ def test_build_goes_through_a_server_and_reuses_it(served):
     assert again["pid"] == status["pid"] and int(again["builds"]) == 2
 
 
-def test_a_build_answers_before_its_records_and_the_next_build_finds_them(served):
-    """compose.py `_records_after_answer`: a server's `mcpp build` has its exit status before its
-    action records and the store's last jobs are written (its lock held until they are); the
-    build run right after it waits for them, silently, and finds every action fresh. A command
-    that runs what it built writes them first."""
-    root, mcpp = served
-    assert mcpp("build", cwd=root, env=ON).code == 0
-    greet = root / "src" / "greet.hpp"
-    for word in ("two", "three"):
-        greet.write_text(f'#pragma once\n#define GREETING "{word}"\n')
-        res = mcpp("build", "--message-format", "json", cwd=root, env=ON)
-        assert res.code == 0 and res.executed("link") == ["link hello:hello"], res.err
-        again = mcpp("build", "--message-format", "json", cwd=root, env=ON)
-        assert again.code == 0 and again.executed() == [], again.out
-        assert "Blocking" not in again.err
-    late = int(_status(mcpp, root)["records_after_answer"])
-    assert late >= 2
-    run = mcpp("run", cwd=root, env=ON)
-    assert run.code == 0 and run.out.endswith("three\n"), run.err
-    assert int(_status(mcpp, root)["records_after_answer"]) == late
-
-
 def test_no_server_flag_and_env_build_in_process(served):
     root, mcpp = served
     assert mcpp("build", "--no-server", cwd=root, env=ON).code == 0
