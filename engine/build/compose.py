@@ -547,6 +547,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                                proceed=lambda outcome: outcome.succeeded,
                                on_abort=endpoint.cancel if endpoint is not None else lambda: None,
                                here=timings.timed(pipeline.restore_here) if timings else pipeline.restore_here)
+        if isinstance(runner, SandboxRunner):
+            runner.settle()  # the stale outputs it moved aside are deleted: target/ is final
         # The records go to disk while the ingest finishes the last outputs (zstd lets go of
         # the GIL): an action whose outputs then fail to store is forgotten by `drain`, and the
         # state is written again below. A crash in between leaves a state that takes the action

@@ -134,11 +134,16 @@ class SandboxRunner:
         """Those of an action's staged inputs found saved anew since they were hashed (`RunResult.changed`)."""
         return tuple(rel for rel in staged if rel in self.changed) if self.changed else ()
 
+    def settle(self) -> None:
+        """Once the last action ran: wait until the stale outputs moved aside are deleted (done
+        while the actions ran), so that nothing of the build touches target/ after its answer."""
+        if self.discard is not None:
+            self.discard.close()
+
     def shutdown(self) -> None:
         if self._sandbox is not None:
             self._sandbox.shutdown()
-        if self.discard is not None:
-            self.discard.close()
+        self.settle()
 
     def run(self, action: Action) -> RunResult:
         sandbox = self.sandbox

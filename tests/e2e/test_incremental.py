@@ -148,13 +148,11 @@ def test_a_clean_build_starts_its_largest_compile_first(mcpp, project):
 def test_the_stale_binary_and_objects_an_edit_replaces_are_gone_when_the_build_ends(calc, mcpp):
     """engine/exec/discard.py: the outputs an edit-one build replaces are moved aside at once and
     deleted while the actions run; nothing is left behind, and what runs is the new binary."""
-    binary = calc / "target" / "dev" / "calc"
-    old = binary.stat().st_ino
     src = calc / "src" / "mul.cpp"
     src.write_text(src.read_text().replace("MUL(a, b)", "MUL(a, b) + 1"))
     res = mcpp.build_json(cwd=calc)
     assert res.executed("link") == ["link calc:calc"]
-    assert binary.stat().st_ino != old
+    # empty when the command returns, also through a server (whose child answers first)
     discarded = calc / "target" / "dev" / ".mcpp" / "discarded"
     assert discarded.is_dir() and list(discarded.iterdir()) == []
     assert mcpp("run", cwd=calc).out.split() == ["5", "7"]
