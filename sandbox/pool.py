@@ -74,7 +74,8 @@ def _process_start(pid: int, btime: float | None) -> float | None:
         return None
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process `pid` exists (one of another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -128,7 +129,7 @@ def reclaim_stale(work_root: str) -> list[str]:
         pid = _owner_pid(entry.name)
         if pid is None or pid == me:
             continue
-        stale = not _alive(pid)
+        stale = not process_alive(pid)
         if not stale:
             started = _process_start(pid, btime)
             try:

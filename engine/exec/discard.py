@@ -22,6 +22,8 @@ import queue
 import shutil
 import threading
 
+from mcpp.sandbox.pool import process_alive
+
 DISCARDED = "discarded"  # the directory's name in target/<profile>/.mcpp
 
 
@@ -97,19 +99,10 @@ def _sweep(directory: str) -> None:
         return
     for name in names:
         pid = name.split("-", 1)[0]
-        if not pid.isdigit() or int(pid) == ours or _alive(int(pid)):
+        if not pid.isdigit() or int(pid) == ours or process_alive(int(pid)):
             continue
         try:
             _delete(os.path.join(directory, name))
         except OSError:
             pass
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
