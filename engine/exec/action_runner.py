@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import threading
 import time
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from mcpp.cas.action import Action
 from mcpp.sandbox import SandboxSpec, SandboxSpecError
 
 from .action_output import portable
-from .discard import Discard
+from .discard import Discard, delete
 
 
 @dataclass
@@ -54,12 +53,7 @@ def prepare_outputs(execroot: str, action: Action, discard: Discard | None = Non
         if discard is not None:
             discard.take(path)
         else:
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
-            except IsADirectoryError:  # left by an earlier run that made a directory instead of the file
-                shutil.rmtree(path)
+            delete(path)  # a directory an earlier run made instead of the file goes too
         parent = os.path.dirname(path)
         if parent not in seen:
             seen.add(parent)

@@ -52,14 +52,15 @@ class Discard:
         except OSError as e:
             if e.errno not in (errno.EXDEV, errno.EACCES, errno.EPERM, errno.EBUSY, errno.ENOTEMPTY, errno.EEXIST):
                 raise
-            _delete(path)  # where no rename can be made: in place, as before
+            delete(path)  # where no rename can be made: in place, as before
             return True
         self._start()
         self._pending.put(target)
         return True
 
     def close(self) -> None:
-        """Wait until everything moved is deleted (after the build: its reply does not wait)."""
+        """Wait until everything moved is deleted (once the build's last action ran, before its
+        answer: nothing of the build touches target/ after it)."""
         with self._lock:
             thread, self._thread = self._thread, None
         if thread is not None:
@@ -76,12 +77,13 @@ class Discard:
         _sweep(self.directory)
         while (target := self._pending.get()) is not None:
             try:
-                _delete(target)
+                delete(target)
             except OSError:
                 pass  # left for the next build's sweep
 
 
-def _delete(path: str) -> None:
+def delete(path: str) -> None:
+    """Delete `path` where it is: a file (a link as a link), or a directory with what it holds."""
     try:
         os.unlink(path)
     except IsADirectoryError:  # an earlier run made a directory where the file is declared
@@ -102,7 +104,7 @@ def _sweep(directory: str) -> None:
         if not pid.isdigit() or int(pid) == ours or process_alive(int(pid)):
             continue
         try:
-            _delete(os.path.join(directory, name))
+            delete(os.path.join(directory, name))
         except OSError:
             pass
 

@@ -20,8 +20,8 @@ def test_a_stale_output_is_moved_aside_then_deleted_after_the_action(tmp_path, m
     out.write_bytes(b"old" * 100_000)
     inode = out.stat().st_ino
     go = threading.Event()
-    real = discard_module._delete
-    monkeypatch.setattr(discard_module, "_delete", lambda path: (go.wait(10), real(path)))
+    real = discard_module.delete
+    monkeypatch.setattr(discard_module, "delete", lambda path: (go.wait(10), real(path)))
     discard = Discard(str(tmp_path / ".mcpp" / "discarded"))
     prepare_outputs(str(tmp_path), Action(id="link app", argv=("ld",), outputs=("bin/app",)), discard)
     assert not out.exists()
@@ -80,3 +80,26 @@ def test_what_a_killed_build_left_is_swept_and_a_live_builds_is_kept(tmp_path):
     discard.take(str(tmp_path / "stale"))
     discard.close()
     assert sorted(p.name for p in directory.iterdir()) == [live.name]
+
+
+def test_a_stale_output_that_is_a_symlink_or_holds_one_deletes_the_link_not_its_target(tmp_path):
+    """An action may leave an output that is a link out of target/, or a directory holding one:
+    moving and deleting it removes the links and never what they point at."""
+    outside = tmp_path / "outside"
+    (outside / "dir").mkdir(parents=True)
+    (outside / "file").write_text("keep")
+    (outside / "dir" / "inner").write_text("keep too")
+    out = tmp_path / "root" / "out"
+    out.mkdir(parents=True)
+    (out / "app").symlink_to(outside / "file")
+    (out / "tree").mkdir()
+    (out / "tree" / "escape").symlink_to(outside / "dir")
+    discard = Discard(str(tmp_path / "root" / "discarded"))
+    prepare_outputs(str(tmp_path / "root"), Action(id="gen", argv=("gen",), outputs=("out/app", "out/tree")), discard)
+    discard.close()
+    assert list((tmp_path / "root" / "discarded").iterdir()) == []
+    assert not os.path.lexists(out / "app") and not os.path.lexists(out / "tree")
+    assert (outside / "file").read_text() == "keep" and (outside / "dir" / "inner").read_text() == "keep too"
+    (out / "app").symlink_to(outside / "file")  # and without a discard directory: deleted in place
+    prepare_outputs(str(tmp_path / "root"), Action(id="gen", argv=("gen",), outputs=("out/app",)))
+    assert not os.path.lexists(out / "app") and (outside / "file").read_text() == "keep"
