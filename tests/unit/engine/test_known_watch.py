@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -299,3 +300,15 @@ def test_a_file_unreadable_for_a_moment_keeps_its_inode_watch(world, tmp_path_fa
     os.link(tmp_path / "src/b.c", elsewhere / "b.c")
     _rewrite_in_place(elsewhere / "b.c", "through the other name")
     assert "src/b.c" in known_watch.given(watch, again)[1]
+
+
+@pytest.mark.parametrize("root", ["/work/ws", "/work/ws/", "/", "", Path("/work/ws")])
+def test_the_knowledges_paths_are_the_ones_os_path_join_makes(root):
+    """`Knowledge.files` builds each file's path by concatenation: the same string
+    `os.path.join(execroot, rel)` gives (the stat cache holds digests under it), a system
+    header's absolute path and a path with `..` included."""
+    rels = ["src/a.c", "inc/h.h", "../other/x.h", "/usr/include/stdio.h", "a", ".hidden/b"]
+    digests = {rel: "ab" * 32 + "/7" for rel in rels}
+    files = Knowledge({}, digests, {}, root).files()
+    assert [(rel, path) for rel, path, _ in files] == [(rel, os.path.join(root, rel)) for rel in rels]
+    assert {h for _, _, h in files} == {bytes.fromhex("ab" * 32)}
