@@ -79,8 +79,13 @@ def find_undeclared(
     Inside ``root`` a dependency is reported action-relative; outside, absolute.
     """
     prefix = root.rstrip("/") + "/"
+    # A dependency named as it was declared, from the action's root (a link's thousand
+    # objects): staged under that very name, so no normalising is needed to accept it.
+    at_root = cwd.rstrip("/") == root.rstrip("/")
     bad: list[str] = []
     for dep in deps:
+        if at_root and dep in declared:
+            continue
         path = posixpath.normpath(dep if dep.startswith("/") else f"{cwd}/{dep}")
         if path.startswith(prefix):
             rel = path[len(prefix):]

@@ -35,6 +35,15 @@ def test_relative_paths_resolve_against_the_cwd_and_may_escape():
     assert check(["../../../home/a.h"], cwd="/x/r/src") == ["/home/a.h"]
 
 
+def test_a_name_spelled_as_declared_is_declared_only_from_the_root():
+    """A dependency spelled exactly as an input was declared is accepted without normalising
+    (a link's thousand objects) only where the tool ran at the root: from a subdirectory the
+    same spelling names another file."""
+    assert check(["inc/a.h", "src/a.c"], cwd="/x/r/") == []
+    assert check(["inc/a.h"], cwd="/x/r/src") == ["src/inc/a.h"]
+    assert check(["src/../inc/a.h", "inc/./a.h"]) == []  # not spelled as declared: normalised, then accepted
+
+
 def test_tool_roots_allow_an_installed_compilers_own_headers():
     assert tool_root("/opt/gcc-13/bin/gcc") == "/opt/gcc-13"
     assert tool_root("/opt/tool/run") == "/opt/tool"
