@@ -114,7 +114,9 @@ class TimingsRecorder:
                 "remote": counts.get("remote", 0), "fresh": counts.get("fresh", 0),
                 "failed": counts.get("failed", 0), "skipped": self.skipped,
                 "jobs": self.jobs, "lanes": len(self._lanes),
-                "wall_s": round(self.wall, 4),
+                # to the microsecond, as each action's start and end: rounded coarser, the wall
+                # could read shorter than the last action's end (a 21.206 ms link in 21.2 ms)
+                "wall_s": round(self.wall, 6),
                 "busy_s": round(busy, 4),  # worker time spent on actions
                 # How busy the machine's CPUs were during the build (0..1), as Cargo's report shows:
                 # actions run in long-lived sandbox workers, whose compilers' CPU time mcpp cannot
