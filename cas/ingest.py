@@ -6,7 +6,9 @@ into the CAS, materializing their read-only copies and writing the action-cache 
 names them are needed only by a *later* build. So the engine hashes an output once, on the
 worker that ran the action (`take_output`), and hands the bytes to `Ingest`, one background
 thread that does the rest in submission order while the next actions run; the build waits for
-it once, at its end (`wait`), and an ingest that failed fails the build.
+it once, at its end (`wait`), and an ingest that failed fails the build. A large output (the
+build's binary) is hashed from a mapping of the file rather than read (`MAPPED`), and hashed
+again by its job, before it is stored.
 
 Crash safety, which comes from the order inside one job (`store_blobs`, then the records):
 every blob is published atomically under its content name (cas/atomic.py: an unnamed inode
@@ -23,6 +25,7 @@ same bytes.
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 import queue
 import threading
@@ -35,11 +38,23 @@ from .atomic import read_all
 from .digest import Digest, digest_file
 
 if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
     from .materialize import Materializer
 
 # Outputs up to this size are read whole once (hash now, compress and copy later from the same
 # bytes); larger ones are hashed streaming now and read again by the job.
 WHOLE = 64 << 20
+# Of those, outputs from this size on are not read but mapped (read-only, shared): hashed and
+# compressed from the page cache, where the linker's write left them. A read of a build's
+# binary (8 MB) into fresh memory costs more than its hash (the pages zeroed, then copied:
+# 4.4 ms against 1.6 ms for the mapping's hash), and it is on the way from the link's end to
+# the answer. A mapping is not a private copy: the job hashes it again before storing it
+# (`store_blobs`), so an output rewritten in between is refused as a streamed one is. One
+# truncated in between (by a writer that first made its 0444 mode writable again) would end
+# the process with SIGBUS when read: the cost of skipping the copy, and of no concern to the
+# outputs the build itself writes, which nothing truncates.
+MAPPED = 1 << 20
 _READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -48,10 +63,11 @@ class PendingBlob:
     """Bytes the store does not have yet: `data` when read whole, else the file at `path`."""
 
     digest: Digest
-    data: bytes | None = None
+    data: bytes | mmap.mmap | None = None  # a mapping: `mapped`
     path: str | None = None
     executable: bool = False
     materialize: bool = False  # also fill the materialization area (outputs that later actions stage)
+    mapped: bool = False  # `data` maps the file at `path` (see MAPPED): hashed again when stored
 
 
 def pending_bytes(data: bytes) -> PendingBlob:
@@ -77,6 +93,11 @@ def take_output(path: str) -> PendingBlob:
         executable = bool(st.st_mode & 0o111)
         if not link:
             os.fchmod(fd, 0o555 if executable else 0o444)
+        if MAPPED <= st.st_size <= WHOLE:
+            view = _mapping(fd, st.st_size)
+            if view is not None:
+                d = Digest(blake3.blake3(view).hexdigest(), st.st_size)
+                return PendingBlob(d, data=view, path=path, executable=executable, materialize=True, mapped=True)
         if st.st_size <= WHOLE:
             data = read_all(fd, st.st_size)
             d = Digest(blake3.blake3(data).hexdigest(), len(data))
@@ -86,6 +107,15 @@ def take_output(path: str) -> PendingBlob:
     return PendingBlob(digest_file(path), path=path, executable=executable, materialize=True)
 
 
+def _mapping(fd: int, size: int) -> mmap.mmap | None:
+    """A read-only shared mapping of the file's first `size` bytes; None where the file system
+    maps nothing (the output is then read)."""
+    try:
+        return mmap.mmap(fd, size, prot=mmap.PROT_READ)
+    except (OSError, ValueError):
+        return None
+
+
 class IngestError(Exception):
     """A file changed between being hashed and being stored."""
 
@@ -93,7 +123,7 @@ class IngestError(Exception):
 class IngestStore(Protocol):
     """The store `store_blobs` fills: `LocalZstdStore`, or `VerifyingStore` over one."""
 
-    def put_digested(self, d: Digest, data: bytes) -> Digest: ...
+    def put_digested(self, d: Digest, data: Buffer) -> Digest: ...
 
     def put_file(self, path: str) -> Digest: ...
 
@@ -103,9 +133,13 @@ def store_blobs(blobs: Iterable[PendingBlob], store: IngestStore, mat: Materiali
     a dependent about to be staged looks there."""
     for b in blobs:
         if b.data is not None:
+            if b.mapped and blake3.blake3(b.data).hexdigest() != b.digest.hash:
+                raise IngestError(f"{b.path} changed between being hashed and being stored")
             if b.materialize:
                 mat.publish_bytes(b.digest, b.data, executable=b.executable)
             store.put_digested(b.digest, b.data)
+            if isinstance(b.data, mmap.mmap):
+                b.data.close()  # stored: the file's pages are the page cache's again
             continue
         assert b.path is not None, "a PendingBlob holds its bytes or names its file"
         got = store.put_file(b.path)
@@ -119,30 +153,39 @@ class Ingest:
     """One background thread running store jobs in submission order (see the module docstring).
 
     Jobs run first in, first out on a single thread, so a job's records are written after its
-    own blobs and after every earlier job's. A `SimpleQueue` hands them over: `put` takes no
-    Python-level lock, so the scheduler's thread, which submits, never waits on the ingest.
-    `inline=True` (a remote cache that uploads from the store right after) runs each job on the
-    caller's thread instead."""
+    own blobs and after every earlier job's. Several threads may submit (a lane submits the
+    outputs it has just hashed, the scheduler's thread the records of the action once it has
+    finished it: after its blobs). A `SimpleQueue` hands them over: `put` takes no Python-level
+    lock, so a submitter never waits on the ingest; only the thread's start, once, is under a
+    lock. `inline=True` (a remote cache that uploads from the store right after) runs each job
+    on the caller's thread instead."""
 
     def __init__(self, inline: bool = False) -> None:
         self.inline = inline
         self._queue: queue.SimpleQueue[tuple[str, Callable[[], None]] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._starting = threading.Lock()  # two first submissions at once start one thread
         self._dropping = False  # set by `abandon`: jobs still queued are skipped
         self.errors: list[tuple[str, BaseException]] = []  # (label, what went wrong)
-        self.jobs = 0
 
     def submit(self, label: str, job: Callable[[], None]) -> None:
-        self.jobs += 1
         if self.inline:
             self._run(label, job)
             return
         if self._thread is None:
-            # Kept only once started: a Ctrl-C in between must leave `_stop` nothing it cannot join.
-            thread = threading.Thread(target=self._loop, name="mcpp-ingest", daemon=True)
-            thread.start()
-            self._thread = thread
+            with self._starting:
+                if self._thread is None:
+                    # Kept only once started: a Ctrl-C in between must leave `_stop` nothing it cannot join.
+                    thread = threading.Thread(target=self._loop, name="mcpp-ingest", daemon=True)
+                    thread.start()
+                    self._thread = thread
         self._queue.put((label, job))
+
+    def failed(self, label: str) -> bool:
+        """Whether a job of `label` failed so far: asked by a later job of the same label (its
+        records, which must not name blobs an earlier job could not store). Only the ingest's
+        thread appends failures, in order, so a job sees every earlier job's."""
+        return any(done == label for done, _ in self.errors)
 
     def wait(self) -> list[tuple[str, BaseException]]:
         """Block until every job has run; the failures, by label."""

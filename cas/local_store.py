@@ -167,7 +167,7 @@ class LocalZstdStore:
     def put(self, data: bytes) -> Digest:
         return self.put_digested(Digest(blake3.blake3(data).hexdigest(), len(data)), data)
 
-    def put_digested(self, d: Digest, data: bytes) -> Digest:
+    def put_digested(self, d: Digest, data: Buffer) -> Digest:
         """`put` for bytes whose digest the caller has just computed from these very bytes (an
         action's output, hashed once for its key): the store does not hash them again."""
         path = self.path_of(d)
@@ -177,7 +177,7 @@ class LocalZstdStore:
         # One compress call however large: it lets go of the GIL once for the whole blob. Fed in
         # megabyte pieces, each piece's return would wait for the GIL, which a main thread busy
         # saving the build's records holds for up to the switch interval each time.
-        publish(path, [self._cctx(len(data)).compress(data)], perms=BLOB_MODE)
+        publish(path, [self._cctx(d.size).compress(memoryview(data))], perms=BLOB_MODE)
         self._touched.add(d.hash)
         return d
 

@@ -29,7 +29,7 @@ import errno
 import os
 import shutil
 import stat as stat_mod
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import blake3
 
@@ -37,6 +37,9 @@ from .atomic import publish, read_all, temp_name
 from .blobstore import BlobStore
 from .digest import Digest, digest_file
 from .home import shard, temp_file, unlink_quietly
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 FILE_MODE = 0o444
 EXEC_MODE = 0o555
@@ -127,7 +130,7 @@ class Materializer:
         self.created += 1
         return p
 
-    def publish_bytes(self, d: Digest, data: bytes, executable: bool = False) -> str:
+    def publish_bytes(self, d: Digest, data: Buffer, executable: bool = False) -> str:
         """Fill the area's entry for `d` from `data`, bytes the caller hashed to `d` itself (an
         output it just read for its key): no second read and no second hash."""
         p = self._mat_path(d, executable)
@@ -249,7 +252,7 @@ class Materializer:
         self._create(d, p, mode, replace=tampered)
         return p, os.stat(p)
 
-    def _create(self, d: Digest, p: str, mode: int, replace: bool, data: bytes | None = None) -> None:
+    def _create(self, d: Digest, p: str, mode: int, replace: bool, data: Buffer | None = None) -> None:
         """Write the blob (or `data`, its bytes) out and publish it at `p`.
 
         A new file is published with `link` rather than `rename` (`atomic.publish`): renaming

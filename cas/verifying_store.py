@@ -59,11 +59,11 @@ class VerifyingStore:
     def put_file(self, path: str) -> Digest:
         return self.inner.put_file(path)
 
-    def put_digested(self, d: Digest, data: bytes) -> Digest:
+    def put_digested(self, d: Digest, data: Buffer) -> Digest:
         """Store bytes the caller hashed itself (see `LocalZstdStore.put_digested`); a layer
         below without that shortcut hashes them again."""
         inner = getattr(self.inner, "put_digested", None)
-        return inner(d, data) if inner is not None else self.inner.put(data)
+        return inner(d, data) if inner is not None else self.inner.put(bytes(data))
 
     def delete(self, d: Digest) -> bool:
         return isinstance(self.inner, SupportsDelete) and self.inner.delete(d)

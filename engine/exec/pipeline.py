@@ -284,6 +284,16 @@ class ActionPipeline:
                 outcome.outputs[o] = blob.digest
                 outcome.modes[o] = 0o555 if blob.executable else 0o444
                 outcome.pending.append(blob)
+        if not self.ingest.inline and any(b.digest.size >= _STORE_EARLY for b in outcome.pending):
+            # Stored from here, as soon as hashed: the compression of a large output (the
+            # build's binary, whose action is usually the last) then overlaps its `finish` and
+            # the records' save, which the answer waits for, instead of starting after them.
+            # Every output present is stored, cached or not (`_finish_run`), so nothing there
+            # decides otherwise; the entry that names them is submitted by `finish`, after this
+            # job (one thread, in order). Small outputs (objects: a compression of well under a
+            # millisecond) keep one job per action, which saves the ingest a wake-up each.
+            pending, outcome.pending = outcome.pending, []
+            self.ingest.submit(a.id, lambda: store_blobs(pending, self.store, self.mat))
         return outcome
 
     def _head_result(self, a: Action) -> RunResult | None:
@@ -519,7 +529,10 @@ class ActionPipeline:
 
             def ingest() -> None:
                 # Blobs first, then the records that name them: an interrupted ingest leaves no
-                # entry pointing at a missing blob.
+                # entry pointing at a missing blob, nor does one whose outputs' job (submitted
+                # by the lane, before this one) failed.
+                if self.ingest.failed(a.id):
+                    return
                 store_blobs(blobs, self.store, self.mat)
                 self.ac.put(key, entry)
                 if key1 is not None:
@@ -638,6 +651,9 @@ class ActionPipeline:
 
 # Fresh outputs `idle` resolves between two looks at whether an action ended.
 _PRESTAGE_CHUNK = 64
+# An action with an output of this size or more has its outputs stored as soon as they are
+# hashed (`_restore_or_run`), ahead of its `finish`.
+_STORE_EARLY = 1 << 20
 # How long the scheduling thread lets the first action to run have the interpreter to itself
 # while that action's inputs are staged (`ActionPipeline._after_first`): a compile's take a
 # few milliseconds; a link of thousands of objects is not waited for to the end.

@@ -75,3 +75,76 @@ def test_a_ctrl_c_as_the_thread_starts_leaves_abandon_nothing_to_trip_on(monkeyp
     else:
         raise AssertionError("the interrupt was swallowed")
     ingest.abandon()
+
+
+def test_first_submissions_from_two_threads_start_one_ingest_thread(monkeypatch):
+    """A lane and the scheduler's thread both submit (outputs, then records): two first
+    submissions at once must still start one thread, or jobs would no longer run in order."""
+    import mcpp.cas.ingest as ingest_mod
+
+    made = []
+
+    class SlowStart(threading.Thread):
+        def start(self):
+            if self.name != "mcpp-ingest":  # the test's own submitters
+                return super().start()
+            made.append(self)
+            threading.Event().wait(0.05)  # the other submitter arrives while this one starts
+            super().start()
+
+    monkeypatch.setattr(ingest_mod.threading, "Thread", SlowStart)
+    ingest, seen = Ingest(), []
+    both = threading.Barrier(2)
+
+    def submit(label):
+        both.wait(10)
+        ingest.submit(label, lambda: seen.append(label))
+
+    submitters = [threading.Thread(target=submit, args=(n,)) for n in ("a", "b")]
+    for t in submitters:
+        t.start()
+    for t in submitters:
+        t.join(10)
+    assert ingest.wait() == []
+    assert len(made) == 1 and sorted(seen) == ["a", "b"]
+
+
+def test_a_large_output_is_hashed_and_stored_from_a_mapping_of_the_file(tmp_path):
+    """From `MAPPED` bytes on, the output is not read into memory: the digest and the stored
+    bytes are the file's all the same, and the mapping is let go once stored."""
+    import mmap
+
+    from mcpp.cas.ingest import MAPPED
+
+    body = os.urandom(MAPPED) + b"tail"
+    (tmp_path / "app").write_bytes(body)
+    blob = take_output(str(tmp_path / "app"))
+    assert blob.mapped and isinstance(blob.data, mmap.mmap)
+    assert blob.digest == digest_bytes(body)
+    store = VerifyingStore(LocalZstdStore(tmp_path / "cas"))
+    mat = Materializer(store, tmp_path / "mat")
+    store_blobs([blob], store, mat)
+    assert store.get(blob.digest) == body and open(mat.path(blob.digest), "rb").read() == body
+    assert blob.data.closed
+    small = tmp_path / "small.o"
+    small.write_bytes(b"x" * (MAPPED - 1))
+    assert not take_output(str(small)).mapped  # read: a mapping costs a small file more
+
+
+def test_a_mapped_output_rewritten_before_it_is_stored_is_refused(tmp_path):
+    """A mapping shows the file as it is now: bytes written after the hash are not stored
+    under the digest of the old ones (nothing is stored at all)."""
+    import pytest
+
+    from mcpp.cas.ingest import MAPPED, IngestError
+
+    path = tmp_path / "app"
+    path.write_bytes(b"a" * MAPPED)
+    blob = take_output(str(path))
+    path.chmod(0o644)
+    with open(path, "r+b") as f:  # the same inode, the same length: what the mapping shows
+        f.write(b"b")
+    store = VerifyingStore(LocalZstdStore(tmp_path / "cas"))
+    with pytest.raises(IngestError, match="changed between being hashed and being stored"):
+        store_blobs([blob], store, Materializer(store, tmp_path / "mat"))
+    assert store.find_missing([blob.digest]) == [blob.digest]

@@ -202,7 +202,12 @@ def test_a_dependent_starts_before_its_inputs_are_stored(ws, tmp_path, monkeypat
     assert _no_entry_names_a_missing_blob(stores) == 2
 
 
-def test_a_failed_ingest_fails_the_build_and_the_action_runs_again(ws, tmp_path, monkeypatch):
+@pytest.mark.parametrize("early", [False, True], ids=["one-job", "outputs-stored-early"])
+def test_a_failed_ingest_fails_the_build_and_the_action_runs_again(ws, tmp_path, monkeypatch, early):
+    """Also where the lane stores the outputs in a job of their own (`_STORE_EARLY`, as for a
+    large binary): the entry, a later job, is not written when they could not be stored."""
+    if early:
+        monkeypatch.setattr(pipeline_mod, "_STORE_EARLY", 0)
     home = Home(tmp_path / "home")
     real = pipeline_mod.store_blobs
 
@@ -223,9 +228,14 @@ def test_a_failed_ingest_fails_the_build_and_the_action_runs_again(ws, tmp_path,
     assert status == {UPPER.id: "fresh", JOIN.id: "executed"}
 
 
-def test_an_interrupted_build_leaves_no_entry_naming_a_missing_blob(ws, tmp_path, monkeypatch):
+@pytest.mark.parametrize("early", [False, True], ids=["one-job", "outputs-stored-early"])
+def test_an_interrupted_build_leaves_no_entry_naming_a_missing_blob(ws, tmp_path, monkeypatch, early):
     """Ctrl-C while ingest jobs wait: `abandon` drops the jobs not started; whatever was
-    written is whole (blobs before entries)."""
+    written is whole (blobs before entries). Where the lane stored UPPER's outputs in a job of
+    their own (`_STORE_EARLY`), that is the job running at the stop: the entry, a later job, is
+    dropped."""
+    if early:
+        monkeypatch.setattr(pipeline_mod, "_STORE_EARLY", 0)
     home = Home(tmp_path / "home")
     started = threading.Event()
     release = threading.Event()
@@ -261,7 +271,8 @@ def test_an_interrupted_build_leaves_no_entry_naming_a_missing_blob(ws, tmp_path
                       execute=pipeline.restore_or_run, finish=pipeline.finish)
         finally:
             pipeline.ingest.abandon()
-    assert _no_entry_names_a_missing_blob(stores) == 1  # the running job finished, whole
+    assert _no_entry_names_a_missing_blob(stores) == (0 if early else 1)  # the running job finished, whole
+    assert stores.blobs.get(digest_bytes(b"HELLO ")) == b"HELLO "
     tmp_names = [n for d, _, fs in os.walk(home.root) for n in fs if n.startswith(".tmp-")]
     assert tmp_names == []
 
