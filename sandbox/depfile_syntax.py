@@ -23,8 +23,8 @@ _SEPARATOR = re.compile(r":(?::)?(?=\s|$)")
 
 def parse_rules(text: str) -> list[tuple[list[str], list[str]]]:
     """Return ``[(targets, dependencies), ...]`` in file order."""
-    joined = text.replace("\\\r\n", " ").replace("\\\n", " ")
-    if "\\" not in joined and "$" not in joined:
+    joined = _joined(text)
+    if _plain(joined):
         rules = []
         for line in joined.splitlines():
             m = _SEPARATOR.search(line)
@@ -36,6 +36,16 @@ def parse_rules(text: str) -> list[tuple[list[str], list[str]]]:
                 rules.append((targets, deps))
         return rules
     return _parse_escaped(text)
+
+
+def _joined(text: str) -> str:
+    """The text with its continued lines joined."""
+    return text.replace("\\\r\n", " ").replace("\\\n", " ")
+
+
+def _plain(joined: str) -> bool:
+    """No escape to undo: names are what `str.split` finds."""
+    return "\\" not in joined and "$" not in joined
 
 
 def read_depfile(path: str, errors: str = "surrogateescape") -> str:
@@ -62,12 +72,21 @@ def parse_depfile(text: str) -> list[str]:
     "the CMI of module foo" and is never a file; those are left out.
     """
     seen: dict[str, None] = {}
-    for targets, deps in parse_rules(text):
-        if targets == [".PHONY"]:
+    joined = _joined(text)
+    if not _plain(joined):
+        for targets, deps in _parse_escaped(text):
+            if targets != [".PHONY"]:
+                seen.update((dep, None) for dep in deps if not dep.endswith(".c++m"))
+        return list(seen)
+    for line in joined.splitlines():
+        # A blank line, or a rule that names no dependency: ``-MP`` writes one per dependency
+        # (``header.h:``), half the lines of a link's depfile; its one colon is its separator.
+        if not line or (line[-1] == ":" and line.count(":") == 1):
             continue
-        for dep in deps:
-            if not dep.endswith(".c++m"):
-                seen.setdefault(dep, None)
+        m = _SEPARATOR.search(line)
+        if m is None or line[: m.start()].split() == [".PHONY"]:
+            continue
+        seen.update((dep, None) for dep in line[m.end():].split() if not dep.endswith(".c++m"))
     return list(seen)
 
 

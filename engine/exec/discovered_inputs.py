@@ -39,6 +39,10 @@ def discovered_from(deps: Iterable[str], execroot: str, declared: set[str],
     prefix = root if root.endswith("/") else root + "/"
     out: dict[str, None] = {}
     for dep in deps:
+        if dep in declared:
+            # Spelled as declared (a link's depfile names each of its objects so): the same file
+            # as the input, already in the key, whatever normalizing would make of the spelling.
+            continue
         if files_seen is not None:
             known = files_seen.get(dep)
             if known is not None:

@@ -50,3 +50,22 @@ def test_read_depfile_reads_the_whole_file_and_decodes_as_asked(tmp_path):
         read_depfile(str(tmp_path))
     with pytest.raises(FileNotFoundError):
         read_depfile(str(tmp_path / "missing.d"))
+
+
+@pytest.mark.parametrize("text", [
+    # a link's depfile: `-MP` adds one dependency-less rule per input, half the lines
+    "app: a.o b.o \\\n  /usr/lib/libc.so\n\na.o:\n\nb.o:\n\n/usr/lib/libc.so:\n",
+    # gcc's module rules: `.PHONY` names modules, `x.o: m.c++m` a module's CMI, never files
+    "x.o gcm.cache/m.gcm: x.cc m.h\nx.o: m.c++m\n.PHONY: m.c++m\nm.c++m: gcm.cache/m.gcm\nm.h:\n",
+    # a rule-less line, a colon inside names (one ending the line), a trailing blank
+    "stray\ndir:x.h:\na.o: dir:x.h c.h  \n  \n",
+])
+def test_the_dependencies_are_those_of_the_rules(text):
+    """`parse_depfile` skips the rules that name no dependency without parsing them: what it
+    answers is still every dependency `parse_rules` reads, each once, modules' names left out."""
+    expected: dict[str, None] = {}
+    for targets, deps in parse_rules(text):
+        if targets != [".PHONY"]:
+            expected.update((d, None) for d in deps if not d.endswith(".c++m"))
+    assert parse_depfile(text) == list(expected)
+    assert "m.c++m" not in parse_depfile(text) and "stray" not in parse_depfile(text)
