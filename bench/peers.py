@@ -704,9 +704,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
-    with open(args.mcpp, "rb") as f:  # mcpp's interpreter, from its console-script shebang
-        first = f.readline().decode(errors="replace")
-    python = first[2:].strip() if first.startswith("#!") and "python" in first else sys.executable
+    python = run_bench.mcpp_interpreter(args.mcpp)
     h = Harness(args)
     head = header(args, python)
     print("\n".join(head), file=sys.stderr)

@@ -386,6 +386,16 @@ def fmt(x: float) -> str:
     return f"{x:.3f}" if x < 10 else f"{x:.1f}"
 
 
+def mcpp_interpreter(mcpp: str) -> str:
+    """The interpreter `mcpp` runs on: the `#!` line of its Python client (`mcpp-py` beside the
+    native client, engine/server/native/client.c; `mcpp` itself where it is that script), else
+    this one."""
+    beside = os.path.join(os.path.dirname(mcpp), "mcpp-py")
+    with open(beside if os.path.exists(beside) else mcpp, "rb") as f:
+        first = f.readline().decode(errors="replace")
+    return first[2:].strip() if first.startswith("#!") and "python" in first else sys.executable
+
+
 def machine(mcpp_python: str, ninja_bin: str, mcpp_bin: str) -> list[str]:
     model = "?"
     try:
@@ -620,9 +630,7 @@ def main() -> None:
     args.clean_runs = args.clean_runs or min(args.runs, 3)
     venv_ninja = os.path.join(ROOT, ".venv", "bin", "ninja")
     args.ninja = args.ninja or (venv_ninja if os.path.exists(venv_ninja) else shutil.which("ninja") or "ninja")
-    with open(args.mcpp, "rb") as f:  # mcpp's interpreter, from its console-script shebang
-        first = f.readline().decode(errors="replace")
-    python = first[2:].strip() if first.startswith("#!") and "python" in first else sys.executable
+    python = mcpp_interpreter(args.mcpp)
 
     b = Bench(args)
     try:

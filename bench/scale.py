@@ -170,9 +170,7 @@ def main() -> None:
     ap.add_argument("--markdown", metavar="FILE")
     ap.add_argument("--light", action="store_true", help="generate light units (bench/gen_project.py --light)")
     args = ap.parse_args()
-    with open(args.mcpp, "rb") as f:
-        first = f.readline().decode(errors="replace")
-    python = first[2:].strip() if first.startswith("#!") else sys.executable
+    python = run_bench.mcpp_interpreter(args.mcpp)
     sizes = [int(x) for x in args.sizes.split(",")]
     header = run_bench.machine(python, args.ninja, args.mcpp)
     print("\n".join(header), file=sys.stderr)

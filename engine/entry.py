@@ -1,4 +1,5 @@
-"""Console-script entry point: `mcpp = engine.entry:main`.
+"""Console-script entry point: `mcpp-py = engine.entry:main`, the Python client, which the native
+client (`mcpp`, engine/server/native/client.c) runs for every command it does not serve itself.
 
 Imports nothing heavy before the build server's client (`engine/server/client.py`) and the
 no-op fast path (`engine/state/noop.py`) have had their chance: a `build`, `run` or `test` goes to the

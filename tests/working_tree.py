@@ -61,12 +61,17 @@ def located_here() -> dict[str, str | None]:
 
 def interpreter_of(executable: str) -> str | None:
     """The Python a console script runs under: its `#!` line, or the `exec` line pip writes
-    under `#!/bin/sh` when the interpreter's path is too long for a `#!` line."""
+    under `#!/bin/sh` when the interpreter's path is too long for a `#!` line. For `mcpp`, the
+    native client (engine/server/native/client.c), or the script setup.py installs where no C
+    compiler worked: that of `mcpp-py` beside it, the Python client it runs."""
     try:
         with open(executable, "rb") as f:
             head = f.read(512).decode("utf-8", "replace").splitlines()
     except OSError:
         return None
+    beside = os.path.join(os.path.dirname(executable), "mcpp-py")
+    if os.path.basename(executable) == "mcpp" and os.path.exists(beside):
+        return interpreter_of(beside)
     if not head or not head[0].startswith("#!"):
         return None
     if head[0].strip() == "#!/bin/sh" and len(head) > 1:

@@ -108,7 +108,8 @@ class Server:
         # the moment the client's command began (engine/core/command_clock.py)
         self.command = command
         self.hooks = hooks  # the warm state (warm.py): told when a build starts and ends
-        self.identity = protocol.identity()
+        # what a client of this installation sends: the Python client's, the native client's
+        self.identities = (protocol.identity(), protocol.native_identity())
         self.sources = SourceWatch(protocol.source_dirs())  # before the digest: no write falls between
         self.version = protocol.version()
         self.started = time.time()
@@ -435,7 +436,7 @@ class Server:
 
     def _start_build(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
         """Answer a build request, or fork its build child. `fds` stay the caller's to close."""
-        if request.get("identity") != self.identity or not self._current():
+        if request.get("identity") not in self.identities or not self._current():
             self._reply(conn, {"restart": "version"})
             self._stop_listening()
             return

@@ -14,10 +14,11 @@ a no-op ~0.3 ms to load: integers are packed with `int.to_bytes` instead. `marsh
 is safe to read here only because both ends check that the other runs as the same user
 (`peer_uid`), who could run any code as that user anyway.
 
-Versions: the client names its interpreter and where its mcpp is installed (`identity`); the
-server compares that and, before each build, a digest of its installed sources (`version`:
-path, size and mtime of every `.py` file), so a build never runs on code other than the
-client's: a server that finds either changed steps aside and the client starts a fresh one.
+Versions: the client names its interpreter and where its mcpp is installed (`identity`; the
+native client, engine/server/native/client.c, its interpreter: `native_identity`); the server
+compares that and, before each build, a digest of its installed sources (`version`: path, size
+and mtime of every `.py` file), so a build never runs on code other than the client's: a
+server that finds either changed steps aside and the client starts a fresh one.
 """
 
 import _socket
@@ -181,6 +182,15 @@ def identity() -> str:
     """The interpreter and the installed mcpp this process runs: cheap enough for every client."""
     engine = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return f"{sys.version}\0{sys.executable}\0{engine}"
+
+
+def native_identity() -> str:
+    """What the native client (engine/server/native/client.c), the `mcpp` command, sends for
+    this installation: "native" and the interpreter its Python client (`mcpp-py`) runs under,
+    which is the one that started the server (`sys.executable`). It cannot name the engine or
+    the interpreter's version without starting one: an installation elsewhere has another
+    interpreter path, and the server's own check of its sources (`version`) covers the rest."""
+    return f"native\0{sys.executable}"
 
 
 def source_dirs() -> list[str]:

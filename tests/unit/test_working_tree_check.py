@@ -45,6 +45,16 @@ def test_the_interpreter_of_a_console_script_is_read_from_either_form_pip_writes
     assert interpreter_of(str(tmp_path / "missing")) is None
 
 
+def test_the_interpreter_of_the_native_client_is_its_python_clients(tmp_path):
+    """`mcpp` is a compiled program (engine/server/native/client.c): the Python it runs, and the
+    packages that Python imports, are those of `mcpp-py` beside it."""
+    (tmp_path / "mcpp").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)))
+    (tmp_path / "mcpp-py").write_text("#!/venv/bin/python3\nimport sys\n")
+    assert interpreter_of(str(tmp_path / "mcpp")) == "/venv/bin/python3"
+    (tmp_path / "mcpp-py").unlink()
+    assert interpreter_of(str(tmp_path / "mcpp")) is None
+
+
 def test_this_session_runs_the_working_trees_mcpp():
     assert problem(REPO, working_tree.located_here(), "pytest's Python") is None
 
