@@ -14,6 +14,7 @@ import time
 import pytest
 
 from e2e_support import HELLO_PACKAGE, SERVER_ON, mcpp_executable, write_tree
+from tests.working_tree import interpreter_of
 from mcpp.engine.server import paths
 
 pytestmark = pytest.mark.one_mode  # sets the server mode per build itself: the server-on run leaves it out
@@ -157,8 +158,7 @@ def test_a_socket_directory_others_control_is_refused(served, how):
 
 def _identity() -> str:
     """The identity a client of the installed mcpp sends (its interpreter names itself)."""
-    with open(mcpp_executable()) as f:
-        interpreter = f.readline()[2:].strip()
+    interpreter = interpreter_of(mcpp_executable())
     out = subprocess.run([interpreter, "-c", "from mcpp.engine.server import protocol; print(repr(protocol.identity()))"],
                          capture_output=True, text=True, check=True).stdout
     return ast.literal_eval(out.strip())
