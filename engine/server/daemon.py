@@ -109,7 +109,7 @@ class Server:
         self.command = command
         self.hooks = hooks  # the warm state (warm.py): told when a build starts and ends
         # what a client of this installation sends: the Python client's, the native client's
-        self.identities = (protocol.identity(), protocol.native_identity())
+        self.identity, self.native_identity = protocol.identity(), protocol.native_identity()
         self.sources = SourceWatch(protocol.source_dirs())  # before the digest: no write falls between
         self.version = protocol.version()
         self.started = time.time()
@@ -436,9 +436,16 @@ class Server:
 
     def _start_build(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
         """Answer a build request, or fork its build child. `fds` stay the caller's to close."""
-        if request.get("identity") not in self.identities or not self._current():
+        identity = request.get("identity")
+        if not self._current() or (identity != self.identity and identity != self.native_identity
+                                   and not protocol.is_native(identity)):
             self._reply(conn, {"restart": "version"})
             self._stop_listening()
+            return
+        if identity != self.identity and identity != self.native_identity:
+            # Another installation's native client, or one that read its interpreter otherwise:
+            # its Python client asks again with the identity that decides (protocol.py).
+            self._reply(conn, {"refused": "the native client names another interpreter"})
             return
         if self._moved():  # checked on each request: `_gone` looks only every few seconds
             self.log("workspace or home replaced: a new server takes over")

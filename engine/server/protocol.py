@@ -189,8 +189,17 @@ def native_identity() -> str:
     this installation: "native" and the interpreter its Python client (`mcpp-py`) runs under,
     which is the one that started the server (`sys.executable`). It cannot name the engine or
     the interpreter's version without starting one: an installation elsewhere has another
-    interpreter path, and the server's own check of its sources (`version`) covers the rest."""
+    interpreter path (`is_native`), and the server's own check of its sources (`version`)
+    covers the rest."""
     return f"native\0{sys.executable}"
+
+
+def is_native(identity: object) -> bool:
+    """Whether a request's identity is a native client's. One that is not this server's
+    (`native_identity`) is refused, not taken as another version's: it names only an
+    interpreter path, as the client read it, and its Python client, which the client runs on a
+    refusal, sends the identity that says whether the server must make way."""
+    return isinstance(identity, str) and identity.startswith("native\0")
 
 
 def source_dirs() -> list[str]:

@@ -119,15 +119,33 @@ def test_no_server_up_goes_to_the_python_client(tmp_path, mcpp):
     assert res.returncode == 99 and mark.read_text() == "build"
 
 
-def test_a_client_of_another_installation_makes_way_for_it(served, tmp_path):
-    """The interpreter `mcpp-py` names is not the server's: the server answers "restart" and
-    steps aside (nothing ran); the client hands the command to its own Python client, which
-    starts the server of its installation."""
+def test_a_client_of_another_installation_is_refused_and_asks_through_its_python_client(served, tmp_path):
+    """The interpreter `mcpp-py` names is not the server's: the server refuses (nothing ran)
+    without stepping aside, since a path the native client read wrongly would otherwise
+    restart the server at every build; the client hands the command to its Python client,
+    whose identity decides (another version's makes the server give way, as before)."""
     root, mcpp = served
+    before = mcpp("server", "status", cwd=root, env=ON).out.splitlines()[0]
     other = tmp_path / "other-venv" / "bin" / "python3"
     other.parent.mkdir(parents=True)
     other.symlink_to(_python_of_installation())
     exe, mark = _copy(tmp_path, str(other))
     res = _run(exe, "build", cwd=root, home=mcpp.home)
     assert res.returncode == 99 and mark.read_text() == "build"
-    assert mcpp("server", "status", cwd=root, env=ON).out.startswith("no server")
+    assert before.startswith("pid: ")
+    assert mcpp("server", "status", cwd=root, env=ON).out.splitlines()[0] == before  # still serving
+
+
+def test_a_python_client_quoted_by_pip_is_read(served, tmp_path):
+    """pip writes a `#!/bin/sh` trampoline where the interpreter's path is too long for `#!`,
+    quoting a path with spaces: the native client reads the interpreter from it."""
+    root, mcpp = served
+    exe, mark = _copy(tmp_path, _python_of_installation())
+    stand_in = exe.parent / "mcpp-py"
+    body = stand_in.read_text().split("\n", 1)[1]
+    trampoline = "#!/bin/sh\n'''exec' \"" + _python_of_installation() + "\" \"$0\" \"$@\"\n' '''\n"
+    stand_in.write_text(trampoline + body)
+    (root / "src/main.cpp").write_text('#include <cstdio>\nint main() { std::puts("again"); }\n')
+    res = _run(exe, "build", cwd=root, home=mcpp.home)
+    assert res.returncode == 0 and "Compiling hello" in res.stderr, res.stderr
+    assert not mark.exists()

@@ -19,8 +19,11 @@
    same FNV-1a hash of both. Which version: where the Python client sends `protocol.identity()`
    (its interpreter, the installed engine), this one sends "native", NUL, and the interpreter
    named on the first line of its `mcpp-py` (the one pip wrote there): a server started from
-   another installation has another interpreter path and answers "restart"; a server of this
-   one checks its installed sources before each build in any case (`Server._current`).
+   another installation has another interpreter path and refuses the request without stepping
+   aside (this client then runs its Python client, whose own identity decides: a server of
+   another version makes way for it; so a path this client reads wrongly costs a Python
+   client's start, never a server's); a server of this one checks its installed sources before
+   each build in any case (`Server._current`).
 
    Standard C and Linux only; built by setup.py when the package is built (where no C compiler
    is found, `mcpp` is the Python client itself). */
@@ -386,8 +389,17 @@ static int interpreter(char *out, size_t size) {
     }
     while (*line == ' ')
         line++;
-    size_t len = strcspn(line, " \t\r\n");
-    if (len == 0 || len >= size)
+    size_t len;
+    if (*line == '"' || *line == '\'') { /* a path with spaces, quoted by pip under `#!/bin/sh` */
+        char *close = strchr(line + 1, *line);
+        if (close == NULL)
+            return -1;
+        line++;
+        len = (size_t)(close - line);
+    } else {
+        len = strcspn(line, " \t\r\n");
+    }
+    if (len == 0 || len >= size || memchr(line, '\\', len) != NULL) /* an escape: not ours to undo */
         return -1;
     memcpy(out, line, len);
     out[len] = '\0';

@@ -27,7 +27,7 @@ def test_a_build_child_collects_only_what_it_made_and_the_server_is_untouched(tm
     conn, peer = socket.socketpair()
     inherited = len(gc.get_objects())
     now = time.time()
-    request = {"op": "build", "identity": server.identities[0], "root": str(root), "home": str(home),
+    request = {"op": "build", "identity": server.identity, "root": str(root), "home": str(home),
                "cwd": str(tmp_path), "umask": 0o022, "started": now, "began": now, "argv": ["build"],
                "env": {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}}
     try:

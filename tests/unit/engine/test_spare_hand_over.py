@@ -138,7 +138,7 @@ def test_a_no_op_the_server_answers_leaves_the_spares_clock_alone(tmp_path, monk
     monkeypatch.setattr(server, "_hand_to_spare", lambda conn, request, fds: True)  # no fork here
     monkeypatch.setattr(daemon.os, "fork", lambda: forks.append(1) or (_ for _ in ()).throw(OSError("no fork here")))
     now = time.time()
-    request = {"op": "build", "identity": server.identities[0], "root": str(tmp_path), "home": str(tmp_path),
+    request = {"op": "build", "identity": server.identity, "root": str(tmp_path), "home": str(tmp_path),
                "cwd": str(tmp_path), "umask": 0o022, "started": now, "began": now, "argv": ["build"],
                "env": {"PATH": "/usr/bin:/bin"}}
     conn, client = socket.socketpair()
