@@ -238,6 +238,8 @@ def test_a_server_of_another_version_steps_aside(served):
     res = mcpp("build", cwd=root, env={**ON, "MCPP_NO_FAST_PATH": "1"})
     assert res.code == 0 and res.diagnostics == ""
     assert _status(mcpp, root)["pid"] != old["pid"]
+    log = (mcpp.home / "server" / f"{ident}.log").read_text()
+    assert f"[{old['pid']}] a client of another version or installation: making way for its server" in log
 
 
 def test_server_stop_and_idle_exit(served):
