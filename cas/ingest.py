@@ -67,7 +67,11 @@ class PendingBlob:
     path: str | None = None
     executable: bool = False
     materialize: bool = False  # also fill the materialization area (outputs that later actions stage)
-    mapped: bool = False  # `data` maps the file at `path` (see MAPPED): hashed again when stored
+
+    @property
+    def mapped(self) -> bool:
+        """`data` maps the file at `path` (see MAPPED): hashed again when stored."""
+        return isinstance(self.data, mmap.mmap)
 
 
 def pending_bytes(data: bytes) -> PendingBlob:
@@ -97,7 +101,7 @@ def take_output(path: str) -> PendingBlob:
             view = _mapping(fd, st.st_size)
             if view is not None:
                 d = Digest(blake3.blake3(view).hexdigest(), st.st_size)
-                return PendingBlob(d, data=view, path=path, executable=executable, materialize=True, mapped=True)
+                return PendingBlob(d, data=view, path=path, executable=executable, materialize=True)
         if st.st_size <= WHOLE:
             data = read_all(fd, st.st_size)
             d = Digest(blake3.blake3(data).hexdigest(), len(data))
@@ -138,7 +142,7 @@ def store_blobs(blobs: Iterable[PendingBlob], store: IngestStore, mat: Materiali
             if b.materialize:
                 mat.publish_bytes(b.digest, b.data, executable=b.executable)
             store.put_digested(b.digest, b.data)
-            if isinstance(b.data, mmap.mmap):
+            if isinstance(b.data, mmap.mmap):  # `mapped`, spelled so for the type checker
                 b.data.close()  # stored: the file's pages are the page cache's again
             continue
         assert b.path is not None, "a PendingBlob holds its bytes or names its file"

@@ -437,14 +437,14 @@ class Server:
     def _start_build(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
         """Answer a build request, or fork its build child. `fds` stay the caller's to close."""
         identity, current = request.get("identity"), self._current()
-        if not current or (identity != self.identity and identity != self.native_identity
-                           and not protocol.is_native(identity)):
+        ours = identity in (self.identity, self.native_identity)
+        if not current or not (ours or protocol.is_native(identity)):
             self._reply(conn, {"restart": "version"})
             self.log("a client of another version or installation: making way for its server" if current
                      else "installed sources changed: making way for a server of them")
             self._stop_listening()
             return
-        if identity != self.identity and identity != self.native_identity:
+        if not ours:
             # Another installation's native client, or one that read its interpreter otherwise:
             # its Python client asks again with the identity that decides (protocol.py).
             self._reply(conn, {"refused": "the native client names another interpreter"})
