@@ -1,8 +1,9 @@
 """Shared fixtures: a real `mcpp` CLI and throwaway projects (helpers in tests/e2e/e2e_support.py).
 
 Files holding a test marked `heavy` run first (tests/ordering.py). The session starts only when
-`mcpp`, in this process and behind the `mcpp` executable the e2e tests run, is the working tree's:
-tests/working_tree.py says why and how to fix it otherwise.
+`mcpp`, in this process and behind the `mcpp` executable the e2e tests run, is the working tree's,
+and that executable (the native client) was built from the tree's client.c: tests/working_tree.py
+says why and how to fix it otherwise.
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     exe = mcpp_executable()
     found = (working_tree.problem(working_tree.REPO, working_tree.located_here(), "pytest's Python")
-             or working_tree.problem(working_tree.REPO, working_tree.located_by(exe), f"the `mcpp` executable {exe}"))
+             or working_tree.problem(working_tree.REPO, working_tree.located_by(exe), f"the `mcpp` executable {exe}")
+             or working_tree.stale_client(exe))
     if found:
         pytest.exit(found, returncode=pytest.ExitCode.USAGE_ERROR)
 

@@ -48,6 +48,25 @@ def problem(repo: Path, located: Mapping[str, str | None], who: str) -> str | No
             + f". The tests would exercise that copy, not this tree's code; {FIX}.")
 
 
+CLIENT_SOURCE = REPO / "engine" / "server" / "native" / "client.c"
+
+
+def stale_client(executable: str, source: Path = CLIENT_SOURCE) -> str | None:
+    """What is wrong when `executable` (the installed `mcpp`) was built before the last change to
+    the native client's source: the editable install imports the tree's Python, but compiles the
+    client (setup.py) only when installed, so the e2e tests would drive the old program. None when
+    it is newer, or either file is missing (no native client to compare)."""
+    try:
+        built, edited = os.stat(executable).st_mtime, os.stat(source).st_mtime
+    except OSError:
+        return None
+    if built >= edited:
+        return None
+    return (f"the `mcpp` executable {executable} was built before the last change to {source}: "
+            f"the tests would run the old native client; rebuild it: `make install-test` "
+            f"(or `{REPO}/.venv/bin/pip install --no-deps -e '{REPO}'`)")
+
+
 def located_here() -> dict[str, str | None]:
     """Where this interpreter (the one running pytest) finds each package."""
     found: dict[str, str | None] = {}

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from tests import working_tree
-from tests.working_tree import PACKAGES, REPO, interpreter_of, problem
+from tests.working_tree import PACKAGES, REPO, interpreter_of, problem, stale_client
 
 
 def test_packages_under_the_tree_are_no_problem(tmp_path):
@@ -73,3 +73,22 @@ def test_pytest_refuses_to_start_when_another_mcpp_is_imported(tmp_path):
     said = p.stdout + p.stderr
     assert f"mcpp.engine is {Path(tmp_path, 'other/mcpp/engine/__init__.py')}" in said, said
     assert "pip install -e" in said and " passed" not in said, said
+
+
+def test_a_client_built_before_its_source_changed_is_named_with_the_fix(tmp_path):
+    source, built = tmp_path / "client.c", tmp_path / "mcpp"
+    source.write_text("int main(void) { return 0; }\n")
+    built.write_bytes(b"\x7fELF")
+    os.utime(built, (1_000_000, 1_000_000))
+    os.utime(source, (2_000_000, 2_000_000))  # edited after the build
+    found = stale_client(str(built), source)
+    assert found is not None and str(built) in found and "make install-test" in found
+    os.utime(built, (3_000_000, 3_000_000))  # rebuilt since
+    assert stale_client(str(built), source) is None
+    assert stale_client(str(tmp_path / "absent"), source) is None
+
+
+def test_this_sessions_native_client_is_built_from_the_trees_source():
+    from tests.e2e.e2e_support import mcpp_executable
+
+    assert stale_client(mcpp_executable()) is None
