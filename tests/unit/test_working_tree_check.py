@@ -86,9 +86,3 @@ def test_a_client_built_before_its_source_changed_is_named_with_the_fix(tmp_path
     os.utime(built, (3_000_000, 3_000_000))  # rebuilt since
     assert stale_client(str(built), source) is None
     assert stale_client(str(tmp_path / "absent"), source) is None
-
-
-def test_this_sessions_native_client_is_built_from_the_trees_source():
-    from tests.e2e.e2e_support import mcpp_executable
-
-    assert stale_client(mcpp_executable()) is None
