@@ -17,35 +17,34 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 
 _SEPARATOR = re.compile(r":(?::)?(?=\s|$)")
 
 
 def parse_rules(text: str) -> list[tuple[list[str], list[str]]]:
     """Return ``[(targets, dependencies), ...]`` in file order."""
-    joined = _joined(text)
-    if _plain(joined):
-        rules = []
-        for line in joined.splitlines():
-            m = _SEPARATOR.search(line)
-            if m is None:
-                targets, deps = line.split(), []
-            else:
-                targets, deps = line[: m.start()].split(), line[m.end():].split()
-            if targets or deps:
-                rules.append((targets, deps))
-        return rules
-    return _parse_escaped(text)
+    return list(_rules(text))
 
 
-def _joined(text: str) -> str:
-    """The text with its continued lines joined."""
-    return text.replace("\\\r\n", " ").replace("\\\n", " ")
-
-
-def _plain(joined: str) -> bool:
-    """No escape to undo: names are what `str.split` finds."""
-    return "\\" not in joined and "$" not in joined
+def _rules(text: str, deps_only: bool = False) -> Iterator[tuple[list[str], list[str]]]:
+    """`parse_rules`' rules one by one; `deps_only`: without the rules that name no dependency,
+    which the plain path passes over unsplit (``-MP`` writes one per dependency, ``header.h:``:
+    half the lines of a link's depfile; its one colon is its separator)."""
+    joined = text.replace("\\\r\n", " ").replace("\\\n", " ")
+    if "\\" in joined or "$" in joined:  # an escape to undo: names are not what `str.split` finds
+        yield from (rule for rule in _parse_escaped(text) if rule[1] or not deps_only)
+        return
+    for line in joined.splitlines():
+        if not line or (deps_only and line[-1] == ":" and line.count(":") == 1):
+            continue
+        m = _SEPARATOR.search(line)
+        if m is None:
+            targets, deps = line.split(), []
+        else:
+            targets, deps = line[: m.start()].split(), line[m.end():].split()
+        if targets or deps:
+            yield targets, deps
 
 
 def read_depfile(path: str, errors: str = "surrogateescape") -> str:
@@ -72,21 +71,9 @@ def parse_depfile(text: str) -> list[str]:
     "the CMI of module foo" and is never a file; those are left out.
     """
     seen: dict[str, None] = {}
-    joined = _joined(text)
-    if not _plain(joined):
-        for targets, deps in _parse_escaped(text):
-            if targets != [".PHONY"]:
-                seen.update((dep, None) for dep in deps if not dep.endswith(".c++m"))
-        return list(seen)
-    for line in joined.splitlines():
-        # A blank line, or a rule that names no dependency: ``-MP`` writes one per dependency
-        # (``header.h:``), half the lines of a link's depfile; its one colon is its separator.
-        if not line or (line[-1] == ":" and line.count(":") == 1):
-            continue
-        m = _SEPARATOR.search(line)
-        if m is None or line[: m.start()].split() == [".PHONY"]:
-            continue
-        seen.update((dep, None) for dep in line[m.end():].split() if not dep.endswith(".c++m"))
+    for targets, deps in _rules(text, deps_only=True):
+        if targets != [".PHONY"]:
+            seen.update((dep, None) for dep in deps if not dep.endswith(".c++m"))
     return list(seen)
 
 
