@@ -14,9 +14,12 @@ written`) could have changed within the tick unseen, so it is dropped on load an
 `ctime` is included because tools that restore an old mtime (`cp -p`, `tar x`) cannot fake it.
 Caveat: the guard assumes the cache file and the sources share a timestamp granularity.
 
-Persistence is one `marshal` blob (loads 1,000 entries in well under a millisecond; digests are
-kept as 32 raw bytes), written atomically and only when something changed. Paths are used as
-given: pass absolute paths (or paths relative to one fixed directory) consistently.
+Persistence is a `marshal` snapshot (loads 1,000 entries in well under a millisecond; digests
+are kept as 32 raw bytes) followed by the entries each save changed (cas/journal.py), written only
+when something changed. The guard applies per save: entries one save's guard drops from memory
+are removed from the file by a frame of their own at once, as the later frames would otherwise
+leave them to a load whose guard reads a later write. Paths are used as given: pass absolute
+paths (or paths relative to one fixed directory) consistently.
 
 Thread safety: `digest` may be called from worker threads; dict updates are atomic under the
 GIL and the counters are advisory.
@@ -28,18 +31,20 @@ import os
 import warnings
 from typing import Callable, Iterable, NamedTuple, TypeVar
 
-from .atomic import atomic_file, read_file
+from . import journal
+from .atomic import read_file
 from .digest import Digest, digest_bytes, digest_file
+from .journal import take_touched, touched_of
 
-_FORMAT = "mcpp-statcache-1"
+_FORMAT = "mcpp-statcache-2"
 
 # (dev, ino, size, mtime_ns, ctime_ns, raw 32-byte blake3)
 _Entry = tuple[int, int, int, int, int, bytes]
 _V = TypeVar("_V")
 # `touched_of`'s answer: the touched keys' values, and the touched keys no longer held
 Touched = tuple[dict[str, _V], tuple[str, ...]]
-# `StatCache.changes`: the touched entries, the guard's stamp, the entries that guard dropped
-Changes = tuple[Touched[_Entry], "int | None", int]
+# `StatCache.changes`: the touched entries and the guard's stamp
+Changes = tuple[Touched[_Entry], "int | None"]
 
 
 class StatKey(NamedTuple):
@@ -87,8 +92,10 @@ class StatCache:
         # Every path whose entry was set or removed since the cache was loaded (or `touched` was
         # cleared): what a server's copy of the same file takes in (`changes`, `take_changes`).
         self.touched: set[str] = set()
-        self._racy_at_save = 0  # entries the last save's guard dropped (a load drops the same)
         self.saved: os.stat_result | None = None  # the file's stat when this instance last wrote it
+        # The file's stamp where it holds exactly what this cache started from or last saved
+        # (a save then appends what changed: cas/journal.py); None: the next save writes it whole.
+        self.stamp: journal.Stamp | None = None
         self.hashed = 0  # files read and hashed by this instance
         self.hits = 0  # digests answered from the cache
         self.racy = 0  # entries dropped because their stamp was not older than the cache's write
@@ -226,39 +233,41 @@ class StatCache:
             self._dirty = True
 
     def save(self) -> None:
-        """Write the cache atomically if anything changed since load (or the last save)."""
+        """Save the cache if anything changed since load (or the last save): the changed entries
+        appended, or the whole file written (cas/journal.py)."""
         if not self._dirty:
             return
-        with atomic_file(self.cache_file) as f:
-            marshal.dump((_FORMAT, self._entries), f)
-            f.flush()
-            written = os.fstat(f.fileno()).st_mtime_ns
-        self.saved = os.stat(self.cache_file)
+        st = journal.save(self.cache_file, _FORMAT, (self._entries,), (self.touched,), self.stamp)
+        # Apply the same guard in memory, so a long-lived process behaves like a reload would,
+        # and take what it drops out of the file too: a load guards by the file's last write,
+        # which a later save's frame moves past this one's.
+        racy = self._drop_racy(st.st_mtime_ns)
+        if racy:
+            st = journal.append(self.cache_file, _FORMAT, (({}, tuple(racy)),), journal.stamp(st), compact=False) \
+                or journal.write_whole(self.cache_file, _FORMAT, (self._entries,))  # none left to drop
+            self._guarded_at = st.st_mtime_ns  # every entry left is older than the first write: than this one too
+        self.saved = st
+        self.stamp = journal.stamp(st)
         self._dirty = False
-        # Apply the same guard in memory, so a long-lived process behaves like a reload would.
-        self._racy_at_save = self._drop_racy(written)
 
     def _load(self) -> None:
         try:
-            with open(self.cache_file, "rb") as f:
-                written = os.fstat(f.fileno()).st_mtime_ns
-                fmt, entries = marshal.loads(f.read())  # one read: `load` reads a file piece by piece
-        except FileNotFoundError:
+            found = journal.load(self.cache_file, _FORMAT, 1, _well_formed)
+        except journal.Foreign:
+            self._dirty = True  # another version's: start empty and overwrite it on save
             return
-        except (OSError, EOFError, ValueError, TypeError):
-            self._dirty = True  # unreadable: start empty and overwrite it on save
-            discard(self.cache_file, "unreadable")
+        except journal.Unusable as e:
+            self._dirty = True  # start empty and overwrite it on save
+            discard(self.cache_file, e.why)
             return
-        if fmt != _FORMAT or not _well_formed(entries):
-            self._dirty = True
-            if fmt == _FORMAT:
-                discard(self.cache_file, "wrong-shaped")
+        if found is None:
             return
-        self._entries = entries
-        if self._drop_racy(written):
+        (self._entries,) = found.payload
+        self.stamp = found.stamp
+        if self._drop_racy(found.written_ns):
             self._dirty = True
 
-    def _drop_racy(self, written_ns: int) -> int:
+    def _drop_racy(self, written_ns: int) -> list[str]:
         entries = self._entries
         if self._guarded_at is not None and written_ns >= self._guarded_at:
             candidates = [p for p in self._since if p in entries]  # the rest passed at `_guarded_at`
@@ -271,44 +280,30 @@ class StatCache:
         self.racy += len(racy)
         self._guarded_at = written_ns
         self._since = set()
-        return len(racy)
+        return racy
 
     # -- a copy kept in step with the file (a server's, engine/server/state_memo.py) -------------
     def changes(self) -> Changes | None:
         """What `take_changes` needs to make a copy of this cache as it was when `touched` was
         cleared into what loading the file saved since would give: the touched paths' entries
-        and those removed (`touched_of`), the guard's stamp and how many entries that guard
-        dropped. None while something is not saved yet (the file is not what this cache holds)."""
+        and those removed (`touched_of`, those the guard dropped among them) and the guard's
+        stamp. None while something is not saved yet (the file is not what this cache holds)."""
         if self._dirty:
             return None
-        return touched_of(self._entries, self.touched), self._guarded_at, self._racy_at_save
+        return touched_of(self._entries, self.touched), self._guarded_at
 
     def take_changes(self, changes: Changes) -> None:
         """Apply another instance's `changes` to this copy of the same starting point: it then
-        holds what a load of the file that instance saved gives (the same entries, since that
-        save's guard dropped in memory what a load drops; the guard's stamp; dirty where the
-        load's guard dropped some, as a load is)."""
-        touched, guarded_at, racy = changes
+        holds what a load of the file that instance saved gives (the same entries: that save
+        took what its guard dropped out of the file too). Its `stamp` is the caller's to set
+        (state_memo.py), from the file that instance saved."""
+        touched, guarded_at = changes
         take_touched(self._entries, touched)
         self._guarded_at = guarded_at
         self._since = set()
-        self._dirty = racy > 0
-        self.racy = racy
+        self._dirty = False
+        self.racy = 0
         self.hashed = self.hits = 0
-
-
-def touched_of(kept: dict[str, _V], touched: set[str]) -> Touched[_V]:
-    """The values of `kept` at the keys `touched` that it still holds, and those it no longer does."""
-    present = {k: kept[k] for k in touched if k in kept}
-    return present, tuple(k for k in touched if k not in present)
-
-
-def take_touched(kept: dict[str, _V], changes: Touched[_V]) -> None:
-    """Make `kept` hold what `touched_of` found in another copy of the same starting point."""
-    present, removed = changes
-    for k in removed:
-        kept.pop(k, None)
-    kept.update(present)
 
 
 def _well_formed(entries: object) -> bool:

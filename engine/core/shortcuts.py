@@ -97,7 +97,12 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("stat cache", "mcpp.cas.statcache",
              "hashing a file",
              ("mcpp.cas.statcache:StatCache.digest", "mcpp.cas.statcache:StatCache.digest_and_bytes"),
-             "another (dev, inode, size, mtime, ctime); an entry stamped no earlier than the cache's write"),
+             "another (dev, inode, size, mtime, ctime); an entry stamped no earlier than the save that wrote it"),
+    Shortcut("state file append", "mcpp.cas.journal",
+             "writing a state file (stat cache, action records, scans) whole when a build changed a few keys",
+             ("mcpp.cas.journal:append",),
+             "another (inode, size, mtime, ctime) of the file than its writer read or last wrote; a frame "
+             "cut short at load (the next save writes it whole); frames that would outgrow the snapshot"),
     Shortcut("fresh action", "mcpp.engine.state.incremental",
              "looking up, restoring or running an action",
              ("mcpp.engine.state.incremental:KeyComputer.fresh",),

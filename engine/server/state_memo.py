@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import warnings
 
+from mcpp.cas import journal
 from mcpp.cas.statcache import StatCache
 
 from ..build.memory import open_state
@@ -57,22 +58,20 @@ def reopen(given: dict[Paths, tuple[tuple, tuple]], paths: Paths) -> tuple[StatC
 
 
 def stamps(paths: Paths) -> tuple:
-    out = []
+    """Each state file's (inode, size, mtime, ctime), None where it is missing: the stamps a
+    save appends to (cas/journal.py), in the order of the objects (stat cache, records, scans)."""
+    out: list[journal.Stamp | None] = []
     for p in (paths[0], paths[1], paths[3]):
         try:
-            out.append(_stamp(os.stat(p)))
+            out.append(journal.stamp(os.stat(p)))
         except OSError:
             out.append(None)
     return tuple(out)
 
 
-def _stamp(st: os.stat_result) -> tuple:
-    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
-
-
 def saved_stamps(given: tuple, objects: tuple) -> tuple:
     """The `stamps` of the files as `objects` last saved them, those they did not save as `given`."""
-    return tuple(g if o.saved is None else _stamp(o.saved) for g, o in zip(given, objects, strict=True))
+    return tuple(g if o.saved is None else journal.stamp(o.saved) for g, o in zip(given, objects, strict=True))
 
 
 def preload(paths: Paths) -> tuple[tuple, tuple] | None:
@@ -121,6 +120,9 @@ def changes(objects: tuple) -> tuple | None:
     return None if None in found else found
 
 
-def take_changes(objects: tuple, found: tuple) -> None:
-    for o, changed in zip(objects, found, strict=True):
+def take_changes(objects: tuple, found: tuple, saved: tuple) -> None:
+    """Apply a child's `changes` to the objects it started from; `saved`: the files' `stamps`
+    as that child left them, which the objects then hold (a save appends to them: cas/journal.py)."""
+    for o, changed, stamp in zip(objects, found, saved, strict=True):
         o.take_changes(changed)
+        o.stamp = stamp

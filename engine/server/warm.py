@@ -310,7 +310,7 @@ class Hooks:
                 continue  # held from elsewhere, or rewritten since: `_read_state` reads the files
             self.generation += 1
             try:
-                state_memo.take_changes(held_state[1], changes)
+                state_memo.take_changes(held_state[1], changes, saved)
             except Exception:  # noqa: BLE001 - damaged: what is held may be half changed; read the files
                 self.states.pop(paths)
                 self._read_state(paths)

@@ -7,20 +7,21 @@ one and every output still holds the recorded bytes. File digests come from the 
 a no-op build stats every input once and hashes nothing.
 
 The state lives in `target/<profile>/.mcpp/` (engine/package/layout.py): losing it only costs a rebuild
-(or, with the action cache, a restore); it is written atomically at the end of every build, also
-a failed one.
+(or, with the action cache, a restore); it is saved at the end of every build, also a failed one,
+by appending what the build changed (cas/journal.py).
 """
 from __future__ import annotations
 
-import marshal
 import os
 from dataclasses import replace
 from typing import Callable, Container, Iterable, Mapping
 
 from mcpp.cas.action import Action, Platform, action_key, encoded_input
-from mcpp.cas.atomic import atomic_file, read_file
+from mcpp.cas import journal
+from mcpp.cas.atomic import read_file
 from mcpp.cas.digest import Digest, digest_bytes
-from mcpp.cas.statcache import StatCache, discard, take_touched, touched_of
+from mcpp.cas.journal import Stamp, take_touched, touched_of
+from mcpp.cas.statcache import StatCache, discard
 from mcpp.cas.tree import TreeError, digest_of_directory
 
 from ..core.errors import ScanError
@@ -29,37 +30,25 @@ from ..modules.scanner import ModuleUnit, NeedsPreprocessor, scan_source
 from ..plan.include_scan import parse_includes
 from .unchanged import Unchanged
 
-_FORMAT = "mcpp-state-3"
-_SCAN_FORMAT = "mcpp-scans-2"
+_FORMAT = "mcpp-state-4"
+_SCAN_FORMAT = "mcpp-scans-3"
 _MISSING = Digest("missing", 0)
 
 
-def _load(path: str, fmt: str, empty: tuple, well_formed: Callable[..., bool]) -> tuple:
-    """The payload of a marshal file written by `_save` with format `fmt`, else `empty`.
-    Missing or written by another version both mean "start over" quietly; a file of this format
-    that cannot be read or holds the wrong shapes (a hand edit, a damaged disk) is discarded with
-    a warning, and the actions' keys are checked again."""
+def _load(path: str, fmt: str, empty: tuple, well_formed: Callable[..., bool]) -> tuple[tuple, Stamp | None]:
+    """The dictionaries a file saved by `_save` with format `fmt` holds, else `empty`, and the
+    file's stamp where a save may append to it (cas/journal.py). Missing or written by another
+    version both mean "start over" quietly; a file of this format that cannot be read or holds the
+    wrong shapes (a hand edit, a damaged disk) is discarded with a warning, and the actions' keys
+    are checked again."""
     try:
-        with open(path, "rb") as f:
-            found, *payload = marshal.loads(f.read())  # one read: `load` reads a file piece by piece
-    except FileNotFoundError:
-        return empty
-    except (OSError, EOFError, ValueError, TypeError):
-        discard(path, "unreadable")
-        return empty
-    if found != fmt:
-        return empty
-    if len(payload) == len(empty) and well_formed(*payload):
-        return tuple(payload)
-    discard(path, "wrong-shaped")
-    return empty
-
-
-def _save(path: str, fmt: str, *payload) -> os.stat_result:
-    """Write the file; its stat once written, taken while the build still holds its target's lock."""
-    with atomic_file(path) as f:
-        marshal.dump((fmt, *payload), f)
-    return os.stat(path)
+        found = journal.load(path, fmt, len(empty), well_formed)
+    except journal.Foreign:
+        return empty, None
+    except journal.Unusable as e:
+        discard(path, e.why)
+        return empty, None
+    return (empty, None) if found is None else (found.payload, found.stamp)
 
 
 class BuildState:
@@ -71,10 +60,11 @@ class BuildState:
         self.stats = stats
         # id -> (key, discovered tuple, {output: digest str})
         self.actions: dict[str, tuple[str, tuple[str, ...], dict[str, str]]]
-        (self.actions,) = _load(path, _FORMAT, ({},), _well_formed_actions)
+        (self.actions,), self.stamp = _load(path, _FORMAT, ({},), _well_formed_actions)
         self._dirty = False
         self.touched: set[str] = set()  # the actions recorded or forgotten since (StatCache.touched)
         self.saved: os.stat_result | None = None  # the file's stat when this object last wrote it
+        # as StatCache's: where the file holds what this object started from or last saved
 
     # -- digests ---------------------------------------------------------------------------------
     def digest(self, rel: str) -> Digest:
@@ -125,7 +115,8 @@ class BuildState:
         """Write the stat cache and the records (each only when it changed)."""
         self.stats.save()
         if self._dirty:
-            self.saved = _save(self.file, _FORMAT, self.actions)
+            self.saved = journal.save(self.file, _FORMAT, (self.actions,), (self.touched,), self.stamp)
+            self.stamp = journal.stamp(self.saved)
             self._dirty = False
 
     def changes(self) -> tuple | None:
@@ -154,7 +145,7 @@ class ScanCache:
         self.include_scans: dict[str, tuple | None]  # file digest -> include directives
         # scan key -> (ModuleUnit fields, ((path, digest), ...) of every file the scan read)
         self.preprocessed: dict[str, tuple]
-        self.scans, self.include_scans, self.preprocessed = _load(
+        (self.scans, self.include_scans, self.preprocessed), self.stamp = _load(
             path, _SCAN_FORMAT, ({}, {}, {}), _well_formed_scans)
         self._dirty = False
         # the keys set since, of each of the three (StatCache.touched)
@@ -217,7 +208,8 @@ class ScanCache:
 
     def save(self) -> None:
         if self._dirty:
-            self.saved = _save(self.file, _SCAN_FORMAT, self.scans, self.include_scans, self.preprocessed)
+            self.saved = journal.save(self.file, _SCAN_FORMAT, self._kept(), self.touched, self.stamp)
+            self.stamp = journal.stamp(self.saved)
             self._dirty = False
 
     def changes(self) -> tuple | None:

@@ -193,11 +193,22 @@ def test_a_file_where_a_directory_belongs_is_named(project, mcpp, where):
     clean_failure(res, 1, f"error: {shown} is a file where mcpp needs a directory")
 
 
+def _state_file(*frames: object) -> bytes:
+    """A state file as cas/journal.py writes it: its snapshot, then changes."""
+    out = b"mcpp-journal-1\n"
+    for frame in frames:
+        body = marshal.dumps(frame)
+        out += len(body).to_bytes(8, "big") + body
+    return out
+
+
 STATE = {
-    "stat records": ("target/dev/.mcpp/stat", marshal.dumps(("mcpp-statcache-1", {"/x": (1, 2)}))),
+    "stat records": ("target/dev/.mcpp/stat", _state_file(("mcpp-statcache-2", {"/x": (1, 2)}))),
     "action records": ("target/dev/.mcpp/actions",
-                       marshal.dumps(("mcpp-state-3", {"compile p:src/main.cpp": 5}))),
-    "source scans": ("target/dev/.mcpp/scans", marshal.dumps(("mcpp-scans-2", {"x": 1}, {}, {}))),
+                       _state_file(("mcpp-state-4", {"compile p:src/main.cpp": 5}))),
+    "action records changed": ("target/dev/.mcpp/actions", _state_file(
+        ("mcpp-state-4", {}), ("mcpp-state-4", ({"compile p:src/main.cpp": ("key", (), {"o": 1})}, ())))),
+    "source scans": ("target/dev/.mcpp/scans", _state_file(("mcpp-scans-3", {"x": 1}, {}, {}))),
     "toolchains.json": ("$MCPP_HOME/toolchains.json", b"[]"),
     "toolchains.json damaged": ("$MCPP_HOME/toolchains.json", b'{"/usr/bin/g++": '),
     "program cache": ("target/dev/.mcpp/programs/p.json", b'"x"'),

@@ -1,6 +1,7 @@
 """Incrementality from action keys: exactly the affected actions run, nothing on a no-op."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 
@@ -156,3 +157,42 @@ def test_the_stale_binary_and_objects_an_edit_replaces_are_gone_when_the_build_e
     discarded = calc / "target" / "dev" / ".mcpp" / "discarded"
     assert discarded.is_dir() and list(discarded.iterdir()) == []
     assert mcpp("run", cwd=calc).out.split() == ["5", "7"]
+
+
+def _state_files(root) -> dict[str, os.stat_result]:
+    return {name: os.stat(root / "target/dev/.mcpp" / name) for name in ("actions", "stat")}
+
+
+def test_an_edit_appends_its_changes_to_the_state_files_and_a_fresh_process_reads_them_back(calc, mcpp):
+    """cas/journal.py: the records of the two actions an edit ran are appended, not the state
+    rewritten; a build in its own process (which reads the files, not a server's copy) is a no-op."""
+    before = _state_files(calc)
+    src = calc / "src" / "add.cpp"
+    src.write_text(src.read_text().replace("a + b", "b + a + 0"))
+    assert mcpp.build_json(cwd=calc).executed() == ["compile calc:src/add.cpp", "link calc:calc"]
+    after = _state_files(calc)
+    for name, st in after.items():
+        assert st.st_ino == before[name].st_ino and st.st_size > before[name].st_size, name  # appended
+    res = mcpp("build", "--no-server", "--message-format", "json", cwd=calc, check=True)
+    assert [e for e in res.events if e.get("status") == "executed"] == []
+    assert res.events[-1]["files_hashed"] == 0
+
+
+def test_a_state_file_cut_short_while_appending_costs_that_build_and_is_written_whole(calc, mcpp):
+    """A build killed in the middle of its append: the next build reads what came before (the
+    edited compile's old record), finds the object's key changed, takes it again, and writes the
+    file whole rather than appending after the partial frame."""
+    src = calc / "src" / "add.cpp"
+    src.write_text(src.read_text().replace("a + b", "b + a + 0"))
+    mcpp.build_json(cwd=calc)
+    actions = calc / "target/dev/.mcpp/actions"
+    os.truncate(actions, actions.stat().st_size - 3)
+    torn = actions.stat()
+    res = mcpp("build", "--message-format", "json", cwd=calc, check=True)
+    assert "warning" not in res.err and "Traceback" not in res.err, res.err
+    ran = {e["id"]: e.get("status") for e in res.events if e.get("reason") == "action-finished"}
+    assert ran["compile calc:src/add.cpp"] == "cached" and ran["link calc:calc"] == "cached"  # its records lost
+    assert ran["compile calc:src/mul.cpp"] == ran["compile calc:src/main.cpp"] == "fresh"  # the rest kept
+    assert actions.stat().st_ino != torn.st_ino  # written whole
+    assert mcpp.build_json(cwd=calc).executed() == []
+    assert mcpp("build", "--no-server", "--message-format", "json", cwd=calc, check=True).events[-1]["files_hashed"] == 0
