@@ -24,6 +24,8 @@ import threading
 
 from mcpp.sandbox.pool import process_alive
 
+from .unwaited_thread import start_unwaited
+
 DISCARDED = "discarded"  # the directory's name in target/<profile>/.mcpp
 
 
@@ -34,7 +36,7 @@ class Discard:
         self.directory = directory
         self._names = itertools.count()
         self._pending: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self._emptying = False  # its thread started (and not yet told to end)
         self._lock = threading.Lock()
         self._made = False  # the directory was made (or found) this build
         # What the thread has still to delete (the sweep counts as one): `close` waits for it to
@@ -69,8 +71,8 @@ class Discard:
         """Wait until everything moved is deleted (once the build's last action ran, before its
         answer: nothing of the build touches target/ after it)."""
         with self._lock:
-            thread, self._thread = self._thread, None
-        if thread is None:
+            emptying, self._emptying = self._emptying, False
+        if not emptying:
             return
         self._pending.put(None)  # the thread ends after the last deletion, on its own
         with self._done:
@@ -79,15 +81,17 @@ class Discard:
 
     def _start(self) -> None:
         with self._lock:
-            if self._thread is None:
+            if not self._emptying:
                 with self._done:
                     self._left += 1  # the sweep
-                self._thread = threading.Thread(target=self._empty, name="discard", daemon=True)
-                self._thread.start()
+                start_unwaited(self._empty)  # the action it moved a file for starts meanwhile
+                self._emptying = True
 
     def _empty(self) -> None:
         try:
             _sweep(self.directory)
+        except Exception:  # noqa: BLE001 - only a sweep: what is left waits for the next build's
+            pass
         finally:
             self._deleted()
         while (target := self._pending.get()) is not None:

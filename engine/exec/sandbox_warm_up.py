@@ -25,6 +25,7 @@ from typing import Callable
 from mcpp.sandbox import BegunSandbox, SandboxUnavailable, begin_sandbox
 
 from ..core.errors import McppError
+from .unwaited_thread import start_unwaited
 
 
 class SandboxWarmUp:
@@ -52,7 +53,7 @@ class SandboxWarmUp:
                 finish = _finishing(begin_sandbox(*settings))
             except Exception as e:  # noqa: BLE001 - given to the first action, which reports it
                 finish = _raising(e)
-        threading.Thread(target=self._finish, args=(finish,), name="mcpp-sandbox-warm-up", daemon=True).start()
+        start_unwaited(self._finish, finish)  # it says it is done through `_made`
 
     def _finish(self, finish: Callable[[], tuple[object, str | None]]) -> None:
         try:
