@@ -36,6 +36,7 @@ import blake3
 
 from .atomic import read_all
 from .digest import Digest, digest_file
+from .unwaited_thread import start_unwaited
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -167,8 +168,12 @@ class Ingest:
     def __init__(self, inline: bool = False) -> None:
         self.inline = inline
         self._queue: queue.SimpleQueue[tuple[str, Callable[[], None]] | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self._emptying = False  # its thread started (and not yet told to end)
         self._starting = threading.Lock()  # two first submissions at once start one thread
+        # Jobs submitted and not yet run (or dropped): `wait` waits for 0, not for the thread to
+        # end, whose wake-up and exit it would otherwise wait for too at the build's end.
+        self._left = 0
+        self._done = threading.Condition()
         self._dropping = False  # set by `abandon`: jobs still queued are skipped
         self.errors: list[tuple[str, BaseException]] = []  # (label, what went wrong)
 
@@ -176,13 +181,13 @@ class Ingest:
         if self.inline:
             self._run(label, job)
             return
-        if self._thread is None:
+        if not self._emptying:
             with self._starting:
-                if self._thread is None:
-                    # Kept only once started: a Ctrl-C in between must leave `_stop` nothing it cannot join.
-                    thread = threading.Thread(target=self._loop, name="mcpp-ingest", daemon=True)
-                    thread.start()
-                    self._thread = thread
+                if not self._emptying:
+                    start_unwaited(self._loop)  # the lane that submits goes on meanwhile
+                    self._emptying = True
+        with self._done:
+            self._left += 1
         self._queue.put((label, job))
 
     def failed(self, label: str) -> bool:
@@ -202,15 +207,27 @@ class Ingest:
         self._stop()
 
     def _stop(self) -> None:
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
+        with self._starting:
+            emptying, self._emptying = self._emptying, False
+        if not emptying:
+            return
+        with self._done:
+            while self._left:
+                self._done.wait()
+        self._queue.put(None)  # the thread ends on its own
 
     def _loop(self) -> None:
         while (item := self._queue.get()) is not None:
-            if not self._dropping:
-                self._run(*item)
+            try:
+                if not self._dropping:
+                    self._run(*item)
+            except BaseException as e:  # noqa: BLE001 - past `_run` (a SystemExit): reported, the rest run
+                self.errors.append((item[0], e))
+            finally:
+                with self._done:
+                    self._left -= 1
+                    if not self._left:
+                        self._done.notify_all()
 
     def _run(self, label: str, job: Callable[[], None]) -> None:
         try:

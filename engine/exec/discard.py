@@ -24,7 +24,7 @@ import threading
 
 from mcpp.sandbox.pool import process_alive
 
-from .unwaited_thread import start_unwaited
+from mcpp.cas.unwaited_thread import start_unwaited
 
 DISCARDED = "discarded"  # the directory's name in target/<profile>/.mcpp
 

@@ -25,7 +25,7 @@ from typing import Callable
 from mcpp.sandbox import BegunSandbox, SandboxUnavailable, begin_sandbox
 
 from ..core.errors import McppError
-from .unwaited_thread import start_unwaited
+from mcpp.cas.unwaited_thread import start_unwaited
 
 
 class SandboxWarmUp:

@@ -61,12 +61,14 @@ def test_abandon_lets_the_running_job_finish_and_drops_the_rest():
 
 
 def test_a_ctrl_c_as_the_thread_starts_leaves_abandon_nothing_to_trip_on(monkeypatch):
-    """A KeyboardInterrupt inside `Thread.start` (the thread never ran) must not turn the
-    clean-up's `abandon` into "cannot join thread before it is started"."""
-    def start(self):
+    """A KeyboardInterrupt as the thread starts (it never ran) must leave the clean-up's
+    `abandon` nothing to wait for (the job it was starting for is not counted)."""
+    import mcpp.cas.ingest as ingest_mod
+
+    def start(function, *args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(threading.Thread, "start", start)
+    monkeypatch.setattr(ingest_mod, "start_unwaited", start)
     ingest = Ingest()
     try:
         ingest.submit("a", lambda: None)
@@ -75,6 +77,7 @@ def test_a_ctrl_c_as_the_thread_starts_leaves_abandon_nothing_to_trip_on(monkeyp
     else:
         raise AssertionError("the interrupt was swallowed")
     ingest.abandon()
+    assert ingest._left == 0
 
 
 def test_first_submissions_from_two_threads_start_one_ingest_thread(monkeypatch):
@@ -83,16 +86,14 @@ def test_first_submissions_from_two_threads_start_one_ingest_thread(monkeypatch)
     import mcpp.cas.ingest as ingest_mod
 
     made = []
+    real = ingest_mod.start_unwaited
 
-    class SlowStart(threading.Thread):
-        def start(self):
-            if self.name != "mcpp-ingest":  # the test's own submitters
-                return super().start()
-            made.append(self)
-            threading.Event().wait(0.05)  # the other submitter arrives while this one starts
-            super().start()
+    def slow_start(function, *args):
+        made.append(function)
+        threading.Event().wait(0.05)  # the other submitter arrives while this one starts
+        real(function, *args)
 
-    monkeypatch.setattr(ingest_mod.threading, "Thread", SlowStart)
+    monkeypatch.setattr(ingest_mod, "start_unwaited", slow_start)
     ingest, seen = Ingest(), []
     both = threading.Barrier(2)
 

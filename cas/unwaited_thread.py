@@ -6,6 +6,8 @@ start several threads (in a freshly forked build child, the sandbox warm-up's al
 before the build could begin, bench/RESULTS.md). A thread nobody joins, that reports what it did
 through its own means (an Event, a count under a condition), need not be waited for:
 `start_unwaited` hands its function to the interpreter's thread starter (`_thread`) and returns.
+Used for the sandbox warm-up's thread (engine/exec/sandbox_warm_up.py), the discard thread
+(engine/exec/discard.py) and the store ingest's (cas/ingest.py), whose waits count what is left.
 
 Such a thread is as a daemon thread: not joined at exit, named only by `threading`'s dummy name.
 Its function must catch what it raises (an escaped exception is printed, not re-raised anywhere).
