@@ -298,13 +298,15 @@ class Server:
         """Free the socket name at once (a new server may take it); finish the running builds.
         The socket file goes while the lock still says it is this server's, so a server that
         stopped leaves none for `mcpp server list` to try (one that died leaves its file to the
-        next server of the name, which removes it before it binds)."""
+        next server of the name, which removes it before it binds). The listener closes before
+        the spare and the sandbox begun ahead are ended (which waits for their processes): a
+        client that connected meanwhile would have its request dropped with the listener's
+        queue (`mcpp server stop` then `mcpp build`: "the server stopped before the command
+        finished"), where now it finds no server and starts its own."""
         if self.stopping:
             return
         self._accept(False)
         self.stopping = True
-        self._end_spare()
-        self.aheads.close()
         self.listener.close()
         if self.lock is not None:
             try:
@@ -313,6 +315,8 @@ class Server:
                 pass
             os.close(self.lock)
             self.lock = None
+        self._end_spare()
+        self.aheads.close()
 
     # -- events -------------------------------------------------------------------------------
 
@@ -390,8 +394,8 @@ class Server:
             self._reply(conn, self.info())
         elif op == "stop":
             self.log(f"stop requested ({request.get('reason', 'asked')})")
+            self._stop_listening()  # before the answer: whoever asked finds the name free once answered
             self._reply(conn, {"stopping": True, "running": len(self.running), "pid": os.getpid()})
-            self._stop_listening()
         else:
             self._reply(conn, {"error": f"unknown request {op!r}"})
 

@@ -518,3 +518,22 @@ def test_an_include_line_written_through_a_hard_link_made_from_elsewhere_plans_a
         f.truncate()
         f.write('#include <cstdio>\n#include "greet.hpp"\n#include "other.hpp"\nint main() { std::puts(OTHER); }\n')
     assert run_and_status("other\n") == {"plans_made": 2, "plans_reused": 1}
+
+
+def test_a_server_told_to_stop_has_freed_its_name_when_it_answers(served):
+    """`mcpp server stop` then `mcpp build` at once, while the last build's child still winds
+    down (the stop then does not wait for the server to exit): once the stop is answered the
+    socket name is free, so the build starts a server of its own instead of queueing its request
+    on the stopping one's listener, which would drop it ("the server stopped before the command
+    finished")."""
+    root, mcpp = served
+    assert mcpp("build", cwd=root, env=ON).code == 0  # leaves a sandbox begun ahead, then a spare
+    time.sleep(0.5)
+    from mcpp.engine.server import client, paths
+
+    ident = paths.server_id(str(root), str(mcpp.home))
+    reply = client.request_once(ident, {"op": "stop"})
+    assert reply is not None and reply["stopping"] is True
+    assert not os.path.exists(paths.socket_path(ident))
+    res = mcpp("build", cwd=root, env={**ON, "MCPP_NO_FAST_PATH": "1"})
+    assert res.code == 0, res.err
