@@ -26,7 +26,6 @@ GIL and the counters are advisory.
 """
 from __future__ import annotations
 
-import marshal
 import os
 import warnings
 from typing import Callable, Iterable, NamedTuple, TypeVar

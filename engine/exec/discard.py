@@ -84,7 +84,12 @@ class Discard:
             if not self._emptying:
                 with self._done:
                     self._left += 1  # the sweep
-                start_unwaited(self._empty)  # the action it moved a file for starts meanwhile
+                try:
+                    start_unwaited(self._empty)  # the action it moved a file for starts meanwhile
+                except BaseException:  # no thread (a Ctrl-C, no resources): `close` waits for none
+                    with self._done:
+                        self._left -= 1
+                    raise
                 self._emptying = True
 
     def _empty(self) -> None:

@@ -36,8 +36,8 @@ _MISSING = Digest("missing", 0)
 
 
 def _load(path: str, fmt: str, empty: tuple, well_formed: Callable[..., bool]) -> tuple[tuple, Stamp | None]:
-    """The dictionaries a file saved by `_save` with format `fmt` holds, else `empty`, and the
-    file's stamp where a save may append to it (cas/journal.py). Missing or written by another
+    """The dictionaries a state file of format `fmt` holds, else `empty`, and the file's stamp
+    where a save may append to it (cas/journal.py). Missing or written by another
     version both mean "start over" quietly; a file of this format that cannot be read or holds the
     wrong shapes (a hand edit, a damaged disk) is discarded with a warning, and the actions' keys
     are checked again."""
