@@ -25,10 +25,9 @@ same bytes.
 from __future__ import annotations
 
 import errno
+import functools
 import mmap
 import os
-import queue
-import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 
@@ -36,7 +35,7 @@ import blake3
 
 from .atomic import read_all
 from .digest import Digest, digest_file
-from .unwaited_thread import start_unwaited
+from .unwaited_thread import SerialThread
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -160,20 +159,13 @@ class Ingest:
     Jobs run first in, first out on a single thread, so a job's records are written after its
     own blobs and after every earlier job's. Several threads may submit (a lane submits the
     outputs it has just hashed, the scheduler's thread the records of the action once it has
-    finished it: after its blobs). A `SimpleQueue` hands them over: `put` takes no Python-level
-    lock, so a submitter never waits on the ingest; only the thread's start, once, is under a
-    lock. `inline=True` (a remote cache that uploads from the store right after) runs each job
+    finished it: after its blobs). A `SerialThread` runs them (cas/unwaited_thread.py): a
+    submitter never waits on the ingest. `inline=True` (a remote cache that uploads from the store right after) runs each job
     on the caller's thread instead."""
 
     def __init__(self, inline: bool = False) -> None:
         self.inline = inline
-        self._queue: queue.SimpleQueue[tuple[str, Callable[[], None]] | None] = queue.SimpleQueue()
-        self._emptying = False  # its thread started (and not yet told to end)
-        self._starting = threading.Lock()  # two first submissions at once start one thread
-        # Jobs submitted and not yet run (or dropped): `wait` waits for 0, not for the thread to
-        # end, whose wake-up and exit it would otherwise wait for too at the build's end.
-        self._left = 0
-        self._done = threading.Condition()
+        self._thread = SerialThread()
         self._dropping = False  # set by `abandon`: jobs still queued are skipped
         self.errors: list[tuple[str, BaseException]] = []  # (label, what went wrong)
 
@@ -181,14 +173,7 @@ class Ingest:
         if self.inline:
             self._run(label, job)
             return
-        if not self._emptying:
-            with self._starting:
-                if not self._emptying:
-                    start_unwaited(self._loop)  # the lane that submits goes on meanwhile
-                    self._emptying = True
-        with self._done:
-            self._left += 1
-        self._queue.put((label, job))
+        self._thread.call(functools.partial(self._queued, label, job))
 
     def failed(self, label: str) -> bool:
         """Whether a job of `label` failed so far: asked by a later job of the same label (its
@@ -207,27 +192,15 @@ class Ingest:
         self._stop()
 
     def _stop(self) -> None:
-        with self._starting:
-            emptying, self._emptying = self._emptying, False
-        if not emptying:
-            return
-        with self._done:
-            while self._left:
-                self._done.wait()
-        self._queue.put(None)  # the thread ends on its own
+        self._thread.wait()
 
-    def _loop(self) -> None:
-        while (item := self._queue.get()) is not None:
-            try:
-                if not self._dropping:
-                    self._run(*item)
-            except BaseException as e:  # noqa: BLE001 - past `_run` (a SystemExit): reported, the rest run
-                self.errors.append((item[0], e))
-            finally:
-                with self._done:
-                    self._left -= 1
-                    if not self._left:
-                        self._done.notify_all()
+    def _queued(self, label: str, job: Callable[[], None]) -> None:
+        """A job on the ingest's thread: skipped once abandoned."""
+        try:
+            if not self._dropping:
+                self._run(label, job)
+        except BaseException as e:  # noqa: BLE001 - past `_run` (a SystemExit): reported, the rest run
+            self.errors.append((label, e))
 
     def _run(self, label: str, job: Callable[[], None]) -> None:
         try:

@@ -16,15 +16,14 @@ place, as before.
 from __future__ import annotations
 
 import errno
+import functools
 import itertools
 import os
-import queue
 import shutil
-import threading
 
 from mcpp.sandbox.pool import process_alive
 
-from mcpp.cas.unwaited_thread import start_unwaited
+from mcpp.cas.unwaited_thread import SerialThread
 
 DISCARDED = "discarded"  # the directory's name in target/<profile>/.mcpp
 
@@ -35,15 +34,10 @@ class Discard:
     def __init__(self, directory: str) -> None:
         self.directory = directory
         self._names = itertools.count()
-        self._pending: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        self._emptying = False  # its thread started (and not yet told to end)
-        self._lock = threading.Lock()
+        # Each thread it starts first sweeps what killed builds left; `close` waits for what is
+        # left to delete, not for the thread to end (cas/unwaited_thread.py).
+        self._thread = SerialThread(first=functools.partial(_sweep, directory))
         self._made = False  # the directory was made (or found) this build
-        # What the thread has still to delete (the sweep counts as one): `close` waits for it to
-        # reach 0, not for the thread to end, whose wake-up and exit it would otherwise wait for
-        # too, after the build's last action (0.1-2 ms on two busy cores).
-        self._left = 0
-        self._done = threading.Condition()
 
     def take(self, path: str) -> bool:
         """Move `path` (a file or a directory) out of the way; False where nothing is there.
@@ -61,57 +55,15 @@ class Discard:
                 raise
             delete(path)  # where no rename can be made: in place, as before
             return True
-        self._start()
-        with self._done:
-            self._left += 1
-        self._pending.put(target)
+        # the action it moved a file for starts meanwhile; what cannot be deleted is left for
+        # the next build's sweep
+        self._thread.call(functools.partial(_delete_quietly, target))
         return True
 
     def close(self) -> None:
         """Wait until everything moved is deleted (once the build's last action ran, before its
         answer: nothing of the build touches target/ after it)."""
-        with self._lock:
-            emptying, self._emptying = self._emptying, False
-        if not emptying:
-            return
-        self._pending.put(None)  # the thread ends after the last deletion, on its own
-        with self._done:
-            while self._left:
-                self._done.wait()
-
-    def _start(self) -> None:
-        with self._lock:
-            if not self._emptying:
-                with self._done:
-                    self._left += 1  # the sweep
-                try:
-                    start_unwaited(self._empty)  # the action it moved a file for starts meanwhile
-                except BaseException:  # no thread (a Ctrl-C, no resources): `close` waits for none
-                    with self._done:
-                        self._left -= 1
-                    raise
-                self._emptying = True
-
-    def _empty(self) -> None:
-        try:
-            _sweep(self.directory)
-        except Exception:  # noqa: BLE001 - only a sweep: what is left waits for the next build's
-            pass
-        finally:
-            self._deleted()
-        while (target := self._pending.get()) is not None:
-            try:
-                delete(target)
-            except OSError:
-                pass  # left for the next build's sweep
-            finally:
-                self._deleted()
-
-    def _deleted(self) -> None:
-        with self._done:
-            self._left -= 1
-            if not self._left:
-                self._done.notify_all()
+        self._thread.wait()
 
 
 def delete(path: str) -> None:
@@ -122,6 +74,13 @@ def delete(path: str) -> None:
         shutil.rmtree(path)
     except FileNotFoundError:
         pass
+
+
+def _delete_quietly(path: str) -> None:
+    try:
+        delete(path)
+    except OSError:
+        pass  # left for the next build's sweep
 
 
 def _sweep(directory: str) -> None:

@@ -60,11 +60,11 @@ class BuildState:
         self.stats = stats
         # id -> (key, discovered tuple, {output: digest str})
         self.actions: dict[str, tuple[str, tuple[str, ...], dict[str, str]]]
+        # `stamp`, as StatCache's: the file's, where it holds what this object started from or last saved
         (self.actions,), self.stamp = _load(path, _FORMAT, ({},), _well_formed_actions)
         self._dirty = False
         self.touched: set[str] = set()  # the actions recorded or forgotten since (StatCache.touched)
         self.saved: os.stat_result | None = None  # the file's stat when this object last wrote it
-        # as StatCache's: where the file holds what this object started from or last saved
 
     # -- digests ---------------------------------------------------------------------------------
     def digest(self, rel: str) -> Digest:

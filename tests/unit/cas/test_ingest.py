@@ -63,12 +63,12 @@ def test_abandon_lets_the_running_job_finish_and_drops_the_rest():
 def test_a_ctrl_c_as_the_thread_starts_leaves_abandon_nothing_to_trip_on(monkeypatch):
     """A KeyboardInterrupt as the thread starts (it never ran) must leave the clean-up's
     `abandon` nothing to wait for (the job it was starting for is not counted)."""
-    import mcpp.cas.ingest as ingest_mod
+    import mcpp.cas.unwaited_thread as threads_mod
 
     def start(function, *args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ingest_mod, "start_unwaited", start)
+    monkeypatch.setattr(threads_mod, "start_unwaited", start)
     ingest = Ingest()
     try:
         ingest.submit("a", lambda: None)
@@ -77,23 +77,23 @@ def test_a_ctrl_c_as_the_thread_starts_leaves_abandon_nothing_to_trip_on(monkeyp
     else:
         raise AssertionError("the interrupt was swallowed")
     ingest.abandon()
-    assert ingest._left == 0
+    assert not ingest._thread.running and ingest._thread._left == 0
 
 
 def test_first_submissions_from_two_threads_start_one_ingest_thread(monkeypatch):
     """A lane and the scheduler's thread both submit (outputs, then records): two first
     submissions at once must still start one thread, or jobs would no longer run in order."""
-    import mcpp.cas.ingest as ingest_mod
+    import mcpp.cas.unwaited_thread as threads_mod
 
     made = []
-    real = ingest_mod.start_unwaited
+    real = threads_mod.start_unwaited
 
     def slow_start(function, *args):
         made.append(function)
         threading.Event().wait(0.05)  # the other submitter arrives while this one starts
         real(function, *args)
 
-    monkeypatch.setattr(ingest_mod, "start_unwaited", slow_start)
+    monkeypatch.setattr(threads_mod, "start_unwaited", slow_start)
     ingest, seen = Ingest(), []
     both = threading.Barrier(2)
 

@@ -36,7 +36,7 @@ def test_a_stale_output_is_moved_aside_then_deleted_after_the_action(tmp_path, m
 def test_nothing_there_is_no_error_and_starts_no_thread(tmp_path):
     discard = Discard(str(tmp_path / "discarded"))
     assert discard.take(str(tmp_path / "absent")) is False
-    assert not discard._emptying
+    assert not discard._thread.running
     discard.close()
 
 
@@ -60,7 +60,7 @@ def test_another_filesystem_is_deleted_in_place(tmp_path):
         discard = Discard(str(tmp_path / "discarded"))
         assert discard.take(elsewhere) is True  # EXDEV: deleted where it is
         assert not os.path.exists(elsewhere)
-        assert not discard._emptying
+        assert not discard._thread.running
     finally:
         if os.path.exists(elsewhere):
             os.unlink(elsewhere)
