@@ -11,7 +11,8 @@ the frames would outgrow the snapshot, the save writes the whole file instead, a
 load then never reads more than about twice the state).
 
 An append is made only to the file its writer read or last wrote, as the file's stamp (inode,
-size, mtime, ctime) says: a file rewritten or appended to by anyone else since is written whole.
+size, mtime, ctime) says, and never through a symbolic link: a file rewritten or appended to by
+anyone else since, or a name that is now a link, is written whole.
 A load that finds a frame cut short (a build killed while appending) keeps what came before it
 and gives no stamp, so the next save writes the file whole; nothing is ever appended after a
 partial frame. Loaded dictionaries are checked for their shapes, the changes' as the snapshot's.
@@ -178,7 +179,9 @@ def append(path: str, fmt: str, changes: tuple[Any, ...], last: Stamp | None, *,
         return None
     body = marshal.dumps((fmt, *changes))
     try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        # never through a link: a state file replaced by one (to another project's state, say)
+        # is written whole, its name renamed over, as it was before appends
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError:
         return None
     try:

@@ -52,6 +52,26 @@ def test_a_file_changed_since_its_writer_read_it_is_written_whole(tmp_path):
     assert _load(path).payload == (d,) != (other,)
 
 
+def test_a_state_file_that_is_a_link_is_replaced_not_appended_through(tmp_path):
+    """A state file's name made a link to another file of the same format (another project's
+    state): a load follows it, so its stamp is that file's, but the save must not write into
+    it: the link is replaced by a file of its own, the other file left as it was."""
+    other = tmp_path / "elsewhere" / "state"
+    other.parent.mkdir()
+    d = _state(100)
+    journal.save(str(other), FMT, (d,), (set(d),), None)
+    before = other.read_bytes()
+    path = tmp_path / "state"
+    path.symlink_to(other)
+    found = _load(path)
+    assert found.stamp == journal.stamp(os.stat(other))
+    loaded = found.payload[0]
+    loaded["k1"] = -1
+    journal.save(str(path), FMT, (loaded,), ({"k1"},), found.stamp)
+    assert other.read_bytes() == before
+    assert not path.is_symlink() and _load(path).payload == (loaded,)
+
+
 def test_a_frame_cut_short_ends_the_file_and_the_next_save_writes_it_whole(tmp_path):
     """A build killed while appending: the load keeps what came before and gives no stamp, so
     nothing is ever appended after the partial frame."""
