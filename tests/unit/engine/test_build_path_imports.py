@@ -109,3 +109,19 @@ import mcpp.engine.cli.launch
 print(json.dumps(sorted(sys.modules)))
 """)
     assert loaded & {"click", "inspect", "mcpp.engine.cli.app"} == set()
+
+
+def test_a_server_preloads_every_module_a_warm_builds_schedule_imports():
+    """What engine/build/compose.py imports inside `_run_plan` and `_build` on every build (its
+    pipeline, scheduler and records) a server imports once (engine/server/warm.py `preload`), so a
+    build child forked for a request does not: an import there costs each build its finder's
+    stats, its bytecode read and its execution, before the first compile starts (bench/RESULTS.md)."""
+    loaded = _loaded("""
+import json, sys
+from mcpp.engine.server import warm
+warm.preload()
+print(json.dumps(sorted(sys.modules)))
+""")
+    every_build = {"mcpp.engine.exec.explain", "mcpp.engine.exec.larger_first", "mcpp.engine.exec.pipeline",
+                   "mcpp.engine.exec.schedule", "mcpp.engine.build.build_outputs", "mcpp.engine.state.unchanged"}
+    assert every_build - loaded == set()
