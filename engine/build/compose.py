@@ -536,7 +536,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     try:
         execroot_slash = os.path.join(plan.execroot, "")
         actions = larger_first(plan.actions, lambda rel: state.stats.size(execroot_slash + rel))
-        order = memory.edited_first(actions, plan.execroot, state.discovered) if top else [a.id for a in actions]
+        order = memory.edited_first(actions, plan.execroot, state.discovered, plan.made_by) if top else [a.id for a in actions]
         if head is not None and head.adopted is not None:  # running already: first, a lane waits for it at once
             order = [head.adopted] + [i for i in order if i != head.adopted]
         with reporter.held():

@@ -10,7 +10,7 @@ the two. `NoMemory` is the in-process one; the server's child builds its own
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence
 
 from mcpp.cas.statcache import StatCache
 
@@ -46,8 +46,10 @@ class BuildMemory(Protocol):
         """What an earlier build left that this one may take as known (engine/state/unchanged.py)."""
         ...
 
-    def edited_first(self, actions: list, execroot: str, discovered: Callable[[str], tuple]) -> list[str]:
-        """The order in which the scheduler checks `actions` (ids)."""
+    def edited_first(self, actions: list, execroot: str, discovered: Callable[[str], tuple],
+                     made: Mapping[str, str]) -> list[str]:
+        """The order in which the scheduler checks `actions` (ids); `made`: the plan's outputs
+        (execroot path -> the action that writes it)."""
         ...
 
     def likely_work(self) -> bool:
@@ -92,7 +94,8 @@ class NoMemory:
     def unchanged(self, execroot: str) -> None:
         return None
 
-    def edited_first(self, actions: list, execroot: str, discovered: Callable[[str], tuple]) -> list[str]:
+    def edited_first(self, actions: list, execroot: str, discovered: Callable[[str], tuple],
+                     made: Mapping[str, str]) -> list[str]:
         return [a.id for a in actions]
 
     def likely_work(self) -> bool:

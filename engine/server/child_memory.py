@@ -136,8 +136,8 @@ class ChildMemory:
     def unchanged(self, execroot: str) -> Unchanged | None:
         return self.plans.unchanged(execroot)
 
-    def edited_first(self, actions: list, execroot: str, discovered) -> list[str]:
-        return self.plans.edited_first(actions, execroot, discovered)
+    def edited_first(self, actions: list, execroot: str, discovered, made) -> list[str]:
+        return self.plans.edited_first(actions, execroot, discovered, made)
 
     def likely_work(self) -> bool:
         return self.plans.likely_work()

@@ -42,3 +42,15 @@ def test_plan_order_without_a_given_plan_or_a_change():
 def test_an_edited_source_is_found_among_declared_inputs_without_the_discovered_ones():
     order = _memo("/ws/src/c.cpp").edited_first(ACTIONS, "/ws", lambda i: pytest.fail("read the discovered inputs"))
     assert order == ["c3", "c1", "c2", "link"]
+
+
+def test_the_plans_own_outputs_among_the_changes_send_no_search_through_the_discovered_inputs():
+    """The watcher names the last build's outputs too where their events came after that build's
+    hand-off (a build run right after it): an output's readers name it among their declared inputs."""
+    made = {"a.o": "c1", "b.o": "c2", "c.o": "c3", "app": "link"}
+    memo = _memo("/ws/src/c.cpp", "/ws/c.o", "/ws/app")
+    order = memo.edited_first(ACTIONS, "/ws", lambda i: pytest.fail("read the discovered inputs"), made)
+    assert order == ["c3", "link", "c1", "c2"]
+    # a file that is neither an input declared nor an output (a header) still looks there
+    assert _memo("/ws/src/c.cpp", "/ws/include/h.hpp").edited_first(
+        ACTIONS, "/ws", lambda i: DISCOVERED.get(i, ()), made) == ["c1", "c3", "c2", "link"]
