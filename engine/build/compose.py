@@ -470,7 +470,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     schedule, taken where `settle` adopted it (engine/exec/head_start.py)."""
     # Imported here, not with the module: a first build's first compile (`head`) runs meanwhile.
     from ..exec.explain import ExplainLog
-    from ..exec.larger_first import larger_first
+    from ..exec.larger_first import by_size
     from ..exec.pipeline import ActionPipeline
     from ..exec.schedule import run_graph
 
@@ -535,7 +535,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
     completed = False
     try:
         execroot_slash = os.path.join(plan.execroot, "")
-        actions = larger_first(plan.actions, lambda rel: state.stats.size(execroot_slash + rel))
+        actions = by_size(plan, lambda rel: state.stats.size(execroot_slash + rel))
         order = memory.edited_first(actions, plan.execroot, state.discovered, plan.made_by) if top else [a.id for a in actions]
         if head is not None and head.adopted is not None:  # running already: first, a lane waits for it at once
             order = [head.adopted] + [i for i in order if i != head.adopted]

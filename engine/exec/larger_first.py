@@ -11,9 +11,12 @@ what they make is often what compiles wait for.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from mcpp.cas.action import Action, ActionKind
+
+if TYPE_CHECKING:
+    from ..plan.model import Plan
 
 
 def larger_first(actions: Sequence[Action], size_of: Callable[[str], int]) -> list[Action]:
@@ -26,3 +29,15 @@ def larger_first(actions: Sequence[Action], size_of: Callable[[str], int]) -> li
         return 0, 0
 
     return sorted(actions, key=rank)
+
+
+def by_size(plan: Plan, size_of: Callable[[str], int]) -> list[Action]:
+    """`larger_first` of the plan's actions, made once per plan and kept on it (`Plan.by_size`).
+    A server makes it while idle, after the build that planned it (engine/server/warm.py), so a
+    build given that plan does not sort every action again before its first compile: ~20 ms at
+    10,000 units in a child forked for the request, where each action's first touch copies a
+    page. The sizes are those of that moment: an edit's few bytes seldom move a compile's rank,
+    and the order is only the scheduler's preference among the actions ready to start."""
+    if plan.by_size is None or len(plan.by_size) != len(plan.actions):
+        plan.by_size = larger_first(plan.actions, size_of)
+    return plan.by_size

@@ -114,12 +114,12 @@ class ActionPipeline:
         self.local_slots = local_slots
         # action id -> (input digests, tool digests) the key used, for the remote cache's workers
         self.remote_keys: dict[str, tuple[dict[str, Digest], dict[str, Digest]]] = {}
-        self.by_id: dict[str, Action] = {a.id: a for a in plan.actions}
+        self.by_id: dict[str, Action] = plan.index()
         # Outputs another action stages (the inputs of actions that have prerequisites): only
         # these are put into the materialization area as they are stored. The rest (a depfile, a
         # binary no action runs) are restored into `target/` straight from the store, and made
         # there only if a later action stages them: a clean build creates a file fewer for each.
-        self.staged_outputs = {p for a in plan.actions if plan.prereqs.get(a.id) for p in a.inputs}
+        self.staged_outputs = plan.staged_inputs()
         # Of those, the outputs of actions found fresh, not yet resolved for staging (`idle`).
         self.prestage: list[str] = []
         self.ended = 0  # actions `restore_or_run` returned, counted on the lanes (`idle` yields on a change)

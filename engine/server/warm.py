@@ -35,6 +35,7 @@ from ..build.build_outputs import compile_commands_json
 from ..core.lazy_re import compile_deferred
 from ..plan.model import Plan
 from ..state.unchanged import Knowledge
+from ..exec.larger_first import by_size
 from ..exec.sandbox_warm_up import SandboxAhead, SandboxWarmUp
 from .child_memory import ChildMemory, HandOff, StateChanges, hand, taken
 from .paths import server_dir
@@ -262,6 +263,11 @@ class Hooks:
                 self.plans_made += 1
         if isinstance(entry.plan, Plan):
             compile_commands_json(entry.plan)  # encoded now, while idle: the next build only compares
+            stats = self._stat_cache(handoff.state, entry.plan.execroot)
+            root = os.path.join(entry.plan.execroot, "")
+            by_size(entry.plan, (lambda rel: stats.size(root + rel)) if stats is not None else lambda rel: 0)
+            entry.plan.index()
+            entry.plan.staged_inputs()
         proof = None
         if knowledge is not None:
             knowledge.files()  # made now, while idle, not in the next build

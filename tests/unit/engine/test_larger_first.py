@@ -3,7 +3,8 @@ of them in plan order."""
 from __future__ import annotations
 
 from mcpp.cas.action import Action, ActionKind
-from mcpp.engine.exec.larger_first import larger_first
+from mcpp.engine.exec.larger_first import by_size, larger_first
+from mcpp.engine.plan.model import Plan
 
 
 def _compile(src: str) -> Action:
@@ -20,3 +21,19 @@ def test_larger_sources_compile_first_and_other_actions_keep_their_place_ahead()
     assert ordered == ["gen table", "link app", "compile src/main.cpp", "compile src/b.cpp", "compile src/a.cpp",
                        "compile src/c.cpp", "compile src/new.cpp"]  # ties (and unknown sizes) keep plan order
 
+
+
+def test_a_plans_order_is_made_once_and_kept_on_the_plan():
+    """`by_size`: a server makes it after the build that planned (engine/server/warm.py); the next
+    builds given that plan take it as it is, without a size looked up or a sort."""
+    plan = Plan("/ws", actions=[_compile("src/a.cpp"), _compile("src/b.cpp")])
+    first = by_size(plan, lambda rel: {"src/b.cpp": 9}.get(rel, 0))
+    assert [a.id for a in first] == ["compile src/b.cpp", "compile src/a.cpp"] and plan.by_size is first
+
+    def no_sizes(rel: str) -> int:
+        raise AssertionError(f"looked up the size of {rel}")
+
+    assert by_size(plan, no_sizes) is first
+    plan.actions.append(_compile("src/c.cpp"))  # not the plan it was made for: made again
+    assert [a.id for a in by_size(plan, lambda rel: 0)] == ["compile src/a.cpp", "compile src/b.cpp", "compile src/c.cpp"]
+    assert plan == Plan("/ws", actions=list(plan.actions))  # no part of what a plan is
