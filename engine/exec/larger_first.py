@@ -31,13 +31,28 @@ def larger_first(actions: Sequence[Action], size_of: Callable[[str], int]) -> li
     return sorted(actions, key=rank)
 
 
-def by_size(plan: Plan, size_of: Callable[[str], int]) -> list[Action]:
+def by_size(plan: Plan, size_of: Callable[[str], int | None]) -> list[Action]:
     """`larger_first` of the plan's actions, made once per plan and kept on it (`Plan.by_size`).
     A server makes it while idle, after the build that planned it (engine/server/warm.py), so a
     build given that plan does not sort every action again before its first compile: ~20 ms at
     10,000 units in a child forked for the request, where each action's first touch copies a
     page. The sizes are those of that moment: an edit's few bytes seldom move a compile's rank,
-    and the order is only the scheduler's preference among the actions ready to start."""
-    if plan.by_size is None or len(plan.by_size) != len(plan.actions):
-        plan.by_size = larger_first(plan.actions, size_of)
-    return plan.by_size
+    and the order is only the scheduler's preference among the actions ready to start. A size
+    not known (None: the server's stat cache holds no entry for that source) sorts as 0, and
+    that order is not kept: the build given the plan sorts by the sizes it knows."""
+    if plan.by_size is not None and len(plan.by_size) == len(plan.actions):
+        return plan.by_size
+    unknown = False
+
+    def known(rel: str) -> int:
+        nonlocal unknown
+        size = size_of(rel)
+        if size is None:
+            unknown = True
+            return 0
+        return size
+
+    order = larger_first(plan.actions, known)
+    if not unknown:
+        plan.by_size = order
+    return order

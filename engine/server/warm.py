@@ -264,8 +264,9 @@ class Hooks:
         if isinstance(entry.plan, Plan):
             compile_commands_json(entry.plan)  # encoded now, while idle: the next build only compares
             stats = self._stat_cache(handoff.state, entry.plan.execroot)
-            root = os.path.join(entry.plan.execroot, "")
-            by_size(entry.plan, (lambda rel: stats.size(root + rel)) if stats is not None else lambda rel: 0)
+            if stats is not None:  # the sources' sizes as its build hashed them (none: `rm -rf target` meanwhile)
+                root = os.path.join(entry.plan.execroot, "")
+                by_size(entry.plan, lambda rel: None if (e := stats.recorded(root + rel)) is None else e[2])
             entry.plan.index()
             entry.plan.staged_inputs()
         proof = None

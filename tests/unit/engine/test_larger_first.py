@@ -37,3 +37,12 @@ def test_a_plans_order_is_made_once_and_kept_on_the_plan():
     plan.actions.append(_compile("src/c.cpp"))  # not the plan it was made for: made again
     assert [a.id for a in by_size(plan, lambda rel: 0)] == ["compile src/a.cpp", "compile src/b.cpp", "compile src/c.cpp"]
     assert plan == Plan("/ws", actions=list(plan.actions))  # no part of what a plan is
+
+
+def test_an_order_made_with_a_size_unknown_is_not_kept():
+    """A server's stat cache without a source's entry (the build's files removed before the server
+    read them): the order sorts it as 0 and is left to the build, which sorts by what it hashed."""
+    plan = Plan("/ws", actions=[_compile("src/a.cpp"), _compile("src/b.cpp")])
+    assert [a.id for a in by_size(plan, {"src/b.cpp": 9}.get)] == ["compile src/b.cpp", "compile src/a.cpp"]
+    assert plan.by_size is None
+    assert [a.id for a in by_size(plan, lambda rel: {"src/a.cpp": 5}.get(rel, 0))][0] == "compile src/a.cpp"
