@@ -13,7 +13,9 @@
   list, or dropped when the shape of a tree changed. The child makes its `BuildMemory` of it
   (child_memory.py) and decides the rest (`plan_memo.py`), and begins that sandbox before it
   reads its command line when something changed (`child_ready`, engine/exec/sandbox_warm_up.py);
-- per plan, `compile_commands.json`'s bytes, encoded while the server waits.
+- per plan, `compile_commands.json`'s bytes and what a build derives from the plan alone (its
+  actions larger compiles first, by id, the outputs a later action stages), made while the
+  server waits.
 
 A build child's own memory dies with it; what it learned comes back as one `HandOff` in a file
 the server reads after the child has exited (`child_done`), off the client's critical path:
