@@ -57,9 +57,9 @@ class Plan:
     # 10,000 units in a child forked for the request, where each action's first touch copies a
     # page). Each is made again where actions were added since (`add`, while planning).
     by_size: list[Action] | None = field(default=None, repr=False, compare=False)
-    _index: dict[str, Action] | None = field(default=None, init=False, repr=False, compare=False)
-    _staged: frozenset[str] | None = field(default=None, init=False, repr=False, compare=False)
-    _staged_of: int = field(default=-1, init=False, repr=False, compare=False)  # len(actions) `_staged` was made for
+    _index: dict[str, Action] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _staged: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    _derived_of: int = field(default=-1, init=False, repr=False, compare=False)  # len(actions) both were made for
 
     def add(self, action: Action, package: str, prereqs: list[str]) -> None:
         self.actions.append(action)
@@ -70,17 +70,20 @@ class Plan:
 
     def index(self) -> dict[str, Action]:
         """The actions by id."""
-        if self._index is None or len(self._index) != len(self.actions):
-            self._index = {a.id: a for a in self.actions}
+        self._derive()
         return self._index
 
     def staged_inputs(self) -> frozenset[str]:
         """The inputs of the actions that wait on another: the outputs a later action stages."""
-        if self._staged is None or self._staged_of != len(self.actions):
-            prereqs = self.prereqs
-            self._staged = frozenset(p for a in self.actions if prereqs.get(a.id) for p in a.inputs)
-            self._staged_of = len(self.actions)
+        self._derive()
         return self._staged
+
+    def _derive(self) -> None:
+        if self._derived_of != len(self.actions):  # one walk makes both (the pipeline takes both)
+            prereqs = self.prereqs
+            self._index = {a.id: a for a in self.actions}
+            self._staged = frozenset(p for a in self.actions if prereqs.get(a.id) for p in a.inputs)
+            self._derived_of = len(self.actions)
 
     def producers(self, action: Action) -> list[str]:
         """The actions planned so far that write one of `action`'s inputs."""

@@ -51,7 +51,7 @@ def test_a_new_plan_taken_in_holds_its_order_index_and_staged_inputs(tmp_path):
     # the sizes the build's stat cache recorded: b.cpp is the larger
     assert [a.id for a in held.by_size] == ["link app", "compile src/b.cpp", "compile src/a.cpp"]
     made = (held._index, held._staged)  # made here, not by the build the plan goes to
-    assert made[0] is not None and made[1] == {"src/a.cpp.o", "src/b.cpp.o"}
+    assert held._derived_of == 3 and made[1] == {"src/a.cpp.o", "src/b.cpp.o"}
     assert held.index() is made[0] and held.staged_inputs() is made[1]
 
 
@@ -61,4 +61,4 @@ def test_without_the_builds_stat_cache_the_order_is_left_to_the_next_build(tmp_p
     held = _taken_in(tmp_path, ((str(tmp_path / "gone" / "stats"), str(tmp_path / "gone" / "actions"), str(tmp_path),
                                  str(tmp_path / "gone" / "scans")),))
     assert held.by_size is None
-    assert held._index is not None and held._staged is not None
+    assert held._derived_of == 3 and set(held._index) == {"compile src/a.cpp", "compile src/b.cpp", "link app"}
