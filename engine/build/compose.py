@@ -532,6 +532,13 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         reporter.flush()
         pipeline.idle()
 
+    def last_running() -> None:  # the last action runs alone (a link): what follows it, on the free core
+        pipeline.last_running()
+        if top:  # what write_compile_commands writes after it; a warm server's plan holds it already
+            from .build_outputs import compile_commands_json
+
+            compile_commands_json(plan)
+
     completed = False
     try:
         execroot_slash = os.path.join(plan.execroot, "")
@@ -546,7 +553,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                                on_start=on_start, on_progress=reporter.progress, before_wait=before_wait,
                                proceed=lambda outcome: outcome.succeeded,
                                on_abort=endpoint.cancel if endpoint is not None else lambda: None,
-                               here=timings.timed(pipeline.restore_here) if timings else pipeline.restore_here)
+                               here=timings.timed(pipeline.restore_here) if timings else pipeline.restore_here,
+                               last_running=last_running)
         if isinstance(runner, SandboxRunner):
             runner.settle()  # the stale outputs it moved aside are deleted: target/ is final
         # The records go to disk while the ingest finishes the last outputs (zstd lets go of

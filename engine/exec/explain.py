@@ -22,6 +22,7 @@ import marshal
 import os
 import shutil
 import struct
+from typing import Callable
 
 from mcpp.cas.action import Action
 from mcpp.cas.atomic import write_atomic
@@ -32,6 +33,7 @@ from ..core.errors import McppError
 _MAGIC = b"mcpp-explain-3\n"
 _FRAME = struct.Struct(">I")
 _COMPACT_BYTES = 32 << 20
+_AHEAD_SLICE = 500  # records encoded between two looks at `frame_ahead`'s stop: ~5 ms
 
 
 class ExplainLog:
@@ -39,6 +41,7 @@ class ExplainLog:
         self.file = path
         self.platform = platform
         self._new: list[tuple[str, dict]] = []  # what this build ran, in order
+        self._framed: list[bytes] = []  # the frames of the first of them, made ahead (`frame_ahead`)
 
     def record(self, action: Action, key: str, inputs: dict, keys, origin: dict | None = None,
                outputs: dict[str, str] | None = None) -> None:
@@ -53,11 +56,19 @@ class ExplainLog:
             "outputs": outputs or {},  # output path -> digest
         }))
 
+    def frame_ahead(self, stop: Callable[[], bool]) -> None:
+        """Encode the records so far, a slice at a time until `stop()`: the build calls it while
+        its last action runs, so that `save` after it encodes only that action's (a clean build of
+        10,000 units: ~0.1 s after its link otherwise)."""
+        while self._new and not stop():
+            chunk, self._new = self._new[:_AHEAD_SLICE], self._new[_AHEAD_SLICE:]
+            self._framed.append(b"".join(_frame(action_id, rec) for action_id, rec in chunk))
+
     def save(self) -> None:
-        if not self._new:
+        if not self._new and not self._framed:
             return
-        data = b"".join(_frame(action_id, rec) for action_id, rec in self._new)
-        self._new = []
+        data = b"".join(self._framed) + b"".join(_frame(action_id, rec) for action_id, rec in self._new)
+        self._new, self._framed = [], []
         if os.path.isdir(self.file):  # a log of an earlier version: a directory of files
             shutil.rmtree(self.file)
         try:

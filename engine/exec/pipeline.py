@@ -230,6 +230,12 @@ class ActionPipeline:
             i += _PRESTAGE_CHUNK
         self.prestage = queue[i:]
 
+    def last_running(self) -> None:
+        """The build's last action runs alone (the scheduler's `last_running`): encode the
+        explain log's records now, on the core it leaves free, until it ends."""
+        ended = self.ended
+        self.explain.frame_ahead(lambda: self.ended != ended)
+
     # -- worker threads ---------------------------------------------------------------------
     def restore_or_run(self, action_id: str) -> Outcome:
         """Restore the outputs from the action cache (or the remote one), else run the action."""

@@ -16,7 +16,9 @@ hands it to a lane. A build whose actions are all restored (a fresh clone, `rm -
 then wakes no thread per action.
 
 `before_wait()`, if given, runs on the scheduling thread each time it is about to block until a
-running action completes (the reporter flushes the lines it held back then).
+running action completes (the reporter flushes the lines it held back then). `last_running()`, if
+given, runs there once, after it, when the action running is the last one left (a build's link):
+a core is free then for work the build would otherwise do after that action.
 
 A lane does not wait for the scheduling thread between two actions. The scheduling thread keeps
 up to `jobs` checked actions queued ahead of the lanes, and a lane whose action succeeded
@@ -149,6 +151,7 @@ def run_graph(
     proceed: Callable[[object], bool] = lambda _outcome: True,
     on_abort: Callable[[], None] = lambda: None,
     here: Callable[[str], object | None] = lambda _id: None,
+    last_running: Callable[[], None] = lambda: None,
 ) -> ScheduleResult:
     ids = list(order)
     waiting = {i: len(prereqs.get(i, ())) for i in ids}
@@ -196,6 +199,7 @@ def run_graph(
 
     lanes = _Lanes(jobs, execute, proceed)
     ended = False  # every action handed to a lane came back: no lane is in one
+    last_told = False  # `last_running` was called
     try:
         while True:
             # Each lane's action plus one queued behind it.
@@ -221,6 +225,9 @@ def run_graph(
                 ended = True
                 break
             before_wait()
+            if not last_told and len(in_flight) == 1 and done_count + 1 + len(result.skipped) == total:
+                last_told = True
+                last_running()
             i, outcome, error = lanes.completions.get()
             del in_flight[i]
             try:

@@ -63,9 +63,9 @@ class Bequeathing(NoMemory):
     what a server's build child would hand back. The plan is pickled only in `leave`, after the
     build: a first build's first compile does not wait for it."""
 
-    def __init__(self, begun, key: str, began_ns: int, path: str) -> None:
+    def __init__(self, begun, key: str, began_ns: int, home: str, ident: str) -> None:
         super().__init__(begun)
-        self.key, self.began_ns, self.path = key, began_ns, path
+        self.key, self.began_ns, self.home, self.ident = key, began_ns, home, ident
         self.plans = PlanMemo(None, deferred=True)
         self.globs = Expansions()
         self.opened: list[tuple[str, str, str, str]] = []
@@ -91,7 +91,8 @@ class Bequeathing(NoMemory):
 
     def leave(self, code: int) -> None:
         """Write the bequest (`code`: the command's exit status) whole, or none at all: a server
-        without one plans its first build itself."""
+        without one plans its first build itself. Named for this process, the one that starts
+        the server (engine/entry.py: a copy of the command's process, which outlives it)."""
         from .child_memory import HandOff, hand  # after the build: its imports (traceback) are not a first build's
 
         def bequest() -> Bequest:
@@ -99,7 +100,7 @@ class Bequeathing(NoMemory):
             handoff = HandOff(self.plans.produced, tuple(self.opened), knowledge, self._sandbox, self.globs.made)
             return Bequest(self.key, self.began_ns, code, handoff)
 
-        hand(self.path, bequest)
+        hand(path_of(self.home, self.ident, os.getpid()), bequest)
 
 
 def discard(path: str) -> None:

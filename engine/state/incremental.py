@@ -290,15 +290,13 @@ class KeyComputer:
         return d
 
     def _encoded(self, rel: str) -> str:
-        # `encoded` holds only files neither generated nor produced when first asked; one an
-        # action produces later leaves it (`_produced`), so a hit is always the file's part.
+        # A file's part is made with the digest `digest_of` answers now; one an action produces
+        # later leaves `encoded` then (`_produced`), so a hit is always the file's part. A
+        # produced output's part is kept too: a clean build's link is keyed when checked and
+        # again when it ends, over every object.
         part = self.encoded.get(rel)
-        if part is not None:
-            return part
-        d = self.produced.get(rel) or self.generated.get(rel)
-        if d is not None:
-            return encoded_input(rel, d)
-        part = self.encoded[rel] = encoded_input(rel, self.digest_of(rel))
+        if part is None:
+            part = self.encoded[rel] = encoded_input(rel, self.digest_of(rel))
         return part
 
     def encode_ahead(self, rels: Iterable[str]) -> None:

@@ -144,3 +144,54 @@ def test_a_build_traced_in_process_leaves_its_plan_to_the_next_untraced_one(tmp_
         assert (status["plans_bequeathed"], status["plans_made"], status["plans_reused"]) == ("1", "0", "1")
     finally:
         mcpp("server", "stop", cwd=root, env=ON)
+
+
+def _server_processes(root) -> list[list[str]]:
+    """The command lines of the mcpp servers serving `root` (client.py `_SERVE`)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = [a.decode() for a in f.read().split(b"\0") if a]
+        except OSError:
+            continue
+        if any("entry import serve" in a for a in argv) and str(root) in argv:
+            found.append(argv)
+    return found
+
+
+def test_the_bequest_is_written_and_the_server_started_after_the_command_has_exited(tmp_path, mcpp):
+    """The in-process command's exit is its reply: what it leaves to the server (the plan
+    pickled, the server's start) is done by a copy of its process that outlives it, which the
+    server waits for before it takes the bequest in (engine/entry.py `_hand_on`)."""
+    root = write_tree(tmp_path / "w", {**WAITER, "src/main.cpp": "int said();\nint main() { return said() - 1; }\n"})
+    _a_second_after(root)
+    env = {**os.environ, "MCPP_HOME": str(mcpp.home), **ON}
+    env.pop("TERM", None)
+    try:
+        build = subprocess.Popen([mcpp.exe, "build", "--message-format", "json"], cwd=root, env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _out, err = build.communicate(timeout=120)  # its pipes end with it: the copy holds neither
+        assert build.returncode == 0, err
+        deadline = time.monotonic() + 60
+        while not _status(mcpp, root) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        status = _status(mcpp, root)
+        assert status["plans_bequeathed"] == "1"
+        servers = _server_processes(root)
+        assert len(servers) == 1
+        # `serve`'s last argument: the process that started it and whose end it awaited
+        starter = int(servers[0][-1])
+        assert starter != build.pid  # the native client execs the Python one: the command's pid
+        assert _ended(starter)  # the copy ended once the server was started
+    finally:
+        mcpp("server", "stop", cwd=root, env=ON)
+
+
+def _ended(pid: int) -> bool:
+    """Whether process `pid` has exited (gone, or a zombie its new parent has not reaped yet)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True

@@ -229,3 +229,47 @@ def test_a_ctrl_c_just_after_the_scheduling_thread_took_the_lanes_lock_does_not_
     scheduler.join(10)
     assert not scheduler.is_alive(), "the interrupted schedule hung waiting for its lanes"
     assert len(outcome) == 1 and isinstance(outcome[0], KeyboardInterrupt)
+
+
+
+def _last_running_calls(graph, fresh=(), fail=(), keep_going=False):
+    """(the result, what had finished at each call of `last_running`) for one schedule of `graph`."""
+    finished, seen = [], []
+
+    def execute(i):
+        time.sleep(0.02)
+        return i not in fail
+
+    def finish(i, ok):
+        finished.append(i)
+        return ok
+
+    result = run_graph(list(graph), graph, jobs=2, check=lambda i: i in fresh, execute=execute,
+                       finish=finish, keep_going=keep_going, last_running=lambda: seen.append(list(finished)))
+    return result, seen
+
+
+def test_last_running_is_called_once_when_the_last_action_runs_alone():
+    # a link after four compiles: told once, when every compile has finished and the link is handed over
+    graph = {"c1": (), "c2": (), "c3": (), "c4": (), "link": ("c1", "c2", "c3", "c4")}
+    result, seen = _last_running_calls(graph)
+    assert result.ok and len(seen) == 1 and sorted(seen[0]) == ["c1", "c2", "c3", "c4"]
+
+
+def test_last_running_is_not_called_while_other_actions_are_still_to_run():
+    # two independent actions: the one that ends second runs alone only after the other finished
+    _, seen = _last_running_calls({"a": (), "b": ()})
+    assert all(len(s) == 1 for s in seen) and len(seen) <= 1
+    # an edit-one: the compile runs (the link waits for it), then the link alone
+    _, seen = _last_running_calls({"c1": (), "c2": (), "link": ("c1", "c2")}, fresh={"c2"})
+    assert seen == [["c1"]]
+    # a chain: never while an action is still waiting for its prerequisites
+    _, seen = _last_running_calls({"a": (), "b": ("a",), "c": ("b",)})
+    assert seen == [["a", "b"]]
+
+
+def test_last_running_counts_skipped_actions_as_left_behind():
+    # c1 fails with keep_going: the link is skipped; `other` (after c2) is the last to run
+    graph = {"c1": (), "c2": (), "link": ("c1", "c2"), "other": ("c2",)}
+    result, seen = _last_running_calls(graph, fail={"c1"}, keep_going=True)
+    assert "link" in result.skipped and len(seen) == 1 and set(seen[0]) == {"c1", "c2"}

@@ -373,3 +373,22 @@ def test_key_parts_made_ahead_are_the_ones_the_key_makes_and_follow_a_later_outp
     later.encode_ahead(["src/b.txt"])
     later.outputs_settled({"src/b.txt": digest_bytes(b"made in this build")})
     assert later.key(link, ()) != plain
+
+
+def test_a_produced_outputs_key_part_is_made_once_and_made_again_when_produced_anew(execroot, state_dir):
+    """A clean build's link is keyed when checked and again when it ends, over every object it
+    reads: each object's part is made once; one produced anew (an action that rewrites it) is
+    keyed by its new digest."""
+    _write(execroot, "obj/a.o", "first")
+    state = open_state(execroot, state_dir)
+    keys = KeyComputer(state, PLATFORM, {})
+    keys.outputs_settled({"obj/a.o": digest_bytes(b"first")})
+    part = keys._encoded("obj/a.o")
+    assert keys.encoded["obj/a.o"] is part and keys._encoded("obj/a.o") is part
+    link = _action(id="link", argv=("ld",), inputs=("obj/a.o",), outputs=("bin/app",))
+    first = KeyComputer(state, PLATFORM, {}, memo=False)
+    first.outputs_settled({"obj/a.o": digest_bytes(b"first")})
+    k1 = first.key(link, ())
+    _write(execroot, "obj/a.o", "second")
+    first.outputs_settled({"obj/a.o": digest_bytes(b"second")})
+    assert "obj/a.o" not in first.encoded and first.key(link, ()) != k1

@@ -71,3 +71,43 @@ def test_a_log_past_its_bound_is_compacted(tmp_path, monkeypatch):
         _run(path, ("a.c", f"k{i}", "executed"))
     assert os.path.getsize(path) < 4000 + 1000
     assert [r["key"] for r in load_records(str(path))["compile p:a.c"]] == ["k38", "k39"]
+
+
+def test_records_framed_ahead_are_saved_as_they_would_have_been(tmp_path):
+    """`frame_ahead` (the build's last action running) encodes the records so far; the save then
+    writes the same bytes, in the same order, with the records made after it."""
+    def build(path, ahead_after: int | None, stop_after: int | None = None) -> bytes:
+        log = ExplainLog(str(path), "gcc on x86_64-linux")
+        for n in range(1200):
+            name = f"f{n}.c"
+            log.record(_action(name), f"k{n}", {name: digest_bytes(name.encode())}, _Keys(), origin={"kind": "executed"})
+            if n == ahead_after:
+                looks: list[int] = []
+
+                def stop() -> bool:
+                    looks.append(1)
+                    return stop_after is not None and len(looks) > stop_after
+
+                log.frame_ahead(stop)
+        log.save()
+        return path.read_bytes()
+
+    plain = build(tmp_path / "plain", None)
+    assert build(tmp_path / "ahead", 1100) == plain
+    assert build(tmp_path / "stopped", 1100, stop_after=1) == plain  # one slice, the rest at the save
+    records = load_records(str(tmp_path / "ahead"))
+    assert len(records) == 1200 and records["compile p:f1199.c"][0]["key"] == "k1199"
+
+
+def test_framing_ahead_stops_when_told(tmp_path):
+    log = ExplainLog(str(tmp_path / "explain"), "gcc on x86_64-linux")
+    for n in range(3 * explain._AHEAD_SLICE):
+        log.record(_action(f"f{n}.c"), f"k{n}", {}, _Keys())
+    looks: list[int] = []
+
+    def stop() -> bool:  # true at the third look
+        looks.append(1)
+        return len(looks) > 2
+
+    log.frame_ahead(stop)
+    assert len(log._framed) == 2 and len(log._new) == explain._AHEAD_SLICE
