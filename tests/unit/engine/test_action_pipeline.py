@@ -344,6 +344,27 @@ def test_fresh_outputs_a_later_action_stages_are_resolved_while_the_scheduler_wa
         assert runner.log == ["run " + JOIN.id]
 
 
+
+class _StagingForJoin(_Staging):
+    """`_Staging` whose JOIN alone lasts until something was staged (UPPER runs at once)."""
+
+    def run(self, action: Action) -> RunResult:
+        if action is JOIN:
+            self.staged.wait(5)
+        self.log.append("run " + action.id)
+        return self.fake.run(action)
+
+
+def test_outputs_made_in_this_build_that_a_later_action_stages_are_resolved_while_the_scheduler_waits(ws, tmp_path):
+    """A clean build: UPPER runs, and its output, which JOIN stages, is resolved for staging in
+    the scheduler's next wait, not by JOIN when it starts (a clean build's link: every object
+    after the last compile, with both cores idle)."""
+    runner = _StagingForJoin(str(ws), prestages=True)
+    status, *_ , ok = build(ws, Home(tmp_path / "home"), runner)
+    assert ok and status == {UPPER.id: "executed", JOIN.id: "executed"}
+    assert runner.log == ["run " + UPPER.id, "stage target/dev/a.txt", "run " + JOIN.id]
+
+
 def test_the_resolving_ahead_yields_as_soon_as_an_action_ends(ws, tmp_path):
     """`idle` works in pieces and stops once an action has ended (the scheduler has a finish
     to do); what is left waits for its next wait."""
