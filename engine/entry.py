@@ -135,7 +135,7 @@ def _hand_on(bequeathing, server_starts: list, code: int) -> None:
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
-            os.close(null)
+            os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # `null` too: a caller's extra pipe ends now
         if bequeathing is not None:
             bequeathing.leave(code)
         for start in server_starts:
