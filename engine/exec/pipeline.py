@@ -229,10 +229,13 @@ class ActionPipeline:
         self.prestage = queue[i:]
 
     def _stage_later(self, a: Action) -> None:
-        """Outputs of `a` (fresh, or just made or restored: final for this build) that a later
-        action stages: resolved for it in the scheduler's waits (`idle`), not all when it starts.
-        A clean build's link otherwise resolved its 10,000 objects after the last compile, ~0.2 s
-        with both cores idle (bench/RESULTS.md). An output left on a remote is not on disk."""
+        """Outputs of `a` (fresh, or just made: final for this build) that a later action
+        stages: resolved for it in the scheduler's waits (`idle`), not all when it starts. A clean
+        build's link otherwise resolved its 10,000 objects after the last compile, ~0.2 s with
+        both cores idle (bench/RESULTS.md). Not a restored action's: a rebuild restores them on
+        this thread without a wait between, so the queue would be resolved only once the link
+        runs, beside the link's own staging of the same files. An output left on a remote is
+        not on disk."""
         self.prestage.extend(o for o in a.outputs if o in self.staged_outputs and o not in self.remote_only)
 
     def last_running(self) -> None:
@@ -464,7 +467,6 @@ class ActionPipeline:
         self.warned.set(a.id, outcome.key, entry.stdout is not None or entry.stderr is not None)
         self.keys.outputs_settled({out: digest for out, (digest, _mode) in entry.outputs.items()},
                                   self.remote_only)
-        self._stage_later(a)
         outputs = {out: str(digest) for out, (digest, _mode) in entry.outputs.items()}
         self.state.record(a.id, outcome.key, outcome.discovered, outputs)
         origin = event_origin(status, entry.origin)
