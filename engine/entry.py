@@ -78,12 +78,25 @@ def main() -> None:
         if begun is not None:
             begun.close()
         if code is None:  # a traceback or a Ctrl-C on its way: what the server needs, here
-            if bequeathing is not None:
-                bequeathing.leave(1)
-            for start in server_starts:
-                start()
+            _leave_to_server(bequeathing, server_starts, 1)
     _hand_on(bequeathing, server_starts, code)
     _exit(code)
+
+
+def _flush_output() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def _leave_to_server(bequeathing, server_starts: list, code: int) -> None:
+    """Write the bequest (the command's exit status `code`), then start the server(s)."""
+    if bequeathing is not None:
+        bequeathing.leave(code)
+    for start in server_starts:
+        start()
 
 
 def _exit(code: int) -> None:
@@ -99,11 +112,7 @@ def _exit(code: int) -> None:
             if thread is not threading.main_thread() and not thread.daemon:
                 thread.join()
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    _flush_output()
     os._exit(code)
 
 
@@ -118,11 +127,7 @@ def _hand_on(bequeathing, server_starts: list, code: int) -> None:
     process writes them itself."""
     if bequeathing is None and not server_starts:
         return
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    _flush_output()  # nothing buffered is printed twice, by the copy too
     try:
         pid = os.fork()
     except OSError:
@@ -136,10 +141,7 @@ def _hand_on(bequeathing, server_starts: list, code: int) -> None:
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
             os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # `null` too: a caller's extra pipe ends now
-        if bequeathing is not None:
-            bequeathing.leave(code)
-        for start in server_starts:
-            start()
+        _leave_to_server(bequeathing, server_starts, code)
     finally:
         if pid == 0:
             os._exit(0)
