@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+from collections import deque
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
@@ -122,6 +123,10 @@ class ActionPipeline:
         self.staged_outputs = plan.staged_inputs()
         # Of those, the outputs of actions found fresh, not yet resolved for staging (`idle`).
         self.prestage: list[str] = []
+        # Of those, outputs made this build that the ingest has just put into the area (its
+        # thread appends, `idle` takes them into `prestage`): resolved there before, the
+        # scheduler's thread read, hashed and copied each one again beside the ingest's own copy.
+        self._published: deque[str] = deque()
         self.ended = 0  # actions `restore_or_run` returned, counted on the lanes (`idle` yields on a change)
         self.candidates: dict[str, tuple[str, list[tuple[str, tuple[str, ...]]]]] = {}
         self.files_seen: dict[str, str] = {}  # headers seen to be files (discovered_inputs)
@@ -166,7 +171,7 @@ class ActionPipeline:
         a = self.by_id[action_id]
         if self.keys.fresh(a):
             self.counters.fresh += 1
-            self._stage_later(a)
+            self.prestage.extend(self._stage_later(a))
             if self.warned.keys:  # most builds have no warning to say again: no lookup per action
                 self._replay_fresh(a)
             self._event(a, "fresh")
@@ -215,7 +220,9 @@ class ActionPipeline:
         the edited compile ends; here they are resolved while that compile runs. It stops as
         soon as an action ends (the scheduler has work then); the rest waits for the next wait,
         or is staged by the action that reads it."""
-        runner = self.runner
+        runner, published = self.runner, self._published
+        while published:
+            self.prestage.append(published.popleft())
         if not self.prestage or not isinstance(runner, SandboxRunner):
             return
         if self._await_first:
@@ -228,15 +235,16 @@ class ActionPipeline:
             i += _PRESTAGE_CHUNK
         self.prestage = queue[i:]
 
-    def _stage_later(self, a: Action) -> None:
+    def _stage_later(self, a: Action) -> list[str]:
         """Outputs of `a` (fresh, or just made: final for this build) that a later action
         stages: resolved for it in the scheduler's waits (`idle`), not all when it starts. A clean
         build's link otherwise resolved its 10,000 objects after the last compile, ~0.2 s with
         both cores idle (bench/RESULTS.md). Not a restored action's: a rebuild restores them on
         this thread without a wait between, so the queue would be resolved only once the link
         runs, beside the link's own staging of the same files. An output left on a remote is
-        not on disk."""
-        self.prestage.extend(o for o in a.outputs if o in self.staged_outputs and o not in self.remote_only)
+        not on disk. A made output is queued by the ingest's job once it has put it into the
+        area (`_published`), where the resolving finds it: the caller hands the list there."""
+        return [o for o in a.outputs if o in self.staged_outputs and o not in self.remote_only]
 
     def last_running(self) -> None:
         """The build's last action runs alone (the scheduler's `last_running`): encode the
@@ -523,7 +531,7 @@ class ActionPipeline:
                 parse_depfile(read_depfile(self._abs(a.depfile), errors="replace"))
             discovered = discovered_from(deps, self.plan.execroot, set(a.inputs) | set(a.outputs), self.files_seen)
         self.keys.outputs_settled(outcome.outputs)
-        self._stage_later(a)
+        later = self._stage_later(a)
         key = self.keys.key(a, discovered)
         inputs = self._keyed_inputs(a, discovered)
         texts = [pending_bytes(t) if t else None for t in (res.stdout, res.stderr)]
@@ -538,7 +546,7 @@ class ActionPipeline:
             res.changed = self._saved_while_reading(a, discovered)
         origin = event_origin("executed", None, res.worker)
         if res.changed:
-            self._keep_uncached(a, res, blobs)
+            self._keep_uncached(a, res, blobs, later)
         else:
             key1 = self.candidates[a.id][0] if a.depfile else None
 
@@ -549,6 +557,7 @@ class ActionPipeline:
                 if self.ingest.failed(a.id):
                     return
                 store_blobs(blobs, self.store, self.mat)
+                self._published.extend(later)
                 self.ac.put(key, entry)
                 if key1 is not None:
                     self.ac.add_manifest(key1, discovered)
@@ -567,14 +576,18 @@ class ActionPipeline:
                     **({"worker": res.worker} if res.worker else {}))
         return True
 
-    def _keep_uncached(self, a: Action, res: RunResult, blobs: list[PendingBlob]) -> None:
+    def _keep_uncached(self, a: Action, res: RunResult, blobs: list[PendingBlob], later: list[str]) -> None:
         """A run that read an input saved anew after the build hashed it (engine/exec/staging.py):
         its key names the old bytes, its outputs come from the new ones. Its outputs serve this
         build (stored for the actions that read them), but no cache entry, remote upload or
         state record names them: a later build with the old bytes back would take them as the
         old bytes' result. The next build runs it again, as Bazel's guard against concurrent
         changes does."""
-        self.ingest.submit(a.id, lambda: store_blobs(blobs, self.store, self.mat))
+        def ingest() -> None:
+            store_blobs(blobs, self.store, self.mat)
+            self._published.extend(later)
+
+        self.ingest.submit(a.id, ingest)
         self.state.forget(a.id)
         names = ", ".join(f"`{rel}`" for rel in res.changed)
         self.reporter.warning(f"{names} changed during the build, after it was hashed: action `{a.id}` ran on "

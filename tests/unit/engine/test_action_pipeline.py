@@ -345,24 +345,42 @@ def test_fresh_outputs_a_later_action_stages_are_resolved_while_the_scheduler_wa
 
 
 
-class _StagingForJoin(_Staging):
-    """`_Staging` whose JOIN alone lasts until something was staged (UPPER runs at once)."""
+class _StagingAtOnce(_Staging):
+    """`_Staging` that resolves ahead and runs each action at once (the test drives the waits)."""
 
     def run(self, action: Action) -> RunResult:
-        if action is JOIN:
-            self.staged.wait(5)
         self.log.append("run " + action.id)
         return self.fake.run(action)
 
 
-def test_outputs_made_in_this_build_that_a_later_action_stages_are_resolved_while_the_scheduler_waits(ws, tmp_path):
+def test_an_output_made_in_this_build_is_resolved_for_its_stager_once_the_ingest_has_stored_it(ws, tmp_path):
     """A clean build: UPPER runs, and its output, which JOIN stages, is resolved for staging in
-    the scheduler's next wait, not by JOIN when it starts (a clean build's link: every object
-    after the last compile, with both cores idle)."""
-    runner = _StagingForJoin(str(ws), prestages=True)
-    status, *_ , ok = build(ws, Home(tmp_path / "home"), runner)
-    assert ok and status == {UPPER.id: "executed", JOIN.id: "executed"}
-    assert runner.log == ["run " + UPPER.id, "stage target/dev/a.txt", "run " + JOIN.id]
+    one of the scheduler's waits (not by JOIN when it starts: a clean build's link, every object
+    after the last compile with both cores idle), and only once the ingest has put it into the
+    materialization area: resolved before, the scheduler's thread read, hashed and copied each
+    object beside the ingest's own copy of it."""
+    runner = _StagingAtOnce(str(ws), prestages=True)
+    layout = Layout(str(ws), str(ws / "target"), str(ws), "dev")
+    plan = Plan(layout.execroot, generated={"gen/msg.txt": b"world"})
+    plan.add(UPPER, "p", [])
+    plan.add(JOIN, "p", [UPPER.id])
+    state = BuildState(layout.action_state, layout.execroot, StatCache(layout.stat_cache))
+    stores = Stores.open(Home(tmp_path / "home"))
+    pipeline = ActionPipeline(plan, state, KeyComputer(state, PLATFORM, plan.generated), runner, stores,
+                              Reporter(json_mode=True, out=io.StringIO(), err=io.StringIO()),
+                              ExplainLog(layout.explain_log, "fake"))
+    held = threading.Event()
+    pipeline.ingest.submit("held", lambda: held.wait(5))  # the ingest's thread is busy with an earlier job
+    assert not pipeline.check(UPPER.id)
+    pipeline.finish(UPPER.id, pipeline.restore_or_run(UPPER.id))
+    pipeline.idle()
+    assert runner.log == ["run " + UPPER.id]  # not stored yet: left to the ingest
+    held.set()
+    pipeline.ingest.wait()
+    pipeline.idle()
+    assert runner.log == ["run " + UPPER.id, "stage target/dev/a.txt"]
+    digest = pipeline.keys.digest_of("target/dev/a.txt")
+    assert os.path.isfile(stores.mat.path(digest))  # there when it was resolved
 
 
 def test_the_resolving_ahead_yields_as_soon_as_an_action_ends(ws, tmp_path):
