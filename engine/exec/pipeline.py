@@ -556,8 +556,7 @@ class ActionPipeline:
                 # by the lane, before this one) failed.
                 if self.ingest.failed(a.id):
                     return
-                store_blobs(blobs, self.store, self.mat)
-                self._published.extend(later)
+                self._store_and_publish(blobs, later)
                 self.ac.put(key, entry)
                 if key1 is not None:
                     self.ac.add_manifest(key1, discovered)
@@ -583,15 +582,19 @@ class ActionPipeline:
         state record names them: a later build with the old bytes back would take them as the
         old bytes' result. The next build runs it again, as Bazel's guard against concurrent
         changes does."""
-        def ingest() -> None:
-            store_blobs(blobs, self.store, self.mat)
-            self._published.extend(later)
-
-        self.ingest.submit(a.id, ingest)
+        self.ingest.submit(a.id, lambda: self._store_and_publish(blobs, later))
         self.state.forget(a.id)
         names = ", ".join(f"`{rel}`" for rel in res.changed)
         self.reporter.warning(f"{names} changed during the build, after it was hashed: action `{a.id}` ran on "
                               "the new bytes and is not cached; the next build runs it again")
+
+    def _store_and_publish(self, blobs: list[PendingBlob], later: list[str]) -> None:
+        """The ingest's job for a run's outputs: store them, then queue those a later action
+        stages for resolving (`_published`, drained by `idle`). In this order: the resolving
+        then finds each in the store's area with one `stat`; queued before, the scheduling
+        thread would copy the output into the area a second time beside this job's copy."""
+        store_blobs(blobs, self.store, self.mat)
+        self._published.extend(later)
 
     def _saved_while_reading(self, a: Action, discovered: tuple[str, ...]) -> tuple[str, ...]:
         """`--sandbox off`: the action read the real tree, not staged copies; a source whose stat
