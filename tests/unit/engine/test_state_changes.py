@@ -210,3 +210,61 @@ def test_changes_of_the_wrong_shape_leave_the_server_reading_the_files(server):
     hooks.on_reply(105)
     assert (hooks.states_updated, hooks.states_loaded) == (0, 1)
     assert _as_loaded(state_memo.held(hooks.states, paths)) == _as_loaded(state_memo.load(paths))
+
+
+def _rebuild_child_stats(hooks: warm.Hooks, paths):
+    """The stat cache a build child opens after `rm -rf target`, from what the server holds."""
+    memory = ChildMemory(None, hooks.states)
+    return memory.open_state(*paths)[0]
+
+
+def test_state_files_removed_as_the_server_reads_them_back_leave_what_it_held_for_the_rebuild(server):
+    """`rm -rf target` right after a build's reply, while the server reads back the files it saved
+    (`on_reply`): what the server held stays, so the rebuild's stat cache adopts its entries and
+    hashes no unchanged source again, instead of the server holding nothing or the empty objects
+    of the missing files (back-to-back rebuilds at 10,000 units hashed 11,050 sources)."""
+    root, paths, hooks = server
+    sources = [str(root / "src" / f"{name}.cpp") for name in "abcde"]
+    for src in sources:
+        hooks.states[paths][1][0].digest(src)
+    held = hooks.states[paths]
+    # the files a later build saved: newer stamps than what is held, then removed before the read
+    time.sleep(0.01)
+    _save(state_memo.load(paths))
+    os.utime(paths[0])
+    target = os.path.dirname(paths[0])
+    for p in (paths[0], paths[1], paths[3]):
+        if os.path.exists(p):
+            os.unlink(p)
+    os.rmdir(target)
+
+    hooks.on_reply()
+    assert hooks.states[paths] is held and hooks.states_loaded == 1
+    assert state_memo.held(hooks.states, paths) is None  # not given as the (missing) files
+    os.makedirs(target)
+    stats = _rebuild_child_stats(hooks, paths)
+    assert all(stats.recorded(src) is not None for src in sources)
+
+
+def test_state_files_changing_as_the_server_reads_them_leave_what_it_held(server, monkeypatch):
+    root, paths, hooks = server
+    held = hooks.states[paths]
+    time.sleep(0.01)
+    _save(state_memo.load(paths))
+    os.utime(paths[1])  # rewritten since the server read them
+    monkeypatch.setattr(state_memo, "preload", lambda p: None)  # a save seen half done
+    hooks.on_reply()
+    assert hooks.states[paths] is held
+
+
+def test_a_server_that_held_no_stat_cache_file_takes_the_files_as_they_are(server):
+    """A first read of files without a stat cache (a build that hashed nothing) is taken whole:
+    only a stat cache that was there and is gone keeps what was held."""
+    root, paths, hooks = server
+    os.unlink(paths[0])
+    hooks.states[paths] = state_memo.preload(paths)
+    assert hooks.states[paths][0][0] is None
+    time.sleep(0.01)
+    os.utime(paths[1])  # rewritten by a build
+    hooks.on_reply()
+    assert hooks.states[paths][0] == state_memo.stamps(paths) and hooks.states_loaded == 1
