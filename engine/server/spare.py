@@ -14,7 +14,8 @@ as a fork's copy). It then runs the build exactly as a freshly forked child does
 A spare holds a copy of the server's memory as it was when forked. It is used only while that
 memory is still the server's (`generation`: warm.py counts each change of what it keeps between
 builds); one forked before a change is ended and the request gets a fresh fork, as is a request
-whose hand-over fails in any way (the spare died, the socket is full). Nothing a client sends
+whose hand-over fails in any way (the spare died, the socket is full, it did not say in time
+that it holds the request: it says so once it has read it whole). Nothing a client sends
 reaches the spare but through the server, which checked the request; the socket pair is made by
 the server and held only by the two processes.
 """
@@ -29,6 +30,10 @@ from dataclasses import dataclass
 
 _LENGTH = struct.Struct("!Q")
 HAND_S = 2.0  # how long the server waits for a spare to take a request before it forks instead
+# The spare's answer once it holds the whole request (`wait`). Until then it may die with the
+# request unread (killed, out of memory), and the server, which cannot tell that death from one
+# during the build, would answer the client "died; not run again" instead of forking for it.
+TAKEN = b"\x01"
 
 
 @dataclass
@@ -39,24 +44,32 @@ class Spare:
     sock: socket.socket  # the server's end of the pair
     done: int  # the read end of the pipe the child reports its exit status on
     generation: int  # warm.Hooks.generation when it was forked
+    silent: bool = False  # given a request, it said neither that it took it nor anything else
 
     def hand(self, request: dict, fds: list[int], changes: object) -> bool:
-        """Give the spare a request, its descriptors and the watcher's changes; False when it
-        could not take them (it is then of no use: `end` it)."""
+        """Give the spare a request, its descriptors and the watcher's changes, and wait (a
+        moment: it waits for them) until it says it holds them all (`TAKEN`); False when it did
+        not take them (it is then of no use: `end` it, and fork for the request)."""
         payload = pickle.dumps((request, changes), protocol=pickle.HIGHEST_PROTOCOL)
         try:
             self.sock.settimeout(HAND_S)
             socket.send_fds(self.sock, [_LENGTH.pack(len(payload))], fds)
             self.sock.sendall(payload)
+            answer = self.sock.recv(len(TAKEN))  # b"": it died, or ended, without taking them
+        except TimeoutError:
+            self.silent = True
+            return False
         except OSError:
             return False
-        return True
+        return answer == TAKEN
 
     def end(self) -> None:
         """Ask a spare that got no request to exit (it removes its sandbox first), and close
-        the server's ends of the pair and the pipe; the caller reaps it."""
+        the server's ends of the pair and the pipe; the caller reaps it. One that stayed
+        `silent` is killed: it may hold the request whole, with SIGTERM held as a build's
+        (`wait`), and would build it beside the child forked for it."""
         try:
-            os.kill(self.pid, signal.SIGTERM)
+            os.kill(self.pid, signal.SIGKILL if self.silent else signal.SIGTERM)
         except ProcessLookupError:
             pass
         self.sock.close()
@@ -105,6 +118,10 @@ def wait(sock: socket.socket) -> tuple[dict, list[int], object]:
             raise Ended()
         chunks.append(chunk)
         left -= len(chunk)
+    try:
+        sock.sendall(TAKEN)  # the server forks for the request no more (`Spare.hand`)
+    except OSError:  # the server is gone: the client waits for this build all the same
+        pass
     sock.close()
     request, changes = pickle.loads(b"".join(chunks))
     return request, fds, changes

@@ -88,6 +88,28 @@ def test_a_spare_that_died_is_replaced_and_the_request_is_forked_for(project, mc
     assert int(status["builds"]) >= 2 and int(status["spare_pid"]) not in (0, spare)
 
 
+def test_a_spare_that_cannot_take_the_request_is_killed_and_the_request_forked_for(project, mcpp):
+    """A spare that does not say it holds the request (stopped here; killed or out of memory in
+    the moment it gets it, elsewhere) does not lose it: after `HAND_S` the server kills it and
+    forks a build child for the request (engine/server/spare.py: `TAKEN`)."""
+    assert _run(mcpp, project)[0] == "one"
+    spare = int(_status(mcpp, project)["spare_pid"])
+    os.kill(spare, signal.SIGSTOP)
+    try:
+        (project / "src/word.hpp").write_text('#pragma once\n#define WORD "two"\n')
+        res = mcpp("-q", "run", cwd=project, env={**SERVER_ON, "MCPP_NO_FAST_PATH": "1"}, timeout=60)
+        assert res.code == 0, res.err
+        word, parent = res.out.split()
+        assert word == "two" and int(parent) != spare
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and os.path.exists(f"/proc/{spare}"):
+            time.sleep(0.05)
+        assert not os.path.exists(f"/proc/{spare}"), "the silent spare was not killed and reaped"
+    finally:
+        if os.path.exists(f"/proc/{spare}"):
+            os.kill(spare, signal.SIGKILL)
+
+
 def test_stopping_the_server_ends_its_spare_and_removes_the_spares_sandbox(project, mcpp):
     _run(mcpp, project)
     (project / "src/word.hpp").write_text('#pragma once\n#define WORD "two"\n')

@@ -63,13 +63,18 @@ def test_a_current_spare_gets_the_request_its_descriptors_and_the_watchers_chang
     conn, client = socket.socketpair()
     out_r, out_w = os.pipe()
     request = {"argv": ["build"], "cwd": str(tmp_path), "env": {"A": "1"}}
+    handed: list[bool] = []
+    # the server waits for the spare to say it took the request: the spare's part runs here
+    server_side = threading.Thread(target=lambda: handed.append(server._hand_to_spare(conn, request, [0, out_w, 2])))
     try:
-        assert server._hand_to_spare(conn, request, [0, out_w, 2])
-        assert server.spare is None and server.builds_from_spare == 1 and spare.pid in server.running
+        server_side.start()
         previous = {s: signal.getsignal(s) for s in spares.FORWARDED}
         delivered: list[int] = []
         try:
             got, fds, changes = spares.wait(theirs)
+            server_side.join(10)
+            assert handed == [True]
+            assert server.spare is None and server.builds_from_spare == 1 and spare.pid in server.running
             # From the hand-over until the build has its handlers, a forwarded signal is held,
             # not lost (the server ignores SIGINT) nor taken as the spare's end
             assert set(spares.FORWARDED) <= signal.pthread_sigmask(signal.SIG_BLOCK, [])
@@ -99,6 +104,54 @@ def test_a_current_spare_gets_the_request_its_descriptors_and_the_watchers_chang
             s.close()
         for fd in (out_r, out_w):
             os.close(fd)
+        _close(server)
+
+
+def test_a_spare_that_dies_with_the_request_unanswered_leaves_it_to_a_fork(tmp_path):
+    """A spare killed (or out of memory) as the request reaches it has not said it took it: the
+    server forks for the request instead of answering the client "died; not run again"."""
+    server = _server(tmp_path)
+    spare, theirs, proc = _spare(server)
+    server.spare = spare
+
+    def dies_reading() -> None:  # reads the request, and is gone before its answer
+        socket.recv_fds(theirs, 8, 3)
+        theirs.recv(1 << 16)
+        theirs.close()
+
+    reader = threading.Thread(target=dies_reading)
+    conn, client = socket.socketpair()
+    try:
+        reader.start()
+        assert not server._hand_to_spare(conn, {"argv": ["build"]}, [0, 1, 2])
+        reader.join(10)
+        assert server.spare is None and server.spares_ending == [spare] and not spare.silent
+        assert server.running == {} and server.builds_from_spare == 0
+    finally:
+        proc.kill()
+        proc.wait()
+        for s in (theirs, conn, client):
+            s.close()
+        _close(server)
+
+
+def test_a_spare_that_does_not_answer_in_time_is_killed_and_the_request_forked_for(tmp_path, monkeypatch):
+    """A spare that says nothing (stopped, starved) may still read the request whole and build it,
+    with SIGTERM held as a build's: it is killed, so only the fork made for the request builds."""
+    monkeypatch.setattr(spares, "HAND_S", 0.2)
+    server = _server(tmp_path)
+    spare, theirs, proc = _spare(server)
+    server.spare = spare
+    conn, client = socket.socketpair()
+    try:
+        assert not server._hand_to_spare(conn, {"argv": ["build"]}, [0, 1, 2])
+        assert spare.silent and server.spares_ending == [spare]
+        assert proc.wait(timeout=10) == -signal.SIGKILL
+        assert server.running == {} and server.builds_from_spare == 0
+    finally:
+        proc.kill()
+        for s in (theirs, conn, client):
+            s.close()
         _close(server)
 
 
