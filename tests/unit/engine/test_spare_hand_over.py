@@ -35,24 +35,41 @@ def _close(server: daemon.Server) -> None:
     server.hooks.watcher.close()
 
 
-def test_a_spare_forked_before_the_servers_memory_changed_is_ended_and_the_request_forked_for(tmp_path):
+@pytest.fixture
+def held_spare(tmp_path):
+    """(server, spare, its end of the pair, its process): a stand-in spare the server holds."""
     server = _server(tmp_path)
     spare, theirs, proc = _spare(server)
     server.spare = spare
-    server.hooks._forget("a request")  # what the server keeps changed after the spare was forked
+    try:
+        yield server, spare, theirs, proc
+    finally:
+        proc.kill()
+        proc.wait()
+        theirs.close()
+        _close(server)
+
+
+def _refused(server: daemon.Server, spare: spares.Spare) -> None:
+    """Hand the spare a request it does not take: the server ends it, keeps nothing of the
+    request, and forks for it (`_hand_to_spare` is False)."""
     conn, client = socket.socketpair()
     try:
         assert not server._hand_to_spare(conn, {"argv": ["build"]}, [0, 1, 2])
         assert server.spare is None and server.spares_ending == [spare]
-        assert proc.wait(timeout=10) == -15  # asked to exit (SIGTERM)
-        theirs.settimeout(5)
-        assert theirs.recv(1) == b""  # nothing was handed over: the pair is closed
         assert server.running == {} and server.builds_from_spare == 0
     finally:
-        proc.kill()
-        for s in (theirs, conn, client):
+        for s in (conn, client):
             s.close()
-        _close(server)
+
+
+def test_a_spare_forked_before_the_servers_memory_changed_is_ended_and_the_request_forked_for(held_spare):
+    server, spare, theirs, proc = held_spare
+    server.hooks._forget("a request")  # what the server keeps changed after the spare was forked
+    _refused(server, spare)
+    assert proc.wait(timeout=10) == -15  # asked to exit (SIGTERM)
+    theirs.settimeout(5)
+    assert theirs.recv(1) == b""  # nothing was handed over: the pair is closed
 
 
 def test_a_current_spare_gets_the_request_its_descriptors_and_the_watchers_changes(tmp_path):
@@ -107,12 +124,10 @@ def test_a_current_spare_gets_the_request_its_descriptors_and_the_watchers_chang
         _close(server)
 
 
-def test_a_spare_that_dies_with_the_request_unanswered_leaves_it_to_a_fork(tmp_path):
+def test_a_spare_that_dies_with_the_request_unanswered_leaves_it_to_a_fork(held_spare):
     """A spare killed (or out of memory) as the request reaches it has not said it took it: the
     server forks for the request instead of answering the client "died; not run again"."""
-    server = _server(tmp_path)
-    spare, theirs, proc = _spare(server)
-    server.spare = spare
+    server, spare, theirs, _proc = held_spare
 
     def dies_reading() -> None:  # reads the request, and is gone before its answer
         socket.recv_fds(theirs, 8, 3)
@@ -120,39 +135,20 @@ def test_a_spare_that_dies_with_the_request_unanswered_leaves_it_to_a_fork(tmp_p
         theirs.close()
 
     reader = threading.Thread(target=dies_reading)
-    conn, client = socket.socketpair()
-    try:
-        reader.start()
-        assert not server._hand_to_spare(conn, {"argv": ["build"]}, [0, 1, 2])
-        reader.join(10)
-        assert server.spare is None and server.spares_ending == [spare] and not spare.silent
-        assert server.running == {} and server.builds_from_spare == 0
-    finally:
-        proc.kill()
-        proc.wait()
-        for s in (theirs, conn, client):
-            s.close()
-        _close(server)
+    reader.start()
+    _refused(server, spare)
+    reader.join(10)
+    assert not spare.silent
 
 
-def test_a_spare_that_does_not_answer_in_time_is_killed_and_the_request_forked_for(tmp_path, monkeypatch):
+def test_a_spare_that_does_not_answer_in_time_is_killed_and_the_request_forked_for(held_spare, monkeypatch):
     """A spare that says nothing (stopped, starved) may still read the request whole and build it,
     with SIGTERM held as a build's: it is killed, so only the fork made for the request builds."""
     monkeypatch.setattr(spares, "HAND_S", 0.2)
-    server = _server(tmp_path)
-    spare, theirs, proc = _spare(server)
-    server.spare = spare
-    conn, client = socket.socketpair()
-    try:
-        assert not server._hand_to_spare(conn, {"argv": ["build"]}, [0, 1, 2])
-        assert spare.silent and server.spares_ending == [spare]
-        assert proc.wait(timeout=10) == -signal.SIGKILL
-        assert server.running == {} and server.builds_from_spare == 0
-    finally:
-        proc.kill()
-        for s in (theirs, conn, client):
-            s.close()
-        _close(server)
+    server, spare, _theirs, proc = held_spare
+    _refused(server, spare)
+    assert spare.silent
+    assert proc.wait(timeout=10) == -signal.SIGKILL
 
 
 def test_a_spare_is_forked_only_once_the_server_has_been_idle_a_moment(tmp_path, monkeypatch):
