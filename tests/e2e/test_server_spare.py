@@ -35,11 +35,20 @@ def _status(mcpp, root) -> dict:
     return dict(line.split(": ", 1) for line in res.out.splitlines() if ": " in line)
 
 
-def _run(mcpp, root) -> tuple[str, int]:
-    res = mcpp("-q", "run", cwd=root, env={**SERVER_ON, "MCPP_NO_FAST_PATH": "1"})
+def _run(mcpp, root, timeout: float = 300) -> tuple[str, int]:
+    res = mcpp("-q", "run", cwd=root, env={**SERVER_ON, "MCPP_NO_FAST_PATH": "1"}, timeout=timeout)
     assert res.code == 0, res.err
     word, parent = res.out.split()
     return word, int(parent)
+
+
+def _reaped(pid: int, what: str) -> None:
+    """Wait until `pid` is gone from /proc: the server saw its death and reaped it (a killed
+    process's leader reads as a zombie while its other threads still exit)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}"):
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{pid}"), what
 
 
 def _sandbox_dirs(home) -> list[str]:
@@ -74,13 +83,9 @@ def test_a_spare_that_died_is_replaced_and_the_request_is_forked_for(project, mc
     assert _run(mcpp, project)[0] == "one"
     spare = int(_status(mcpp, project)["spare_pid"])
     os.kill(spare, signal.SIGKILL)
-    # Until the server has reaped it (it saw the death): a killed process's leader reads as a
-    # zombie while its other threads still exit holding its descriptors, and a request handed to
-    # it then is lost with it (the build "died (signal 9)"), which is not what this test asks.
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and os.path.exists(f"/proc/{spare}"):
-        time.sleep(0.05)
-    assert not os.path.exists(f"/proc/{spare}"), "the server did not reap its killed spare"
+    # Until the server has reaped it (it saw the death): this test asks that a dead spare is
+    # replaced; a request handed to one still dying is the next test's (it is forked for).
+    _reaped(spare, "the server did not reap its killed spare")
     (project / "src/word.hpp").write_text('#pragma once\n#define WORD "two"\n')
     word, parent = _run(mcpp, project)
     assert word == "two" and parent != spare
@@ -97,14 +102,9 @@ def test_a_spare_that_cannot_take_the_request_is_killed_and_the_request_forked_f
     os.kill(spare, signal.SIGSTOP)
     try:
         (project / "src/word.hpp").write_text('#pragma once\n#define WORD "two"\n')
-        res = mcpp("-q", "run", cwd=project, env={**SERVER_ON, "MCPP_NO_FAST_PATH": "1"}, timeout=60)
-        assert res.code == 0, res.err
-        word, parent = res.out.split()
-        assert word == "two" and int(parent) != spare
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and os.path.exists(f"/proc/{spare}"):
-            time.sleep(0.05)
-        assert not os.path.exists(f"/proc/{spare}"), "the silent spare was not killed and reaped"
+        word, parent = _run(mcpp, project, timeout=60)
+        assert word == "two" and parent != spare
+        _reaped(spare, "the silent spare was not killed and reaped")
     finally:
         if os.path.exists(f"/proc/{spare}"):
             os.kill(spare, signal.SIGKILL)
