@@ -263,6 +263,46 @@ def trace_marks(trace, launched: float | None = None) -> dict[str, float]:
     return out
 
 
+def trace_split(trace, seconds: float) -> dict[str, float]:
+    """Where one edit-one build's wall time went, from its trace: the compile and the link that
+    ran (their durations, seconds) and the rest of `seconds` (the engine's own time, the command's
+    start and exit). Empty without both."""
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    ran = {e.get("cat"): e["dur"] / 1e6 for e in events if e.get("ph") == "X" and "dur" in e
+           and (e.get("args") or {}).get("status") == "executed"}
+    if "compile" not in ran or "link" not in ran:
+        return {}
+    return {"compile": ran["compile"], "link": ran["link"], "rest": seconds - ran["compile"] - ran["link"]}
+
+
+def ninja_log_split(text: str, seconds: float) -> dict[str, float]:
+    """`trace_split` for ninja, from its `.ninja_log` (tab-separated start and end in milliseconds,
+    mtime, output): the last build's compile (an object) and link (`out/bench`), and the rest."""
+    last: dict[str, float] = {}
+    for line in text.splitlines():
+        f = line.split("\t")
+        if len(f) >= 4 and not line.startswith("#"):
+            last["link" if f[3] == "out/bench" else "compile"] = (int(f[1]) - int(f[0])) / 1000
+    if len(last) < 2:
+        return {}
+    return {**last, "rest": seconds - last["compile"] - last["link"]}
+
+
+def split_lines(splits: dict) -> list[str]:
+    """The edit-one rows taken apart (`--trace-edits`): per order and system, the medians of the
+    compile, the link and the rest, then every run's."""
+    out = []
+    for order, by_system in splits.items():
+        for system, runs in by_system.items():
+            if not runs:
+                continue
+            med = {k: median([r[k] for r in runs]) for k in ("compile", "link", "rest")}
+            each = " / ".join(f"{r['compile'] * 1000:.0f}+{r['link'] * 1000:.0f}+{r['rest'] * 1000:.0f}" for r in runs)
+            out.append(f"- {order}, {NAMES[system]}: compile {seconds(med['compile'])}, link {seconds(med['link'])}, "
+                       f"the rest {seconds(med['rest'])} (each run, ms, compile+link+rest: {each})")
+    return out
+
+
 def normalized_flags(argv: list[str]) -> list[str]:
     """A compile command with what legitimately differs between mcpp's and ninja's removed: the
     compiler's directory, the output and depfile paths (`-o X`, `-MF X`), and the workspace's
@@ -316,6 +356,10 @@ class System:
     def binary(self) -> str | None:
         raise NotImplementedError
 
+    def edit_split(self, seconds: float) -> dict[str, float]:
+        """Where the edit-one build just timed went (`trace_split`); empty: not known for this system."""
+        return {}
+
 
 class Ninja(System):
     name = "ninja"
@@ -337,6 +381,10 @@ class Ninja(System):
 
     def binary(self) -> str | None:
         return os.path.join(self.dir, "out", "bench")
+
+    def edit_split(self, seconds: float) -> dict[str, float]:
+        with open(os.path.join(self.dir, ".ninja_log"), encoding="utf-8") as f:
+            return ninja_log_split(f.read(), seconds)
 
 
 class Peer(System):
@@ -371,6 +419,7 @@ class Mcpp(System):
         self.delays: list[float | None] = []  # command -> first compile of each clean build
         self.marks: list[dict[str, float]] = []  # each clean build's trace_marks
         self.restored: Counter = Counter()  # the rebuild rows' actions by (kind, status)
+        self.edit_trace = ""  # the last edit-one build's trace (--trace-edits)
 
     def before(self, row: str) -> None:
         if row == "clean":
@@ -393,6 +442,10 @@ class Mcpp(System):
             with open(trace) as f:
                 self.marks.append(trace_marks(json.load(f), r.launched))
             self.delays.append(self.marks[-1].get("first compile"))
+        elif row == "edit" and self.h.trace_edits:
+            os.makedirs(self.traces, exist_ok=True)
+            self.edit_trace = os.path.join(self.traces, f"edit-{self.edits}.json")
+            r = self.build(extra=("--trace", self.edit_trace))
         else:
             r = self.build()
         ran = (r.counts[("compile", "executed")], r.counts[("link", "executed")])
@@ -422,10 +475,16 @@ class Mcpp(System):
     def binary(self) -> str | None:
         return os.path.join(self.dir, "target", "dev", "bench")
 
+    def edit_split(self, seconds: float) -> dict[str, float]:
+        with open(self.edit_trace, encoding="utf-8") as f:
+            return trace_split(json.load(f), seconds)
+
 
 class Harness:
     def __init__(self, args: argparse.Namespace) -> None:
         self.n, self.light, self.jobs, self.extra = args.units, args.light, args.jobs, args.mcpp_arg
+        self.trace_edits = args.trace_edits
+        self.splits: dict = {}  # {order: {system: [edit_split of each edit-one run]}} (--trace-edits)
         self.mcpp_bin, self.ninja_bin, self.peer_bin = args.mcpp, args.ninja, args.peer
         self.work = os.path.join(BENCH, "work", f"peers-n{self.n}" + ("-light" if self.light else ""))
         self.trash = run_bench.Trash(os.path.join(BENCH, "work", "trash"))
@@ -473,11 +532,15 @@ class Harness:
             time.sleep(0.05)
         raise BenchError(f"mcpp's server for {cwd} did not listen within {timeout:.0f} s")
 
-    def timed(self, system: System, row: str, into: dict) -> None:
+    def timed(self, system: System, row: str, into: dict, order: str = "") -> None:
         system.before(row)
         os.sync()
         dt = system.run(row)
         into.setdefault(row, {}).setdefault(system.name, []).append(dt)
+        if row == "edit" and self.trace_edits:
+            split = system.edit_split(dt)
+            if split:
+                self.splits.setdefault(order, {}).setdefault(system.name, []).append(split)
 
     def order(self, order: str, runs: int, clean_runs: int) -> dict:
         """Every row for every system in one order: {row: {system: [seconds]}}."""
@@ -488,7 +551,7 @@ class Harness:
                 for row in SCENARIOS:
                     if row in s.rows:
                         for _ in range(k[row]):
-                            self.timed(s, row, out)
+                            self.timed(s, row, out, order)
                         progress(order, row, s.name, out)
         else:
             for i in range(max(k.values())):
@@ -496,7 +559,7 @@ class Harness:
                     if i < k[row]:
                         for s in self.systems:
                             if row in s.rows:
-                                self.timed(s, row, out)
+                                self.timed(s, row, out, order)
                 print(f"  {order}: round {i + 1} done", file=sys.stderr, flush=True)
         self.check_binaries()
         if any(isinstance(s, Mcpp) for s in self.systems):
@@ -631,6 +694,9 @@ def report(h: Harness, args, head: list[str], runs: dict, cold: dict | None, loa
     if mcpp and mcpp.restored:
         out += ["", "Rebuild after rm -rf target, mcpp's actions by kind and status (all runs): " + ", ".join(
             f"{k} {s} {v}" for (k, s), v in sorted(mcpp.restored.items(), key=str))]
+    if h.splits:
+        out += ["", "Edit-one taken apart (`--trace-edits`: mcpp's trace, ninja's .ninja_log):", ""]
+        out += split_lines(h.splits)
     if notes:
         out += ["", "Notes:", ""] + [f"- {n}" for n in notes]
     out += ["", "<details><summary>every run</summary>", ""] + runs_table(runs) + ["", "</details>"]
@@ -669,6 +735,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                     "../shared/tools/mcpp-peer/setup.sh prepared)")
     ap.add_argument("--mcpp-arg", action="append", default=[], metavar="ARG",
                     help="extra argument for every `mcpp build` (repeatable)")
+    ap.add_argument("--trace-edits", action="store_true",
+                    help="take each edit-one build apart (compile, link, the rest): mcpp's from a `--trace` "
+                         "(which it then writes), ninja's from its .ninja_log")
     ap.add_argument("--markdown", metavar="FILE", help="also write the report to FILE")
     ap.add_argument("--results", default=os.path.join(BENCH, "RESULTS.md"),
                     help="insert the report as the newest section of FILE (default bench/RESULTS.md)")

@@ -202,6 +202,7 @@ def harness(peers, log):
     h = object.__new__(peers.Harness)
     h.systems = [Stand("ninja", ("clean", "noop", "edit"), log), Stand("mcpp", peers.SCENARIOS, log)]
     h.check_binaries = lambda: None
+    h.trace_edits = False
     return h
 
 
@@ -282,3 +283,24 @@ def test_mcpps_bytecode_is_written_by_an_untimed_first_build_before_any_timed_ru
     h.systems.append(peers.Mcpp(h))
     h.setup()
     assert log == [("cold", 1)]
+
+
+def test_an_edit_one_build_is_taken_apart_into_its_compile_its_link_and_the_rest(peers):
+    trace = {"traceEvents": [
+        {"name": "compile bench:src/a.cpp", "cat": "compile", "ph": "X", "ts": 0.0, "dur": 1000.0,
+         "args": {"status": "fresh"}},
+        {"name": "compile bench:src/b.cpp", "cat": "compile", "ph": "X", "ts": 5000.0, "dur": 40000.0,
+         "args": {"status": "executed"}},
+        {"name": "link bench:bench", "cat": "link", "ph": "X", "ts": 46000.0, "dur": 400000.0,
+         "args": {"status": "executed"}},
+    ]}
+    assert peers.trace_split(trace, 0.5) == pytest.approx({"compile": 0.04, "link": 0.4, "rest": 0.06})
+    assert peers.trace_split({"traceEvents": trace["traceEvents"][:2]}, 0.5) == {}  # no link ran
+    log = ("# ninja log v7\n"
+           "10\t90\t0\tout/obj/a.o\tabc\n100\t600\t0\tout/bench\tdef\n"  # the clean build's
+           "2000\t2035\t0\tout/obj/b.o\tabc\n2036\t2436\t0\tout/bench\tdef\n")  # the edit's
+    assert peers.ninja_log_split(log, 0.5) == pytest.approx({"compile": 0.035, "link": 0.4, "rest": 0.065})
+    assert peers.ninja_log_split("# ninja log v7\n", 0.5) == {}
+    lines = peers.split_lines({"grouped": {"mcpp": [peers.trace_split(trace, 0.5)], "ninja": []}})
+    assert lines == ["- grouped, mcpp: compile 40 ms, link 400 ms, the rest 60 ms "
+                     "(each run, ms, compile+link+rest: 40+400+60)"]
