@@ -83,6 +83,12 @@ class _Build:
     status: int | None = None  # the exit status the child reported
     taken_in: bool = False  # what it handed off is being taken in (`_take_in`)
     started: float = field(default_factory=time.monotonic)
+
+    @property
+    def winding_down(self) -> bool:
+        """Its client has the answer and its hand-off is queued to be taken in: what the child
+        still does is its teardown (engine/exec/after_reply.py), which the server need not await."""
+        return self.replied and self.taken_in
     # its Ctrl-C messages: small frames, no descriptors
     incoming: protocol.Incoming = field(default_factory=lambda: protocol.Incoming(max_frame=1 << 12))
 
@@ -572,9 +578,14 @@ class Server:
 
     def _spare_wanted(self) -> bool:
         """Whether to fork a spare: none is kept, a build was served (a server nobody builds
-        with keeps none), and nothing is running, waiting or left to do."""
+        with keeps none), nothing is waiting or left to do, and every build child still running
+        is only winding down (`_Build.winding_down`): a script's next build, which comes while the
+        last one's child still removes its sandbox, then finds the spare up instead of a fork
+        whose every first touch of the server's pages is a fault (1,000 units, edit-one builds
+        20 ms apart: 12-15 ms slower each, bench/RESULTS.md)."""
         return self.spare is None and self.hooks is not None and bool(self.builds_served) \
-            and not (self.stopping or self.running or self.later or self.intakes)
+            and not (self.stopping or self.later or self.intakes) \
+            and all(b.winding_down for b in self.running.values())
 
     def _keep_spare(self, now: bool = False) -> None:
         """A spare whose memory is the server's, forked `SPARE_IDLE_S` after the last build

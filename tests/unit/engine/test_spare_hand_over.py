@@ -243,3 +243,27 @@ def test_a_fork_that_cannot_be_made_leaks_nothing_and_keeps_the_sandbox_begun_ah
     finally:
         server.aheads.held = None
         _close(server)
+
+
+def test_a_spare_is_forked_while_the_last_child_only_winds_down(tmp_path):
+    """A script's next build comes while the last build's child still removes its sandbox (after
+    its reply): a spare forked then serves it, instead of a fork that takes its pages as faults."""
+    server = _server(tmp_path)
+    try:
+        server.builds_served = 1
+        build = daemon._Build(socket.socket(), 12345, None)
+        server.running[build.pid] = build
+        assert not server._spare_wanted()  # building: no spare beside it
+        build.replied = True
+        assert not server._spare_wanted()  # answered, its hand-off not yet taken in
+        build.taken_in = True
+        assert server._spare_wanted()  # only its teardown is left
+        server.later.append(lambda: None)
+        assert not server._spare_wanted()  # the hand-off's steps first: the spare gets what they keep
+        server.later.clear()
+        server.running[12346] = daemon._Build(socket.socket(), 12346, None)
+        assert not server._spare_wanted()  # another child still building
+    finally:
+        for b in server.running.values():
+            b.conn.close()
+        _close(server)
