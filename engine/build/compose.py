@@ -555,6 +555,8 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                                on_abort=endpoint.cancel if endpoint is not None else lambda: None,
                                here=timings.timed(pipeline.restore_here) if timings else pipeline.restore_here,
                                last_running=last_running)
+        if timings is not None:
+            timings.mark("actions-end")
         if isinstance(runner, SandboxRunner):
             runner.settle()  # the stale outputs it moved aside are deleted: target/ is final
         # The records go to disk while the ingest finishes the last outputs (zstd lets go of
@@ -562,7 +564,11 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         # state is written again below. A crash in between leaves a state that takes the action
         # as done, which it is (its outputs are in target/); only its cache entry is missing.
         _save_records(state, scans, pipeline)
+        if timings is not None:
+            timings.mark("records-saved")
         pipeline.drain(result)  # the store ingest the actions left behind (cas/ingest.py)
+        if timings is not None:
+            timings.mark("outputs-stored")
         completed = True
         if top:  # for a server, made after the client has its answer
             memory.learned(lambda: _knowledge(result, state, keys, pipeline.remote_only))

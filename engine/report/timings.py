@@ -56,6 +56,7 @@ class TimingsRecorder:
         self.cpu_use = 0.0
         self.actions: dict[str, ActionTiming] = {}
         self.skipped = 0  # actions never started: a prerequisite failed (they have no bar)
+        self.later_marks: list[tuple[str, float]] = []  # `mark`: the build's steps after its actions
         self._lanes: dict[int, int] = {}  # worker thread ident -> lane
         self._lock = threading.Lock()
         self._began = dict(begun or {})  # action id -> when it began, before a lane took it: its bar starts there
@@ -90,7 +91,13 @@ class TimingsRecorder:
             if status == "fresh":
                 t.start = t.end = time.monotonic() - self.t0
 
+    def mark(self, name: str) -> None:
+        """An instant of the build after its actions (the schedule's end, the outputs stored),
+        shown in the trace beside the ones before them: where an edit's time after its link goes."""
+        self.later_marks.append((name, time.monotonic()))
+
     def finish(self, skipped: int = 0) -> None:
+        self.mark("build-end")
         self.skipped = skipped
         self.wall = time.monotonic() - self.t0
         cpu1 = _machine_cpu()
@@ -133,11 +140,13 @@ class TimingsRecorder:
         and instant events ("i") for the command's start (at 0 when known, so that an action's
         `ts` is how long after the command it began; its `unix_time` is that moment on the wall
         clock: the process's start as the kernel counts it, in whole clock ticks), the build's
-        and the actions' start, and the schedule's where an action began before it
-        (engine/exec/head_start.py)."""
+        and the actions' start, the schedule's where an action began before it
+        (engine/exec/head_start.py), and the steps after the actions (`mark`: "actions-end",
+        "records-saved", "outputs-stored", "build-end")."""
         events: list[dict] = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "mcpp build"}}]
         marks = [(name, at) for name, at in (("command-start", self.command_at), ("build-start", self.build_at),
-                                             ("actions-start", self.t0), ("schedule-start", self.scheduled_at))
+                                             ("actions-start", self.t0), ("schedule-start", self.scheduled_at),
+                                             *self.later_marks)
                  if at is not None]
         origin = min(at for _, at in marks)
         shift = self.t0 - origin  # seconds from the trace's 0 to the actions' start

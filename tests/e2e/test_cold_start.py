@@ -48,6 +48,11 @@ def test_the_trace_starts_at_the_command_and_its_first_compile_follows(tmp_path,
     # The command's start is the trace's 0; the build, its actions and the first compile follow,
     # all within the time the test saw the command take (the start is the client's, not a server's).
     assert marks["command-start"] == 0 < marks["build-start"] <= marks["actions-start"] <= compiles[0] < took_us
+    # and the steps after the actions (the link's end first), in order, before the command ended
+    # (the trace's 0, the process's start, is counted in whole clock ticks: up to 10 ms early)
+    (link,) = [e for e in events if e["ph"] == "X" and e["cat"] == "link"]
+    assert link["ts"] + link["dur"] <= marks["actions-end"] <= marks["records-saved"] <= marks["outputs-stored"] \
+        <= marks["build-end"] < took_us + 10_000
 
 
 def _trace(root) -> tuple[dict[str, float], dict[str, float]]:

@@ -85,8 +85,23 @@ def test_a_trace_without_the_commands_start_begins_at_the_actions():
     rec = TimingsRecorder(jobs=2)
     _build(rec, ["a", "b"], {})
     events = rec.trace()["traceEvents"]
-    assert {e["name"]: e["ts"] for e in events if e["ph"] == "i"} == {"actions-start": 0}
-    assert all(0 <= e["ts"] < 1_000_000 for e in events if e["ph"] == "X")
+    marks = {e["name"]: e["ts"] for e in events if e["ph"] == "i"}
+    assert marks.keys() == {"actions-start", "build-end"} and marks["actions-start"] == 0
+    assert all(0 <= e["ts"] <= e["ts"] + e["dur"] <= marks["build-end"] < 1_000_000 for e in events if e["ph"] == "X")
+
+
+def test_the_steps_after_the_actions_are_marked_in_order_after_them():
+    rec = TimingsRecorder(jobs=2)
+    rec.timed(lambda i: time.sleep(0.01))("a")
+    rec.status("a", "link", "pkg", "executed")
+    for name in ("actions-end", "records-saved", "outputs-stored"):
+        rec.mark(name)
+    rec.finish()
+    events = rec.trace()["traceEvents"]
+    marks = [(e["name"], e["ts"]) for e in events if e["ph"] == "i"]
+    assert [n for n, _ in marks] == ["actions-start", "actions-end", "records-saved", "outputs-stored", "build-end"]
+    assert [t for _, t in marks] == sorted(t for _, t in marks)
+    assert max(e["ts"] + e["dur"] for e in events if e["ph"] == "X") <= dict(marks)["actions-end"]
 
 
 def test_reports_are_kept_by_date_with_the_latest_as_report(tmp_path):
