@@ -268,16 +268,22 @@ def trace_split(trace, seconds: float) -> dict[str, float]:
     ran (their durations, seconds) and the rest of `seconds` (the engine's own time, the command's
     start and exit). Empty without both."""
     events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
-    ran = {e.get("cat"): e["dur"] / 1e6 for e in events if e.get("ph") == "X" and "dur" in e
+    ran = {e.get("cat"): e for e in events if e.get("ph") == "X" and "dur" in e
            and (e.get("args") or {}).get("status") == "executed"}
     if "compile" not in ran or "link" not in ran:
         return {}
-    return {"compile": ran["compile"], "link": ran["link"], "rest": seconds - ran["compile"] - ran["link"]}
+    split = {k: ran[k]["dur"] / 1e6 for k in ("compile", "link")}
+    split["rest"] = seconds - split["compile"] - split["link"]
+    staged = ran["link"]["args"].get("staged_ms")
+    if staged is not None:  # the link's span until its process started: the engine's staging
+        split["link staging"] = staged / 1e3
+    return split
 
 
 def ninja_log_split(text: str, seconds: float) -> dict[str, float]:
     """`trace_split` for ninja, from its `.ninja_log` (tab-separated start and end in milliseconds,
-    mtime, output): the last build's compile (an object) and link (`out/bench`), and the rest."""
+    mtime, output): the last build's compile (an object) and link (`out/bench`), and the rest
+    (its links stage nothing)."""
     last: dict[str, float] = {}
     for line in text.splitlines():
         f = line.split("\t")
@@ -298,8 +304,11 @@ def split_lines(splits: dict) -> list[str]:
                 continue
             med = {k: median([r[k] for r in runs]) for k in ("compile", "link", "rest")}
             each = " / ".join(f"{r['compile'] * 1000:.0f}+{r['link'] * 1000:.0f}+{r['rest'] * 1000:.0f}" for r in runs)
-            out.append(f"- {order}, {NAMES[system]}: compile {seconds(med['compile'])}, link {seconds(med['link'])}, "
-                       f"the rest {seconds(med['rest'])} (each run, ms, compile+link+rest: {each})")
+            staging = [r["link staging"] for r in runs if "link staging" in r]
+            of_which = (f" (its staging {seconds(median(staging))}: "
+                        + " ".join(f"{x * 1000:.0f}" for x in staging) + " ms)") if len(staging) == len(runs) else ""
+            out.append(f"- {order}, {NAMES[system]}: compile {seconds(med['compile'])}, link {seconds(med['link'])}"
+                       f"{of_which}, the rest {seconds(med['rest'])} (each run, ms, compile+link+rest: {each})")
     return out
 
 

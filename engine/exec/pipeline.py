@@ -194,6 +194,8 @@ class ActionPipeline:
         self.first_started.wait(_FIRST_WAIT_S)
 
     def _started(self, action_id: str) -> None:
+        if self.timings is not None:
+            self.timings.process_started(action_id)
         if action_id == self.first_run:
             self.first_started.set()
 
@@ -323,7 +325,8 @@ class ActionPipeline:
         head = self.head
         if head is None or head.action is None or head.action.id != a.id:
             return None
-        self._started(a.id)  # its process started long ago: the scheduler need not wait for it
+        if a.id == self.first_run:  # its process started long ago: the scheduler need not wait for it
+            self.first_started.set()
         return head.take(a.id)
 
     def _restore_local(self, a: Action) -> Outcome | None:

@@ -32,6 +32,7 @@ class ActionTiming:
     start: float = 0.0  # seconds since the build's actions began
     end: float = 0.0
     lane: int = -1  # worker lane; -1: never ran on a worker (fresh)
+    process: float = -1.0  # when its process started (after its inputs were staged); -1: not known
 
 
 class TimingsRecorder:
@@ -90,6 +91,13 @@ class TimingsRecorder:
             t.kind, t.package, t.status = kind, package, status
             if status == "fresh":
                 t.start = t.end = time.monotonic() - self.t0
+
+    def process_started(self, action_id: str) -> None:
+        """The action's process is about to start, its inputs staged (the sandbox's `started`): the
+        trace says how long after the action's start (`staged_ms`), which tells the engine's part
+        of a slow action from its program's."""
+        with self._lock:
+            self._get(action_id).process = time.monotonic() - self.t0
 
     def mark(self, name: str) -> None:
         """An instant of the build after its actions (the schedule's end, the outputs stored),
@@ -163,7 +171,8 @@ class TimingsRecorder:
         for t in sorted(self.actions.values(), key=lambda t: (t.start, t.id)):
             events.append({"name": t.id, "cat": t.kind or "action", "ph": "X", "pid": 1, "tid": t.lane + 1,
                            "ts": round((t.start + shift) * 1e6, 1), "dur": round((t.end - t.start) * 1e6, 1),
-                           "args": {"package": t.package, "status": t.status, "kind": t.kind}})
+                           "args": {"package": t.package, "status": t.status, "kind": t.kind,
+                                    **({"staged_ms": round((t.process - t.start) * 1e3, 2)} if t.process >= 0 else {})}})
         return {"traceEvents": events, "displayTimeUnit": "ms"}
 
     # -- files ----------------------------------------------------------------------------------

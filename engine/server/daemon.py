@@ -83,14 +83,14 @@ class _Build:
     status: int | None = None  # the exit status the child reported
     taken_in: bool = False  # what it handed off is being taken in (`_take_in`)
     started: float = field(default_factory=time.monotonic)
+    # its Ctrl-C messages: small frames, no descriptors
+    incoming: protocol.Incoming = field(default_factory=lambda: protocol.Incoming(max_frame=1 << 12))
 
     @property
     def winding_down(self) -> bool:
         """Its client has the answer and its hand-off is queued to be taken in: what the child
         still does is its teardown (engine/exec/after_reply.py), which the server need not await."""
         return self.replied and self.taken_in
-    # its Ctrl-C messages: small frames, no descriptors
-    incoming: protocol.Incoming = field(default_factory=lambda: protocol.Incoming(max_frame=1 << 12))
 
 
 @dataclass

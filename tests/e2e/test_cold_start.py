@@ -53,6 +53,11 @@ def test_the_trace_starts_at_the_command_and_its_first_compile_follows(tmp_path,
     (link,) = [e for e in events if e["ph"] == "X" and e["cat"] == "link"]
     assert link["ts"] + link["dur"] <= marks["actions-end"] <= marks["records-saved"] <= marks["outputs-stored"] \
         <= marks["build-end"] < took_us + 10_000
+    # each action a lane ran says how long after its start its process began (its inputs staged);
+    # the first compile was begun ahead, before the schedule (engine/exec/head_start.py)
+    ran = {e["name"]: e for e in events if e["ph"] == "X"}
+    for name in ("compile hello:src/util.cpp", "link hello:hello"):
+        assert 0 <= ran[name]["args"]["staged_ms"] * 1000 <= ran[name]["dur"], ran
 
 
 def _trace(root) -> tuple[dict[str, float], dict[str, float]]:

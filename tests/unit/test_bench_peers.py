@@ -292,9 +292,10 @@ def test_an_edit_one_build_is_taken_apart_into_its_compile_its_link_and_the_rest
         {"name": "compile bench:src/b.cpp", "cat": "compile", "ph": "X", "ts": 5000.0, "dur": 40000.0,
          "args": {"status": "executed"}},
         {"name": "link bench:bench", "cat": "link", "ph": "X", "ts": 46000.0, "dur": 400000.0,
-         "args": {"status": "executed"}},
+         "args": {"status": "executed", "staged_ms": 2.5}},
     ]}
-    assert peers.trace_split(trace, 0.5) == pytest.approx({"compile": 0.04, "link": 0.4, "rest": 0.06})
+    assert peers.trace_split(trace, 0.5) == pytest.approx({"compile": 0.04, "link": 0.4, "rest": 0.06,
+                                                           "link staging": 0.0025})
     assert peers.trace_split({"traceEvents": trace["traceEvents"][:2]}, 0.5) == {}  # no link ran
     log = ("# ninja log v7\n"
            "10\t90\t0\tout/obj/a.o\tabc\n100\t600\t0\tout/bench\tdef\n"  # the clean build's
@@ -302,5 +303,5 @@ def test_an_edit_one_build_is_taken_apart_into_its_compile_its_link_and_the_rest
     assert peers.ninja_log_split(log, 0.5) == pytest.approx({"compile": 0.035, "link": 0.4, "rest": 0.065})
     assert peers.ninja_log_split("# ninja log v7\n", 0.5) == {}
     lines = peers.split_lines({"grouped": {"mcpp": [peers.trace_split(trace, 0.5)], "ninja": []}})
-    assert lines == ["- grouped, mcpp: compile 40 ms, link 400 ms, the rest 60 ms "
+    assert lines == ["- grouped, mcpp: compile 40 ms, link 400 ms (its staging 2 ms: 2 ms), the rest 60 ms "
                      "(each run, ms, compile+link+rest: 40+400+60)"]

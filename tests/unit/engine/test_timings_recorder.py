@@ -90,9 +90,15 @@ def test_a_trace_without_the_commands_start_begins_at_the_actions():
     assert all(0 <= e["ts"] <= e["ts"] + e["dur"] <= marks["build-end"] < 1_000_000 for e in events if e["ph"] == "X")
 
 
-def test_the_steps_after_the_actions_are_marked_in_order_after_them():
+def test_the_steps_after_the_actions_and_each_actions_staging_are_in_the_trace():
     rec = TimingsRecorder(jobs=2)
-    rec.timed(lambda i: time.sleep(0.01))("a")
+
+    def run(i):
+        time.sleep(0.01)  # its inputs staged
+        rec.process_started(i)
+        time.sleep(0.01)
+
+    rec.timed(run)("a")
     rec.status("a", "link", "pkg", "executed")
     for name in ("actions-end", "records-saved", "outputs-stored"):
         rec.mark(name)
@@ -101,7 +107,9 @@ def test_the_steps_after_the_actions_are_marked_in_order_after_them():
     marks = [(e["name"], e["ts"]) for e in events if e["ph"] == "i"]
     assert [n for n, _ in marks] == ["actions-start", "actions-end", "records-saved", "outputs-stored", "build-end"]
     assert [t for _, t in marks] == sorted(t for _, t in marks)
-    assert max(e["ts"] + e["dur"] for e in events if e["ph"] == "X") <= dict(marks)["actions-end"]
+    (a,) = [e for e in events if e["ph"] == "X"]
+    assert a["ts"] + a["dur"] <= dict(marks)["actions-end"]
+    assert 10 <= a["args"]["staged_ms"] < a["dur"] / 1000  # its process began after the staging
 
 
 def test_reports_are_kept_by_date_with_the_latest_as_report(tmp_path):
