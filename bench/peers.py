@@ -221,6 +221,11 @@ def runs_table(runs: dict) -> list[str]:
     return out
 
 
+def trace_events(trace) -> list:
+    """The events of a trace as `--trace` writes it (an object with "traceEvents"), or a bare list."""
+    return trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+
+
 def command_origin(events: list, launched: float | None) -> float | None:
     """The `ts` (microseconds) the delays count from: the harness's launch of the command where
     it timed it (`launched`, a `time.time()` value) and the trace says its 0 on the wall clock
@@ -238,7 +243,7 @@ def command_origin(events: list, launched: float | None) -> float | None:
 def first_compile_delay(trace, launched: float | None = None) -> float | None:
     """Seconds from the command (its launch where `launched` says when: `command_origin`) to
     the start of its first compile that was not fresh; None when either is missing."""
-    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    events = trace_events(trace)
     start = command_origin(events, launched)
     compiles = [e["ts"] for e in events if e.get("ph") == "X" and e.get("cat") == "compile" and "ts" in e
                 and (e.get("args") or {}).get("status") != "fresh"]
@@ -251,7 +256,7 @@ def trace_marks(trace, launched: float | None = None) -> dict[str, float]:
     """Seconds from the command (`command_origin`) to each of the trace's other instant events
     (such as "build-start", "actions-start") and to its first compile that ran ("first
     compile"); empty without a "command-start"."""
-    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    events = trace_events(trace)
     start = command_origin(events, launched)
     if start is None:
         return {}
@@ -267,7 +272,7 @@ def trace_split(trace, seconds: float) -> dict[str, float]:
     """Where one edit-one build's wall time went, from its trace: the compile and the link that
     ran (their durations, seconds) and the rest of `seconds` (the engine's own time, the command's
     start and exit). Empty without both."""
-    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    events = trace_events(trace)
     ran = {e.get("cat"): e for e in events if e.get("ph") == "X" and "dur" in e
            and (e.get("args") or {}).get("status") == "executed"}
     if "compile" not in ran or "link" not in ran:
