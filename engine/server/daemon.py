@@ -448,11 +448,14 @@ class Server:
         """Answer a build request, or fork its build child. `fds` stay the caller's to close."""
         identity, current = request.get("identity"), self._current()
         ours = identity in (self.identity, self.native_identity)
+        # Each answer that ends this server comes once it stopped listening (as `stop`'s): a
+        # client that acts on it at once must find the name free, not this server's queue,
+        # which closing drops ("the server stopped before the command finished").
         if not current or not (ours or protocol.is_native(identity)):
-            self._reply(conn, {"restart": "version"})
             self.log("a client of another version or installation: making way for its server" if current
                      else "installed sources changed: making way for a server of them")
             self._stop_listening()
+            self._reply(conn, {"restart": "version"})
             return
         if not ours:
             # Another installation's native client, or one that read its interpreter otherwise:
@@ -461,16 +464,16 @@ class Server:
             return
         if self._moved():  # checked on each request: `_gone` looks only every few seconds
             self.log("workspace or home replaced: a new server takes over")
-            self._reply(conn, {"restart": "moved"})
             self._stop_listening()
+            self._reply(conn, {"restart": "moved"})
             return
         problem = protocol.build_request_problem(request, fds)  # after the version: another's may differ
         if problem is not None:
             self._reply(conn, {"refused": f"malformed request: {problem}"})
             return
         if self.problem is not None:  # said to the client, who builds in process; the next one starts
-            self._reply(conn, {"refused": self.problem})  # a server that reads the settings again
-            self._stop_listening()
+            self._stop_listening()  # a server that reads the settings again
+            self._reply(conn, {"refused": self.problem})
             return
         if request.get("root") != self.root or request.get("home") != self.home:
             self._reply(conn, {"refused": f"the mcpp server named for this workspace serves {self.root}"})

@@ -267,3 +267,23 @@ def test_a_spare_is_forked_while_the_last_child_only_winds_down(tmp_path):
         for b in server.running.values():
             b.conn.close()
         _close(server)
+
+
+@pytest.mark.parametrize("why", ["version", "moved"])
+def test_a_server_making_way_stops_listening_before_it_answers(tmp_path, monkeypatch, why):
+    """A client told to restart starts its own server at once: the old one must have freed the
+    name by then, or the client's connection lands in a queue that closing drops."""
+    server = _server(tmp_path)
+    answered = []
+    monkeypatch.setattr(server, "_reply", lambda conn, message: answered.append((message, server.stopping)))
+    if why == "moved":
+        monkeypatch.setattr(server, "_moved", lambda: True)
+    conn, client = socket.socketpair()
+    try:
+        identity = "another mcpp" if why == "version" else server.identity
+        server._start_build(conn, {"op": "build", "identity": identity, "argv": ["build"]}, [0, 1, 2])
+        assert answered == [({"restart": why}, True)]
+    finally:
+        for s in (conn, client):
+            s.close()
+        _close(server)
