@@ -179,11 +179,21 @@ class Materializer:
 
     def _copy_small(self, d: Digest, dest: str, directory: str, executable: bool) -> None:
         """`copy_into` for a blob read whole: the bytes are read once, hashed and written from
-        memory (a copy, then a second read to hash it, is twice the I/O on the restore path).
+        memory (a copy, then a second read to hash it, is twice the I/O on the restore path)."""
+        data = self.copy_bytes(d, executable)
+        assert data is not None  # `copy_into` calls this for small blobs only
+        write_copy(data, dest, directory, EXEC_MODE if executable else FILE_MODE)
 
-        A blob the area does not hold is written from the store's (verified) bytes without
+    def copy_bytes(self, d: Digest, executable: bool = False) -> bytes | None:
+        """The verified bytes of a blob small enough to be read whole, for a copy that
+        `write_copy` makes (counted as made); None for a larger blob (`copy_into` copies it).
+        Raises `StoreError` where neither the area nor the store holds the bytes.
+
+        A blob the area does not hold is taken from the store's (verified) bytes without
         being materialized: the engine materializes only what sandboxes stage (a depfile is
         restored, never staged), and a sandbox that stages it later makes the copy then."""
+        if d.size > _SMALL:
+            return None
         mode = EXEC_MODE if executable else FILE_MODE
         src = self._mat_path(d, executable)
         data = _read_entry(src, d.size, mode)
@@ -194,20 +204,8 @@ class Materializer:
             self.repaired += 1
             data = self.store.get(d)
             self._create(d, src, mode, replace=True, data=data)
-        fd, tmp = temp_file(directory)
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fchmod(fd, mode)
-            finally:
-                os.close(fd)
-            os.replace(tmp, dest)
-        except BaseException:
-            unlink_quietly(tmp)
-            raise
         self.copied += 1
+        return data
 
     def link_into(self, d: Digest, dest: str | os.PathLike[str], executable: bool = False) -> None:
         """Make `dest` a hard link to (or, across devices, a copy of) the materialized blob.
@@ -308,6 +306,25 @@ class Materializer:
                 os.chmod(tmp, EXEC_MODE if executable else FILE_MODE)
                 self.copied += 1
                 return
+
+
+def write_copy(data: bytes, dest: str, directory: str, mode: int) -> None:
+    """Make `dest` (in `directory`) a new file of `data` with `mode`, atomically replacing what
+    is there: a temporary file, written, then renamed over it. Touches only those two names, so
+    it may run on another thread than the one that read the bytes (engine/exec/restore_writer.py)."""
+    fd, tmp = temp_file(directory)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        os.replace(tmp, dest)
+    except BaseException:
+        unlink_quietly(tmp)
+        raise
 
 
 def _read_entry(path: str, size: int, mode: int) -> bytes | None | Literal[False]:

@@ -555,6 +555,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
                                on_abort=endpoint.cancel if endpoint is not None else lambda: None,
                                here=timings.timed(pipeline.restore_here) if timings else pipeline.restore_here,
                                last_running=last_running)
+            pipeline.settle_writes()  # the restored outputs still being written (restore_writer.py)
         if timings is not None:
             timings.mark("actions-end")
         if isinstance(runner, SandboxRunner):
@@ -573,6 +574,7 @@ def _run_plan(plan: Plan, graph: PackageGraph, layout: Layout, toolchain: Toolch
         if top:  # for a server, made after the client has its answer
             memory.learned(lambda: _knowledge(result, state, keys, pipeline.remote_only))
     finally:
+        pipeline.writer.close()  # interrupted or failed: nothing is written into target/ after the build
         pipeline.ingest.abandon()  # interrupted: jobs not started are dropped, none is torn
         if head is not None:  # a run begun ahead that no lane took: ended before its sandbox is shut down
             head.wait()

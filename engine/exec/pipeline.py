@@ -37,6 +37,7 @@ from mcpp.cas.atomic import write_if_changed
 from mcpp.cas.blobstore import StoreError
 from mcpp.cas.digest import Digest
 from mcpp.cas.ingest import Ingest, PendingBlob, pending_bytes, store_blobs, take_output
+from mcpp.cas.materialize import EXEC_MODE, FILE_MODE
 from mcpp.cas.remote.trust import event_origin
 from mcpp.cas import tree
 from mcpp.sandbox import parse_depfile, read_depfile
@@ -56,6 +57,7 @@ from .action_runner import ActionRunner, RunResult, SandboxRunner
 from .discovered_inputs import discovered_from
 from .explain import ExplainLog
 from .head_start import HeadStart
+from .restore_writer import RestoreWriter
 from .stores import Stores
 
 if TYPE_CHECKING:  # the remote layer imports gRPC: only builds that use it load it
@@ -128,6 +130,8 @@ class ActionPipeline:
         # scheduler's thread read, hashed and copied each one again beside the ingest's own copy.
         self._published: deque[str] = deque()
         self.ended = 0  # actions `restore_or_run` returned, counted on the lanes (`idle` yields on a change)
+        # Outputs `restore_here` restored, written into target/ off this thread (`settle_writes`).
+        self.writer = RestoreWriter()
         self.candidates: dict[str, tuple[str, list[tuple[str, tuple[str, ...]]]]] = {}
         self.files_seen: dict[str, str] = {}  # headers seen to be files (discovered_inputs)
         self.counters = Counters()
@@ -204,11 +208,14 @@ class ActionPipeline:
         cache when it holds a usable entry (copies out of the store; no process, no lane); None
         when it does not, and the action goes to a lane (`restore_or_run`: the remote cache, a
         heal, a run). Handing a restore to a lane costs two thread wake-ups and the GIL passed
-        back and forth, more than the restore itself on a build of small files."""
+        back and forth, more than the restore itself on a build of small files. The outputs'
+        bytes are read and verified here and written by the `RestoreWriter` meanwhile; an action
+        that goes to a lane waits for those writes first (its run may read target/)."""
         if self.remote is not None or self.remote_only:
             return None  # remote lookups overlap on the lanes; outputs left there are brought there
-        outcome = self._restore_local(self.by_id[action_id])
+        outcome = self._restore_local(self.by_id[action_id], defer=True)
         if outcome is None:
+            self.settle_writes()
             key1, _ = self.candidates[action_id]
             self.candidates[action_id] = (key1, [])  # looked up here: the lane does not again
         elif action_id == self.first_run:
@@ -329,10 +336,10 @@ class ActionPipeline:
             self.first_started.set()
         return head.take(a.id)
 
-    def _restore_local(self, a: Action) -> Outcome | None:
+    def _restore_local(self, a: Action, defer: bool = False) -> Outcome | None:
         """The outputs restored from the local action cache, or None: no usable entry, or one
         whose blob was missing or corrupt (deleted here, so the action runs and stores its
-        outputs again: the heal)."""
+        outputs again: the heal). `defer`: written by the `RestoreWriter` (`restore_here`)."""
         for key, discovered in self.candidates[a.id][1]:
             entry = self.ac.get(key)
             if entry is None or entry.exit_code != 0:
@@ -340,7 +347,7 @@ class ActionPipeline:
             if not self.trust.accepts_cached(entry.origin):
                 continue  # fetched from a remote unverified: trusted keys now require a signature
             try:
-                self._restore(a, entry)
+                self._restore(a, entry, defer)
                 return Outcome(entry=entry, key=key, discovered=discovered)
             except StoreError:
                 # The verifying store already discarded the blob.
@@ -363,7 +370,7 @@ class ActionPipeline:
             return None  # the blobs were just stored; losing one now means a broken local store
         return Outcome(entry=hit.entry, discovered=hit.discovered, remote=True)
 
-    def _restore(self, a: Action, entry: ActionEntry) -> None:
+    def _restore(self, a: Action, entry: ActionEntry, defer: bool = False) -> None:
         missing = self.store.find_missing([d for d, _ in entry.outputs.values()])
         kept: set[str] = set()  # outputs that stay on the server (`--remote-download`)
         if missing and self.keep_remote is not None and self.remote is not None:
@@ -402,7 +409,19 @@ class ActionPipeline:
                 tree.materialize(digest, self.store, self._abs(out),
                                  lambda d, p, x: self.mat.copy_into(d, p, executable=x))
                 continue
-            self.mat.copy_into(digest, self._abs(out), executable=bool(mode & 0o111))
+            executable = bool(mode & 0o111)
+            # read and verified here (a corrupt blob heals the action now), written meanwhile
+            data = self.mat.copy_bytes(digest, executable) if defer else None
+            if data is None:
+                self.mat.copy_into(digest, self._abs(out), executable=executable)
+            else:
+                self.writer.put(out, self._abs(out), data, EXEC_MODE if executable else FILE_MODE, digest)
+
+    def settle_writes(self) -> None:
+        """Wait for the restored outputs being written (`RestoreWriter.settle`, which raises a
+        write that failed); the stat cache learns each, as it learns an output restored here."""
+        for rel, digest in self.writer.settle().items():
+            self.state.remember_output(rel, digest)
 
     # -- outputs left on the server (worker threads) ------------------------------------------
     def _bring_inputs(self, a: Action) -> None:
@@ -476,8 +495,9 @@ class ActionPipeline:
         entry = outcome.entry
         self._replay(a, entry)
         self.warned.set(a.id, outcome.key, entry.stdout is not None or entry.stderr is not None)
+        # the stat cache learns an output being written once it is (`settle_writes`)
         self.keys.outputs_settled({out: digest for out, (digest, _mode) in entry.outputs.items()},
-                                  self.remote_only)
+                                  self.remote_only or self.writer.unwritten)
         outputs = {out: str(digest) for out, (digest, _mode) in entry.outputs.items()}
         self.state.record(a.id, outcome.key, outcome.discovered, outputs)
         origin = event_origin(status, entry.origin)

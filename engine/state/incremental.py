@@ -350,7 +350,8 @@ class KeyComputer:
     def outputs_settled(self, outputs: Mapping[str, Digest], absent: Container[str] = ()) -> None:
         """Outputs an action just produced or restored: the keys of the actions that read them
         use these digests, and the stat cache learns them (the next build hashes nothing).
-        `absent`: those left on a remote server (`--remote-download`), not on disk."""
+        `absent`: those not on disk: left on a remote server (`--remote-download`), or still
+        being written (engine/exec/restore_writer.py), whose stat is learnt once written."""
         for rel, digest in outputs.items():
             if rel not in absent:
                 self.state.remember_output(rel, digest)

@@ -79,6 +79,7 @@ def build(ws, home: Home, runner: FakeRunner, refused: list | None = None):
     result = run_graph([a.id for a in plan.actions], plan.prereqs, jobs=2, check=pipeline.check,
                        execute=pipeline.restore_or_run, finish=pipeline.finish, before_wait=pipeline.idle,
                        here=pipeline.restore_here)
+    pipeline.settle_writes()
     try:
         pipeline.drain(result)
     except BuildFailed as e:  # the store's file system refused (named once, as the command line shows it)
@@ -432,6 +433,7 @@ def _two_independent(ws, tmp_path, first: Action, second: Action, runner, log: l
     result = run_graph([first.id, second.id], plan.prereqs, jobs=2, check=pipeline.check,
                        execute=pipeline.restore_or_run, finish=pipeline.finish, before_wait=pipeline.idle,
                        here=pipeline.restore_here)
+    pipeline.settle_writes()
     pipeline.drain(result)
     return result.ok
 
@@ -481,3 +483,51 @@ def test_where_the_first_action_is_not_staged_here_the_scheduler_does_not_wait_f
 
     assert _two_independent(ws, tmp_path, first, second, Remote(), log)
     assert log[:3] == [("check", "first"), ("check", "second"), ("ran", "second")]
+
+
+def _slow_writes(monkeypatch, threads: set, delay: float = 0.0) -> None:
+    """The restore writer's writes, each noted (its thread) and made `delay` seconds late."""
+    from mcpp.engine.exec import restore_writer
+
+    real = restore_writer.write_copy
+
+    def write_copy(*args):
+        threads.add(threading.get_ident())
+        time.sleep(delay)
+        real(*args)
+
+    monkeypatch.setattr(restore_writer, "write_copy", write_copy)
+
+
+def test_restored_outputs_are_written_off_the_scheduling_thread_and_known_once_written(ws, tmp_path, monkeypatch):
+    """A rebuild from the cache: each output's bytes are written by the restore writer, not the
+    scheduling thread; they are all there when the build's schedule is over, and the stat cache
+    knows them (the next build hashes none of them)."""
+    home = Home(tmp_path / "home")
+    runner = FakeRunner(str(ws))
+    assert build(ws, home, runner)[-1]
+    shutil.rmtree(ws / "target")
+    threads: set[int] = set()
+    _slow_writes(monkeypatch, threads, delay=0.05)
+    status, state, *_ = build(ws, home, runner)
+    assert status == {UPPER.id: "cached", JOIN.id: "cached"}
+    assert threads and threading.get_ident() not in threads
+    assert (ws / "target/dev/a.txt").read_text() == "HELLO "
+    assert (ws / "target/dev/b.txt").read_text() == "HELLO world!"
+    status, state, *_ = build(ws, home, runner)
+    assert status == {UPPER.id: "fresh", JOIN.id: "fresh"}
+    assert state.files_hashed == 0
+
+
+def test_an_action_that_runs_waits_for_the_restored_outputs_it_reads(ws, tmp_path, monkeypatch):
+    """UPPER restored (its output written late), JOIN not cached (a header it read changed): JOIN's
+    run reads UPPER's output from target/, so it goes to its lane once that write is made."""
+    home = Home(tmp_path / "home")
+    runner = FakeRunner(str(ws))
+    assert build(ws, home, runner)[-1]
+    shutil.rmtree(ws / "target")
+    write(ws, "src/extra.h", "?")
+    _slow_writes(monkeypatch, set(), delay=0.3)
+    status, *_, ok = build(ws, home, runner)
+    assert ok and status == {UPPER.id: "cached", JOIN.id: "executed"}
+    assert (ws / "target/dev/b.txt").read_text() == "HELLO world?"
