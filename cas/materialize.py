@@ -157,10 +157,13 @@ class Materializer:
         make the stat cache and the no-op fast path distrust an unchanged output.
         """
         dest = os.fspath(dest)
-        directory = os.path.dirname(dest) or "."
-        if d.size <= _SMALL:
-            self._copy_small(d, dest, directory, executable)  # its temp file makes the directory
+        # A blob read whole: its bytes are read once, hashed and written from memory (a copy,
+        # then a second read to hash it, is twice the I/O on the restore path).
+        data = self.copy_bytes(d, executable)
+        if data is not None:
+            write_copy(data, dest, EXEC_MODE if executable else FILE_MODE)
             return
+        directory = os.path.dirname(dest) or "."
         os.makedirs(directory, exist_ok=True)
         src = self._ensure(d, executable)[0]
         tmp = temp_name(directory)
@@ -176,13 +179,6 @@ class Materializer:
             unlink_quietly(tmp)
             raise
         self.copied += 1
-
-    def _copy_small(self, d: Digest, dest: str, directory: str, executable: bool) -> None:
-        """`copy_into` for a blob read whole: the bytes are read once, hashed and written from
-        memory (a copy, then a second read to hash it, is twice the I/O on the restore path)."""
-        data = self.copy_bytes(d, executable)
-        assert data is not None  # `copy_into` calls this for small blobs only
-        write_copy(data, dest, directory, EXEC_MODE if executable else FILE_MODE)
 
     def copy_bytes(self, d: Digest, executable: bool = False) -> bytes | None:
         """The verified bytes of a blob small enough to be read whole, for a copy that
@@ -308,11 +304,12 @@ class Materializer:
                 return
 
 
-def write_copy(data: bytes, dest: str, directory: str, mode: int) -> None:
-    """Make `dest` (in `directory`) a new file of `data` with `mode`, atomically replacing what
-    is there: a temporary file, written, then renamed over it. Touches only those two names, so
-    it may run on another thread than the one that read the bytes (engine/exec/restore_writer.py)."""
-    fd, tmp = temp_file(directory)
+def write_copy(data: bytes, dest: str, mode: int) -> None:
+    """Make `dest` a new file of `data` with `mode`, atomically replacing what is there: a
+    temporary file beside it (its directory made where missing), written, then renamed over it.
+    Touches only those two names, so it may run on another thread than the one that read the
+    bytes (engine/exec/restore_writer.py)."""
+    fd, tmp = temp_file(os.path.dirname(dest) or ".")
     try:
         try:
             view = memoryview(data)

@@ -17,7 +17,6 @@ interrupted or failed leaves nothing being written into `target/` after it retur
 """
 from __future__ import annotations
 
-import os
 import threading
 
 from mcpp.cas.digest import Digest
@@ -74,7 +73,7 @@ class RestoreWriter:
     def _write(self, batch: list[tuple[str, bytes, int]]) -> None:
         for dest, data, mode in batch:
             try:
-                write_copy(data, dest, os.path.dirname(dest) or ".", mode)
+                write_copy(data, dest, mode)
             except BaseException as e:  # noqa: BLE001 - said by `settle`, on the scheduling thread
                 with self._lock:
                     if self._error is None:
