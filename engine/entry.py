@@ -91,12 +91,17 @@ def _flush_output() -> None:
             pass
 
 
-def _leave_to_server(bequeathing, server_starts: list, code: int) -> None:
-    """Write the bequest (the command's exit status `code`), then start the server(s)."""
-    if bequeathing is not None:
-        bequeathing.leave(code)
+def _leave_to_server(bequeathing, server_starts: list, code: int, started=None) -> None:
+    """Start the server(s), then write the bequest (the command's exit status `code`): a server
+    takes the bequest in only once this process has ended (client.py `awaits_start`), and one
+    started first is a process a `mcpp server stop` finds as soon as the command has returned.
+    `started`: called once they are started."""
     for start in server_starts:
         start()
+    if started is not None:
+        started()
+    if bequeathing is not None:
+        bequeathing.leave(code)
 
 
 def _exit(code: int) -> None:
@@ -117,8 +122,8 @@ def _exit(code: int) -> None:
 
 
 def _hand_on(bequeathing, server_starts: list, code: int) -> None:
-    """What a command built in this process leaves to the server it starts (the bequest, then
-    the server's start) is written by a copy of this process that outlives it: the command's
+    """What a command built in this process leaves to the server it starts (the server's start,
+    then the bequest) is done by a copy of this process that outlives it: the command's
     exit is its reply, and pickling a large plan took a clean build of 10,000 units ~0.25 s
     after its last line (bench/RESULTS.md). The copy holds none of the command's descriptors
     (the caller's pipes see their end with this process's) and runs in a session of its own (a
@@ -128,11 +133,16 @@ def _hand_on(bequeathing, server_starts: list, code: int) -> None:
     if bequeathing is None and not server_starts:
         return
     _flush_output()  # nothing buffered is printed twice, by the copy too
+    # The copy's servers are started before this process returns (it waits on `spawned` for that,
+    # a posix_spawn's time): a script's `mcpp server stop` right after the command finds them.
     try:
+        waiting, spawned = os.pipe()
         pid = os.fork()
-    except OSError:
+    except OSError:  # this process does it all itself (and ends soon: a pipe left open is harmless)
         pid = -1
     if pid > 0:
+        os.close(spawned)
+        _await_end(waiting, _SPAWN_WAIT_S)
         return
     try:
         if pid == 0:
@@ -140,11 +150,27 @@ def _hand_on(bequeathing, server_starts: list, code: int) -> None:
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
-            os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # `null` too: a caller's extra pipe ends now
-        _leave_to_server(bequeathing, server_starts, code)
+            # `null` too: a caller's extra pipe ends now; `spawned` once the servers are started
+            os.closerange(3, spawned)
+            os.closerange(spawned + 1, os.sysconf("SC_OPEN_MAX"))
+        _leave_to_server(bequeathing, server_starts, code,
+                         started=(lambda: os.close(spawned)) if pid == 0 else None)
     finally:
         if pid == 0:
             os._exit(0)
+
+
+_SPAWN_WAIT_S = 2.0  # the longest the command waits for its copy to start the server
+
+
+def _await_end(fd: int, seconds: float) -> None:
+    """Wait until the pipe `fd` reads its end (every writer closed it) or `seconds` pass."""
+    import select
+
+    try:
+        select.select([fd], [], [], seconds)
+    finally:
+        os.close(fd)
 
 
 def serve(ident: str, root: str, home: str, ready: str | None = None, after: str | None = None) -> None:

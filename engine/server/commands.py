@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import click
 
@@ -68,15 +69,22 @@ def list_cmd(fmt):
 def stop_cmd(ctx, every):
     """Stop this workspace's server (after the builds it is running)."""
     if every:
-        found = _unsafe_is_an_error(lambda: registry.servers(home_dir()))
+        home = home_dir()
+        _unsafe_is_an_error(lambda: _await_starting(home))
+        found = _unsafe_is_an_error(lambda: registry.servers(home))
         stopped = [s for s in found if registry.stop(s)]
         registry.wait_gone([s.pid for s in stopped if not s.running], _STOP_WAIT_S)
         busy = sum(1 for s in stopped if s.running)
         click.echo(f"stopped {len(stopped)} server{'s' if len(stopped) != 1 else ''}"
                    + (f" ({busy} after the builds they are running)" if busy else ""))
         return
-    info = _ask(ctx, "stop")
+    ident = _ident(ctx.manifest_path)
+    info = _unsafe_is_an_error(lambda: client.request_once(ident, {"op": "stop"}) if ident else None)
+    if info is None and ident is not None and _unsafe_is_an_error(lambda: _await_starting(home_dir(), ident)):
+        # the server the last command started, listening now: asked as one that was up
+        info = _unsafe_is_an_error(lambda: client.request_once(ident, {"op": "stop"}))
     if info is None:
+        click.echo("no server running for this workspace")
         return
     running = info.get("running", 0)
     if running:
@@ -85,6 +93,17 @@ def stop_cmd(ctx, every):
     if isinstance(info.get("pid"), int):
         registry.wait_gone([info["pid"]], _STOP_WAIT_S)
     click.echo("stopped server")
+
+
+def _await_starting(home: str, ident: str | None = None) -> bool:
+    """Wait (up to `_STOP_WAIT_S` in all) for the servers of `home` (of `ident` only, when given)
+    that run but do not listen yet, so that a `stop` right after a build stops the server that
+    build's command started on its way out; whether any of them listens now."""
+    deadline = time.monotonic() + _STOP_WAIT_S
+    listening = False
+    for starting_ident, pid in registry.starting(home, ident):
+        listening |= registry.await_listening(starting_ident, pid, max(0.0, deadline - time.monotonic()))
+    return listening
 
 
 def _ask(ctx, op: str) -> dict | None:

@@ -13,7 +13,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from .client import request_once
+from .client import SERVE, connect, request_once
 from .paths import server_dir, socket_dir
 
 ASK_S = 2.0  # how long one server may take to answer
@@ -82,6 +82,50 @@ def wait_gone(pids: list[int], seconds: float) -> list[int]:
             break
         time.sleep(0.02)
     return left
+
+
+def starting(home: str, ident: str | None = None) -> list[tuple[str, int]]:
+    """(id, pid) of this user's server processes of `home` (of server `ident` only, when given),
+    listening or not yet: the process a command starts when it ends (client.py's
+    `_start_in_background`) imports the engine, then listens, and a `stop` asked meanwhile would
+    find no socket and leave it to come up behind the asker (`mcpp build && mcpp server stop` in
+    a script). Found by the command line the client gives it, in /proc: no file is written on a
+    build's way for this."""
+    uid = os.getuid()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:  # gone meanwhile
+            continue
+        # [python, "-c", SERVE, ident, root, home, ready, after]
+        if len(argv) < 6 or argv[1] != b"-c" or argv[2] != _SERVE_BYTES or argv[5] != os.fsencode(home):
+            continue
+        if ident is None or argv[3] == ident.encode():
+            found.append((argv[3].decode(), int(name)))
+    return found
+
+
+def await_listening(ident: str, pid: int, seconds: float) -> bool:
+    """Wait up to `seconds` until server `ident` listens (True) or process `pid` has exited
+    without it (False: it found another server listening, or could not start)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        sock = connect(ident)
+        if sock is not None:
+            sock.close()
+            return True
+        if not alive(pid) or time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
+_SERVE_BYTES = SERVE.encode()
 
 
 def alive(pid: int) -> bool:

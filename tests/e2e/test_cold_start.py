@@ -188,7 +188,7 @@ def test_with_no_server_up_the_build_runs_at_once_and_leaves_a_server_for_the_ne
 
 def _server_processes(home) -> list[int]:
     """The pids of server processes started for `home` (listening or not yet): their command
-    line is `python -c <engine/server/client.py's _SERVE> IDENT ROOT HOME ...`."""
+    line is `python -c <engine/server/client.py's SERVE> IDENT ROOT HOME ...`."""
     found = []
     for pid in os.listdir("/proc"):
         try:
@@ -198,6 +198,29 @@ def _server_processes(home) -> list[int]:
         if any(b"import serve" in a for a in argv) and os.fsencode(str(home)) in argv:
             found.append(int(pid))
     return found
+
+
+@pytest.mark.one_mode  # sets the server mode per build itself
+def test_a_stop_right_after_a_first_build_stops_the_server_that_build_started(tmp_path, mcpp):
+    """`mcpp build && mcpp server stop` (a CI job that leaves nothing running): the server the
+    build's command starts on its way out imports the engine before it listens, and a stop that
+    found no socket then left it to come up behind it. The stop waits for it, and stops it."""
+    root = write_tree(tmp_path / "p", PROJECT)
+    on = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60", "MCPP_SERVER_START": "background"}
+    try:
+        assert mcpp("build", cwd=root, env=on).code == 0
+        assert _server_processes(mcpp.home), "the build started no server"
+        res = mcpp("server", "stop", "--all", cwd=root, env=on)
+        assert (res.code, res.out) == (0, "stopped 1 server\n"), res
+        assert _server_processes(mcpp.home) == []
+        (root / "src/util.cpp").write_text('#include "util.hpp"\nint util() { return 1 - 1; }\n')
+        assert mcpp("build", cwd=root, env=on).code == 0  # in process again, and a server started after
+        assert _server_processes(mcpp.home), "the build started no server"
+        res = mcpp("server", "stop", cwd=root, env=on)
+        assert (res.code, res.out) == (0, "stopped server\n"), res
+        assert _server_processes(mcpp.home) == []
+    finally:
+        mcpp("server", "stop", "--all", cwd=root, env=on)
 
 
 @pytest.mark.one_mode  # sets the server mode per build itself

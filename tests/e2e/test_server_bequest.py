@@ -147,7 +147,7 @@ def test_a_build_traced_in_process_leaves_its_plan_to_the_next_untraced_one(tmp_
 
 
 def _server_processes(root) -> list[list[str]]:
-    """The command lines of the mcpp servers serving `root` (client.py `_SERVE`)."""
+    """The command lines of the mcpp servers serving `root` (client.py `SERVE`)."""
     found = []
     for pid in os.listdir("/proc"):
         try:
