@@ -206,6 +206,9 @@ def connect(ident: str) -> "_socket.socket | None":
 
 # the server's process: in the workspace's root (it holds no other directory), serving it
 SERVE = "import os, sys; os.chdir(sys.argv[2]); from mcpp.engine.entry import serve; serve(*sys.argv[1:])"
+# `-P`: without it `-c` puts the working directory first on the import path, and the server imports
+# in the workspace's root: a `json.py` there (anything a repository holds) would run in the server
+SERVER_ARGV = (sys.executable, "-P", "-c", SERVE)
 
 
 _AFTER_WAIT_S = 30.0  # the longest a server started in the background waits for its client's end
@@ -224,7 +227,7 @@ def _start_in_background(ident: str, root: str, home: str) -> None:
         actions: list[tuple] = [(os.POSIX_SPAWN_CLOSE, fd) for fd in _open_fds() if fd > 2]
         actions += [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0), (os.POSIX_SPAWN_DUP2, 0, 1),
                     (os.POSIX_SPAWN_DUP2, 0, 2)]
-        os.posix_spawn(sys.executable, [sys.executable, "-c", SERVE, ident, root, home, "", str(os.getpid())],
+        os.posix_spawn(sys.executable, [*SERVER_ARGV, ident, root, home, "", str(os.getpid())],
                        os.environ, file_actions=actions, setsid=True)
     except OSError:
         pass
@@ -290,7 +293,7 @@ def _start(ident: str, root: str, home: str) -> "_socket.socket":
     ready_r, ready_w = os.pipe()
     try:
         with open(os.devnull, "r+b") as null:
-            proc = subprocess.Popen([sys.executable, "-c", SERVE, ident, root, home, str(ready_w)], stdin=null,
+            proc = subprocess.Popen([*SERVER_ARGV, ident, root, home, str(ready_w)], stdin=null,
                                     stdout=null, stderr=null, start_new_session=True, close_fds=True,
                                     pass_fds=(ready_w,), cwd=root)
     except BaseException:

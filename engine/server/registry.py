@@ -13,7 +13,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from .client import SERVE, connect, request_once
+from .client import SERVER_ARGV, connect, request_once
 from .paths import server_dir, socket_dir
 
 ASK_S = 2.0  # how long one server may take to answer
@@ -103,11 +103,12 @@ def starting(home: str, ident: str | None = None) -> list[tuple[str, int]]:
                 argv = f.read().split(b"\0")
         except OSError:  # gone meanwhile
             continue
-        # [python, "-c", SERVE, ident, root, home, ready, after]
-        if len(argv) < 6 or argv[1] != b"-c" or argv[2] != _SERVE_BYTES or argv[5] != os.fsencode(home):
+        # client.py's SERVER_ARGV (the interpreter's path aside), then ident, root, home, ready, after
+        n = len(_ARGV_START)
+        if argv[1:n] != _ARGV_START[1:] or len(argv) < n + 3 or argv[n + 2] != os.fsencode(home):
             continue
-        if ident is None or argv[3] == ident.encode():
-            found.append((argv[3].decode(), int(name)))
+        if ident is None or argv[n] == ident.encode():
+            found.append((argv[n].decode(), int(name)))
     return found
 
 
@@ -125,7 +126,7 @@ def await_listening(ident: str, pid: int, seconds: float) -> bool:
         time.sleep(0.02)
 
 
-_SERVE_BYTES = SERVE.encode()
+_ARGV_START = [os.fsencode(a) for a in SERVER_ARGV]
 
 
 def alive(pid: int) -> bool:

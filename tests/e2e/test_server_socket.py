@@ -274,3 +274,29 @@ def test_connections_that_never_finish_a_request_hold_a_bounded_share_of_the_ser
         for s in held:
             s.close()
     assert _settled_fds(pid, address, baseline, seconds=10) == baseline
+
+
+# What a repository may hold at its root, named as modules the server imports (the standard
+# library's and the engine's dependencies'): each leaves a mark where it runs.
+_PLANTED = ("json", "tomllib", "threading", "blake3", "zstandard", "click")
+_MARK = "import os\nopen(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'ran-' + __name__), 'w').close()\n"
+
+
+def test_a_module_in_the_workspace_is_never_imported_by_the_server(tmp_path, mcpp):
+    """The server runs in the workspace's root, where a repository's files are: a `python -c`
+    there puts the working directory first on the import path, and a `json.py` at the root
+    would run in the server, with the user's rights and outside every sandbox, at the first
+    build of a cloned repository (`-P`, engine/server/client.py `SERVER_ARGV`)."""
+    root = write_tree(tmp_path / "hello", {**HELLO, **{f"{name}.py": _MARK for name in _PLANTED}})
+    env = {**ON, "MCPP_SERVER_START": "wait"}  # the first build waits for the server and goes through it
+    try:
+        first = mcpp("build", cwd=root, env=env)
+        assert first.code == 0, first.err
+        (root / "src/main.cpp").write_text('#include <cstdio>\nint main() { std::puts("hello again"); }\n')
+        second = mcpp("build", cwd=root, env=env)
+        assert second.code == 0, second.err
+        assert sorted(p.name for p in root.glob("ran-*")) == []
+        assert int(dict(line.split(": ", 1) for line in mcpp("server", "status", cwd=root, env=env).out.splitlines())
+                   ["builds"]) >= 1  # the server built
+    finally:
+        mcpp("server", "stop", cwd=root, env=env)
