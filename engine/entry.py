@@ -10,7 +10,9 @@ first build in an empty home starts its sandbox's first worker before the engine
 (`build/cold_start.py`).
 Everything else, and every fallback, is the in-process command line (a plain build
 without click: `cli/dispatch.py`), whose engine's dataclasses take their generated methods' code
-from a cache (`core/dataclass_code.py`).
+from a cache (`core/dataclass_code.py`). Every module imported after `main` begins takes its code
+from one file where it can (`core/module_code.py`): on a machine whose page cache holds none of
+the `.pyc` files, one read in place of one per module.
 """
 
 import os
@@ -27,6 +29,13 @@ def _fast_noop(argv: list[str]) -> bool:
 
 
 def main() -> None:
+    import atexit
+
+    from .core.module_code import install as module_code
+
+    # the modules' code from one file, not a `.pyc` each; written again at the exit, where this
+    # command imported modules it lacks, not before its first compile
+    atexit.register(module_code().save)
     from .server.client import route
 
     argv = sys.argv[1:]
@@ -187,7 +196,9 @@ def serve(ident: str, root: str, home: str, ready: str | None = None, after: str
             discard(path_of(home, ident, int(after)))  # another server serves: what was left is no one's
             return
     from .core.dataclass_code import install
+    from .core.module_code import install as module_code
 
+    modules = module_code()
     code_cache = install()
     from .cli import app  # noqa: F401 - every command line but a plain build is click's: imported once, here
     from .cli.dispatch import main as cli_main
@@ -196,6 +207,7 @@ def serve(ident: str, root: str, home: str, ready: str | None = None, after: str
 
     warm.preload()
     code_cache.save()
+    modules.save()
     # What the preload imported lives as long as the server: frozen, the server's full
     # collections after each build (its state and plans replaced) do not walk it again.
     import gc

@@ -180,6 +180,8 @@ SHORTCUTS: tuple[Shortcut, ...] = (
 NOT_SHORTCUTS: dict[str, str] = {
     "mcpp.engine.core.dataclass_code": "skips no check: keyed by the exact source text `dataclasses` writes, "
                                        "it gives the code compiling that text gives (as a .pyc does)",
+    "mcpp.engine.core.module_code": "skips no build's check: it gives a module the code its .pyc held, under the "
+                                    "import's own rule (the source's size and mtime; the directory searched first)",
     "mcpp.engine.build.memory": "the seam a build reaches its host's memory through; the shortcuts behind it "
                                 "(preloaded state, remembered plan and globs) are registered",
     "mcpp.engine.server.child_memory": "a build child's side of that seam; the same shortcuts are registered",

@@ -11,6 +11,7 @@ Like `protocol.py`, this runs on every `mcpp build` before anything else: plain 
 import os
 import stat
 
+from ..core.fnv import fnv1a_64
 from ..core.manifest_search import manifests_above
 from ..core.mcpp_home import home_root
 
@@ -36,16 +37,8 @@ def _declares_workspace(manifest: str) -> bool:
 def server_id(root: str, home: str) -> str:
     """A name for the server of `root` and `home`: their 64-bit FNV-1a hash, which two
     workspaces share only by a 1-in-2^64 chance, and the server still refuses a request for
-    another root or home (`daemon.py`), so even then no build runs in the wrong place. Computed
-    here, not by `zlib` or `hashlib`, whose extension modules cost a no-op ~0.3 ms to load."""
-    h = _FNV_OFFSET
-    for byte in f"{home}\0{root}".encode():
-        h = ((h ^ byte) * _FNV_PRIME) & 0xFFFF_FFFF_FFFF_FFFF
-    return f"{h:016x}"
-
-
-_FNV_OFFSET = 0xCBF2_9CE4_8422_2325
-_FNV_PRIME = 0x0000_0100_0000_01B3
+    another root or home (`daemon.py`), so even then no build runs in the wrong place."""
+    return format(fnv1a_64(f"{home}\0{root}".encode()), "016x")
 
 
 class Unsafe(Exception):
