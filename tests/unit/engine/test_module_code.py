@@ -32,8 +32,8 @@ SCRIPT = textwrap.dedent("""
 def _run(tmp_path, where, save=True, extra_env=None) -> dict:
     import json
 
-    env = {**os.environ, **(extra_env or {})}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # Python writes bytecode unless the case says otherwise
     env.update(extra_env or {})
     out = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "mc.bin"), str(where), "save" if save else ""],
                          capture_output=True, text=True, timeout=60, env=env)
