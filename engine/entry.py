@@ -150,8 +150,10 @@ def _hand_on(bequeathing, server_starts: list, code: int) -> None:
     except OSError:  # this process does it all itself (and ends soon: a pipe left open is harmless)
         pid = -1
     if pid > 0:
+        from .server.client import wait_readable
+
         os.close(spawned)
-        _await_end(waiting, _SPAWN_WAIT_S)
+        wait_readable(waiting, _SPAWN_WAIT_S)  # its end: the copy closed `spawned`, or exited
         return
     try:
         if pid == 0:
@@ -170,16 +172,6 @@ def _hand_on(bequeathing, server_starts: list, code: int) -> None:
 
 
 _SPAWN_WAIT_S = 2.0  # the longest the command waits for its copy to start the server
-
-
-def _await_end(fd: int, seconds: float) -> None:
-    """Wait until the pipe `fd` reads its end (every writer closed it) or `seconds` pass."""
-    import select
-
-    try:
-        select.select([fd], [], [], seconds)
-    finally:
-        os.close(fd)
 
 
 def serve(ident: str, root: str, home: str, ready: str | None = None, after: str | None = None) -> None:

@@ -256,7 +256,7 @@ def awaits_start(ident: str, client: int) -> bool:
     except OSError:  # gone already
         pidfd = None
     if pidfd is not None:
-        _wait_readable(pidfd, _AFTER_WAIT_S)
+        wait_readable(pidfd, _AFTER_WAIT_S)
     try:
         sock = connect(ident)
     except Unsafe:  # the server's own start says why it cannot listen
@@ -267,7 +267,7 @@ def awaits_start(ident: str, client: int) -> bool:
     return False
 
 
-def _wait_readable(fd: int, seconds: float) -> None:
+def wait_readable(fd: int, seconds: float) -> None:
     """Wait until `fd` is readable (a byte, or its end) or `seconds` pass, then close it."""
     import select
 
@@ -301,7 +301,7 @@ def _start(ident: str, root: str, home: str) -> "_socket.socket":
         raise
     finally:
         os.close(ready_w)
-    _wait_readable(ready_r, _START_WAIT_S)
+    wait_readable(ready_r, _START_WAIT_S)
     sock = connect(ident)  # ours, or the server that won a race to the name (ours then exited)
     if sock is not None:
         return sock
