@@ -78,13 +78,8 @@ def stop_cmd(ctx, every):
         click.echo(f"stopped {len(stopped)} server{'s' if len(stopped) != 1 else ''}"
                    + (f" ({busy} after the builds they are running)" if busy else ""))
         return
-    ident = _ident(ctx.manifest_path)
-    info = _unsafe_is_an_error(lambda: client.request_once(ident, {"op": "stop"}) if ident else None)
-    if info is None and ident is not None and _unsafe_is_an_error(lambda: _await_starting(home_dir(), ident)):
-        # the server the last command started, listening now: asked as one that was up
-        info = _unsafe_is_an_error(lambda: client.request_once(ident, {"op": "stop"}))
+    info = _ask(ctx, "stop")
     if info is None:
-        click.echo("no server running for this workspace")
         return
     running = info.get("running", 0)
     if running:
@@ -108,9 +103,16 @@ def _await_starting(home: str, ident: str | None = None) -> bool:
 
 def _ask(ctx, op: str) -> dict | None:
     """The answer of this workspace's server to `op`, or None (said to the user) when none runs.
-    Where no server may run (the socket directory is not private), an error (exit 2)."""
+    A server still starting (the one the last command started on its way out) is waited for and
+    asked as one that was up. Where no server may run (the socket directory is not private), an
+    error (exit 2)."""
     ident = _ident(ctx.manifest_path)
-    info = _unsafe_is_an_error(lambda: client.request_once(ident, {"op": op}) if ident else None)
+    if ident is None:
+        info = None
+    else:
+        info = _unsafe_is_an_error(lambda: client.request_once(ident, {"op": op}))
+        if info is None and _unsafe_is_an_error(lambda: _await_starting(home_dir(), ident)):
+            info = _unsafe_is_an_error(lambda: client.request_once(ident, {"op": op}))
     if info is None:
         click.echo("no server running for this workspace")
     return info

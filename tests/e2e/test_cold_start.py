@@ -204,7 +204,8 @@ def _server_processes(home) -> list[int]:
 def test_a_stop_right_after_a_first_build_stops_the_server_that_build_started(tmp_path, mcpp):
     """`mcpp build && mcpp server stop` (a CI job that leaves nothing running): the server the
     build's command starts on its way out imports the engine before it listens, and a stop that
-    found no socket then left it to come up behind it. The stop waits for it, and stops it."""
+    found no socket then left it to come up behind it. The stop waits for it, and stops it; a
+    status waits for it too, and shows it."""
     root = write_tree(tmp_path / "p", PROJECT)
     on = {"MCPP_NO_SERVER": "0", "MCPP_SERVER_IDLE": "60", "MCPP_SERVER_START": "background"}
     try:
@@ -216,6 +217,8 @@ def test_a_stop_right_after_a_first_build_stops_the_server_that_build_started(tm
         (root / "src/util.cpp").write_text('#include "util.hpp"\nint util() { return 1 - 1; }\n')
         assert mcpp("build", cwd=root, env=on).code == 0  # in process again, and a server started after
         assert _server_processes(mcpp.home), "the build started no server"
+        res = mcpp("server", "status", cwd=root, env=on)  # waits for it too, and shows it
+        assert res.code == 0 and res.out.startswith("pid: ") and "\nbuilds: " in res.out, res
         res = mcpp("server", "stop", cwd=root, env=on)
         assert (res.code, res.out) == (0, "stopped server\n"), res
         assert _server_processes(mcpp.home) == []
