@@ -578,14 +578,11 @@ class Server:
     def _hand_to_spare(self, conn: socket.socket, request: dict, fds: list[int]) -> bool:
         """Give the request to the spare when its memory is still the server's; False: fork.
         An early spare takes the sandbox begun ahead that it holds a copy of when the server
-        still holds it (none was begun since), and lets it go otherwise; as a fork for the
-        request, it starts its own sandbox early where it took none (`child_ready`)."""
+        still holds it (none was begun since), and lets it go otherwise."""
         spare, self.spare = self.spare, None
         if spare is None:
             return False
-        # (for a build that will probably run something, as a fork's: a no-op's would end it)
-        take_ahead = spare.early and spare.reserved is not None and spare.reserved is self.aheads.held \
-            and self.hooks is not None and self.hooks.likely_work()
+        take_ahead = spare.early and spare.reserved is not None and spare.reserved is self.aheads.held
         if self.hooks is None or spare.generation != self.hooks.generation \
                 or not spare.hand(Handed(request, self.hooks.changes, self.hooks.state_changes_of(spare.replied),
                                          take_ahead), fds):
@@ -678,8 +675,7 @@ class Server:
                 taken = self.aheads.take() if handed.take_ahead else None
                 self.aheads.in_fork()
                 memory = self.hooks.spare_memory(handed.changes, handed.replied, taken)
-                ready = self.hooks.child_ready if early is not None else None  # as a fork's (`_start_build`)
-                code = self._build_here(memory, handed.request, fds, done_w, ready)
+                code = self._build_here(memory, handed.request, fds, done_w, None)
             except BaseException:  # noqa: BLE001 - as a forked build child that could not start
                 self.log(traceback.format_exc())
                 os.kill(os.getpid(), signal.SIGKILL)
