@@ -68,11 +68,6 @@ def taken(path: str, kind: type):
     finally:
         with contextlib.suppress(OSError):
             os.unlink(path)
-    return unpickled(data, kind)
-
-
-def unpickled(data: bytes, kind: type):
-    """The `kind` pickled in a hand-off's `data` (`taken`); None where it holds anything else."""
     try:
         found = pickle.loads(data)
     except Exception:  # noqa: BLE001 - damaged: nothing is taken from it

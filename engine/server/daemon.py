@@ -51,7 +51,7 @@ from .child_memory import ChildMemory
 from .noop_watch import NoopWatch
 from .paths import Unsafe, lock_path, socket_path
 from .sandbox_ahead import SandboxesAhead
-from .spare import Handed, Spare
+from .spare import Spare
 from .source_watch import SourceWatch
 
 _TICK_S = 5.0
@@ -69,11 +69,6 @@ _PAUSE_S = 0.5  # how long accepting waits when the server is out of descriptors
 # enough that a script's next build, coming at once, finds no fork in the making; short enough
 # that one run a moment later (an IDE's JSON build after a plain one) finds the spare up.
 SPARE_IDLE_S = 0.02
-# How long into a build the server begins the sandbox the next one will take (sandbox_ahead.py):
-# past the build child's own start, so that bwrap and the executor's Python (15-20 ms of a core)
-# do not share the cores with it; then the worker is up when the build answers, and a request
-# right after that answer does not wait for it, nor share the cores with its start.
-AHEAD_AFTER_S = 0.03
 _FORWARDED = {"INT": signal.SIGINT, "TERM": signal.SIGTERM, "HUP": signal.SIGHUP, "QUIT": signal.SIGQUIT}
 
 
@@ -88,7 +83,6 @@ class _Build:
     status: int | None = None  # the exit status the child reported
     taken_in: bool = False  # what it handed off is being taken in (`_take_in`)
     started: float = field(default_factory=time.monotonic)
-    ahead_begun: bool = False  # the next build's sandbox was begun while it ran (`_begin_ahead`)
     # its Ctrl-C messages: small frames, no descriptors
     incoming: protocol.Incoming = field(default_factory=lambda: protocol.Incoming(max_frame=1 << 12))
 
@@ -127,7 +121,6 @@ class Server:
         self.started = time.time()
         self.builds_served = 0
         self.builds_from_spare = 0
-        self.builds_from_early_spare = 0  # ... of them, by a spare forked at the last build's answer
         self.noops_answered = 0
         # the build child forked ahead of the next request (spare.py), and those ended, not yet reaped
         self.spare: Spare | None = None
@@ -216,7 +209,7 @@ class Server:
         # Deferred work waits while a client is sending its request: it has connected (a
         # build right after the last one, as a script runs them), and its request comes
         # within the millisecond or two the client takes to write it.
-        runs_later = bool(self.later) and not self.intakes and not self._early_spare_waits()
+        runs_later = bool(self.later) and not self.intakes
         events = self.selector.select(0 if runs_later else self._timeout())
         self._expire_intakes()
         if not self.accepting and time.monotonic() >= self.paused_until:
@@ -229,7 +222,6 @@ class Server:
                 self.log(traceback.format_exc())
         if not events and runs_later:
             self._run_later(1)
-        self._begin_ahead()
         if not self.later:
             self._keep_spare()
         self._reap_polled()
@@ -263,13 +255,9 @@ class Server:
         if self.intakes:
             soonest = min(i.deadline for i in self.intakes.values())
             return max(0.0, min(_TICK_S, soonest - time.monotonic()))
-        ahead = self._ahead_due()
-        due = [] if ahead is None else [ahead]
-        if self.later and self.spare is not None and self._early_spare_waits():
-            due.append(self.spare.early_until)  # wake when the take-in it holds back is due
         if self._spare_wanted():  # wake when a spare is due
-            due.append(time.monotonic() + SPARE_IDLE_S - self._since_child())
-        return max(0.0, min(_TICK_S, min(due) - time.monotonic())) if due else _TICK_S
+            return max(0.0, min(_TICK_S, SPARE_IDLE_S - self._since_child()))
+        return _TICK_S
 
     def _expire_intakes(self) -> None:
         """Drop the connections that did not send their request in time."""
@@ -435,8 +423,7 @@ class Server:
         self._keep_spare(now=True)  # ... and the spare it then keeps
         info = {"pid": os.getpid(), "version": self.version, "root": self.root, "home": self.home,
                 "uptime_s": round(time.time() - self.started, 1), "builds": self.builds_served,
-                "builds_from_spare": self.builds_from_spare, "builds_from_early_spare": self.builds_from_early_spare,
-                "spare_pid": self.spare.pid if self.spare else 0,
+                "builds_from_spare": self.builds_from_spare, "spare_pid": self.spare.pid if self.spare else 0,
                 "sandboxes_begun_ahead": self.aheads.begun, "sandboxes_handed_over": self.aheads.taken,
                 "noops_answered": self.noops_answered, "noops_from_watch": self.noops.answered_from_watch,
                 "files_watched": self.noops.files_watched,
@@ -576,23 +563,14 @@ class Server:
     # -- the spare build child (spare.py) -----------------------------------------------------
 
     def _hand_to_spare(self, conn: socket.socket, request: dict, fds: list[int]) -> bool:
-        """Give the request to the spare when its memory is still the server's; False: fork.
-        An early spare takes the sandbox begun ahead that it holds a copy of when the server
-        still holds it (none was begun since), and lets it go otherwise."""
+        """Give the request to the spare when its memory is still the server's; False: fork."""
         spare, self.spare = self.spare, None
         if spare is None:
             return False
-        take_ahead = spare.early and spare.reserved is not None and spare.reserved is self.aheads.held
         if self.hooks is None or spare.generation != self.hooks.generation \
-                or not spare.hand(Handed(request, self.hooks.changes, self.hooks.state_changes_of(spare.replied),
-                                         take_ahead), fds):
-            if take_ahead and spare.silent:  # it may have taken the sandbox, and may build: no fork shares it
-                self.aheads.close()
+                or not spare.hand(request, fds, self.hooks.changes):
             self._end(spare)
             return False
-        if take_ahead:
-            self._handed_over(self.aheads.take())
-        self.builds_from_early_spare += spare.early
         spare.sock.close()
         if spare.pidfd is not None:
             self.selector.unregister(spare.pidfd)
@@ -620,34 +598,10 @@ class Server:
             self._end_spare()
         if not self._spare_wanted() or (not now and self._since_child() < SPARE_IDLE_S):
             return
-        self._fork_spare()
-
-    def _keep_early_spare(self, pid: int) -> None:
-        """Build child `pid` answered its client: fork an early spare (spare.py) now, before its
-        take-in, for a request that comes within `spares.EARLY_S`; or tell the early spare kept
-        already that this build answered too (its state changes are then the spare's to apply)."""
-        if self.spare is not None:
-            if self.spare.early and self.spare.generation == self.hooks.generation:
-                self.spare.replied.append(pid)
-            return
-        # only beside builds that answered too: a build still running would change what the
-        # server keeps while the spare waits
-        if self.stopping or self.intakes or not all(b.replied for b in self.running.values()):
-            return
-        self._fork_spare(early=[pid])
-
-    def _early_spare_waits(self) -> bool:
-        """An early spare waits for a request: the take-in, which would end it, waits too."""
-        return self.spare is not None and time.monotonic() < self.spare.early_until
-
-    def _fork_spare(self, early: list[int] | None = None) -> None:
-        """Fork a spare; an early one (`early`: the builds whose answer it follows) takes no
-        sandbox now, and keeps a copy of the one the server holds (`Hooks.spare_memory`)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         done_r, done_w = os.pipe2(os.O_CLOEXEC)
         generation = self.hooks.generation
-        ahead = None if early is not None else self.aheads.take()
-        reserved = self.aheads.held if early is not None else None
+        ahead = self.aheads.take()
         pid = self._fork(ahead, done_r, done_w, ours, theirs)
         if pid == 0:
             gc.freeze()  # as a forked build child (`_start_build`)
@@ -657,25 +611,17 @@ class Server:
                     spares.ending_on_sigterm()
                     ours.close()
                     os.close(done_r)
-                    self._drop_descriptors(keep_ahead=early is not None)
+                    self._drop_descriptors()
                     child.prepare()
                     # a request already waiting gets its build at once, which starts its own sandbox
-                    self.hooks.in_spare(warm=early is None and not select.select([theirs], [], [], 0)[0], ahead=ahead)
-                    # the server's pages, copied while it waits; not by an early spare, whose
-                    # request comes while the cores are busy: the copy, on a thread that runs
-                    # only on an idle core, would hold the build's first allocation
-                    taking = own_pages.take_in_background() if early is None else None
-                    handed, fds = spares.wait(theirs)
-                    if taking is not None:
-                        taking.stop()
+                    self.hooks.in_spare(warm=not select.select([theirs], [], [], 0)[0], ahead=ahead)
+                    taking = own_pages.take_in_background()  # the server's pages, copied while it waits
+                    request, fds, changes = spares.wait(theirs)
+                    taking.stop()
                 except spares.Ended:
                     self.hooks.end_spare()
-                    self.aheads.in_fork()  # an early spare's copy of the server's sandbox: let go
                     os._exit(0)
-                taken = self.aheads.take() if handed.take_ahead else None
-                self.aheads.in_fork()
-                memory = self.hooks.spare_memory(handed.changes, handed.replied, taken)
-                code = self._build_here(memory, handed.request, fds, done_w, None)
+                code = self._build_here(self.hooks.spare_memory(changes), request, fds, done_w, None)
             except BaseException:  # noqa: BLE001 - as a forked build child that could not start
                 self.log(traceback.format_exc())
                 os.kill(os.getpid(), signal.SIGKILL)
@@ -688,28 +634,8 @@ class Server:
         except (AttributeError, OSError):
             pidfd = None
         self.spare = Spare(pid, pidfd, ours, done_r, generation)
-        if early is not None:
-            self.spare.early_until = time.monotonic() + spares.EARLY_S
-            self.spare.reserved, self.spare.replied = reserved, list(early)
         if pidfd is not None:
             self.selector.register(pidfd, selectors.EVENT_READ, ("spare_exited", self.spare))
-
-    def _ahead_due(self) -> float | None:
-        """When (time.monotonic()) to begin the sandbox the next build will take, during a build
-        that runs now (`AHEAD_AFTER_S` into it); None: not now."""
-        if self.hooks is None or self.stopping or self.aheads.held is not None or self.hooks.last_sandbox is None:
-            return None
-        starts = [b.started for b in self.running.values() if not b.replied and not b.ahead_begun]
-        return min(starts) + AHEAD_AFTER_S if starts else None
-
-    def _begin_ahead(self) -> None:
-        """Begin the next build's sandbox during this one, once due (`_ahead_due`): once per build."""
-        due = self._ahead_due()
-        if due is None or time.monotonic() < due:
-            return
-        for build in self.running.values():
-            build.ahead_begun = True
-        self.aheads.begin(self.hooks.last_sandbox)
 
     def _end_spare(self) -> None:
         spare, self.spare = self.spare, None
@@ -760,7 +686,6 @@ class Server:
             return
         if not self.stopping:
             self.aheads.begin(self.hooks.last_sandbox)
-            self._keep_early_spare(pid)
         self.later.append(functools.partial(self.hooks.on_reply, pid))
 
     def _handed_over(self, ahead) -> None:
@@ -796,10 +721,9 @@ class Server:
             return self.hooks.in_child()
         return ChildMemory(None, {})
 
-    def _drop_descriptors(self, keep_ahead: bool = False) -> None:
+    def _drop_descriptors(self) -> None:
         """In a child: close every descriptor the server holds, so no build keeps the socket
-        name bound or a client's connection open after the server is gone (but the sandbox begun
-        ahead: an early spare's to take or let go, `keep_ahead`)."""
+        name bound or a client's connection open after the server is gone."""
         self.selector.close()
         self.noops.close()
         self.sources.close()
@@ -819,7 +743,7 @@ class Server:
         for spare in self.spares_ending:
             if spare.pidfd is not None:
                 os.close(spare.pidfd)
-        self.aheads.in_fork(keep_held=keep_ahead)
+        self.aheads.in_fork()
 
     def _on_noop_watch(self, _fd, _data) -> None:
         self.noops.drain()

@@ -90,17 +90,13 @@ class SandboxesAhead:
         if proc is not None:
             proc.wait()
 
-    def in_fork(self, keep_held: bool = False) -> None:
+    def in_fork(self) -> None:
         """In a fork: the pidfds of workers handed to earlier forks are not its own to watch, and
         a sandbox the server still holds (for a later fork: this one did not take it) is let go
-        of, so that only the fork that takes it holds its worker's pipes. An early spare
-        (server/spare.py) keeps its copy of that one (`keep_held`) until its request says whether
-        it takes it (`take`) or not (`in_fork` again)."""
+        of, so that only the fork that takes it holds its worker's pipes."""
         for pidfd in self.handed:
             os.close(pidfd)
         self.handed = {}
-        if keep_held:
-            return
         ahead, self.held = self.held, None
         if ahead is not None:
             ahead.begun.let_go()

@@ -11,17 +11,6 @@ the request, and what the server's watcher says changed since the last build of 
 (`warm.Hooks.changes`, a few paths; the spare holds the rest of the server's memory already,
 as a fork's copy). It then runs the build exactly as a freshly forked child does.
 
-An *early* spare is forked the moment a build answers its client, before the server takes in
-what that build left (its state changes, its plan and knowledge): a script's next build, which
-comes within milliseconds, would otherwise find the server busy with that take-in and no spare,
-and wait for a fresh fork that takes the server's pages as faults, beside the last build's
-teardown. While the early spare waits (`EARLY_S`), the server leaves its take-in for later, so
-its memory stays the spare's. The request that comes then is handed over with what the take-in
-would have done first: the builds that answered since the spare was forked (`Handed.replied`),
-whose state changes the spare applies to its copy as the server will to its own. An early spare
-takes no sandbox when forked (one left unused would be ended with it): it holds its copy of the
-one the server holds, and takes it with the request (`Handed.take_ahead`), or lets it go.
-
 A spare holds a copy of the server's memory as it was when forked. It is used only while that
 memory is still the server's (`generation`: warm.py counts each change of what it keeps between
 builds); one forked before a change is ended and the request gets a fresh fork, as is a request
@@ -37,30 +26,14 @@ import pickle
 import signal
 import socket
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 _LENGTH = struct.Struct("!Q")
 HAND_S = 2.0  # how long the server waits for a spare to take a request before it forks instead
-# How long an early spare waits for a request before the server takes in the last build (which
-# ends it): a script's next command comes within a few milliseconds of the last one's answer
-# (the harness's, with a `sync` between: 8-16 ms); a request later than this finds the spare
-# forked after the take-in.
-EARLY_S = 0.05
 # The spare's answer once it holds the whole request (`wait`). Until then it may die with the
 # request unread (killed, out of memory), and the server, which cannot tell that death from one
 # during the build, would answer the client "died; not run again" instead of forking for it.
 TAKEN = b"\x01"
-
-
-@dataclass(frozen=True)
-class Handed:
-    """What a spare is given with a request's descriptors."""
-    request: dict
-    changes: object  # what the server's watcher says changed (warm.Hooks.changes)
-    # an early spare's: the state changes of the builds that answered since it was forked, which
-    # the server has not taken in yet (it will, as the spare does now), as their files hold them
-    replied: tuple[bytes, ...] = ()
-    take_ahead: bool = False  # an early spare's: take the sandbox the server held when it was forked
 
 
 @dataclass
@@ -72,21 +45,12 @@ class Spare:
     done: int  # the read end of the pipe the child reports its exit status on
     generation: int  # warm.Hooks.generation when it was forked
     silent: bool = False  # given a request, it said neither that it took it nor anything else
-    # an early spare's: until when (time.monotonic()) the server leaves its take-in for later, the
-    # sandbox begun ahead whose copy it holds, and the builds that answered since it was forked
-    early_until: float = 0.0
-    reserved: object | None = None
-    replied: list[int] = field(default_factory=list)
 
-    @property
-    def early(self) -> bool:
-        return self.early_until > 0.0
-
-    def hand(self, handed: Handed, fds: list[int]) -> bool:
-        """Give the spare a request, its descriptors and the rest (`Handed`), and wait (a
+    def hand(self, request: dict, fds: list[int], changes: object) -> bool:
+        """Give the spare a request, its descriptors and the watcher's changes, and wait (a
         moment: it waits for them) until it says it holds them all (`TAKEN`); False when it did
         not take them (it is then of no use: `end` it, and fork for the request)."""
-        payload = pickle.dumps(handed, protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickle.dumps((request, changes), protocol=pickle.HIGHEST_PROTOCOL)
         try:
             self.sock.settimeout(HAND_S)
             socket.send_fds(self.sock, [_LENGTH.pack(len(payload))], fds)
@@ -131,8 +95,8 @@ def ending_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, _ended)
 
 
-def wait(sock: socket.socket) -> tuple[Handed, list[int]]:
-    """In the spare: wait for the request; (what came with it, its descriptors). `Ended` when the
+def wait(sock: socket.socket) -> tuple[dict, list[int], object]:
+    """In the spare: wait for the request; (request, descriptors, changes). `Ended` when the
     server asks it to exit or closes the pair before a request came. Once a request has come,
     `FORWARDED` signals are held (blocked, and no longer ignored as the server ignores them)
     until the build process lets them through."""
@@ -159,4 +123,5 @@ def wait(sock: socket.socket) -> tuple[Handed, list[int]]:
     except OSError:  # the server is gone: the client waits for this build all the same
         pass
     sock.close()
-    return pickle.loads(b"".join(chunks)), fds
+    request, changes = pickle.loads(b"".join(chunks))
+    return request, fds, changes

@@ -39,7 +39,7 @@ from ..plan.model import Plan
 from ..state.unchanged import Knowledge
 from ..exec.larger_first import by_size
 from ..exec.sandbox_warm_up import SandboxAhead, SandboxWarmUp
-from .child_memory import ChildMemory, HandOff, StateChanges, hand, taken, unpickled
+from .child_memory import ChildMemory, HandOff, StateChanges, hand, taken
 from .paths import server_dir
 from .plan_memo import same_request
 from .watcher import StatScan, make_watcher
@@ -92,17 +92,6 @@ class _Held:
     sandbox: tuple | None = None  # the sandbox settings it used (engine/exec/sandbox_warm_up.py)
     # files rewritten before `token` but after that build began (a bequest's, bequest.py)
     rewritten: frozenset = frozenset()
-
-
-def _spare_warm_up(settings: tuple, ahead: SandboxAhead | None) -> SandboxWarmUp:
-    """A spare's sandbox warm-up: its thread never takes a signal the spare holds for the build
-    (spare.py); those stay pending for the main thread, which lets them through once it has
-    handlers."""
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, spare.FORWARDED)
-    try:
-        return SandboxWarmUp(settings, ahead)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 class Hooks:
@@ -323,24 +312,7 @@ class Hooks:
         """Apply what child `pid` changed of each state it took from the objects held now, where
         the files are still the ones it saved (their stamps): the server's copy is then what a
         load of them gives, without the load."""
-        self._apply_state_changes(taken(self._state_changes(pid), StateChanges))
-
-    def state_changes_of(self, pids: list[int]) -> tuple[bytes, ...]:
-        """In the server, for an early spare (spare.py): the state changes builds `pids` handed
-        off and the server has not taken in yet, as they were written (the server takes the
-        files after the spare has its request, which may be before the spare reads them)."""
-        found = []
-        for pid in pids:
-            try:
-                with open(self._state_changes(pid), "rb") as f:
-                    found.append(f.read())
-            except OSError:  # none written (nothing changed), or taken in already
-                pass
-        return tuple(found)
-
-    def _apply_state_changes(self, found: StateChanges | None) -> None:
-        """`_take_state_changes`'s part once the changes are read (in a spare, from the server's
-        copy of the file: `spare_memory`)."""
+        found = taken(self._state_changes(pid), StateChanges)
         for paths, given, saved, changes in found.states if found is not None else ():
             held_state = self.states.get(paths)
             if held_state is None or held_state[0] != given or state_memo.stamps(paths) != saved:
@@ -432,19 +404,17 @@ class Hooks:
         else:
             settings = self.last_sandbox if warm else None
         if settings is not None:
-            self._spare_sandbox = _spare_warm_up(settings, ahead)
+            # Its thread never takes a signal the spare holds for the build (spare.py): those
+            # stay pending for the main thread, which lets them through once it has handlers.
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, spare.FORWARDED)
+            try:
+                self._spare_sandbox = SandboxWarmUp(settings, ahead)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
-    def spare_memory(self, changes: tuple | None, replied: tuple[bytes, ...] = (),
-                     ahead: SandboxAhead | None = None) -> ChildMemory:
+    def spare_memory(self, changes: tuple | None) -> ChildMemory:
         """In a spare, once its request came: the memory a fork would have been given, with the
-        sandbox begun ahead for the build to adopt. An early spare's (spare.py) first applies the
-        state changes of the builds that answered since it was forked (`replied`: their files'
-        contents, `state_changes_of`), as the server is about to, and takes over the server's
-        sandbox begun ahead (`ahead`) where told to."""
-        for data in replied:
-            self._apply_state_changes(unpickled(data, StateChanges))
-        if ahead is not None:
-            self._spare_sandbox = _spare_warm_up(ahead.settings, ahead)
+        sandbox begun ahead for the build to adopt."""
         self.memory = ChildMemory(self.given(changes), self.states)
         sandbox, self._spare_sandbox = self._spare_sandbox, None
         if sandbox is not None:

@@ -79,24 +79,6 @@ def test_the_next_build_runs_in_the_spare_forked_while_idle_and_sees_what_change
     assert _run(mcpp, project) == ("three", int(status["spare_pid"]))
 
 
-def test_a_build_right_after_the_last_ones_answer_runs_in_the_early_spare_with_its_state(project, mcpp):
-    """`mcpp run` after `mcpp run`, as a script runs them: the next request comes milliseconds
-    after the last answer, before the server has taken that build in. It is served by the spare
-    forked at that answer (engine/server/spare.py: the early spare), which applies the state
-    changes of the build it follows as the server does: its build takes the state files held,
-    not read again (the server then reads none back either), and sees every edit."""
-    assert _run(mcpp, project)[0] == "one"
-    loaded = int(_status(mcpp, project)["states_loaded"])  # settled: what the first builds read
-    for word in ("two", "three", "two", "four", "one", "five"):
-        (project / "src/word.hpp").write_text(f'#pragma once\n#define WORD "{word}"\n')
-        assert _run(mcpp, project)[0] == word
-    status = _status(mcpp, project)
-    # a loaded machine may start a command later than the spare waits (50 ms): most come in time
-    assert int(status["builds_from_early_spare"]) >= 2, status
-    assert int(status["states_loaded"]) == loaded, status  # each build's changes applied, none read
-    assert int(status["states_updated"]) >= 6, status
-
-
 def test_a_spare_that_died_is_replaced_and_the_request_is_forked_for(project, mcpp):
     assert _run(mcpp, project)[0] == "one"
     spare = int(_status(mcpp, project)["spare_pid"])

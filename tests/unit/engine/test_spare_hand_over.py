@@ -88,7 +88,7 @@ def test_a_current_spare_gets_the_request_its_descriptors_and_the_watchers_chang
         previous = {s: signal.getsignal(s) for s in spares.FORWARDED}
         delivered: list[int] = []
         try:
-            given, fds = spares.wait(theirs)
+            got, fds, changes = spares.wait(theirs)
             server_side.join(10)
             assert handed == [True]
             assert server.spare is None and server.builds_from_spare == 1 and spare.pid in server.running
@@ -109,7 +109,7 @@ def test_a_current_spare_gets_the_request_its_descriptors_and_the_watchers_chang
             signal.pthread_sigmask(signal.SIG_UNBLOCK, spares.FORWARDED)
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
-        assert given == spares.Handed(request, ("a request", {"src/a.cpp"}, None)) and len(fds) == 3
+        assert got == request and changes == ("a request", {"src/a.cpp"}, None) and len(fds) == 3
         os.write(fds[1], b"through the spare's copy")
         assert os.read(out_r, 100) == b"through the spare's copy"
         for fd in fds:
@@ -286,128 +286,4 @@ def test_a_server_making_way_stops_listening_before_it_answers(tmp_path, monkeyp
     finally:
         for s in (conn, client):
             s.close()
-        _close(server)
-
-
-def test_a_build_that_answers_gets_an_early_spare_and_its_take_in_waits_for_it(tmp_path, monkeypatch):
-    """A script's next build comes milliseconds after the last one's answer: the server forks an
-    early spare at that answer, before the take-in, and holds the take-in (which would end the
-    spare) while the spare waits; not beside a build that has not answered yet."""
-    server = _server(tmp_path)
-    forked: list[list[int] | None] = []
-
-    def fork_spare(early=None):
-        forked.append(early)
-        server.spare = spares.Spare(99999, None, socket.socket(), os.open(os.devnull, os.O_RDONLY),
-                                    server.hooks.generation, early_until=time.monotonic() + 5.0,
-                                    replied=list(early))
-
-    monkeypatch.setattr(server, "_fork_spare", fork_spare)
-    try:
-        server.builds_served = 2
-        server.accepting = True  # as once bound (`bind`)
-        answered = daemon._Build(socket.socket(), 12345, os.pidfd_open(os.getpid()), replied=True)
-        building = daemon._Build(socket.socket(), 12346, os.pidfd_open(os.getpid()))
-        server.running = {answered.pid: answered, building.pid: building}
-        server._answered_ok(answered.pid)
-        assert forked == [] and server.spare is None  # another build still runs: none
-        del server.running[building.pid]
-        server.later.clear()
-        server._answered_ok(answered.pid)
-        assert forked == [[answered.pid]] and server.spare.early
-        assert server.later and server._early_spare_waits()  # its on_reply, held back
-        assert 0 < server._timeout() <= 5.0  # ... and woken for when the spare stops waiting
-        server._answered_ok(12347)  # another build answers meanwhile: its state changes are the spare's too
-        assert forked == [[answered.pid]] and server.spare.replied == [answered.pid, 12347]
-        server.spare.early_until = time.monotonic() - 1
-        assert not server._early_spare_waits()
-    finally:
-        for b in (answered, building):
-            b.conn.close()
-            os.close(b.pidfd)
-        if server.spare is not None:
-            server.spare.sock.close()
-            os.close(server.spare.done)
-            server.spare = None
-        _close(server)
-
-
-def _early_handed(server, spare, theirs) -> tuple[bool, spares.Handed]:
-    """Hand the stand-in early `spare` a request; (whether the server let it go, what the spare got)."""
-    conn, client = socket.socketpair()
-    result: list[bool] = []
-    hand = threading.Thread(target=lambda: result.append(server._hand_to_spare(conn, {"argv": ["build"]}, [0, 1, 2])))
-    hand.start()
-    try:
-        given, fds = spares.wait(theirs)
-        hand.join(10)
-        for fd in fds:
-            os.close(fd)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, spares.FORWARDED)
-        return result == [True], given
-    finally:
-        for s in (conn, client):
-            s.close()
-
-
-@pytest.mark.parametrize("same_sandbox", [True, False])
-def test_an_early_spare_gets_the_state_changes_and_the_sandbox_the_server_still_holds(tmp_path, monkeypatch,
-                                                                                      same_sandbox):
-    """The request goes with the state changes of the builds that answered since the spare was
-    forked, read from their files (which the server takes in, and removes, after the hand-over),
-    and the sandbox begun ahead where the server still holds the one the spare has a copy of."""
-    server = _server(tmp_path)
-    spare, theirs, proc = _spare(server)
-    previous = {s: signal.getsignal(s) for s in spares.FORWARDED}
-    reserved = object()
-    handed_over: list[object] = []
-    monkeypatch.setattr(server, "_handed_over", lambda ahead: handed_over.append(ahead))
-    spare.early_until, spare.reserved, spare.replied = time.monotonic() + 5.0, reserved, [4242, 4343]
-    server.spare = spare
-    server.aheads.held = reserved if same_sandbox else object()
-    path = server.hooks._state_changes(4242)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(b"changes of 4242")  # 4343 wrote none: nothing it took from the server changed
-    try:
-        taken, given = _early_handed(server, spare, theirs)
-        assert taken and server.builds_from_spare == server.builds_from_early_spare == 1
-        assert given.replied == (b"changes of 4242",) and os.path.exists(path)  # the server's, to take in
-        assert given.take_ahead is same_sandbox
-        if same_sandbox:
-            assert handed_over == [reserved] and server.aheads.held is None
-        else:  # begun again since: the spare lets its copy go, the server keeps its own
-            assert handed_over == [] and server.aheads.held is not None
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        server.aheads.held = None
-        proc.kill()
-        proc.wait()
-        theirs.close()
-        _close(server)
-
-
-def test_the_sandbox_for_the_next_build_is_begun_during_this_one(tmp_path, monkeypatch):
-    """`AHEAD_AFTER_S` into a build, once per build, where the server holds none: the worker is up
-    when the build answers, and the request right after it neither waits for it nor shares the
-    cores with its start."""
-    server = _server(tmp_path)
-    begun: list[tuple] = []
-    monkeypatch.setattr(server.aheads, "begin", lambda settings: begun.append(settings))
-    server.hooks.last_sandbox = ("bwrap", str(tmp_path), ())
-    build = daemon._Build(socket.socket(), 12345, os.pidfd_open(os.getpid()))  # watched: no polling
-    try:
-        server.accepting = True
-        server.running[build.pid] = build
-        server._begin_ahead()
-        assert begun == [] and 0 < server._timeout() <= daemon.AHEAD_AFTER_S
-        build.started -= daemon.AHEAD_AFTER_S
-        server._begin_ahead()
-        server._begin_ahead()
-        assert begun == [server.hooks.last_sandbox]  # once
-        assert server._ahead_due() is None
-    finally:
-        build.conn.close()
-        os.close(build.pidfd)
         _close(server)
