@@ -728,6 +728,15 @@ def write_atomic(path: str, text: str) -> None:
         raise
 
 
+def creation_line(when: str, h: Harness) -> str:
+    """The cost of a new file beside the builds' trees (run_bench.file_creation), for the header:
+    what a clean row's store writes met."""
+    us, probe = run_bench.file_creation(h.work)
+    h.trash.discard(probe)
+    return (f"file creation at {when}: {us:.0f} us per new file ({run_bench.file_system(h.work)}; "
+            "the median of 200 in a new directory beside the builds' trees)")
+
+
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -795,6 +804,7 @@ def main(argv: list[str] | None = None) -> None:
     notes: list[str] = []
     try:
         h.setup()
+        creation = [creation_line("start", h)]
         code = run_bench.code_fingerprint()
         runs = {}
         for order in orders:
@@ -804,6 +814,7 @@ def main(argv: list[str] | None = None) -> None:
         if run_bench.code_fingerprint() != code:
             notes.append("**mcpp's sources changed during the run: the rows may mix versions; rerun**")
         load_end = load()
+        creation.append(creation_line("end", h))
         for s in h.systems:
             if isinstance(s, Mcpp):
                 h.stop_server(s.dir, s.env)
@@ -811,7 +822,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"peers: {e}")
     finally:
         h.trash.empty()
-    text = report(h, args, head, runs, cold, load_end, notes)
+    text = report(h, args, head + creation, runs, cold, load_end, notes)
     print(text)
     if args.markdown:
         write_atomic(args.markdown, text)

@@ -455,6 +455,58 @@ def _anon_excluded(scheme: str) -> bool:
                for f in os.listdir(base) if os.path.isdir(f"{base}/{f}"))
 
 
+def file_creation(parent: str, files: int = 200) -> tuple[float, str]:
+    """The median microseconds a new file takes (created, 100 bytes written, closed) in a new
+    directory under `parent`, over `files` of them, and that directory (the caller removes it
+    with the trees it moved aside: a deletion here would itself slow the next creations).
+
+    ext4 without a journal (the file system of this project's CI machines) passes over every
+    inode of a group freed in the last minute or more, one buffer lookup each, before it creates
+    a file there (the kernel's `recently_deleted`). After a large deletion nearby (a `rm -rf` of
+    a build tree, a harness's trash, a test suite's temporary directories) a creation costs up to
+    twenty times its usual ~20 us for minutes, and a clean mcpp build creates several files per
+    action in its store where ninja creates the compiler's: such a run's clean rows say more
+    about the deletion than about the build (bench/RESULTS.md, thirtieth session)."""
+    d = os.path.join(parent, f"creation-probe-{os.getpid()}-{time.time_ns()}")
+    os.mkdir(d)
+    took = []
+    for i in range(files):
+        t = time.perf_counter()
+        fd = os.open(os.path.join(d, str(i)), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.write(fd, b"x" * 100)
+        finally:
+            os.close(fd)
+        took.append(time.perf_counter() - t)
+    return statistics.median(took) * 1e6, d
+
+
+def file_system(path: str) -> str:
+    """The file system `path` is on (/proc/self/mountinfo), and for ext4 whether it keeps a
+    journal (/sys/fs/ext4/<device>/journal_task says `<none>` where it does not)."""
+    path = os.path.realpath(path)
+    best = ("", "?", "")
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                fields = line.split()
+                point = fields[4].replace("\\040", " ")
+                fstype, source = fields[fields.index("-") + 1:][:2]
+                inside = path == point or path.startswith(point.rstrip("/") + "/")
+                if inside and len(point) >= len(best[0]):
+                    best = (point, fstype, source)
+    except (OSError, ValueError, IndexError):
+        return "?"
+    _, fstype, source = best
+    if fstype != "ext4":
+        return fstype
+    try:
+        task = _read(f"/sys/fs/ext4/{os.path.basename(source)}/journal_task")
+    except OSError:
+        return "ext4"
+    return "ext4 without a journal" if task == "<none>" else "ext4 with a journal"
+
+
 def _read(path: str) -> str:
     with open(path) as f:
         return f.read().strip()

@@ -305,3 +305,33 @@ def test_an_edit_one_build_is_taken_apart_into_its_compile_its_link_and_the_rest
     lines = peers.split_lines({"grouped": {"mcpp": [peers.trace_split(trace, 0.5)], "ninja": []}})
     assert lines == ["- grouped, mcpp: compile 40 ms, link 400 ms (its staging 2 ms: 2 ms), the rest 60 ms "
                      "(each run, ms, compile+link+rest: 40+400+60)"]
+
+
+def test_the_file_creation_probe_makes_its_files_in_a_directory_of_its_own(peers, tmp_path):
+    """The header's "file creation" line (bench/RESULTS.md, thirtieth session): the probe creates
+    its files in a new directory under the one given, which the caller removes, and says what it
+    measured on which file system."""
+    run_bench = sys.modules["run_bench"]
+    us, probe = run_bench.file_creation(str(tmp_path), files=25)
+    assert us > 0
+    assert Path(probe).parent == tmp_path
+    assert sorted(int(p.name) for p in Path(probe).iterdir()) == list(range(25))
+    assert all(p.stat().st_size == 100 for p in Path(probe).iterdir())
+    assert run_bench.file_system("/proc/self") == "proc"
+    named = run_bench.file_system(str(tmp_path))
+    assert named != "?" and (not named.startswith("ext4") or "journal" in named)
+
+
+class _Trash:
+    def __init__(self):
+        self.discarded = []
+
+    def discard(self, path):
+        self.discarded.append(path)
+
+
+def test_the_header_gains_a_file_creation_line_and_the_probe_goes_to_the_trash(peers, tmp_path):
+    h = type("H", (), {"work": str(tmp_path), "trash": _Trash()})()
+    line = peers.creation_line("start", h)
+    assert line.startswith("file creation at start: ") and " us per new file (" in line
+    assert h.trash.discarded and Path(h.trash.discarded[0]).parent == tmp_path
