@@ -335,3 +335,33 @@ def test_the_header_gains_a_file_creation_line_and_the_probe_goes_to_the_trash(p
     line = peers.creation_line("start", h)
     assert line.startswith("file creation at start: ") and " us per new file (" in line
     assert h.trash.discarded and Path(h.trash.discarded[0]).parent == tmp_path
+
+
+def _settle(peers, monkeypatch, probes, limit):
+    """peers.settle with the probe's readings given and the clock advanced by its sleeps only."""
+    readings = iter(probes)
+    monkeypatch.setattr(peers, "probe_creation", lambda h: next(readings))
+    monkeypatch.setattr(peers.run_bench, "file_system", lambda path: "ext4 without a journal")
+    now = [0.0]
+    slept = []
+
+    def sleep(s):
+        slept.append(s)
+        now[0] += s
+
+    line = peers.settle(type("H", (), {"work": "/w"})(), limit, sleep=sleep, clock=lambda: now[0])
+    return line, slept
+
+
+def test_the_harness_waits_for_file_creation_to_be_quick_before_its_first_timed_build(peers, monkeypatch):
+    line, slept = _settle(peers, monkeypatch, [400.0, 150.0, 31.0], limit=360)
+    assert len(slept) == 2
+    assert line.startswith("file creation at start: 31 us per new file, after waiting 40 s for it to fall under 60 us")
+
+
+def test_the_wait_for_quick_file_creation_is_bounded_and_can_be_left_out(peers, monkeypatch):
+    line, slept = _settle(peers, monkeypatch, [400.0] * 100, limit=100)
+    assert sum(slept) <= 100 and len(slept) == 5
+    assert line.startswith("file creation at start: 400 us per new file, after waiting 100 s")
+    line, slept = _settle(peers, monkeypatch, [400.0], limit=0)
+    assert slept == [] and "400 us per new file, after waiting 0 s" in line
